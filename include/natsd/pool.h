@@ -1,0 +1,44 @@
+/* The worker pool: N worker threads running actors, with work stealing, parking, a timer service
+ * and an epoch domain.
+ *
+ * Scheduling: each worker has a FIFO run queue that only it pushes; actors made runnable on a
+ * worker go to that worker's queue; non-worker threads use the global inject queue. An idle worker
+ * takes from the inject queue, steals about half of a victim's queue (whole actors), spins a
+ * little, then parks. See pool.c for the parking protocol.
+ *
+ * Lifecycle: nd_pool_new -> nd_pool_start -> ... -> nd_pool_shutdown -> nd_pool_free.
+ * Shutdown closes every live actor, waits until all are freed, stops the workers and the timer
+ * thread, then runs every pending epoch destructor.
+ */
+#ifndef NATSD_POOL_H
+#define NATSD_POOL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "natsd/actor.h"
+#include "natsd/ctx.h"
+#include "natsd/epoch.h"
+#include "natsd/timer.h"
+
+/* workers == 0 means one per online CPU. Ctx: the main thread. */
+nd_pool_t *nd_pool_new(unsigned workers);
+void nd_pool_start(nd_pool_t *pool);
+/* Closes every live actor and waits for them to be freed, then stops all threads.
+ * Ctx: the main thread, which must not hold an external ctx that is still in an epoch section. */
+void nd_pool_shutdown(nd_pool_t *pool);
+void nd_pool_free(nd_pool_t *pool);
+
+unsigned nd_pool_workers(const nd_pool_t *pool);
+/* Number of actors spawned and not yet freed. Ctx: any thread (a snapshot). */
+size_t nd_pool_live_actors(nd_pool_t *pool);
+/* Waits until no actor is live or timeout_ms passes. Returns: true when none is live. */
+bool nd_pool_wait_empty(nd_pool_t *pool, unsigned timeout_ms);
+
+nd_timers_t *nd_pool_timers(nd_pool_t *pool);
+nd_epoch_t *nd_pool_epoch(nd_pool_t *pool);
+
+/* Sums of every worker's nd_ctx_stats_t (approximate while running). */
+nd_ctx_stats_t nd_pool_stats(nd_pool_t *pool);
+
+#endif

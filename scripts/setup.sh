@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs the Debian packages natsd needs to build and test, and nothing else.
+# A no-op (no apt-get call at all) when every package is already present.
+# Usage: scripts/setup.sh [--tests]   (--tests adds the clients the tests drive)
+set -euo pipefail
+
+build_pkgs=(cmake make gcc clang pkg-config libck-dev libmsgpack-dev libjansson-dev
+            libssl-dev libcriterion-dev libclang-rt-14-dev)
+test_pkgs=(libnats-dev nats-server)
+
+want=("${build_pkgs[@]}")
+if [ "${1:-}" = "--tests" ]; then
+    want+=("${test_pkgs[@]}")
+fi
+
+missing=()
+for p in "${want[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+        missing+=("$p")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    exit 0
+fi
+
+echo "setup: installing ${missing[*]}" >&2
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+    sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -q
+$sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
