@@ -36,6 +36,8 @@ typedef struct nd_actor_type {
     void (*final)(nd_ctx_t *ctx, nd_actor_t *self);
     /* Optional: releases what an undelivered message owns (sent after close). */
     void (*discard)(nd_ctx_t *ctx, nd_msg_t *msg);
+    /* Optional: runs after each turn of an open actor (e.g. to flush output gathered by it). */
+    void (*turn_end)(nd_ctx_t *ctx, nd_actor_t *self);
 } nd_actor_type_t;
 
 /* Actor state bits (nd_actor_t.state). */

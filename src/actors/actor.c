@@ -130,6 +130,8 @@ nd_actor_run(nd_ctx_t *ctx, nd_actor_t *a)
             nd_msg_free(ctx, m);
         }
     }
+    if (a->type->turn_end != NULL && !(state & ND_ACTOR_CLOSED))
+        a->type->turn_end(ctx, a);
     ctx->current = NULL;
     ctx->stats.msgs += n;
     ctx->stats.turns++;

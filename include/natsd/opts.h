@@ -1,0 +1,60 @@
+/* Server options: one struct, filled from defaults, then the config file, then the command line.
+ * Defaults are nats-server's (see shared/spec/nats-server-inventory.md §1.8 and §2.2).
+ * Immutable once the server has started (reload will swap a whole new copy).
+ */
+#ifndef NATSD_OPTS_H
+#define NATSD_OPTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define ND_DEFAULT_PORT             4222
+#define ND_DEFAULT_MAX_PAYLOAD      (1024 * 1024)
+#define ND_DEFAULT_MAX_CONTROL_LINE 4096
+#define ND_DEFAULT_MAX_CONNECTIONS  65536
+#define ND_DEFAULT_MAX_PENDING      (64LL * 1024 * 1024)
+#define ND_DEFAULT_PING_INTERVAL_MS (2 * 60 * 1000)
+#define ND_DEFAULT_PING_MAX         2
+#define ND_DEFAULT_WRITE_DEADLINE_MS (10 * 1000)
+#define ND_DEFAULT_AUTH_TIMEOUT_MS  2000
+
+typedef struct nd_opts {
+    char *host;        /* listen address, default 0.0.0.0 */
+    int port;          /* default 4222; -1 = random */
+    char *server_name; /* default: the server id */
+    unsigned workers;  /* 0 = online CPUs */
+
+    int64_t max_payload;
+    int32_t max_control_line;
+    int32_t max_connections;
+    int32_t max_subscriptions; /* 0 = unlimited */
+    int64_t max_pending;
+    int64_t ping_interval_ms;
+    int32_t ping_max;
+    int64_t write_deadline_ms;
+    bool no_header_support;
+    bool no_fast_producer_stall;
+
+    /* logging */
+    bool debug, trace, logtime;
+    char *log_file;
+
+    /* accepted now, built later */
+    bool jetstream;
+    char *store_dir;
+    char *user, *pass, *token;
+    char *cluster_url, *routes, *cluster_name;
+    int http_port;
+    char *config_file;
+    char *pid_file;
+} nd_opts_t;
+
+void nd_opts_defaults(nd_opts_t *o);
+void nd_opts_free(nd_opts_t *o);
+
+/* Parses nats-server-compatible flags into o (over what o holds).
+ * Returns: 0 to run, 1 for a usage error (message printed), 2 when a flag like --help or
+ * --version printed its answer and the process should exit 0. */
+int nd_opts_parse_args(nd_opts_t *o, int argc, char **argv);
+
+#endif

@@ -1,0 +1,191 @@
+/* Client protocol operations of the connection actor (inventory §1.3–§1.5): CONNECT, PING,
+ * PONG, SUB, UNSUB, PUB/HPUB (handed to deliver.c), INFO, +OK and -ERR from the client.
+ *
+ * Ordering: a SUB is inserted by the account actor asynchronously. Until it is acknowledged,
+ * the connection does not process a PUB, HPUB or PING that follows it: they stay unconsumed in
+ * the read buffer (the connection is "paused"), so the client's own later publish sees its new
+ * subscription and a PONG means every earlier SUB is visible to every publisher, as with
+ * nats-server. SUBs themselves pipeline.
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "conn_int.h"
+#include "log.h"
+#include "natsd/account.h"
+#include "natsd/subject.h"
+
+static void
+ok(nd_conn_t *c)
+{
+    if (c->verbose)
+        nd_conn_write(c, "+OK\r\n", 5);
+}
+
+static void
+fail(nd_ctx_t *ctx, nd_conn_t *c, nd_err_t err, nd_close_reason_t reason)
+{
+    nd_conn_write_err(c, err);
+    if (nd_err_closes(err))
+        nd_conn_close(ctx, c, reason);
+}
+
+static bool
+get_bool(json_t *o, const char *key, bool dflt)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_boolean(v) ? json_is_true(v) : dflt;
+}
+
+static char *
+get_str(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    return json_is_string(v) ? nd_xstrdup(json_string_value(v)) : NULL;
+}
+
+static bool
+on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    json_error_t jerr;
+    json_t *o = json_loadb(cmd->arg.ptr, cmd->arg.len, 0, &jerr);
+    if (!json_is_object(o)) {
+        /* nats-server closes on malformed CONNECT JSON without an -ERR. */
+        nd_log_error("%s:%d - cid:%llu - Client parser ERROR: malformed CONNECT: %s", c->ip,
+                     c->port, (unsigned long long)c->cid, jerr.text);
+        json_decref(o);
+        nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
+        return false;
+    }
+    c->verbose = get_bool(o, "verbose", true);
+    c->pedantic = get_bool(o, "pedantic", true);
+    c->echo = get_bool(o, "echo", true);
+    bool headers = get_bool(o, "headers", false) && !c->srv->opts.no_header_support;
+    c->no_responders = get_bool(o, "no_responders", false);
+    nd_free(c->name);
+    nd_free(c->lang);
+    nd_free(c->version);
+    c->name = get_str(o, "name");
+    c->lang = get_str(o, "lang");
+    c->version = get_str(o, "version");
+    json_t *proto = json_object_get(o, "protocol");
+    json_int_t protocol = json_is_integer(proto) ? json_integer_value(proto) : 0;
+    json_decref(o);
+
+    if (protocol < 0 || protocol > 1) {
+        fail(ctx, c, ND_ERR_BAD_CLIENT_PROTOCOL, ND_CLOSE_BAD_PROTOCOL);
+        return false;
+    }
+    if (c->no_responders && !headers) {
+        fail(ctx, c, ND_ERR_NO_RESPONDERS_HEADERS, ND_CLOSE_NO_RESPONDERS_HEADERS);
+        return false;
+    }
+    atomic_store_explicit(&c->headers, headers, memory_order_relaxed);
+    c->connected = true;
+    ok(c);
+    return true;
+}
+
+static void
+on_sub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    if (!nd_subj_valid_sub(cmd->subject.ptr, cmd->subject.len) ||
+        (cmd->queue.len > 0 && !nd_subj_valid_queue(cmd->queue.ptr, cmd->queue.len))) {
+        nd_conn_write_err(c, ND_ERR_INVALID_SUBJECT);
+        return;
+    }
+    if (nd_sidmap_get(&c->subs, cmd->sid.ptr, cmd->sid.len) != NULL) {
+        ok(c); /* a duplicate sid keeps the existing subscription */
+        return;
+    }
+    int32_t max = c->srv->opts.max_subscriptions;
+    if (max > 0 && c->subs.count >= (uint32_t)max) {
+        nd_log_error("%s:%d - cid:%llu - maximum subscriptions exceeded", c->ip, c->port,
+                     (unsigned long long)c->cid);
+        nd_conn_write_err(c, ND_ERR_MAX_SUBSCRIPTIONS);
+        return;
+    }
+    nd_sub_t *sub = nd_sub_new(&c->base, cmd->subject.ptr, cmd->subject.len, cmd->queue.ptr,
+                               cmd->queue.len, cmd->sid.ptr, cmd->sid.len);
+    nd_sidmap_put(&c->subs, sub);
+    c->sub_acks_due++;
+    nd_acct_send_sub(ctx, c->acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
+    ok(c);
+}
+
+static void
+on_unsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_sub_t *sub = nd_sidmap_get(&c->subs, cmd->sid.ptr, cmd->sid.len);
+    if (sub != NULL) {
+        uint64_t delivered = atomic_load_explicit(&sub->delivered, memory_order_relaxed);
+        if (cmd->max_msgs > 0 && (uint64_t)cmd->max_msgs > delivered)
+            atomic_store_explicit(&sub->max_msgs, (uint64_t)cmd->max_msgs, memory_order_relaxed);
+        else
+            nd_conn_remove_sub(ctx, c, sub);
+    }
+    ok(c);
+}
+
+bool
+nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    switch (cmd->op) {
+    case ND_PROTO_OP_PUB:
+    case ND_PROTO_OP_HPUB:
+    case ND_PROTO_OP_PING:
+        if (c->sub_acks_due > 0) {
+            c->paused = true;
+            return false;
+        }
+        break;
+    default:
+        break;
+    }
+
+    switch (cmd->op) {
+    case ND_PROTO_OP_CONNECT:
+        return on_connect(ctx, c, cmd);
+    case ND_PROTO_OP_PUB:
+    case ND_PROTO_OP_HPUB:
+        if (cmd->op == ND_PROTO_OP_HPUB && !atomic_load_explicit(&c->headers,
+                                                                 memory_order_relaxed)) {
+            /* HPUB without headers:true in CONNECT closes silently, as nats-server does. */
+            nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
+            return false;
+        }
+        c->in_msgs++;
+        c->in_bytes += cmd->payload.len;
+        if (c->pedantic && !nd_subj_valid_literal(cmd->subject.ptr, cmd->subject.len)) {
+            nd_conn_write_err(c, ND_ERR_INVALID_PUB_SUBJECT); /* and still delivered */
+        }
+        nd_deliver_publish(ctx, c, cmd);
+        ok(c);
+        return !c->closing;
+    case ND_PROTO_OP_SUB:
+        on_sub(ctx, c, cmd);
+        return true;
+    case ND_PROTO_OP_UNSUB:
+        on_unsub(ctx, c, cmd);
+        return true;
+    case ND_PROTO_OP_PING:
+        nd_conn_write(c, "PONG\r\n", 6);
+        return true;
+    case ND_PROTO_OP_PONG:
+        c->pings_out = 0;
+        return true;
+    case ND_PROTO_OP_INFO:
+    case ND_PROTO_OP_OK:
+        return true;
+    case ND_PROTO_OP_ERR:
+        nd_log_error("%s:%d - cid:%llu - Client Error %.*s", c->ip, c->port,
+                     (unsigned long long)c->cid, (int)cmd->arg.len, cmd->arg.ptr);
+        nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
+        return false;
+    default:
+        nd_conn_write_err(c, ND_ERR_UNKNOWN_OP);
+        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+        return false;
+    }
+}

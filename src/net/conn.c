@@ -1,0 +1,476 @@
+/* The connection actor: lifecycle, socket I/O and buffers.
+ *
+ * Reading: on ND_IO_READ the actor reads once into its buffer (growing it up to the size the
+ * pending command needs), parses every complete command, and keeps the partial tail at the start
+ * of the buffer. A read that fills the buffer re-posts ND_IO_READ to itself, so one busy client
+ * yields to others between reads (edge-triggered: otherwise no new event would come).
+ * Writing: everything for the client is appended to one write buffer during a turn and written
+ * once at the end of the turn (turn_end), so many messages share one syscall. If the socket is
+ * full, ND_IO_WRITE resumes it and a write-deadline timer bounds how long it may stay stuck.
+ * `pending` counts bytes queued for this client anywhere (deliveries in the mailbox and the write
+ * buffer); publishers add to it and close us as a slow consumer past max_pending.
+ */
+#include "conn_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "natsd/account.h"
+
+#define RBUF_MIN  4096
+#define RBUF_MAX  (64 * 1024)
+#define WBUF_KEEP (64 * 1024) /* a larger idle write buffer is given back */
+#define FIRST_PING_MS 2000
+
+static const char *close_texts[] = {
+#define ND_CLOSE_TEXT(name, text) text,
+    ND_CLOSE_REASONS(ND_CLOSE_TEXT)
+#undef ND_CLOSE_TEXT
+};
+
+const char *
+nd_close_reason_text(nd_close_reason_t r)
+{
+    return close_texts[r];
+}
+
+static uint64_t
+ms_to_ns(int64_t ms)
+{
+    return (uint64_t)ms * 1000000ull;
+}
+
+/* ---- write side ---- */
+
+void
+nd_conn_append(nd_conn_t *c, const void *p, size_t n)
+{
+    if (c->wlen + n > c->wcap) {
+        size_t cap = c->wcap ? c->wcap : 4096;
+        while (cap < c->wlen + n)
+            cap *= 2;
+        c->wbuf = nd_xrealloc(c->wbuf, cap);
+        c->wcap = cap;
+    }
+    memcpy(c->wbuf + c->wlen, p, n);
+    c->wlen += n;
+}
+
+void
+nd_conn_write(nd_conn_t *c, const void *p, size_t n)
+{
+    nd_conn_append(c, p, n);
+    atomic_fetch_add_explicit(&c->pending, (int64_t)n, memory_order_relaxed);
+}
+
+void
+nd_conn_write_err(nd_conn_t *c, nd_err_t err)
+{
+    const char *text = nd_err_proto_text(err);
+    if (text == NULL)
+        return;
+    char line[256];
+    int n = snprintf(line, sizeof line, "-ERR '%s'\r\n", text);
+    nd_conn_write(c, line, (size_t)n);
+}
+
+/* Writes as much of the write buffer as the socket takes. Returns: false on a fatal error. */
+static bool
+flush(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    while (c->woff < c->wlen) {
+        ssize_t n = send(c->io.fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+        if (n > 0) {
+            c->woff += (size_t)n;
+            atomic_fetch_sub_explicit(&c->pending, n, memory_order_relaxed);
+            continue;
+        }
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!c->wdeadline_armed && c->srv->opts.write_deadline_ms > 0) {
+                nd_timer_start(ctx, &c->wdeadline_timer, ms_to_ns(c->srv->opts.write_deadline_ms),
+                               0);
+                c->wdeadline_armed = true;
+            }
+            return true;
+        }
+        return false;
+    }
+    c->woff = c->wlen = 0;
+    if (c->wcap > WBUF_KEEP) {
+        nd_free(c->wbuf);
+        c->wbuf = NULL;
+        c->wcap = 0;
+    }
+    if (c->wdeadline_armed) {
+        nd_timer_cancel(ctx, &c->wdeadline_timer);
+        c->wdeadline_armed = false;
+    }
+    return true;
+}
+
+/* ---- lifecycle ---- */
+
+void
+nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub)
+{
+    nd_sidmap_del(&c->subs, sub->sid, sub->sid_len);
+    nd_acct_send_unsub(ctx, c->acct, sub);
+}
+
+/* Releases the socket, the subscriptions and the timers; idempotent. */
+static void
+teardown(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    if (c->torn_down)
+        return;
+    c->torn_down = true;
+    nd_timer_cancel(ctx, &c->ping_timer);
+    nd_timer_cancel(ctx, &c->wdeadline_timer);
+    size_t n = 0;
+    nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
+    if (n > 0)
+        nd_acct_send_unsub_all(ctx, c->acct, subs, n);
+    else
+        nd_free(subs);
+    if (c->io.fd >= 0)
+        nd_poller_remove(c->srv->poller, &c->io); /* closes the fd after our last write */
+    if (c->counted)
+        atomic_fetch_sub_explicit(&c->srv->nconns, 1, memory_order_relaxed);
+}
+
+void
+nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
+{
+    if (c->closing)
+        return;
+    c->closing = true;
+    c->reason = reason;
+    flush(ctx, c); /* best effort: a final -ERR should reach the client */
+    nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", c->ip, c->port,
+                 (unsigned long long)c->cid, nd_close_reason_text(reason));
+    teardown(ctx, c);
+    nd_actor_close(ctx, &c->base);
+}
+
+static void
+on_final(nd_ctx_t *ctx, nd_actor_t *self)
+{
+    nd_conn_t *c = (nd_conn_t *)self;
+    if (!c->closing) {
+        c->closing = true;
+        c->reason = ND_CLOSE_SHUTDOWN;
+    }
+    teardown(ctx, c);
+    nd_slcache_destroy(&c->cache);
+    nd_free(c->rbuf);
+    nd_free(c->wbuf);
+    nd_free(c->name);
+    nd_free(c->lang);
+    nd_free(c->version);
+    c->rbuf = c->wbuf = NULL;
+    nd_actor_unref(ctx, c->acct);
+}
+
+/* ---- read side ---- */
+
+/* Parses every complete command in the read buffer, then keeps the partial tail. */
+static void
+process_input(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    size_t off = 0;
+    nd_proto_cmd_t cmd;
+    while (!c->closing && !c->paused && off < c->rlen) {
+        size_t used = 0;
+        nd_proto_status_t st = nd_proto_parse(&c->parser, c->rbuf + off, c->rlen - off, &used,
+                                              &cmd);
+        if (st == ND_PROTO_MORE) {
+            off += used;
+            break;
+        }
+        if (st != ND_PROTO_CMD) {
+            nd_err_t err = st == ND_PROTO_ERR_CONTROL_LINE ? ND_ERR_MAX_CONTROL_LINE
+                           : st == ND_PROTO_ERR_MAX_PAYLOAD ? ND_ERR_MAX_PAYLOAD
+                           : st == ND_PROTO_ERR_UNKNOWN_OP  ? ND_ERR_UNKNOWN_OP
+                                                            : ND_ERR_PROTO_ARGS;
+            nd_log_error("%s:%d - cid:%llu - Client parser ERROR: %s", c->ip, c->port,
+                         (unsigned long long)c->cid, nd_strerror(err));
+            nd_conn_write_err(c, err);
+            nd_conn_close(ctx, c,
+                          err == ND_ERR_MAX_CONTROL_LINE ? ND_CLOSE_MAX_CONTROL_LINE
+                          : err == ND_ERR_MAX_PAYLOAD    ? ND_CLOSE_MAX_PAYLOAD
+                          : err == ND_ERR_UNKNOWN_OP     ? ND_CLOSE_PARSE_ERROR
+                                                         : ND_CLOSE_PROTOCOL_VIOLATION);
+            return;
+        }
+        if (!nd_client_handle(ctx, c, &cmd))
+            break; /* paused before cmd (it stays unconsumed) or closed */
+        off += used;
+    }
+    if (c->closing)
+        return;
+    if (off > 0) {
+        memmove(c->rbuf, c->rbuf + off, c->rlen - off);
+        c->rlen -= off;
+    }
+}
+
+static void
+grow_rbuf(nd_conn_t *c, size_t need)
+{
+    size_t cap = c->rcap ? c->rcap : RBUF_MIN;
+    while (cap < need)
+        cap *= 2;
+    if (cap != c->rcap) {
+        c->rbuf = nd_xrealloc(c->rbuf, cap);
+        c->rcap = cap;
+    }
+}
+
+static void
+do_read(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    if (c->paused) {
+        c->read_blocked = true;
+        return;
+    }
+    size_t need = nd_proto_pending_need(&c->parser);
+    if (need > c->rcap)
+        grow_rbuf(c, need);
+    else if (c->rlen == c->rcap)
+        grow_rbuf(c, c->rcap < RBUF_MAX ? c->rcap * 2 : c->rcap + RBUF_MIN);
+    size_t space = c->rcap - c->rlen;
+    ssize_t n;
+    do
+        n = recv(c->io.fd, c->rbuf + c->rlen, space, 0);
+    while (n < 0 && errno == EINTR);
+    if (n == 0) {
+        nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
+        return;
+    }
+    if (n < 0) {
+        if (errno != EAGAIN && errno != EWOULDBLOCK)
+            nd_conn_close(ctx, c, ND_CLOSE_READ_ERROR);
+        return;
+    }
+    c->rlen += (size_t)n;
+    c->got_inbound = true;
+    process_input(ctx, c);
+    if (!c->closing && (size_t)n == space)
+        nd_io_again(ctx, &c->io, ND_IO_READ); /* more may be waiting: continue next turn */
+}
+
+/* Called by client.c once every subscription is acknowledged. */
+static void
+resume(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    c->paused = false;
+    process_input(ctx, c);
+    if (!c->closing && !c->paused && c->read_blocked) {
+        c->read_blocked = false;
+        nd_io_again(ctx, &c->io, ND_IO_READ);
+    }
+}
+
+/* ---- timers ---- */
+
+static void
+on_ping_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
+{
+    if (!nd_timer_fired(&c->ping_timer, msg) || c->closing)
+        return;
+    if (c->pings_out + 1 > (uint32_t)c->srv->opts.ping_max) {
+        nd_log_debug("%s:%d - cid:%llu - Stale Client Connection - Closing", c->ip, c->port,
+                     (unsigned long long)c->cid);
+        nd_conn_write_err(c, ND_ERR_STALE);
+        nd_conn_close(ctx, c, ND_CLOSE_STALE);
+        return;
+    }
+    /* After the first one, a ping is only needed when the client has been silent. */
+    if (c->pinged_once && c->got_inbound) {
+        c->got_inbound = false;
+        return;
+    }
+    c->got_inbound = false;
+    c->pinged_once = true;
+    c->pings_out++;
+    nd_conn_write(c, "PING\r\n", 6);
+}
+
+static void
+on_wdeadline(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
+{
+    if (!nd_timer_fired(&c->wdeadline_timer, msg) || c->closing)
+        return;
+    c->wdeadline_armed = false;
+    if (c->woff < c->wlen) {
+        nd_log_info("%s:%d - cid:%llu - \"Slow Consumer Detected: WriteDeadline of %lldms "
+                    "exceeded with %zu bytes pending\"",
+                    c->ip, c->port, (unsigned long long)c->cid,
+                    (long long)c->srv->opts.write_deadline_ms, c->wlen - c->woff);
+        c->woff = c->wlen = 0; /* nothing more is sent to a slow consumer */
+        nd_conn_close(ctx, c, ND_CLOSE_SLOW_DEADLINE);
+    }
+}
+
+/* ---- start ---- */
+
+static void
+on_start(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_server_t *s = c->srv;
+    if (c->closing || c->started)
+        return;
+    c->started = true;
+    char tail[160];
+    int n = snprintf(tail, sizeof tail, ",\"client_id\":%llu,\"client_ip\":\"%s\"} \r\n",
+                     (unsigned long long)c->cid, c->ip);
+    nd_conn_write(c, s->info, s->info_len);
+    nd_conn_write(c, tail, (size_t)n);
+    int32_t conns = atomic_fetch_add_explicit(&s->nconns, 1, memory_order_relaxed) + 1;
+    c->counted = true;
+    if (conns > s->opts.max_connections) {
+        nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", c->ip, c->port,
+                     (unsigned long long)c->cid);
+        nd_conn_write_err(c, ND_ERR_MAX_CONNECTIONS);
+        nd_conn_close(ctx, c, ND_CLOSE_MAX_CONNECTIONS);
+        return;
+    }
+    int64_t first = s->opts.ping_interval_ms;
+    if (first > FIRST_PING_MS)
+        first = FIRST_PING_MS;
+    if (s->opts.ping_interval_ms > 0)
+        nd_timer_start(ctx, &c->ping_timer, ms_to_ns(first), ms_to_ns(s->opts.ping_interval_ms));
+}
+
+/* ---- dispatch ---- */
+
+static void
+dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
+{
+    nd_conn_t *c = (nd_conn_t *)self;
+    switch (msg->id) {
+    case ND_CONN_MSG_DELIVER:
+        nd_deliver_receive(ctx, c, (nd_conn_msg_deliver_t *)msg);
+        return;
+    case ND_CONN_MSG_IO: {
+        uint32_t ev = nd_io_take(&c->io);
+        on_start(ctx, c);
+        if (c->closing)
+            return;
+        if (ev & ND_IO_READ)
+            do_read(ctx, c);
+        return; /* ND_IO_WRITE: turn_end flushes */
+    }
+    case ND_CONN_MSG_START:
+        on_start(ctx, c);
+        return;
+    case ND_CONN_MSG_SUB_ACK:
+        c->sub_acks_due--;
+        if (c->sub_acks_due == 0 && c->paused && !c->closing)
+            resume(ctx, c);
+        return;
+    case ND_CONN_MSG_PING:
+        on_ping_timer(ctx, c, msg);
+        return;
+    case ND_CONN_MSG_WDEADLINE:
+        on_wdeadline(ctx, c, msg);
+        return;
+    case ND_CONN_MSG_SLOW:
+        if (!c->closing) {
+            nd_log_info("%s:%d - cid:%llu - \"Slow Consumer Detected: MaxPending of %lld "
+                        "Exceeded\"",
+                        c->ip, c->port, (unsigned long long)c->cid,
+                        (long long)c->srv->opts.max_pending);
+            c->woff = c->wlen = 0;
+            nd_conn_close(ctx, c, ND_CLOSE_SLOW_PENDING);
+        }
+        return;
+    default:
+        nd_fatal("conn: unknown message id %u", msg->id);
+    }
+}
+
+static void
+turn_end(nd_ctx_t *ctx, nd_actor_t *self)
+{
+    nd_conn_t *c = (nd_conn_t *)self;
+    if (c->closing || c->woff == c->wlen)
+        return;
+    if (!flush(ctx, c))
+        nd_conn_close(ctx, c, ND_CLOSE_WRITE_ERROR);
+}
+
+static void
+discard(nd_ctx_t *ctx, nd_msg_t *msg)
+{
+    if (msg->id == ND_CONN_MSG_DELIVER)
+        nd_deliver_discard(ctx, msg);
+}
+
+static const nd_actor_type_t conn_type = {
+    .name = "conn",
+    .size = sizeof(nd_conn_t),
+    .dispatch = dispatch,
+    .final = on_final,
+    .discard = discard,
+    .turn_end = turn_end,
+};
+
+void
+nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
+{
+    nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
+    c->srv = srv;
+    c->kind = ND_CONN_CLIENT;
+    c->cid = atomic_fetch_add_explicit(&srv->next_cid, 1, memory_order_relaxed) + 1;
+    c->acct = srv->gacct;
+    nd_actor_ref(c->acct);
+    atomic_init(&c->pending, 0);
+    atomic_init(&c->slow, false);
+    atomic_init(&c->headers, false);
+    c->io.fd = fd;
+    c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
+    nd_proto_parser_init(&c->parser, (size_t)srv->opts.max_control_line,
+                         srv->opts.max_payload);
+    nd_sidmap_init(&c->subs);
+    nd_slcache_init(&c->cache);
+    nd_timer_init(&c->ping_timer, &c->base, ND_CONN_MSG_PING);
+    nd_timer_init(&c->wdeadline_timer, &c->base, ND_CONN_MSG_WDEADLINE);
+
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    if (getpeername(fd, (struct sockaddr *)&ss, &sl) == 0) {
+        if (ss.ss_family == AF_INET6) {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+            inet_ntop(AF_INET6, &a->sin6_addr, c->ip, sizeof c->ip);
+            c->port = ntohs(a->sin6_port);
+        } else {
+            struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+            inet_ntop(AF_INET, &a->sin_addr, c->ip, sizeof c->ip);
+            c->port = ntohs(a->sin_port);
+        }
+    }
+    nd_log_debug("%s:%d - cid:%llu - Client connection created", c->ip, c->port,
+                 (unsigned long long)c->cid);
+    int err = nd_poller_add(srv->poller, &c->io, fd, &c->base, ND_CONN_MSG_IO);
+    if (err != 0) {
+        /* Nothing was sent to the actor yet, so its fields are still ours to set. */
+        nd_log_error("cannot register client socket: %s", strerror(err));
+        close(fd);
+        c->io.fd = -1;
+        c->closing = c->torn_down = true;
+        nd_actor_close(ctx, &c->base);
+    } else {
+        /* An I/O message may already be on its way; whichever runs first sends INFO. */
+        nd_actor_send(ctx, &c->base, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_START));
+    }
+    nd_actor_unref(ctx, &c->base); /* the poller registration and the actor's life keep it */
+}

@@ -1,0 +1,53 @@
+/* The connection actor: one kind for every peer (clients now; routes, gateways, leaf nodes,
+ * MQTT and internal connections later, told apart by `kind`, as in nats-server).
+ * Owns its socket, parser state, read and write buffers, its subscriptions (by sid) and timers. */
+#ifndef ND_CONN_H
+#define ND_CONN_H
+
+#include "natsd/actor.h"
+
+typedef struct nd_server nd_server_t;
+
+typedef enum {
+    ND_CONN_CLIENT,
+    ND_CONN_ROUTER,
+    ND_CONN_GATEWAY,
+    ND_CONN_LEAF,
+    ND_CONN_SYSTEM,
+    ND_CONN_JETSTREAM,
+    ND_CONN_MQTT,
+} nd_conn_kind_t;
+
+/* Why a connection closed: the /connz "reason" strings of nats-server (inventory §1.8). */
+#define ND_CLOSE_REASONS(X)                                                                       \
+    X(ND_CLOSE_CLIENT, "Client Closed")                                                          \
+    X(ND_CLOSE_AUTH_TIMEOUT, "Authentication Timeout")                                           \
+    X(ND_CLOSE_AUTH_FAILURE, "Authentication Failure")                                           \
+    X(ND_CLOSE_SLOW_PENDING, "Slow Consumer (Pending Bytes)")                                    \
+    X(ND_CLOSE_SLOW_DEADLINE, "Slow Consumer (Write Deadline)")                                  \
+    X(ND_CLOSE_WRITE_ERROR, "Write Error")                                                       \
+    X(ND_CLOSE_READ_ERROR, "Read Error")                                                         \
+    X(ND_CLOSE_PARSE_ERROR, "Parse Error")                                                       \
+    X(ND_CLOSE_STALE, "Stale Connection")                                                        \
+    X(ND_CLOSE_PROTOCOL_VIOLATION, "Protocol Violation")                                         \
+    X(ND_CLOSE_BAD_PROTOCOL, "Bad Client Protocol Version")                                      \
+    X(ND_CLOSE_MAX_CONNECTIONS, "Maximum Connections Exceeded")                                  \
+    X(ND_CLOSE_MAX_PAYLOAD, "Maximum Message Payload Exceeded")                                  \
+    X(ND_CLOSE_MAX_CONTROL_LINE, "Maximum Control Line Exceeded")                                \
+    X(ND_CLOSE_MAX_SUBSCRIPTIONS, "Maximum Subscriptions Exceeded")                              \
+    X(ND_CLOSE_SHUTDOWN, "Server Shutdown")                                                      \
+    X(ND_CLOSE_NO_RESPONDERS_HEADERS, "No Responders Requires Headers")
+
+typedef enum {
+#define ND_CLOSE_ENUM(name, text) name,
+    ND_CLOSE_REASONS(ND_CLOSE_ENUM)
+#undef ND_CLOSE_ENUM
+} nd_close_reason_t;
+
+const char *nd_close_reason_text(nd_close_reason_t r);
+
+/* Creates the client connection actor for an accepted socket and starts it (INFO goes out on its
+ * first turn). Owns: fd. Ctx: the poller thread's ctx. */
+void nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd);
+
+#endif

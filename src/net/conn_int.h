@@ -1,0 +1,107 @@
+/* The connection actor's struct and the functions its files share (conn.c: lifecycle, I/O and
+ * buffers; client.c: client protocol operations; deliver.c: publish and delivery).
+ * Private to src/net. */
+#ifndef ND_CONN_INT_H
+#define ND_CONN_INT_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "conn.h"
+#include "natsd/alloc.h"
+#include "natsd/err.h"
+#include "natsd/slcache.h"
+#include "natsd/sub.h"
+#include "natsd/timer.h"
+#include "parser.h"
+#include "poller.h"
+#include "server.h"
+#include "sidmap.h"
+
+enum {
+    ND_CONN_MSG_START = ND_MSG_USER_BASE,
+    ND_CONN_MSG_IO,        /* embedded in nd_io_t: readiness bits are in io.events */
+    ND_CONN_MSG_DELIVER,   /* nd_conn_msg_deliver_t: a message for one of our subscriptions */
+    ND_CONN_MSG_SUB_ACK,   /* the account inserted one of our subscriptions */
+    ND_CONN_MSG_PING,      /* ping timer */
+    ND_CONN_MSG_WDEADLINE, /* write deadline timer */
+    ND_CONN_MSG_SLOW,      /* a publisher found us over max_pending */
+};
+
+typedef struct nd_conn_msg_deliver {
+    nd_msg_t hdr;
+    nd_payload_t *payload; /* one reference, owned by the message */
+    const nd_sub_t *sub;   /* identity only (never dereferenced by the receiver) */
+    uint32_t pl_off;       /* bytes of payload->data to skip (headers stripped) */
+    uint32_t pl_len;       /* bytes to copy from payload->data + pl_off, CRLF included */
+    uint16_t line_len;
+    uint16_t sid_off, sid_len; /* where the sid sits in line (for auto-unsubscribe) */
+    uint8_t last;              /* the delivery that reaches the sub's max_msgs */
+    char line[];               /* "MSG <subject> <sid> [reply] <n>\r\n" or HMSG */
+} nd_conn_msg_deliver_t;
+
+typedef struct nd_conn {
+    nd_actor_t base;
+    /* immutable after spawn */
+    nd_server_t *srv;
+    nd_conn_kind_t kind;
+    uint64_t cid;
+    char ip[48];
+    int port;
+    nd_actor_t *acct; /* a reference */
+
+    /* any thread, atomic */
+    _Atomic int64_t pending ND_CACHE_ALIGNED; /* bytes queued for us and not yet written */
+    _Atomic bool slow;                        /* over max_pending: deliveries are dropped */
+    _Atomic bool headers;                     /* the client accepts HMSG */
+
+    /* owner only */
+    nd_io_t io ND_CACHE_ALIGNED;
+    nd_proto_parser_t parser;
+    char *rbuf;
+    size_t rcap, rlen;
+    char *wbuf;
+    size_t wcap, wlen, woff;
+    nd_sidmap_t subs;
+    nd_slcache_t cache;
+    nd_sl_result_t scratch; /* for one-off matches (no-responders) */
+    nd_timer_t ping_timer, wdeadline_timer;
+    uint32_t pings_out;
+    uint32_t sub_acks_due;     /* subscriptions sent to the account and not yet acknowledged */
+    bool started;              /* INFO sent */
+    bool connected;            /* CONNECT seen */
+    bool verbose, pedantic, echo, no_responders;
+    bool closing;
+    bool paused;               /* stopped parsing until sub_acks_due is 0 */
+    bool read_blocked;         /* a read is owed once unpaused */
+    bool got_inbound;          /* inbound traffic since the last ping tick */
+    bool pinged_once;
+    bool wdeadline_armed;
+    bool torn_down;            /* socket, subscriptions and timers released */
+    bool counted;              /* included in the server's connection count */
+    nd_close_reason_t reason;
+    char *name, *lang, *version;
+
+    /* statistics, owner only */
+    uint64_t in_msgs, in_bytes, out_msgs, out_bytes;
+} nd_conn_t;
+
+/* conn.c: nd_conn_write queues our own output (counted in pending); nd_conn_append queues bytes
+ * a publisher already counted. */
+void nd_conn_write(nd_conn_t *c, const void *p, size_t n);
+void nd_conn_append(nd_conn_t *c, const void *p, size_t n);
+void nd_conn_write_err(nd_conn_t *c, nd_err_t err);
+void nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason);
+void nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub);
+
+/* client.c: one parsed command. Returns: false when processing must stop before consuming cmd
+ * (the connection closed, or paused until its subscriptions are acknowledged). */
+bool nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
+
+/* deliver.c */
+void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
+void nd_deliver_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_deliver_t *m);
+void nd_deliver_discard(nd_ctx_t *ctx, nd_msg_t *msg);
+
+#endif

@@ -1,0 +1,65 @@
+/* The poller: one thread that turns socket readiness into messages to the owning actor.
+ *
+ * Sockets are registered edge-triggered for read, write and hang-up. Readiness bits accumulate in
+ * nd_io_t.events; only the transition from "nothing pending" sends the embedded message, so an
+ * actor gets at most one I/O message in flight however many events arrive. The owner takes the bits
+ * with nd_io_take() when it handles that message, and must then read or write until EAGAIN, or call
+ * nd_io_again() to continue in a later turn (edge-triggered: no new event comes otherwise).
+ *
+ * A registration holds a reference on its owner. nd_poller_remove() is asynchronous: the poller
+ * thread deletes the fd from epoll between event batches, closes it and drops the reference, so a
+ * batch that still names the fd never touches freed memory.
+ */
+#ifndef ND_POLLER_H
+#define ND_POLLER_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "natsd/actor.h"
+
+#define ND_IO_READ  0x1u
+#define ND_IO_WRITE 0x2u
+#define ND_IO_HUP   0x4u
+
+typedef struct nd_poller nd_poller_t;
+typedef struct nd_io nd_io_t;
+
+/* Called on the poller thread for every accepted connection; owns fd. */
+typedef void nd_accept_fn(nd_ctx_t *ctx, void *arg, int fd);
+
+struct nd_io {
+    int fd;                  /* immutable while registered */
+    nd_actor_t *owner;       /* immutable; NULL for a listener */
+    nd_accept_fn *on_accept; /* listeners only */
+    void *accept_arg;
+    _Atomic uint32_t events; /* any thread: ND_IO_* not yet taken by the owner */
+    nd_msg_t msg;            /* embedded message sent to the owner; never freed by the runtime */
+    nd_io_t *next_removal;   /* under the poller's lock */
+    _Atomic bool removed;    /* set by the poller thread once the fd is closed */
+};
+
+nd_poller_t *nd_poller_new(nd_pool_t *pool);
+/* Stops the thread after processing pending removals; closes listeners. */
+void nd_poller_free(nd_poller_t *p);
+
+/* Registers a connected socket; msg_id is the id of the I/O message sent to owner.
+ * Takes a reference on owner. Returns: 0 or an errno. Ctx: any thread. */
+int nd_poller_add(nd_poller_t *p, nd_io_t *io, int fd, nd_actor_t *owner, uint32_t msg_id);
+/* Registers a listening socket; on_accept runs on the poller thread. */
+int nd_poller_listen(nd_poller_t *p, nd_io_t *io, int fd, nd_accept_fn *on_accept, void *arg);
+/* Unregisters asynchronously, then closes the fd and drops the owner reference. Ctx: any thread. */
+void nd_poller_remove(nd_poller_t *p, nd_io_t *io);
+
+/* Takes the pending readiness bits. Ctx: the owner's turn. */
+static inline uint32_t
+nd_io_take(nd_io_t *io)
+{
+    return atomic_exchange_explicit(&io->events, 0, memory_order_acquire);
+}
+
+/* Re-posts readiness bits to the owner (to continue reading in a later turn). Ctx: any worker. */
+void nd_io_again(nd_ctx_t *ctx, nd_io_t *io, uint32_t events);
+
+#endif

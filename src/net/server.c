@@ -1,0 +1,194 @@
+/* The server: listener, INFO template and accept; see server.h. */
+#include "server.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "log.h"
+#include "natsd/account.h"
+#include "natsd/alloc.h"
+#include "natsd/natsd.h"
+#include "nkey.h"
+
+static void
+make_server_id(char out[57])
+{
+    uint8_t key[32];
+    if (getrandom(key, sizeof key, 0) != (ssize_t)sizeof key)
+        nd_fatal("getrandom failed");
+    nd_nkey_encode_public(ND_NKEY_PREFIX_SERVER, key, out);
+}
+
+static void
+build_info(nd_server_t *s)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "server_id", json_string(s->server_id));
+    json_object_set_new(o, "server_name",
+                        json_string(s->opts.server_name ? s->opts.server_name : s->server_id));
+    json_object_set_new(o, "version", json_string(NATSD_COMPAT_VERSION));
+    json_object_set_new(o, "proto", json_integer(1));
+    json_object_set_new(o, "go", json_string("natsd " NATSD_VERSION));
+    json_object_set_new(o, "host", json_string(s->opts.host));
+    json_object_set_new(o, "port", json_integer(s->port));
+    json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
+    json_object_set_new(o, "max_payload", json_integer(s->opts.max_payload));
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    /* Keep "INFO {...", dropping the closing brace: each connection appends its own fields. */
+    size_t n = strlen(js);
+    s->info = nd_xmalloc(n + 6);
+    memcpy(s->info, "INFO ", 5);
+    memcpy(s->info + 5, js, n - 1);
+    s->info_len = 5 + n - 1;
+    s->info[s->info_len] = '\0';
+    free(js);
+}
+
+static int
+listen_on(nd_server_t *s)
+{
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", s->opts.port < 0 ? 0 : s->opts.port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    const char *host = s->opts.host && *s->opts.host ? s->opts.host : "0.0.0.0";
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0) {
+        nd_log_error("Error listening on port: %s:%s, \"%s\"", host, portstr, gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 4096) == 0)
+            break;
+        nd_log_error("Error listening on port: %s:%s, \"%s\"", host, portstr, strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                             : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+static void
+on_accept(nd_ctx_t *ctx, void *arg, int fd)
+{
+    nd_server_t *s = arg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    nd_conn_spawn(ctx, s, fd);
+}
+
+static void
+log_unbuilt(const nd_opts_t *o)
+{
+    if (o->jetstream || o->store_dir)
+        nd_log_warn("JetStream is not supported by natsd yet; -js/-sd ignored");
+    if (o->user || o->pass || o->token)
+        nd_log_warn("Authentication is not supported by natsd yet; --user/--pass/--auth ignored");
+    if (o->cluster_url || o->routes || o->cluster_name)
+        nd_log_warn("Clustering is not supported by natsd yet; --cluster/--routes ignored");
+    if (o->http_port)
+        nd_log_warn("HTTP monitoring is not supported by natsd yet; -m ignored");
+    if (o->config_file)
+        nd_log_warn("Configuration files are not supported by natsd yet; -c %s ignored",
+                    o->config_file);
+}
+
+static char *
+dup_or_null(const char *s)
+{
+    return s ? nd_xstrdup(s) : NULL;
+}
+
+nd_server_t *
+nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
+{
+    nd_server_t *s = nd_xaligned(sizeof(*s));
+    s->opts = *opts;
+    /* Deep-copy the strings so the caller keeps ownership of its opts. */
+    s->opts.host = dup_or_null(opts->host);
+    s->opts.server_name = dup_or_null(opts->server_name);
+    s->opts.log_file = dup_or_null(opts->log_file);
+    s->opts.store_dir = dup_or_null(opts->store_dir);
+    s->opts.user = dup_or_null(opts->user);
+    s->opts.pass = dup_or_null(opts->pass);
+    s->opts.token = dup_or_null(opts->token);
+    s->opts.cluster_url = dup_or_null(opts->cluster_url);
+    s->opts.routes = dup_or_null(opts->routes);
+    s->opts.cluster_name = dup_or_null(opts->cluster_name);
+    s->opts.config_file = dup_or_null(opts->config_file);
+    s->opts.pid_file = dup_or_null(opts->pid_file);
+    s->pool = pool;
+    atomic_init(&s->next_cid, 0);
+    atomic_init(&s->nconns, 0);
+    make_server_id(s->server_id);
+
+    nd_log_info("Starting natsd (nats-server compatible v%s)", NATSD_COMPAT_VERSION);
+    nd_log_info("  Version:  %s", NATSD_VERSION);
+    nd_log_info("  Workers:  %u", nd_pool_workers(pool));
+    nd_log_info("  ID:       %s", s->server_id);
+    log_unbuilt(opts);
+
+    s->listen_fd = listen_on(s);
+    if (s->listen_fd < 0) {
+        nd_server_free(s);
+        return NULL;
+    }
+    build_info(s);
+    nd_ctx_t *ctx = nd_ctx_external_new(pool);
+    s->gacct = nd_acct_spawn(ctx, "$G");
+    nd_ctx_external_free(ctx);
+    s->poller = nd_poller_new(pool);
+    nd_poller_listen(s->poller, &s->listen_io, s->listen_fd, on_accept, s);
+    nd_log_info("Listening for client connections on %s:%d", s->opts.host, s->port);
+    nd_log_info("Server is ready");
+    return s;
+}
+
+void
+nd_server_stop_accepting(nd_server_t *s)
+{
+    if (s->poller != NULL && s->listen_fd >= 0) {
+        nd_poller_remove(s->poller, &s->listen_io);
+        s->listen_fd = -1;
+        /* Wait until no accept can run any more, so nothing spawns after the pool's shutdown
+         * started closing actors. acquire: pairs with the poller's release store. */
+        while (!atomic_load_explicit(&s->listen_io.removed, memory_order_acquire))
+            usleep(1000);
+    }
+}
+
+void
+nd_server_free(nd_server_t *s)
+{
+    if (s->poller != NULL)
+        nd_poller_free(s->poller);
+    else if (s->listen_fd >= 0)
+        close(s->listen_fd);
+    nd_free(s->info);
+    nd_opts_free(&s->opts);
+    nd_free(s);
+}

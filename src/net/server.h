@@ -1,0 +1,39 @@
+/* The server: options, the client listener, the INFO template, the global account and the
+ * counters shared by every connection. Immutable after start except the atomics.
+ * (Becomes an actor with reload and lame duck in the config issue.) */
+#ifndef ND_SERVER_H
+#define ND_SERVER_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "natsd/actor.h"
+#include "natsd/opts.h"
+#include "natsd/pool.h"
+#include "poller.h"
+
+typedef struct nd_server {
+    /* immutable after start */
+    nd_opts_t opts;
+    nd_pool_t *pool;
+    nd_poller_t *poller;
+    nd_actor_t *gacct; /* the global account ($G) */
+    char server_id[57];
+    char *info;        /* INFO JSON without the closing brace: per-client fields follow */
+    size_t info_len;
+    int port;          /* the bound client port */
+    int listen_fd;
+    nd_io_t listen_io;
+    /* any thread, atomic */
+    _Atomic uint64_t next_cid;
+    _Atomic int32_t nconns;
+} nd_server_t;
+
+/* Binds the listener and starts accepting. Returns: NULL after logging why. Ctx: main thread. */
+nd_server_t *nd_server_start(const nd_opts_t *opts, nd_pool_t *pool);
+/* Stops accepting; connections are closed by the pool's shutdown. */
+void nd_server_stop_accepting(nd_server_t *s);
+/* Frees the server after the pool has shut down. */
+void nd_server_free(nd_server_t *s);
+
+#endif
