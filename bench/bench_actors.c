@@ -24,9 +24,14 @@
  *   spawn_close        an actor spawns and closes 1 M actors; spawns/s until all are freed
  *
  * The producers of the mpsc benchmarks keep at most MPSC_WINDOW messages unconsumed, so memory
- * stays bounded and the message cache recycles blocks instead of growing the heap.
+ * stays bounded and the message cache recycles blocks instead of growing the heap. A producer
+ * actor that finds the window full parks and is woken by the consumer (credit-based flow
+ * control, as a real throttled publisher would be), so it never burns its worker spinning; a
+ * producer thread yields the CPU instead.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
@@ -346,22 +351,35 @@ bench_fanout(uint64_t ops)
 
 /* ---- mpsc: two producers, one consumer ---- */
 
+typedef struct mpsc_producer mpsc_producer_t;
+
 typedef struct mpsc_consumer {
     nd_actor_t base;
     uint64_t got;
     uint64_t total;
+    mpsc_producer_t *prod[2]; /* producer actors to wake; NULL for producer threads */
     /* any thread: the consumer's count, read by producers for flow control */
     _Atomic uint64_t consumed ND_CACHE_ALIGNED;
 } mpsc_consumer_t;
 
-typedef struct mpsc_producer {
+struct mpsc_producer {
     nd_actor_t base;
     mpsc_consumer_t *to;
     uint64_t left;
-} mpsc_producer_t;
+    /* any thread: set by a producer that stopped on a full window; the consumer takes it and
+     * sends the producer a GO, so a throttled producer costs nothing instead of spinning. */
+    _Atomic bool parked ND_CACHE_ALIGNED;
+};
 
 /* any thread: messages sent by all producers (for the window) */
 static _Atomic uint64_t mpsc_sent ND_CACHE_ALIGNED;
+
+static bool
+mpsc_window_full(mpsc_consumer_t *to, memory_order mo)
+{
+    uint64_t sent = atomic_load_explicit(&mpsc_sent, memory_order_relaxed);
+    return sent - atomic_load_explicit(&to->consumed, mo) >= MPSC_WINDOW;
+}
 
 static void
 mpsc_consumer_dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
@@ -369,9 +387,19 @@ mpsc_consumer_dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     mpsc_consumer_t *c = (mpsc_consumer_t *)self;
     c->got++;
     /* Publishing the count once per burst keeps the consumer's line from bouncing per message.
-     * relaxed: only a flow-control hint; the final count is reported through sem_post. */
-    if ((c->got & (MPSC_BURST - 1)) == 0 || c->got == c->total)
-        atomic_store_explicit(&c->consumed, c->got, memory_order_relaxed);
+     * While the window is full at least MPSC_WINDOW >= MPSC_BURST messages are pending, so a
+     * publish always follows a producer parking: nobody is left parked. seq_cst store, then
+     * seq_cst load of parked: a Dekker pair with the producer's store of parked and its re-check
+     * of consumed, so either the producer sees the new count or we see it parked. */
+    if ((c->got & (MPSC_BURST - 1)) == 0 || c->got == c->total) {
+        atomic_store_explicit(&c->consumed, c->got, memory_order_seq_cst);
+        for (int i = 0; i < 2; i++) {
+            mpsc_producer_t *p = c->prod[i];
+            if (p != NULL && atomic_load_explicit(&p->parked, memory_order_seq_cst) &&
+                atomic_exchange_explicit(&p->parked, false, memory_order_relaxed))
+                nd_actor_send(ctx, &p->base, nd_msg_new(ctx, sizeof(nd_msg_t), MSG_GO));
+        }
+    }
     if (c->got == c->total)
         sem_post(&done);
 }
@@ -384,9 +412,7 @@ static const nd_actor_type_t mpsc_consumer_type = {
 static uint64_t
 mpsc_burst(nd_ctx_t *ctx, mpsc_consumer_t *to, uint64_t left)
 {
-    uint64_t sent = atomic_load_explicit(&mpsc_sent, memory_order_relaxed);
-    uint64_t consumed = atomic_load_explicit(&to->consumed, memory_order_relaxed);
-    if (sent - consumed >= MPSC_WINDOW)
+    if (mpsc_window_full(to, memory_order_relaxed))
         return 0;
     uint64_t n = left < MPSC_BURST ? left : MPSC_BURST;
     atomic_fetch_add_explicit(&mpsc_sent, n, memory_order_relaxed);
@@ -395,11 +421,21 @@ mpsc_burst(nd_ctx_t *ctx, mpsc_consumer_t *to, uint64_t left)
     return n;
 }
 
+/* One burst per GO, then a GO to itself; on a full window it parks until the consumer wakes it. */
 static void
 mpsc_producer_dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
 {
     mpsc_producer_t *p = (mpsc_producer_t *)self;
-    p->left -= mpsc_burst(ctx, p->to, p->left);
+    uint64_t n = mpsc_burst(ctx, p->to, p->left);
+    if (n == 0) {
+        /* seq_cst: the Dekker pair with the consumer (see mpsc_consumer_dispatch). */
+        atomic_store_explicit(&p->parked, true, memory_order_seq_cst);
+        if (mpsc_window_full(p->to, memory_order_seq_cst))
+            return; /* the consumer will see parked and send a GO */
+        if (!atomic_exchange_explicit(&p->parked, false, memory_order_relaxed))
+            return; /* the consumer took it first: its GO is on the way */
+    }
+    p->left -= n;
     if (p->left > 0)
         nd_actor_send(ctx, self, nd_msg_new(ctx, sizeof(nd_msg_t), MSG_GO));
 }
@@ -430,6 +466,8 @@ bench_mpsc_actors(uint64_t ops)
         p[i] = (mpsc_producer_t *)nd_actor_spawn(ext, &mpsc_producer_type);
         p[i]->to = c;
         p[i]->left = ops / 2;
+        atomic_init(&p[i]->parked, false);
+        c->prod[i] = p[i];
     }
     uint64_t t0 = now_ns();
     for (int i = 0; i < 2; i++)

@@ -11,6 +11,11 @@ test_pkgs=(libnats-dev nats-server)
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--tests" ]; then
     want+=("${test_pkgs[@]}")
+    # The JavaScript integration tests need node and npm. A machine may have them
+    # from outside Debian (not known to dpkg), so Debian's are wanted only when the
+    # commands themselves are missing.
+    command -v node >/dev/null 2>&1 || want+=(nodejs)
+    command -v npm >/dev/null 2>&1 || want+=(npm)
 fi
 
 missing=()

@@ -1,46 +1,23 @@
 /* natsd: argv -> natsd_start, then wait for a stop signal. Nothing else lives here. */
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "natsd/natsd.h"
-
-static void
-usage(FILE *out)
-{
-    fprintf(out, "Usage: natsd [options]\n\n"
-                 "  -w, --worker_threads <n>  Worker threads (default: online CPUs)\n"
-                 "  -v, --version             Show version\n"
-                 "  -h, --help                Show this message\n");
-}
+#include "net/log.h"
 
 int
 main(int argc, char **argv)
 {
-    natsd_opts_t opts = {0};
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if ((!strcmp(a, "-w") || !strcmp(a, "--worker_threads")) && i + 1 < argc) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || n < 0 || n > 1024) {
-                fprintf(stderr, "natsd: invalid worker count %s\n", argv[i]);
-                return 1;
-            }
-            opts.workers = (unsigned)n;
-        } else if (!strcmp(a, "-v") || !strcmp(a, "--version")) {
-            printf("natsd: v%s\n", natsd_version());
-            return 0;
-        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "natsd: unknown option %s\n", a);
-            usage(stderr);
-            return 1;
-        }
+    nd_opts_t opts;
+    nd_opts_defaults(&opts);
+    int rc = nd_opts_parse_args(&opts, argc, argv);
+    if (rc != 0) {
+        nd_opts_free(&opts);
+        return rc == 2 ? 0 : 1;
     }
+    nd_log_setup(opts.debug, opts.trace, opts.logtime, opts.log_file);
 
     /* Block the stop signals before any thread starts so that only sigwait() sees them. */
     sigset_t stop;
@@ -48,14 +25,17 @@ main(int argc, char **argv)
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
+    signal(SIGPIPE, SIG_IGN);
 
     natsd_t *s = natsd_start(&opts);
+    nd_opts_free(&opts);
     if (s == NULL)
         return 1;
-    fprintf(stderr, "natsd v%s started with %u workers\n", natsd_version(), natsd_workers(s));
     int sig = 0;
     sigwait(&stop, &sig);
-    fprintf(stderr, "natsd: %s, stopping\n", strsignal(sig));
+    nd_log_info("Trapped \"%s\" signal", sig == SIGINT ? "interrupt" : "terminated");
+    nd_log_info("Initiating Shutdown...");
     natsd_stop(s);
+    nd_log_info("Server Exiting..");
     return 0;
 }

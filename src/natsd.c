@@ -3,17 +3,32 @@
 
 #include "natsd/alloc.h"
 #include "natsd/pool.h"
+#include "net/server.h"
 
 struct natsd {
     nd_pool_t *pool;
+    nd_server_t *server;
 };
 
 natsd_t *
-natsd_start(const natsd_opts_t *opts)
+natsd_start(const nd_opts_t *opts)
 {
+    nd_opts_t dflt;
+    if (opts == NULL) {
+        nd_opts_defaults(&dflt);
+        opts = &dflt;
+    }
     natsd_t *s = nd_new(natsd_t);
-    s->pool = nd_pool_new(opts ? opts->workers : 0);
+    s->pool = nd_pool_new(opts->workers);
     nd_pool_start(s->pool);
+    s->server = nd_server_start(opts, s->pool);
+    if (opts == &dflt)
+        nd_opts_free(&dflt);
+    if (s->server == NULL) {
+        nd_pool_free(s->pool);
+        nd_free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -22,8 +37,17 @@ natsd_stop(natsd_t *s)
 {
     if (s == NULL)
         return;
+    nd_server_stop_accepting(s->server);
+    nd_pool_shutdown(s->pool); /* closes every connection and account */
+    nd_server_free(s->server);  /* the poller goes after the connections it served */
     nd_pool_free(s->pool);
     nd_free(s);
+}
+
+int
+natsd_port(const natsd_t *s)
+{
+    return s->server->port;
 }
 
 unsigned

@@ -5,6 +5,7 @@
 #define NATSD_ERR_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #define ND_ERR_LIST(X)                                                                            \
     X(ND_OK, "success", NULL, false)                                                              \

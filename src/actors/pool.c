@@ -14,7 +14,10 @@
  * its queue now holds at least two actors, because the pushing worker itself runs the first one
  * soon (this keeps request/response chains on one core without a futex call per message). The
  * `waking` token lets only one wake-up be in progress at a time, so a burst of pushes costs one
- * signal, not one per push; the woken worker returns the token before it looks for work.
+ * signal, not one per push; the woken worker returns the token before it looks for work. The
+ * holder of the token signals under park_lock only if a sleeper is still counted there; if none
+ * is, it returns the token itself (otherwise a token taken for a sleeper that had just found
+ * work and left would never come back, and every later notify would be silenced).
  *
  * Shutdown: send ND_MSG_CLOSE to every registered actor, wait until the registry is empty
  * (repeating for actors spawned meanwhile), then stop and join the workers and the timer thread,
@@ -140,16 +143,34 @@ work_visible(nd_pool_t *pool)
 static void
 notify(nd_pool_t *pool)
 {
+#ifdef ND_TSAN
+    /* TSan cannot model fences (GCC rejects atomic_thread_fence under -fsanitize=thread with
+     * -Wtsan), so TSan builds use a seq_cst read-modify-write of sleepers instead: an RMW reads
+     * the latest value, and when it precedes park()'s increment in sleepers' modification order,
+     * that increment synchronises with it, so the parker's re-check sees our push. */
+    if (atomic_fetch_add_explicit(&pool->sleepers, 0, memory_order_seq_cst) == 0)
+        return;
+#else
     /* seq_cst: pairs with the fence in park(); orders our push before reading sleepers. */
     atomic_thread_fence(memory_order_seq_cst);
     if (atomic_load_explicit(&pool->sleepers, memory_order_relaxed) == 0)
         return;
+#endif
     int expect = 0;
     if (!atomic_compare_exchange_strong_explicit(&pool->waking, &expect, 1, memory_order_acq_rel,
                                                  memory_order_relaxed))
         return; /* a wake-up is already under way; that worker will look at the queues */
     pthread_mutex_lock(&pool->park_lock);
-    pthread_cond_signal(&pool->park_cond);
+    /* sleepers only changes under park_lock, so every worker counted here is inside
+     * pthread_cond_wait (or woken and waiting for the lock) and will return the token after we
+     * unlock. When none is counted (the sleeper we saw re-checked, found work and left before
+     * we locked), nobody would ever return the token, and a token stuck at 1 silences every later
+     * notify: all workers could then park with work queued. So we return it ourselves; a worker
+     * that parks after our unlock re-checks the queues and sees our push. */
+    if (atomic_load_explicit(&pool->sleepers, memory_order_relaxed) != 0)
+        pthread_cond_signal(&pool->park_cond);
+    else
+        atomic_store_explicit(&pool->waking, 0, memory_order_relaxed);
     pthread_mutex_unlock(&pool->park_lock);
 }
 
@@ -158,9 +179,14 @@ park(nd_worker_t *w)
 {
     nd_pool_t *pool = w->pool;
     pthread_mutex_lock(&pool->park_lock);
+#ifdef ND_TSAN
+    /* seq_cst RMW: pairs with the RMW of sleepers in notify() (TSan builds have no fences). */
+    atomic_fetch_add_explicit(&pool->sleepers, 1, memory_order_seq_cst);
+#else
     atomic_fetch_add_explicit(&pool->sleepers, 1, memory_order_relaxed);
     /* seq_cst: pairs with the fence in notify(); orders the announcement before the re-check. */
     atomic_thread_fence(memory_order_seq_cst);
+#endif
     if (!atomic_load_explicit(&pool->stopping, memory_order_relaxed) && !work_visible(pool)) {
         w->ctx.stats.parks++;
         pthread_cond_wait(&pool->park_cond, &pool->park_lock);
@@ -230,6 +256,7 @@ worker_main(void *arg)
     nd_worker_t *w = arg;
     nd_pool_t *pool = w->pool;
     nd_ctx_t *ctx = &w->ctx;
+    bool woken = false;
 
     for (;;) {
         nd_actor_t *a = find_work(w);
@@ -243,7 +270,18 @@ worker_main(void *arg)
                 break;
             nd_epoch_poll(ctx);
             park(w);
+            woken = true;
             continue;
+        }
+        /* Pass the wake-up on (as Go's scheduler does after a spinning M finds work): pushes made
+         * while our wake-up token was held did not signal anyone, so if we leave work behind, a
+         * sleeping worker must be woken for it. Otherwise a burst of actors made runnable by a
+         * non-worker thread would wait in the inject queue behind the one we run while the other
+         * workers sleep (found by tests/unit/actors/test_pool.c, every_worker_runs_actors). */
+        if (woken) {
+            woken = false;
+            if (work_visible(pool))
+                notify(pool);
         }
         if (nd_actor_run(ctx, a))
             nd_sched_push(ctx, a);

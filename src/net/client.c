@@ -106,8 +106,8 @@ on_sub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         nd_conn_write_err(c, ND_ERR_MAX_SUBSCRIPTIONS);
         return;
     }
-    nd_sub_t *sub = nd_sub_new(&c->base, cmd->subject.ptr, cmd->subject.len, cmd->queue.ptr,
-                               cmd->queue.len, cmd->sid.ptr, cmd->sid.len);
+    nd_sub_t *sub = nd_sub_new(ctx, &c->base, cmd->subject.ptr, cmd->subject.len,
+                               cmd->queue.ptr, cmd->queue.len, cmd->sid.ptr, cmd->sid.len);
     nd_sidmap_put(&c->subs, sub);
     c->sub_acks_due++;
     nd_acct_send_sub(ctx, c->acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
@@ -157,7 +157,7 @@ nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         }
         c->in_msgs++;
         c->in_bytes += cmd->payload.len;
-        if (c->pedantic && !nd_subj_valid_literal(cmd->subject.ptr, cmd->subject.len)) {
+        if (c->pedantic && !nd_subj_valid_pub(cmd->subject.ptr, cmd->subject.len)) {
             nd_conn_write_err(c, ND_ERR_INVALID_PUB_SUBJECT); /* and still delivered */
         }
         nd_deliver_publish(ctx, c, cmd);

@@ -169,14 +169,18 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
         c->reason = ND_CLOSE_SHUTDOWN;
     }
     teardown(ctx, c);
-    nd_slcache_destroy(&c->cache);
+    nd_slcache_fini(&c->cache);
     nd_free(c->rbuf);
     nd_free(c->wbuf);
     nd_free(c->name);
     nd_free(c->lang);
     nd_free(c->version);
     c->rbuf = c->wbuf = NULL;
-    nd_actor_unref(ctx, c->acct);
+    if (c->scratch != NULL) {
+        nd_sl_result_fini(c->scratch);
+        nd_free(c->scratch);
+    }
+    nd_actor_unref(ctx, &c->acct->actor);
 }
 
 /* ---- read side ---- */
@@ -432,7 +436,7 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
     c->kind = ND_CONN_CLIENT;
     c->cid = atomic_fetch_add_explicit(&srv->next_cid, 1, memory_order_relaxed) + 1;
     c->acct = srv->gacct;
-    nd_actor_ref(c->acct);
+    nd_actor_ref(&c->acct->actor);
     atomic_init(&c->pending, 0);
     atomic_init(&c->slow, false);
     atomic_init(&c->headers, false);

@@ -9,8 +9,10 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "natsd/account.h"
 #include "natsd/alloc.h"
 #include "natsd/err.h"
+#include "payload.h"
 #include "natsd/slcache.h"
 #include "natsd/sub.h"
 #include "natsd/timer.h"
@@ -49,7 +51,7 @@ typedef struct nd_conn {
     uint64_t cid;
     char ip[48];
     int port;
-    nd_actor_t *acct; /* a reference */
+    nd_acct_t *acct; /* a reference */
 
     /* any thread, atomic */
     _Atomic int64_t pending ND_CACHE_ALIGNED; /* bytes queued for us and not yet written */
@@ -65,7 +67,7 @@ typedef struct nd_conn {
     size_t wcap, wlen, woff;
     nd_sidmap_t subs;
     nd_slcache_t cache;
-    nd_sl_result_t scratch; /* for one-off matches (no-responders) */
+    nd_sl_result_t *scratch; /* for cache misses and one-off matches; allocated on first use */
     nd_timer_t ping_timer, wdeadline_timer;
     uint32_t pings_out;
     uint32_t sub_acks_due;     /* subscriptions sent to the account and not yet acknowledged */

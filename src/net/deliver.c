@@ -53,7 +53,7 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))
         return;
     uint64_t max = atomic_load_explicit(&sub->max_msgs, memory_order_relaxed);
-    uint64_t n = atomic_fetch_add_explicit(&sub->delivered, 1, memory_order_relaxed) + 1;
+    uint64_t n = nd_sub_count_delivery(sub);
     if (max != 0 && n > max)
         return;
 
@@ -106,26 +106,57 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
     nd_payload_ref(pc->payload);
     m->payload = pc->payload;
+    if (t == c) {
+        /* Our own subscription: write in order with the rest of this turn's output (a PONG
+         * after this PUB must follow the MSG, as with nats-server). */
+        nd_deliver_receive(ctx, c, m);
+        nd_msg_free(ctx, &m->hdr);
+        return;
+    }
     nd_actor_send(ctx, &t->base, &m->hdr);
 }
 
-/* Sends the no-responders status to the publisher's own subscription on the reply subject. */
+static nd_sl_result_t *
+scratch_of(nd_conn_t *c)
+{
+    if (c->scratch == NULL) {
+        c->scratch = nd_new(nd_sl_result_t);
+        nd_sl_result_init(c->scratch);
+    }
+    return c->scratch;
+}
+
+/* Finds the publisher's own subscription matching the reply subject. Ctx: in the section. */
+static const nd_sub_t *
+own_reply_sub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_sl_result_t *r = scratch_of(c);
+    nd_sl_match(ctx, nd_acct_sublist(c->acct), cmd->reply.ptr, cmd->reply.len, r);
+    for (uint32_t v = 0; v < r->npvecs; v++) {
+        const nd_sl_vec_t *vec = r->pvecs[v];
+        uint32_t n = nd_sl_vec_len(vec);
+        for (uint32_t i = 0; i < n; i++) {
+            nd_sub_t *sub = nd_sl_vec_get(vec, i);
+            if (sub != NULL && sub->conn == &c->base)
+                return sub;
+        }
+    }
+    return NULL;
+}
+
+/* Sends the no-responders status (inventory §1.7) to the publisher's own subscription on the
+ * reply subject; nothing when it has none. Ctx: in the section. */
 static void
 no_responders(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
-    nd_sl_result_t *r = &c->scratch;
-    nd_sl_match(ctx, nd_acct_sublist(c->acct), cmd->reply.ptr, cmd->reply.len, r);
-    const nd_sub_t *own = NULL;
-    for (uint32_t i = 0; i < r->npsubs && own == NULL; i++)
-        if (r->psubs[i]->conn == &c->base)
-            own = r->psubs[i];
+    const nd_sub_t *own = own_reply_sub(ctx, c, cmd);
     if (own == NULL)
         return;
+    static const char status[] = " 16 16\r\nNATS/1.0 503\r\n\r\n\r\n";
     nd_conn_write(c, "HMSG ", 5);
     nd_conn_write(c, cmd->reply.ptr, cmd->reply.len);
     nd_conn_write(c, " ", 1);
     nd_conn_write(c, own->sid, own->sid_len);
-    static const char status[] = " 16 16\r\nNATS/1.0 503\r\n\r\n\r\n";
     nd_conn_write(c, status, sizeof status - 1);
 }
 
@@ -134,20 +165,24 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
     pub_ctx_t pc = {.cmd = cmd};
     nd_epoch_enter(ctx);
-    const nd_sl_result_t *r =
-        nd_slcache_match(ctx, &c->cache, nd_acct_sublist(c->acct), cmd->subject.ptr,
-                         cmd->subject.len);
-    for (uint32_t i = 0; i < r->npsubs; i++) {
-        nd_sub_t *sub = r->psubs[i];
-        if (!c->echo && sub->conn == &c->base)
-            continue;
-        deliver(ctx, c, &pc, sub);
+    const nd_sl_result_t *r = nd_slcache_match(ctx, &c->cache, nd_acct_sublist(c->acct),
+                                               cmd->subject.ptr, cmd->subject.len, scratch_of(c));
+    for (uint32_t v = 0; v < r->npvecs; v++) {
+        const nd_sl_vec_t *vec = r->pvecs[v];
+        uint32_t n = nd_sl_vec_len(vec);
+        for (uint32_t i = 0; i < n; i++) {
+            nd_sub_t *sub = nd_sl_vec_get(vec, i);
+            if (sub == NULL || (!c->echo && sub->conn == &c->base))
+                continue;
+            deliver(ctx, c, &pc, sub);
+        }
     }
     for (uint32_t g = 0; g < r->nqgroups; g++) {
-        const nd_sl_qgroup_t *q = &r->qgroups[g];
-        uint32_t start = (uint32_t)(nd_ctx_rand(ctx) % q->n);
-        for (uint32_t k = 0; k < q->n; k++) {
-            nd_sub_t *sub = q->subs[(start + k) % q->n];
+        /* A few tries to find a member other than ourselves when echo is off. */
+        for (int tries = 0; tries < 4; tries++) {
+            nd_sub_t *sub = nd_sl_result_qpick(ctx, r, g);
+            if (sub == NULL)
+                break;
             if (!c->echo && sub->conn == &c->base)
                 continue;
             deliver(ctx, c, &pc, sub);

@@ -159,7 +159,7 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     }
     build_info(s);
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
-    s->gacct = nd_acct_spawn(ctx, "$G");
+    s->gacct = nd_acct_new(ctx, "$G", 2);
     nd_ctx_external_free(ctx);
     s->poller = nd_poller_new(pool);
     nd_poller_listen(s->poller, &s->listen_io, s->listen_fd, on_accept, s);
@@ -178,6 +178,13 @@ nd_server_stop_accepting(nd_server_t *s)
          * started closing actors. acquire: pairs with the poller's release store. */
         while (!atomic_load_explicit(&s->listen_io.removed, memory_order_acquire))
             usleep(1000);
+    }
+    if (s->gacct != NULL) {
+        /* Connections hold their own references; ours would keep the pool's shutdown waiting. */
+        nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
+        nd_actor_unref(ctx, &s->gacct->actor);
+        nd_ctx_external_free(ctx);
+        s->gacct = NULL;
     }
 }
 

@@ -17,7 +17,7 @@ typedef struct nd_server {
     nd_opts_t opts;
     nd_pool_t *pool;
     nd_poller_t *poller;
-    nd_actor_t *gacct; /* the global account ($G) */
+    struct nd_acct *gacct; /* the global account ($G) */
     char server_id[57];
     char *info;        /* INFO JSON without the closing brace: per-client fields follow */
     size_t info_len;

@@ -1,0 +1,294 @@
+#!/usr/bin/env bash
+# Side-by-side benchmark of natsd and the reference nats-server on this machine.
+#
+# For every mode of ndbench (bench/ndbench.c) it runs natsd and nats-server alternately, a fresh
+# server process for every run, with the same flags (-a 127.0.0.1 -p PORT, PORT drawn at random
+# from the same range for both), R rounds each, and prints the median of each server and the
+# ratio natsd/nats-server. The order inside a round alternates (natsd first in odd rounds,
+# nats-server first in even ones) so that a drift in machine load does not favour either.
+#
+# Usage: bench/compare.sh [options]
+#   --quick              3 rounds, 30% of the messages, 2000 connections, 20000 subscriptions
+#                        (about one minute on 2 cores)
+#   --rounds R           runs per server and mode (default 5)
+#   --modes LIST         comma-separated subset of: pub,pubsub,fanout,queue,reqrep,idleconns,subs
+#   --size BYTES         payload size (default 16)
+#   --scale F            multiplies the message and request counts (default 1)
+#   --conns C            idle connections (default 10000)
+#   --nsubs N            subscriptions (default 100000)
+#   --server-args "..."  extra flags given to both servers
+#   --natsd PATH         natsd binary (default: built in --build-dir)
+#   --nats-server PATH   reference binary (default: /usr/sbin/nats-server, else from PATH)
+#   --ndbench PATH       ndbench binary (default: built in --build-dir)
+#   --build-dir DIR      Release build directory (default: build-bench at the repository root)
+#   --no-build           use the binaries as they are
+#   --log-dir DIR        where raw results and server logs go (default: a new temporary folder)
+#   -v, --verbose        also print every run's human-readable line
+#   -h, --help
+#
+# Output: a table with one row per metric. Throughput rows (msgs/s, deliveries/s): higher is
+# better. Latency rows (microseconds) and memory rows (bytes per connection or subscription):
+# lower is better. A run that fails is logged and left out of the median; the row then says how
+# many runs succeeded.
+set -uo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+ROUNDS=5
+MODES="pub,pubsub,fanout,queue,reqrep,idleconns,subs"
+SIZE=16
+SCALE=1
+CONNS=10000
+NSUBS=100000
+SERVER_ARGS=""
+NATSD=""
+NATS_SERVER=""
+NDBENCH=""
+BUILD_DIR="$ROOT/build-bench"
+BUILD=1
+LOG_DIR=""
+QUICK=0
+VERBOSE=""
+
+die() { echo "compare.sh: $*" >&2; exit 1; }
+
+while [ $# -gt 0 ]; do
+    case "$1" in
+    --quick) QUICK=1 ;;
+    --rounds) ROUNDS="$2"; shift ;;
+    --modes) MODES="$2"; shift ;;
+    --size) SIZE="$2"; shift ;;
+    --scale) SCALE="$2"; shift ;;
+    --conns) CONNS="$2"; shift ;;
+    --nsubs) NSUBS="$2"; shift ;;
+    --server-args) SERVER_ARGS="$2"; shift ;;
+    --natsd) NATSD="$2"; shift ;;
+    --nats-server) NATS_SERVER="$2"; shift ;;
+    --ndbench) NDBENCH="$2"; shift ;;
+    --build-dir) BUILD_DIR="$2"; shift ;;
+    --no-build) BUILD=0 ;;
+    --log-dir) LOG_DIR="$2"; shift ;;
+    -v | --verbose) VERBOSE=1 ;;
+    -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option $1 (see --help)" ;;
+    esac
+    [ $# -gt 0 ] && shift
+done
+
+# --quick only lowers what was not given explicitly.
+if [ "$QUICK" = 1 ]; then
+    [ "$ROUNDS" = 5 ] && ROUNDS=3
+    [ "$SCALE" = 1 ] && SCALE=0.3
+    [ "$CONNS" = 10000 ] && CONNS=2000
+    [ "$NSUBS" = 100000 ] && NSUBS=20000
+fi
+
+# ---- binaries --------------------------------------------------------------------------------
+if [ -z "$NATS_SERVER" ]; then
+    if [ -x /usr/sbin/nats-server ]; then NATS_SERVER=/usr/sbin/nats-server
+    else NATS_SERVER="$(command -v nats-server || true)"; fi
+fi
+if [ -z "$NATS_SERVER" ] || [ ! -x "$NATS_SERVER" ]; then die "nats-server not found (use --nats-server)"; fi
+NS_VERSION="$("$NATS_SERVER" --version 2>&1 | head -1)"
+case "$NS_VERSION" in
+*2.9.10*) ;;
+*) echo "compare.sh: warning: reference is '$NS_VERSION', not nats-server 2.9.10" >&2 ;;
+esac
+
+if [ "$BUILD" = 1 ] && { [ -z "$NATSD" ] || [ -z "$NDBENCH" ]; }; then
+    if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
+        cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null ||
+            die "cmake configure of $BUILD_DIR failed"
+    fi
+    targets=()
+    [ -z "$NATSD" ] && targets+=(natsd)
+    [ -z "$NDBENCH" ] && targets+=(ndbench)
+    cmake --build "$BUILD_DIR" -j"$(nproc)" --target "${targets[@]}" >"${TMPDIR:-/tmp}/compare-build.$$.log" 2>&1 ||
+        { tail -30 "${TMPDIR:-/tmp}/compare-build.$$.log" >&2; die "build of ${targets[*]} failed"; }
+    rm -f "${TMPDIR:-/tmp}/compare-build.$$.log"
+fi
+[ -n "$NATSD" ] || NATSD="$BUILD_DIR/natsd"
+[ -n "$NDBENCH" ] || NDBENCH="$BUILD_DIR/bench/ndbench"
+[ -x "$NATSD" ] || die "natsd not found at $NATSD"
+[ -x "$NDBENCH" ] || die "ndbench not found at $NDBENCH"
+
+# Both servers and ndbench inherit the hard descriptor limit: idleconns needs one per connection
+# on each side.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+if [ "$(ulimit -n)" != unlimited ] && [ "$(ulimit -n)" -lt $((CONNS + 100)) ]; then
+    echo "compare.sh: warning: descriptor limit $(ulimit -n) is below $((CONNS + 100)); lowering --conns" >&2
+    CONNS=$(($(ulimit -n) - 100))
+fi
+
+if [ -z "$LOG_DIR" ]; then LOG_DIR="$(mktemp -d "${TMPDIR:-/tmp}/natsd-compare.XXXXXX")"; fi
+mkdir -p "$LOG_DIR" || die "cannot create $LOG_DIR"
+
+scaled() { awk -v n="$1" -v f="$SCALE" 'BEGIN { v = int(n * f + 0.5); if (v < 1) v = 1; print v }'; }
+PUB_N=$(scaled 10000000)
+PUBSUB_N=$(scaled 4000000)
+FANOUT_N=$(scaled 2000000)
+QUEUE_N=$(scaled 3000000)
+REQ_N=$(scaled 20000)
+
+# mode -> ndbench arguments; mode -> "metric:label:goal" triples (goal: higher or lower).
+mode_args() {
+    case "$1" in
+    pub) echo "-n $PUB_N -z $SIZE" ;;
+    pubsub) echo "-n $PUBSUB_N -z $SIZE" ;;
+    fanout) echo "-n $FANOUT_N -z $SIZE -k 5" ;;
+    queue) echo "-n $QUEUE_N -z $SIZE -q 4" ;;
+    reqrep) echo "-n $REQ_N -z $SIZE" ;;
+    idleconns) echo "-c $CONNS" ;;
+    subs) echo "-N $NSUBS" ;;
+    *) die "unknown mode $1" ;;
+    esac
+}
+mode_metrics() {
+    case "$1" in
+    pub) echo "msgs_per_s:msgs/s:higher" ;;
+    pubsub) echo "msgs_per_s:msgs/s:higher" ;;
+    fanout) echo "deliveries_per_s:deliveries/s:higher" ;;
+    queue) echo "msgs_per_s:msgs/s:higher" ;;
+    reqrep) echo "p50_us:p50_us:lower p90_us:p90_us:lower p99_us:p99_us:lower" ;;
+    idleconns) echo "bytes_per_conn:B/conn:lower" ;;
+    subs) echo "bytes_per_sub:B/sub:lower" ;;
+    esac
+}
+
+# A free port from one range for both servers, below the kernel's ephemeral range so that no
+# client socket (idleconns leaves thousands in TIME_WAIT) can hold it; something answering on it
+# means it is taken.
+EPHEMERAL_LO=$(awk '{ print $1 }' /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
+PORT_LO=10000
+PORT_SPAN=$((EPHEMERAL_LO - PORT_LO))
+[ "$PORT_SPAN" -ge 1000 ] || { PORT_LO=20000; PORT_SPAN=10000; }
+pick_port() {
+    local p tries=50
+    while [ $tries -gt 0 ]; do
+        tries=$((tries - 1))
+        p=$((PORT_LO + (RANDOM * 32768 + RANDOM) % PORT_SPAN))
+        if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p"; return 0; fi
+    done
+    die "no free port found"
+}
+
+# start_server BINARY LOG: starts it on a fresh port and waits for its PONG; a server that exits
+# at once (the port was taken after all) is retried on another port. Sets SERVER_PID and PORT.
+start_server() {
+    local bin="$1" log="$2" attempt waited
+    for attempt in 1 2 3; do
+        PORT=$(pick_port)
+        # shellcheck disable=SC2086 # SERVER_ARGS is a list of flags.
+        "$bin" -a 127.0.0.1 -p "$PORT" $SERVER_ARGS >"$log" 2>&1 &
+        SERVER_PID=$!
+        waited=0
+        while [ $waited -lt 40 ] && kill -0 "$SERVER_PID" 2>/dev/null; do
+            if "$NDBENCH" wait -p "$PORT" --timeout 0.25 >/dev/null 2>&1; then return 0; fi
+            waited=$((waited + 1))
+        done
+        stop_server
+        echo "compare.sh: $bin did not start on port $PORT (attempt $attempt, see $log)" >&2
+    done
+    return 1
+}
+
+SERVER_PID=""
+PORT=""
+stop_server() {
+    [ -n "$SERVER_PID" ] || return 0
+    kill -TERM "$SERVER_PID" 2>/dev/null
+    local tries=100
+    while [ $tries -gt 0 ] && kill -0 "$SERVER_PID" 2>/dev/null; do
+        sleep 0.1
+        tries=$((tries - 1))
+    done
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        echo "compare.sh: server $SERVER_PID ignored SIGTERM for 10 s; killing it" >&2
+        kill -KILL "$SERVER_PID" 2>/dev/null
+    fi
+    wait "$SERVER_PID" 2>/dev/null
+    SERVER_PID=""
+}
+trap 'stop_server; exit 130' INT TERM
+trap 'stop_server' EXIT
+
+# run_one NAME BINARY MODE ROUND: one fresh server, one ndbench run; appends the RESULT line (or
+# FAIL) to $LOG_DIR/NAME.MODE.results.
+run_one() {
+    local name="$1" bin="$2" mode="$3" round="$4" log out
+    log="$LOG_DIR/$name.$mode.$round.server.log"
+    out="$LOG_DIR/$name.$mode.$round.ndbench.log"
+    if ! start_server "$bin" "$log"; then
+        echo "FAIL start" >>"$LOG_DIR/$name.$mode.results"
+        printf '  %-11s %-9s round %d: server did not start (see %s)\n' "$name" "$mode" "$round" "$log" >&2
+        return
+    fi
+    # shellcheck disable=SC2046 # mode_args is a list of flags.
+    if timeout 300 "$NDBENCH" "$mode" -p "$PORT" --pid "$SERVER_PID" $(mode_args "$mode") >"$out" 2>&1 &&
+        grep -q '^RESULT ' "$out"; then
+        grep '^RESULT ' "$out" | head -1 >>"$LOG_DIR/$name.$mode.results"
+        [ -n "$VERBOSE" ] && grep -v '^RESULT ' "$out" | sed "s/^/  $name: /" >&2
+    else
+        echo "FAIL run" >>"$LOG_DIR/$name.$mode.results"
+        printf '  %-11s %-9s round %d failed: %s\n' "$name" "$mode" "$round" "$(tail -1 "$out")" >&2
+    fi
+    stop_server
+}
+
+# median NAME MODE KEY: "median count" over the successful runs, or "- 0".
+median() {
+    awk -v key="$3" '
+        /^RESULT / { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == key) v[n++] = kv[2] + 0 } }
+        END {
+            if (n == 0) { print "- 0"; exit }
+            for (i = 1; i < n; i++) { x = v[i]; for (j = i - 1; j >= 0 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
+            m = (n % 2) ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2
+            print m, n
+        }' "$LOG_DIR/$1.$2.results" 2>/dev/null || echo "- 0"
+}
+
+fmt_num() {
+    awk -v v="$1" 'BEGIN {
+        if (v == "-") { print "n/a"; exit }
+        if (v >= 1e6) printf "%.2fM\n", v / 1e6
+        else if (v >= 1e4) printf "%.1fk\n", v / 1e3
+        else if (v == int(v)) printf "%d\n", v
+        else printf "%.1f\n", v }'
+}
+
+IFS=, read -r -a MODE_LIST <<<"$MODES"
+started=$(date +%s)
+echo "# natsd:       $NATSD"
+echo "# nats-server: $NATS_SERVER ($NS_VERSION)"
+echo "# $ROUNDS rounds per mode, servers alternating, fresh process per run, -a 127.0.0.1 -p <random port> $SERVER_ARGS"
+echo "# payload $SIZE B; pub $PUB_N, pubsub $PUBSUB_N, fanout $FANOUT_N x 5 subs, queue $QUEUE_N x 4 members,"
+echo "# reqrep $REQ_N requests, $CONNS idle connections, $NSUBS subscriptions; $(nproc) CPUs; raw results in $LOG_DIR"
+for mode in "${MODE_LIST[@]}"; do
+    mode_args "$mode" >/dev/null
+    rm -f "$LOG_DIR/natsd.$mode.results" "$LOG_DIR/nats-server.$mode.results"
+    for round in $(seq 1 "$ROUNDS"); do
+        if [ $((round % 2)) = 1 ]; then
+            run_one natsd "$NATSD" "$mode" "$round"
+            run_one nats-server "$NATS_SERVER" "$mode" "$round"
+        else
+            run_one nats-server "$NATS_SERVER" "$mode" "$round"
+            run_one natsd "$NATSD" "$mode" "$round"
+        fi
+    done
+done
+
+echo
+echo "Medians of $ROUNDS runs each. Throughput: higher is better. Latency (us) and memory (B): LOWER is better."
+printf '%-10s %-16s %12s %12s %12s  %s\n' mode metric natsd nats-server natsd/nats-srv goal
+for mode in "${MODE_LIST[@]}"; do
+    for triple in $(mode_metrics "$mode"); do
+        IFS=: read -r key label goal <<<"$triple"
+        read -r a an <<<"$(median natsd "$mode" "$key")"
+        read -r b bn <<<"$(median nats-server "$mode" "$key")"
+        ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "n/a"; else printf "%.2f\n", a / b }')
+        note="$goal is better"
+        [ "$an" != "$ROUNDS" ] && note="$note; natsd ok $an/$ROUNDS"
+        [ "$bn" != "$ROUNDS" ] && note="$note; nats-server ok $bn/$ROUNDS"
+        printf '%-10s %-16s %12s %12s %12s  %s\n' "$mode" "$label" "$(fmt_num "$a")" "$(fmt_num "$b")" "$ratio" "$note"
+    done
+done
+echo "# finished in $(($(date +%s) - started)) s"

@@ -1,0 +1,1453 @@
+/* ndbench: a NATS load generator that speaks the raw client protocol over TCP, in the spirit of
+ * `nats bench`, built with the project so that natsd and nats-server can be measured with the
+ * same client on the same machine (bench/compare.sh runs them side by side).
+ *
+ * Usage: ndbench MODE [options]        (ndbench --help lists the options and their defaults)
+ *
+ * Modes:
+ *   pub        P publishers (-P) each send their share of N messages (-n) of S bytes (-z) to a
+ *              subject nobody subscribes to; the clock stops when every publisher has had the
+ *              PONG of a final PING, i.e. when the server has processed every message.
+ *   pubsub     one publisher, one subscriber on one subject; the rate is measured at the
+ *              subscriber, from its first message to its N-th.
+ *   fanout     one publisher, K subscribers (-k) on one subject; deliveries (K * N) per second
+ *              between the first delivery to any subscriber and the last one.
+ *   queue      one publisher, a queue group of Q members (-q); messages received in total per
+ *              second, and a check that every member got some.
+ *   reqrep     one responder (SUB to the request subject, answers each request) and one
+ *              requester doing sequential requests (SUB to its inbox, PUB with a reply subject);
+ *              round-trip latency percentiles p50/p90/p99/max in microseconds.
+ *   idleconns  C connections (-c) send CONNECT+PING and wait for their PONG, then stay idle; the
+ *              server's RSS growth (VmRSS in /proc/<pid>/status, pid from --pid or found from the
+ *              listening port) is reported per connection.
+ *   subs       one connection makes N distinct subscriptions (-N), then PING/PONG; the server's
+ *              RSS growth per subscription.
+ *   wait       connects until a handshake (CONNECT, PING, PONG) succeeds or --timeout passes;
+ *              exits 0 when the server is ready. compare.sh uses it after starting a server.
+ *
+ * Output: every mode prints one machine-readable line, `RESULT mode=<mode> key=value ...`, and
+ * one line for humans. On failure (a refused connection, an -ERR, a message that never arrived)
+ * it prints `ndbench: <mode>: <why>` to stderr and exits 1.
+ *
+ * Protocol handling: the client sends CONNECT with verbose and pedantic off, so the server
+ * answers nothing but PONGs, MSGs and -ERRs. Publishers pre-build a buffer of identical
+ * `PUB <subject> <n>\r\n<payload>\r\n` records and write it in large chunks (one write(2) per
+ * ~256 KiB). Subscribers read up to 1 MiB per read(2) and walk the buffer: a MSG line is found
+ * with memchr and only its last token, the payload size, is parsed (backwards from the CR), so
+ * the cost per message is a few dozen instructions.
+ *
+ * Flow control, so that results are stable and no subscriber is closed as a slow consumer
+ * (nats-server does that at 64 MiB pending): a publisher ends every window of --window bytes
+ * with a PING and never has more than two windows without their PONG, which bounds what it
+ * queues in the server. In the modes with subscribers it also waits, before each window, until
+ * no subscriber (for a queue group: the group in total) trails it by more than --lag bytes of MSG
+ * records. Counters shared between threads are only read for this pacing, so they are relaxed.
+ *
+ * Memory modes read VmRSS before and after (after a --settle pause); the growth divided by the
+ * number of connections or subscriptions includes everything the server allocated for them
+ * (buffers, tables, allocator slack), which is what an operator pays.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KIB             1024u
+#define MIB             (1024u * 1024u)
+#define RD_INITIAL      (1u * MIB) /* read buffer of a subscriber; grows for larger messages */
+#define RD_SMALL        (16u * KIB) /* read buffer of a publisher or a control connection */
+#define PUB_CHUNK       (256u * KIB) /* bytes of PUB records per write(2) */
+#define SUBS_CHUNK      (256u * KIB) /* bytes of SUB lines per write(2) in the subs mode */
+#define MAX_LINE        (64u * KIB) /* a control line longer than this is a protocol error */
+#define CONNECT_LINE                                                                              \
+    "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"ndbench\",\"lang\":\"c\","           \
+    "\"version\":\"0.1.0\",\"protocol\":1,\"echo\":true}\r\n"
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Options */
+
+typedef struct opts {
+    const char *mode;
+    const char *host;
+    int port;
+    uint64_t msgs; /* 0 = the mode's default */
+    size_t size;
+    int pubs;
+    int subs;
+    int members;
+    uint64_t conns;
+    uint64_t nsubs;
+    pid_t pid;
+    size_t window;
+    size_t lag;
+    double timeout;
+    uint64_t warmup;
+    int settle_ms;
+    int batch;
+    const char *subject;
+} opts_t;
+
+static opts_t g_opt;
+static const char *g_mode = "ndbench";
+/* Set by main before it shuts the sockets of queue members down on purpose; relaxed because
+ * pthread_join orders everything that matters and a late read only makes an EOF look expected. */
+static atomic_bool g_stopping;
+
+static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+
+/* Failures end the whole program: a benchmark with a broken connection has no result to report,
+ * and exiting at once stops the other threads without any teardown protocol. */
+static void
+fail(const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "ndbench: %s: ", g_mode);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    fflush(stdout);
+    _exit(1);
+}
+
+static void *
+xmalloc(size_t n)
+{
+    void *p = malloc(n ? n : 1);
+    if (p == NULL)
+        fail("out of memory (%zu bytes)", n);
+    return p;
+}
+
+static void *
+xcalloc(size_t n, size_t sz)
+{
+    void *p = calloc(n ? n : 1, sz ? sz : 1);
+    if (p == NULL)
+        fail("out of memory (%zu x %zu bytes)", n, sz);
+    return p;
+}
+
+static double
+now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static uint64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void
+sleep_us(long us)
+{
+    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Sockets */
+
+static void
+write_all(int fd, const void *buf, size_t len)
+{
+    const char *p = buf;
+    while (len > 0) {
+        ssize_t n = write(fd, p, len);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                fail("write: timed out after %.0f s without progress", g_opt.timeout);
+            fail("write: %s", strerror(errno));
+        }
+        p += n;
+        len -= (size_t)n;
+    }
+}
+
+static void
+set_timeouts(int fd, double secs)
+{
+    struct timeval tv = {(time_t)secs, (suseconds_t)((secs - (double)(time_t)secs) * 1e6)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+/* Resolves --server/--port once; every connection reuses the address. */
+static struct sockaddr_storage g_addr;
+static socklen_t g_addrlen;
+
+static void
+resolve(void)
+{
+    struct addrinfo hints = {0}, *res = NULL;
+    char port[16];
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    snprintf(port, sizeof port, "%d", g_opt.port);
+    int rc = getaddrinfo(g_opt.host, port, &hints, &res);
+    if (rc != 0)
+        fail("cannot resolve %s: %s", g_opt.host, gai_strerror(rc));
+    memcpy(&g_addr, res->ai_addr, res->ai_addrlen);
+    g_addrlen = res->ai_addrlen;
+    freeaddrinfo(res);
+}
+
+/* Returns a connected blocking socket with TCP_NODELAY (requests and PINGs must not wait for
+ * Nagle) and the --timeout on reads and writes, or -1 with errno set. */
+static int
+sock_connect(void)
+{
+    int fd = socket(g_addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    set_timeouts(fd, g_opt.timeout);
+    return fd;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Protocol reader: a growable buffer and a parser of the server's operations. */
+
+enum { EV_NONE, EV_MSG, EV_PING, EV_PONG, EV_OK, EV_ERR, EV_INFO };
+
+typedef struct rd {
+    int fd;
+    char *buf;
+    size_t cap, beg, end;
+    size_t need; /* bytes the operation at beg needs in total, when known */
+} rd_t;
+
+typedef struct ev {
+    const char *line; /* the control line, without CR LF */
+    size_t line_len;
+    const char *subj, *reply; /* MSG fields, parsed only when asked for */
+    size_t subj_len, reply_len;
+    const char *data;
+    size_t len;
+} ev_t;
+
+static void
+rd_init(rd_t *r, int fd, size_t cap)
+{
+    r->fd = fd;
+    r->buf = xmalloc(cap);
+    r->cap = cap;
+    r->beg = r->end = r->need = 0;
+}
+
+static void
+rd_free(rd_t *r)
+{
+    free(r->buf);
+    r->buf = NULL;
+}
+
+/* Reads more bytes, first moving the unparsed tail to the front and growing the buffer when the
+ * pending operation is larger than it. Returns false on EOF; fails on an error or timeout. */
+static bool
+rd_fill(rd_t *r)
+{
+    if (r->beg > 0) {
+        memmove(r->buf, r->buf + r->beg, r->end - r->beg);
+        r->end -= r->beg;
+        r->beg = 0;
+    }
+    if (r->need > r->cap || r->end == r->cap) {
+        size_t cap = r->cap * 2;
+        while (cap < r->need)
+            cap *= 2;
+        char *nb = realloc(r->buf, cap);
+        if (nb == NULL)
+            fail("out of memory (%zu bytes)", cap);
+        r->buf = nb;
+        r->cap = cap;
+    }
+    for (;;) {
+        ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
+        if (n > 0) {
+            r->end += (size_t)n;
+            return true;
+        }
+        if (n == 0)
+            return false;
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            fail("no data from the server for %.0f s (--timeout)", g_opt.timeout);
+        fail("read: %s", strerror(errno));
+    }
+}
+
+/* Splits a MSG control line `MSG <subject> <sid> [reply] <size>` into its fields. */
+static void
+parse_msg_fields(ev_t *ev)
+{
+    const char *tok[6];
+    size_t len[6];
+    int n = 0;
+    const char *p = ev->line, *e = ev->line + ev->line_len;
+    while (p < e && n < 6) {
+        while (p < e && (*p == ' ' || *p == '\t'))
+            p++;
+        if (p == e)
+            break;
+        tok[n] = p;
+        while (p < e && *p != ' ' && *p != '\t')
+            p++;
+        len[n] = (size_t)(p - tok[n]);
+        n++;
+    }
+    if (n != 4 && n != 5)
+        fail("malformed MSG line: %.*s", (int)ev->line_len, ev->line);
+    ev->subj = tok[1];
+    ev->subj_len = len[1];
+    ev->reply = n == 5 ? tok[3] : NULL;
+    ev->reply_len = n == 5 ? len[3] : 0;
+}
+
+/* Parses the operation at the head of the buffer without reading. Returns EV_NONE when it is not
+ * complete yet (r->need then says how many bytes it takes, when known). */
+static inline int
+rd_parse(rd_t *r, ev_t *ev, bool fields)
+{
+    size_t avail = r->end - r->beg;
+    char *p = r->buf + r->beg;
+    if (avail == 0)
+        return EV_NONE;
+    char *nl = memchr(p, '\n', avail);
+    if (nl == NULL) {
+        if (avail > MAX_LINE)
+            fail("control line longer than %u bytes", MAX_LINE);
+        r->need = 0;
+        return EV_NONE;
+    }
+    size_t ll = (size_t)(nl - p) + 1;
+    const char *le = (nl > p && nl[-1] == '\r') ? nl - 1 : nl;
+    ev->line = p;
+    ev->line_len = (size_t)(le - p);
+    switch (p[0]) {
+    case 'M':
+    case 'm': {
+        /* The size is the last token: parse it backwards from the end of the line. */
+        const char *d = le;
+        size_t size = 0, mul = 1;
+        while (d > p && d[-1] >= '0' && d[-1] <= '9') {
+            d--;
+            size += (size_t)(*d - '0') * mul;
+            mul *= 10;
+        }
+        if (d == le || d == p)
+            fail("malformed MSG line: %.*s", (int)ev->line_len, p);
+        size_t total = ll + size + 2;
+        if (avail < total) {
+            r->need = total;
+            return EV_NONE;
+        }
+        ev->data = nl + 1;
+        ev->len = size;
+        if (fields)
+            parse_msg_fields(ev);
+        r->beg += total;
+        r->need = 0;
+        return EV_MSG;
+    }
+    case 'P':
+    case 'p':
+        r->beg += ll;
+        return (p[1] == 'I' || p[1] == 'i') ? EV_PING : EV_PONG;
+    case '+':
+        r->beg += ll;
+        return EV_OK;
+    case '-':
+        r->beg += ll;
+        return EV_ERR;
+    case 'I':
+    case 'i':
+        r->beg += ll;
+        return EV_INFO;
+    default:
+        fail("unexpected data from the server: %.*s", (int)ev->line_len, p);
+    }
+}
+
+/* Returns the next operation, reading as needed. PINGs are answered and INFOs skipped here;
+ * an -ERR or EOF fails the run. */
+static int
+rd_next(rd_t *r, ev_t *ev, bool fields)
+{
+    for (;;) {
+        int k = rd_parse(r, ev, fields);
+        switch (k) {
+        case EV_NONE:
+            if (!rd_fill(r))
+                fail("the server closed the connection");
+            break;
+        case EV_PING:
+            write_all(r->fd, "PONG\r\n", 6);
+            break;
+        case EV_INFO:
+        case EV_OK:
+            break;
+        case EV_ERR:
+            fail("server error: %.*s", (int)ev->line_len, ev->line);
+        default:
+            return k;
+        }
+    }
+}
+
+/* Waits for the PONG that answers an earlier PING; MSGs before it are counted into *msgs. */
+static void
+rd_wait_pong(rd_t *r, uint64_t *msgs)
+{
+    ev_t ev;
+    for (;;) {
+        int k = rd_next(r, &ev, false);
+        if (k == EV_PONG)
+            return;
+        if (k == EV_MSG && msgs != NULL)
+            (*msgs)++;
+    }
+}
+
+/* Connects, sends CONNECT and any extra protocol (SUBs), then PING, and waits for the PONG: after
+ * it the server has processed everything sent before. Returns the socket; *r is its reader. */
+static int
+conn_open(rd_t *r, size_t rdcap, const char *extra)
+{
+    int fd = sock_connect();
+    if (fd < 0)
+        fail("connect to %s:%d: %s", g_opt.host, g_opt.port, strerror(errno));
+    rd_init(r, fd, rdcap);
+    char buf[1024];
+    int n = snprintf(buf, sizeof buf, "%s%sPING\r\n", CONNECT_LINE, extra ? extra : "");
+    if (n < 0 || (size_t)n >= sizeof buf)
+        fail("handshake line too long");
+    write_all(fd, buf, (size_t)n);
+    rd_wait_pong(r, NULL);
+    return fd;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Subscribers */
+
+typedef struct sub {
+    pthread_t th;
+    int fd;
+    rd_t rd;
+    uint64_t target; /* stop after this many messages (UINT64_MAX: until the socket is shut) */
+    _Atomic uint64_t count; /* relaxed: read by the publisher for pacing and by main for progress */
+    double t_first, t_last; /* read by main after pthread_join */
+} sub_t;
+
+static void *
+sub_main(void *arg)
+{
+    sub_t *s = arg;
+    rd_t *r = &s->rd;
+    uint64_t count = 0;
+    ev_t ev;
+    while (count < s->target) {
+        if (!rd_fill(r)) {
+            if (!atomic_load_explicit(&g_stopping, memory_order_relaxed))
+                fail("the server closed a subscriber after %" PRIu64 " messages (slow consumer?)",
+                     count);
+            break;
+        }
+        uint64_t before = count;
+        for (;;) {
+            int k = rd_parse(r, &ev, false);
+            if (k == EV_MSG) {
+                count++;
+                continue;
+            }
+            if (k == EV_NONE)
+                break;
+            if (k == EV_PING)
+                write_all(s->fd, "PONG\r\n", 6);
+            else if (k == EV_ERR)
+                fail("server error on subscriber: %.*s", (int)ev.line_len, ev.line);
+        }
+        if (count != before) {
+            double t = now_s();
+            if (before == 0)
+                s->t_first = t;
+            s->t_last = t;
+            atomic_store_explicit(&s->count, count, memory_order_relaxed);
+        }
+    }
+    return NULL;
+}
+
+/* Opens a subscriber on `subject` (in queue group `queue` when not NULL) and waits until the
+ * server has confirmed the SUB with a PONG, so the publisher can start without losing messages. */
+static void
+sub_open(sub_t *s, const char *subject, const char *queue, uint64_t target)
+{
+    char extra[512];
+    snprintf(extra, sizeof extra, "SUB %s%s%s 1\r\n", subject, queue ? " " : "", queue ? queue : "");
+    s->fd = conn_open(&s->rd, RD_INITIAL, extra);
+    s->target = target;
+    atomic_init(&s->count, 0);
+    s->t_first = s->t_last = 0;
+    if (pthread_create(&s->th, NULL, sub_main, s) != 0)
+        fail("pthread_create failed");
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Publishers */
+
+typedef struct pubr {
+    pthread_t th;
+    int fd;
+    rd_t rd;
+    uint64_t n;
+    const char *subject;
+    pthread_barrier_t *start;
+    /* pacing against subscribers; nsubs == 0 in the pub mode */
+    sub_t *subs;
+    int nsubs;
+    bool sum; /* queue group: the members' total must keep up, not each member */
+    uint64_t max_lag; /* in messages */
+    double t_start, t_end;
+} pubr_t;
+
+/* Messages the slowest subscriber (or the queue group in total) has received so far. */
+static uint64_t
+pub_received(const pubr_t *p)
+{
+    uint64_t acc = p->sum ? 0 : UINT64_MAX;
+    for (int i = 0; i < p->nsubs; i++) {
+        uint64_t c = atomic_load_explicit(&p->subs[i].count, memory_order_relaxed);
+        if (p->sum)
+            acc += c;
+        else if (c < acc)
+            acc = c;
+    }
+    return acc;
+}
+
+static void *
+pub_main(void *arg)
+{
+    pubr_t *p = arg;
+    size_t size = g_opt.size;
+    char hdr[300];
+    int hl = snprintf(hdr, sizeof hdr, "PUB %s %zu\r\n", p->subject, size);
+    size_t reclen = (size_t)hl + size + 2;
+    size_t per_chunk = PUB_CHUNK / reclen ? PUB_CHUNK / reclen : 1;
+    size_t per_window = g_opt.window / reclen ? g_opt.window / reclen : 1;
+    if (per_chunk > per_window)
+        per_chunk = per_window;
+    char *chunk = xmalloc(per_chunk * reclen);
+    for (size_t i = 0; i < per_chunk; i++) {
+        char *rec = chunk + i * reclen;
+        memcpy(rec, hdr, (size_t)hl);
+        for (size_t j = 0; j < size; j++)
+            rec[hl + j] = (char)('a' + j % 26);
+        memcpy(rec + hl + size, "\r\n", 2);
+    }
+
+    if (p->start != NULL)
+        pthread_barrier_wait(p->start);
+    p->t_start = now_s();
+    uint64_t sent = 0, pings = 0, pongs = 0;
+    while (sent < p->n) {
+        if (p->nsubs > 0 && p->max_lag > 0) {
+            /* Sleep rather than spin: on a small machine the subscribers need the CPU. */
+            uint64_t seen = pub_received(p), got;
+            double since = now_s();
+            while (sent - (got = pub_received(p)) > p->max_lag) {
+                if (got != seen) {
+                    seen = got;
+                    since = now_s();
+                } else if (now_s() - since > g_opt.timeout) {
+                    fail("subscribers stuck at %" PRIu64 " of %" PRIu64 " messages sent", got,
+                         sent);
+                }
+                sleep_us(50);
+            }
+        }
+        uint64_t win = p->n - sent < per_window ? p->n - sent : per_window;
+        for (uint64_t left = win; left > 0;) {
+            uint64_t k = left < per_chunk ? left : per_chunk;
+            write_all(p->fd, chunk, (size_t)k * reclen);
+            left -= k;
+        }
+        sent += win;
+        if (sent < p->n) {
+            write_all(p->fd, "PING\r\n", 6);
+            pings++;
+            /* At most two windows without their PONG: the server never holds more than that. */
+            while (pings - pongs > 1) {
+                rd_wait_pong(&p->rd, NULL);
+                pongs++;
+            }
+        }
+    }
+    /* The final round trip: the PONG comes after the server has processed every PUB. */
+    write_all(p->fd, "PING\r\n", 6);
+    pings++;
+    while (pongs < pings) {
+        rd_wait_pong(&p->rd, NULL);
+        pongs++;
+    }
+    p->t_end = now_s();
+    free(chunk);
+    return NULL;
+}
+
+static void
+pub_open(pubr_t *p, const char *subject, uint64_t n, pthread_barrier_t *start)
+{
+    memset(p, 0, sizeof *p);
+    p->fd = conn_open(&p->rd, RD_SMALL, NULL);
+    p->subject = subject;
+    p->n = n;
+    p->start = start;
+    p->nsubs = 0;
+}
+
+static void
+pub_start(pubr_t *p)
+{
+    if (pthread_create(&p->th, NULL, pub_main, p) != 0)
+        fail("pthread_create failed");
+}
+
+/* Messages a subscriber may trail by: --lag bytes of MSG records. */
+static uint64_t
+lag_msgs(const char *subject)
+{
+    size_t msglen = strlen("MSG  1 \r\n\r\n") + strlen(subject) + 20 + g_opt.size;
+    uint64_t m = g_opt.lag / msglen;
+    return m > 0 ? m : 1;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Modes */
+
+static const char *
+subject_or(const char *dflt)
+{
+    return g_opt.subject ? g_opt.subject : dflt;
+}
+
+static uint64_t
+msgs_or(uint64_t dflt)
+{
+    return g_opt.msgs ? g_opt.msgs : dflt;
+}
+
+static void
+human_rate(char *buf, size_t n, double rate)
+{
+    if (rate >= 1e6)
+        snprintf(buf, n, "%.2f M", rate / 1e6);
+    else if (rate >= 1e3)
+        snprintf(buf, n, "%.1f k", rate / 1e3);
+    else
+        snprintf(buf, n, "%.0f ", rate);
+}
+
+static int
+mode_pub(void)
+{
+    uint64_t n = msgs_or(10000000);
+    int np = g_opt.pubs;
+    const char *subject = subject_or("ndbench.pub");
+    pubr_t *ps = xcalloc((size_t)np, sizeof *ps);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)np + 1);
+    for (int i = 0; i < np; i++)
+        pub_open(&ps[i], subject, n / (uint64_t)np + ((uint64_t)i < n % (uint64_t)np), &start);
+    for (int i = 0; i < np; i++)
+        pub_start(&ps[i]);
+    pthread_barrier_wait(&start);
+    double t0 = now_s(), t1 = t0;
+    for (int i = 0; i < np; i++) {
+        pthread_join(ps[i].th, NULL);
+        if (ps[i].t_end > t1)
+            t1 = ps[i].t_end;
+    }
+    double secs = t1 - t0;
+    double rate = (double)n / secs, mbs = (double)n * (double)g_opt.size / secs / 1e6;
+    char h[32];
+    human_rate(h, sizeof h, rate);
+    printf("RESULT mode=pub pubs=%d msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f "
+           "mb_per_s=%.2f\n",
+           np, n, g_opt.size, secs, rate, mbs);
+    printf("pub: %" PRIu64 " msgs of %zu B from %d publisher(s) in %.3f s: %smsgs/s, %.1f MB/s\n",
+           n, g_opt.size, np, secs, h, mbs);
+    return 0;
+}
+
+/* Runs one publisher against `ns` subscribers that have already been opened; returns the
+ * publisher's own elapsed time. */
+static double
+run_publisher(const char *subject, uint64_t n, sub_t *subs, int ns, bool sum)
+{
+    pubr_t p;
+    pub_open(&p, subject, n, NULL);
+    p.subs = subs;
+    p.nsubs = ns;
+    p.sum = sum;
+    p.max_lag = lag_msgs(subject);
+    pub_start(&p);
+    pthread_join(p.th, NULL);
+    close(p.fd);
+    rd_free(&p.rd);
+    return p.t_end - p.t_start;
+}
+
+static void
+join_subs(sub_t *subs, int ns, uint64_t n)
+{
+    for (int i = 0; i < ns; i++) {
+        pthread_join(subs[i].th, NULL);
+        uint64_t c = atomic_load_explicit(&subs[i].count, memory_order_relaxed);
+        if (c < n)
+            fail("subscriber %d received %" PRIu64 " of %" PRIu64 " messages", i, c, n);
+    }
+}
+
+static int
+mode_pubsub(void)
+{
+    uint64_t n = msgs_or(4000000);
+    const char *subject = subject_or("ndbench.pubsub");
+    sub_t s;
+    sub_open(&s, subject, NULL, n);
+    double pubsecs = run_publisher(subject, n, &s, 1, false);
+    join_subs(&s, 1, n);
+    double secs = s.t_last - s.t_first;
+    if (secs <= 0)
+        secs = 1e-9;
+    double rate = (double)n / secs, mbs = (double)n * (double)g_opt.size / secs / 1e6;
+    char h[32];
+    human_rate(h, sizeof h, rate);
+    printf("RESULT mode=pubsub msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f mb_per_s=%.2f "
+           "pub_msgs_per_s=%.0f\n",
+           n, g_opt.size, secs, rate, mbs, (double)n / pubsecs);
+    printf("pubsub: %" PRIu64 " msgs of %zu B, 1 publisher -> 1 subscriber in %.3f s: "
+           "%smsgs/s received, %.1f MB/s\n",
+           n, g_opt.size, secs, h, mbs);
+    close(s.fd);
+    rd_free(&s.rd);
+    return 0;
+}
+
+static int
+mode_fanout(void)
+{
+    uint64_t n = msgs_or(2000000);
+    int k = g_opt.subs;
+    const char *subject = subject_or("ndbench.fanout");
+    sub_t *subs = xcalloc((size_t)k, sizeof *subs);
+    for (int i = 0; i < k; i++)
+        sub_open(&subs[i], subject, NULL, n);
+    run_publisher(subject, n, subs, k, false);
+    join_subs(subs, k, n);
+    double t0 = subs[0].t_first, t1 = subs[0].t_last;
+    for (int i = 1; i < k; i++) {
+        if (subs[i].t_first < t0)
+            t0 = subs[i].t_first;
+        if (subs[i].t_last > t1)
+            t1 = subs[i].t_last;
+    }
+    double secs = t1 - t0 > 0 ? t1 - t0 : 1e-9;
+    double total = (double)n * (double)k;
+    double rate = total / secs, mbs = total * (double)g_opt.size / secs / 1e6;
+    char h[32];
+    human_rate(h, sizeof h, rate);
+    printf("RESULT mode=fanout subs=%d msgs=%" PRIu64 " size=%zu secs=%.4f deliveries_per_s=%.0f "
+           "mb_per_s=%.2f\n",
+           k, n, g_opt.size, secs, rate, mbs);
+    printf("fanout: %" PRIu64 " msgs of %zu B, 1 publisher -> %d subscribers in %.3f s: "
+           "%sdeliveries/s, %.1f MB/s\n",
+           n, g_opt.size, k, secs, h, mbs);
+    for (int i = 0; i < k; i++) {
+        close(subs[i].fd);
+        rd_free(&subs[i].rd);
+    }
+    free(subs);
+    return 0;
+}
+
+static int
+mode_queue(void)
+{
+    uint64_t n = msgs_or(3000000);
+    int q = g_opt.members;
+    const char *subject = subject_or("ndbench.queue");
+    sub_t *subs = xcalloc((size_t)q, sizeof *subs);
+    for (int i = 0; i < q; i++)
+        sub_open(&subs[i], subject, "ndbench_q", UINT64_MAX);
+    run_publisher(subject, n, subs, q, true);
+    /* Members cannot know when the group as a whole is done: wait for the total, then shut their
+     * sockets so that their blocked reads return. */
+    uint64_t last = 0;
+    double since = now_s();
+    for (;;) {
+        uint64_t tot = 0;
+        for (int i = 0; i < q; i++)
+            tot += atomic_load_explicit(&subs[i].count, memory_order_relaxed);
+        if (tot >= n)
+            break;
+        if (tot != last) {
+            last = tot;
+            since = now_s();
+        } else if (now_s() - since > g_opt.timeout) {
+            fail("the queue group received %" PRIu64 " of %" PRIu64 " messages", tot, n);
+        }
+        sleep_us(1000);
+    }
+    atomic_store_explicit(&g_stopping, true, memory_order_relaxed);
+    for (int i = 0; i < q; i++)
+        shutdown(subs[i].fd, SHUT_RDWR);
+    uint64_t tot = 0, mn = UINT64_MAX, mx = 0;
+    double t0 = 0, t1 = 0;
+    bool first = true;
+    for (int i = 0; i < q; i++) {
+        pthread_join(subs[i].th, NULL);
+        uint64_t c = atomic_load_explicit(&subs[i].count, memory_order_relaxed);
+        tot += c;
+        mn = c < mn ? c : mn;
+        mx = c > mx ? c : mx;
+        if (c == 0)
+            continue;
+        if (first || subs[i].t_first < t0)
+            t0 = subs[i].t_first;
+        if (first || subs[i].t_last > t1)
+            t1 = subs[i].t_last;
+        first = false;
+    }
+    if (tot != n)
+        fail("the queue group received %" PRIu64 " messages for %" PRIu64 " published", tot, n);
+    if (mn == 0)
+        fail("a queue member received no message (of %" PRIu64 ")", n);
+    double secs = t1 - t0 > 0 ? t1 - t0 : 1e-9;
+    double rate = (double)n / secs;
+    char h[32];
+    human_rate(h, sizeof h, rate);
+    printf("RESULT mode=queue members=%d msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f "
+           "min_member=%" PRIu64 " max_member=%" PRIu64 "\n",
+           q, n, g_opt.size, secs, rate, mn, mx);
+    printf("queue: %" PRIu64 " msgs of %zu B, 1 publisher -> queue group of %d in %.3f s: "
+           "%smsgs/s received; per member %" PRIu64 "..%" PRIu64 "\n",
+           n, g_opt.size, q, secs, h, mn, mx);
+    for (int i = 0; i < q; i++) {
+        close(subs[i].fd);
+        rd_free(&subs[i].rd);
+    }
+    free(subs);
+    return 0;
+}
+
+/* The responder of the reqrep mode: answers every request with a payload of the same size,
+ * batching the answers to the requests found in one read into one write. */
+typedef struct responder {
+    pthread_t th;
+    int fd;
+    rd_t rd;
+} responder_t;
+
+static void *
+responder_main(void *arg)
+{
+    responder_t *rs = arg;
+    rd_t *r = &rs->rd;
+    size_t cap = 64 * KIB, len = 0;
+    char *out = xmalloc(cap);
+    ev_t ev;
+    for (;;) {
+        if (!rd_fill(r))
+            break;
+        for (;;) {
+            int k = rd_parse(r, &ev, true);
+            if (k == EV_NONE)
+                break;
+            if (k == EV_PING) {
+                write_all(rs->fd, "PONG\r\n", 6);
+                continue;
+            }
+            if (k != EV_MSG || ev.reply == NULL)
+                continue;
+            size_t need = ev.reply_len + ev.len + 40;
+            if (len + need > cap) {
+                write_all(rs->fd, out, len);
+                len = 0;
+                if (need > cap) {
+                    cap = need;
+                    free(out);
+                    out = xmalloc(cap);
+                }
+            }
+            len += (size_t)sprintf(out + len, "PUB %.*s %zu\r\n", (int)ev.reply_len, ev.reply,
+                                   ev.len);
+            memcpy(out + len, ev.data, ev.len);
+            len += ev.len;
+            memcpy(out + len, "\r\n", 2);
+            len += 2;
+        }
+        if (len > 0) {
+            write_all(rs->fd, out, len);
+            len = 0;
+        }
+    }
+    free(out);
+    return NULL;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of a sorted array, in microseconds. */
+static double
+pct_us(const uint64_t *v, uint64_t n, double p)
+{
+    uint64_t i = (uint64_t)(p / 100.0 * (double)n + 0.999999);
+    if (i < 1)
+        i = 1;
+    if (i > n)
+        i = n;
+    return (double)v[i - 1] / 1e3;
+}
+
+static int
+mode_reqrep(void)
+{
+    uint64_t n = msgs_or(20000);
+    const char *subject = subject_or("ndbench.req");
+    char inbox[64];
+    snprintf(inbox, sizeof inbox, "_INBOX.ndbench.%d", (int)getpid());
+
+    responder_t rs;
+    char extra[512];
+    snprintf(extra, sizeof extra, "SUB %s 1\r\n", subject);
+    rs.fd = conn_open(&rs.rd, RD_SMALL, extra);
+    if (pthread_create(&rs.th, NULL, responder_main, &rs) != 0)
+        fail("pthread_create failed");
+
+    rd_t r;
+    snprintf(extra, sizeof extra, "SUB %s 1\r\n", inbox);
+    int fd = conn_open(&r, RD_SMALL, extra);
+
+    size_t size = g_opt.size;
+    char hdr[300];
+    int hl = snprintf(hdr, sizeof hdr, "PUB %s %s %zu\r\n", subject, inbox, size);
+    size_t reclen = (size_t)hl + size + 2;
+    char *req = xmalloc(reclen);
+    memcpy(req, hdr, (size_t)hl);
+    memset(req + hl, 'r', size);
+    memcpy(req + hl + size, "\r\n", 2);
+
+    uint64_t *lat = xcalloc(n, sizeof *lat);
+    uint64_t total = g_opt.warmup + n;
+    ev_t ev;
+    double t0 = 0;
+    for (uint64_t i = 0; i < total; i++) {
+        if (i == g_opt.warmup)
+            t0 = now_s();
+        uint64_t a = now_ns();
+        write_all(fd, req, reclen);
+        int k;
+        while ((k = rd_next(&r, &ev, false)) != EV_MSG) {
+        }
+        if (ev.len != size)
+            fail("reply of %zu bytes to a request of %zu", ev.len, size);
+        uint64_t b = now_ns();
+        if (i >= g_opt.warmup)
+            lat[i - g_opt.warmup] = b - a;
+    }
+    double secs = now_s() - t0;
+    atomic_store_explicit(&g_stopping, true, memory_order_relaxed);
+    shutdown(rs.fd, SHUT_RDWR);
+    pthread_join(rs.th, NULL);
+
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)lat[i];
+    qsort(lat, n, sizeof *lat, cmp_u64);
+    double p50 = pct_us(lat, n, 50), p90 = pct_us(lat, n, 90), p99 = pct_us(lat, n, 99);
+    double mx = (double)lat[n - 1] / 1e3, mean = sum / (double)n / 1e3;
+    printf("RESULT mode=reqrep reqs=%" PRIu64 " size=%zu p50_us=%.1f p90_us=%.1f p99_us=%.1f "
+           "max_us=%.1f mean_us=%.1f reqs_per_s=%.0f\n",
+           n, size, p50, p90, p99, mx, mean, (double)n / secs);
+    printf("reqrep: %" PRIu64 " sequential requests of %zu B: p50 %.1f us, p90 %.1f us, "
+           "p99 %.1f us, max %.1f us (mean %.1f us, %.0f req/s)\n",
+           n, size, p50, p90, p99, mx, mean, (double)n / secs);
+    free(lat);
+    free(req);
+    close(fd);
+    rd_free(&r);
+    close(rs.fd);
+    rd_free(&rs.rd);
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Server memory */
+
+/* VmRSS of a process in KiB, from /proc/<pid>/status. */
+static long
+rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        fail("cannot open %s: %s (is --pid right?)", path, strerror(errno));
+    long kb = -1;
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "VmRSS:", 6) == 0) {
+            kb = strtol(line + 6, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    if (kb < 0)
+        fail("no VmRSS in %s", path);
+    return kb;
+}
+
+/* Inode of the socket listening on g_opt.port, from /proc/net/tcp and tcp6 (0 if none). */
+static unsigned long
+listen_inode(void)
+{
+    static const char *files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    for (size_t f = 0; f < 2; f++) {
+        FILE *fp = fopen(files[f], "r");
+        if (fp == NULL)
+            continue;
+        char line[512];
+        if (fgets(line, sizeof line, fp) == NULL) { /* header */
+            fclose(fp);
+            continue;
+        }
+        while (fgets(line, sizeof line, fp) != NULL) {
+            char local[128], remote[128];
+            unsigned st;
+            unsigned long inode;
+            /* sl local rem st tx:rx tr:when retrnsmt uid timeout inode */
+            if (sscanf(line, "%*s %127s %127s %x %*s %*s %*s %*s %*s %lu", local, remote, &st,
+                       &inode) != 4)
+                continue;
+            const char *colon = strrchr(local, ':');
+            if (colon == NULL || st != 0x0A)
+                continue;
+            if ((int)strtol(colon + 1, NULL, 16) == g_opt.port && inode != 0) {
+                fclose(fp);
+                return inode;
+            }
+        }
+        fclose(fp);
+    }
+    return 0;
+}
+
+/* The pid of the process that holds the listening socket of --port, found through the socket
+ * links in /proc/<pid>/fd (only processes of the same user are visible, which a benchmark
+ * run satisfies). */
+static pid_t
+server_pid(void)
+{
+    if (g_opt.pid > 0)
+        return g_opt.pid;
+    unsigned long inode = listen_inode();
+    if (inode == 0)
+        fail("no listening socket on port %d; pass --pid", g_opt.port);
+    char want[64];
+    snprintf(want, sizeof want, "socket:[%lu]", inode);
+    DIR *proc = opendir("/proc");
+    if (proc == NULL)
+        fail("cannot open /proc");
+    struct dirent *de;
+    pid_t found = 0;
+    while (found == 0 && (de = readdir(proc)) != NULL) {
+        if (!isdigit((unsigned char)de->d_name[0]))
+            continue;
+        char path[300];
+        snprintf(path, sizeof path, "/proc/%s/fd", de->d_name);
+        DIR *fds = opendir(path);
+        if (fds == NULL)
+            continue;
+        struct dirent *fe;
+        while ((fe = readdir(fds)) != NULL) {
+            char link[600], target[128];
+            snprintf(link, sizeof link, "%s/%s", path, fe->d_name);
+            ssize_t n = readlink(link, target, sizeof target - 1);
+            if (n <= 0)
+                continue;
+            target[n] = '\0';
+            if (strcmp(target, want) == 0) {
+                found = (pid_t)atoi(de->d_name);
+                break;
+            }
+        }
+        closedir(fds);
+    }
+    closedir(proc);
+    if (found == 0)
+        fail("no process found for the socket listening on port %d; pass --pid", g_opt.port);
+    return found;
+}
+
+/* Raises the soft RLIMIT_NOFILE to hold `want` descriptors. */
+static void
+raise_nofile(rlim_t want)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) != 0)
+        return;
+    if (rl.rlim_cur >= want)
+        return;
+    if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+        fail("%llu descriptors needed but the hard RLIMIT_NOFILE is %llu (raise it, or use -c)",
+             (unsigned long long)want, (unsigned long long)rl.rlim_max);
+    rl.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+        fail("setrlimit(RLIMIT_NOFILE, %llu): %s", (unsigned long long)want, strerror(errno));
+}
+
+static int
+mode_idleconns(void)
+{
+    uint64_t c = g_opt.conns;
+    pid_t pid = server_pid();
+    raise_nofile((rlim_t)c + 64);
+    int *fds = xcalloc(c, sizeof *fds);
+    uint8_t *state = xcalloc(c, 1); /* chars of "PONG\r\n" matched so far */
+    static const char pong[] = "PONG\r\n";
+    static const char hello[] = CONNECT_LINE "PING\r\n";
+    int ep = epoll_create1(EPOLL_CLOEXEC);
+    if (ep < 0)
+        fail("epoll_create1: %s", strerror(errno));
+
+    long before = rss_kb(pid);
+    double t0 = now_s();
+    uint64_t opened = 0, done = 0, inflight = 0;
+    struct epoll_event evs[256];
+    char buf[4096];
+    while (done < c) {
+        /* Keep at most --batch connections waiting for their PONG, so the server's accept
+         * backlog never overflows (a dropped SYN costs a one-second retransmit). */
+        while (opened < c && inflight < (uint64_t)g_opt.batch) {
+            int fd = sock_connect();
+            if (fd < 0)
+                fail("connection %" PRIu64 " of %" PRIu64 ": %s", opened + 1, c, strerror(errno));
+            write_all(fd, hello, sizeof hello - 1);
+            fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+            struct epoll_event ev = {.events = EPOLLIN, .data.u64 = opened};
+            if (epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) != 0)
+                fail("epoll_ctl: %s", strerror(errno));
+            fds[opened++] = fd;
+            inflight++;
+        }
+        int n = epoll_wait(ep, evs, 256, (int)(g_opt.timeout * 1000));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            fail("epoll_wait: %s", strerror(errno));
+        if (n == 0)
+            fail("no PONG for %.0f s; %" PRIu64 " of %" PRIu64 " connections ready",
+                 g_opt.timeout, done, c);
+        for (int i = 0; i < n; i++) {
+            uint64_t idx = evs[i].data.u64;
+            int fd = fds[idx];
+            for (;;) {
+                ssize_t got = read(fd, buf, sizeof buf);
+                if (got < 0 && errno == EINTR)
+                    continue;
+                if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                    break;
+                if (got <= 0)
+                    fail("the server closed connection %" PRIu64 " (%" PRIu64 " ready)%s%s",
+                         idx + 1, done, got < 0 ? ": " : "", got < 0 ? strerror(errno) : "");
+                /* "PONG\r\n" has no proper prefix that is also a suffix, so on a mismatch the
+                 * match restarts at this byte. */
+                for (ssize_t j = 0; j < got && state[idx] < 6; j++) {
+                    if (buf[j] == pong[state[idx]])
+                        state[idx]++;
+                    else
+                        state[idx] = buf[j] == 'P';
+                    if (buf[j] == '-' && state[idx] == 0 && j + 4 < got &&
+                        memcmp(buf + j, "-ERR", 4) == 0)
+                        fail("connection %" PRIu64 ": %.*s", idx + 1, (int)(got - j), buf + j);
+                }
+                if (state[idx] == 6)
+                    break;
+            }
+            if (state[idx] == 6) {
+                epoll_ctl(ep, EPOLL_CTL_DEL, fd, NULL);
+                done++;
+                inflight--;
+            }
+        }
+    }
+    double secs = now_s() - t0;
+    sleep_us((long)g_opt.settle_ms * 1000);
+    long after = rss_kb(pid);
+    double per = ((double)after - (double)before) * 1024.0 / (double)c;
+    printf("RESULT mode=idleconns conns=%" PRIu64 " pid=%d rss_before_kb=%ld rss_after_kb=%ld "
+           "bytes_per_conn=%.0f secs=%.3f\n",
+           c, (int)pid, before, after, per, secs);
+    printf("idleconns: %" PRIu64 " connections in %.2f s; server RSS %ld -> %ld KiB: %.1f KB per "
+           "connection\n",
+           c, secs, before, after, per / 1000.0);
+    for (uint64_t i = 0; i < c; i++)
+        close(fds[i]);
+    close(ep);
+    free(fds);
+    free(state);
+    return 0;
+}
+
+static int
+mode_subs(void)
+{
+    uint64_t n = g_opt.nsubs;
+    const char *prefix = subject_or("ndbench.subs");
+    pid_t pid = server_pid();
+    rd_t r;
+    int fd = conn_open(&r, RD_SMALL, NULL);
+    long before = rss_kb(pid);
+    double t0 = now_s();
+    char *buf = xmalloc(SUBS_CHUNK + 512);
+    size_t len = 0;
+    for (uint64_t i = 1; i <= n; i++) {
+        len += (size_t)snprintf(buf + len, 512, "SUB %s.%" PRIu64 " %" PRIu64 "\r\n", prefix, i, i);
+        if (len >= SUBS_CHUNK) {
+            write_all(fd, buf, len);
+            len = 0;
+        }
+    }
+    memcpy(buf + len, "PING\r\n", 6);
+    write_all(fd, buf, len + 6);
+    rd_wait_pong(&r, NULL);
+    double secs = now_s() - t0;
+    sleep_us((long)g_opt.settle_ms * 1000);
+    long after = rss_kb(pid);
+    double per = ((double)after - (double)before) * 1024.0 / (double)n;
+    printf("RESULT mode=subs subs=%" PRIu64 " pid=%d rss_before_kb=%ld rss_after_kb=%ld "
+           "bytes_per_sub=%.0f subs_per_s=%.0f\n",
+           n, (int)pid, before, after, per, (double)n / secs);
+    printf("subs: %" PRIu64 " subscriptions on one connection in %.3f s; server RSS %ld -> %ld "
+           "KiB: %.0f B per subscription\n",
+           n, secs, before, after, per);
+    free(buf);
+    close(fd);
+    rd_free(&r);
+    return 0;
+}
+
+static int
+mode_wait(void)
+{
+    double deadline = now_s() + g_opt.timeout;
+    for (;;) {
+        int fd = sock_connect();
+        if (fd >= 0) {
+            rd_t r;
+            rd_init(&r, fd, RD_SMALL);
+            static const char hello[] = CONNECT_LINE "PING\r\n";
+            write_all(fd, hello, sizeof hello - 1);
+            rd_wait_pong(&r, NULL);
+            rd_free(&r);
+            close(fd);
+            return 0;
+        }
+        if (now_s() > deadline)
+            fail("%s:%d not ready after %.1f s: %s", g_opt.host, g_opt.port, g_opt.timeout,
+                 strerror(errno));
+        sleep_us(20000);
+    }
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Command line */
+
+static void
+usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: ndbench MODE [options]\n"
+            "Modes: pub pubsub fanout queue reqrep idleconns subs wait\n"
+            "  -s, --server HOST    server address (default 127.0.0.1)\n"
+            "  -p, --port PORT      server port (default 4222)\n"
+            "  -n, --msgs N         messages (pub 10M, pubsub 4M, fanout 2M, queue 3M) or\n"
+            "                       requests (reqrep 20000)\n"
+            "  -z, --size BYTES     payload size (default 16)\n"
+            "  -P, --pubs P         publishers in the pub mode (default 1)\n"
+            "  -k, --subs K         subscribers in the fanout mode (default 5)\n"
+            "  -q, --members Q      queue group members in the queue mode (default 4)\n"
+            "  -c, --conns C        connections in the idleconns mode (default 10000)\n"
+            "  -N, --nsubs N        subscriptions in the subs mode (default 100000)\n"
+            "      --pid PID        server pid for the memory modes (default: found from --port)\n"
+            "      --subject S      subject (subs mode: prefix) instead of ndbench.<mode>\n"
+            "      --window BYTES   PING/PONG window of a publisher (default 1048576)\n"
+            "      --lag BYTES      how far a subscriber may trail the publisher (default 16 MiB)\n"
+            "      --timeout SEC    give up after this long without progress (default 10)\n"
+            "      --warmup N       untimed requests before the reqrep measurement (default 1000)\n"
+            "      --settle MS      pause before the second RSS reading (default 500)\n"
+            "      --batch N        idleconns connections awaiting their PONG at once (default "
+            "256)\n"
+            "  -h, --help\n"
+            "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n");
+}
+
+static uint64_t
+parse_u64(const char *name, const char *s)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    /* Accept k/M suffixes (and 1e6 forms) for counts: -n 10M. */
+    if (*end == 'k' || *end == 'K')
+        v *= 1e3, end++;
+    else if (*end == 'm' || *end == 'M')
+        v *= 1e6, end++;
+    if (errno != 0 || *end != '\0' || v < 0 || v > 1e18) {
+        fprintf(stderr, "ndbench: bad value for %s: %s\n", name, s);
+        exit(2);
+    }
+    return (uint64_t)(v + 0.5);
+}
+
+int
+main(int argc, char **argv)
+{
+    enum { O_PID = 256, O_SUBJECT, O_WINDOW, O_LAG, O_TIMEOUT, O_WARMUP, O_SETTLE, O_BATCH };
+    static const struct option longopts[] = {
+        {"server", required_argument, NULL, 's'},  {"port", required_argument, NULL, 'p'},
+        {"msgs", required_argument, NULL, 'n'},    {"size", required_argument, NULL, 'z'},
+        {"pubs", required_argument, NULL, 'P'},    {"subs", required_argument, NULL, 'k'},
+        {"members", required_argument, NULL, 'q'}, {"conns", required_argument, NULL, 'c'},
+        {"nsubs", required_argument, NULL, 'N'},   {"pid", required_argument, NULL, O_PID},
+        {"subject", required_argument, NULL, O_SUBJECT},
+        {"window", required_argument, NULL, O_WINDOW},
+        {"lag", required_argument, NULL, O_LAG},
+        {"timeout", required_argument, NULL, O_TIMEOUT},
+        {"warmup", required_argument, NULL, O_WARMUP},
+        {"settle", required_argument, NULL, O_SETTLE},
+        {"batch", required_argument, NULL, O_BATCH},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    g_opt = (opts_t){
+        .host = "127.0.0.1",
+        .port = 4222,
+        .size = 16,
+        .pubs = 1,
+        .subs = 5,
+        .members = 4,
+        .conns = 10000,
+        .nsubs = 100000,
+        .window = 1 * MIB,
+        .lag = 16 * MIB,
+        .timeout = 10,
+        .warmup = 1000,
+        .settle_ms = 500,
+        .batch = 256,
+    };
+    int c;
+    while ((c = getopt_long(argc, argv, "s:p:n:z:P:k:q:c:N:h", longopts, NULL)) != -1) {
+        switch (c) {
+        case 's': g_opt.host = optarg; break;
+        case 'p': g_opt.port = (int)parse_u64("--port", optarg); break;
+        case 'n': g_opt.msgs = parse_u64("--msgs", optarg); break;
+        case 'z': g_opt.size = (size_t)parse_u64("--size", optarg); break;
+        case 'P': g_opt.pubs = (int)parse_u64("--pubs", optarg); break;
+        case 'k': g_opt.subs = (int)parse_u64("--subs", optarg); break;
+        case 'q': g_opt.members = (int)parse_u64("--members", optarg); break;
+        case 'c': g_opt.conns = parse_u64("--conns", optarg); break;
+        case 'N': g_opt.nsubs = parse_u64("--nsubs", optarg); break;
+        case O_PID: g_opt.pid = (pid_t)parse_u64("--pid", optarg); break;
+        case O_SUBJECT: g_opt.subject = optarg; break;
+        case O_WINDOW: g_opt.window = (size_t)parse_u64("--window", optarg); break;
+        case O_LAG: g_opt.lag = (size_t)parse_u64("--lag", optarg); break;
+        case O_TIMEOUT: g_opt.timeout = strtod(optarg, NULL); break;
+        case O_WARMUP: g_opt.warmup = parse_u64("--warmup", optarg); break;
+        case O_SETTLE: g_opt.settle_ms = (int)parse_u64("--settle", optarg); break;
+        case O_BATCH: g_opt.batch = (int)parse_u64("--batch", optarg); break;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc - 1) {
+        usage(stderr);
+        return 2;
+    }
+    g_opt.mode = g_mode = argv[optind];
+    if (g_opt.pubs < 1 || g_opt.subs < 1 || g_opt.members < 1 || g_opt.conns < 1 ||
+        g_opt.nsubs < 1 || g_opt.batch < 1 || g_opt.timeout <= 0 || g_opt.window < 1) {
+        fprintf(stderr, "ndbench: counts must be at least 1 and --timeout positive\n");
+        return 2;
+    }
+    if (g_opt.subject != NULL && strlen(g_opt.subject) > 200) {
+        fprintf(stderr, "ndbench: --subject is limited to 200 characters\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    resolve();
+
+    static const struct {
+        const char *name;
+        int (*run)(void);
+    } modes[] = {
+        {"pub", mode_pub},         {"pubsub", mode_pubsub},       {"fanout", mode_fanout},
+        {"queue", mode_queue},     {"reqrep", mode_reqrep},       {"idleconns", mode_idleconns},
+        {"subs", mode_subs},       {"wait", mode_wait},
+    };
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        if (strcmp(modes[i].name, g_opt.mode) == 0)
+            return modes[i].run();
+    fprintf(stderr, "ndbench: unknown mode '%s'\n", g_opt.mode);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,501 @@
+/* The NATS client-protocol parser.
+ *
+ * Algorithm. A command is an op name, an argument line ending in '\n', and for PUB/HPUB a payload
+ * of the announced size followed by CRLF. Instead of nats-server's byte-at-a-time state machine
+ * (server/parser.go) the parser works a line at a time: it recognises the op name from a small
+ * table, skips the blanks after it, finds the end of the argument with memchr, splits the
+ * argument into tokens with a tight loop and then jumps over the payload by its size. All of this
+ * reads the caller's buffer in place; nothing is copied or allocated.
+ *
+ * Phases, and what the first kept byte (buf[0] at the next call) is in each of them:
+ *   LINE     the first byte of a command. An op name cut short by the end of the buffer is matched
+ *            again on the next call; that costs at most 8 bytes.
+ *   BLANKS   op known, skipping the blanks after it. Everything scanned so far was consumed.
+ *   ARG      op known; buf[0] is the first byte of the argument and `scan` bytes of it have been
+ *            searched for '\n' already, so the next search starts there.
+ *   JUNK     PING, PONG or +OK: everything up to '\n' is ignored (and consumed), as in 2.9.10.
+ *   PAYLOAD  PUB/HPUB whose control line was parsed; buf[0] is the first argument byte again
+ *            (the subject slice must still point into the buffer) and `need` is the length of
+ *            the whole command from there. A call with fewer bytes does O(1) work.
+ *   ERROR    sticky: every call returns the same error.
+ * Invariants: each byte is searched for '\n' at most once per command, except the at most 8
+ * bytes of an op name cut short; `need` is nonzero only in PAYLOAD; in PAYLOAD and ERROR nothing
+ * is scanned at all. So a control line or a payload arriving one byte per call costs O(n) in all.
+ *
+ * Behaviour of nats-server 2.9.10, probed over raw TCP (and matched here):
+ *  - Op names are case-insensitive. PUB, HPUB, SUB, UNSUB and -ERR need a space or tab after the
+ *    name ("PUB\r\n", "-ERRx" are Unknown Protocol Operation); CONNECT and INFO do not
+ *    ("CONNECT{}" is accepted). PING, PONG and +OK ignore anything up to '\n' ("PINGX\r\n" is a
+ *    PING). An empty line, "MSG" and any R/A/L op from a client are Unknown Protocol Operation.
+ *  - A line ends at '\n'; a '\r' right before it is dropped, so a bare '\n' ends a line too
+ *    ("PUB foo 5\nhello\r\n" is delivered). The payload trailer, however, must be exactly CRLF.
+ *  - The first byte after the blanks that follow the op name always belongs to the argument, even
+ *    a CR or LF: "PUB \nfoo 5\r\n..." publishes to the subject "\nfoo"; "SUB \r\n" is a bad SUB.
+ *  - PUB/HPUB split their argument on runs of space/tab only; SUB/UNSUB split on space, tab, CR
+ *    and LF (nats-server's splitArg): "SUB foo\r1\r\n" subscribes sid 1.
+ *  - Sizes are 1 to 9 decimal digits (parseSize); anything else (sign, 10 digits, junk) is a bad
+ *    size and closes the connection silently. For UNSUB a bad max_msgs just means -1.
+ *  - Checks in order: argument count, sizes, HPUB header size <= total, then max_payload
+ *    ("HPUB foo 2000000 5" closes silently, "HPUB foo 5 2000000" gets the payload -ERR).
+ *  - max_control_line limits the argument: the bytes from the first one after the blanks that
+ *    follow the op name up to, not including, the CR before '\n'. Trailing blanks count; the blanks
+ *    after the op name and the text after PING/PONG/+OK do not. A limit of 4096 accepts an
+ *    argument of 4096 bytes and rejects 4097, on a complete line and on a partial one alike, with
+ *    -ERR 'maximum control line exceeded' (lower case, as 2.9.10 sends it).
+ *
+ * Deliberate differences from 2.9.10, all for garbage input only:
+ *  - nats-server drops the last byte of a line ended by a bare '\n' if a '\r' occurred anywhere in
+ *    it, and when a line is split across reads it deletes every '\r' in the part after the split.
+ *    Here exactly one '\r' before the '\n' is dropped, so a command parses the same however the
+ *    bytes were split, which the fuzz driver asserts.
+ *  - A payload not followed by CRLF is reported when the whole command (payload and two trailer
+ *    bytes) has arrived, not at the first wrong byte: a caller that waits for
+ *    nd_proto_pending_need() bytes must get the same answer as one that calls on every read.
+ *
+ * References: nats-server server/parser.go (state machine, split-buffer handling) and
+ * server/client.go (processPub, processHeaderPub, processSub, processUnsub, splitArg, parseSize);
+ * the inventory in shared/spec/nats-server-inventory.md sections 0, 1.4 and 1.5.
+ */
+#include "net/parser.h"
+
+#include <string.h>
+
+enum {
+    PH_LINE = 0,
+    PH_BLANKS,
+    PH_ARG,
+    PH_JUNK,
+    PH_PAYLOAD,
+    PH_ERROR,
+};
+
+/* What follows an op name. */
+enum {
+    G_SEP,   /* at least one blank, then an argument line (PUB HPUB SUB UNSUB -ERR) */
+    G_OPT,   /* optional blanks, then an argument line (CONNECT INFO) */
+    G_NOARG, /* anything up to '\n' is ignored (PING PONG +OK) */
+};
+
+typedef struct opdef {
+    char name[8]; /* upper case; no name is a prefix of another */
+    uint8_t len;
+    uint8_t op;
+    uint8_t grammar;
+} opdef_t;
+
+/* The op table. A new connection kind adds its ops here (and to nd_proto_op_t) and accepts them
+ * through its own ND_PROTO_OPBIT mask; finish_line() gets a case for each new argument shape.
+ * Rows are tried in order, so the frequent ops come first. */
+static const opdef_t op_table[] = {
+    {"PUB", 3, ND_PROTO_OP_PUB, G_SEP},         {"HPUB", 4, ND_PROTO_OP_HPUB, G_SEP},
+    {"PING", 4, ND_PROTO_OP_PING, G_NOARG},     {"PONG", 4, ND_PROTO_OP_PONG, G_NOARG},
+    {"SUB", 3, ND_PROTO_OP_SUB, G_SEP},         {"UNSUB", 5, ND_PROTO_OP_UNSUB, G_SEP},
+    {"CONNECT", 7, ND_PROTO_OP_CONNECT, G_OPT}, {"INFO", 4, ND_PROTO_OP_INFO, G_OPT},
+    {"+OK", 3, ND_PROTO_OP_OK, G_NOARG},        {"-ERR", 4, ND_PROTO_OP_ERR, G_SEP},
+};
+
+#define N_OPS (sizeof op_table / sizeof op_table[0])
+
+/* nats-server's parseSize reads at most 9 digits ("999M"), so sizes never overflow. */
+#define MAX_SIZE_DIGITS 9
+
+/* The most tokens any op's argument has (HPUB subject reply hdr total). */
+#define MAX_TOKENS 4
+
+typedef struct tok {
+    size_t off, len; /* relative to the argument start */
+} tok_t;
+
+static inline int
+is_blank(unsigned char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* Separator test for splitting arguments; crlf selects splitArg's set (SUB, UNSUB). The first
+ * compare settles every printable byte, which is what subjects are made of. */
+static inline int
+is_sep(unsigned char c, int crlf)
+{
+    return c <= ' ' && (c == ' ' || c == '\t' || (crlf && (c == '\r' || c == '\n')));
+}
+
+static inline unsigned char
+upper(unsigned char c)
+{
+    return (unsigned char)(c - 'a') < 26 ? (unsigned char)(c - ('a' - 'A')) : c;
+}
+
+/* Splits s[0..n) into at most max tokens. Returns: the token count, or max + 1 when there are
+ * more tokens than that (the extra ones are not recorded). */
+static inline size_t
+split_args(const char *s, size_t n, tok_t *t, size_t max, int crlf)
+{
+    size_t k = 0, i = 0;
+    for (;;) {
+        while (i < n && is_sep((unsigned char)s[i], crlf))
+            i++;
+        if (i == n)
+            return k;
+        if (k == max)
+            return max + 1;
+        size_t start = i;
+        while (i < n && !is_sep((unsigned char)s[i], crlf))
+            i++;
+        t[k].off = start;
+        t[k].len = i - start;
+        k++;
+    }
+}
+
+/* nats-server's parseSize: 1 to 9 decimal digits, nothing else. Returns: the value, or -1. */
+static inline int64_t
+parse_size(const char *s, size_t n)
+{
+    if (n == 0 || n > MAX_SIZE_DIGITS)
+        return -1;
+    int64_t v = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned d = (unsigned char)s[i] - (unsigned)'0';
+        if (d > 9)
+            return -1;
+        v = v * 10 + d;
+    }
+    return v;
+}
+
+static inline nd_proto_slice_t
+slice(const char *s, size_t off, size_t len)
+{
+    return (nd_proto_slice_t){s + off, len};
+}
+
+/* Trims blanks and CR/LF at both ends: JSON allows them and -ERR text does not need them. */
+static nd_proto_slice_t
+trimmed(const char *s, size_t n)
+{
+    size_t b = 0;
+    while (b < n && (is_blank((unsigned char)s[b]) || s[b] == '\r' || s[b] == '\n'))
+        b++;
+    while (n > b && (is_blank((unsigned char)s[n - 1]) || s[n - 1] == '\r' || s[n - 1] == '\n'))
+        n--;
+    return slice(s, b, n - b);
+}
+
+static nd_proto_status_t
+fail(nd_proto_parser_t *p, nd_proto_status_t st, size_t *used, nd_proto_cmd_t *cmd)
+{
+    p->phase = PH_ERROR;
+    p->err = (uint8_t)st;
+    p->need = 0;
+    cmd->op = (nd_proto_op_t)p->op;
+    *used = 0;
+    return st;
+}
+
+static inline nd_proto_status_t
+done(nd_proto_parser_t *p, size_t end, size_t *used, nd_proto_cmd_t *cmd)
+{
+    cmd->op = (nd_proto_op_t)p->op;
+    p->phase = PH_LINE;
+    p->op = ND_PROTO_OP_NONE;
+    p->need = 0;
+    *used = end;
+    return ND_PROTO_CMD;
+}
+
+/* Emits the PUB/HPUB whose control line is p's saved state, or waits for its payload.
+ * s is the first argument byte, avail the bytes from there, base the offset of s in the buffer. */
+static inline nd_proto_status_t
+payload(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size_t *used,
+        nd_proto_cmd_t *cmd)
+{
+    size_t need = p->need;
+    size_t trailer = need - 2;
+    if (avail >= need) {
+        if (s[trailer] != '\r' || s[trailer + 1] != '\n')
+            return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
+        cmd->subject = slice(s, 0, p->subj_len);
+        cmd->reply = slice(s, p->reply_off, p->reply_len);
+        cmd->payload = slice(s, p->ctl, trailer - p->ctl);
+        cmd->hdr_len = p->hdr_len;
+        return done(p, base + need, used, cmd);
+    }
+    /* nats-server rejects a wrong first trailer byte at once; here the trailer is checked only
+     * when the whole command is there, because a caller that honours nd_proto_pending_need()
+     * does not call before then, and the outcome must not depend on when it calls. */
+    p->phase = PH_PAYLOAD;
+    *used = base;
+    return ND_PROTO_MORE;
+}
+
+/* PUB and HPUB: checks the control line s[0..end) and goes on to the payload at s[ctl]. */
+static inline nd_proto_status_t
+finish_pub(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size_t end, size_t ctl,
+           size_t *used, nd_proto_cmd_t *cmd)
+{
+    tok_t t[MAX_TOKENS];
+    int hpub = p->op == ND_PROTO_OP_HPUB;
+    size_t n = split_args(s, end, t, hpub ? 4 : 3, 0);
+    int64_t hdr = 0, size;
+    /* The subject is always token 0 and starts at s[0]: the first argument byte is never blank. */
+    if (!hpub && n == 2) {
+        p->reply_off = 0, p->reply_len = 0;
+    } else if (!hpub && n == 3) {
+        p->reply_off = t[1].off, p->reply_len = t[1].len;
+    } else if (hpub && n == 3) {
+        p->reply_off = 0, p->reply_len = 0;
+        hdr = parse_size(s + t[1].off, t[1].len);
+    } else if (hpub && n == 4) {
+        p->reply_off = t[1].off, p->reply_len = t[1].len;
+        hdr = parse_size(s + t[2].off, t[2].len);
+    } else {
+        return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+    }
+    size = parse_size(s + t[n - 1].off, t[n - 1].len);
+    if (hdr < 0 || size < 0 || hdr > size)
+        return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+    if (p->max_payload >= 0 && size > p->max_payload)
+        return fail(p, ND_PROTO_ERR_MAX_PAYLOAD, used, cmd);
+    p->subj_len = t[0].len;
+    p->hdr_len = hdr;
+    p->ctl = ctl;
+    p->need = ctl + (size_t)size + 2;
+    return payload(p, s, avail, base, used, cmd);
+}
+
+/* A complete argument line s[0..end) of p->op; the line ends at s[ctl] (just after '\n'). */
+static nd_proto_status_t
+finish_line(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size_t end,
+            size_t ctl, size_t *used, nd_proto_cmd_t *cmd)
+{
+    tok_t t[MAX_TOKENS];
+    size_t n;
+    switch (p->op) {
+    case ND_PROTO_OP_PUB:
+    case ND_PROTO_OP_HPUB:
+        return finish_pub(p, s, avail, base, end, ctl, used, cmd);
+    case ND_PROTO_OP_SUB:
+        n = split_args(s, end, t, 3, 1);
+        if (n == 2) {
+            cmd->queue = slice(s, 0, 0);
+        } else if (n == 3) {
+            cmd->queue = slice(s, t[1].off, t[1].len);
+        } else {
+            return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+        }
+        cmd->subject = slice(s, t[0].off, t[0].len);
+        cmd->sid = slice(s, t[n - 1].off, t[n - 1].len);
+        break;
+    case ND_PROTO_OP_UNSUB:
+        n = split_args(s, end, t, 2, 1);
+        if (n == 1) {
+            cmd->max_msgs = -1;
+        } else if (n == 2) {
+            /* nats-server ignores a bad count: it unsubscribes at once. */
+            cmd->max_msgs = parse_size(s + t[1].off, t[1].len);
+        } else {
+            return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+        }
+        cmd->sid = slice(s, t[0].off, t[0].len);
+        break;
+    default: /* CONNECT, INFO, -ERR: the caller parses the JSON or logs the text */
+        cmd->arg = trimmed(s, end);
+        break;
+    }
+    return done(p, base + ctl, used, cmd);
+}
+
+/* Looks up the op name at buf[0..len). Returns: 1 and *out when a whole name allowed by mask
+ * matches, 0 when the bytes are a proper prefix of one (need more), -1 when nothing can match. */
+static int
+match_op(uint32_t mask, const char *buf, size_t len, const opdef_t **out)
+{
+    int partial = 0;
+    for (size_t r = 0; r < N_OPS; r++) {
+        const opdef_t *d = &op_table[r];
+        if (!(mask & ND_PROTO_OPBIT(d->op)))
+            continue;
+        size_t n = len < d->len ? len : d->len;
+        size_t j = 0;
+        while (j < n && upper((unsigned char)buf[j]) == (unsigned char)d->name[j])
+            j++;
+        if (j < n)
+            continue;
+        if (n == d->len) {
+            *out = d;
+            return 1;
+        }
+        partial = 1;
+    }
+    return partial ? 0 : -1;
+}
+
+void
+nd_proto_parser_init(nd_proto_parser_t *p, size_t max_control_line, int64_t max_payload)
+{
+    memset(p, 0, sizeof *p);
+    p->max_control_line = max_control_line;
+    p->max_payload = max_payload;
+    p->ops = ND_PROTO_OPS_CLIENT;
+    nd_proto_parser_reset(p);
+}
+
+void
+nd_proto_parser_reset(nd_proto_parser_t *p)
+{
+    p->phase = PH_LINE;
+    p->op = ND_PROTO_OP_NONE;
+    p->err = 0;
+    p->scan = 0;
+    p->need = 0;
+}
+
+nd_proto_status_t
+nd_proto_parse(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used,
+               nd_proto_cmd_t *cmd)
+{
+    const opdef_t *d = NULL;
+    const unsigned char *u = (const unsigned char *)buf;
+    const char *s, *nl;
+    size_t i = 0, a = 0, avail, lim, from, e, end;
+
+    switch (p->phase) {
+    case PH_LINE:
+        break;
+    case PH_BLANKS:
+        goto blanks;
+    case PH_ARG:
+        goto arg;
+    case PH_JUNK:
+        goto junk;
+    case PH_PAYLOAD:
+        return payload(p, buf, len, 0, used, cmd);
+    default:
+        cmd->op = (nd_proto_op_t)p->op;
+        *used = 0;
+        return (nd_proto_status_t)p->err;
+    }
+
+    /* The publish hot path: "PUB" and a blank, in any case, without the table walk. */
+    if (len >= 4 && (u[0] | 0x20) == 'p' && (u[1] | 0x20) == 'u' && (u[2] | 0x20) == 'b' &&
+        is_blank(u[3]) && (p->ops & ND_PROTO_OPBIT(ND_PROTO_OP_PUB))) {
+        p->op = ND_PROTO_OP_PUB;
+        i = 4;
+    } else {
+        int m = match_op(p->ops, buf, len, &d);
+        if (m < 0)
+            return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
+        if (m == 0) {
+            *used = 0;
+            return ND_PROTO_MORE;
+        }
+        i = d->len;
+        if (d->grammar == G_NOARG) {
+            p->op = d->op;
+            p->phase = PH_JUNK;
+            goto junk;
+        }
+        if (d->grammar == G_SEP) {
+            if (i == len) { /* match the name again when its separator has arrived */
+                *used = 0;
+                return ND_PROTO_MORE;
+            }
+            if (!is_blank(u[i])) /* "PUBX": a bad op name, so cmd->op stays NONE */
+                return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
+            i++;
+        }
+        p->op = d->op;
+    }
+    p->phase = PH_BLANKS;
+
+blanks:
+    while (i < len && is_blank(u[i]))
+        i++;
+    if (i == len) {
+        *used = len;
+        return ND_PROTO_MORE;
+    }
+    a = i;
+    /* The first argument byte belongs to the argument whatever it is (see the top comment). */
+    p->scan = 1;
+    p->phase = PH_ARG;
+
+arg:
+    s = buf + a;
+    avail = len - a;
+    /* No '\n' can be further than max_control_line + 2 bytes in (the argument, CR, LF), so the
+     * search stops there: a flood without newlines is rejected after mcl + 2 bytes. */
+    lim = p->max_control_line < SIZE_MAX - 2 ? p->max_control_line + 2 : SIZE_MAX;
+    if (avail < lim)
+        lim = avail;
+    from = p->scan;
+    nl = from < lim ? memchr(s + from, '\n', lim - from) : NULL;
+    if (nl == NULL) {
+        /* A CR at the end may be the one before '\n', which does not count. */
+        size_t have = lim - (lim >= 2 && s[lim - 1] == '\r');
+        if (have > p->max_control_line)
+            return fail(p, ND_PROTO_ERR_CONTROL_LINE, used, cmd);
+        p->scan = lim;
+        *used = a;
+        return ND_PROTO_MORE;
+    }
+    e = (size_t)(nl - s);
+    end = (e >= 2 && s[e - 1] == '\r') ? e - 1 : e;
+    if (end > p->max_control_line)
+        return fail(p, ND_PROTO_ERR_CONTROL_LINE, used, cmd);
+    return finish_line(p, s, avail, a, end, e + 1, used, cmd);
+
+junk:
+    nl = i < len ? memchr(buf + i, '\n', len - i) : NULL;
+    if (nl == NULL) {
+        *used = len;
+        return ND_PROTO_MORE;
+    }
+    return done(p, (size_t)(nl - buf) + 1, used, cmd);
+}
+
+const char *
+nd_proto_status_errtext(nd_proto_status_t st)
+{
+    switch (st) {
+    case ND_PROTO_ERR_UNKNOWN_OP:
+        return "Unknown Protocol Operation";
+    case ND_PROTO_ERR_CONTROL_LINE:
+        /* Lower case: 2.9.10 sends "-ERR 'maximum control line exceeded'" (probed). */
+        return "maximum control line exceeded";
+    case ND_PROTO_ERR_MAX_PAYLOAD:
+        return "Maximum Payload Violation";
+    default:
+        return NULL;
+    }
+}
+
+const char *
+nd_proto_status_name(nd_proto_status_t st)
+{
+    switch (st) {
+    case ND_PROTO_CMD:
+        return "CMD";
+    case ND_PROTO_MORE:
+        return "MORE";
+    case ND_PROTO_ERR_UNKNOWN_OP:
+        return "ERR_UNKNOWN_OP";
+    case ND_PROTO_ERR_CONTROL_LINE:
+        return "ERR_CONTROL_LINE";
+    case ND_PROTO_ERR_MAX_PAYLOAD:
+        return "ERR_MAX_PAYLOAD";
+    case ND_PROTO_ERR_ARGS:
+        return "ERR_ARGS";
+    }
+    return "?";
+}
+
+const char *
+nd_proto_op_name(nd_proto_op_t op)
+{
+    for (size_t r = 0; r < N_OPS; r++)
+        if (op_table[r].op == op)
+            return op_table[r].name;
+    return "NONE";
+}

@@ -1,0 +1,162 @@
+/* The client-protocol parser: turns the bytes a connection read into NATS commands.
+ *
+ * Zero allocation and no copies: every slice in a parsed command points into the caller's read
+ * buffer. One call parses at most one command; the caller drives it like this:
+ *
+ *     for (;;) {
+ *         st = nd_proto_parse(&p, rbuf + off, rlen - off, &used, &cmd);
+ *         off += used;                           // on every status, MORE included
+ *         if (st == ND_PROTO_CMD) { handle(&cmd); continue; }
+ *         if (st == ND_PROTO_MORE) break;        // keep rbuf[off..rlen), read more after it
+ *         send the -ERR that nd_proto_status_errtext(st) names (if any) and close;
+ *     }
+ *     move rbuf[off..rlen) to the start of the buffer (slices of handled commands die here).
+ *
+ * The kept bytes must be passed again, unchanged and first, on the next call: the parser remembers
+ * how far it has scanned them, so a control line or a payload that trickles in one byte per read
+ * costs O(total bytes), not O(n^2). MORE may consume bytes (*used > 0): the op name, the blanks
+ * after it and whatever follows PING/PONG/+OK are not needed again and must be dropped.
+ *
+ * Grammar and error behaviour follow nats-server 2.9.10 (probed over raw TCP; see parser.c for
+ * the details and the few deliberate differences).
+ */
+#ifndef NATSD_NET_PARSER_H
+#define NATSD_NET_PARSER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* What one nd_proto_parse() call produced. */
+typedef enum nd_proto_status {
+    ND_PROTO_CMD = 0, /* a command is in *cmd */
+    ND_PROTO_MORE,    /* the buffer ends inside a command: read more, then call again */
+    /* Errors: the connection must be closed. The parser stays in the error (every later call
+     * returns the same status) until nd_proto_parser_reset(). */
+    ND_PROTO_ERR_UNKNOWN_OP,   /* bad op name, or no CRLF right after a payload */
+    ND_PROTO_ERR_CONTROL_LINE, /* argument longer than max_control_line */
+    ND_PROTO_ERR_MAX_PAYLOAD,  /* PUB/HPUB size above max_payload (seen on the control line) */
+    ND_PROTO_ERR_ARGS,         /* wrong argument count or bad size: closed with no -ERR */
+} nd_proto_status_t;
+
+/* Protocol operations. Route, gateway and leaf ops (RS+, RMSG, LS+, A+ ...) get their own values
+ * and rows in parser.c's op table when those connection kinds arrive. */
+typedef enum nd_proto_op {
+    ND_PROTO_OP_NONE = 0,
+    ND_PROTO_OP_CONNECT,
+    ND_PROTO_OP_PUB,
+    ND_PROTO_OP_HPUB,
+    ND_PROTO_OP_SUB,
+    ND_PROTO_OP_UNSUB,
+    ND_PROTO_OP_PING,
+    ND_PROTO_OP_PONG,
+    ND_PROTO_OP_INFO,
+    ND_PROTO_OP_OK,  /* +OK */
+    ND_PROTO_OP_ERR, /* -ERR */
+    ND_PROTO_OP_COUNT_
+} nd_proto_op_t;
+
+#define ND_PROTO_OPBIT(op) (1u << (op))
+
+/* The ops a CLIENT connection may send. Anything else is ND_PROTO_ERR_UNKNOWN_OP. */
+#define ND_PROTO_OPS_CLIENT                                                                        \
+    (ND_PROTO_OPBIT(ND_PROTO_OP_CONNECT) | ND_PROTO_OPBIT(ND_PROTO_OP_PUB) |                       \
+     ND_PROTO_OPBIT(ND_PROTO_OP_HPUB) | ND_PROTO_OPBIT(ND_PROTO_OP_SUB) |                          \
+     ND_PROTO_OPBIT(ND_PROTO_OP_UNSUB) | ND_PROTO_OPBIT(ND_PROTO_OP_PING) |                        \
+     ND_PROTO_OPBIT(ND_PROTO_OP_PONG) | ND_PROTO_OPBIT(ND_PROTO_OP_INFO) |                         \
+     ND_PROTO_OPBIT(ND_PROTO_OP_OK) | ND_PROTO_OPBIT(ND_PROTO_OP_ERR))
+
+/* No payload limit (nats-server's jwt.NoLimit); sizes are still at most 9 digits. */
+#define ND_PROTO_NO_LIMIT (-1)
+
+/* Protocol defaults (nats-server MAX_CONTROL_LINE_SIZE and MAX_PAYLOAD_SIZE). */
+#define ND_PROTO_DEFAULT_MAX_CONTROL_LINE 4096
+#define ND_PROTO_DEFAULT_MAX_PAYLOAD      (1024 * 1024)
+
+/* A borrowed byte range inside the caller's buffer; not NUL-terminated. */
+typedef struct nd_proto_slice {
+    const char *ptr;
+    size_t len;
+} nd_proto_slice_t;
+
+/* One parsed command. Only the fields listed for its op are set; the others hold stale values.
+ * Borrows: every slice points into the buffer passed to nd_proto_parse() and is valid until the
+ * caller moves or overwrites those bytes. */
+typedef struct nd_proto_cmd {
+    nd_proto_op_t op;         /* on an error: the op being parsed, or NONE if not known yet */
+    nd_proto_slice_t subject; /* PUB HPUB SUB */
+    nd_proto_slice_t reply;   /* PUB HPUB: empty (len 0) when absent */
+    nd_proto_slice_t queue;   /* SUB: empty when absent */
+    nd_proto_slice_t sid;     /* SUB UNSUB */
+    nd_proto_slice_t arg;     /* CONNECT/INFO: the JSON; -ERR: the text, quotes included.
+                               * Blanks and CR/LF at both ends are trimmed; may be empty. */
+    nd_proto_slice_t payload; /* PUB: the payload; HPUB: headers + payload. No CRLF. */
+    int64_t hdr_len;          /* HPUB: header bytes at the start of payload; PUB: 0 */
+    int64_t max_msgs;         /* UNSUB: auto-unsubscribe count, -1 when absent or not a size */
+} nd_proto_cmd_t;
+
+/* All parser state of one connection. Treat the fields as private. */
+typedef struct nd_proto_parser {
+    /* limits, settable at any time between calls */
+    size_t max_control_line;
+    int64_t max_payload; /* ND_PROTO_NO_LIMIT or >= 0 */
+    uint32_t ops;        /* ND_PROTO_OPBIT set of the accepted ops */
+    /* progress through the current command; offsets are relative to the first kept byte */
+    uint8_t phase;
+    uint8_t op;
+    uint8_t err;  /* the sticky error status in the error phase */
+    size_t scan;  /* ARG: bytes of the argument already searched for '\n' */
+    size_t need;  /* PAYLOAD: bytes the whole command needs */
+    size_t ctl;   /* PAYLOAD: offset of the payload (control line length) */
+    size_t subj_len, reply_off, reply_len;
+    int64_t hdr_len;
+} nd_proto_parser_t;
+
+/* Sets up a parser for a CLIENT connection. max_payload may be ND_PROTO_NO_LIMIT. Ctx: owner. */
+void nd_proto_parser_init(nd_proto_parser_t *p, size_t max_control_line, int64_t max_payload);
+
+/* Forgets any partial command and any error; the limits and the op set are kept. */
+void nd_proto_parser_reset(nd_proto_parser_t *p);
+
+/* Changes the limits (for example after CONNECT or a config reload). They apply from the next
+ * call; a control line already accepted is not checked again. */
+static inline void
+nd_proto_parser_set_limits(nd_proto_parser_t *p, size_t max_control_line, int64_t max_payload)
+{
+    p->max_control_line = max_control_line;
+    p->max_payload = max_payload;
+}
+
+/* Changes the set of accepted ops (ND_PROTO_OPBIT mask), e.g. for a route connection later. */
+static inline void
+nd_proto_parser_set_ops(nd_proto_parser_t *p, uint32_t ops)
+{
+    p->ops = ops;
+}
+
+/* Parses at most one command from buf[0..len). Ctx: the connection's owner.
+ * Borrows: buf (slices in *cmd point into it). Sets *used to the bytes consumed: the whole command
+ * on ND_PROTO_CMD, possibly some bytes on ND_PROTO_MORE, 0 on errors.
+ * Returns: ND_PROTO_CMD, ND_PROTO_MORE or an ND_PROTO_ERR_* status (cmd->op says which op). */
+nd_proto_status_t nd_proto_parse(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used,
+                                 nd_proto_cmd_t *cmd);
+
+/* After ND_PROTO_MORE: how many kept bytes the pending command needs in all, counted from the
+ * first kept byte, when the parser knows it (a PUB/HPUB waiting for its payload); a call with
+ * fewer bytes than that returns MORE again. 0 when unknown: call again when any byte arrives. */
+static inline size_t
+nd_proto_pending_need(const nd_proto_parser_t *p)
+{
+    return p->need;
+}
+
+/* The text to send as -ERR '<text>' before closing on st, or NULL when nothing is sent
+ * (ND_PROTO_ERR_ARGS, and the non-error statuses). Texts are exactly nats-server 2.9.10's. */
+const char *nd_proto_status_errtext(nd_proto_status_t st);
+
+/* A short name for logs and tests ("CMD", "MORE", "ERR_ARGS", ...). */
+const char *nd_proto_status_name(nd_proto_status_t st);
+
+/* The op's protocol name ("PUB", "+OK", ...), or "NONE". */
+const char *nd_proto_op_name(nd_proto_op_t op);
+
+#endif

@@ -1,0 +1,162 @@
+/* A hash set of keyed objects for one writer and any number of concurrent readers (SPMC), used
+ * by the sublist for a node's literal children and for its queue groups. Private to src/subj.
+ *
+ * Algorithm: open addressing with linear probing over a power-of-two array of object pointers.
+ * An object begins with (or embeds) an nd_sl_key_t: its hash, length and bytes. Invariants that
+ * make lock-free reads correct:
+ *  - A slot of a published table only ever goes NULL -> object, object -> TOMB and TOMB -> object.
+ *    It never returns to NULL and an object never moves inside a published table. So a reader
+ *    probing from hash(k) towards the object k finds only non-NULL slots before it, whatever the
+ *    writer does meanwhile: a key present during the whole lookup is always found, and nothing is
+ *    found twice by an iteration.
+ *  - Growing, shrinking or sweeping tombstones builds a new table, publishes it with a release
+ *    store of the owner's pointer and retires the old one through the epoch (after the sublist's
+ *    generation bump, see nd_sl_pend_t).
+ *  - The load factor, tombstones included, stays at most 3/4, so every probe sequence meets NULL.
+ * Readers load the table pointer and slots with acquire, pairing with the writer's release
+ * stores, so an object's fields written before it was published are visible.
+ */
+#ifndef ND_SLTAB_H
+#define ND_SLTAB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "natsd/epoch.h"
+#include "natsd/sublist.h"
+
+typedef struct nd_sl_key {
+    uint32_t hash;
+    uint32_t len;
+    const char *str;
+} nd_sl_key_t;
+
+typedef struct nd_sl_tab {
+    nd_epoch_entry_t retire;
+    uint32_t mask; /* immutable: capacity - 1 */
+    uint32_t used; /* writer only: live objects + tombstones */
+    uint32_t live; /* writer only */
+    _Atomic(nd_sl_key_t *) slot[];
+} nd_sl_tab_t;
+
+#define ND_SL_TAB_TOMB ((nd_sl_key_t *)(uintptr_t)1)
+
+/* The pending-retirement list (nd_sl_pend_t, in natsd/sublist.h).
+ * Queues e for retirement by the next nd_sl_pend_flush. Ctx: the writer. */
+void nd_sl_pend_add(nd_sl_pend_t *p, nd_epoch_entry_t *e, void (*fn)(nd_epoch_entry_t *e));
+/* Retires everything queued (call after bumping the generation). Ctx: the writer. */
+void nd_sl_pend_flush(nd_ctx_t *ctx, nd_sl_pend_t *p);
+void nd_sl_pend_fini(nd_sl_pend_t *p);
+
+/* The token hash shared by writers and readers: FNV-1a, 32 bits. Tokens are short, and the
+ * reader computes it in the same loop that looks for the separator. */
+#define ND_SL_HASH_INIT  2166136261u
+#define ND_SL_HASH_PRIME 16777619u
+
+static inline uint32_t
+nd_sl_hash_step(uint32_t h, unsigned char c)
+{
+    return (h ^ c) * ND_SL_HASH_PRIME;
+}
+
+static inline uint32_t
+nd_sl_hash(const char *s, size_t n)
+{
+    uint32_t h = ND_SL_HASH_INIT;
+    for (size_t i = 0; i < n; i++)
+        h = nd_sl_hash_step(h, (unsigned char)s[i]);
+    return h;
+}
+
+/* Equality of two short byte strings without a call to memcmp (tokens and subjects are mostly
+ * under 16 bytes, where a libc call costs more than the compare): 8-byte words, with the last word
+ * overlapping the previous one, or two overlapping 4-byte words, or bytes. */
+static inline uint64_t
+nd_sl_load8(const char *p)
+{
+    uint64_t w;
+    memcpy(&w, p, 8);
+    return w;
+}
+
+static inline uint32_t
+nd_sl_load4(const char *p)
+{
+    uint32_t w;
+    memcpy(&w, p, 4);
+    return w;
+}
+
+static inline bool
+nd_sl_bytes_eq(const char *a, const char *b, size_t n)
+{
+    if (n >= 8) {
+        size_t i = 0;
+        for (; i + 8 < n; i += 8)
+            if (nd_sl_load8(a + i) != nd_sl_load8(b + i))
+                return false;
+        return nd_sl_load8(a + n - 8) == nd_sl_load8(b + n - 8);
+    }
+    if (n >= 4)
+        return nd_sl_load4(a) == nd_sl_load4(b) && nd_sl_load4(a + n - 4) == nd_sl_load4(b + n - 4);
+    for (size_t i = 0; i < n; i++)
+        if (a[i] != b[i])
+            return false;
+    return true;
+}
+
+/* Looks up a key. Ctx: a reader inside an epoch section, or the writer. t may be NULL.
+ * Returns: the object or NULL. */
+static inline nd_sl_key_t *
+nd_sl_tab_get(const nd_sl_tab_t *t, const char *s, uint32_t len, uint32_t hash)
+{
+    if (t == NULL)
+        return NULL;
+    uint32_t i = hash & t->mask;
+    for (;;) {
+        /* acquire: pairs with the release store that published the object. */
+        nd_sl_key_t *k = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+        if (k == NULL)
+            return NULL;
+        if (k != ND_SL_TAB_TOMB && k->hash == hash && k->len == len &&
+            nd_sl_bytes_eq(k->str, s, len))
+            return k;
+        i = (i + 1) & t->mask;
+    }
+}
+
+/* Iteration: for (i = 0; i <= t->mask; i++) if ((k = nd_sl_tab_at(t, i)) != NULL) ...
+ * Returns: the object in slot i, or NULL for an empty or deleted slot. */
+static inline nd_sl_key_t *
+nd_sl_tab_at(const nd_sl_tab_t *t, uint32_t i)
+{
+    /* acquire: pairs with the release store that published the object. */
+    nd_sl_key_t *k = atomic_load_explicit(&t->slot[i], memory_order_acquire);
+    return k == ND_SL_TAB_TOMB ? NULL : k;
+}
+
+/* Inserts k, which must not be present. *ref is the owner's table pointer (NULL = empty); a
+ * replaced table is queued on pend. Ctx: the writer. */
+void nd_sl_tab_put(_Atomic(nd_sl_tab_t *) *ref, nd_sl_key_t *k, nd_sl_pend_t *pend);
+
+/* Deletes k, which must be present. An emptied table is unpublished (*ref = NULL) and queued on
+ * pend; a mostly empty one is rebuilt smaller. Ctx: the writer. */
+void nd_sl_tab_del(_Atomic(nd_sl_tab_t *) *ref, nd_sl_key_t *k, nd_sl_pend_t *pend);
+
+/* Frees a table at once (its objects are not touched). Ctx: the writer, when no reader can see
+ * it, or from an epoch destructor. */
+void nd_sl_tab_free(nd_sl_tab_t *t);
+
+/* Retires a table directly through ctx's epoch (the generation must already be bumped). */
+void nd_sl_tab_retire(nd_ctx_t *ctx, nd_sl_tab_t *t);
+
+/* Writer-side count of live objects (0 for NULL). */
+static inline uint32_t
+nd_sl_tab_live(const nd_sl_tab_t *t)
+{
+    return t == NULL ? 0 : t->live;
+}
+
+#endif

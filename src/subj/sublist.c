@@ -1,0 +1,737 @@
+/* The sublist: a subject trie with one writer and lock-free concurrent readers.
+ *
+ * Shape. As in nats-server's sublist.go, a node stands for one token position: it has a map of
+ * literal children (token -> node), a `*` child and a `>` child, the plain subscriptions whose
+ * subject ends at this node, and its queue groups (name -> members). Matching walks the literal
+ * subject token by token: at each node the `>` child (if any) matches whatever remains (at least
+ * one token), the `*` child continues the walk one token deeper (recursively), and the literal
+ * child for the token continues the loop. A subject with an empty token matches nothing.
+ * Queue groups of the same name found in several matching nodes are merged in the result, so a
+ * message goes to one member per queue name, as in nats-server's addNodeToResults/findQSlot.
+ *
+ * Concurrency. Exactly one thread at a time writes (the account actor); readers run on any worker
+ * inside epoch sections and take no locks. Every reader-visible field is an atomic pointer or
+ * counter that the writer changes only in ways a concurrent reader tolerates:
+ *  - children and queue-group maps are SPMC hash sets (sltab.h: slots never move, tombstones,
+ *    replaced wholesale when resized);
+ *  - subscriptions live in vectors (nd_sl_vec_t) that are appended in place (fill the slot with a
+ *    release store, then publish n with a release store) and removed from in place (the slot goes
+ *    NULL; trailing NULLs shrink n). A sub never moves inside a published vector, so a reader never
+ *    sees one twice nor misses one that stays subscribed. When a vector is full, or less than half
+ *    of its used prefix is live, a compacted copy of twice the live size replaces it. Growth and
+ *    compaction each cost O(live) after Omega(live) cheap operations, so inserting or removing
+ *    100k subscriptions on one subject or in one queue group is linear overall, never the O(n^2)
+ *    of copying a big array per change; and the half-full rule keeps queue picks O(1).
+ *  - nodes, vectors, maps and queue groups that become unreachable are retired through the epoch.
+ * Writer order for every change: (1) unlink or replace, (2) bump the generation with a release
+ * increment, (3) retire what was unlinked (nd_sl_pend_t collects it during the change). Step 3
+ * must follow step 2 for per-connection caches (slcache.c): a reader whose section re-reads the
+ * generation and finds it unchanged may use pointers from a result computed earlier, because any
+ * object freed under it would have been retired after a bump that its re-read would have seen.
+ *
+ * Cost. A match does one hash probe per token plus one recursion per `*` node met, independent of
+ * the number of unrelated subjects; it allocates nothing unless a result outgrows its arrays.
+ *
+ * References: nats-server server/sublist.go (semantics), Concurrency Kit ck_epoch and ck_hs (the
+ * SPMC discipline), Mosquitto src/subs.c (topic tree essay).
+ */
+#include "natsd/sublist.h"
+
+#include <string.h>
+
+#include "natsd/alloc.h"
+#include "natsd/subject.h"
+#include "sltab.h"
+
+enum node_kind { K_ROOT, K_LIT, K_PWC, K_FWC };
+
+typedef struct sl_node sl_node_t;
+struct sl_node {
+    nd_sl_key_t key; /* first: the node is its own key in the parent's map; immutable */
+    /* writer only */
+    sl_node_t *parent;
+    uint32_t kind;
+    /* readers: acquire loads; the writer: release stores */
+    _Atomic(nd_sl_tab_t *) children;
+    _Atomic(sl_node_t *) pwc;
+    _Atomic(sl_node_t *) fwc;
+    _Atomic(nd_sl_vec_t *) psubs;
+    _Atomic(nd_sl_tab_t *) qgroups; /* of sl_qgroup_t */
+    nd_epoch_entry_t retire;
+    char tok[];
+};
+
+typedef struct sl_qgroup {
+    nd_sl_key_t key; /* first; the queue name; immutable */
+    sl_node_t *node; /* writer only */
+    _Atomic(nd_sl_vec_t *) vec;
+    nd_epoch_entry_t retire;
+    char name[];
+} sl_qgroup_t;
+
+/* ---- results ---- */
+
+void
+nd_sl_result_init(nd_sl_result_t *r)
+{
+    memset(r, 0, sizeof(*r));
+    r->pvecs = r->pvecs_buf;
+    r->qgroups = r->qgroups_buf;
+    r->qvecs = r->qvecs_buf;
+    r->cap_pvecs = ND_SL_RESULT_INLINE_P;
+    r->cap_qgroups = ND_SL_RESULT_INLINE_Q;
+    r->cap_qvecs = ND_SL_RESULT_INLINE_Q;
+}
+
+void
+nd_sl_result_fini(nd_sl_result_t *r)
+{
+    if (r->pvecs != r->pvecs_buf)
+        nd_free(r->pvecs);
+    if (r->qgroups != r->qgroups_buf)
+        nd_free(r->qgroups);
+    if (r->qvecs != r->qvecs_buf)
+        nd_free(r->qvecs);
+    nd_sl_result_init(r);
+}
+
+/* Doubles an array that starts in the result's inline buffer. */
+static void *
+grow(void *arr, const void *inline_buf, uint32_t *cap, size_t elem)
+{
+    uint32_t ncap = *cap * 2;
+    void *p;
+    if (arr == inline_buf) {
+        p = nd_xmalloc(ncap * elem);
+        memcpy(p, arr, *cap * elem);
+    } else {
+        p = nd_xrealloc(arr, ncap * elem);
+    }
+    *cap = ncap;
+    return p;
+}
+
+static void
+push_pvec(nd_sl_result_t *r, const nd_sl_vec_t *v)
+{
+    if (r->npvecs == r->cap_pvecs)
+        r->pvecs = grow(r->pvecs, r->pvecs_buf, &r->cap_pvecs, sizeof(*r->pvecs));
+    r->pvecs[r->npvecs++] = v;
+}
+
+/* Adds vector v to group g, keeping each group's vectors contiguous in qvecs. */
+static void
+push_qvec(nd_sl_result_t *r, uint32_t g, const nd_sl_vec_t *v)
+{
+    if (r->nqvecs == r->cap_qvecs)
+        r->qvecs = grow(r->qvecs, r->qvecs_buf, &r->cap_qvecs, sizeof(*r->qvecs));
+    nd_sl_qres_t *q = &r->qgroups[g];
+    uint32_t at = q->first + q->nvecs;
+    if (at != r->nqvecs) {
+        /* Rare: the same queue name in two matching nodes, with other groups after it. */
+        memmove(&r->qvecs[at + 1], &r->qvecs[at], (r->nqvecs - at) * sizeof(*r->qvecs));
+        for (uint32_t k = g + 1; k < r->nqgroups; k++)
+            r->qgroups[k].first++;
+    }
+    r->qvecs[at] = v;
+    q->nvecs++;
+    r->nqvecs++;
+}
+
+/* Adds the queue groups of one node. Names are unique within a node, so a group only needs to
+ * be searched among those added by earlier nodes, [0, base). */
+static void
+add_qgroups(nd_sl_result_t *r, const nd_sl_tab_t *t)
+{
+    uint32_t base = r->nqgroups;
+    for (uint32_t i = 0; i <= t->mask; i++) {
+        const sl_qgroup_t *qg = (const sl_qgroup_t *)nd_sl_tab_at(t, i);
+        if (qg == NULL)
+            continue;
+        /* acquire: pairs with the writer's release store publishing the vector. */
+        const nd_sl_vec_t *v = atomic_load_explicit(&qg->vec, memory_order_acquire);
+        if (v == NULL || atomic_load_explicit(&v->live, memory_order_relaxed) == 0)
+            continue;
+        uint32_t g = base;
+        for (uint32_t k = 0; k < base; k++) {
+            const nd_sl_qres_t *q = &r->qgroups[k];
+            if (q->name_len == qg->key.len && memcmp(q->name, qg->key.str, q->name_len) == 0) {
+                g = k;
+                break;
+            }
+        }
+        if (g == base) {
+            if (r->nqgroups == r->cap_qgroups)
+                r->qgroups = grow(r->qgroups, r->qgroups_buf, &r->cap_qgroups,
+                                  sizeof(*r->qgroups));
+            g = r->nqgroups++;
+            r->qgroups[g] = (nd_sl_qres_t){
+                .name = qg->key.str, .name_len = qg->key.len, .first = r->nqvecs, .nvecs = 0};
+        }
+        push_qvec(r, g, v);
+    }
+}
+
+static void
+add_node(nd_sl_result_t *r, const sl_node_t *n)
+{
+    /* acquire: pairs with the writer's release stores publishing vectors and maps. */
+    const nd_sl_vec_t *v = atomic_load_explicit(&n->psubs, memory_order_acquire);
+    if (v != NULL && atomic_load_explicit(&v->live, memory_order_relaxed) != 0)
+        push_pvec(r, v);
+    const nd_sl_tab_t *qt = atomic_load_explicit(&n->qgroups, memory_order_acquire);
+    if (qt != NULL)
+        add_qgroups(r, qt);
+}
+
+static inline uint32_t
+pick_below(nd_ctx_t *ctx, uint32_t n)
+{
+    /* Multiply-shift maps 32 random bits onto [0, n) without a division. */
+    return (uint32_t)(((nd_ctx_rand(ctx) >> 32) * (uint64_t)n) >> 32);
+}
+
+nd_sub_t *
+nd_sl_result_qpick(nd_ctx_t *ctx, const nd_sl_result_t *r, uint32_t g)
+{
+    const nd_sl_qres_t *q = &r->qgroups[g];
+    const nd_sl_vec_t *const *vs = r->qvecs + q->first;
+    /* Rejection sampling over the union of the group's used slots: uniform among live members.
+     * Vectors are kept at least half live, so each try succeeds with probability >= 1/2. */
+    for (int tries = 0; tries < 32; tries++) {
+        uint64_t total = 0;
+        for (uint32_t k = 0; k < q->nvecs; k++)
+            total += nd_sl_vec_len(vs[k]);
+        if (total == 0)
+            return NULL;
+        uint32_t x = pick_below(ctx, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
+        for (uint32_t k = 0; k < q->nvecs; k++) {
+            uint32_t n = nd_sl_vec_len(vs[k]);
+            if (x < n) {
+                nd_sub_t *s = nd_sl_vec_get(vs[k], x);
+                if (s != NULL)
+                    return s;
+                break;
+            }
+            x -= n;
+        }
+    }
+    /* Members are vanishing under us: take the first one still there. */
+    for (uint32_t k = 0; k < q->nvecs; k++) {
+        uint32_t n = nd_sl_vec_len(vs[k]);
+        for (uint32_t i = 0; i < n; i++) {
+            nd_sub_t *s = nd_sl_vec_get(vs[k], i);
+            if (s != NULL)
+                return s;
+        }
+    }
+    return NULL;
+}
+
+bool
+nd_sl_result_each_psub(const nd_sl_result_t *r, bool (*fn)(nd_sub_t *sub, void *arg), void *arg)
+{
+    for (uint32_t k = 0; k < r->npvecs; k++) {
+        const nd_sl_vec_t *v = r->pvecs[k];
+        uint32_t n = nd_sl_vec_len(v);
+        for (uint32_t i = 0; i < n; i++) {
+            nd_sub_t *s = nd_sl_vec_get(v, i);
+            if (s != NULL && !fn(s, arg))
+                return false;
+        }
+    }
+    return true;
+}
+
+/* ---- matching ---- */
+
+/* True when [p, end) has an empty token (including an empty range: a trailing separator). */
+static bool
+has_empty_token(const char *p, const char *end)
+{
+    const char *tok = p;
+    for (; p < end; p++) {
+        if (*p == ND_SUBJ_SEP) {
+            if (p == tok)
+                return true;
+            tok = p + 1;
+        }
+    }
+    return tok == end;
+}
+
+/* Matches the tokens in [p, end) below node n. Only the outermost call (top) checks the rest of
+ * the subject for empty tokens when it stops early with something matched: nested calls return
+ * before it, so its check covers the final result.
+ * Returns: false when an empty token was found (the caller then discards the result). */
+static bool
+match_level(nd_sl_result_t *r, const sl_node_t *n, const char *p, const char *end, bool top)
+{
+    for (;;) {
+        uint32_t h = ND_SL_HASH_INIT;
+        const char *q = p;
+        while (q < end && *q != ND_SUBJ_SEP)
+            h = nd_sl_hash_step(h, (unsigned char)*q++);
+        if (q == p)
+            return false;
+        bool last = q == end;
+        /* acquire (all three): pairs with the writer's release stores publishing the nodes. */
+        const sl_node_t *w = atomic_load_explicit(&n->fwc, memory_order_acquire);
+        if (w != NULL)
+            add_node(r, w);
+        w = atomic_load_explicit(&n->pwc, memory_order_acquire);
+        if (w != NULL) {
+            if (last)
+                add_node(r, w);
+            else if (!match_level(r, w, q + 1, end, false))
+                return false;
+        }
+        const nd_sl_tab_t *t = atomic_load_explicit(&n->children, memory_order_acquire);
+        const sl_node_t *c = (const sl_node_t *)nd_sl_tab_get(t, p, (uint32_t)(q - p), h);
+        if (c == NULL) {
+            if (last || !top || nd_sl_result_empty(r))
+                return true;
+            return !has_empty_token(q + 1, end);
+        }
+        if (last) {
+            add_node(r, c);
+            return true;
+        }
+        n = c;
+        p = q + 1;
+    }
+}
+
+bool
+nd_sl_match(nd_ctx_t *ctx, nd_sl_t *sl, const char *subject, size_t len, nd_sl_result_t *r)
+{
+    (void)ctx;
+    r->npvecs = r->nqgroups = r->nqvecs = 0;
+    /* The generation is read before the walk: a change racing with the walk bumps it past the
+     * recorded value, so a cache never keeps a result newer changes might contradict. */
+    r->gen = nd_sl_generation(sl);
+    /* acquire: pairs with the release store publishing the root. */
+    const sl_node_t *root = atomic_load_explicit(&sl->root, memory_order_acquire);
+    if (root == NULL || len == 0 || len > UINT32_MAX)
+        return false;
+    if (!match_level(r, root, subject, subject + len, true)) {
+        r->npvecs = r->nqgroups = r->nqvecs = 0;
+        return false;
+    }
+    return !nd_sl_result_empty(r);
+}
+
+/* ---- writer: vectors ---- */
+
+static nd_sl_vec_t *
+vec_new(uint32_t cap)
+{
+    nd_sl_vec_t *v = nd_xcalloc(1, sizeof(*v) + (size_t)cap * sizeof(v->slot[0]));
+    v->cap = cap;
+    return v;
+}
+
+static void
+vec_free_cb(nd_epoch_entry_t *e)
+{
+    nd_free(ND_EPOCH_CONTAINER(e, nd_sl_vec_t, retire));
+}
+
+static uint32_t
+vec_cap_for(uint32_t live)
+{
+    if (live > UINT32_MAX / 2)
+        nd_fatal("sublist: too many subscriptions in one vector");
+    return live < 2 ? 4 : 2 * live;
+}
+
+/* A compacted copy of old's live subs (old may be NULL) in a private vector of cap slots. */
+static nd_sl_vec_t *
+vec_rebuild(const nd_sl_vec_t *old, uint32_t cap)
+{
+    nd_sl_vec_t *v = vec_new(cap);
+    uint32_t j = 0;
+    if (old != NULL) {
+        uint32_t n = atomic_load_explicit(&old->n, memory_order_relaxed);
+        for (uint32_t i = 0; i < n; i++) {
+            nd_sub_t *s = atomic_load_explicit(&((nd_sl_vec_t *)old)->slot[i],
+                                               memory_order_relaxed);
+            if (s == NULL)
+                continue;
+            atomic_store_explicit(&v->slot[j], s, memory_order_relaxed);
+            s->sl_index = j++;
+        }
+    }
+    atomic_store_explicit(&v->n, j, memory_order_relaxed);
+    atomic_store_explicit(&v->live, j, memory_order_relaxed);
+    return v;
+}
+
+static void
+vec_publish(nd_sl_t *sl, _Atomic(nd_sl_vec_t *) *ref, nd_sl_vec_t *old, nd_sl_vec_t *v)
+{
+    /* release: pairs with the readers' acquire load of *ref, publishing v's contents. */
+    atomic_store_explicit(ref, v, memory_order_release);
+    if (old != NULL)
+        nd_sl_pend_add(&sl->pend, &old->retire, vec_free_cb);
+}
+
+static void
+vec_add(nd_sl_t *sl, _Atomic(nd_sl_vec_t *) *ref, nd_sub_t *sub)
+{
+    nd_sl_vec_t *v = atomic_load_explicit(ref, memory_order_relaxed);
+    uint32_t n = v != NULL ? atomic_load_explicit(&v->n, memory_order_relaxed) : 0;
+    if (v == NULL || n == v->cap) {
+        uint32_t live = v != NULL ? atomic_load_explicit(&v->live, memory_order_relaxed) : 0;
+        nd_sl_vec_t *nv = vec_rebuild(v, vec_cap_for(live + 1));
+        vec_publish(sl, ref, v, nv);
+        v = nv;
+        n = atomic_load_explicit(&v->n, memory_order_relaxed);
+    }
+    sub->sl_index = n;
+    /* release (slot): pairs with the readers' acquire load of the slot, which may see it through
+     * a stale, larger n. release (n): pairs with nd_sl_vec_len's acquire. */
+    atomic_store_explicit(&v->slot[n], sub, memory_order_release);
+    atomic_store_explicit(&v->n, n + 1, memory_order_release);
+    atomic_store_explicit(&v->live, atomic_load_explicit(&v->live, memory_order_relaxed) + 1,
+                          memory_order_relaxed);
+}
+
+/* Removes sub from the vector at *ref. Returns: the number of subs left. */
+static uint32_t
+vec_del(nd_sl_t *sl, _Atomic(nd_sl_vec_t *) *ref, nd_sub_t *sub)
+{
+    nd_sl_vec_t *v = atomic_load_explicit(ref, memory_order_relaxed);
+    uint32_t i = sub->sl_index;
+    uint32_t n = v != NULL ? atomic_load_explicit(&v->n, memory_order_relaxed) : 0;
+    if (i >= n || atomic_load_explicit(&v->slot[i], memory_order_relaxed) != sub)
+        nd_fatal("sublist: subscription %s not in its vector", sub->subject);
+    /* relaxed: a reader that sees NULL does not dereference it. */
+    atomic_store_explicit(&v->slot[i], NULL, memory_order_relaxed);
+    uint32_t live = atomic_load_explicit(&v->live, memory_order_relaxed) - 1;
+    atomic_store_explicit(&v->live, live, memory_order_relaxed);
+    if (live == 0) {
+        vec_publish(sl, ref, v, NULL);
+        return 0;
+    }
+    if (i + 1 == n) {
+        while (n > 0 && atomic_load_explicit(&v->slot[n - 1], memory_order_relaxed) == NULL)
+            n--;
+        /* release: keeps the ordering of n with the slot stores for nd_sl_vec_len's acquire. */
+        atomic_store_explicit(&v->n, n, memory_order_release);
+    }
+    if (live * 2 < n)
+        vec_publish(sl, ref, v, vec_rebuild(v, vec_cap_for(live)));
+    return live;
+}
+
+/* ---- writer: nodes and queue groups ---- */
+
+static sl_node_t *
+node_new(nd_sl_t *sl, sl_node_t *parent, uint32_t kind, const char *tok, uint32_t len,
+         uint32_t hash)
+{
+    sl_node_t *n = nd_xcalloc(1, sizeof(*n) + len + 1);
+    memcpy(n->tok, tok, len);
+    n->key.str = n->tok;
+    n->key.len = len;
+    n->key.hash = hash;
+    n->parent = parent;
+    n->kind = kind;
+    atomic_fetch_add_explicit(&sl->nodes, 1, memory_order_relaxed);
+    return n;
+}
+
+static void
+node_free_cb(nd_epoch_entry_t *e)
+{
+    nd_free(ND_EPOCH_CONTAINER(e, sl_node_t, retire));
+}
+
+static void
+qgroup_free_cb(nd_epoch_entry_t *e)
+{
+    nd_free(ND_EPOCH_CONTAINER(e, sl_qgroup_t, retire));
+}
+
+static sl_node_t *
+child_get_or_add(nd_sl_t *sl, sl_node_t *n, const char *t, uint32_t len)
+{
+    _Atomic(sl_node_t *) *wref = NULL;
+    uint32_t kind = K_LIT;
+    if (len == 1 && t[0] == ND_SUBJ_PWC) {
+        wref = &n->pwc;
+        kind = K_PWC;
+    } else if (len == 1 && t[0] == ND_SUBJ_FWC) {
+        wref = &n->fwc;
+        kind = K_FWC;
+    }
+    if (wref != NULL) {
+        sl_node_t *c = atomic_load_explicit(wref, memory_order_relaxed);
+        if (c == NULL) {
+            c = node_new(sl, n, kind, t, len, 0);
+            /* release: pairs with match_level's acquire load, publishing the new node. */
+            atomic_store_explicit(wref, c, memory_order_release);
+        }
+        return c;
+    }
+    uint32_t h = nd_sl_hash(t, len);
+    nd_sl_tab_t *tab = atomic_load_explicit(&n->children, memory_order_relaxed);
+    sl_node_t *c = (sl_node_t *)nd_sl_tab_get(tab, t, len, h);
+    if (c == NULL) {
+        c = node_new(sl, n, K_LIT, t, len, h);
+        nd_sl_tab_put(&n->children, &c->key, &sl->pend);
+    }
+    return c;
+}
+
+static bool
+node_empty(sl_node_t *n)
+{
+    return atomic_load_explicit(&n->psubs, memory_order_relaxed) == NULL &&
+           atomic_load_explicit(&n->qgroups, memory_order_relaxed) == NULL &&
+           atomic_load_explicit(&n->children, memory_order_relaxed) == NULL &&
+           atomic_load_explicit(&n->pwc, memory_order_relaxed) == NULL &&
+           atomic_load_explicit(&n->fwc, memory_order_relaxed) == NULL;
+}
+
+/* Unlinks empty nodes from n up towards the root (which stays). */
+static void
+prune(nd_sl_t *sl, sl_node_t *n)
+{
+    while (n->kind != K_ROOT && node_empty(n)) {
+        sl_node_t *p = n->parent;
+        switch (n->kind) {
+        case K_LIT:
+            nd_sl_tab_del(&p->children, &n->key, &sl->pend);
+            break;
+        case K_PWC:
+            /* relaxed: unlinking publishes nothing; readers that still hold n keep using it. */
+            atomic_store_explicit(&p->pwc, NULL, memory_order_relaxed);
+            break;
+        default:
+            atomic_store_explicit(&p->fwc, NULL, memory_order_relaxed);
+            break;
+        }
+        nd_sl_pend_add(&sl->pend, &n->retire, node_free_cb);
+        atomic_fetch_sub_explicit(&sl->nodes, 1, memory_order_relaxed);
+        n = p;
+    }
+}
+
+/* Ends a change: generation bump, then retirement of what the change unlinked. */
+static void
+commit(nd_ctx_t *ctx, nd_sl_t *sl)
+{
+    /* release: pairs with nd_sl_generation's acquire; orders every store of this change (and the
+     * unlinks) before the new value, and precedes the retirements below in program order. */
+    atomic_fetch_add_explicit(&sl->gen, 1, memory_order_release);
+    nd_sl_pend_flush(ctx, &sl->pend);
+}
+
+/* ---- writer: public operations ---- */
+
+void
+nd_sl_init(nd_sl_t *sl)
+{
+    memset(sl, 0, sizeof(*sl));
+    atomic_init(&sl->root, NULL);
+    atomic_init(&sl->gen, 0);
+    atomic_init(&sl->count, 0);
+    atomic_init(&sl->nodes, 0);
+}
+
+bool
+nd_sl_insert(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *sub)
+{
+    if (sub->sl_owner != NULL || !nd_subj_valid_sub(sub->subject, sub->subject_len))
+        return false;
+    if (sub->queue != NULL && !nd_subj_valid_queue(sub->queue, sub->queue_len))
+        return false;
+    sl_node_t *n = atomic_load_explicit(&sl->root, memory_order_relaxed);
+    if (n == NULL) {
+        n = node_new(sl, NULL, K_ROOT, "", 0, 0);
+        /* release: pairs with nd_sl_match's acquire load of the root. */
+        atomic_store_explicit(&sl->root, n, memory_order_release);
+    }
+    const char *p = sub->subject, *end = p + sub->subject_len;
+    for (;;) {
+        const char *q = memchr(p, ND_SUBJ_SEP, (size_t)(end - p));
+        if (q == NULL)
+            q = end;
+        n = child_get_or_add(sl, n, p, (uint32_t)(q - p));
+        if (q == end)
+            break;
+        p = q + 1;
+    }
+    if (sub->queue != NULL) {
+        uint32_t h = nd_sl_hash(sub->queue, sub->queue_len);
+        nd_sl_tab_t *qt = atomic_load_explicit(&n->qgroups, memory_order_relaxed);
+        sl_qgroup_t *qg = (sl_qgroup_t *)nd_sl_tab_get(qt, sub->queue, sub->queue_len, h);
+        if (qg == NULL) {
+            qg = nd_xcalloc(1, sizeof(*qg) + sub->queue_len + 1);
+            memcpy(qg->name, sub->queue, sub->queue_len);
+            qg->key.str = qg->name;
+            qg->key.len = sub->queue_len;
+            qg->key.hash = h;
+            qg->node = n;
+            nd_sl_tab_put(&n->qgroups, &qg->key, &sl->pend);
+        }
+        vec_add(sl, &qg->vec, sub);
+        sub->sl_set = qg;
+    } else {
+        vec_add(sl, &n->psubs, sub);
+        sub->sl_set = n;
+    }
+    sub->sl_owner = sl;
+    atomic_fetch_add_explicit(&sl->count, 1, memory_order_relaxed);
+    commit(ctx, sl);
+    return true;
+}
+
+static void
+remove_one(nd_sl_t *sl, nd_sub_t *sub)
+{
+    sl_node_t *n;
+    if (sub->queue != NULL) {
+        sl_qgroup_t *qg = sub->sl_set;
+        n = qg->node;
+        if (vec_del(sl, &qg->vec, sub) == 0) {
+            nd_sl_tab_del(&n->qgroups, &qg->key, &sl->pend);
+            nd_sl_pend_add(&sl->pend, &qg->retire, qgroup_free_cb);
+        }
+    } else {
+        n = sub->sl_set;
+        vec_del(sl, &n->psubs, sub);
+    }
+    sub->sl_owner = NULL;
+    sub->sl_set = NULL;
+    atomic_fetch_sub_explicit(&sl->count, 1, memory_order_relaxed);
+    prune(sl, n);
+}
+
+bool
+nd_sl_remove(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *sub)
+{
+    if (sub->sl_owner != sl)
+        return false;
+    remove_one(sl, sub);
+    commit(ctx, sl);
+    return true;
+}
+
+size_t
+nd_sl_remove_batch(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *const *subs, size_t n, bool *removed)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        bool ok = subs[i] != NULL && subs[i]->sl_owner == sl;
+        if (ok) {
+            remove_one(sl, subs[i]);
+            k++;
+        }
+        if (removed != NULL)
+            removed[i] = ok;
+    }
+    if (k != 0)
+        commit(ctx, sl);
+    return k;
+}
+
+/* ---- writer: teardown ---- */
+
+typedef void (*on_remove_fn)(nd_ctx_t *ctx, nd_sub_t *sub, void *arg);
+
+/* Hands every sub of a detached vector to on_remove and retires the vector. */
+static void
+clear_vec(nd_ctx_t *ctx, nd_sl_vec_t *v, on_remove_fn on_remove, void *arg)
+{
+    if (v == NULL)
+        return;
+    uint32_t n = atomic_load_explicit(&v->n, memory_order_relaxed);
+    for (uint32_t i = 0; i < n; i++) {
+        nd_sub_t *s = atomic_load_explicit(&v->slot[i], memory_order_relaxed);
+        if (s == NULL)
+            continue;
+        s->sl_owner = NULL;
+        s->sl_set = NULL;
+        if (on_remove != NULL)
+            on_remove(ctx, s, arg);
+    }
+    nd_epoch_retire(ctx, &v->retire, vec_free_cb);
+}
+
+/* Tears down a detached subtree (the generation was bumped already). */
+static void
+clear_node(nd_ctx_t *ctx, nd_sl_t *sl, sl_node_t *n, on_remove_fn on_remove, void *arg)
+{
+    nd_sl_tab_t *t = atomic_load_explicit(&n->children, memory_order_relaxed);
+    if (t != NULL) {
+        for (uint32_t i = 0; i <= t->mask; i++) {
+            sl_node_t *c = (sl_node_t *)nd_sl_tab_at(t, i);
+            if (c != NULL)
+                clear_node(ctx, sl, c, on_remove, arg);
+        }
+        nd_sl_tab_retire(ctx, t);
+    }
+    sl_node_t *w = atomic_load_explicit(&n->pwc, memory_order_relaxed);
+    if (w != NULL)
+        clear_node(ctx, sl, w, on_remove, arg);
+    w = atomic_load_explicit(&n->fwc, memory_order_relaxed);
+    if (w != NULL)
+        clear_node(ctx, sl, w, on_remove, arg);
+    clear_vec(ctx, atomic_load_explicit(&n->psubs, memory_order_relaxed), on_remove, arg);
+    nd_sl_tab_t *qt = atomic_load_explicit(&n->qgroups, memory_order_relaxed);
+    if (qt != NULL) {
+        for (uint32_t i = 0; i <= qt->mask; i++) {
+            sl_qgroup_t *qg = (sl_qgroup_t *)nd_sl_tab_at(qt, i);
+            if (qg == NULL)
+                continue;
+            clear_vec(ctx, atomic_load_explicit(&qg->vec, memory_order_relaxed), on_remove, arg);
+            nd_epoch_retire(ctx, &qg->retire, qgroup_free_cb);
+        }
+        nd_sl_tab_retire(ctx, qt);
+    }
+    nd_epoch_retire(ctx, &n->retire, node_free_cb);
+    atomic_fetch_sub_explicit(&sl->nodes, 1, memory_order_relaxed);
+}
+
+void
+nd_sl_fini(nd_ctx_t *ctx, nd_sl_t *sl, on_remove_fn on_remove, void *arg)
+{
+    sl_node_t *root = atomic_load_explicit(&sl->root, memory_order_relaxed);
+    /* relaxed: unpublishing; readers either see the old root (alive until they exit) or NULL. */
+    atomic_store_explicit(&sl->root, NULL, memory_order_relaxed);
+    atomic_store_explicit(&sl->count, 0, memory_order_relaxed);
+    commit(ctx, sl);
+    if (root != NULL)
+        clear_node(ctx, sl, root, on_remove, arg);
+    nd_sl_pend_fini(&sl->pend);
+}
+
+typedef struct sl_heap {
+    nd_sl_t sl;
+    nd_epoch_entry_t retire;
+} sl_heap_t;
+
+nd_sl_t *
+nd_sl_new(void)
+{
+    sl_heap_t *h = nd_xaligned(sizeof(*h));
+    nd_sl_init(&h->sl);
+    return &h->sl;
+}
+
+static void
+sl_heap_free_cb(nd_epoch_entry_t *e)
+{
+    nd_free(ND_EPOCH_CONTAINER(e, sl_heap_t, retire));
+}
+
+void
+nd_sl_free(nd_ctx_t *ctx, nd_sl_t *sl, on_remove_fn on_remove, void *arg)
+{
+    sl_heap_t *h = ND_EPOCH_CONTAINER(sl, sl_heap_t, sl);
+    nd_sl_fini(ctx, sl, on_remove, arg);
+    nd_epoch_retire(ctx, &h->retire, sl_heap_free_cb);
+}

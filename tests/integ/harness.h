@@ -1,0 +1,109 @@
+/* Integration-test harness: runs a nats-server-compatible binary as a child process and talks to
+ * it over raw TCP sockets on 127.0.0.1.
+ *
+ * Which binary: the environment variable NATSD_TEST_SERVER if set, else the natsd built in the
+ * same build directory (ND_INTEG_DEFAULT_SERVER, set by tests/CMakeLists.txt). The same tests run
+ * unchanged against the reference nats-server, which is how their expectations were checked.
+ *
+ * Synchronisation is always a protocol round trip (PING/PONG, or a client library's flush); every
+ * wait has a hang guard of ND_INTEG_TIMEOUT_MS and nothing asserts on how long something took.
+ *
+ * Failure handling: the helpers fail the running Criterion test themselves (cr_assert_fail with
+ * the caller's file and line, expected and actual bytes escaped). Every child and socket is
+ * registered, so the suite's .fini (nd_integ_cleanup) kills whatever a failed test left behind
+ * and prints the server's captured stderr (where a sanitizer report would be). Children also get
+ * PR_SET_PDEATHSIG, so a test process killed by Criterion's timeout does not leak a server.
+ *
+ * Ctx: tests' main thread only (not thread-safe, except that each server's log is captured by its
+ * own reader thread behind a mutex).
+ */
+#ifndef ND_INTEG_HARNESS_H
+#define ND_INTEG_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Hang guard for every wait on a socket or a child. Generous on purpose: sanitizer builds are slow
+ * and the machine is shared. */
+#define ND_INTEG_TIMEOUT_MS 10000
+/* Hang guard for a server to start listening or to exit after SIGINT. */
+#define ND_INTEG_PROC_TIMEOUT_MS 20000
+
+typedef struct nd_integ_server nd_integ_server_t;
+typedef struct nd_integ_conn nd_integ_conn_t;
+
+/* Returns the path of the server binary under test. Borrows: static or environment storage. */
+const char *nd_integ_server_path(void);
+
+/* Starts the server with `-a 127.0.0.1 -p <port>` (port 0 means `-p -1`, a random port) plus the
+ * NULL-terminated extra arguments (may be NULL), and waits until its log says it listens.
+ * Fails the test if it exits first or does not listen in time. Returns: an owned handle. */
+nd_integ_server_t *nd_integ_server_start(int port, const char *const *extra_args);
+
+/* Returns the client port the server logged. */
+int nd_integ_server_port(const nd_integ_server_t *srv);
+
+/* Sends SIGINT, waits for the exit, then fails the test unless the exit came in time, with status
+ * 0 and without a sanitizer report in the log. Frees srv (also on failure, via cleanup). */
+void nd_integ_server_stop_at(const char *file, int line, nd_integ_server_t *srv);
+#define nd_integ_server_stop(srv) nd_integ_server_stop_at(__FILE__, __LINE__, (srv))
+
+/* Writes the server's captured stdout/stderr to stderr under a header. */
+void nd_integ_server_dump_log(const nd_integ_server_t *srv);
+
+/* Suite .fini: closes every registered socket, SIGKILLs every server still running and prints its
+ * log (a test that passed has stopped its servers already). */
+void nd_integ_cleanup(void);
+
+/* Connects to srv and reads the INFO line. Fails the test on error. Returns: an owned handle. */
+nd_integ_conn_t *nd_integ_conn_open_at(const char *file, int line, nd_integ_server_t *srv);
+#define nd_integ_conn_open(srv) nd_integ_conn_open_at(__FILE__, __LINE__, (srv))
+
+/* Returns the INFO line as received, including the trailing CRLF. Borrows: owned by c. */
+const char *nd_integ_conn_info(const nd_integ_conn_t *c);
+
+/* Closes the socket and frees c. */
+void nd_integ_conn_close(nd_integ_conn_t *c);
+
+/* Sends all of buf. While the socket is not writable it keeps reading what the server sends, so a
+ * large write never deadlocks against the server's replies. Fails the test on error. */
+void nd_integ_send_at(const char *file, int line, nd_integ_conn_t *c, const void *buf, size_t len);
+#define nd_integ_send(c, buf, len) nd_integ_send_at(__FILE__, __LINE__, (c), (buf), (len))
+#define ND_SEND(c, lit)            nd_integ_send_at(__FILE__, __LINE__, (c), (lit), sizeof(lit) - 1)
+#define ND_SENDS(c, str)           nd_integ_send_at(__FILE__, __LINE__, (c), (str), strlen(str))
+
+/* Reads until the next len bytes from the server are known and fails the test unless they equal
+ * buf exactly. PINGs from the server (its keep-alive, sent about 2 s after CONNECT) are answered
+ * and left out of the comparison, at frame boundaries only (MSG/HMSG payloads are skipped by
+ * their sizes). Stops early at the first frame that already differs from buf. */
+void nd_integ_expect_at(const char *file, int line, nd_integ_conn_t *c, const void *buf,
+                        size_t len);
+#define nd_integ_expect(c, buf, len) nd_integ_expect_at(__FILE__, __LINE__, (c), (buf), (len))
+#define ND_EXPECT(c, lit)            nd_integ_expect_at(__FILE__, __LINE__, (c), (lit), sizeof(lit) - 1)
+
+/* Reads the next n frames (one server op each, a MSG/HMSG with its payload) and fails the test
+ * unless they are, in some order, exactly the n strings given. For deliveries whose relative
+ * order the protocol does not define (several subscriptions of one connection matching). */
+void nd_integ_expect_unordered_at(const char *file, int line, nd_integ_conn_t *c,
+                                  const char *const *frames, size_t n);
+#define nd_integ_expect_unordered(c, frames, n)                                                    \
+    nd_integ_expect_unordered_at(__FILE__, __LINE__, (c), (frames), (n))
+
+/* Reads the next frame into a malloc'd NUL-terminated string (owned by the caller); returns NULL
+ * at end of stream. Fails the test on timeout. */
+char *nd_integ_read_frame_at(const char *file, int line, nd_integ_conn_t *c);
+#define nd_integ_read_frame(c) nd_integ_read_frame_at(__FILE__, __LINE__, (c))
+
+/* Fails the test unless the server closes the connection without sending anything more (server
+ * PINGs excepted). A reset counts as a close. */
+void nd_integ_expect_close_at(const char *file, int line, nd_integ_conn_t *c);
+#define nd_integ_expect_close(c) nd_integ_expect_close_at(__FILE__, __LINE__, (c))
+
+/* One PING/PONG round trip: fails unless the next bytes are exactly PONG. */
+#define ND_PING(c) (ND_SEND((c), "PING\r\n"), ND_EXPECT((c), "PONG\r\n"))
+
+/* Appends the escaped form of buf (\r, \n, \t, \\ and \xNN for other non-printables) to a
+ * malloc'd string, at most max input bytes, marking any cut. Returns: owned by the caller. */
+char *nd_integ_escape(const void *buf, size_t len, size_t max);
+
+#endif
