@@ -40,6 +40,7 @@ typedef struct nd_sub {
     /* any thread, atomic */
     _Atomic uint64_t delivered; /* messages handed to the subscriber so far */
     _Atomic uint64_t max_msgs;  /* auto-unsubscribe after this many; 0 = no limit */
+    _Atomic bool cancelled;     /* unsubscribed: publishers that still find it drop messages */
     _Atomic uint32_t refs;
 
     /* owner connection only */
@@ -79,6 +80,20 @@ static inline uint64_t
 nd_sub_count_delivery(nd_sub_t *sub)
 {
     return atomic_fetch_add_explicit(&sub->delivered, 1, memory_order_relaxed) + 1;
+}
+
+/* Stops deliveries at once, before the account has unlinked the sub (UNSUB is asynchronous, but
+ * a PUB that follows it on the same connection must not reach it). Ctx: any thread. */
+static inline void
+nd_sub_cancel(nd_sub_t *sub)
+{
+    atomic_store_explicit(&sub->cancelled, true, memory_order_relaxed);
+}
+
+static inline bool
+nd_sub_cancelled(const nd_sub_t *sub)
+{
+    return atomic_load_explicit(&sub->cancelled, memory_order_relaxed);
 }
 
 /* Returns: true when a delivery numbered n (from nd_sub_count_delivery) may be sent. */

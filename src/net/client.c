@@ -160,8 +160,8 @@ nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         if (c->pedantic && !nd_subj_valid_pub(cmd->subject.ptr, cmd->subject.len)) {
             nd_conn_write_err(c, ND_ERR_INVALID_PUB_SUBJECT); /* and still delivered */
         }
+        ok(c); /* nats-server acknowledges before delivering */
         nd_deliver_publish(ctx, c, cmd);
-        ok(c);
         return !c->closing;
     case ND_PROTO_OP_SUB:
         on_sub(ctx, c, cmd);

@@ -122,6 +122,7 @@ void
 nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub)
 {
     nd_sidmap_del(&c->subs, sub->sid, sub->sid_len);
+    nd_sub_cancel(sub);
     nd_acct_send_unsub(ctx, c->acct, sub);
 }
 

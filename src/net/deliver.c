@@ -49,6 +49,8 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
 {
     nd_conn_t *t = (nd_conn_t *)sub->conn;
     const nd_proto_cmd_t *cmd = pc->cmd;
+    if (nd_sub_cancelled(sub))
+        return;
     pc->matched++;
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))
         return;

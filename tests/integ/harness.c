@@ -774,12 +774,14 @@ nd_integ_expect_at(const char *file, int line, nd_integ_conn_t *c, const void *b
     char *exp = nd_integ_escape((const char *)buf + from, len - from, SHOW_BYTES);
     size_t got_len = c->out_len > from ? c->out_len - from : 0;
     char *got = nd_integ_escape(c->out + from, got_len, SHOW_BYTES);
+    char shown[64] = "";
+    if (from > 0)
+        snprintf(shown, sizeof shown, "; both shown from offset %zu", from);
     fail_at(file, line,
-            "unexpected bytes from the server (first difference at offset %zu%s%zu):\n"
+            "unexpected bytes from the server (first difference at offset %zu%s):\n"
             "  expected (%zu bytes): \"%s\"\n"
             "  actual   (%zu bytes): \"%s\"%s",
-            d, from ? ", both shown from offset " : "", from, len, exp, c->out_len, got,
-            stream_state(c, timed_out));
+            d, shown, len, exp, c->out_len, got, stream_state(c, timed_out));
 }
 
 char *

@@ -35,11 +35,11 @@
 #include "natsd/timer.h"
 #include "stress_util.h"
 
-#define WORKERS      4
-#define MAX_PEERS    8
-#define MAX_CHILDREN 6
-#define SENDERS      3
-#define ROOT_RING    32
+#define WORKERS       4
+#define MAX_PEERS     8
+#define MAX_CHILDREN  6
+#define SENDERS       3
+#define ROOT_RING     32
 #define IN_FLIGHT_MAX 3000 /* messages queued before the main thread plants more roots */
 #define PAYLOAD_MAGIC 0x5A5A1234C0DEF00Dull
 
@@ -49,8 +49,7 @@ enum {
     MSG_POKE,                    /* payload: owned heap block; arg: hops left */
     MSG_TICK,                    /* the node's timer */
 };
-#define KIND(id) ((id) - MSG_GROW)
-#define KINDS    3 /* GROW, INTRO, POKE: the messages this program sends itself */
+#define KINDS 3 /* GROW, INTRO, POKE: the messages this program sends itself */
 
 /* user_msg_t.flags */
 #define F_MUST_DISPATCH 0x1u /* sent by the closer before its close */
@@ -108,6 +107,13 @@ static const nd_actor_type_t node_type = {
     .discard = node_discard,
 };
 
+/* Index of a message kind in the g_sent/g_dispatched/g_discarded arrays. */
+static inline unsigned
+kind_of(uint32_t id)
+{
+    return id - MSG_GROW;
+}
+
 static inline void
 count(_Atomic uint64_t *c)
 {
@@ -161,7 +167,7 @@ user_msg(nd_ctx_t *ctx, node_t *to, uint32_t id, uint32_t arg, uint32_t flags)
 static void
 send_user(nd_ctx_t *ctx, user_msg_t *m)
 {
-    count(&g_sent[KIND(m->hdr.id)]);
+    count(&g_sent[kind_of(m->hdr.id)]);
     nd_actor_send(ctx, &m->target->base, &m->hdr);
 }
 
@@ -398,7 +404,7 @@ node_dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
             stress_fail("node %u: unknown message %u", n->id, msg->id);
         }
         /* Counted only now, after the messages it sent were counted: see in_flight(). */
-        count(&g_dispatched[KIND(msg->id)]);
+        count(&g_dispatched[kind_of(msg->id)]);
     }
     if (n->lifetime != 0 && n->handled >= n->lifetime)
         close_self(ctx, n);
@@ -431,13 +437,13 @@ node_discard(nd_ctx_t *ctx, nd_msg_t *msg)
         return;
     }
     user_msg_t *m = (user_msg_t *)msg;
-    STRESS_CHECK(m->target->finalised, "node %u: message %u discarded before final",
-                 m->target->id, msg->id);
+    STRESS_CHECK(m->target->finalised, "node %u: message %u discarded before final", m->target->id,
+                 msg->id);
     STRESS_CHECK(!(m->flags & F_MUST_DISPATCH),
                  "node %u: message sent before close by the closer was discarded", m->target->id);
     if (m->flags & F_MUST_DISCARD)
         count(&g_must_discard_seen);
-    count(&g_discarded[KIND(msg->id)]);
+    count(&g_discarded[kind_of(msg->id)]);
     if (msg->id == MSG_POKE)
         free_payload(m);
     else if (msg->id == MSG_INTRO)
@@ -456,7 +462,7 @@ typedef struct planter {
     uint64_t roots;
 } planter_t;
 
-#define MSG_PLANT ND_MSG_USER_BASE
+#define MSG_PLANT   ND_MSG_USER_BASE
 #define PLANT_BATCH 8
 
 static _Atomic uint64_t g_roots, g_plants_done;
@@ -728,7 +734,7 @@ main(int argc, char **argv)
                  "messages sent after close: %llu of %llu discarded",
                  (unsigned long long)load(&g_must_discard_seen),
                  (unsigned long long)load(&g_must_discard_sent));
-    STRESS_CHECK(load(&g_must_discard_sent) > 0 && load(&g_discarded[KIND(MSG_POKE)]) > 0,
+    STRESS_CHECK(load(&g_must_discard_sent) > 0 && load(&g_discarded[kind_of(MSG_POKE)]) > 0,
                  "no message was ever discarded: the close races did not happen");
     printf("stress_actor_churn: OK (%.1f s)\n", stress_now_s() - t0);
     return 0;

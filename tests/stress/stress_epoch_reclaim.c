@@ -34,15 +34,15 @@
 #include "natsd/pool.h"
 #include "stress_util.h"
 
-#define WORKERS        3
-#define READER_ACTORS  4
-#define LISTS          2
-#define KEYS           96
-#define PAYLOAD_WORDS  6
+#define WORKERS         3
+#define READER_ACTORS   4
+#define LISTS           2
+#define KEYS            96
+#define PAYLOAD_WORDS   6
 #define WRITES_PER_TURN 32
-#define SCANS_PER_TURN 4
-#define CANARY_LIVE    0x11FE11FE11FE11FEull
-#define CANARY_DEAD    0xDEADDEADDEADDEADull
+#define SCANS_PER_TURN  4
+#define CANARY_LIVE     0x11FE11FE11FE11FEull
+#define CANARY_DEAD     0xDEADDEADDEADDEADull
 
 typedef struct enode enode_t;
 struct enode {
@@ -107,8 +107,10 @@ node_check(const enode_t *n, uint64_t prev_key, const char *who)
                  who, (unsigned long long)n->key, (unsigned long long)prev_key);
     for (unsigned i = 0; i < PAYLOAD_WORDS; i++)
         STRESS_CHECK(n->payload[i] == mix(n->key, n->gen, i),
-                     "%s: node %p (key %llu gen %llu) payload word %u corrupted", who,
-                     (const void *)n, (unsigned long long)n->key, (unsigned long long)n->gen, i);
+                     "%s: node %p (key %llu gen %llu) payload word %u corrupted: freed or reused "
+                     "while a reader could see it",
+                     who, (const void *)n, (unsigned long long)n->key, (unsigned long long)n->gen,
+                     i);
     return n->key;
 }
 

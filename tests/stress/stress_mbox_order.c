@@ -211,8 +211,8 @@ typedef struct sink {
     uint64_t got;
     uint64_t total;
     /* any thread, atomic */
-    _Atomic int running;        /* 1 while a worker is inside dispatch: must never be seen set */
-    _Atomic uint64_t progress;  /* for the watchdog */
+    _Atomic int running;       /* 1 while a worker is inside dispatch: must never be seen set */
+    _Atomic uint64_t progress; /* for the watchdog */
     _Atomic int done;
     _Atomic uint64_t overloaded; /* times the sink was seen behind (informational) */
 } sink_t;
@@ -250,8 +250,8 @@ sink_dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         atomic_fetch_add_explicit(&s->overloaded, 1, memory_order_relaxed);
     if (s->got == s->total) {
         for (uint32_t i = 0; i < s->producers; i++)
-            STRESS_CHECK(s->next[i] == s->per_producer, "sink: producer %u: %u of %u delivered",
-                         i, s->next[i], s->per_producer);
+            STRESS_CHECK(s->next[i] == s->per_producer, "sink: producer %u: %u of %u delivered", i,
+                         s->next[i], s->per_producer);
         /* release: pairs with the acquire in stress_wait(); publishes the checks above. */
         atomic_store_explicit(&s->done, 1, memory_order_release);
     }

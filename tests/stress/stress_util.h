@@ -38,10 +38,10 @@ stress_fail(const char *fmt, ...)
     _exit(1);
 }
 
-#define STRESS_CHECK(cond, ...)                                                                   \
-    do {                                                                                          \
-        if (!(cond))                                                                              \
-            stress_fail(__VA_ARGS__);                                                             \
+#define STRESS_CHECK(cond, ...)                                                                    \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            stress_fail(__VA_ARGS__);                                                              \
     } while (0)
 
 /* The iteration factor: argv[1], else $ND_STRESS_SCALE, else 1.0; never below 0.01. */
@@ -100,8 +100,8 @@ stress_wait(const char *what, _Atomic int *done, _Atomic uint64_t *progress)
             last = p;
             since = stress_now_s();
         } else if (stress_now_s() - since > limit) {
-            stress_fail("%s: no progress for %.0f s (stuck at %llu): lost message or wake-up",
-                        what, limit, (unsigned long long)p);
+            stress_fail("%s: no progress for %.0f s (stuck at %llu): lost message or wake-up", what,
+                        limit, (unsigned long long)p);
         }
     }
 }
