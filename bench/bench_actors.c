@@ -141,12 +141,14 @@ wait_done(void)
         ;
 }
 
-/* Shuts a benchmark's pool down after its actors went quiet. */
+/* Shuts a benchmark's pool down after its actors went quiet. The counters are read after the
+ * workers stopped: they are plain per-worker fields. */
 static void
 pool_end(const char *name, nd_pool_t *pool, nd_ctx_t *ext)
 {
-    report_stats(name, pool);
     nd_ctx_external_free(ext);
+    nd_pool_shutdown(pool);
+    report_stats(name, pool);
     nd_pool_free(pool);
 }
 

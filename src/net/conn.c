@@ -1,14 +1,20 @@
 /* The connection actor: lifecycle, socket I/O and buffers.
  *
- * Reading: on ND_IO_READ the actor reads once into its buffer (growing it up to the size the
- * pending command needs), parses every complete command, and keeps the partial tail at the start
- * of the buffer. A read that fills the buffer re-posts ND_IO_READ to itself, so one busy client
+ * Memory: an idle connection holds no I/O buffer. Each worker owns a read scratch and a write
+ * scratch (server.h); a connection uses them during its turn and keeps a private copy only of
+ * what is left over at the end of the turn: the partial command at the end of a read, or output
+ * the socket did not take. So 10,000 idle clients cost their structs, not 10,000 buffers.
+ * Reading: on ND_IO_READ the actor copies its leftover to the front of the read scratch, reads
+ * once after it, parses every complete command, and saves the new leftover. A command larger than
+ * half the scratch (a big payload) is assembled in a private buffer of the size the parser says it
+ * needs instead. A read that fills the buffer re-posts ND_IO_READ to itself, so one busy client
  * yields to others between reads (edge-triggered: otherwise no new event would come).
- * Writing: everything for the client is appended to one write buffer during a turn and written
- * once at the end of the turn (turn_end), so many messages share one syscall. If the socket is
- * full, ND_IO_WRITE resumes it and a write-deadline timer bounds how long it may stay stuck.
- * `pending` counts bytes queued for this client anywhere (deliveries in the mailbox and the write
- * buffer); publishers add to it and close us as a slow consumer past max_pending.
+ * Writing: while the connection has no unwritten private output, its turn borrows the worker's
+ * write scratch; everything for the client is appended there and written once at the end of the
+ * turn (turn_end), so many messages share one syscall. What the socket refuses is copied to a
+ * private buffer; ND_IO_WRITE resumes it and a write-deadline timer bounds how long it may stay
+ * stuck. `pending` counts bytes queued for this client anywhere (deliveries in the mailbox and
+ * unwritten output); publishers add to it and close us as a slow consumer past max_pending.
  */
 #include "conn_int.h"
 
@@ -23,9 +29,8 @@
 #include "log.h"
 #include "natsd/account.h"
 
-#define RBUF_MIN  4096
-#define RBUF_MAX  (64 * 1024)
-#define WBUF_KEEP (64 * 1024) /* a larger idle write buffer is given back */
+#define SCRATCH_READ  (64 * 1024)
+#define SCRATCH_KEEP  (1024 * 1024) /* a write scratch grown past this is shrunk after the turn */
 #define FIRST_PING_MS 2000
 
 static const char *close_texts[] = {
@@ -47,6 +52,46 @@ ms_to_ns(int64_t ms)
 }
 
 /* ---- write side ---- */
+
+/* Makes the worker's write scratch this turn's output buffer, unless private output is waiting
+ * (order must be kept). Ctx: the start of a turn's dispatch. */
+static void
+borrow_scratch(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    if (c->borrowed || c->wlen != 0 || c->closing)
+        return;
+    nd_iobuf_t *w = &c->srv->wscratch[ctx->worker];
+    c->wbuf = w->p;
+    c->wcap = w->cap;
+    c->borrowed = true;
+}
+
+/* Gives the scratch back at the end of the turn, keeping what was not written. */
+static void
+return_scratch(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    if (!c->borrowed)
+        return;
+    nd_iobuf_t *w = &c->srv->wscratch[ctx->worker];
+    char *left = NULL;
+    size_t n = c->wlen - c->woff;
+    if (n > 0) {
+        left = nd_xmalloc(n);
+        memcpy(left, c->wbuf + c->woff, n);
+    }
+    if (c->wcap > SCRATCH_KEEP) {
+        nd_free(c->wbuf);
+        w->p = NULL;
+        w->cap = 0;
+    } else {
+        w->p = c->wbuf; /* it may have grown */
+        w->cap = c->wcap;
+    }
+    c->borrowed = false;
+    c->wbuf = left;
+    c->wcap = c->wlen = n;
+    c->woff = 0;
+}
 
 void
 nd_conn_append(nd_conn_t *c, const void *p, size_t n)
@@ -80,7 +125,15 @@ nd_conn_write_err(nd_conn_t *c, nd_err_t err)
     nd_conn_write(c, line, (size_t)n);
 }
 
-/* Writes as much of the write buffer as the socket takes. Returns: false on a fatal error. */
+/* Drops unwritten output (a slow consumer gets nothing more). */
+static void
+drop_output(nd_conn_t *c)
+{
+    atomic_fetch_sub_explicit(&c->pending, (int64_t)(c->wlen - c->woff), memory_order_relaxed);
+    c->woff = c->wlen = 0;
+}
+
+/* Writes as much of the output as the socket takes. Returns: false on a fatal error. */
 static bool
 flush(nd_ctx_t *ctx, nd_conn_t *c)
 {
@@ -104,7 +157,7 @@ flush(nd_ctx_t *ctx, nd_conn_t *c)
         return false;
     }
     c->woff = c->wlen = 0;
-    if (c->wcap > WBUF_KEEP) {
+    if (!c->borrowed) {
         nd_free(c->wbuf);
         c->wbuf = NULL;
         c->wcap = 0;
@@ -155,6 +208,8 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
     c->closing = true;
     c->reason = reason;
     flush(ctx, c); /* best effort: a final -ERR should reach the client */
+    drop_output(c);
+    return_scratch(ctx, c);
     nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", c->ip, c->port,
                  (unsigned long long)c->cid, nd_close_reason_text(reason));
     teardown(ctx, c);
@@ -169,6 +224,7 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
         c->closing = true;
         c->reason = ND_CLOSE_SHUTDOWN;
     }
+    return_scratch(ctx, c);
     teardown(ctx, c);
     nd_slcache_fini(&c->cache);
     nd_free(c->rbuf);
@@ -186,16 +242,15 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
 
 /* ---- read side ---- */
 
-/* Parses every complete command in the read buffer, then keeps the partial tail. */
-static void
-process_input(nd_ctx_t *ctx, nd_conn_t *c)
+/* Parses every complete command in buf[0..len). Returns: the bytes consumed. */
+static size_t
+process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
 {
     size_t off = 0;
     nd_proto_cmd_t cmd;
-    while (!c->closing && !c->paused && off < c->rlen) {
+    while (!c->closing && !c->paused && off < len) {
         size_t used = 0;
-        nd_proto_status_t st = nd_proto_parse(&c->parser, c->rbuf + off, c->rlen - off, &used,
-                                              &cmd);
+        nd_proto_status_t st = nd_proto_parse(&c->parser, buf + off, len - off, &used, &cmd);
         if (st == ND_PROTO_MORE) {
             off += used;
             break;
@@ -213,30 +268,37 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c)
                           : err == ND_ERR_MAX_PAYLOAD    ? ND_CLOSE_MAX_PAYLOAD
                           : err == ND_ERR_UNKNOWN_OP     ? ND_CLOSE_PARSE_ERROR
                                                          : ND_CLOSE_PROTOCOL_VIOLATION);
-            return;
+            return off;
         }
         if (!nd_client_handle(ctx, c, &cmd))
             break; /* paused before cmd (it stays unconsumed) or closed */
         off += used;
     }
-    if (c->closing)
-        return;
-    if (off > 0) {
-        memmove(c->rbuf, c->rbuf + off, c->rlen - off);
-        c->rlen -= off;
-    }
+    return off;
 }
 
+/* Keeps buf[off..len) as the connection's leftover (buf may be the private buffer itself). */
 static void
-grow_rbuf(nd_conn_t *c, size_t need)
+keep_leftover(nd_conn_t *c, const char *buf, size_t off, size_t len)
 {
-    size_t cap = c->rcap ? c->rcap : RBUF_MIN;
-    while (cap < need)
-        cap *= 2;
-    if (cap != c->rcap) {
-        c->rbuf = nd_xrealloc(c->rbuf, cap);
-        c->rcap = cap;
+    size_t left = len - off;
+    if (left == 0) {
+        nd_free(c->rbuf);
+        c->rbuf = NULL;
+        c->rcap = c->rlen = 0;
+        return;
     }
+    if (buf == c->rbuf) {
+        memmove(c->rbuf, c->rbuf + off, left);
+    } else {
+        if (left > c->rcap) {
+            nd_free(c->rbuf);
+            c->rcap = left < 256 ? 256 : left;
+            c->rbuf = nd_xmalloc(c->rcap);
+        }
+        memcpy(c->rbuf, buf + off, left);
+    }
+    c->rlen = left;
 }
 
 static void
@@ -247,14 +309,33 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c)
         return;
     }
     size_t need = nd_proto_pending_need(&c->parser);
-    if (need > c->rcap)
-        grow_rbuf(c, need);
-    else if (c->rlen == c->rcap)
-        grow_rbuf(c, c->rcap < RBUF_MAX ? c->rcap * 2 : c->rcap + RBUF_MIN);
-    size_t space = c->rcap - c->rlen;
+    char *buf;
+    size_t cap;
+    if (need > SCRATCH_READ / 2 || c->rlen > SCRATCH_READ / 2) {
+        /* A big command: assemble it in a private buffer of the size it needs. */
+        size_t want = need > c->rlen + SCRATCH_READ / 2 ? need : c->rlen + SCRATCH_READ / 2;
+        if (want > c->rcap) {
+            c->rbuf = nd_xrealloc(c->rbuf, want);
+            c->rcap = want;
+        }
+        buf = c->rbuf;
+        cap = c->rcap;
+    } else {
+        nd_iobuf_t *r = &c->srv->rscratch[ctx->worker];
+        if (r->p == NULL) {
+            r->p = nd_xmalloc(SCRATCH_READ);
+            r->cap = SCRATCH_READ;
+        }
+        if (c->rlen > 0)
+            memcpy(r->p, c->rbuf, c->rlen);
+        buf = r->p;
+        cap = r->cap;
+    }
+    size_t len = c->rlen;
+    size_t space = cap - len;
     ssize_t n;
     do
-        n = recv(c->io.fd, c->rbuf + c->rlen, space, 0);
+        n = recv(c->io.fd, buf + len, space, 0);
     while (n < 0 && errno == EINTR);
     if (n == 0) {
         nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
@@ -265,20 +346,28 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c)
             nd_conn_close(ctx, c, ND_CLOSE_READ_ERROR);
         return;
     }
-    c->rlen += (size_t)n;
+    len += (size_t)n;
     c->got_inbound = true;
-    process_input(ctx, c);
-    if (!c->closing && (size_t)n == space)
+    size_t off = process_input(ctx, c, buf, len);
+    if (c->closing)
+        return;
+    keep_leftover(c, buf, off, len);
+    if ((size_t)n == space)
         nd_io_again(ctx, &c->io, ND_IO_READ); /* more may be waiting: continue next turn */
 }
 
-/* Called by client.c once every subscription is acknowledged. */
+/* Called once every subscription is acknowledged: process what the pause left unconsumed. */
 static void
 resume(nd_ctx_t *ctx, nd_conn_t *c)
 {
     c->paused = false;
-    process_input(ctx, c);
-    if (!c->closing && !c->paused && c->read_blocked) {
+    if (c->rlen > 0) {
+        size_t off = process_input(ctx, c, c->rbuf, c->rlen);
+        if (c->closing)
+            return;
+        keep_leftover(c, c->rbuf, off, c->rlen);
+    }
+    if (!c->paused && c->read_blocked) {
         c->read_blocked = false;
         nd_io_again(ctx, &c->io, ND_IO_READ);
     }
@@ -320,7 +409,7 @@ on_wdeadline(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
                     "exceeded with %zu bytes pending\"",
                     c->ip, c->port, (unsigned long long)c->cid,
                     (long long)c->srv->opts.write_deadline_ms, c->wlen - c->woff);
-        c->woff = c->wlen = 0; /* nothing more is sent to a slow consumer */
+        drop_output(c); /* nothing more is sent to a slow consumer */
         nd_conn_close(ctx, c, ND_CLOSE_SLOW_DEADLINE);
     }
 }
@@ -361,6 +450,7 @@ static void
 dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
 {
     nd_conn_t *c = (nd_conn_t *)self;
+    borrow_scratch(ctx, c);
     switch (msg->id) {
     case ND_CONN_MSG_DELIVER:
         nd_deliver_receive(ctx, c, (nd_conn_msg_deliver_t *)msg);
@@ -394,7 +484,7 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
                         "Exceeded\"",
                         c->ip, c->port, (unsigned long long)c->cid,
                         (long long)c->srv->opts.max_pending);
-            c->woff = c->wlen = 0;
+            drop_output(c);
             nd_conn_close(ctx, c, ND_CLOSE_SLOW_PENDING);
         }
         return;
@@ -407,10 +497,9 @@ static void
 turn_end(nd_ctx_t *ctx, nd_actor_t *self)
 {
     nd_conn_t *c = (nd_conn_t *)self;
-    if (c->closing || c->woff == c->wlen)
-        return;
-    if (!flush(ctx, c))
+    if (!c->closing && c->woff != c->wlen && !flush(ctx, c))
         nd_conn_close(ctx, c, ND_CLOSE_WRITE_ERROR);
+    return_scratch(ctx, c);
 }
 
 static void

@@ -80,6 +80,7 @@ typedef struct nd_conn {
     bool got_inbound;          /* inbound traffic since the last ping tick */
     bool pinged_once;
     bool wdeadline_armed;
+    bool borrowed;             /* wbuf is the worker's write scratch during this turn */
     bool torn_down;            /* socket, subscriptions and timers released */
     bool counted;              /* included in the server's connection count */
     nd_close_reason_t reason;

@@ -158,6 +158,8 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         return NULL;
     }
     build_info(s);
+    s->rscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
+    s->wscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
     s->gacct = nd_acct_new(ctx, "$G", 2);
     nd_ctx_external_free(ctx);
@@ -196,6 +198,12 @@ nd_server_free(nd_server_t *s)
     else if (s->listen_fd >= 0)
         close(s->listen_fd);
     nd_free(s->info);
+    for (unsigned i = 0; s->rscratch != NULL && i < nd_pool_workers(s->pool); i++) {
+        nd_free(s->rscratch[i].p);
+        nd_free(s->wscratch[i].p);
+    }
+    nd_free(s->rscratch);
+    nd_free(s->wscratch);
     nd_opts_free(&s->opts);
     nd_free(s);
 }

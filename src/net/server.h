@@ -5,12 +5,21 @@
 #define ND_SERVER_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "natsd/actor.h"
+#include "natsd/alloc.h"
 #include "natsd/opts.h"
 #include "natsd/pool.h"
 #include "poller.h"
+
+/* A worker's I/O scratch buffer (see conn.c): only the connection running on that worker uses
+ * it, during its turn. */
+typedef struct nd_iobuf {
+    char *p;
+    size_t cap;
+} ND_CACHE_ALIGNED nd_iobuf_t;
 
 typedef struct nd_server {
     /* immutable after start */
@@ -24,6 +33,7 @@ typedef struct nd_server {
     int port;          /* the bound client port */
     int listen_fd;
     nd_io_t listen_io;
+    nd_iobuf_t *rscratch, *wscratch; /* one each per worker, indexed by ctx->worker */
     /* any thread, atomic */
     _Atomic uint64_t next_cid;
     _Atomic int32_t nconns;

@@ -335,7 +335,7 @@ Test(proto, unknown_op)
 Test(proto, bad_trailer)
 {
     expect_log("PUB foo 1\r\nab\r\n", "ERR_UNKNOWN_OP PUB\n");
-    expect_log("PUB foo 5\r\nhello\n", "ERR_UNKNOWN_OP PUB\n");
+    expect_log("PUB foo 5\r\nhello\n\r\n", "ERR_UNKNOWN_OP PUB\n");
     expect_log("PUB foo 0\r\n\n\r\n", "ERR_UNKNOWN_OP PUB\n");
     expect_log("PUB foo 1\r\nx\r\rPING\r\n", "ERR_UNKNOWN_OP PUB\n");
     expect_log("HPUB foo 1 2\r\nabc\r\n", "ERR_UNKNOWN_OP HPUB\n");
