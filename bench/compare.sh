@@ -23,12 +23,16 @@
 #   --build-dir DIR      Release build directory (default: build-bench at the repository root)
 #   --no-build           use the binaries as they are
 #   --log-dir DIR        where raw results and server logs go (default: a new temporary folder)
+#   --stat median|best   statistic of the runs (default median; best = highest rate, lowest
+#                        latency, memory or CPU: useful on a machine shared with other work)
 #   -v, --verbose        also print every run's human-readable line
 #   -h, --help
 #
 # Output: a table with one row per metric. Throughput rows (msgs/s, deliveries/s): higher is
-# better. Latency rows (microseconds) and memory rows (bytes per connection or subscription):
-# lower is better. A run that fails is logged and left out of the median; the row then says how
+# better. Latency rows (microseconds), memory rows (bytes per connection or subscription) and
+# server CPU rows (srv_cpu_ns: the server's user+system CPU time per message, delivery or request,
+# from /proc/<pid>/stat; it hardly moves when other processes compete for the CPUs, unlike the
+# rates): lower is better. A run that fails is logged and left out of the median; the row then says how
 # many runs succeeded.
 set -uo pipefail
 
@@ -48,6 +52,7 @@ BUILD=1
 LOG_DIR=""
 QUICK=0
 VERBOSE=""
+STAT=median
 
 die() { echo "compare.sh: $*" >&2; exit 1; }
 
@@ -68,11 +73,14 @@ while [ $# -gt 0 ]; do
     --no-build) BUILD=0 ;;
     --log-dir) LOG_DIR="$2"; shift ;;
     -v | --verbose) VERBOSE=1 ;;
+    --stat) STAT="$2"; shift ;;
     -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option $1 (see --help)" ;;
     esac
     [ $# -gt 0 ] && shift
 done
+
+case "$STAT" in median | best) ;; *) die "--stat must be median or best" ;; esac
 
 # --quick only lowers what was not given explicitly.
 if [ "$QUICK" = 1 ]; then
@@ -144,11 +152,11 @@ mode_args() {
 }
 mode_metrics() {
     case "$1" in
-    pub) echo "msgs_per_s:msgs/s:higher" ;;
-    pubsub) echo "msgs_per_s:msgs/s:higher" ;;
-    fanout) echo "deliveries_per_s:deliveries/s:higher" ;;
-    queue) echo "msgs_per_s:msgs/s:higher" ;;
-    reqrep) echo "p50_us:p50_us:lower p90_us:p90_us:lower p99_us:p99_us:lower" ;;
+    pub) echo "msgs_per_s:msgs/s:higher srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
+    pubsub) echo "msgs_per_s:msgs/s:higher srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
+    fanout) echo "deliveries_per_s:deliveries/s:higher srv_cpu_ns_per_op:srv_cpu_ns/dlvry:lower" ;;
+    queue) echo "msgs_per_s:msgs/s:higher srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
+    reqrep) echo "p50_us:p50_us:lower p90_us:p90_us:lower p99_us:p99_us:lower srv_cpu_ns_per_op:srv_cpu_ns/req:lower" ;;
     idleconns) echo "bytes_per_conn:B/conn:lower" ;;
     subs) echo "bytes_per_sub:B/sub:lower" ;;
     esac
@@ -234,14 +242,16 @@ run_one() {
     stop_server
 }
 
-# median NAME MODE KEY: "median count" over the successful runs, or "- 0".
-median() {
-    awk -v key="$3" '
+# stat NAME MODE KEY GOAL: "value count" over the successful runs (the median, or with --stat
+# best the highest value when GOAL is higher and the lowest otherwise), or "- 0".
+stat() {
+    awk -v key="$3" -v goal="$4" -v how="$STAT" '
         /^RESULT / { for (i = 2; i <= NF; i++) { split($i, kv, "="); if (kv[1] == key) v[n++] = kv[2] + 0 } }
         END {
             if (n == 0) { print "- 0"; exit }
             for (i = 1; i < n; i++) { x = v[i]; for (j = i - 1; j >= 0 && v[j] > x; j--) v[j + 1] = v[j]; v[j + 1] = x }
-            m = (n % 2) ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2
+            if (how == "best") m = (goal == "higher") ? v[n - 1] : v[0]
+            else m = (n % 2) ? v[(n - 1) / 2] : (v[n / 2 - 1] + v[n / 2]) / 2
             print m, n
         }' "$LOG_DIR/$1.$2.results" 2>/dev/null || echo "- 0"
 }
@@ -277,17 +287,18 @@ for mode in "${MODE_LIST[@]}"; do
 done
 
 echo
-echo "Medians of $ROUNDS runs each. Throughput: higher is better. Latency (us) and memory (B): LOWER is better."
+if [ "$STAT" = best ]; then echo "Best of $ROUNDS runs each."; else echo "Medians of $ROUNDS runs each."; fi
+echo "Throughput (msgs/s, deliveries/s): higher is better. Latency (us), memory (B) and server CPU (ns per op): LOWER is better."
 printf '%-10s %-16s %12s %12s %12s  %s\n' mode metric natsd nats-server natsd/nats-srv goal
 for mode in "${MODE_LIST[@]}"; do
     for triple in $(mode_metrics "$mode"); do
         IFS=: read -r key label goal <<<"$triple"
-        read -r a an <<<"$(median natsd "$mode" "$key")"
-        read -r b bn <<<"$(median nats-server "$mode" "$key")"
+        read -r a an <<<"$(stat natsd "$mode" "$key" "$goal")"
+        read -r b bn <<<"$(stat nats-server "$mode" "$key" "$goal")"
         ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "n/a"; else printf "%.2f\n", a / b }')
         note="$goal is better"
-        [ "$an" != "$ROUNDS" ] && note="$note; natsd ok $an/$ROUNDS"
-        [ "$bn" != "$ROUNDS" ] && note="$note; nats-server ok $bn/$ROUNDS"
+        if [ "$an" != "$ROUNDS" ]; then note="$note; natsd ok $an/$ROUNDS"; fi
+        if [ "$bn" != "$ROUNDS" ]; then note="$note; nats-server ok $bn/$ROUNDS"; fi
         printf '%-10s %-16s %12s %12s %12s  %s\n' "$mode" "$label" "$(fmt_num "$a")" "$(fmt_num "$b")" "$ratio" "$note"
     done
 done

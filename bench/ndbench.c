@@ -76,14 +76,14 @@
 #include <time.h>
 #include <unistd.h>
 
-#define KIB             1024u
-#define MIB             (1024u * 1024u)
-#define RD_INITIAL      (1u * MIB) /* read buffer of a subscriber; grows for larger messages */
-#define RD_SMALL        (16u * KIB) /* read buffer of a publisher or a control connection */
-#define PUB_CHUNK       (256u * KIB) /* bytes of PUB records per write(2) */
-#define SUBS_CHUNK      (256u * KIB) /* bytes of SUB lines per write(2) in the subs mode */
-#define MAX_LINE        (64u * KIB) /* a control line longer than this is a protocol error */
-#define CONNECT_LINE                                                                              \
+#define KIB        1024u
+#define MIB        (1024u * 1024u)
+#define RD_INITIAL (1u * MIB)   /* read buffer of a subscriber; grows for larger messages */
+#define RD_SMALL   (16u * KIB)  /* read buffer of a publisher or a control connection */
+#define PUB_CHUNK  (256u * KIB) /* bytes of PUB records per write(2) */
+#define SUBS_CHUNK (256u * KIB) /* bytes of SUB lines per write(2) in the subs mode */
+#define MAX_LINE   (64u * KIB)  /* a control line longer than this is a protocol error */
+#define CONNECT_LINE                                                                               \
     "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"ndbench\",\"lang\":\"c\","           \
     "\"version\":\"0.1.0\",\"protocol\":1,\"echo\":true}\r\n"
 
@@ -525,7 +525,8 @@ static void
 sub_open(sub_t *s, const char *subject, const char *queue, uint64_t target)
 {
     char extra[512];
-    snprintf(extra, sizeof extra, "SUB %s%s%s 1\r\n", subject, queue ? " " : "", queue ? queue : "");
+    snprintf(extra, sizeof extra, "SUB %s%s%s 1\r\n", subject, queue ? " " : "",
+             queue ? queue : "");
     s->fd = conn_open(&s->rd, RD_INITIAL, extra);
     s->target = target;
     atomic_init(&s->count, 0);
@@ -547,7 +548,7 @@ typedef struct pubr {
     /* pacing against subscribers; nsubs == 0 in the pub mode */
     sub_t *subs;
     int nsubs;
-    bool sum; /* queue group: the members' total must keep up, not each member */
+    bool sum;         /* queue group: the members' total must keep up, not each member */
     uint64_t max_lag; /* in messages */
     double t_start, t_end;
 } pubr_t;
@@ -665,373 +666,7 @@ lag_msgs(const char *subject)
 }
 
 /* ---------------------------------------------------------------------------------------------- */
-/* Modes */
-
-static const char *
-subject_or(const char *dflt)
-{
-    return g_opt.subject ? g_opt.subject : dflt;
-}
-
-static uint64_t
-msgs_or(uint64_t dflt)
-{
-    return g_opt.msgs ? g_opt.msgs : dflt;
-}
-
-static void
-human_rate(char *buf, size_t n, double rate)
-{
-    if (rate >= 1e6)
-        snprintf(buf, n, "%.2f M", rate / 1e6);
-    else if (rate >= 1e3)
-        snprintf(buf, n, "%.1f k", rate / 1e3);
-    else
-        snprintf(buf, n, "%.0f ", rate);
-}
-
-static int
-mode_pub(void)
-{
-    uint64_t n = msgs_or(10000000);
-    int np = g_opt.pubs;
-    const char *subject = subject_or("ndbench.pub");
-    pubr_t *ps = xcalloc((size_t)np, sizeof *ps);
-    pthread_barrier_t start;
-    pthread_barrier_init(&start, NULL, (unsigned)np + 1);
-    for (int i = 0; i < np; i++)
-        pub_open(&ps[i], subject, n / (uint64_t)np + ((uint64_t)i < n % (uint64_t)np), &start);
-    for (int i = 0; i < np; i++)
-        pub_start(&ps[i]);
-    pthread_barrier_wait(&start);
-    double t0 = now_s(), t1 = t0;
-    for (int i = 0; i < np; i++) {
-        pthread_join(ps[i].th, NULL);
-        if (ps[i].t_end > t1)
-            t1 = ps[i].t_end;
-    }
-    double secs = t1 - t0;
-    double rate = (double)n / secs, mbs = (double)n * (double)g_opt.size / secs / 1e6;
-    char h[32];
-    human_rate(h, sizeof h, rate);
-    printf("RESULT mode=pub pubs=%d msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f "
-           "mb_per_s=%.2f\n",
-           np, n, g_opt.size, secs, rate, mbs);
-    printf("pub: %" PRIu64 " msgs of %zu B from %d publisher(s) in %.3f s: %smsgs/s, %.1f MB/s\n",
-           n, g_opt.size, np, secs, h, mbs);
-    return 0;
-}
-
-/* Runs one publisher against `ns` subscribers that have already been opened; returns the
- * publisher's own elapsed time. */
-static double
-run_publisher(const char *subject, uint64_t n, sub_t *subs, int ns, bool sum)
-{
-    pubr_t p;
-    pub_open(&p, subject, n, NULL);
-    p.subs = subs;
-    p.nsubs = ns;
-    p.sum = sum;
-    p.max_lag = lag_msgs(subject);
-    pub_start(&p);
-    pthread_join(p.th, NULL);
-    close(p.fd);
-    rd_free(&p.rd);
-    return p.t_end - p.t_start;
-}
-
-static void
-join_subs(sub_t *subs, int ns, uint64_t n)
-{
-    for (int i = 0; i < ns; i++) {
-        pthread_join(subs[i].th, NULL);
-        uint64_t c = atomic_load_explicit(&subs[i].count, memory_order_relaxed);
-        if (c < n)
-            fail("subscriber %d received %" PRIu64 " of %" PRIu64 " messages", i, c, n);
-    }
-}
-
-static int
-mode_pubsub(void)
-{
-    uint64_t n = msgs_or(4000000);
-    const char *subject = subject_or("ndbench.pubsub");
-    sub_t s;
-    sub_open(&s, subject, NULL, n);
-    double pubsecs = run_publisher(subject, n, &s, 1, false);
-    join_subs(&s, 1, n);
-    double secs = s.t_last - s.t_first;
-    if (secs <= 0)
-        secs = 1e-9;
-    double rate = (double)n / secs, mbs = (double)n * (double)g_opt.size / secs / 1e6;
-    char h[32];
-    human_rate(h, sizeof h, rate);
-    printf("RESULT mode=pubsub msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f mb_per_s=%.2f "
-           "pub_msgs_per_s=%.0f\n",
-           n, g_opt.size, secs, rate, mbs, (double)n / pubsecs);
-    printf("pubsub: %" PRIu64 " msgs of %zu B, 1 publisher -> 1 subscriber in %.3f s: "
-           "%smsgs/s received, %.1f MB/s\n",
-           n, g_opt.size, secs, h, mbs);
-    close(s.fd);
-    rd_free(&s.rd);
-    return 0;
-}
-
-static int
-mode_fanout(void)
-{
-    uint64_t n = msgs_or(2000000);
-    int k = g_opt.subs;
-    const char *subject = subject_or("ndbench.fanout");
-    sub_t *subs = xcalloc((size_t)k, sizeof *subs);
-    for (int i = 0; i < k; i++)
-        sub_open(&subs[i], subject, NULL, n);
-    run_publisher(subject, n, subs, k, false);
-    join_subs(subs, k, n);
-    double t0 = subs[0].t_first, t1 = subs[0].t_last;
-    for (int i = 1; i < k; i++) {
-        if (subs[i].t_first < t0)
-            t0 = subs[i].t_first;
-        if (subs[i].t_last > t1)
-            t1 = subs[i].t_last;
-    }
-    double secs = t1 - t0 > 0 ? t1 - t0 : 1e-9;
-    double total = (double)n * (double)k;
-    double rate = total / secs, mbs = total * (double)g_opt.size / secs / 1e6;
-    char h[32];
-    human_rate(h, sizeof h, rate);
-    printf("RESULT mode=fanout subs=%d msgs=%" PRIu64 " size=%zu secs=%.4f deliveries_per_s=%.0f "
-           "mb_per_s=%.2f\n",
-           k, n, g_opt.size, secs, rate, mbs);
-    printf("fanout: %" PRIu64 " msgs of %zu B, 1 publisher -> %d subscribers in %.3f s: "
-           "%sdeliveries/s, %.1f MB/s\n",
-           n, g_opt.size, k, secs, h, mbs);
-    for (int i = 0; i < k; i++) {
-        close(subs[i].fd);
-        rd_free(&subs[i].rd);
-    }
-    free(subs);
-    return 0;
-}
-
-static int
-mode_queue(void)
-{
-    uint64_t n = msgs_or(3000000);
-    int q = g_opt.members;
-    const char *subject = subject_or("ndbench.queue");
-    sub_t *subs = xcalloc((size_t)q, sizeof *subs);
-    for (int i = 0; i < q; i++)
-        sub_open(&subs[i], subject, "ndbench_q", UINT64_MAX);
-    run_publisher(subject, n, subs, q, true);
-    /* Members cannot know when the group as a whole is done: wait for the total, then shut their
-     * sockets so that their blocked reads return. */
-    uint64_t last = 0;
-    double since = now_s();
-    for (;;) {
-        uint64_t tot = 0;
-        for (int i = 0; i < q; i++)
-            tot += atomic_load_explicit(&subs[i].count, memory_order_relaxed);
-        if (tot >= n)
-            break;
-        if (tot != last) {
-            last = tot;
-            since = now_s();
-        } else if (now_s() - since > g_opt.timeout) {
-            fail("the queue group received %" PRIu64 " of %" PRIu64 " messages", tot, n);
-        }
-        sleep_us(1000);
-    }
-    atomic_store_explicit(&g_stopping, true, memory_order_relaxed);
-    for (int i = 0; i < q; i++)
-        shutdown(subs[i].fd, SHUT_RDWR);
-    uint64_t tot = 0, mn = UINT64_MAX, mx = 0;
-    double t0 = 0, t1 = 0;
-    bool first = true;
-    for (int i = 0; i < q; i++) {
-        pthread_join(subs[i].th, NULL);
-        uint64_t c = atomic_load_explicit(&subs[i].count, memory_order_relaxed);
-        tot += c;
-        mn = c < mn ? c : mn;
-        mx = c > mx ? c : mx;
-        if (c == 0)
-            continue;
-        if (first || subs[i].t_first < t0)
-            t0 = subs[i].t_first;
-        if (first || subs[i].t_last > t1)
-            t1 = subs[i].t_last;
-        first = false;
-    }
-    if (tot != n)
-        fail("the queue group received %" PRIu64 " messages for %" PRIu64 " published", tot, n);
-    if (mn == 0)
-        fail("a queue member received no message (of %" PRIu64 ")", n);
-    double secs = t1 - t0 > 0 ? t1 - t0 : 1e-9;
-    double rate = (double)n / secs;
-    char h[32];
-    human_rate(h, sizeof h, rate);
-    printf("RESULT mode=queue members=%d msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f "
-           "min_member=%" PRIu64 " max_member=%" PRIu64 "\n",
-           q, n, g_opt.size, secs, rate, mn, mx);
-    printf("queue: %" PRIu64 " msgs of %zu B, 1 publisher -> queue group of %d in %.3f s: "
-           "%smsgs/s received; per member %" PRIu64 "..%" PRIu64 "\n",
-           n, g_opt.size, q, secs, h, mn, mx);
-    for (int i = 0; i < q; i++) {
-        close(subs[i].fd);
-        rd_free(&subs[i].rd);
-    }
-    free(subs);
-    return 0;
-}
-
-/* The responder of the reqrep mode: answers every request with a payload of the same size,
- * batching the answers to the requests found in one read into one write. */
-typedef struct responder {
-    pthread_t th;
-    int fd;
-    rd_t rd;
-} responder_t;
-
-static void *
-responder_main(void *arg)
-{
-    responder_t *rs = arg;
-    rd_t *r = &rs->rd;
-    size_t cap = 64 * KIB, len = 0;
-    char *out = xmalloc(cap);
-    ev_t ev;
-    for (;;) {
-        if (!rd_fill(r))
-            break;
-        for (;;) {
-            int k = rd_parse(r, &ev, true);
-            if (k == EV_NONE)
-                break;
-            if (k == EV_PING) {
-                write_all(rs->fd, "PONG\r\n", 6);
-                continue;
-            }
-            if (k != EV_MSG || ev.reply == NULL)
-                continue;
-            size_t need = ev.reply_len + ev.len + 40;
-            if (len + need > cap) {
-                write_all(rs->fd, out, len);
-                len = 0;
-                if (need > cap) {
-                    cap = need;
-                    free(out);
-                    out = xmalloc(cap);
-                }
-            }
-            len += (size_t)sprintf(out + len, "PUB %.*s %zu\r\n", (int)ev.reply_len, ev.reply,
-                                   ev.len);
-            memcpy(out + len, ev.data, ev.len);
-            len += ev.len;
-            memcpy(out + len, "\r\n", 2);
-            len += 2;
-        }
-        if (len > 0) {
-            write_all(rs->fd, out, len);
-            len = 0;
-        }
-    }
-    free(out);
-    return NULL;
-}
-
-static int
-cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* Nearest-rank percentile of a sorted array, in microseconds. */
-static double
-pct_us(const uint64_t *v, uint64_t n, double p)
-{
-    uint64_t i = (uint64_t)(p / 100.0 * (double)n + 0.999999);
-    if (i < 1)
-        i = 1;
-    if (i > n)
-        i = n;
-    return (double)v[i - 1] / 1e3;
-}
-
-static int
-mode_reqrep(void)
-{
-    uint64_t n = msgs_or(20000);
-    const char *subject = subject_or("ndbench.req");
-    char inbox[64];
-    snprintf(inbox, sizeof inbox, "_INBOX.ndbench.%d", (int)getpid());
-
-    responder_t rs;
-    char extra[512];
-    snprintf(extra, sizeof extra, "SUB %s 1\r\n", subject);
-    rs.fd = conn_open(&rs.rd, RD_SMALL, extra);
-    if (pthread_create(&rs.th, NULL, responder_main, &rs) != 0)
-        fail("pthread_create failed");
-
-    rd_t r;
-    snprintf(extra, sizeof extra, "SUB %s 1\r\n", inbox);
-    int fd = conn_open(&r, RD_SMALL, extra);
-
-    size_t size = g_opt.size;
-    char hdr[300];
-    int hl = snprintf(hdr, sizeof hdr, "PUB %s %s %zu\r\n", subject, inbox, size);
-    size_t reclen = (size_t)hl + size + 2;
-    char *req = xmalloc(reclen);
-    memcpy(req, hdr, (size_t)hl);
-    memset(req + hl, 'r', size);
-    memcpy(req + hl + size, "\r\n", 2);
-
-    uint64_t *lat = xcalloc(n, sizeof *lat);
-    uint64_t total = g_opt.warmup + n;
-    ev_t ev;
-    double t0 = 0;
-    for (uint64_t i = 0; i < total; i++) {
-        if (i == g_opt.warmup)
-            t0 = now_s();
-        uint64_t a = now_ns();
-        write_all(fd, req, reclen);
-        int k;
-        while ((k = rd_next(&r, &ev, false)) != EV_MSG) {
-        }
-        if (ev.len != size)
-            fail("reply of %zu bytes to a request of %zu", ev.len, size);
-        uint64_t b = now_ns();
-        if (i >= g_opt.warmup)
-            lat[i - g_opt.warmup] = b - a;
-    }
-    double secs = now_s() - t0;
-    atomic_store_explicit(&g_stopping, true, memory_order_relaxed);
-    shutdown(rs.fd, SHUT_RDWR);
-    pthread_join(rs.th, NULL);
-
-    double sum = 0;
-    for (uint64_t i = 0; i < n; i++)
-        sum += (double)lat[i];
-    qsort(lat, n, sizeof *lat, cmp_u64);
-    double p50 = pct_us(lat, n, 50), p90 = pct_us(lat, n, 90), p99 = pct_us(lat, n, 99);
-    double mx = (double)lat[n - 1] / 1e3, mean = sum / (double)n / 1e3;
-    printf("RESULT mode=reqrep reqs=%" PRIu64 " size=%zu p50_us=%.1f p90_us=%.1f p99_us=%.1f "
-           "max_us=%.1f mean_us=%.1f reqs_per_s=%.0f\n",
-           n, size, p50, p90, p99, mx, mean, (double)n / secs);
-    printf("reqrep: %" PRIu64 " sequential requests of %zu B: p50 %.1f us, p90 %.1f us, "
-           "p99 %.1f us, max %.1f us (mean %.1f us, %.0f req/s)\n",
-           n, size, p50, p90, p99, mx, mean, (double)n / secs);
-    free(lat);
-    free(req);
-    close(fd);
-    rd_free(&r);
-    close(rs.fd);
-    rd_free(&rs.rd);
-    return 0;
-}
-
-/* ---------------------------------------------------------------------------------------------- */
-/* Server memory */
+/* The server process: memory and CPU time */
 
 /* VmRSS of a process in KiB, from /proc/<pid>/status. */
 static long
@@ -1094,13 +729,16 @@ listen_inode(void)
  * links in /proc/<pid>/fd (only processes of the same user are visible, which a benchmark
  * run satisfies). */
 static pid_t
-server_pid(void)
+find_server_pid(bool required)
 {
     if (g_opt.pid > 0)
         return g_opt.pid;
     unsigned long inode = listen_inode();
-    if (inode == 0)
+    if (inode == 0) {
+        if (!required)
+            return 0;
         fail("no listening socket on port %d; pass --pid", g_opt.port);
+    }
     char want[64];
     snprintf(want, sizeof want, "socket:[%lu]", inode);
     DIR *proc = opendir("/proc");
@@ -1132,9 +770,444 @@ server_pid(void)
         closedir(fds);
     }
     closedir(proc);
-    if (found == 0)
+    if (found == 0 && required)
         fail("no process found for the socket listening on port %d; pass --pid", g_opt.port);
     return found;
+}
+
+/* CPU time (user + system) the process has used so far, in seconds; -1 if it cannot be read. */
+static double
+proc_cpu_s(pid_t pid)
+{
+    char path[64], buf[1024];
+    if (pid <= 0)
+        return -1;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    /* The command name may contain spaces; the fields after it start past the last ')'. */
+    const char *p = strrchr(buf, ')');
+    unsigned long long ut, st;
+    if (p == NULL ||
+        sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* The throughput and latency modes also report the server's CPU time per operation when its pid
+ * is known (--pid, or a listening socket of this user on --port): unlike a rate, it hardly
+ * changes when other processes compete for the CPUs, so it compares the servers' efficiency
+ * even on a busy machine. */
+static pid_t g_cpu_pid;
+static double g_cpu0;
+
+static void
+cpu_begin(void)
+{
+    static bool looked;
+    if (!looked) {
+        g_cpu_pid = find_server_pid(false);
+        looked = true;
+    }
+    g_cpu0 = proc_cpu_s(g_cpu_pid);
+}
+
+/* Fills kv with " srv_cpu_s=.. srv_cpu_ns_per_op=.." and human with "; server CPU ..", or both
+ * with "" when the server's CPU time is unknown. */
+static void
+cpu_end(uint64_t ops, const char *op, char *kv, size_t kvn, char *human, size_t hn)
+{
+    double c1 = proc_cpu_s(g_cpu_pid);
+    kv[0] = human[0] = '\0';
+    if (g_cpu0 < 0 || c1 < 0 || ops == 0)
+        return;
+    double cpu = c1 - g_cpu0, ns = cpu * 1e9 / (double)ops;
+    snprintf(kv, kvn, " srv_cpu_s=%.2f srv_cpu_ns_per_op=%.0f", cpu, ns);
+    snprintf(human, hn, "; server CPU %.2f s, %.0f ns per %s", cpu, ns, op);
+}
+
+/* ---------------------------------------------------------------------------------------------- */
+/* Modes */
+
+static const char *
+subject_or(const char *dflt)
+{
+    return g_opt.subject ? g_opt.subject : dflt;
+}
+
+static uint64_t
+msgs_or(uint64_t dflt)
+{
+    return g_opt.msgs ? g_opt.msgs : dflt;
+}
+
+static void
+human_rate(char *buf, size_t n, double rate)
+{
+    if (rate >= 1e6)
+        snprintf(buf, n, "%.2f M", rate / 1e6);
+    else if (rate >= 1e3)
+        snprintf(buf, n, "%.1f k", rate / 1e3);
+    else
+        snprintf(buf, n, "%.0f", rate);
+}
+
+static int
+mode_pub(void)
+{
+    uint64_t n = msgs_or(10000000);
+    int np = g_opt.pubs;
+    const char *subject = subject_or("ndbench.pub");
+    pubr_t *ps = xcalloc((size_t)np, sizeof *ps);
+    pthread_barrier_t start;
+    pthread_barrier_init(&start, NULL, (unsigned)np + 1);
+    for (int i = 0; i < np; i++)
+        pub_open(&ps[i], subject, n / (uint64_t)np + ((uint64_t)i < n % (uint64_t)np), &start);
+    cpu_begin();
+    for (int i = 0; i < np; i++)
+        pub_start(&ps[i]);
+    pthread_barrier_wait(&start);
+    double t0 = now_s(), t1 = t0;
+    for (int i = 0; i < np; i++) {
+        pthread_join(ps[i].th, NULL);
+        if (ps[i].t_end > t1)
+            t1 = ps[i].t_end;
+    }
+    double secs = t1 - t0;
+    double rate = (double)n / secs, mbs = (double)n * (double)g_opt.size / secs / 1e6;
+    char h[32], kv[96], hc[96];
+    human_rate(h, sizeof h, rate);
+    cpu_end(n, "msg", kv, sizeof kv, hc, sizeof hc);
+    printf("RESULT mode=pub pubs=%d msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f "
+           "mb_per_s=%.2f%s\n",
+           np, n, g_opt.size, secs, rate, mbs, kv);
+    printf("pub: %" PRIu64
+           " msgs of %zu B from %d publisher(s) in %.3f s: %s msgs/s, %.1f MB/s%s\n",
+           n, g_opt.size, np, secs, h, mbs, hc);
+    return 0;
+}
+
+/* Runs one publisher against `ns` subscribers that have already been opened; returns the
+ * publisher's own elapsed time. */
+static double
+run_publisher(const char *subject, uint64_t n, sub_t *subs, int ns, bool sum)
+{
+    pubr_t p;
+    pub_open(&p, subject, n, NULL);
+    p.subs = subs;
+    p.nsubs = ns;
+    p.sum = sum;
+    p.max_lag = lag_msgs(subject);
+    pub_start(&p);
+    pthread_join(p.th, NULL);
+    close(p.fd);
+    rd_free(&p.rd);
+    return p.t_end - p.t_start;
+}
+
+static void
+join_subs(sub_t *subs, int ns, uint64_t n)
+{
+    for (int i = 0; i < ns; i++) {
+        pthread_join(subs[i].th, NULL);
+        uint64_t c = atomic_load_explicit(&subs[i].count, memory_order_relaxed);
+        if (c < n)
+            fail("subscriber %d received %" PRIu64 " of %" PRIu64 " messages", i, c, n);
+    }
+}
+
+static int
+mode_pubsub(void)
+{
+    uint64_t n = msgs_or(4000000);
+    const char *subject = subject_or("ndbench.pubsub");
+    sub_t s;
+    sub_open(&s, subject, NULL, n);
+    cpu_begin();
+    double pubsecs = run_publisher(subject, n, &s, 1, false);
+    join_subs(&s, 1, n);
+    double secs = s.t_last - s.t_first;
+    if (secs <= 0)
+        secs = 1e-9;
+    double rate = (double)n / secs, mbs = (double)n * (double)g_opt.size / secs / 1e6;
+    char h[32], kv[96], hc[96];
+    human_rate(h, sizeof h, rate);
+    cpu_end(n, "msg", kv, sizeof kv, hc, sizeof hc);
+    printf("RESULT mode=pubsub msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f mb_per_s=%.2f "
+           "pub_msgs_per_s=%.0f%s\n",
+           n, g_opt.size, secs, rate, mbs, (double)n / pubsecs, kv);
+    printf("pubsub: %" PRIu64 " msgs of %zu B, 1 publisher -> 1 subscriber in %.3f s: "
+           "%s msgs/s received, %.1f MB/s%s\n",
+           n, g_opt.size, secs, h, mbs, hc);
+    close(s.fd);
+    rd_free(&s.rd);
+    return 0;
+}
+
+static int
+mode_fanout(void)
+{
+    uint64_t n = msgs_or(2000000);
+    int k = g_opt.subs;
+    const char *subject = subject_or("ndbench.fanout");
+    sub_t *subs = xcalloc((size_t)k, sizeof *subs);
+    for (int i = 0; i < k; i++)
+        sub_open(&subs[i], subject, NULL, n);
+    cpu_begin();
+    run_publisher(subject, n, subs, k, false);
+    join_subs(subs, k, n);
+    double t0 = subs[0].t_first, t1 = subs[0].t_last;
+    for (int i = 1; i < k; i++) {
+        if (subs[i].t_first < t0)
+            t0 = subs[i].t_first;
+        if (subs[i].t_last > t1)
+            t1 = subs[i].t_last;
+    }
+    double secs = t1 - t0 > 0 ? t1 - t0 : 1e-9;
+    double total = (double)n * (double)k;
+    double rate = total / secs, mbs = total * (double)g_opt.size / secs / 1e6;
+    char h[32], kv[96], hc[96];
+    human_rate(h, sizeof h, rate);
+    cpu_end(n * (uint64_t)k, "delivery", kv, sizeof kv, hc, sizeof hc);
+    printf("RESULT mode=fanout subs=%d msgs=%" PRIu64 " size=%zu secs=%.4f deliveries_per_s=%.0f "
+           "mb_per_s=%.2f%s\n",
+           k, n, g_opt.size, secs, rate, mbs, kv);
+    printf("fanout: %" PRIu64 " msgs of %zu B, 1 publisher -> %d subscribers in %.3f s: "
+           "%s deliveries/s, %.1f MB/s%s\n",
+           n, g_opt.size, k, secs, h, mbs, hc);
+    for (int i = 0; i < k; i++) {
+        close(subs[i].fd);
+        rd_free(&subs[i].rd);
+    }
+    free(subs);
+    return 0;
+}
+
+static int
+mode_queue(void)
+{
+    uint64_t n = msgs_or(3000000);
+    int q = g_opt.members;
+    const char *subject = subject_or("ndbench.queue");
+    sub_t *subs = xcalloc((size_t)q, sizeof *subs);
+    for (int i = 0; i < q; i++)
+        sub_open(&subs[i], subject, "ndbench_q", UINT64_MAX);
+    cpu_begin();
+    run_publisher(subject, n, subs, q, true);
+    /* Members cannot know when the group as a whole is done: wait for the total, then shut their
+     * sockets so that their blocked reads return. */
+    uint64_t last = 0;
+    double since = now_s();
+    for (;;) {
+        uint64_t tot = 0;
+        for (int i = 0; i < q; i++)
+            tot += atomic_load_explicit(&subs[i].count, memory_order_relaxed);
+        if (tot >= n)
+            break;
+        if (tot != last) {
+            last = tot;
+            since = now_s();
+        } else if (now_s() - since > g_opt.timeout) {
+            fail("the queue group received %" PRIu64 " of %" PRIu64 " messages", tot, n);
+        }
+        sleep_us(1000);
+    }
+    atomic_store_explicit(&g_stopping, true, memory_order_relaxed);
+    for (int i = 0; i < q; i++)
+        shutdown(subs[i].fd, SHUT_RDWR);
+    uint64_t tot = 0, mn = UINT64_MAX, mx = 0;
+    double t0 = 0, t1 = 0;
+    bool first = true;
+    for (int i = 0; i < q; i++) {
+        pthread_join(subs[i].th, NULL);
+        uint64_t c = atomic_load_explicit(&subs[i].count, memory_order_relaxed);
+        tot += c;
+        mn = c < mn ? c : mn;
+        mx = c > mx ? c : mx;
+        if (c == 0)
+            continue;
+        if (first || subs[i].t_first < t0)
+            t0 = subs[i].t_first;
+        if (first || subs[i].t_last > t1)
+            t1 = subs[i].t_last;
+        first = false;
+    }
+    if (tot != n)
+        fail("the queue group received %" PRIu64 " messages for %" PRIu64 " published", tot, n);
+    if (mn == 0)
+        fail("a queue member received no message (of %" PRIu64 ")", n);
+    double secs = t1 - t0 > 0 ? t1 - t0 : 1e-9;
+    double rate = (double)n / secs;
+    char h[32], kv[96], hc[96];
+    human_rate(h, sizeof h, rate);
+    cpu_end(n, "msg", kv, sizeof kv, hc, sizeof hc);
+    printf("RESULT mode=queue members=%d msgs=%" PRIu64 " size=%zu secs=%.4f msgs_per_s=%.0f "
+           "min_member=%" PRIu64 " max_member=%" PRIu64 "%s\n",
+           q, n, g_opt.size, secs, rate, mn, mx, kv);
+    printf("queue: %" PRIu64 " msgs of %zu B, 1 publisher -> queue group of %d in %.3f s: "
+           "%s msgs/s received; per member %" PRIu64 "..%" PRIu64 "%s\n",
+           n, g_opt.size, q, secs, h, mn, mx, hc);
+    for (int i = 0; i < q; i++) {
+        close(subs[i].fd);
+        rd_free(&subs[i].rd);
+    }
+    free(subs);
+    return 0;
+}
+
+/* The responder of the reqrep mode: answers every request with a payload of the same size,
+ * batching the answers to the requests found in one read into one write. */
+typedef struct responder {
+    pthread_t th;
+    int fd;
+    rd_t rd;
+} responder_t;
+
+static void *
+responder_main(void *arg)
+{
+    responder_t *rs = arg;
+    rd_t *r = &rs->rd;
+    size_t cap = 64 * KIB, len = 0;
+    char *out = xmalloc(cap);
+    ev_t ev;
+    for (;;) {
+        if (!rd_fill(r))
+            break;
+        for (;;) {
+            int k = rd_parse(r, &ev, true);
+            if (k == EV_NONE)
+                break;
+            if (k == EV_PING) {
+                write_all(rs->fd, "PONG\r\n", 6);
+                continue;
+            }
+            if (k != EV_MSG || ev.reply == NULL)
+                continue;
+            size_t need = ev.reply_len + ev.len + 40;
+            if (len + need > cap) {
+                write_all(rs->fd, out, len);
+                len = 0;
+                if (need > cap) {
+                    cap = need;
+                    free(out);
+                    out = xmalloc(cap);
+                }
+            }
+            len +=
+                (size_t)sprintf(out + len, "PUB %.*s %zu\r\n", (int)ev.reply_len, ev.reply, ev.len);
+            memcpy(out + len, ev.data, ev.len);
+            len += ev.len;
+            memcpy(out + len, "\r\n", 2);
+            len += 2;
+        }
+        if (len > 0) {
+            write_all(rs->fd, out, len);
+            len = 0;
+        }
+    }
+    free(out);
+    return NULL;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile of a sorted array, in microseconds. */
+static double
+pct_us(const uint64_t *v, uint64_t n, double p)
+{
+    uint64_t i = (uint64_t)(p / 100.0 * (double)n + 0.999999);
+    if (i < 1)
+        i = 1;
+    if (i > n)
+        i = n;
+    return (double)v[i - 1] / 1e3;
+}
+
+static int
+mode_reqrep(void)
+{
+    uint64_t n = msgs_or(20000);
+    const char *subject = subject_or("ndbench.req");
+    char inbox[64];
+    snprintf(inbox, sizeof inbox, "_INBOX.ndbench.%d", (int)getpid());
+
+    responder_t rs;
+    char extra[512];
+    snprintf(extra, sizeof extra, "SUB %s 1\r\n", subject);
+    rs.fd = conn_open(&rs.rd, RD_SMALL, extra);
+    if (pthread_create(&rs.th, NULL, responder_main, &rs) != 0)
+        fail("pthread_create failed");
+
+    rd_t r;
+    snprintf(extra, sizeof extra, "SUB %s 1\r\n", inbox);
+    int fd = conn_open(&r, RD_SMALL, extra);
+
+    size_t size = g_opt.size;
+    char hdr[300];
+    int hl = snprintf(hdr, sizeof hdr, "PUB %s %s %zu\r\n", subject, inbox, size);
+    size_t reclen = (size_t)hl + size + 2;
+    char *req = xmalloc(reclen);
+    memcpy(req, hdr, (size_t)hl);
+    memset(req + hl, 'r', size);
+    memcpy(req + hl + size, "\r\n", 2);
+
+    uint64_t *lat = xcalloc(n, sizeof *lat);
+    cpu_begin(); /* finds the server's pid now, outside the timed requests */
+    uint64_t total = g_opt.warmup + n;
+    ev_t ev;
+    double t0 = 0;
+    for (uint64_t i = 0; i < total; i++) {
+        if (i == g_opt.warmup) {
+            cpu_begin();
+            t0 = now_s();
+        }
+        uint64_t a = now_ns();
+        write_all(fd, req, reclen);
+        int k;
+        while ((k = rd_next(&r, &ev, false)) != EV_MSG) {
+        }
+        if (ev.len != size)
+            fail("reply of %zu bytes to a request of %zu", ev.len, size);
+        uint64_t b = now_ns();
+        if (i >= g_opt.warmup)
+            lat[i - g_opt.warmup] = b - a;
+    }
+    double secs = now_s() - t0;
+    char kv[96], hc[96];
+    cpu_end(n, "request", kv, sizeof kv, hc, sizeof hc);
+    atomic_store_explicit(&g_stopping, true, memory_order_relaxed);
+    shutdown(rs.fd, SHUT_RDWR);
+    pthread_join(rs.th, NULL);
+
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)lat[i];
+    qsort(lat, n, sizeof *lat, cmp_u64);
+    double p50 = pct_us(lat, n, 50), p90 = pct_us(lat, n, 90), p99 = pct_us(lat, n, 99);
+    double mx = (double)lat[n - 1] / 1e3, mean = sum / (double)n / 1e3;
+    printf("RESULT mode=reqrep reqs=%" PRIu64 " size=%zu p50_us=%.1f p90_us=%.1f p99_us=%.1f "
+           "max_us=%.1f mean_us=%.1f reqs_per_s=%.0f%s\n",
+           n, size, p50, p90, p99, mx, mean, (double)n / secs, kv);
+    printf("reqrep: %" PRIu64 " sequential requests of %zu B: p50 %.1f us, p90 %.1f us, "
+           "p99 %.1f us, max %.1f us (mean %.1f us, %.0f req/s)%s\n",
+           n, size, p50, p90, p99, mx, mean, (double)n / secs, hc);
+    free(lat);
+    free(req);
+    close(fd);
+    rd_free(&r);
+    close(rs.fd);
+    rd_free(&rs.rd);
+    return 0;
 }
 
 /* Raises the soft RLIMIT_NOFILE to hold `want` descriptors. */
@@ -1158,7 +1231,7 @@ static int
 mode_idleconns(void)
 {
     uint64_t c = g_opt.conns;
-    pid_t pid = server_pid();
+    pid_t pid = find_server_pid(true);
     raise_nofile((rlim_t)c + 64);
     int *fds = xcalloc(c, sizeof *fds);
     uint8_t *state = xcalloc(c, 1); /* chars of "PONG\r\n" matched so far */
@@ -1194,8 +1267,8 @@ mode_idleconns(void)
         if (n < 0)
             fail("epoll_wait: %s", strerror(errno));
         if (n == 0)
-            fail("no PONG for %.0f s; %" PRIu64 " of %" PRIu64 " connections ready",
-                 g_opt.timeout, done, c);
+            fail("no PONG for %.0f s; %" PRIu64 " of %" PRIu64 " connections ready", g_opt.timeout,
+                 done, c);
         for (int i = 0; i < n; i++) {
             uint64_t idx = evs[i].data.u64;
             int fd = fds[idx];
@@ -1252,7 +1325,7 @@ mode_subs(void)
 {
     uint64_t n = g_opt.nsubs;
     const char *prefix = subject_or("ndbench.subs");
-    pid_t pid = server_pid();
+    pid_t pid = find_server_pid(true);
     rd_t r;
     int fd = conn_open(&r, RD_SMALL, NULL);
     long before = rss_kb(pid);
@@ -1363,11 +1436,16 @@ main(int argc, char **argv)
 {
     enum { O_PID = 256, O_SUBJECT, O_WINDOW, O_LAG, O_TIMEOUT, O_WARMUP, O_SETTLE, O_BATCH };
     static const struct option longopts[] = {
-        {"server", required_argument, NULL, 's'},  {"port", required_argument, NULL, 'p'},
-        {"msgs", required_argument, NULL, 'n'},    {"size", required_argument, NULL, 'z'},
-        {"pubs", required_argument, NULL, 'P'},    {"subs", required_argument, NULL, 'k'},
-        {"members", required_argument, NULL, 'q'}, {"conns", required_argument, NULL, 'c'},
-        {"nsubs", required_argument, NULL, 'N'},   {"pid", required_argument, NULL, O_PID},
+        {"server", required_argument, NULL, 's'},
+        {"port", required_argument, NULL, 'p'},
+        {"msgs", required_argument, NULL, 'n'},
+        {"size", required_argument, NULL, 'z'},
+        {"pubs", required_argument, NULL, 'P'},
+        {"subs", required_argument, NULL, 'k'},
+        {"members", required_argument, NULL, 'q'},
+        {"conns", required_argument, NULL, 'c'},
+        {"nsubs", required_argument, NULL, 'N'},
+        {"pid", required_argument, NULL, O_PID},
         {"subject", required_argument, NULL, O_SUBJECT},
         {"window", required_argument, NULL, O_WINDOW},
         {"lag", required_argument, NULL, O_LAG},
@@ -1397,25 +1475,63 @@ main(int argc, char **argv)
     int c;
     while ((c = getopt_long(argc, argv, "s:p:n:z:P:k:q:c:N:h", longopts, NULL)) != -1) {
         switch (c) {
-        case 's': g_opt.host = optarg; break;
-        case 'p': g_opt.port = (int)parse_u64("--port", optarg); break;
-        case 'n': g_opt.msgs = parse_u64("--msgs", optarg); break;
-        case 'z': g_opt.size = (size_t)parse_u64("--size", optarg); break;
-        case 'P': g_opt.pubs = (int)parse_u64("--pubs", optarg); break;
-        case 'k': g_opt.subs = (int)parse_u64("--subs", optarg); break;
-        case 'q': g_opt.members = (int)parse_u64("--members", optarg); break;
-        case 'c': g_opt.conns = parse_u64("--conns", optarg); break;
-        case 'N': g_opt.nsubs = parse_u64("--nsubs", optarg); break;
-        case O_PID: g_opt.pid = (pid_t)parse_u64("--pid", optarg); break;
-        case O_SUBJECT: g_opt.subject = optarg; break;
-        case O_WINDOW: g_opt.window = (size_t)parse_u64("--window", optarg); break;
-        case O_LAG: g_opt.lag = (size_t)parse_u64("--lag", optarg); break;
-        case O_TIMEOUT: g_opt.timeout = strtod(optarg, NULL); break;
-        case O_WARMUP: g_opt.warmup = parse_u64("--warmup", optarg); break;
-        case O_SETTLE: g_opt.settle_ms = (int)parse_u64("--settle", optarg); break;
-        case O_BATCH: g_opt.batch = (int)parse_u64("--batch", optarg); break;
-        case 'h': usage(stdout); return 0;
-        default: usage(stderr); return 2;
+        case 's':
+            g_opt.host = optarg;
+            break;
+        case 'p':
+            g_opt.port = (int)parse_u64("--port", optarg);
+            break;
+        case 'n':
+            g_opt.msgs = parse_u64("--msgs", optarg);
+            break;
+        case 'z':
+            g_opt.size = (size_t)parse_u64("--size", optarg);
+            break;
+        case 'P':
+            g_opt.pubs = (int)parse_u64("--pubs", optarg);
+            break;
+        case 'k':
+            g_opt.subs = (int)parse_u64("--subs", optarg);
+            break;
+        case 'q':
+            g_opt.members = (int)parse_u64("--members", optarg);
+            break;
+        case 'c':
+            g_opt.conns = parse_u64("--conns", optarg);
+            break;
+        case 'N':
+            g_opt.nsubs = parse_u64("--nsubs", optarg);
+            break;
+        case O_PID:
+            g_opt.pid = (pid_t)parse_u64("--pid", optarg);
+            break;
+        case O_SUBJECT:
+            g_opt.subject = optarg;
+            break;
+        case O_WINDOW:
+            g_opt.window = (size_t)parse_u64("--window", optarg);
+            break;
+        case O_LAG:
+            g_opt.lag = (size_t)parse_u64("--lag", optarg);
+            break;
+        case O_TIMEOUT:
+            g_opt.timeout = strtod(optarg, NULL);
+            break;
+        case O_WARMUP:
+            g_opt.warmup = parse_u64("--warmup", optarg);
+            break;
+        case O_SETTLE:
+            g_opt.settle_ms = (int)parse_u64("--settle", optarg);
+            break;
+        case O_BATCH:
+            g_opt.batch = (int)parse_u64("--batch", optarg);
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            usage(stderr);
+            return 2;
         }
     }
     if (optind != argc - 1) {
@@ -1440,9 +1556,9 @@ main(int argc, char **argv)
         const char *name;
         int (*run)(void);
     } modes[] = {
-        {"pub", mode_pub},         {"pubsub", mode_pubsub},       {"fanout", mode_fanout},
-        {"queue", mode_queue},     {"reqrep", mode_reqrep},       {"idleconns", mode_idleconns},
-        {"subs", mode_subs},       {"wait", mode_wait},
+        {"pub", mode_pub},     {"pubsub", mode_pubsub}, {"fanout", mode_fanout},
+        {"queue", mode_queue}, {"reqrep", mode_reqrep}, {"idleconns", mode_idleconns},
+        {"subs", mode_subs},   {"wait", mode_wait},
     };
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(modes[i].name, g_opt.mode) == 0)

@@ -10,6 +10,7 @@
 #include <jansson.h>
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "conn_int.h"
 #include "log.h"
@@ -31,18 +32,80 @@ fail(nd_ctx_t *ctx, nd_conn_t *c, nd_err_t err, nd_close_reason_t reason)
         nd_conn_close(ctx, c, reason);
 }
 
-static bool
-get_bool(json_t *o, const char *key, bool dflt)
+/* CONNECT fields and the JSON type nats-server's decoder (Go's encoding/json into ClientOpts)
+ * accepts for each; a mismatch makes the whole CONNECT fail, which closes the connection. */
+typedef enum { F_BOOL, F_STRING, F_INT } field_type_t;
+
+static const struct {
+    const char *name;
+    field_type_t type;
+} connect_fields[] = {
+    {"echo", F_BOOL},        {"verbose", F_BOOL},     {"pedantic", F_BOOL},
+    {"tls_required", F_BOOL}, {"headers", F_BOOL},    {"no_responders", F_BOOL},
+    {"new_account", F_BOOL}, {"auth_token", F_STRING}, {"jwt", F_STRING},
+    {"nkey", F_STRING},      {"sig", F_STRING},       {"user", F_STRING},
+    {"pass", F_STRING},      {"name", F_STRING},      {"lang", F_STRING},
+    {"version", F_STRING},   {"account", F_STRING},   {"protocol", F_INT},
+};
+
+/* Returns: the value of field `name`, matched as Go does (exact, else case-insensitive). */
+static json_t *
+field(json_t *o, const char *name)
 {
-    json_t *v = json_object_get(o, key);
-    return json_is_boolean(v) ? json_is_true(v) : dflt;
+    json_t *v = json_object_get(o, name);
+    if (v != NULL)
+        return v;
+    const char *key;
+    json_object_foreach(o, key, v)
+    {
+        if (strcasecmp(key, name) == 0)
+            return v;
+    }
+    return NULL;
 }
 
-static char *
-get_str(json_t *o, const char *key)
+static bool
+types_ok(json_t *o)
 {
-    json_t *v = json_object_get(o, key);
-    return json_is_string(v) ? nd_xstrdup(json_string_value(v)) : NULL;
+    for (size_t i = 0; i < sizeof connect_fields / sizeof connect_fields[0]; i++) {
+        json_t *v = field(o, connect_fields[i].name);
+        if (v == NULL || json_is_null(v))
+            continue;
+        switch (connect_fields[i].type) {
+        case F_BOOL:
+            if (!json_is_boolean(v))
+                return false;
+            break;
+        case F_STRING:
+            if (!json_is_string(v))
+                return false;
+            break;
+        case F_INT:
+            if (!json_is_integer(v))
+                return false;
+            break;
+        }
+    }
+    return true;
+}
+
+/* Reads a boolean field; an absent or null one keeps the current value (a later CONNECT is
+ * decoded over the options in force, as nats-server does). */
+static bool
+get_bool(json_t *o, const char *key, bool current)
+{
+    json_t *v = field(o, key);
+    return json_is_boolean(v) ? json_is_true(v) : current;
+}
+
+static void
+get_str(json_t *o, const char *key, char **dst)
+{
+    json_t *v = field(o, key);
+    if (json_is_string(v)) {
+        nd_free(*dst);
+        *dst = nd_xstrdup(json_string_value(v));
+    }
 }
 
 static bool
@@ -50,27 +113,27 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
     json_error_t jerr;
     json_t *o = json_loadb(cmd->arg.ptr, cmd->arg.len, 0, &jerr);
-    if (!json_is_object(o)) {
-        /* nats-server closes on malformed CONNECT JSON without an -ERR. */
-        nd_log_error("%s:%d - cid:%llu - Client parser ERROR: malformed CONNECT: %s", c->ip,
-                     c->port, (unsigned long long)c->cid, jerr.text);
+    if (!json_is_object(o) || !types_ok(o)) {
+        /* nats-server closes on a CONNECT that does not decode, without an -ERR. */
+        nd_log_error("%s:%d - cid:%llu - Client parser ERROR: malformed CONNECT", c->ip, c->port,
+                     (unsigned long long)c->cid);
         json_decref(o);
         nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
         return false;
     }
-    c->verbose = get_bool(o, "verbose", true);
-    c->pedantic = get_bool(o, "pedantic", true);
-    c->echo = get_bool(o, "echo", true);
-    bool headers = get_bool(o, "headers", false) && !c->srv->opts.no_header_support;
-    c->no_responders = get_bool(o, "no_responders", false);
-    nd_free(c->name);
-    nd_free(c->lang);
-    nd_free(c->version);
-    c->name = get_str(o, "name");
-    c->lang = get_str(o, "lang");
-    c->version = get_str(o, "version");
-    json_t *proto = json_object_get(o, "protocol");
-    json_int_t protocol = json_is_integer(proto) ? json_integer_value(proto) : 0;
+    c->verbose = get_bool(o, "verbose", c->verbose);
+    c->pedantic = get_bool(o, "pedantic", c->pedantic);
+    c->echo = get_bool(o, "echo", c->echo);
+    c->headers_requested = get_bool(o, "headers", c->headers_requested);
+    bool headers = c->headers_requested && !c->srv->opts.no_header_support;
+    c->no_responders = get_bool(o, "no_responders", c->no_responders);
+    get_str(o, "name", &c->name);
+    get_str(o, "lang", &c->lang);
+    get_str(o, "version", &c->version);
+    json_t *proto = field(o, "protocol");
+    if (json_is_integer(proto))
+        c->protocol = (int)json_integer_value(proto);
+    json_int_t protocol = json_is_integer(proto) ? json_integer_value(proto) : c->protocol;
     json_decref(o);
 
     if (protocol < 0 || protocol > 1) {
@@ -87,9 +150,37 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     return true;
 }
 
+/* A client's INFO is decoded and ignored; one that does not decode closes the connection. */
+static bool
+on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    json_error_t jerr;
+    json_t *o = json_loadb(cmd->arg.ptr, cmd->arg.len, 0, &jerr);
+    json_t *id = json_is_object(o) ? field(o, "server_id") : NULL;
+    bool good = json_is_object(o) && (id == NULL || json_is_null(id) || json_is_string(id));
+    json_decref(o);
+    if (!good) {
+        nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
+        return false;
+    }
+    return true;
+}
+
 static void
 on_sub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
+    if (cmd->queue.len == 5 && memcmp(cmd->queue.ptr, "_sys_", 5) == 0) {
+        /* The queue name _sys_ is reserved for the server: a permissions error, checked before
+         * the subject, and the connection stays. */
+        char line[128 + 2 * 4096];
+        int n = snprintf(line, sizeof line,
+                         "-ERR 'Permissions Violation for Subscription to \"%.*s\" using queue "
+                         "\"_sys_\"'\r\n",
+                         (int)(cmd->subject.len > 4096 ? 4096 : cmd->subject.len),
+                         cmd->subject.ptr);
+        nd_conn_write(c, line, (size_t)n);
+        return;
+    }
     if (!nd_subj_valid_sub(cmd->subject.ptr, cmd->subject.len) ||
         (cmd->queue.len > 0 && !nd_subj_valid_queue(cmd->queue.ptr, cmd->queue.len))) {
         nd_conn_write_err(c, ND_ERR_INVALID_SUBJECT);
@@ -176,6 +267,7 @@ nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         c->pings_out = 0;
         return true;
     case ND_PROTO_OP_INFO:
+        return on_info(ctx, c, cmd);
     case ND_PROTO_OP_OK:
         return true;
     case ND_PROTO_OP_ERR:

@@ -93,8 +93,8 @@ return_scratch(nd_ctx_t *ctx, nd_conn_t *c)
     c->woff = 0;
 }
 
-void
-nd_conn_append(nd_conn_t *c, const void *p, size_t n)
+char *
+nd_conn_reserve(nd_conn_t *c, size_t n)
 {
     if (c->wlen + n > c->wcap) {
         size_t cap = c->wcap ? c->wcap : 4096;
@@ -103,7 +103,20 @@ nd_conn_append(nd_conn_t *c, const void *p, size_t n)
         c->wbuf = nd_xrealloc(c->wbuf, cap);
         c->wcap = cap;
     }
-    memcpy(c->wbuf + c->wlen, p, n);
+    return c->wbuf + c->wlen;
+}
+
+void
+nd_conn_commit(nd_conn_t *c, size_t n)
+{
+    c->wlen += n;
+    atomic_fetch_add_explicit(&c->pending, (int64_t)n, memory_order_relaxed);
+}
+
+void
+nd_conn_append(nd_conn_t *c, const void *p, size_t n)
+{
+    memcpy(nd_conn_reserve(c, n), p, n);
     c->wlen += n;
 }
 
@@ -227,6 +240,7 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     return_scratch(ctx, c);
     teardown(ctx, c);
     nd_slcache_fini(&c->cache);
+    nd_deliver_outbox_free(c);
     nd_free(c->rbuf);
     nd_free(c->wbuf);
     nd_free(c->name);
@@ -268,12 +282,14 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
                           : err == ND_ERR_MAX_PAYLOAD    ? ND_CLOSE_MAX_PAYLOAD
                           : err == ND_ERR_UNKNOWN_OP     ? ND_CLOSE_PARSE_ERROR
                                                          : ND_CLOSE_PROTOCOL_VIOLATION);
+            nd_deliver_flush(ctx, c);
             return off;
         }
         if (!nd_client_handle(ctx, c, &cmd))
             break; /* paused before cmd (it stays unconsumed) or closed */
         off += used;
     }
+    nd_deliver_flush(ctx, c); /* one message per recipient for the whole batch */
     return off;
 }
 
@@ -452,6 +468,9 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     nd_conn_t *c = (nd_conn_t *)self;
     borrow_scratch(ctx, c);
     switch (msg->id) {
+    case ND_CONN_MSG_CHUNK:
+        nd_deliver_receive_chunk(ctx, c, (nd_conn_msg_chunk_t *)msg);
+        return;
     case ND_CONN_MSG_DELIVER:
         nd_deliver_receive(ctx, c, (nd_conn_msg_deliver_t *)msg);
         return;
@@ -505,8 +524,7 @@ turn_end(nd_ctx_t *ctx, nd_actor_t *self)
 static void
 discard(nd_ctx_t *ctx, nd_msg_t *msg)
 {
-    if (msg->id == ND_CONN_MSG_DELIVER)
-        nd_deliver_discard(ctx, msg);
+    nd_deliver_discard(ctx, msg);
 }
 
 static const nd_actor_type_t conn_type = {

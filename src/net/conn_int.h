@@ -29,7 +29,29 @@ enum {
     ND_CONN_MSG_PING,      /* ping timer */
     ND_CONN_MSG_WDEADLINE, /* write deadline timer */
     ND_CONN_MSG_SLOW,      /* a publisher found us over max_pending */
+    ND_CONN_MSG_CHUNK,     /* nd_conn_msg_chunk_t: ready-to-write messages from one publisher */
 };
+
+typedef struct nd_conn_msg_chunk {
+    nd_msg_t hdr;
+    char *buf; /* owned: MSG lines, payloads and CRLFs, ready to write */
+    uint32_t len, cap;
+    uint32_t msgs;  /* messages in buf */
+    uint64_t bytes; /* their payload bytes */
+} nd_conn_msg_chunk_t;
+
+/* A publisher's open chunks for the current read batch, one per recipient (see deliver.c). */
+typedef struct nd_outbox_slot {
+    struct nd_conn *t;
+    nd_conn_msg_chunk_t *chunk;
+} nd_outbox_slot_t;
+
+typedef struct nd_outbox {
+    nd_outbox_slot_t *slots;
+    uint32_t n, cap, last;
+    uint32_t *index; /* open addressing on t, slot index + 1 (0 = empty); used past 8 slots */
+    uint32_t index_cap;
+} nd_outbox_t;
 
 typedef struct nd_conn_msg_deliver {
     nd_msg_t hdr;
@@ -67,13 +89,15 @@ typedef struct nd_conn {
     size_t wcap, wlen, woff;
     nd_sidmap_t subs;
     nd_slcache_t cache;
+    nd_outbox_t outbox;
     nd_sl_result_t *scratch; /* for cache misses and one-off matches; allocated on first use */
     nd_timer_t ping_timer, wdeadline_timer;
     uint32_t pings_out;
     uint32_t sub_acks_due;     /* subscriptions sent to the account and not yet acknowledged */
     bool started;              /* INFO sent */
     bool connected;            /* CONNECT seen */
-    bool verbose, pedantic, echo, no_responders;
+    bool verbose, pedantic, echo, no_responders, headers_requested;
+    int protocol;
     bool closing;
     bool paused;               /* stopped parsing until sub_acks_due is 0 */
     bool read_blocked;         /* a read is owed once unpaused */
@@ -94,6 +118,9 @@ typedef struct nd_conn {
  * a publisher already counted. */
 void nd_conn_write(nd_conn_t *c, const void *p, size_t n);
 void nd_conn_append(nd_conn_t *c, const void *p, size_t n);
+/* Room for n more output bytes; nd_conn_commit(c, k) then adds the k written there (counted). */
+char *nd_conn_reserve(nd_conn_t *c, size_t n);
+void nd_conn_commit(nd_conn_t *c, size_t n);
 void nd_conn_write_err(nd_conn_t *c, nd_err_t err);
 void nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason);
 void nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub);
@@ -105,6 +132,10 @@ bool nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
 /* deliver.c */
 void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
 void nd_deliver_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_deliver_t *m);
+void nd_deliver_receive_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch);
+/* Sends every open chunk; called at the end of each read batch. */
+void nd_deliver_flush(nd_ctx_t *ctx, nd_conn_t *c);
+void nd_deliver_outbox_free(nd_conn_t *c);
 void nd_deliver_discard(nd_ctx_t *ctx, nd_msg_t *msg);
 
 #endif

@@ -1,12 +1,18 @@
 /* Publish and delivery (DESIGN.md §3 steps 3–5).
  *
  * The publishing connection matches the subject inside an epoch section (its L1 cache first,
- * validated by the sublist generation), stores the payload once in a refcounted buffer, and sends
- * each recipient connection a DELIVER message holding only its own MSG/HMSG line and a payload
- * reference. One member of each queue group is chosen at random. The recipient appends the line
- * and the payload to its write buffer and writes at the end of its turn.
- * Flow control: the publisher adds the bytes to the recipient's `pending` first; past max_pending
- * the recipient is marked slow, further deliveries are dropped and it closes itself.
+ * validated by the sublist generation) and hands the message to each recipient connection; one
+ * member of each queue group is chosen at random.
+ * Batching: small messages for one recipient are gathered, for the whole read batch of the
+ * publisher, into one chunk of ready-to-write bytes (MSG line, payload, CRLF); at the end of the
+ * batch each touched recipient gets one CHUNK message, so the mailbox push, the pending-bytes
+ * update and the wake-up are paid once per batch, not once per message (nats-server pays a lock
+ * per message). Large payloads (over INLINE_MAX) are stored once in a refcounted buffer and sent
+ * as a DELIVER message holding only the recipient's MSG line; the recipient's open chunk is sent
+ * first so its messages stay in order. A delivery that completes an auto-unsubscribe also goes as
+ * DELIVER, since the recipient must act on it.
+ * Flow control: the publisher adds the bytes to the recipient's `pending` when it sends; past
+ * max_pending the recipient is marked slow, further deliveries are dropped and it closes itself.
  */
 #include <string.h>
 
@@ -37,13 +43,215 @@ put(char *p, const char *s, size_t n)
     return p + n;
 }
 
+#define INLINE_MAX 2048 /* payloads up to this size are copied into chunks */
+#define OUTBOX_LINEAR 8 /* recipients looked up by a linear scan up to this many */
+
 typedef struct pub_ctx {
     const nd_proto_cmd_t *cmd;
-    nd_payload_t *payload; /* created on the first recipient */
+    nd_payload_t *payload; /* created on the first large delivery */
     uint32_t matched;      /* recipients found, delivered or not */
 } pub_ctx_t;
 
-/* Sends one message to sub's connection. */
+/* Writes the MSG/HMSG line for sub into p (room for line_room()). Returns: its length. */
+static size_t
+format_line(char *line, const nd_proto_cmd_t *cmd, const nd_sub_t *sub, bool hmsg, uint32_t size,
+            uint16_t *sid_off)
+{
+    char *p = line;
+    p = hmsg ? put(p, "HMSG ", 5) : put(p, "MSG ", 4);
+    p = put(p, cmd->subject.ptr, cmd->subject.len);
+    *p++ = ' ';
+    *sid_off = (uint16_t)(p - line);
+    p = put(p, sub->sid, sub->sid_len);
+    *p++ = ' ';
+    if (cmd->reply.len > 0) {
+        p = put(p, cmd->reply.ptr, cmd->reply.len);
+        *p++ = ' ';
+    }
+    if (hmsg) {
+        p = put_u64(p, (uint64_t)cmd->hdr_len);
+        *p++ = ' ';
+    }
+    p = put_u64(p, size);
+    p = put(p, "\r\n", 2);
+    return (size_t)(p - line);
+}
+
+static inline size_t
+line_room(const nd_proto_cmd_t *cmd, const nd_sub_t *sub)
+{
+    return 16 + cmd->subject.len + sub->sid_len + cmd->reply.len + 2 * 20;
+}
+
+/* Adds bytes to t's pending count. Returns: false (and marks t slow) past max_pending. */
+static bool
+charge(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, int64_t bytes)
+{
+    int64_t prev = atomic_fetch_add_explicit(&t->pending, bytes, memory_order_relaxed);
+    if (prev + bytes <= c->srv->opts.max_pending)
+        return true;
+    atomic_fetch_sub_explicit(&t->pending, bytes, memory_order_relaxed);
+    if (!atomic_exchange_explicit(&t->slow, true, memory_order_relaxed))
+        nd_actor_send(ctx, &t->base, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_SLOW));
+    return false;
+}
+
+/* ---- the outbox: one open chunk per recipient during a read batch ---- */
+
+static inline uint32_t
+ptr_hash(const void *p)
+{
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return (uint32_t)x;
+}
+
+static void
+index_rebuild(nd_outbox_t *ob)
+{
+    uint32_t cap = 32;
+    while (cap < ob->n * 4)
+        cap *= 2;
+    nd_free(ob->index);
+    ob->index = nd_xcalloc(cap, sizeof(*ob->index));
+    ob->index_cap = cap;
+    for (uint32_t i = 0; i < ob->n; i++) {
+        uint32_t h = ptr_hash(ob->slots[i].t) & (cap - 1);
+        while (ob->index[h] != 0)
+            h = (h + 1) & (cap - 1);
+        ob->index[h] = i + 1;
+    }
+}
+
+static nd_conn_msg_chunk_t *
+new_chunk(nd_ctx_t *ctx)
+{
+    nd_conn_msg_chunk_t *ch = ND_MSG_NEW(ctx, nd_conn_msg_chunk_t, ND_CONN_MSG_CHUNK);
+    ch->buf = NULL;
+    ch->len = ch->cap = 0;
+    ch->msgs = 0;
+    ch->bytes = 0;
+    return ch;
+}
+
+/* Returns: the slot index for t, or ob->n when t has none yet. */
+static uint32_t
+outbox_find(const nd_outbox_t *ob, const nd_conn_t *t)
+{
+    if (ob->last < ob->n && ob->slots[ob->last].t == t)
+        return ob->last;
+    if (ob->n <= OUTBOX_LINEAR) {
+        for (uint32_t i = 0; i < ob->n; i++)
+            if (ob->slots[i].t == t)
+                return i;
+        return ob->n;
+    }
+    uint32_t mask = ob->index_cap - 1;
+    for (uint32_t h = ptr_hash(t) & mask; ob->index[h] != 0; h = (h + 1) & mask)
+        if (ob->slots[ob->index[h] - 1].t == t)
+            return ob->index[h] - 1;
+    return ob->n;
+}
+
+/* Returns: the open chunk for t, creating the slot and the chunk as needed. */
+static nd_conn_msg_chunk_t *
+outbox_chunk(nd_ctx_t *ctx, nd_outbox_t *ob, nd_conn_t *t)
+{
+    uint32_t i = outbox_find(ob, t);
+    if (i == ob->n) {
+        if (ob->n == ob->cap) {
+            ob->cap = ob->cap ? ob->cap * 2 : 4;
+            ob->slots = nd_xrealloc(ob->slots, ob->cap * sizeof(*ob->slots));
+        }
+        ob->slots[i].t = t;
+        ob->slots[i].chunk = NULL;
+        ob->n++;
+        if (ob->n > OUTBOX_LINEAR) {
+            if (ob->n * 2 > ob->index_cap) {
+                index_rebuild(ob);
+            } else {
+                uint32_t mask = ob->index_cap - 1;
+                uint32_t h = ptr_hash(t) & mask;
+                while (ob->index[h] != 0)
+                    h = (h + 1) & mask;
+                ob->index[h] = ob->n;
+            }
+        }
+    }
+    ob->last = i;
+    if (ob->slots[i].chunk == NULL)
+        ob->slots[i].chunk = new_chunk(ctx);
+    return ob->slots[i].chunk;
+}
+
+static char *
+chunk_reserve(nd_conn_msg_chunk_t *ch, size_t n)
+{
+    if (ch->len + n > ch->cap) {
+        size_t cap = ch->cap ? ch->cap : 1024;
+        while (cap < ch->len + n)
+            cap *= 2;
+        ch->buf = nd_xrealloc(ch->buf, cap);
+        ch->cap = (uint32_t)cap;
+    }
+    return ch->buf + ch->len;
+}
+
+/* Sends one recipient's chunk (slot i) and empties the slot. */
+static void
+send_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_outbox_t *ob, uint32_t i)
+{
+    nd_conn_t *t = ob->slots[i].t;
+    nd_conn_msg_chunk_t *ch = ob->slots[i].chunk;
+    ob->slots[i].chunk = NULL;
+    if (ch == NULL)
+        return;
+    if (ch->len == 0 || !charge(ctx, c, t, ch->len)) {
+        nd_free(ch->buf);
+        nd_msg_free(ctx, &ch->hdr);
+        return;
+    }
+    nd_actor_send(ctx, &t->base, &ch->hdr);
+}
+
+/* Sends t's open chunk now (before a DELIVER message to t, to keep order). */
+static void
+send_chunk_of(nd_ctx_t *ctx, nd_conn_t *c, nd_outbox_t *ob, nd_conn_t *t)
+{
+    uint32_t i = outbox_find(ob, t);
+    if (i < ob->n)
+        send_chunk(ctx, c, ob, i); /* the slot stays; a later delivery opens a new chunk */
+}
+
+void
+nd_deliver_flush(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_outbox_t *ob = &c->outbox;
+    for (uint32_t i = 0; i < ob->n; i++)
+        send_chunk(ctx, c, ob, i);
+    if (ob->n > OUTBOX_LINEAR)
+        memset(ob->index, 0, ob->index_cap * sizeof(*ob->index));
+    ob->n = 0;
+    ob->last = 0;
+    if (ob->cap > 64) {
+        /* A huge fan-out batch: do not keep its arrays on an idle connection. */
+        nd_free(ob->slots);
+        nd_free(ob->index);
+        memset(ob, 0, sizeof(*ob));
+    }
+}
+
+void
+nd_deliver_outbox_free(nd_conn_t *c)
+{
+    nd_free(c->outbox.slots);
+    nd_free(c->outbox.index);
+    memset(&c->outbox, 0, sizeof(c->outbox));
+}
+
+/* Hands one message to sub's connection. */
 static void
 deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
 {
@@ -58,8 +266,9 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     uint64_t n = nd_sub_count_delivery(sub);
     if (max != 0 && n > max)
         return;
+    bool last = max != 0 && n == max;
 
-    bool hmsg = cmd->op == ND_PROTO_OP_HPUB;
+    bool hmsg = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0; /* 0 = no headers: MSG */
     uint32_t pl_off = 0;
     uint32_t size = (uint32_t)cmd->payload.len;
     if (hmsg && !atomic_load_explicit(&t->headers, memory_order_relaxed)) {
@@ -68,53 +277,61 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
         pl_off = (uint32_t)cmd->hdr_len;
         size -= pl_off;
     }
-    size_t line_max = 32 + cmd->subject.len + sub->sid_len + cmd->reply.len + 40;
+    uint16_t sid_off;
+
+    if (t == c || (size <= INLINE_MAX && !last)) {
+        /* Ready-to-write bytes: into our own output (our own subscription: in order with the
+         * rest of this turn, e.g. before a PONG), or into t's chunk. */
+        char *p;
+        nd_conn_msg_chunk_t *ch = NULL;
+        size_t room = line_room(cmd, sub) + size + 2;
+        if (t == c) {
+            p = nd_conn_reserve(c, room);
+        } else {
+            ch = outbox_chunk(ctx, &c->outbox, t);
+            p = chunk_reserve(ch, room);
+        }
+        size_t len = format_line(p, cmd, sub, hmsg, size, &sid_off);
+        memcpy(p + len, cmd->payload.ptr + pl_off, size);
+        memcpy(p + len + size, "\r\n", 2);
+        len += size + 2;
+        if (t == c) {
+            nd_conn_commit(c, len);
+            c->out_msgs++;
+            c->out_bytes += size;
+            if (last) {
+                nd_sub_t *s = nd_sidmap_get(&c->subs, sub->sid, sub->sid_len);
+                if (s == sub)
+                    nd_conn_remove_sub(ctx, c, s);
+            }
+        } else {
+            ch->len += (uint32_t)len;
+            ch->msgs++;
+            ch->bytes += size;
+        }
+        return;
+    }
+
+    /* A large payload or the last delivery of an auto-unsubscribe: its own message. */
+    send_chunk_of(ctx, c, &c->outbox, t);
     nd_conn_msg_deliver_t *m =
-        (nd_conn_msg_deliver_t *)nd_msg_new(ctx, sizeof(*m) + line_max, ND_CONN_MSG_DELIVER);
-    char *p = m->line;
-    p = hmsg ? put(p, "HMSG ", 5) : put(p, "MSG ", 4);
-    p = put(p, cmd->subject.ptr, cmd->subject.len);
-    *p++ = ' ';
-    m->sid_off = (uint16_t)(p - m->line);
+        (nd_conn_msg_deliver_t *)nd_msg_new(ctx, sizeof(*m) + line_room(cmd, sub),
+                                            ND_CONN_MSG_DELIVER);
+    m->line_len = (uint16_t)format_line(m->line, cmd, sub, hmsg, size, &sid_off);
+    m->sid_off = sid_off;
     m->sid_len = (uint16_t)sub->sid_len;
-    p = put(p, sub->sid, sub->sid_len);
-    *p++ = ' ';
-    if (cmd->reply.len > 0) {
-        p = put(p, cmd->reply.ptr, cmd->reply.len);
-        *p++ = ' ';
-    }
-    if (hmsg) {
-        p = put_u64(p, (uint64_t)cmd->hdr_len);
-        *p++ = ' ';
-    }
-    p = put_u64(p, size);
-    p = put(p, "\r\n", 2);
-    m->line_len = (uint16_t)(p - m->line);
     m->pl_off = pl_off;
     m->pl_len = size + 2;
     m->sub = sub;
-    m->last = max != 0 && n == max;
-
-    int64_t bytes = (int64_t)m->line_len + (int64_t)m->pl_len;
-    int64_t prev = atomic_fetch_add_explicit(&t->pending, bytes, memory_order_relaxed);
-    if (prev + bytes > c->srv->opts.max_pending) {
-        atomic_fetch_sub_explicit(&t->pending, bytes, memory_order_relaxed);
+    m->last = last;
+    if (!charge(ctx, c, t, (int64_t)m->line_len + (int64_t)m->pl_len)) {
         nd_msg_free(ctx, &m->hdr);
-        if (!atomic_exchange_explicit(&t->slow, true, memory_order_relaxed))
-            nd_actor_send(ctx, &t->base, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_SLOW));
         return;
     }
     if (pc->payload == NULL)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
     nd_payload_ref(pc->payload);
     m->payload = pc->payload;
-    if (t == c) {
-        /* Our own subscription: write in order with the rest of this turn's output (a PONG
-         * after this PUB must follow the MSG, as with nats-server). */
-        nd_deliver_receive(ctx, c, m);
-        nd_msg_free(ctx, &m->hdr);
-        return;
-    }
     nd_actor_send(ctx, &t->base, &m->hdr);
 }
 
@@ -219,8 +436,23 @@ nd_deliver_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_deliver_t *m)
 }
 
 void
+nd_deliver_receive_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch)
+{
+    (void)ctx;
+    if (!c->closing) {
+        nd_conn_append(c, ch->buf, ch->len);
+        c->out_msgs += ch->msgs;
+        c->out_bytes += ch->bytes;
+    }
+    nd_free(ch->buf);
+}
+
+void
 nd_deliver_discard(nd_ctx_t *ctx, nd_msg_t *msg)
 {
     (void)ctx;
-    nd_payload_unref(((nd_conn_msg_deliver_t *)msg)->payload);
+    if (msg->id == ND_CONN_MSG_DELIVER)
+        nd_payload_unref(((nd_conn_msg_deliver_t *)msg)->payload);
+    else if (msg->id == ND_CONN_MSG_CHUNK)
+        nd_free(((nd_conn_msg_chunk_t *)msg)->buf);
 }

@@ -148,6 +148,52 @@ split_args(const char *s, size_t n, tok_t *t, size_t max, int crlf)
     }
 }
 
+/* The PUB/HPUB hot path: one pass over a fresh argument s[0..lim) that finds the line end and
+ * splits the tokens (on blanks only) at the same time, instead of memchr followed by
+ * split_args(). Same results as that pair: s[0] always belongs to the argument, a CR right
+ * before the '\n' is dropped, other control bytes are token bytes.
+ * Returns: 1 with the tokens in t[0..*np) (*np is at most max + 1), the argument end in *endp and
+ * the '\n' index in *nlp; 0 when no '\n' is in s[1..lim) (the caller takes the general path). */
+static inline int
+scan_pub_line(const char *s, size_t lim, tok_t *t, size_t max, size_t *np, size_t *endp,
+              size_t *nlp)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, k = 0, start = 0, end;
+    for (;;) {
+        /* In a token that began at start; u[i] is part of it. */
+        i++;
+        while (i < lim && u[i] > ' ')
+            i++;
+        if (i >= lim)
+            return 0;
+        if (u[i] == '\n') {
+            end = (i >= 2 && u[i - 1] == '\r') ? i - 1 : i;
+            if (end > start && k <= max)
+                t[k++] = (tok_t){start, end - start};
+            break;
+        }
+        if (!is_blank(u[i]))
+            continue; /* a CR or other control byte inside a token */
+        if (k <= max)
+            t[k++] = (tok_t){start, i - start};
+        do
+            i++;
+        while (i < lim && is_blank(u[i]));
+        if (i >= lim)
+            return 0;
+        if (u[i] == '\n') {
+            end = i;
+            break;
+        }
+        start = i;
+    }
+    *np = k;
+    *endp = end;
+    *nlp = i;
+    return 1;
+}
+
 /* nats-server's parseSize: 1 to 9 decimal digits, nothing else. Returns: the value, or -1. */
 static inline int64_t
 parse_size(const char *s, size_t n)
@@ -204,64 +250,71 @@ done(nd_proto_parser_t *p, size_t end, size_t *used, nd_proto_cmd_t *cmd)
     return ND_PROTO_CMD;
 }
 
-/* Emits the PUB/HPUB whose control line is p's saved state, or waits for its payload.
- * s is the first argument byte, avail the bytes from there, base the offset of s in the buffer. */
-static inline nd_proto_status_t
-payload(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size_t *used,
-        nd_proto_cmd_t *cmd)
+/* Resumes a PUB/HPUB waiting for its payload (phase PAYLOAD): buf[0] is its first argument byte.
+ * Returns: the command once p->need bytes are there, MORE before (O(1), nothing is scanned). */
+static nd_proto_status_t
+payload_resume(nd_proto_parser_t *p, const char *s, size_t avail, size_t *used,
+               nd_proto_cmd_t *cmd)
 {
     size_t need = p->need;
-    size_t trailer = need - 2;
-    if (avail >= need) {
-        if (s[trailer] != '\r' || s[trailer + 1] != '\n')
-            return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
-        cmd->subject = slice(s, 0, p->subj_len);
-        cmd->reply = slice(s, p->reply_off, p->reply_len);
-        cmd->payload = slice(s, p->ctl, trailer - p->ctl);
-        cmd->hdr_len = p->hdr_len;
-        return done(p, base + need, used, cmd);
-    }
     /* nats-server rejects a wrong first trailer byte at once; here the trailer is checked only
      * when the whole command is there, because a caller that honours nd_proto_pending_need()
      * does not call before then, and the outcome must not depend on when it calls. */
-    p->phase = PH_PAYLOAD;
-    *used = base;
-    return ND_PROTO_MORE;
+    if (avail < need) {
+        *used = 0;
+        return ND_PROTO_MORE;
+    }
+    if (s[need - 2] != '\r' || s[need - 1] != '\n')
+        return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
+    cmd->subject = slice(s, 0, p->subj_len);
+    cmd->reply = slice(s, p->reply_off, p->reply_len);
+    cmd->payload = slice(s, p->ctl, need - 2 - p->ctl);
+    cmd->hdr_len = p->hdr_len;
+    return done(p, need, used, cmd);
 }
 
-/* PUB and HPUB: checks the control line s[0..end) and goes on to the payload at s[ctl]. */
+/* PUB and HPUB: checks the control line, split into t[0..n) (n is at most 4 for HPUB and 3 for
+ * PUB, one more meaning too many), and goes on to the payload at s[ctl]. The subject is token 0
+ * and starts at s[0], since the first argument byte is never a blank. */
 static inline nd_proto_status_t
-finish_pub(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size_t end, size_t ctl,
-           size_t *used, nd_proto_cmd_t *cmd)
+finish_pub(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, const tok_t *t, size_t n,
+           size_t ctl, size_t *used, nd_proto_cmd_t *cmd)
 {
-    tok_t t[MAX_TOKENS];
-    int hpub = p->op == ND_PROTO_OP_HPUB;
-    size_t n = split_args(s, end, t, hpub ? 4 : 3, 0);
+    size_t hpub = p->op == ND_PROTO_OP_HPUB;
+    size_t reply_off = 0, reply_len = 0;
     int64_t hdr = 0, size;
-    /* The subject is always token 0 and starts at s[0]: the first argument byte is never blank. */
-    if (!hpub && n == 2) {
-        p->reply_off = 0, p->reply_len = 0;
-    } else if (!hpub && n == 3) {
-        p->reply_off = t[1].off, p->reply_len = t[1].len;
-    } else if (hpub && n == 3) {
-        p->reply_off = 0, p->reply_len = 0;
-        hdr = parse_size(s + t[1].off, t[1].len);
-    } else if (hpub && n == 4) {
-        p->reply_off = t[1].off, p->reply_len = t[1].len;
-        hdr = parse_size(s + t[2].off, t[2].len);
-    } else {
+    if (n == 3 + hpub) {
+        reply_off = t[1].off;
+        reply_len = t[1].len;
+    } else if (n != 2 + hpub) {
         return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
     }
+    if (hpub)
+        hdr = parse_size(s + t[n - 2].off, t[n - 2].len);
     size = parse_size(s + t[n - 1].off, t[n - 1].len);
     if (hdr < 0 || size < 0 || hdr > size)
         return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
     if (p->max_payload >= 0 && size > p->max_payload)
         return fail(p, ND_PROTO_ERR_MAX_PAYLOAD, used, cmd);
+    size_t need = ctl + (size_t)size + 2;
+    if (avail >= need) { /* the common case: the whole message is in the buffer */
+        if (s[need - 2] != '\r' || s[need - 1] != '\n')
+            return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
+        cmd->subject = slice(s, 0, t[0].len);
+        cmd->reply = slice(s, reply_off, reply_len);
+        cmd->payload = slice(s, ctl, (size_t)size);
+        cmd->hdr_len = hdr;
+        return done(p, base + need, used, cmd);
+    }
     p->subj_len = t[0].len;
+    p->reply_off = reply_off;
+    p->reply_len = reply_len;
     p->hdr_len = hdr;
     p->ctl = ctl;
-    p->need = ctl + (size_t)size + 2;
-    return payload(p, s, avail, base, used, cmd);
+    p->need = need;
+    p->phase = PH_PAYLOAD;
+    *used = base;
+    return ND_PROTO_MORE;
 }
 
 /* A complete argument line s[0..end) of p->op; the line ends at s[ctl] (just after '\n'). */
@@ -274,7 +327,8 @@ finish_line(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size
     switch (p->op) {
     case ND_PROTO_OP_PUB:
     case ND_PROTO_OP_HPUB:
-        return finish_pub(p, s, avail, base, end, ctl, used, cmd);
+        n = split_args(s, end, t, p->op == ND_PROTO_OP_HPUB ? 4 : 3, 0);
+        return finish_pub(p, s, avail, base, t, n, ctl, used, cmd);
     case ND_PROTO_OP_SUB:
         n = split_args(s, end, t, 3, 1);
         if (n == 2) {
@@ -370,7 +424,7 @@ nd_proto_parse(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used,
     case PH_JUNK:
         goto junk;
     case PH_PAYLOAD:
-        return payload(p, buf, len, 0, used, cmd);
+        return payload_resume(p, buf, len, used, cmd);
     default:
         cmd->op = (nd_proto_op_t)p->op;
         *used = 0;
@@ -430,6 +484,15 @@ arg:
     if (avail < lim)
         lim = avail;
     from = p->scan;
+    if (from == 1 && (p->op == ND_PROTO_OP_PUB || p->op == ND_PROTO_OP_HPUB)) {
+        tok_t t[MAX_TOKENS + 1];
+        size_t n;
+        if (scan_pub_line(s, lim, t, p->op == ND_PROTO_OP_HPUB ? 4 : 3, &n, &end, &e)) {
+            if (end > p->max_control_line)
+                return fail(p, ND_PROTO_ERR_CONTROL_LINE, used, cmd);
+            return finish_pub(p, s, avail, a, t, n, e + 1, used, cmd);
+        }
+    }
     nl = from < lim ? memchr(s + from, '\n', lim - from) : NULL;
     if (nl == NULL) {
         /* A CR at the end may be the one before '\n', which does not count. */

@@ -73,9 +73,10 @@ void nd_integ_send_at(const char *file, int line, nd_integ_conn_t *c, const void
 #define ND_SENDS(c, str)           nd_integ_send_at(__FILE__, __LINE__, (c), (str), strlen(str))
 
 /* Reads until the next len bytes from the server are known and fails the test unless they equal
- * buf exactly. PINGs from the server (its keep-alive, sent about 2 s after CONNECT) are answered
- * and left out of the comparison, at frame boundaries only (MSG/HMSG payloads are skipped by
- * their sizes). Stops early at the first frame that already differs from buf. */
+ * buf exactly. PINGs from the server (its keep-alive, sent about 2 s after CONNECT) are left
+ * out of the comparison and not answered (a test never writes bytes it did not ask for), at frame
+ * boundaries only (MSG/HMSG payloads are skipped by their sizes). Stops early at the first frame
+ * that already differs from buf. */
 void nd_integ_expect_at(const char *file, int line, nd_integ_conn_t *c, const void *buf,
                         size_t len);
 #define nd_integ_expect(c, buf, len) nd_integ_expect_at(__FILE__, __LINE__, (c), (buf), (len))
@@ -101,6 +102,10 @@ void nd_integ_expect_close_at(const char *file, int line, nd_integ_conn_t *c);
 
 /* One PING/PONG round trip: fails unless the next bytes are exactly PONG. */
 #define ND_PING(c) (ND_SEND((c), "PING\r\n"), ND_EXPECT((c), "PONG\r\n"))
+
+/* Sets a note (printf format) that every later failure message of the harness ends with, e.g.
+ * which case of a table-driven test was running; NULL clears it. */
+void nd_integ_context(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Appends the escaped form of buf (\r, \n, \t, \\ and \xNN for other non-printables) to a
  * malloc'd string, at most max input bytes, marking any cut. Returns: owned by the caller. */

@@ -32,7 +32,7 @@ TestSuite(integ_nats_c, .fini = suite_fini, .timeout = 180);
 #define OK(call)                                                                                   \
     do {                                                                                           \
         natsStatus s_ = (call);                                                                    \
-        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                    \
+        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                     \
                   nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");                         \
     } while (0)
 
@@ -255,7 +255,8 @@ Test(integ_nats_c, no_responders)
     natsMsg *reply = NULL;
     /* The server answers the request at once with a 503 status, which the library turns into
      * NATS_NO_RESPONDERS instead of waiting for the timeout. */
-    natsStatus s = natsConnection_RequestString(&reply, nc, "nobody.home", "hi", ND_INTEG_TIMEOUT_MS);
+    natsStatus s =
+        natsConnection_RequestString(&reply, nc, "nobody.home", "hi", ND_INTEG_TIMEOUT_MS);
     cr_assert(s == NATS_NO_RESPONDERS, "request without responders: %s, want %s",
               natsStatus_GetText(s), natsStatus_GetText(NATS_NO_RESPONDERS));
     cr_assert(reply == NULL);
@@ -428,8 +429,7 @@ Test(integ_nats_c, connection_drain)
      * closes it. */
     OK(natsConnection_DrainTimeout(nc, ND_INTEG_TIMEOUT_MS));
     cr_assert(waiter_wait(&closed, 1, ND_INTEG_TIMEOUT_MS) == 1, "drained connection not closed");
-    cr_assert(waiter_get(&got) == N, "drained connection handled %d, want %d", waiter_get(&got),
-              N);
+    cr_assert(waiter_get(&got) == N, "drained connection handled %d, want %d", waiter_get(&got), N);
     cr_assert(natsConnection_IsClosed(nc));
     natsSubscription_Destroy(sub);
     natsConnection_Destroy(nc);

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "harness.h"
 
@@ -59,6 +60,26 @@ send_hpub(nd_integ_conn_t *c, const char *subj, const char *reply, const char *h
     free(buf);
 }
 
+/* Sends bytes on a fresh connection (optionally after a CONNECT with the given JSON) and
+ * expects exactly `reply` (NULL: nothing) and then a close. */
+static void
+expect_closed_after(nd_integ_server_t *srv, const char *connect_json, const char *send,
+                    const char *reply)
+{
+    size_t send_len = strlen(send);
+    char *esc = nd_integ_escape(send, send_len, 200);
+    nd_integ_context("sending \"%s\" after CONNECT %s", esc,
+                     connect_json ? connect_json : "(none)");
+    free(esc);
+    nd_integ_conn_t *c = connect_json ? connect_with(srv, connect_json) : nd_integ_conn_open(srv);
+    nd_integ_send(c, send, send_len);
+    if (reply != NULL && *reply != '\0')
+        nd_integ_expect(c, reply, strlen(reply));
+    nd_integ_expect_close(c);
+    nd_integ_conn_close(c);
+    nd_integ_context(NULL);
+}
+
 /* ---- handshake and INFO ------------------------------------------------------------------ */
 
 Test(integ_proto, info_fields_and_framing)
@@ -81,11 +102,11 @@ Test(integ_proto, info_fields_and_framing)
 
     const char *sid = json_string_value(json_object_get(j, "server_id"));
     cr_assert(sid != NULL, "server_id missing: %s", info);
-    cr_assert(strlen(sid) == 56 && sid[0] == 'N', "server_id must be a 56-char nkey starting with N: %s",
-              sid);
+    cr_assert(strlen(sid) == 56 && sid[0] == 'N',
+              "server_id must be a 56-char nkey starting with N: %s", sid);
     const char *sname = json_string_value(json_object_get(j, "server_name"));
-    cr_assert(sname != NULL && strcmp(sname, sid) == 0,
-              "server_name must default to server_id: %s", info);
+    cr_assert(sname != NULL && strcmp(sname, sid) == 0, "server_name must default to server_id: %s",
+              info);
     const char *ver = json_string_value(json_object_get(j, "version"));
     cr_assert(ver != NULL && *ver != '\0', "version missing: %s", info);
     cr_assert(json_integer_value(json_object_get(j, "proto")) == 1 &&
@@ -175,21 +196,74 @@ Test(integ_proto, verbose_ok_replies)
     nd_integ_server_stop(srv);
 }
 
-/* ---- errors that close the connection ------------------------------------------------------ */
-
-/* Sends bytes on a fresh connection (optionally after a quiet CONNECT) and expects exactly
- * `reply` and then a close. */
-static void
-expect_closed_after(nd_integ_server_t *srv, const char *connect_json, const char *send,
-                    size_t send_len, const char *reply)
+Test(integ_proto, second_connect_keeps_omitted_fields)
 {
-    nd_integ_conn_t *c = connect_json ? connect_with(srv, connect_json) : nd_integ_conn_open(srv);
-    nd_integ_send(c, send, send_len);
-    if (reply != NULL && *reply != '\0')
-        nd_integ_expect(c, reply, strlen(reply));
-    nd_integ_expect_close(c);
+    /* A later CONNECT is decoded over the options already in force, not over the defaults: a
+     * field it omits keeps its earlier value [R] (json.Unmarshal into the client's options in
+     * every nats-server version). */
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    nd_integ_conn_t *c = connect_with(srv, "{\"verbose\":false,\"echo\":false,\"headers\":true,"
+                                           "\"pedantic\":false}");
+    ND_SEND(c, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(c, "PONG\r\n");
+    /* echo is still false: no own message. */
+    ND_SEND(c, "SUB foo 1\r\nPUB foo 1\r\na\r\nPING\r\n");
+    ND_EXPECT(c, "PONG\r\n");
+    /* headers is still true (HPUB allowed), pedantic still false (no error for a wildcard). */
+    nd_integ_conn_t *obs = connect_with(srv, "{\"verbose\":false,\"headers\":true}");
+    ND_SEND(obs, "SUB > 1\r\nPING\r\n");
+    ND_EXPECT(obs, "PONG\r\n");
+    send_hpub(c, "h", NULL, "NATS/1.0\r\n\r\n", "x");
+    ND_SEND(c, "PUB a.* 1\r\nb\r\nPING\r\n");
+    ND_EXPECT(c, "PONG\r\n");
+    ND_SEND(obs, "PING\r\n");
+    ND_EXPECT(obs, "HMSG h 1 12 13\r\nNATS/1.0\r\n\r\nx\r\nMSG a.* 1 1\r\nb\r\nPONG\r\n");
+    nd_integ_conn_close(obs);
     nd_integ_conn_close(c);
+    nd_integ_server_stop(srv);
 }
+
+Test(integ_proto, client_info_is_ignored_or_closes)
+{
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    /* A well-formed INFO from a client is parsed and ignored. */
+    nd_integ_conn_t *c = connect_quiet(srv);
+    ND_SEND(c, "INFO {}\r\nINFO {\"foo\":1}\r\nPING\r\n");
+    ND_EXPECT(c, "PONG\r\n");
+    nd_integ_conn_close(c);
+    /* One that does not decode closes the connection silently [R]. */
+    static const char *const bad[] = {"INFO\r\n", "INFO {bad\r\n", "INFO []\r\n",
+                                      "INFO {\"server_id\":1}\r\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        expect_closed_after(srv, "{\"verbose\":false}", bad[i], NULL);
+    nd_integ_server_stop(srv);
+}
+
+Test(integ_proto, reserved_queue_name)
+{
+    /* The queue name "_sys_" is reserved: the SUB is refused with a permissions error, checked
+     * before the subject itself, and the connection stays [R]. */
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    nd_integ_conn_t *c = connect_quiet(srv);
+    ND_SEND(c, "SUB foo _sys_ 1\r\nPUB foo 1\r\na\r\nPING\r\n");
+    ND_EXPECT(c,
+              "-ERR 'Permissions Violation for Subscription to \"foo\" using queue \"_sys_\"'\r\n"
+              "PONG\r\n");
+    ND_SEND(c, "SUB foo..bar _sys_ 2\r\nPING\r\n");
+    ND_EXPECT(c, "-ERR 'Permissions Violation for Subscription to \"foo..bar\" using queue "
+                 "\"_sys_\"'\r\nPONG\r\n");
+    nd_integ_conn_close(c);
+    /* Verbose: the -ERR comes instead of +OK. */
+    c = nd_integ_conn_open(srv);
+    ND_SEND(c, "SUB foo _sys_ 1\r\nPING\r\n");
+    ND_EXPECT(c,
+              "-ERR 'Permissions Violation for Subscription to \"foo\" using queue \"_sys_\"'\r\n"
+              "PONG\r\n");
+    nd_integ_conn_close(c);
+    nd_integ_server_stop(srv);
+}
+
+/* ---- errors that close the connection ------------------------------------------------------ */
 
 Test(integ_proto, unknown_protocol_operation)
 {
@@ -197,17 +271,23 @@ Test(integ_proto, unknown_protocol_operation)
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
     static const char *const ops[] = {
         "FOO\r\n",
-        "UNSUB\r\n", /* no arguments at all [R] */
-        "RS+ foo\r\n", /* route ops from a client */
-        "LS+ foo\r\n", /* leaf ops from a client */
+        "UNSUB\r\n",            /* no arguments at all [R] */
+        "RS+ foo\r\n",          /* route ops from a client */
+        "LS+ foo\r\n",          /* leaf ops from a client */
         "MSG foo 1 1\r\na\r\n", /* server-to-client op sent by a client */
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        expect_closed_after(srv, "{\"verbose\":false}", ops[i], strlen(ops[i]), uop);
+        expect_closed_after(srv, "{\"verbose\":false}", ops[i], uop);
     /* Bad bytes after a payload (declared 1, sent 2) [R]; also before CONNECT, where the PUB
      * would have been answered +OK had its trailer been right: no +OK comes. */
-    expect_closed_after(srv, "{\"verbose\":false}", "PUB foo 1\r\nab\r\n", 15, uop);
-    expect_closed_after(srv, NULL, "PUB foo 1\r\nab\r\n", 15, uop);
+    expect_closed_after(srv, "{\"verbose\":false}", "PUB foo 1\r\nab\r\n", uop);
+    expect_closed_after(srv, NULL, "PUB foo 1\r\nab\r\n", uop);
+    /* A bare LF where the payload's CR belongs is a bad trailer too, reported at once even
+     * though nothing follows it [R]. */
+    expect_closed_after(srv, "{\"verbose\":false}", "PUB foo 1\r\na\n", uop);
+    expect_closed_after(srv, NULL, "PUB foo 1\r\na\n", uop);
+    static const char one_write[] = "CONNECT {\"verbose\":false}\r\nPUB foo 1\r\na\n";
+    expect_closed_after(srv, NULL, one_write, uop);
     /* The same with the payload split over two writes. */
     nd_integ_conn_t *c = connect_quiet(srv);
     ND_SEND(c, "PUB foo 3\r\nab");
@@ -227,14 +307,15 @@ Test(integ_proto, maximum_control_line_exceeded)
     char *line = malloc(n + 16);
     memcpy(line, "PUB ", 4);
     memset(line + 4, 'a', n - 4);
-    memcpy(line + n, " 1\r\n", 4);
-    expect_closed_after(srv, "{\"verbose\":false}", line, n + 4, err);
-    /* The same line without its CRLF: the length is checked on the partial line too. */
-    expect_closed_after(srv, "{\"verbose\":false}", line, n, err);
+    strcpy(line + n, " 1\r\n");
+    expect_closed_after(srv, "{\"verbose\":false}", line, err);
+    /* The same line without its end: the length is checked on the partial line too. */
+    line[n] = '\0';
+    expect_closed_after(srv, "{\"verbose\":false}", line, err);
     /* A SUB whose control line is too long, to check it is not PUB-specific. */
     memcpy(line, "SUB ", 4);
-    memcpy(line + n, " 1\r\n", 4);
-    expect_closed_after(srv, "{\"verbose\":false}", line, n + 4, err);
+    strcpy(line + n, " 1\r\n");
+    expect_closed_after(srv, "{\"verbose\":false}", line, err);
     free(line);
     nd_integ_server_stop(srv);
 }
@@ -245,9 +326,9 @@ Test(integ_proto, maximum_payload_violation)
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
     /* There is no command-line flag for max_payload: use the default 1 MiB and 1 MiB + 1. The
      * server answers on the control line alone, without waiting for the payload. */
-    expect_closed_after(srv, "{\"verbose\":false}", "PUB foo 1048577\r\n", 17, err);
+    expect_closed_after(srv, "{\"verbose\":false}", "PUB foo 1048577\r\n", err);
     expect_closed_after(srv, "{\"verbose\":false,\"headers\":true}", "HPUB foo 10 1048577\r\n",
-                        21, err);
+                        err);
 
     /* Exactly max_payload is accepted and delivered whole. */
     nd_integ_conn_t *c = connect_quiet(srv);
@@ -274,20 +355,16 @@ Test(integ_proto, silent_close_on_bad_arguments)
     /* Wrong argument counts or sizes, and a client -ERR, close without any reply [R]. */
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
     static const char *const ops[] = {
-        "PUB foo\r\n",
-        "PUB a b c d\r\n",
-        "PUB foo bar\r\n",
-        "PUB foo 99999999999999999999\r\n", /* overflow */
-        "SUB foo\r\n",
-        "SUB foo bar baz 1\r\n",
-        "UNSUB 1 2 3\r\n",
-        "-ERR 'x'\r\n",
+        "PUB foo\r\n",     "PUB a b c d\r\n",
+        "PUB foo bar\r\n", "PUB foo 99999999999999999999\r\n", /* overflow */
+        "SUB foo\r\n",     "SUB foo bar baz 1\r\n",
+        "UNSUB 1 2 3\r\n", "-ERR 'x'\r\n",
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        expect_closed_after(srv, "{\"verbose\":false}", ops[i], strlen(ops[i]), NULL);
+        expect_closed_after(srv, "{\"verbose\":false}", ops[i], NULL);
     /* HPUB with the header size above the total, and HPUB with too few arguments. */
-    expect_closed_after(srv, "{\"verbose\":false,\"headers\":true}", "HPUB foo 10 5\r\n", 15, NULL);
-    expect_closed_after(srv, "{\"verbose\":false,\"headers\":true}", "HPUB foo\r\n", 10, NULL);
+    expect_closed_after(srv, "{\"verbose\":false,\"headers\":true}", "HPUB foo 10 5\r\n", NULL);
+    expect_closed_after(srv, "{\"verbose\":false,\"headers\":true}", "HPUB foo\r\n", NULL);
     nd_integ_server_stop(srv);
 }
 
@@ -298,18 +375,28 @@ Test(integ_proto, silent_close_on_bad_connect)
         "CONNECT {bad\r\n",
         "CONNECT\r\n",
         "CONNECT {\"verbose\":false\r\n",
+        "CONNECT [1]\r\n",
+        "CONNECT {}x\r\n",
+        /* Well-formed JSON with a field of the wrong type fails to decode as well [R]. */
+        "CONNECT {\"verbose\":1}\r\n",
+        "CONNECT {\"pedantic\":\"x\"}\r\n",
+        "CONNECT {\"verbose\":false,\"echo\":\"no\"}\r\n",
+        "CONNECT {\"headers\":1}\r\n",
+        "CONNECT {\"name\":5}\r\n",
+        "CONNECT {\"protocol\":\"1\"}\r\n",
+        "CONNECT {\"protocol\":1.5}\r\n",
     };
     for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++)
-        expect_closed_after(srv, NULL, ops[i], strlen(ops[i]), NULL);
+        expect_closed_after(srv, NULL, ops[i], NULL);
     nd_integ_server_stop(srv);
 }
 
 Test(integ_proto, invalid_client_protocol)
 {
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
-    expect_closed_after(srv, NULL, "CONNECT {\"protocol\":2}\r\n", 24,
+    expect_closed_after(srv, NULL, "CONNECT {\"protocol\":2}\r\n",
                         "-ERR 'invalid client protocol'\r\n");
-    expect_closed_after(srv, NULL, "CONNECT {\"verbose\":false,\"protocol\":-1}\r\n", 41,
+    expect_closed_after(srv, NULL, "CONNECT {\"verbose\":false,\"protocol\":-1}\r\n",
                         "-ERR 'invalid client protocol'\r\n");
     /* protocol 0 is valid. */
     nd_integ_conn_t *c = connect_with(srv, "{\"verbose\":false,\"protocol\":0}");
@@ -321,9 +408,9 @@ Test(integ_proto, no_responders_requires_headers)
 {
     static const char err[] = "-ERR 'no responders requires headers support'\r\n";
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
-    expect_closed_after(srv, NULL, "CONNECT {\"no_responders\":true}\r\n", 32, err);
+    expect_closed_after(srv, NULL, "CONNECT {\"no_responders\":true}\r\n", err);
     const char *s = "CONNECT {\"verbose\":false,\"headers\":false,\"no_responders\":true}\r\n";
-    expect_closed_after(srv, NULL, s, strlen(s), err);
+    expect_closed_after(srv, NULL, s, err);
     nd_integ_server_stop(srv);
 }
 
@@ -332,9 +419,9 @@ Test(integ_proto, hpub_without_headers_closes)
     /* A connection that did not ask for headers (the CONNECT default is false) may not HPUB:
      * silent close [R]. */
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
-    expect_closed_after(srv, "{\"verbose\":false}", "HPUB foo 5 5\r\nXXXXX\r\n", 21, NULL);
+    expect_closed_after(srv, "{\"verbose\":false}", "HPUB foo 5 5\r\nXXXXX\r\n", NULL);
     expect_closed_after(srv, "{\"verbose\":false,\"headers\":false}", "HPUB foo 5 5\r\nXXXXX\r\n",
-                        21, NULL);
+                        NULL);
     nd_integ_server_stop(srv);
 }
 
@@ -443,7 +530,8 @@ Test(integ_proto, wildcards)
 
     ND_SEND(c, "PUB foo.bar.baz 1\r\nb\r\n");
     static const char *const m2[] = {"MSG foo.bar.baz 2 1\r\nb\r\n", "MSG foo.bar.baz 3 1\r\nb\r\n",
-                                     "MSG foo.bar.baz 7 1\r\nb\r\n", "MSG foo.bar.baz 9 1\r\nb\r\n"};
+                                     "MSG foo.bar.baz 7 1\r\nb\r\n",
+                                     "MSG foo.bar.baz 9 1\r\nb\r\n"};
     nd_integ_expect_unordered(c, m2, 4);
     ND_PING(c);
 
@@ -497,7 +585,10 @@ Test(integ_proto, queue_group_delivers_to_exactly_one)
     nd_integ_conn_t *pub = connect_quiet(srv);
     for (int k = 0; k < MSGS; k++) {
         char line[64];
-        int n = snprintf(line, sizeof line, "PUB work %d\r\n%d\r\n", k < 10 ? 1 : k < 100 ? 2 : 3,
+        int n = snprintf(line, sizeof line, "PUB work %d\r\n%d\r\n",
+                         k < 10    ? 1
+                         : k < 100 ? 2
+                                   : 3,
                          k);
         nd_integ_send(pub, line, (size_t)n);
     }
@@ -534,7 +625,10 @@ Test(integ_proto, queue_group_delivers_to_exactly_one)
     ND_SEND(plain, "PING\r\n");
     for (int k = 0; k < MSGS; k++) {
         char exp[64];
-        int n = snprintf(exp, sizeof exp, "MSG work 9 %d\r\n%d\r\n", k < 10 ? 1 : k < 100 ? 2 : 3,
+        int n = snprintf(exp, sizeof exp, "MSG work 9 %d\r\n%d\r\n",
+                         k < 10    ? 1
+                         : k < 100 ? 2
+                                   : 3,
                          k);
         nd_integ_expect(plain, exp, (size_t)n);
     }
@@ -610,6 +704,62 @@ Test(integ_proto, duplicate_sid_is_ignored)
     nd_integ_server_stop(srv);
 }
 
+/* Publishes a request to `subj` with reply `r` from a no_responders connection that subscribes
+ * to `r` as sid 7, one round trip at a time, until the 503 comes back. A connection's close
+ * reaches the server at a moment no protocol op can observe, so this waits for its effect: each
+ * round trip is a check, the deadline only a hang guard. */
+static void
+await_no_responders(nd_integ_conn_t *c, const char *subj)
+{
+    char pub[128], nr[128];
+    snprintf(pub, sizeof pub, "PUB %s r 1\r\nq\r\nPING\r\n", subj);
+    snprintf(nr, sizeof nr, "HMSG r 7 16 16\r\nNATS/1.0 503\r\n\r\n\r\n");
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (;;) {
+        ND_SENDS(c, pub);
+        char *f = nd_integ_read_frame(c);
+        cr_assert(f != NULL, "connection closed");
+        bool got = strcmp(f, nr) == 0;
+        if (got) {
+            free(f);
+            f = nd_integ_read_frame(c);
+        }
+        cr_assert(f != NULL && strcmp(f, "PONG\r\n") == 0, "unexpected frame %s", f ? f : "");
+        free(f);
+        if (got)
+            return;
+        clock_gettime(CLOCK_MONOTONIC, &t);
+        cr_assert(t.tv_sec - t0.tv_sec < ND_INTEG_TIMEOUT_MS / 1000,
+                  "the closed subscriber's interest in %s was never removed", subj);
+    }
+}
+
+Test(integ_proto, subscriptions_removed_when_connection_closes)
+{
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    nd_integ_conn_t *req = connect_with(srv, "{\"verbose\":false,\"headers\":true,"
+                                             "\"no_responders\":true}");
+    ND_SEND(req, "SUB r 7\r\nPING\r\n");
+    ND_EXPECT(req, "PONG\r\n");
+    nd_integ_conn_t *a = connect_quiet(srv);
+    ND_SEND(a, "SUB svc 1\r\nSUB svc.q grp 2\r\nPING\r\n");
+    ND_EXPECT(a, "PONG\r\n");
+
+    /* While a subscribes, requests are delivered to it, not answered 503. */
+    ND_SEND(req, "PUB svc r 1\r\nq\r\nPUB svc.q r 1\r\nq\r\nPING\r\n");
+    ND_EXPECT(req, "PONG\r\n");
+    ND_SEND(a, "PING\r\n");
+    ND_EXPECT(a, "MSG svc 1 r 1\r\nq\r\nMSG svc.q 2 r 1\r\nq\r\nPONG\r\n");
+
+    /* Closing a removes its plain subscription and its queue membership: both become 503. */
+    nd_integ_conn_close(a);
+    await_no_responders(req, "svc");
+    await_no_responders(req, "svc.q");
+    nd_integ_conn_close(req);
+    nd_integ_server_stop(srv);
+}
+
 /* ---- headers ---------------------------------------------------------------------------- */
 
 Test(integ_proto, hpub_hmsg_and_header_stripping)
@@ -642,6 +792,14 @@ Test(integ_proto, hpub_hmsg_and_header_stripping)
                      "MSG x 2 0\r\n\r\n"
                      "MSG x 2 0\r\n\r\n"
                      "PONG\r\n");
+
+    /* A header size of 0 means no headers: MSG even for the headers subscriber [R]. */
+    ND_SEND(pub, "HPUB x 0 5\r\nhello\r\nPING\r\n");
+    ND_EXPECT(pub, "PONG\r\n");
+    ND_SEND(hsub, "PING\r\n");
+    ND_EXPECT(hsub, "MSG x 1 5\r\nhello\r\nPONG\r\n");
+    ND_SEND(plain, "PING\r\n");
+    ND_EXPECT(plain, "MSG x 2 5\r\nhello\r\nPONG\r\n");
 
     /* A plain PUB reaches a headers subscriber as MSG. */
     ND_SEND(pub, "PUB x 2\r\nhi\r\nPING\r\n");

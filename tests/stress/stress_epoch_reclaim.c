@@ -277,7 +277,7 @@ writer_thread_main(void *arg)
     for (uint64_t i = 0; i < ta->writes; i++) {
         write_step(ctx, &g_lists[1], nd_ctx_rand(ctx));
         nd_epoch_poll(ctx);
-        if (i % 4096 == 4095)
+        if (i % 16384 == 16383)
             nd_epoch_barrier(ctx->epoch); /* waits for every reader, then frees our retirees */
         if (i % 256 == 255) {
             /* Flow control, not timing: a few traversals per batch of writes, whatever the

@@ -43,15 +43,26 @@ setup(void)
     ctx = nd_ctx_external_new(pool);
 }
 
+/* Shuts everything down inside the test, so a failure is reported by the test itself: the
+ * external ctx goes first (its barrier frees what it retired, dropping the probes' references),
+ * then the pool closes every actor; every actor (and so every sub, which references its probe)
+ * must be gone. Criterion does not fail a test for what LeakSanitizer reports after it. */
+static void
+finish(void)
+{
+    nd_ctx_external_free(ctx);
+    ctx = NULL;
+    nd_pool_shutdown(pool);
+    cr_assert_eq(nd_pool_live_actors(pool), 0, "every actor (and sub) was freed");
+    nd_pool_free(pool);
+    pool = NULL;
+}
+
 static void
 teardown(void)
 {
-    /* The external ctx goes first: its barrier frees what it retired (dropping the probes'
-     * references), so the shutdown below finds every actor free-able. */
-    nd_ctx_external_free(ctx);
-    nd_pool_shutdown(pool);
-    cr_expect_eq(nd_pool_live_actors(pool), 0, "every actor (and sub) was freed");
-    nd_pool_free(pool);
+    if (pool != NULL)
+        finish();
 }
 
 TestSuite(acct, .init = setup, .fini = teardown, .timeout = 60);
@@ -128,6 +139,7 @@ Test(acct, new_and_name)
     cr_expect_eq(atomic_load(&a->stats.msgs_out), 3);
     cr_expect_eq(atomic_load(&a->stats.bytes_out), 150);
     nd_actor_unref(ctx, &a->actor);
+    finish();
 }
 
 Test(acct, sub_visible_when_notified_then_unsub)
@@ -159,6 +171,7 @@ Test(acct, sub_visible_when_notified_then_unsub)
     nd_sub_unref(ctx, s2);
     nd_actor_unref(ctx, &p->actor);
     nd_actor_unref(ctx, &a->actor);
+    finish();
 }
 
 Test(acct, invalid_sub_is_not_inserted_but_notified)
@@ -184,6 +197,7 @@ Test(acct, invalid_sub_is_not_inserted_but_notified)
     nd_sub_unref(ctx, t);
     nd_actor_unref(ctx, &p->actor);
     nd_actor_unref(ctx, &a->actor);
+    finish();
 }
 
 Test(acct, unsub_all)
@@ -212,6 +226,7 @@ Test(acct, unsub_all)
     nd_sub_unref(ctx, t);
     nd_actor_unref(ctx, &p->actor);
     nd_actor_unref(ctx, &a->actor);
+    finish();
 }
 
 Test(acct, messages_after_close_release_their_references)
@@ -238,6 +253,7 @@ Test(acct, messages_after_close_release_their_references)
     cr_expect_eq(visible(a, "x", NULL, NULL), 0);
     nd_actor_unref(ctx, &p->actor);
     nd_actor_unref(ctx, &a->actor);
+    finish();
 }
 
 Test(acct, shutdown_frees_everything)
@@ -261,4 +277,5 @@ Test(acct, shutdown_frees_everything)
     nd_actor_unref(ctx, &p->actor);
     nd_actor_unref(ctx, &a->actor);
     nd_actor_unref(ctx, &b->actor);
+    finish();
 }

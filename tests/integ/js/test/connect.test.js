@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { connect } from "@nats-io/transport-node";
-import { withServer, startServer, within, latch, HANG_MS } from "../lib/harness.js";
+import { withServer, startServer, within, latch, HANG_MS } from "../lib/js_harness.js";
 
 const opts = { timeout: 60000 };
 

@@ -10,7 +10,7 @@
 
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { withServer, within, latch } from "../lib/harness.js";
+import { withServer, within, latch } from "../lib/js_harness.js";
 
 const opts = { timeout: 60000 };
 const END = "END";

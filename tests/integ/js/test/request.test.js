@@ -3,7 +3,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { headers, Empty, RequestError, NoRespondersError } from "@nats-io/transport-node";
-import { withServer, within, latch } from "../lib/harness.js";
+import { withServer, within, latch } from "../lib/js_harness.js";
 
 const opts = { timeout: 60000 };
 
