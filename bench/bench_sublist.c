@@ -116,8 +116,8 @@ run(nd_ctx_t *ctx, int nsubs, bool wildcards, long iters)
     double it = (double)iters;
     printf("%6d subs%-9s | in a section: uncached %5.1f  cached %5.1f | lookup alone: uncached "
            "%5.1f  cached %5.1f | enter+exit %4.1f ns | %zu deliverable\n",
-           nsubs, wildcards ? " +4 wild" : "", best_u / it, best_c / it, best_un / it,
-           best_cn / it, (e1 - e0) / it, sink / (size_t)iters / 20);
+           nsubs, wildcards ? " +4 wild" : "", best_u / it, best_c / it, best_un / it, best_cn / it,
+           (e1 - e0) / it, sink / (size_t)iters / 20);
     nd_slcache_fini(&cache);
     nd_sl_result_fini(&r);
     nd_sl_free(ctx, sl, unref_cb, NULL);

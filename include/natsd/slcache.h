@@ -29,8 +29,8 @@ typedef struct nd_slcache_entry nd_slcache_entry_t;
 
 typedef struct nd_slcache {
     /* owner actor only */
-    const nd_sl_t *sl;           /* the sublist the entries belong to */
-    nd_slcache_entry_t **slots;  /* nsets * ND_SLCACHE_WAYS; NULL until the first insert */
+    const nd_sl_t *sl;          /* the sublist the entries belong to */
+    nd_slcache_entry_t **slots; /* nsets * ND_SLCACHE_WAYS; NULL until the first insert */
     uint32_t nsets;
     uint32_t count; /* entries held (valid or stale) */
     uint32_t clock; /* round-robin victim choice */

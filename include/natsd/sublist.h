@@ -68,8 +68,8 @@ typedef struct nd_sl_qres {
  * grown), so the common path never allocates. Initialise with nd_sl_result_init, release with
  * nd_sl_result_fini. A cached result (natsd/slcache.h) has the same shape but is read-only. */
 typedef struct nd_sl_result {
-    uint64_t gen;     /* the sublist generation read before the walk */
-    uint32_t npvecs;  /* plain subscriptions: pvecs[0..npvecs) */
+    uint64_t gen;      /* the sublist generation read before the walk */
+    uint32_t npvecs;   /* plain subscriptions: pvecs[0..npvecs) */
     uint32_t nqgroups; /* queue groups: qgroups[0..nqgroups) */
     uint32_t nqvecs;
     uint32_t cap_pvecs, cap_qgroups, cap_qvecs;

@@ -103,10 +103,10 @@ typedef struct nd_proto_parser {
     /* progress through the current command; offsets are relative to the first kept byte */
     uint8_t phase;
     uint8_t op;
-    uint8_t err;  /* the sticky error status in the error phase */
-    size_t scan;  /* ARG: bytes of the argument already searched for '\n' */
-    size_t need;  /* PAYLOAD: bytes the whole command needs */
-    size_t ctl;   /* PAYLOAD: offset of the payload (control line length) */
+    uint8_t err; /* the sticky error status in the error phase */
+    size_t scan; /* ARG: bytes of the argument already searched for '\n' */
+    size_t need; /* PAYLOAD: bytes the whole command needs */
+    size_t ctl;  /* PAYLOAD: offset of the payload (control line length) */
     size_t subj_len, reply_off, reply_len;
     int64_t hdr_len;
 } nd_proto_parser_t;

@@ -164,8 +164,8 @@ grow(nd_slcache_t *c)
 static nd_slcache_entry_t **
 victim(nd_slcache_t *c, uint32_t hash, uint64_t gen)
 {
-    if (c->slots == NULL || (c->count + 1 > c->nsets * ND_SLCACHE_WAYS * 3 / 4 &&
-                             c->nsets < MAX_SETS))
+    if (c->slots == NULL ||
+        (c->count + 1 > c->nsets * ND_SLCACHE_WAYS * 3 / 4 && c->nsets < MAX_SETS))
         grow(c);
     nd_slcache_entry_t **set = &c->slots[(hash & (c->nsets - 1)) * ND_SLCACHE_WAYS];
     for (int w = 0; w < ND_SLCACHE_WAYS; w++)

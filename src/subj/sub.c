@@ -78,5 +78,5 @@ nd_sub_unref(nd_ctx_t *ctx, nd_sub_t *sub)
     if (atomic_fetch_sub_explicit(&sub->refs, 1, memory_order_acq_rel) != 1)
         return;
     sub->retire_ctx = ctx;
-    sub_free(&sub->retire); /* MUTATION */
+    nd_epoch_retire(ctx, &sub->retire, sub_free);
 }

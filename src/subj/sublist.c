@@ -162,8 +162,7 @@ add_qgroups(nd_sl_result_t *r, const nd_sl_tab_t *t)
         }
         if (g == base) {
             if (r->nqgroups == r->cap_qgroups)
-                r->qgroups = grow(r->qgroups, r->qgroups_buf, &r->cap_qgroups,
-                                  sizeof(*r->qgroups));
+                r->qgroups = grow(r->qgroups, r->qgroups_buf, &r->cap_qgroups, sizeof(*r->qgroups));
             g = r->nqgroups++;
             r->qgroups[g] = (nd_sl_qres_t){
                 .name = qg->key.str, .name_len = qg->key.len, .first = r->nqvecs, .nvecs = 0};
@@ -354,8 +353,8 @@ vec_rebuild(const nd_sl_vec_t *old, uint32_t cap)
     if (old != NULL) {
         uint32_t n = atomic_load_explicit(&old->n, memory_order_relaxed);
         for (uint32_t i = 0; i < n; i++) {
-            nd_sub_t *s = atomic_load_explicit(&((nd_sl_vec_t *)old)->slot[i],
-                                               memory_order_relaxed);
+            nd_sub_t *s =
+                atomic_load_explicit(&((nd_sl_vec_t *)old)->slot[i], memory_order_relaxed);
             if (s == NULL)
                 continue;
             atomic_store_explicit(&v->slot[j], s, memory_order_relaxed);

@@ -20,13 +20,13 @@
 #include "natsd/subject.h"
 #include "natsd/sublist.h"
 
-#define WORKERS  4
-#define READERS  3
-#define STABLE   64
-#define CHURN    768
-#define BATCH    64 /* writer operations per message */
-#define MATCHES  32 /* matches per reader message */
-#define MSG_STEP (ND_MSG_USER_BASE + 1)
+#define WORKERS    4
+#define READERS    3
+#define STABLE     64
+#define CHURN      768
+#define BATCH      64 /* writer operations per message */
+#define MATCHES    32 /* matches per reader message */
+#define MSG_STEP   (ND_MSG_USER_BASE + 1)
 #define STABLE_TAG ((uintptr_t)1 << 40)
 
 #ifdef ND_SANITIZED

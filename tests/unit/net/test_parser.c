@@ -260,7 +260,8 @@ Test(proto, ping_pong_ok)
 {
     expect_log("PING\r\nPONG\r\n+OK\r\n", "PING\nPONG\n+OK\n");
     /* 2.9.10 ignores everything up to '\n' after these names. */
-    expect_log("PINGX\r\nPING foo\r\nPONGPONG\n+OKjunk\r\nPING\r\rPING\n", "PING\nPING\nPONG\n+OK\nPING\n");
+    expect_log("PINGX\r\nPING foo\r\nPONGPONG\n+OKjunk\r\nPING\r\rPING\n",
+               "PING\nPING\nPONG\n+OK\nPING\n");
 }
 
 Test(proto, connect_info_err)
@@ -295,7 +296,8 @@ Test(proto, blanks_and_line_ends)
     expect_log("PUB\tfoo\t\t5\r\nhello\r\nPUB  foo  bar  5 \r\nhello\r\nSUB \t foo  q \t 7 \r\n",
                "PUB s=foo r= h=0 p=hello\nPUB s=foo r=bar h=0 p=hello\nSUB s=foo q=q sid=7\n");
     /* A bare '\n' ends a control line (2.9.10 delivers these). */
-    expect_log("PUB foo 5\nhello\r\nSUB foo 1\nPING\n", "PUB s=foo r= h=0 p=hello\nSUB s=foo q= sid=1\nPING\n");
+    expect_log("PUB foo 5\nhello\r\nSUB foo 1\nPING\n",
+               "PUB s=foo r= h=0 p=hello\nSUB s=foo q= sid=1\nPING\n");
     /* SUB/UNSUB also split on CR and LF (splitArg); PUB/HPUB do not. */
     expect_log("SUB foo\r1\r\nSUB foo 1\r\r\nUNSUB 99\r1\r\nSUB \rfoo 1\r\n",
                "SUB s=foo q= sid=1\nSUB s=foo q= sid=1\nUNSUB sid=99 max=1\nSUB s=foo q= sid=1\n");
@@ -308,8 +310,10 @@ Test(proto, blanks_and_line_ends)
 Test(proto, payload_with_crlf_inside)
 {
     expect_log("PUB a 6\r\n\r\n\r\n\r\n\r\n", "PUB s=a r= h=0 p=\\x0d\\x0a\\x0d\\x0a\\x0d\\x0a\n");
-    expect_log("PUB a 4\r\nPUB \r\nPUB a 0\r\n\r\n", "PUB s=a r= h=0 p=PUB\\x20\nPUB s=a r= h=0 p=\n");
-    expect_log("HPUB a 4 6\r\n\r\n\r\n\n\r\r\n", "HPUB s=a r= h=4 p=\\x0d\\x0a\\x0d\\x0a\\x0a\\x0d\n");
+    expect_log("PUB a 4\r\nPUB \r\nPUB a 0\r\n\r\n",
+               "PUB s=a r= h=0 p=PUB\\x20\nPUB s=a r= h=0 p=\n");
+    expect_log("HPUB a 4 6\r\n\r\n\r\n\n\r\r\n",
+               "HPUB s=a r= h=4 p=\\x0d\\x0a\\x0d\\x0a\\x0a\\x0d\n");
 }
 
 /* ---- errors -------------------------------------------------------------------------------- */
@@ -317,9 +321,24 @@ Test(proto, payload_with_crlf_inside)
 Test(proto, unknown_op)
 {
     static const char *bad[] = {
-        "\r\n",   "\n",     "X",         "PUBX foo 5\r\n", "PUB\r\n",       "SUB\r\n",
-        "UNSUB\r\n", "-ERR\r\n", "-ERRx\r\n", "+O\r\n",         "PI NG\r\n",     "MSG foo 1 5\r\n",
-        "HMSG a 1 0 0\r\n", "RS+ a\r\n", "RMSG a\r\n",  "LS+ a\r\n",  "A+ a\r\n",  " PING\r\n",
+        "\r\n",
+        "\n",
+        "X",
+        "PUBX foo 5\r\n",
+        "PUB\r\n",
+        "SUB\r\n",
+        "UNSUB\r\n",
+        "-ERR\r\n",
+        "-ERRx\r\n",
+        "+O\r\n",
+        "PI NG\r\n",
+        "MSG foo 1 5\r\n",
+        "HMSG a 1 0 0\r\n",
+        "RS+ a\r\n",
+        "RMSG a\r\n",
+        "LS+ a\r\n",
+        "A+ a\r\n",
+        " PING\r\n",
         "CONNEC {}\r\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -329,7 +348,8 @@ Test(proto, unknown_op)
         cr_expect_eq(st, ND_PROTO_ERR_UNKNOWN_OP, "%s: got %s", bad[i], nd_proto_status_name(st));
         cr_expect_eq(used, 0);
     }
-    cr_expect_str_eq(nd_proto_status_errtext(ND_PROTO_ERR_UNKNOWN_OP), "Unknown Protocol Operation");
+    cr_expect_str_eq(nd_proto_status_errtext(ND_PROTO_ERR_UNKNOWN_OP),
+                     "Unknown Protocol Operation");
 }
 
 Test(proto, bad_trailer)
@@ -351,12 +371,31 @@ Test(proto, bad_trailer)
 Test(proto, bad_args)
 {
     static const char *bad[] = {
-        "PUB foo\r\n", "PUB foo -1\r\n", "PUB foo 5a\r\n", "PUB foo 0000000005\r\n",
-        "PUB foo 99999999999999999999\r\n", "PUB foo 1000000000\r\n", "PUB a b c 5\r\n",
-        "PUB foo +5\r\n", "PUB foo \r\n", "PUB \r\n", "PUB foo 0x5\r\n", "PUB foo 5 6 7\r\n",
-        "HPUB foo 10 5\r\n", "HPUB foo 5\r\n", "HPUB foo -1 5\r\n", "HPUB a b c 1 5\r\n",
-        "HPUB foo x 5\r\n", "HPUB foo 1 y\r\n", "HPUB foo 2000000 5\r\n", "HPUB foo 3000000 2000000\r\n",
-        "SUB foo\r\n", "SUB a b c d\r\n", "SUB \r\n", "UNSUB \r\n", "UNSUB 1 2 3\r\n",
+        "PUB foo\r\n",
+        "PUB foo -1\r\n",
+        "PUB foo 5a\r\n",
+        "PUB foo 0000000005\r\n",
+        "PUB foo 99999999999999999999\r\n",
+        "PUB foo 1000000000\r\n",
+        "PUB a b c 5\r\n",
+        "PUB foo +5\r\n",
+        "PUB foo \r\n",
+        "PUB \r\n",
+        "PUB foo 0x5\r\n",
+        "PUB foo 5 6 7\r\n",
+        "HPUB foo 10 5\r\n",
+        "HPUB foo 5\r\n",
+        "HPUB foo -1 5\r\n",
+        "HPUB a b c 1 5\r\n",
+        "HPUB foo x 5\r\n",
+        "HPUB foo 1 y\r\n",
+        "HPUB foo 2000000 5\r\n",
+        "HPUB foo 3000000 2000000\r\n",
+        "SUB foo\r\n",
+        "SUB a b c d\r\n",
+        "SUB \r\n",
+        "UNSUB \r\n",
+        "UNSUB 1 2 3\r\n",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t used = 99;
@@ -417,7 +456,8 @@ Test(proto, control_line_limit)
     check_limits("PUB abcdefghijklmnopq", 16, 100, "ERR_CONTROL_LINE PUB\n");
     check_limits("PUB abcdefghijklmnopq\r", 16, 100, "ERR_CONTROL_LINE PUB\n");
     /* Blanks after the op name do not count; trailing blanks do (as in 2.9.10). */
-    check_limits("PUB  \t \t  abcdefghijklmn 0\r\n\r\n", 16, 100, "PUB s=abcdefghijklmn r= h=0 p=\n");
+    check_limits("PUB  \t \t  abcdefghijklmn 0\r\n\r\n", 16, 100,
+                 "PUB s=abcdefghijklmn r= h=0 p=\n");
     check_limits("PUB abcdefghijklm 0  \r\n\r\n", 16, 100, "ERR_CONTROL_LINE PUB\n");
     check_limits("PUB abcdefghijklm 0 \r\n\r\n", 16, 100, "PUB s=abcdefghijklm r= h=0 p=\n");
     /* Every op with an argument is limited; the text after PING is not. */
@@ -471,7 +511,8 @@ Test(proto, max_payload_limit)
     cr_expect_eq(ONE("PUB foo 1048576\r\n", &used, &c), ND_PROTO_MORE);
     cr_expect_eq(ONE("PUB foo 1048577\r\n", &used, &c), ND_PROTO_ERR_MAX_PAYLOAD);
     cr_expect_eq(ONE("PUB foo 999999999\r\n", &used, &c), ND_PROTO_ERR_MAX_PAYLOAD);
-    cr_expect_str_eq(nd_proto_status_errtext(ND_PROTO_ERR_MAX_PAYLOAD), "Maximum Payload Violation");
+    cr_expect_str_eq(nd_proto_status_errtext(ND_PROTO_ERR_MAX_PAYLOAD),
+                     "Maximum Payload Violation");
 }
 
 Test(proto, huge_sizes_and_pending_need)
@@ -519,27 +560,26 @@ Test(proto, op_set)
 /* ---- split reads --------------------------------------------------------------------------- */
 
 /* A pipeline of every op and the odd corners, ending in a partial command. */
-static const char PIPELINE[] =
-    "CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true}\r\n"
-    "PING\r\n"
-    "SUB foo.* 1\r\n"
-    "SUB\tfoo.>\tq\t2\r\n"
-    "pub foo.bar 5\r\nhello\r\n"
-    "PUB foo.bar _INBOX.1 8\r\nhe\r\nl\nlo\r\n"
-    "HPUB foo.bar 12 17\r\nNATS/1.0\r\n\r\nhello\r\n"
-    "HPUB foo.bar rep 16 16\r\nNATS/1.0 503\r\n\r\n\r\n"
-    "PUB  empty   0  \r\n\r\n"
-    "PUB bare 3\nabc\r\n"
-    "PONG\r\n"
-    "PINGjunk junk\r\n"
-    "+OK\r\n"
-    "INFO {\"server_id\":\"x\"} \r\n"
-    "UNSUB 1\r\n"
-    "UNSUB 2 10\r\n"
-    "SUB foo\r9\r\n"
-    "-ERR 'Stale Connection'\r\n"
-    "CONNECT{}\r\n"
-    "PUB last 10\r\n01234";
+static const char PIPELINE[] = "CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true}\r\n"
+                               "PING\r\n"
+                               "SUB foo.* 1\r\n"
+                               "SUB\tfoo.>\tq\t2\r\n"
+                               "pub foo.bar 5\r\nhello\r\n"
+                               "PUB foo.bar _INBOX.1 8\r\nhe\r\nl\nlo\r\n"
+                               "HPUB foo.bar 12 17\r\nNATS/1.0\r\n\r\nhello\r\n"
+                               "HPUB foo.bar rep 16 16\r\nNATS/1.0 503\r\n\r\n\r\n"
+                               "PUB  empty   0  \r\n\r\n"
+                               "PUB bare 3\nabc\r\n"
+                               "PONG\r\n"
+                               "PINGjunk junk\r\n"
+                               "+OK\r\n"
+                               "INFO {\"server_id\":\"x\"} \r\n"
+                               "UNSUB 1\r\n"
+                               "UNSUB 2 10\r\n"
+                               "SUB foo\r9\r\n"
+                               "-ERR 'Stale Connection'\r\n"
+                               "CONNECT{}\r\n"
+                               "PUB last 10\r\n01234";
 
 static const char PIPELINE_LOG[] =
     "CONNECT a={\"verbose\":false,\"pedantic\":false,\"headers\":true}\n"

@@ -28,8 +28,8 @@ TestSuite(slcache, .init = setup, .fini = teardown);
 static nd_sub_t *
 add(nd_sl_t *sl, const char *subject, const char *queue)
 {
-    nd_sub_t *s = nd_sub_new(ctx, NULL, subject, strlen(subject), queue,
-                             queue ? strlen(queue) : 0, "1", 1);
+    nd_sub_t *s =
+        nd_sub_new(ctx, NULL, subject, strlen(subject), queue, queue ? strlen(queue) : 0, "1", 1);
     cr_assert(nd_sl_insert(ctx, sl, s));
     return s;
 }
@@ -89,8 +89,8 @@ Test(slcache, hit_and_miss)
     uint32_t h = nd_slcache_hash("foo.bar", 7);
     cr_expect_eq(nd_slcache_lookup(&c, nd_sl_generation(sl), "foo.bar", 7, h), r1);
     cr_expect_null(nd_slcache_lookup(&c, nd_sl_generation(sl) + 1, "foo.bar", 7, h));
-    cr_expect_null(nd_slcache_lookup(&c, nd_sl_generation(sl), "foo.bax", 7,
-                                     nd_slcache_hash("foo.bax", 7)));
+    cr_expect_null(
+        nd_slcache_lookup(&c, nd_sl_generation(sl), "foo.bax", 7, nd_slcache_hash("foo.bax", 7)));
     nd_epoch_exit(ctx);
 
     nd_slcache_fini(&c);

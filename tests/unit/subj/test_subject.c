@@ -85,10 +85,8 @@ Test(subj, valid_pub_and_sub_table)
     for (size_t i = 0; i < sizeof(valid_cases) / sizeof(valid_cases[0]); i++) {
         const valid_case_t *c = &valid_cases[i];
         size_t n = strlen(c->s);
-        cr_expect_eq(nd_subj_valid_pub(c->s, n), c->pub, "pub(\"%s\") should be %d", c->s,
-                     c->pub);
-        cr_expect_eq(nd_subj_valid_sub(c->s, n), c->sub, "sub(\"%s\") should be %d", c->s,
-                     c->sub);
+        cr_expect_eq(nd_subj_valid_pub(c->s, n), c->pub, "pub(\"%s\") should be %d", c->s, c->pub);
+        cr_expect_eq(nd_subj_valid_sub(c->s, n), c->sub, "sub(\"%s\") should be %d", c->s, c->sub);
         /* A valid subject is literal exactly when it is a valid publish subject. */
         if (c->sub)
             cr_expect_eq(nd_subj_is_literal(c->s, n), c->pub, "literal(\"%s\")", c->s);
@@ -98,9 +96,9 @@ Test(subj, valid_pub_and_sub_table)
 Test(subj, lengths_not_nul_terminated)
 {
     const char buf[] = "foo.bar.*";
-    cr_expect(nd_subj_valid_pub(buf, 7));    /* "foo.bar" */
-    cr_expect(!nd_subj_valid_pub(buf, 8));   /* "foo.bar." */
-    cr_expect(!nd_subj_valid_pub(buf, 9));   /* "foo.bar.*" */
+    cr_expect(nd_subj_valid_pub(buf, 7));  /* "foo.bar" */
+    cr_expect(!nd_subj_valid_pub(buf, 8)); /* "foo.bar." */
+    cr_expect(!nd_subj_valid_pub(buf, 9)); /* "foo.bar.*" */
     cr_expect(nd_subj_valid_sub(buf, 9));
     cr_expect(!nd_subj_valid_sub(buf, 0));
     /* An embedded NUL is just a byte: lengths rule. */
@@ -113,10 +111,9 @@ Test(subj, queue_names)
         const char *q;
         bool ok;
     } cases[] = {
-        {"workers", true}, {"q1", true},       {"a.b.c", true}, {"*", true},
-        {">", true},       {"_sys_", true},     {"x-y_z", true}, {"", false},
-        {" ", false},      {"a b", false},      {"a\tb", false}, {"a\r", false},
-        {"\nq", false},    {"q\f", false},
+        {"workers", true}, {"q1", true},    {"a.b.c", true}, {"*", true},    {">", true},
+        {"_sys_", true},   {"x-y_z", true}, {"", false},     {" ", false},   {"a b", false},
+        {"a\tb", false},   {"a\r", false},  {"\nq", false},  {"q\f", false},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         cr_expect_eq(nd_subj_valid_queue(cases[i].q, strlen(cases[i].q)), cases[i].ok,
@@ -141,8 +138,8 @@ Test(subj, token_count)
         const char *s;
         size_t n;
     } cases[] = {
-        {"", 0},        {"a", 1},        {"a.b", 2},       {"a.b.c", 3}, {"*.>", 2},
-        {".", 2},       {"a..b", 3},     {"foo.bar.baz.qux", 4},
+        {"", 0},    {"a", 1}, {"a.b", 2},  {"a.b.c", 3},
+        {"*.>", 2}, {".", 2}, {"a..b", 3}, {"foo.bar.baz.qux", 4},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         cr_expect_eq(nd_subj_tokens(cases[i].s, strlen(cases[i].s)), cases[i].n, "tokens(%s)",
@@ -216,8 +213,7 @@ Test(subj, match_table)
 {
     for (size_t i = 0; i < sizeof(match_cases) / sizeof(match_cases[0]); i++) {
         const match_case_t *c = &match_cases[i];
-        cr_expect_eq(nd_subj_match(c->pattern, strlen(c->pattern), c->subject,
-                                   strlen(c->subject)),
+        cr_expect_eq(nd_subj_match(c->pattern, strlen(c->pattern), c->subject, strlen(c->subject)),
                      c->match, "match(%s, %s) should be %d", c->pattern, c->subject, c->match);
     }
 }
@@ -273,16 +269,16 @@ Test(subj, subset_table)
 {
     for (size_t i = 0; i < sizeof(subset_cases) / sizeof(subset_cases[0]); i++) {
         const subset_case_t *c = &subset_cases[i];
-        cr_expect_eq(nd_subj_subset(c->sub, strlen(c->sub), c->super, strlen(c->super)),
-                     c->subset, "subset(%s, %s) should be %d", c->sub, c->super, c->subset);
+        cr_expect_eq(nd_subj_subset(c->sub, strlen(c->sub), c->super, strlen(c->super)), c->subset,
+                     "subset(%s, %s) should be %d", c->sub, c->super, c->subset);
     }
 }
 
 /* A literal subject is a subset of a pattern exactly when the pattern matches it. */
 Test(subj, subset_agrees_with_match_for_literals)
 {
-    static const char *pats[] = {"foo", "foo.bar", "*", "*.*", ">", "foo.>", "*.bar", "foo.*.>",
-                                 "a.b.c"};
+    static const char *pats[] = {"foo",   "foo.bar", "*",       "*.*",  ">",
+                                 "foo.>", "*.bar",   "foo.*.>", "a.b.c"};
     static const char *subs[] = {"foo", "foo.bar", "bar", "a.b.c", "foo.bar.baz", "x.bar"};
     for (size_t i = 0; i < sizeof(pats) / sizeof(pats[0]); i++)
         for (size_t j = 0; j < sizeof(subs) / sizeof(subs[0]); j++)

@@ -30,8 +30,8 @@ TestSuite(sl, .init = setup, .fini = teardown);
 static nd_sub_t *
 mk(const char *subject, const char *queue, uintptr_t id)
 {
-    nd_sub_t *s = nd_sub_new(ctx, NULL, subject, strlen(subject), queue,
-                             queue ? strlen(queue) : 0, "1", 1);
+    nd_sub_t *s =
+        nd_sub_new(ctx, NULL, subject, strlen(subject), queue, queue ? strlen(queue) : 0, "1", 1);
     s->conn_data = (void *)id;
     return s;
 }
@@ -198,8 +198,9 @@ Test(sl, empty_tokens_match_nothing)
     add(sl, "foo.>", NULL, 2);
     add(sl, "*.*", NULL, 4);
     add(sl, "foo.*.>", NULL, 8);
-    static const char *bad[] = {"", ".", "..", ".foo", "foo.", "foo..bar", "foo.bar.",
-                                "foo.bar..baz", "a.b.c.", "x..", "*..*", "foo.x..y"};
+    static const char *bad[] = {"",       ".",        "..",       ".foo",
+                                "foo.",   "foo..bar", "foo.bar.", "foo.bar..baz",
+                                "a.b.c.", "x..",      "*..*",     "foo.x..y"};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         cr_expect_eq(psum(sl, bad[i], &r), 0, "\"%s\" matched", bad[i]);
         cr_expect(nd_sl_result_empty(&r));
@@ -212,8 +213,8 @@ Test(sl, empty_tokens_match_nothing)
 Test(sl, invalid_inserts_are_rejected)
 {
     nd_sl_t *sl = nd_sl_new();
-    static const char *bad[] = {"", ".", "foo.", ".foo", "foo..bar", ">.foo", "foo.>.bar",
-                                "foo bar", "foo\t", "a.\n"};
+    static const char *bad[] = {"",      ".",         "foo.",    ".foo",  "foo..bar",
+                                ">.foo", "foo.>.bar", "foo bar", "foo\t", "a.\n"};
     uint64_t gen = nd_sl_generation(sl);
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         nd_sub_t *s = mk(bad[i], NULL, 1);
