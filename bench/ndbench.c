@@ -27,7 +27,11 @@
  *
  * Output: every mode prints one machine-readable line, `RESULT mode=<mode> key=value ...`, and
  * one line for humans. On failure (a refused connection, an -ERR, a message that never arrived)
- * it prints `ndbench: <mode>: <why>` to stderr and exits 1.
+ * it prints `ndbench: <mode>: <why>` to stderr and exits 1. The throughput and reqrep modes add
+ * `srv_cpu_s` and `srv_cpu_ns_per_op` when the server's pid is known (--pid, or found from the
+ * port): its user+system CPU time from /proc/<pid>/stat over the run, per message, delivery or
+ * request. On a machine shared with other work the rates swing with the CPU the server happens to
+ * get, while the CPU time per operation stays close to the server's own cost.
  *
  * Protocol handling: the client sends CONNECT with verbose and pedantic off, so the server
  * answers nothing but PONGs, MSGs and -ERRs. Publishers pre-build a buffer of identical
@@ -45,7 +49,8 @@
  *
  * Memory modes read VmRSS before and after (after a --settle pause); the growth divided by the
  * number of connections or subscriptions includes everything the server allocated for them
- * (buffers, tables, allocator slack), which is what an operator pays.
+ * (buffers, tables, allocator slack), which is what an operator pays. Run them against a fresh
+ * server: memory freed by earlier work (closing connections) would be netted against the growth.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -410,6 +415,30 @@ rd_parse(rd_t *r, ev_t *ev, bool fields)
     }
 }
 
+/* The server's max_payload from its INFO (0 until an INFO has been seen): a publisher checks its
+ * message size against it up front, because the server answers a larger PUB by closing the
+ * connection, which a writer only sees as a reset. Relaxed: every connection sees the same value.
+ */
+static _Atomic int64_t g_max_payload;
+
+static void
+note_info(const ev_t *ev)
+{
+    static const char key[] = "\"max_payload\":";
+    const char *p = memmem(ev->line, ev->line_len, key, sizeof key - 1);
+    if (p != NULL)
+        atomic_store_explicit(&g_max_payload, strtoll(p + sizeof key - 1, NULL, 10),
+                              memory_order_relaxed);
+}
+
+static void
+check_payload(void)
+{
+    int64_t max = atomic_load_explicit(&g_max_payload, memory_order_relaxed);
+    if (max > 0 && g_opt.size > (uint64_t)max)
+        fail("payload of %zu bytes is over the server's max_payload of %" PRId64, g_opt.size, max);
+}
+
 /* Returns the next operation, reading as needed. PINGs are answered and INFOs skipped here;
  * an -ERR or EOF fails the run. */
 static int
@@ -426,6 +455,8 @@ rd_next(rd_t *r, ev_t *ev, bool fields)
             write_all(r->fd, "PONG\r\n", 6);
             break;
         case EV_INFO:
+            note_info(ev);
+            break;
         case EV_OK:
             break;
         case EV_ERR:
@@ -573,6 +604,7 @@ pub_main(void *arg)
 {
     pubr_t *p = arg;
     size_t size = g_opt.size;
+    check_payload();
     char hdr[300];
     int hl = snprintf(hdr, sizeof hdr, "PUB %s %zu\r\n", p->subject, size);
     size_t reclen = (size_t)hl + size + 2;
@@ -1153,6 +1185,7 @@ mode_reqrep(void)
     int fd = conn_open(&r, RD_SMALL, extra);
 
     size_t size = g_opt.size;
+    check_payload();
     char hdr[300];
     int hl = snprintf(hdr, sizeof hdr, "PUB %s %s %zu\r\n", subject, inbox, size);
     size_t reclen = (size_t)hl + size + 2;
@@ -1410,7 +1443,8 @@ usage(FILE *f)
             "      --batch N        idleconns connections awaiting their PONG at once (default "
             "256)\n"
             "  -h, --help\n"
-            "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n");
+            "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n"
+            "Run idleconns and subs against a freshly started server.\n");
 }
 
 static uint64_t

@@ -7,20 +7,25 @@
  * argument into tokens with a tight loop and then jumps over the payload by its size. All of this
  * reads the caller's buffer in place; nothing is copied or allocated.
  *
- * Phases, and what the first kept byte (buf[0] at the next call) is in each of them:
- *   LINE     the first byte of a command. An op name cut short by the end of the buffer is matched
+ * Phases. The kept bytes (buf[0] at every call) always begin with the current command's op name:
+ * MORE never consumes anything, and after a command the parser is back at a line start, so a
+ * caller may also leave a returned command unconsumed and get it again from the next call.
+ *   LINE     at a command's first byte. An op name cut short by the end of the buffer is matched
  *            again on the next call; that costs at most 8 bytes.
- *   BLANKS   op known, skipping the blanks after it. Everything scanned so far was consumed.
- *   ARG      op known; buf[0] is the first byte of the argument and `scan` bytes of it have been
- *            searched for '\n' already, so the next search starts there.
- *   JUNK     PING, PONG or +OK: everything up to '\n' is ignored (and consumed), as in 2.9.10.
- *   PAYLOAD  PUB/HPUB whose control line was parsed; buf[0] is the first argument byte again
- *            (the subject slice must still point into the buffer) and `need` is the length of
- *            the whole command from there. A call with fewer bytes does O(1) work.
+ *   BLANKS   op known, skipping the blanks after its name; `scan` is where to go on.
+ *   ARG      op known; the argument begins at `arg` and has been searched for '\n' up to `scan`,
+ *            so the next search starts there.
+ *   JUNK     PING, PONG or +OK: everything up to '\n' is ignored (as in 2.9.10); `scan` as in ARG.
+ *   PAYLOAD  PUB/HPUB whose control line was parsed; `need` is the length of the whole command,
+ *            and the subject, reply and payload offsets are saved. A call with fewer bytes does
+ *            O(1) work and looks at no byte.
  *   ERROR    sticky: every call returns the same error.
- * Invariants: each byte is searched for '\n' at most once per command, except the at most 8
- * bytes of an op name cut short; `need` is nonzero only in PAYLOAD; in PAYLOAD and ERROR nothing
- * is scanned at all. So a control line or a payload arriving one byte per call costs O(n) in all.
+ * Invariants: each byte is searched for '\n' at most once per command (twice for a PUB/HPUB line
+ * that the one-pass scanner saw unfinished), except the at most 8 bytes of an op name cut short;
+ * `need` is nonzero only in PAYLOAD. So a control line or a payload arriving one byte per call
+ * costs O(n) in all. Every byte the caller keeps is bounded by the limits: the blanks after an op
+ * name, an argument and the text after PING each count against max_control_line, so an
+ * unfinished command is never longer than about 2 * max_control_line + max_payload.
  *
  * Behaviour of nats-server 2.9.10, probed over raw TCP (and matched here):
  *  - Op names are case-insensitive. PUB, HPUB, SUB, UNSUB and -ERR need a space or tab after the
@@ -44,6 +49,8 @@
  *    -ERR 'maximum control line exceeded' (lower case, as 2.9.10 sends it).
  *
  * Deliberate differences from 2.9.10, all for garbage input only:
+ *  - More than max_control_line blanks after an op name, or text after PING/PONG/+OK longer than
+ *    that, is ERR_CONTROL_LINE; 2.9.10 accepts any amount (it does not keep those bytes).
  *  - nats-server drops the last byte of a line ended by a bare '\n' if a '\r' occurred anywhere in
  *    it, and when a line is split across reads it deletes every '\r' in the part after the split.
  *    Here exactly one '\r' before the '\n' is dropped, so a command parses the same however the
@@ -271,24 +278,23 @@ done(nd_proto_parser_t *p, size_t end, size_t *used, nd_proto_cmd_t *cmd)
     return ND_PROTO_CMD;
 }
 
-/* Resumes a PUB/HPUB waiting for its payload (phase PAYLOAD): buf[0] is its first argument byte.
- * Returns: the command once p->need bytes are there, MORE before (O(1), nothing is scanned). */
+/* Resumes a PUB/HPUB waiting for its payload (phase PAYLOAD); buf[0] is the command's first byte.
+ * Returns: the command once p->need bytes are there, MORE before (O(1): nothing is scanned). */
 static nd_proto_status_t
-payload_resume(nd_proto_parser_t *p, const char *s, size_t avail, size_t *used, nd_proto_cmd_t *cmd)
+payload_resume(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used, nd_proto_cmd_t *cmd)
 {
     size_t need = p->need;
     /* nats-server rejects a wrong first trailer byte at once; here the trailer is checked only
      * when the whole command is there, because a caller that honours nd_proto_pending_need()
      * does not call before then, and the outcome must not depend on when it calls. */
-    if (avail < need) {
-        *used = 0;
+    if (len < need)
         return ND_PROTO_MORE;
-    }
-    if (s[need - 2] != '\r' || s[need - 1] != '\n')
+    if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
         return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
+    const char *s = buf + p->arg;
     cmd->subject = slice(s, 0, p->subj_len);
     cmd->reply = slice(s, p->reply_off, p->reply_len);
-    cmd->payload = slice(s, p->ctl, need - 2 - p->ctl);
+    cmd->payload = slice(s, p->ctl, need - 2 - p->arg - p->ctl);
     cmd->hdr_len = p->hdr_len;
     return done(p, need, used, cmd);
 }
@@ -331,9 +337,9 @@ finish_pub(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, const
     p->reply_len = reply_len;
     p->hdr_len = hdr;
     p->ctl = ctl;
-    p->need = need;
+    p->arg = base;
+    p->need = base + need;
     p->phase = PH_PAYLOAD;
-    *used = base;
     return ND_PROTO_MORE;
 }
 
@@ -431,22 +437,28 @@ nd_proto_parse(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used, 
     const opdef_t *d = NULL;
     const unsigned char *u = (const unsigned char *)buf;
     const char *s, *nl;
-    size_t i = 0, a = 0, avail, lim, from, e, end;
+    size_t mcl = p->max_control_line;
+    /* No '\n' can be further than mcl + 2 bytes into an argument (the argument, CR, LF). */
+    size_t span = mcl < SIZE_MAX - 2 ? mcl + 2 : SIZE_MAX;
+    size_t i = 0, a = 0, avail, lim, from, e, end, have;
 
+    *used = 0; /* MORE and errors consume nothing; done() sets it for a command */
     switch (p->phase) {
     case PH_LINE:
         break;
     case PH_BLANKS:
+        i = p->scan;
         goto blanks;
     case PH_ARG:
+        a = p->arg;
         goto arg;
     case PH_JUNK:
+        i = p->scan;
         goto junk;
     case PH_PAYLOAD:
         return payload_resume(p, buf, len, used, cmd);
     default:
         cmd->op = (nd_proto_op_t)p->op;
-        *used = 0;
         return (nd_proto_status_t)p->err;
     }
 
@@ -454,87 +466,92 @@ nd_proto_parse(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used, 
     if (len >= 4 && (u[0] | 0x20) == 'p' && (u[1] | 0x20) == 'u' && (u[2] | 0x20) == 'b' &&
         is_blank(u[3]) && (p->ops & ND_PROTO_OPBIT(ND_PROTO_OP_PUB))) {
         p->op = ND_PROTO_OP_PUB;
+        p->arg = 3;
         i = 4;
     } else {
         int m = match_op(p->ops, buf, len, &d);
         if (m < 0)
             return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
-        if (m == 0) {
-            *used = 0;
+        if (m == 0)
             return ND_PROTO_MORE;
-        }
         i = d->len;
-        if (d->grammar == G_NOARG) {
-            p->op = d->op;
-            p->phase = PH_JUNK;
-            goto junk;
-        }
         if (d->grammar == G_SEP) {
-            if (i == len) { /* match the name again when its separator has arrived */
-                *used = 0;
+            if (i == len) /* match the name again when its separator has arrived */
                 return ND_PROTO_MORE;
-            }
             if (!is_blank(u[i])) /* "PUBX": a bad op name, so cmd->op stays NONE */
                 return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
             i++;
         }
         p->op = d->op;
+        p->arg = d->len; /* where the blanks, or the ignored text, begin */
+        if (d->grammar == G_NOARG)
+            goto junk;
     }
-    p->phase = PH_BLANKS;
 
 blanks:
     while (i < len && is_blank(u[i]))
         i++;
+    /* 2.9.10 puts no bound on the blanks after an op name, but the caller keeps every byte of
+     * an unfinished command, so they count against max_control_line on their own. */
+    if (i - p->arg > mcl)
+        return fail(p, ND_PROTO_ERR_CONTROL_LINE, used, cmd);
     if (i == len) {
-        *used = len;
+        p->scan = i;
+        p->phase = PH_BLANKS;
         return ND_PROTO_MORE;
     }
     a = i;
-    /* The first argument byte belongs to the argument whatever it is (see the top comment). */
-    p->scan = 1;
-    p->phase = PH_ARG;
+    /* The first argument byte belongs to the argument whatever it is (see the top comment), so
+     * the search for '\n' starts after it. */
+    p->scan = a + 1;
 
 arg:
     s = buf + a;
     avail = len - a;
-    /* No '\n' can be further than max_control_line + 2 bytes in (the argument, CR, LF), so the
-     * search stops there: a flood without newlines is rejected after mcl + 2 bytes. */
-    lim = p->max_control_line < SIZE_MAX - 2 ? p->max_control_line + 2 : SIZE_MAX;
-    if (avail < lim)
-        lim = avail;
-    from = p->scan;
+    lim = avail < span ? avail : span;
+    from = p->scan - a;
     if (from == 1 && (p->op == ND_PROTO_OP_PUB || p->op == ND_PROTO_OP_HPUB)) {
         tok_t t[MAX_TOKENS + 1];
         size_t n;
         if (scan_pub_line(s, lim, t, p->op == ND_PROTO_OP_HPUB ? 4 : 3, &n, &end, &e)) {
-            if (end > p->max_control_line)
+            if (end > mcl)
                 return fail(p, ND_PROTO_ERR_CONTROL_LINE, used, cmd);
             return finish_pub(p, s, avail, a, t, n, e + 1, used, cmd);
         }
     }
     nl = from < lim ? memchr(s + from, '\n', lim - from) : NULL;
     if (nl == NULL) {
-        /* A CR at the end may be the one before '\n', which does not count. */
-        size_t have = lim - (lim >= 2 && s[lim - 1] == '\r');
-        if (have > p->max_control_line)
+        /* A CR at the end may be the one before '\n', which does not count. Without a '\n' in
+         * the first mcl + 2 bytes the argument is too long whatever comes next. */
+        have = lim - (lim >= 2 && s[lim - 1] == '\r');
+        if (have > mcl)
             return fail(p, ND_PROTO_ERR_CONTROL_LINE, used, cmd);
-        p->scan = lim;
-        *used = a;
+        p->scan = a + lim;
+        p->arg = a;
+        p->phase = PH_ARG;
         return ND_PROTO_MORE;
     }
     e = (size_t)(nl - s);
     end = (e >= 2 && s[e - 1] == '\r') ? e - 1 : e;
-    if (end > p->max_control_line)
+    if (end > mcl)
         return fail(p, ND_PROTO_ERR_CONTROL_LINE, used, cmd);
     return finish_line(p, s, avail, a, end, e + 1, used, cmd);
 
 junk:
-    nl = i < len ? memchr(buf + i, '\n', len - i) : NULL;
+    /* PING, PONG, +OK: 2.9.10 ignores everything up to '\n'. That text counts against
+     * max_control_line like an argument, for the same reason as the blanks above. */
+    lim = len - p->arg < span ? len : p->arg + span;
+    nl = i < lim ? memchr(buf + i, '\n', lim - i) : NULL;
+    e = nl != NULL ? (size_t)(nl - buf) : lim;
+    have = e - p->arg - (e > p->arg && buf[e - 1] == '\r');
+    if (have > mcl)
+        return fail(p, ND_PROTO_ERR_CONTROL_LINE, used, cmd);
     if (nl == NULL) {
-        *used = len;
+        p->scan = lim;
+        p->phase = PH_JUNK;
         return ND_PROTO_MORE;
     }
-    return done(p, (size_t)(nl - buf) + 1, used, cmd);
+    return done(p, e + 1, used, cmd);
 }
 
 const char *

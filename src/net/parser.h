@@ -5,17 +5,19 @@
  *
  *     for (;;) {
  *         st = nd_proto_parse(&p, rbuf + off, rlen - off, &used, &cmd);
- *         off += used;                           // on every status, MORE included
- *         if (st == ND_PROTO_CMD) { handle(&cmd); continue; }
  *         if (st == ND_PROTO_MORE) break;        // keep rbuf[off..rlen), read more after it
- *         send the -ERR that nd_proto_status_errtext(st) names (if any) and close;
+ *         if (st != ND_PROTO_CMD) { send -ERR nd_proto_status_errtext(st), if any; close; }
+ *         handle(&cmd);
+ *         off += used;
  *     }
  *     move rbuf[off..rlen) to the start of the buffer (slices of handled commands die here).
  *
  * The kept bytes must be passed again, unchanged and first, on the next call: the parser remembers
  * how far it has scanned them, so a control line or a payload that trickles in one byte per read
- * costs O(total bytes), not O(n^2). MORE may consume bytes (*used > 0): the op name, the blanks
- * after it and whatever follows PING/PONG/+OK are not needed again and must be dropped.
+ * costs O(total bytes), not O(n^2). MORE consumes nothing (*used is 0): the kept bytes always
+ * start at the unfinished command's op name. After ND_PROTO_CMD the parser is at a line start
+ * again, so a caller that cannot handle a command yet (a paused connection) may leave it
+ * unconsumed and gets the same command from the next call on those bytes.
  *
  * Grammar and error behaviour follow nats-server 2.9.10 (probed over raw TCP; see parser.c for
  * the details and the few deliberate differences).
@@ -100,13 +102,15 @@ typedef struct nd_proto_parser {
     size_t max_control_line;
     int64_t max_payload; /* ND_PROTO_NO_LIMIT or >= 0 */
     uint32_t ops;        /* ND_PROTO_OPBIT set of the accepted ops */
-    /* progress through the current command; offsets are relative to the first kept byte */
+    /* progress through the current command; offsets count from its first byte (the first kept
+     * byte), except ctl and reply_off, which count from the argument's start */
     uint8_t phase;
     uint8_t op;
     uint8_t err; /* the sticky error status in the error phase */
-    size_t scan; /* ARG: bytes of the argument already searched for '\n' */
-    size_t need; /* PAYLOAD: bytes the whole command needs */
-    size_t ctl;  /* PAYLOAD: offset of the payload (control line length) */
+    size_t arg;  /* where the argument (before it: the blanks, or the ignored text) begins */
+    size_t scan; /* where the next search goes on: the bytes before it were searched already */
+    size_t need; /* PAYLOAD: bytes the whole command needs; 0 in every other phase */
+    size_t ctl;  /* PAYLOAD: the control line's length, i.e. the payload's offset */
     size_t subj_len, reply_off, reply_len;
     int64_t hdr_len;
 } nd_proto_parser_t;
@@ -135,14 +139,15 @@ nd_proto_parser_set_ops(nd_proto_parser_t *p, uint32_t ops)
 
 /* Parses at most one command from buf[0..len). Ctx: the connection's owner.
  * Borrows: buf (slices in *cmd point into it). Sets *used to the bytes consumed: the whole command
- * on ND_PROTO_CMD, possibly some bytes on ND_PROTO_MORE, 0 on errors.
+ * on ND_PROTO_CMD, 0 otherwise.
  * Returns: ND_PROTO_CMD, ND_PROTO_MORE or an ND_PROTO_ERR_* status (cmd->op says which op). */
 nd_proto_status_t nd_proto_parse(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used,
                                  nd_proto_cmd_t *cmd);
 
-/* After ND_PROTO_MORE: how many kept bytes the pending command needs in all, counted from the
- * first kept byte, when the parser knows it (a PUB/HPUB waiting for its payload); a call with
- * fewer bytes than that returns MORE again. 0 when unknown: call again when any byte arrives. */
+/* After ND_PROTO_MORE: how many bytes the pending command needs in all, counted from its first
+ * byte (the first kept byte), when the parser knows it (a PUB/HPUB waiting for its payload); a
+ * call with fewer bytes returns MORE again at once. 0 when unknown: call again when any byte
+ * arrives. */
 static inline size_t
 nd_proto_pending_need(const nd_proto_parser_t *p)
 {

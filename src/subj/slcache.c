@@ -78,31 +78,7 @@ nd_slcache_fini(nd_slcache_t *c)
 uint32_t
 nd_slcache_hash(const char *s, size_t len)
 {
-    /* Eight bytes per multiply, the tail read as one overlapping word (no memcpy call for a
-     * variable length); subjects are mostly 10-60 bytes. */
-    const uint64_t k = 0x9E3779B97F4A7C15ull;
-    uint64_t h = (uint64_t)len * k;
-    uint64_t w;
-    if (len >= 8) {
-        const char *end = s + len;
-        for (; s + 8 < end; s += 8) {
-            h = (h ^ nd_sl_load8(s)) * k;
-            h ^= h >> 31;
-        }
-        w = nd_sl_load8(end - 8);
-    } else if (len >= 4) {
-        w = nd_sl_load4(s) | (uint64_t)nd_sl_load4(s + len - 4) << 32;
-    } else if (len != 0) {
-        w = (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[len / 2] << 8 |
-            (uint64_t)(unsigned char)s[len - 1] << 16;
-    } else {
-        w = 0;
-    }
-    h = (h ^ w) * k;
-    h ^= h >> 31;
-    h *= 0xBF58476D1CE4E5B9ull;
-    h ^= h >> 32;
-    return (uint32_t)h;
+    return nd_sl_hash_bytes(s, len);
 }
 
 static inline nd_slcache_entry_t **

@@ -50,29 +50,12 @@ void nd_sl_pend_add(nd_sl_pend_t *p, nd_epoch_entry_t *e, void (*fn)(nd_epoch_en
 void nd_sl_pend_flush(nd_ctx_t *ctx, nd_sl_pend_t *p);
 void nd_sl_pend_fini(nd_sl_pend_t *p);
 
-/* The token hash shared by writers and readers: FNV-1a, 32 bits. Tokens are short, and the
- * reader computes it in the same loop that looks for the separator. */
-#define ND_SL_HASH_INIT  2166136261u
-#define ND_SL_HASH_PRIME 16777619u
+/* ---- byte helpers shared by the sublist and the cache ---- */
 
-static inline uint32_t
-nd_sl_hash_step(uint32_t h, unsigned char c)
-{
-    return (h ^ c) * ND_SL_HASH_PRIME;
-}
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the word-at-a-time token scan assumes a little-endian machine"
+#endif
 
-static inline uint32_t
-nd_sl_hash(const char *s, size_t n)
-{
-    uint32_t h = ND_SL_HASH_INIT;
-    for (size_t i = 0; i < n; i++)
-        h = nd_sl_hash_step(h, (unsigned char)s[i]);
-    return h;
-}
-
-/* Equality of two short byte strings without a call to memcmp (tokens and subjects are mostly
- * under 16 bytes, where a libc call costs more than the compare): 8-byte words, with the last word
- * overlapping the previous one, or two overlapping 4-byte words, or bytes. */
 static inline uint64_t
 nd_sl_load8(const char *p)
 {
@@ -89,6 +72,100 @@ nd_sl_load4(const char *p)
     return w;
 }
 
+static inline uint64_t
+nd_sl_mix(uint64_t h, uint64_t w)
+{
+    h = (h ^ w) * 0x9E3779B97F4A7C15ull;
+    return h ^ (h >> 32);
+}
+
+#define ND_SL_TOK_SEED 0x243F6A8885A308D3ull
+
+/* Scans the token that starts at p (start <= p <= end; [start, end) is the readable subject):
+ * returns the token's end (the next '.' or end) and stores its hash in *hash.
+ * Word at a time: each 8-byte word is searched for '.' with the has-zero-byte trick on
+ * (word ^ "........") and mixed into the hash with one multiply; the last partial word is read as
+ * an overlapping load ending at `end` when the subject is long enough, so nothing outside
+ * [start, end) is read. The hash depends only on the token's bytes (whole words, then the
+ * remaining 1-7 bytes zero-padded), so the writer, who scans a token on its own, gets the value a
+ * reader gets scanning it inside a subject. An empty token returns p itself. */
+static inline const char *
+nd_sl_tok_scan(const char *p, const char *end, const char *start, uint32_t *hash)
+{
+    const uint64_t dots = 0x2E2E2E2E2E2E2E2Eull, lo = 0x0101010101010101ull,
+                   hi = 0x8080808080808080ull;
+    uint64_t h = ND_SL_TOK_SEED;
+    for (;;) {
+        size_t rem = (size_t)(end - p);
+        uint64_t w;
+        if (rem >= 8) {
+            w = nd_sl_load8(p);
+        } else if (rem == 0) {
+            *hash = (uint32_t)h;
+            return p;
+        } else if (end - start >= 8) {
+            w = nd_sl_load8(end - 8) >> (8 * (8 - rem));
+        } else {
+            w = 0;
+            for (size_t i = 0; i < rem; i++)
+                w |= (uint64_t)(unsigned char)p[i] << (8 * i);
+        }
+        uint64_t x = w ^ dots;
+        uint64_t m = (x - lo) & ~x & hi; /* its lowest set bit marks the first '.' byte */
+        if (rem < 8)
+            m &= (1ull << (8 * rem)) - 1; /* the zero padding is not part of the subject */
+        if (m != 0) {
+            unsigned k = (unsigned)__builtin_ctzll(m) >> 3;
+            if (k != 0)
+                h = nd_sl_mix(h, w & ((1ull << (8 * k)) - 1));
+            *hash = (uint32_t)h;
+            return p + k;
+        }
+        h = nd_sl_mix(h, w);
+        if (rem <= 8) {
+            *hash = (uint32_t)h;
+            return end;
+        }
+        p += 8;
+    }
+}
+
+/* The hash of one token (which contains no '.'), equal to what nd_sl_tok_scan computes. */
+static inline uint32_t
+nd_sl_tok_hash(const char *t, size_t n)
+{
+    uint32_t h;
+    nd_sl_tok_scan(t, t + n, t, &h);
+    return h;
+}
+
+/* A hash of arbitrary bytes (queue names, whole subjects for the cache): eight bytes per
+ * multiply, the tail read as one overlapping word. */
+static inline uint32_t
+nd_sl_hash_bytes(const char *s, size_t len)
+{
+    uint64_t h = nd_sl_mix(ND_SL_TOK_SEED, len);
+    uint64_t w;
+    if (len >= 8) {
+        const char *end = s + len;
+        for (; s + 8 < end; s += 8)
+            h = nd_sl_mix(h, nd_sl_load8(s));
+        w = nd_sl_load8(end - 8);
+    } else if (len >= 4) {
+        w = nd_sl_load4(s) | (uint64_t)nd_sl_load4(s + len - 4) << 32;
+    } else if (len != 0) {
+        w = (uint64_t)(unsigned char)s[0] | (uint64_t)(unsigned char)s[len / 2] << 8 |
+            (uint64_t)(unsigned char)s[len - 1] << 16;
+    } else {
+        w = 0;
+    }
+    h = nd_sl_mix(h, w) * 0xBF58476D1CE4E5B9ull;
+    return (uint32_t)(h ^ (h >> 32));
+}
+
+/* Equality of two short byte strings without a call to memcmp (tokens and subjects are mostly
+ * under 16 bytes, where a libc call costs more than the compare): 8-byte words, the last one
+ * overlapping the previous, or two overlapping 4-byte words, or bytes. */
 static inline bool
 nd_sl_bytes_eq(const char *a, const char *b, size_t n)
 {

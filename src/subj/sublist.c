@@ -264,13 +264,12 @@ has_empty_token(const char *p, const char *end)
  * before it, so its check covers the final result.
  * Returns: false when an empty token was found (the caller then discards the result). */
 static bool
-match_level(nd_sl_result_t *r, const sl_node_t *n, const char *p, const char *end, bool top)
+match_level(nd_sl_result_t *r, const sl_node_t *n, const char *p, const char *end,
+            const char *start, bool top)
 {
     for (;;) {
-        uint32_t h = ND_SL_HASH_INIT;
-        const char *q = p;
-        while (q < end && *q != ND_SUBJ_SEP)
-            h = nd_sl_hash_step(h, (unsigned char)*q++);
+        uint32_t h;
+        const char *q = nd_sl_tok_scan(p, end, start, &h);
         if (q == p)
             return false;
         bool last = q == end;
@@ -282,7 +281,7 @@ match_level(nd_sl_result_t *r, const sl_node_t *n, const char *p, const char *en
         if (w != NULL) {
             if (last)
                 add_node(r, w);
-            else if (!match_level(r, w, q + 1, end, false))
+            else if (!match_level(r, w, q + 1, end, start, false))
                 return false;
         }
         const nd_sl_tab_t *t = atomic_load_explicit(&n->children, memory_order_acquire);
@@ -313,7 +312,7 @@ nd_sl_match(nd_ctx_t *ctx, nd_sl_t *sl, const char *subject, size_t len, nd_sl_r
     const sl_node_t *root = atomic_load_explicit(&sl->root, memory_order_acquire);
     if (root == NULL || len == 0 || len > UINT32_MAX)
         return false;
-    if (!match_level(r, root, subject, subject + len, true)) {
+    if (!match_level(r, root, subject, subject + len, subject, true)) {
         r->npvecs = r->nqgroups = r->nqvecs = 0;
         return false;
     }
@@ -474,7 +473,7 @@ child_get_or_add(nd_sl_t *sl, sl_node_t *n, const char *t, uint32_t len)
         }
         return c;
     }
-    uint32_t h = nd_sl_hash(t, len);
+    uint32_t h = nd_sl_tok_hash(t, len);
     nd_sl_tab_t *tab = atomic_load_explicit(&n->children, memory_order_relaxed);
     sl_node_t *c = (sl_node_t *)nd_sl_tab_get(tab, t, len, h);
     if (c == NULL) {
@@ -564,7 +563,7 @@ nd_sl_insert(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *sub)
         p = q + 1;
     }
     if (sub->queue != NULL) {
-        uint32_t h = nd_sl_hash(sub->queue, sub->queue_len);
+        uint32_t h = nd_sl_hash_bytes(sub->queue, sub->queue_len);
         nd_sl_tab_t *qt = atomic_load_explicit(&n->qgroups, memory_order_relaxed);
         sl_qgroup_t *qg = (sl_qgroup_t *)nd_sl_tab_get(qt, sub->queue, sub->queue_len, h);
         if (qg == NULL) {

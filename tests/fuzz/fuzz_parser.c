@@ -97,10 +97,13 @@ rnd(uint32_t *s)
     return *s;
 }
 
-/* Feeds in[0..n) in chunks ending at cuts[0..ncuts) and then n. Returns: the final status. */
+/* Feeds in[0..n) in chunks ending at cuts[0..ncuts) and then n. With honour_need it does not call
+ * while fewer than nd_proto_pending_need() bytes are kept; with reparse it parses every command
+ * twice, leaving it unconsumed the first time (as a paused connection does), and checks that the
+ * same command comes back. Returns: the final status. */
 static nd_proto_status_t
 feed(size_t mcl, int64_t mpay, const char *in, size_t n, const size_t *cuts, size_t ncuts,
-     int honour_need, log_t *l)
+     int honour_need, int reparse, log_t *l)
 {
     nd_proto_parser_t p;
     nd_proto_parser_init(&p, mcl, mpay);
@@ -130,16 +133,29 @@ feed(size_t mcl, int64_t mpay, const char *in, size_t n, const size_t *cuts, siz
             if (st == ND_PROTO_CMD) {
                 if (used == 0)
                     abort();
+                if (reparse) {
+                    log_t one = {0}, two = {0};
+                    size_t used2 = 0;
+                    log_cmd(&one, &cmd, exact, len);
+                    if (nd_proto_parse(&p, exact, len, &used2, &cmd) != ND_PROTO_CMD ||
+                        used2 != used)
+                        abort();
+                    log_cmd(&two, &cmd, exact, len);
+                    if (one.len != two.len || memcmp(one.b, two.b, one.len) != 0)
+                        abort();
+                    free(one.b);
+                    free(two.b);
+                }
                 log_cmd(l, &cmd, exact, len);
             } else if (st == ND_PROTO_MORE) {
                 /* A known need is always more than what is kept, or the parser would have
                  * finished the command. */
                 size_t need = nd_proto_pending_need(&p);
-                if (need != 0 && need <= len - used)
+                if (need != 0 && need <= len)
                     abort();
-            } else if (used != 0) {
-                abort();
             }
+            if (st != ND_PROTO_CMD && used != 0)
+                abort(); /* MORE and errors consume nothing */
             free(exact);
             off += used;
             if (st != ND_PROTO_CMD)
@@ -170,7 +186,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t n = size - 6;
 
     log_t whole = {0}, split = {0};
-    nd_proto_status_t a = feed(mcl, mpay, in, n, NULL, 0, 0, &whole);
+    nd_proto_status_t a = feed(mcl, mpay, in, n, NULL, 0, 0, 0, &whole);
 
     size_t cuts[8], ncuts = 0;
     if (n > 0) {
@@ -185,7 +201,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 cuts[j - 1] = t;
             }
     }
-    nd_proto_status_t b = feed(mcl, mpay, in, n, cuts, ncuts, (int)(seed & 2), &split);
+    nd_proto_status_t b =
+        feed(mcl, mpay, in, n, cuts, ncuts, (int)(seed & 2), (int)(seed & 4), &split);
 
     if (a != b || whole.len != split.len || memcmp(whole.b, split.b, whole.len) != 0) {
         fprintf(stderr, "whole and split differ: %s vs %s (mcl %zu, max_payload %lld)\n",

@@ -571,6 +571,14 @@ nd_integ_conn_close(nd_integ_conn_t *c)
 }
 
 void
+nd_integ_conn_reset(nd_integ_conn_t *c)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    nd_integ_conn_close(c);
+}
+
+void
 nd_integ_cleanup(void)
 {
     nd_integ_context(NULL);

@@ -65,6 +65,9 @@ const char *nd_integ_conn_info(const nd_integ_conn_t *c);
 /* Closes the socket and frees c. */
 void nd_integ_conn_close(nd_integ_conn_t *c);
 
+/* Closes the socket with a TCP reset (SO_LINGER 0), as a crashed client would, and frees c. */
+void nd_integ_conn_reset(nd_integ_conn_t *c);
+
 /* Sends all of buf. While the socket is not writable it keeps reading what the server sends, so a
  * large write never deadlocks against the server's replies. Fails the test on error. */
 void nd_integ_send_at(const char *file, int line, nd_integ_conn_t *c, const void *buf, size_t len);

@@ -945,6 +945,72 @@ Test(integ_proto, pipelined_burst_in_order)
     nd_integ_server_stop(srv);
 }
 
+Test(integ_proto, fan_out_to_many_subscribers)
+{
+    enum { SUBS = 40, MSGS = 200 };
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    nd_integ_conn_t *sub[SUBS];
+    for (int i = 0; i < SUBS; i++) {
+        sub[i] = connect_quiet(srv);
+        ND_SEND(sub[i], "SUB fan.* 1\r\nPING\r\n");
+        ND_EXPECT(sub[i], "PONG\r\n");
+    }
+    nd_integ_conn_t *pub = connect_quiet(srv);
+    char *out = malloc((size_t)MSGS * 32), *exp = malloc((size_t)MSGS * 32 + 8);
+    size_t ol = 0, el = 0;
+    for (int k = 0; k < MSGS; k++) {
+        ol += (size_t)sprintf(out + ol, "PUB fan.%d 4\r\n%04d\r\n", k % 7, k);
+        el += (size_t)sprintf(exp + el, "MSG fan.%d 1 4\r\n%04d\r\n", k % 7, k);
+    }
+    memcpy(exp + el, "PONG\r\n", 6);
+    el += 6;
+    nd_integ_send(pub, out, ol);
+    ND_PING(pub);
+    /* Every subscriber gets every message, in publish order. */
+    for (int i = 0; i < SUBS; i++) {
+        ND_SEND(sub[i], "PING\r\n");
+        nd_integ_expect(sub[i], exp, el);
+        nd_integ_conn_close(sub[i]);
+    }
+    free(out);
+    free(exp);
+    nd_integ_conn_close(pub);
+    nd_integ_server_stop(srv);
+}
+
+Test(integ_proto, abrupt_disconnects)
+{
+    /* Clients that vanish mid-line or mid-payload, half of them with a TCP reset, holding
+     * subscriptions and queue memberships: the server keeps serving the others, and then shuts
+     * down cleanly (in a sanitizer build that includes its leak check). */
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    nd_integ_conn_t *keep = connect_quiet(srv);
+    ND_SEND(keep, "SUB gone.> 1\r\nPING\r\n");
+    ND_EXPECT(keep, "PONG\r\n");
+    for (int i = 0; i < 100; i++) {
+        nd_integ_conn_t *c = connect_quiet(srv);
+        char buf[128];
+        int n = snprintf(buf, sizeof buf, "SUB gone.%d 1\r\nSUB q.%d grp 2\r\n%s", i, i % 5,
+                         i % 3 == 0   ? "PUB gone.x 100\r\nabc"
+                         : i % 3 == 1 ? "PUB gone.x"
+                                      : "");
+        nd_integ_send(c, buf, (size_t)n);
+        if (i % 2)
+            nd_integ_conn_reset(c);
+        else
+            nd_integ_conn_close(c);
+    }
+    /* The survivor still gets messages, and only complete ones. */
+    nd_integ_conn_t *pub = connect_quiet(srv);
+    ND_SEND(pub, "PUB gone.y 2\r\nok\r\nPING\r\n");
+    ND_EXPECT(pub, "PONG\r\n");
+    ND_SEND(keep, "PING\r\n");
+    ND_EXPECT(keep, "MSG gone.y 1 2\r\nok\r\nPONG\r\n");
+    nd_integ_conn_close(pub);
+    nd_integ_conn_close(keep);
+    nd_integ_server_stop(srv);
+}
+
 /* ---- shutdown ------------------------------------------------------------------------------ */
 
 Test(integ_proto, sigint_with_clients_connected)

@@ -7,6 +7,7 @@
 
 #include "natsd/pool.h"
 #include "natsd/sublist.h"
+#include "subj/sltab.h"
 
 static nd_pool_t *pool;
 static nd_ctx_t *ctx;
@@ -619,4 +620,74 @@ Test(sl, scale_100k_distinct_subjects, .timeout = 120)
 Test(sl, scale_100k_in_one_queue_group, .timeout = 120)
 {
     scale_case("100k in one queue group", same_subject, "workers", "orders.created", 0, 1);
+}
+
+/* The reader hashes a token while scanning a whole subject (word at a time, overlapping loads
+ * near the end); the writer hashes the token alone. Both must agree for every length and
+ * position, and the scan must stop exactly at the separator. */
+Test(sl, token_scan_agrees_with_token_hash)
+{
+    char tok[48], subj[160];
+    for (int tl = 1; tl <= 40; tl++) {
+        for (int i = 0; i < tl; i++)
+            tok[i] = (char)('a' + (i * 7 + tl) % 26);
+        uint32_t want = nd_sl_tok_hash(tok, (size_t)tl);
+        for (int pre = 0; pre <= 17; pre++) {
+            for (int post = 0; post <= 17; post++) {
+                /* subject = [pre bytes "x"] [.] tok [.] [post bytes "y"] with empty parts left
+                 * out together with their separator. */
+                int n = 0;
+                for (int i = 0; i < pre; i++)
+                    subj[n++] = 'x';
+                if (pre)
+                    subj[n++] = '.';
+                int at = n;
+                memcpy(subj + n, tok, (size_t)tl);
+                n += tl;
+                if (post)
+                    subj[n++] = '.';
+                for (int i = 0; i < post; i++)
+                    subj[n++] = 'y';
+                uint32_t h;
+                const char *q = nd_sl_tok_scan(subj + at, subj + n, subj, &h);
+                cr_assert_eq(q, subj + at + tl, "scan end: tl %d pre %d post %d", tl, pre, post);
+                cr_assert_eq(h, want, "hash: tl %d pre %d post %d", tl, pre, post);
+            }
+        }
+    }
+    uint32_t h;
+    const char *s = "a..b";
+    cr_expect_eq(nd_sl_tok_scan(s + 2, s + 4, s, &h), s + 2, "an empty token ends at once");
+    cr_expect_eq(nd_sl_tok_scan(s + 4, s + 4, s, &h), s + 4);
+}
+
+Test(sl, long_tokens_match)
+{
+    nd_sl_t *sl = nd_sl_new();
+    nd_sl_result_t r;
+    nd_sl_result_init(&r);
+    char a[48], b[48], subj[128];
+    for (int la = 1; la <= 20; la++) {
+        for (int lb = 1; lb <= 20; lb += 3) {
+            memset(a, 'k', (size_t)la);
+            a[la] = '\0';
+            memset(b, 'v', (size_t)lb);
+            b[lb] = '\0';
+            snprintf(subj, sizeof(subj), "%s.%s", a, b);
+            nd_sub_t *s = add(sl, subj, NULL, 1);
+            snprintf(subj, sizeof(subj), "%s.*", a);
+            nd_sub_t *w = add(sl, subj, NULL, 2);
+            snprintf(subj, sizeof(subj), "%s.%s", a, b);
+            cr_assert_eq(psum(sl, subj, &r), 3, "%s", subj);
+            snprintf(subj, sizeof(subj), "%s.%sz", a, b);
+            cr_assert_eq(psum(sl, subj, &r), 2, "%s", subj);
+            snprintf(subj, sizeof(subj), "%s.%s.c", a, b);
+            cr_assert_eq(psum(sl, subj, &r), 0, "%s", subj);
+            drop(sl, s);
+            drop(sl, w);
+        }
+    }
+    cr_expect_eq(nd_sl_node_count(sl), 1);
+    nd_sl_result_fini(&r);
+    nd_sl_free(ctx, sl, NULL, NULL);
 }
