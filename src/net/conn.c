@@ -32,6 +32,7 @@
 #define SCRATCH_READ  (64 * 1024)
 #define SCRATCH_KEEP  (1024 * 1024) /* a write scratch grown past this is shrunk after the turn */
 #define FIRST_PING_MS 2000
+#define STALL_MS      2
 
 static const char *close_texts[] = {
 #define ND_CLOSE_TEXT(name, text) text,
@@ -201,6 +202,7 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     c->torn_down = true;
     nd_timer_cancel(ctx, &c->ping_timer);
     nd_timer_cancel(ctx, &c->wdeadline_timer);
+    nd_timer_cancel(ctx, &c->stall_timer);
     size_t n = 0;
     nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
     if (n > 0)
@@ -320,7 +322,7 @@ keep_leftover(nd_conn_t *c, const char *buf, size_t off, size_t len)
 static void
 do_read(nd_ctx_t *ctx, nd_conn_t *c)
 {
-    if (c->paused) {
+    if (c->paused || c->stalled) {
         c->read_blocked = true;
         return;
     }
@@ -368,6 +370,15 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c)
     if (c->closing)
         return;
     keep_leftover(c, buf, off, len);
+    if (c->stall_due) {
+        /* A recipient is filling up: stop reading from this producer for a moment (nats-server
+         * stalls 2-5 ms), so the recipient can drain before it becomes a slow consumer. */
+        c->stall_due = false;
+        c->stalled = true;
+        c->read_blocked = true;
+        nd_timer_start(ctx, &c->stall_timer, STALL_MS * 1000000ull, 0);
+        return;
+    }
     if ((size_t)n == space)
         nd_io_again(ctx, &c->io, ND_IO_READ); /* more may be waiting: continue next turn */
 }
@@ -383,7 +394,7 @@ resume(nd_ctx_t *ctx, nd_conn_t *c)
             return;
         keep_leftover(c, c->rbuf, off, c->rlen);
     }
-    if (!c->paused && c->read_blocked) {
+    if (!c->paused && !c->stalled && c->read_blocked) {
         c->read_blocked = false;
         nd_io_again(ctx, &c->io, ND_IO_READ);
     }
@@ -497,6 +508,15 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_CONN_MSG_WDEADLINE:
         on_wdeadline(ctx, c, msg);
         return;
+    case ND_CONN_MSG_UNSTALL:
+        if (nd_timer_fired(&c->stall_timer, msg) && !c->closing) {
+            c->stalled = false;
+            if (!c->paused && c->read_blocked) {
+                c->read_blocked = false;
+                nd_io_again(ctx, &c->io, ND_IO_READ);
+            }
+        }
+        return;
     case ND_CONN_MSG_SLOW:
         if (!c->closing) {
             nd_log_info("%s:%d - cid:%llu - \"Slow Consumer Detected: MaxPending of %lld "
@@ -556,6 +576,7 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
     nd_slcache_init(&c->cache);
     nd_timer_init(&c->ping_timer, &c->base, ND_CONN_MSG_PING);
     nd_timer_init(&c->wdeadline_timer, &c->base, ND_CONN_MSG_WDEADLINE);
+    nd_timer_init(&c->stall_timer, &c->base, ND_CONN_MSG_UNSTALL);
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;

@@ -28,6 +28,7 @@ enum {
     ND_CONN_MSG_SUB_ACK,   /* the account inserted one of our subscriptions */
     ND_CONN_MSG_PING,      /* ping timer */
     ND_CONN_MSG_WDEADLINE, /* write deadline timer */
+    ND_CONN_MSG_UNSTALL,   /* fast-producer stall is over */
     ND_CONN_MSG_SLOW,      /* a publisher found us over max_pending */
     ND_CONN_MSG_CHUNK,     /* nd_conn_msg_chunk_t: ready-to-write messages from one publisher */
 };
@@ -91,7 +92,7 @@ typedef struct nd_conn {
     nd_slcache_t cache;
     nd_outbox_t outbox;
     nd_sl_result_t *scratch; /* for cache misses and one-off matches; allocated on first use */
-    nd_timer_t ping_timer, wdeadline_timer;
+    nd_timer_t ping_timer, wdeadline_timer, stall_timer;
     uint32_t pings_out;
     uint32_t sub_acks_due;     /* subscriptions sent to the account and not yet acknowledged */
     bool started;              /* INFO sent */
@@ -100,7 +101,9 @@ typedef struct nd_conn {
     int protocol;
     bool closing;
     bool paused;               /* stopped parsing until sub_acks_due is 0 */
-    bool read_blocked;         /* a read is owed once unpaused */
+    bool read_blocked;         /* a read is owed once unpaused or unstalled */
+    bool stall_due;            /* a recipient passed 75% of max_pending during this batch */
+    bool stalled;              /* not reading until stall_timer fires */
     bool got_inbound;          /* inbound traffic since the last ping tick */
     bool pinged_once;
     bool wdeadline_armed;

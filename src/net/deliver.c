@@ -88,8 +88,13 @@ static bool
 charge(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, int64_t bytes)
 {
     int64_t prev = atomic_fetch_add_explicit(&t->pending, bytes, memory_order_relaxed);
-    if (prev + bytes <= c->srv->opts.max_pending)
+    int64_t max = c->srv->opts.max_pending;
+    if (prev + bytes <= max) {
+        /* Fast-producer throttle: a recipient past 75% stalls its producer briefly. */
+        if (prev + bytes > max - max / 4 && t != c && !c->srv->opts.no_fast_producer_stall)
+            c->stall_due = true;
         return true;
+    }
     atomic_fetch_sub_explicit(&t->pending, bytes, memory_order_relaxed);
     if (!atomic_exchange_explicit(&t->slow, true, memory_order_relaxed))
         nd_actor_send(ctx, &t->base, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_SLOW));
