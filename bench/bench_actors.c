@@ -7,9 +7,11 @@
  *   -r  runs each benchmark this many times and reports the best run (default 1)
  *   name  runs only the benchmarks whose names start with one of these words
  *
- * Output: one line per benchmark, `name msgs_per_s ns_per_msg`, where ns_per_msg is wall time
- * divided by the number of operations (so for the parallel ones it is the inverse throughput,
- * not a latency). Lines starting with '#' are comments (parameters, pool counters).
+ * Output: one line per benchmark, `name msgs_per_s ns_per_msg cpu_ns_per_msg`, where ns_per_msg
+ * is wall time divided by the number of operations (so for the parallel ones it is the inverse
+ * throughput, not a latency) and cpu_ns_per_msg is the CPU time of all the process's threads
+ * (spinning and parking included) per operation, which is steadier than wall time on a machine
+ * shared with other work. Lines starting with '#' are comments (parameters, pool counters).
  *
  * Benchmarks:
  *   mbox_push_pop_1    push one preallocated message and pop it, one thread (the Vyukov stub
@@ -72,11 +74,33 @@ static char **opt_names;
 static int opt_nnames;
 
 static uint64_t
-now_ns(void)
+clock_ns(clockid_t id)
 {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(id, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* Wall and process CPU time (all threads) at the start of a timed region. */
+typedef struct stamp {
+    uint64_t wall, cpu;
+} stamp_t;
+
+static uint64_t last_cpu_ns; /* CPU time of the last run, scaled like its wall time */
+
+static stamp_t
+stamp(void)
+{
+    return (stamp_t){clock_ns(CLOCK_MONOTONIC), clock_ns(CLOCK_PROCESS_CPUTIME_ID)};
+}
+
+/* Ends a timed region that did `done` operations; returns its wall time scaled to `ops`. */
+static uint64_t
+elapsed(stamp_t t0, uint64_t done, uint64_t ops)
+{
+    stamp_t t1 = stamp();
+    last_cpu_ns = (t1.cpu - t0.cpu) * ops / done;
+    return (t1.wall - t0.wall) * ops / done;
 }
 
 static uint64_t
@@ -98,10 +122,11 @@ selected(const char *name)
 }
 
 static void
-report(const char *name, uint64_t ops, uint64_t best_ns)
+report(const char *name, uint64_t ops, uint64_t best_ns, uint64_t cpu_ns)
 {
     double secs = (double)best_ns / 1e9;
-    printf("%s %.0f %.2f\n", name, (double)ops / secs, (double)best_ns / (double)ops);
+    printf("%s %.0f %.2f %.2f\n", name, (double)ops / secs, (double)best_ns / (double)ops,
+           (double)cpu_ns / (double)ops);
     fflush(stdout);
 }
 
@@ -122,13 +147,15 @@ run_bench(const char *name, bench_fn fn, uint64_t ops)
 {
     if (!selected(name))
         return;
-    uint64_t best = UINT64_MAX;
+    uint64_t best = UINT64_MAX, best_cpu = 0;
     for (unsigned r = 0; r < opt_repeats; r++) {
         uint64_t t = fn(ops);
-        if (t < best)
+        if (t < best) {
             best = t;
+            best_cpu = last_cpu_ns;
+        }
     }
-    report(name, ops, best);
+    report(name, ops, best, best_cpu);
 }
 
 /* Completion signal from an actor to the main thread. */
@@ -164,13 +191,13 @@ bench_mbox_1(uint64_t ops)
     /* The first push finds the idle bit; the consumer role is ours from here on. */
     (void)nd_mbox_push(&mb, &m.hdr);
     (void)nd_mbox_pop_sc(&mb);
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     for (uint64_t i = 0; i < ops; i++) {
         (void)nd_mbox_push(&mb, &m.hdr);
         if (nd_mbox_pop_sc(&mb) != &m.hdr)
             nd_fatal("mbox: lost message");
     }
-    return now_ns() - t0;
+    return elapsed(t0, ops, ops);
 }
 
 static uint64_t
@@ -183,7 +210,7 @@ bench_mbox_64(uint64_t ops)
     (void)nd_mbox_push(&mb, &m[0].hdr);
     (void)nd_mbox_pop_sc(&mb);
     uint64_t rounds = ops / B ? ops / B : 1;
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     for (uint64_t r = 0; r < rounds; r++) {
         for (int i = 0; i < B; i++)
             (void)nd_mbox_push(&mb, &m[i].hdr);
@@ -191,7 +218,7 @@ bench_mbox_64(uint64_t ops)
             if (nd_mbox_pop_sc(&mb) != &m[i].hdr)
                 nd_fatal("mbox: out of order");
     }
-    return (now_ns() - t0) * ops / (rounds * B);
+    return elapsed(t0, rounds * B, ops);
 }
 
 static uint64_t
@@ -199,13 +226,13 @@ bench_msg_1(uint64_t ops)
 {
     nd_pool_t *pool = nd_pool_new(1);
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     for (uint64_t i = 0; i < ops; i++) {
         nd_msg_t *m = nd_msg_new(ctx, sizeof(bench_msg_t), MSG_WORK);
         __asm__ __volatile__("" : : "r"(m) : "memory"); /* keep the pair from being elided */
         nd_msg_free(ctx, m);
     }
-    uint64_t t = now_ns() - t0;
+    uint64_t t = elapsed(t0, ops, ops);
     nd_ctx_external_free(ctx);
     nd_pool_free(pool);
     return t;
@@ -219,14 +246,14 @@ bench_msg_512(uint64_t ops)
     nd_pool_t *pool = nd_pool_new(1);
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
     uint64_t rounds = ops / B ? ops / B : 1;
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     for (uint64_t r = 0; r < rounds; r++) {
         for (int i = 0; i < B; i++)
             m[i] = nd_msg_new(ctx, sizeof(bench_msg_t), MSG_WORK);
         for (int i = 0; i < B; i++)
             nd_msg_free(ctx, m[i]);
     }
-    uint64_t t = (now_ns() - t0) * ops / (rounds * B);
+    uint64_t t = elapsed(t0, rounds * B, ops);
     nd_ctx_external_free(ctx);
     nd_pool_free(pool);
     return t;
@@ -268,10 +295,10 @@ bench_pingpong(uint64_t ops)
 
     bench_msg_t *m = ND_MSG_NEW(ext, bench_msg_t, MSG_WORK);
     m->left = ops;
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     nd_actor_send(ext, &a->base, &m->hdr);
     wait_done();
-    uint64_t t = now_ns() - t0;
+    uint64_t t = elapsed(t0, ops, ops);
 
     nd_actor_unref(ext, &a->base);
     nd_actor_unref(ext, &b->base);
@@ -338,17 +365,17 @@ bench_fanout(uint64_t ops)
     src->rounds_left = fan_per_sink;
     atomic_store(&fan_sinks_left, FANOUT_SINKS);
 
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     nd_actor_send(ext, &src->base, nd_msg_new(ext, sizeof(nd_msg_t), MSG_GO));
     wait_done();
-    uint64_t t = now_ns() - t0;
+    uint64_t t = elapsed(t0, fan_per_sink * FANOUT_SINKS, ops);
 
     for (unsigned i = 0; i < FANOUT_SINKS; i++)
         nd_actor_unref(ext, sinks[i]);
     nd_actor_unref(ext, &src->base);
     pool_end("fanout", pool, ext);
     nd_free(sinks);
-    return t * ops / (fan_per_sink * FANOUT_SINKS);
+    return t;
 }
 
 /* ---- mpsc: two producers, one consumer ---- */
@@ -471,11 +498,11 @@ bench_mpsc_actors(uint64_t ops)
         atomic_init(&p[i]->parked, false);
         c->prod[i] = p[i];
     }
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     for (int i = 0; i < 2; i++)
         nd_actor_send(ext, &p[i]->base, nd_msg_new(ext, sizeof(nd_msg_t), MSG_GO));
     wait_done();
-    uint64_t t = now_ns() - t0;
+    uint64_t t = elapsed(t0, ops, ops);
 
     for (int i = 0; i < 2; i++)
         nd_actor_unref(ext, &p[i]->base);
@@ -523,9 +550,9 @@ bench_mpsc_threads(uint64_t ops)
         if (pthread_create(&th[i], NULL, mpsc_thread_main, &arg) != 0)
             nd_fatal("cannot start producer thread");
     pthread_barrier_wait(&start);
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     wait_done();
-    uint64_t t = now_ns() - t0;
+    uint64_t t = elapsed(t0, ops, ops);
     for (int i = 0; i < 2; i++)
         pthread_join(th[i], NULL);
     pthread_barrier_destroy(&start);
@@ -575,12 +602,12 @@ bench_spawn_close(uint64_t ops)
     nd_ctx_t *ext = nd_ctx_external_new(pool);
     spawner_t *s = (spawner_t *)nd_actor_spawn(ext, &spawner_type);
     s->left = ops;
-    uint64_t t0 = now_ns();
+    stamp_t t0 = stamp();
     nd_actor_send(ext, &s->base, nd_msg_new(ext, sizeof(nd_msg_t), MSG_GO));
     nd_actor_unref(ext, &s->base);
     if (!nd_pool_wait_empty(pool, 600000))
         nd_fatal("spawn_close: actors still live after 10 minutes");
-    uint64_t t = now_ns() - t0;
+    uint64_t t = elapsed(t0, ops, ops);
     pool_end("spawn_close", pool, ext);
     return t;
 }
@@ -624,7 +651,7 @@ main(int argc, char **argv)
 
     printf("# bench_actors workers=%u scale=%g repeats=%u (best run reported)\n", opt_workers,
            opt_scale, opt_repeats);
-    printf("# name msgs_per_s ns_per_msg\n");
+    printf("# name msgs_per_s ns_per_msg cpu_ns_per_msg\n");
     run_bench("mbox_push_pop_1", bench_mbox_1, scaled(50000000));
     run_bench("mbox_push_pop_64", bench_mbox_64, scaled(50000000));
     run_bench("msg_new_free_1", bench_msg_1, scaled(50000000));

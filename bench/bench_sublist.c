@@ -124,6 +124,43 @@ run(nd_ctx_t *ctx, int nsubs, bool wildcards, long iters)
     nd_epoch_barrier(ctx->epoch);
 }
 
+/* Inserts then removes 100k subscriptions in one of three shapes; prints ns per operation
+ * (subscriptions are created beforehand, so only the sublist is timed). */
+static void
+scale(nd_ctx_t *ctx, const char *what)
+{
+    enum { N = 100000 };
+    nd_sl_t *sl = nd_sl_new();
+    nd_sub_t **subs = malloc(N * sizeof(*subs));
+    char buf[64];
+    for (int i = 0; i < N; i++) {
+        const char *subj = "orders.created", *queue = NULL;
+        if (strcmp(what, "distinct subjects") == 0) {
+            snprintf(buf, sizeof(buf), "orders.%d.created", i);
+            subj = buf;
+        } else if (strcmp(what, "one queue group") == 0) {
+            queue = "workers";
+        }
+        subs[i] =
+            nd_sub_new(ctx, NULL, subj, strlen(subj), queue, queue ? strlen(queue) : 0, "1", 1);
+    }
+    double t0 = now_ns();
+    for (int i = 0; i < N; i++)
+        if (!nd_sl_insert(ctx, sl, subs[i]))
+            abort();
+    double t1 = now_ns();
+    for (int i = 0; i < N; i++)
+        nd_sl_remove(ctx, sl, subs[i]);
+    double t2 = now_ns();
+    printf("100k subs, %-18s insert %6.1f ms total (%5.0f ns each), remove %6.1f ms total\n", what,
+           (t1 - t0) / 1e6, (t1 - t0) / N, (t2 - t1) / 1e6);
+    for (int i = 0; i < N; i++)
+        nd_sub_unref(ctx, subs[i]);
+    free(subs);
+    nd_sl_free(ctx, sl, NULL, NULL);
+    nd_epoch_barrier(ctx->epoch);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -135,6 +172,9 @@ main(int argc, char **argv)
     run(ctx, 10000, false, iters);
     run(ctx, 10000, true, iters);
     run(ctx, 100000, false, iters);
+    scale(ctx, "on one subject");
+    scale(ctx, "distinct subjects");
+    scale(ctx, "one queue group");
     nd_ctx_external_free(ctx);
     nd_pool_free(pool);
     return 0;

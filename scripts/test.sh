@@ -3,21 +3,37 @@
 #   scripts/test.sh                       every test in the normal build (the README command)
 #   scripts/test.sh --sanitize address    ASan+UBSan build; unit and integration tests
 #   scripts/test.sh --sanitize thread     TSan build; stress programs
+#   scripts/test.sh --fuzz [SECONDS]      clang libFuzzer build; each fuzz driver for SECONDS (60)
 # Extra arguments after -- go to ctest (e.g. -- -R mbox).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 sanitize=""
 labels=""
+fuzz=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --sanitize) sanitize="$2"; shift 2 ;;
+        --fuzz) fuzz="${2:-60}"; shift; [ $# -gt 0 ] && shift ;;
         --) shift; break ;;
         *) echo "usage: $0 [--sanitize address|thread] [-- ctest args]" >&2; exit 2 ;;
     esac
 done
 
 scripts/setup.sh --tests
+
+if [ -n "$fuzz" ]; then
+    # ASan+UBSan inside the fuzzer; the corpus it grows stays in the build tree.
+    CC=clang cmake -S . -B build-fuzz -DND_WERROR=ON -DND_FUZZ=ON -DND_TESTS=OFF >/dev/null
+    cmake --build build-fuzz -j"$(nproc)" --target fuzz_parser
+    for drv in parser; do
+        work="build-fuzz/tests/fuzz/corpus_$drv"
+        mkdir -p "$work"
+        "build-fuzz/tests/fuzz/fuzz_$drv" -max_total_time="$fuzz" -max_len=4096 \
+            -dict="tests/fuzz/$drv.dict" "$work" "tests/fuzz/corpus/$drv" 2>&1 | tail -n 3
+    done
+    exit 0
+fi
 
 case "$sanitize" in
     "")      dir=build;       labels="" ;;

@@ -271,6 +271,13 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
             off += used;
             break;
         }
+        if (st == ND_PROTO_ERR_MAX_PAYLOAD && cmd.op == ND_PROTO_OP_HPUB &&
+            !atomic_load_explicit(&c->headers, memory_order_relaxed)) {
+            /* nats-server checks header support first: an HPUB without it closes silently. */
+            nd_deliver_flush(ctx, c);
+            nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
+            return off;
+        }
         if (st != ND_PROTO_CMD) {
             nd_err_t err = st == ND_PROTO_ERR_CONTROL_LINE ? ND_ERR_MAX_CONTROL_LINE
                            : st == ND_PROTO_ERR_MAX_PAYLOAD ? ND_ERR_MAX_PAYLOAD

@@ -3,9 +3,11 @@
  * Algorithm. A command is an op name, an argument line ending in '\n', and for PUB/HPUB a payload
  * of the announced size followed by CRLF. Instead of nats-server's byte-at-a-time state machine
  * (server/parser.go) the parser works a line at a time: it recognises the op name from a small
- * table, skips the blanks after it, finds the end of the argument with memchr, splits the
- * argument into tokens with a tight loop and then jumps over the payload by its size. All of this
- * reads the caller's buffer in place; nothing is copied or allocated.
+ * table (PUB without it), skips the blanks after it, finds the end of the argument with memchr,
+ * splits the argument into tokens with a tight loop and then jumps over the payload by its size.
+ * For PUB/HPUB, the publish hot path, one pass finds the line end and the tokens together,
+ * testing 8 bytes per step for blanks and control bytes (skip_token). All of this reads the
+ * caller's buffer in place; nothing is copied or allocated, and no byte goes through a call.
  *
  * Phases. The kept bytes (buf[0] at every call) always begin with the current command's op name:
  * MORE never consumes anything, and after a command the parser is back at a line start, so a
@@ -44,7 +46,7 @@
  *    ("HPUB foo 2000000 5" closes silently, "HPUB foo 5 2000000" gets the payload -ERR).
  *  - max_control_line limits the argument: the bytes from the first one after the blanks that
  *    follow the op name up to, not including, the CR before '\n'. Trailing blanks count; the blanks
- *    after the op name and the text after PING/PONG/+OK do not. A limit of 4096 accepts an
+ *    after the op name and the text after PING/PONG/+OK do not (but see below). 4096 accepts an
  *    argument of 4096 bytes and rejects 4097, on a complete line and on a partial one alike, with
  *    -ERR 'maximum control line exceeded' (lower case, as 2.9.10 sends it).
  *
@@ -55,9 +57,9 @@
  *    it, and when a line is split across reads it deletes every '\r' in the part after the split.
  *    Here exactly one '\r' before the '\n' is dropped, so a command parses the same however the
  *    bytes were split, which the fuzz driver asserts.
- *  - A payload not followed by CRLF is reported when the whole command (payload and two trailer
- *    bytes) has arrived, not at the first wrong byte: a caller that waits for
- *    nd_proto_pending_need() bytes must get the same answer as one that calls on every read.
+ *  - A payload not followed by CRLF is reported at the first wrong trailer byte, as in 2.9.10;
+ *    a caller that waits for nd_proto_pending_need() bytes must call once more at end of input
+ *    to see it (the fuzz driver does).
  *
  * References: nats-server server/parser.go (state machine, split-buffer handling) and
  * server/client.go (processPub, processHeaderPub, processSub, processUnsub, splitArg, parseSize);
@@ -284,12 +286,14 @@ static nd_proto_status_t
 payload_resume(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used, nd_proto_cmd_t *cmd)
 {
     size_t need = p->need;
-    /* nats-server rejects a wrong first trailer byte at once; here the trailer is checked only
-     * when the whole command is there, because a caller that honours nd_proto_pending_need()
-     * does not call before then, and the outcome must not depend on when it calls. */
+    /* A wrong first trailer byte is rejected as soon as it arrives, as nats-server does (a
+     * client that sends "PUB foo 1\r\na\n" and waits gets its -ERR at once). A caller that
+     * honours nd_proto_pending_need() must make one last call when its input ends. */
+    if (len + 1 >= need && buf[need - 2] != '\r')
+        return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
     if (len < need)
         return ND_PROTO_MORE;
-    if (buf[need - 2] != '\r' || buf[need - 1] != '\n')
+    if (buf[need - 1] != '\n')
         return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
     const char *s = buf + p->arg;
     cmd->subject = slice(s, 0, p->subj_len);
@@ -332,6 +336,8 @@ finish_pub(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, const
         cmd->hdr_len = hdr;
         return done(p, base + need, used, cmd);
     }
+    if (avail + 1 == need && s[need - 2] != '\r')
+        return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd); /* see payload_resume */
     p->subj_len = t[0].len;
     p->reply_off = reply_off;
     p->reply_len = reply_len;

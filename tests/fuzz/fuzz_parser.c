@@ -117,7 +117,9 @@ feed(size_t mcl, int64_t mpay, const char *in, size_t n, const size_t *cuts, siz
         memcpy(kept + klen, in + pos, next - pos);
         klen += next - pos;
         pos = next;
-        if (honour_need && nd_proto_pending_need(&p) > klen)
+        /* The last call happens whatever the need: a wrong trailer byte is an error before the
+         * whole command is there. */
+        if (honour_need && c < ncuts && nd_proto_pending_need(&p) > klen)
             continue;
         size_t off = 0;
         for (;;) {

@@ -359,11 +359,13 @@ Test(proto, bad_trailer)
     expect_log("PUB foo 0\r\n\n\r\n", "ERR_UNKNOWN_OP PUB\n");
     expect_log("PUB foo 1\r\nx\r\rPING\r\n", "ERR_UNKNOWN_OP PUB\n");
     expect_log("HPUB foo 1 2\r\nabc\r\n", "ERR_UNKNOWN_OP HPUB\n");
-    /* The trailer is judged once the whole command is there (see parser.c), so the answer does
-     * not depend on whether the caller waited for nd_proto_pending_need() bytes. */
+    /* A wrong first trailer byte is an error as soon as it is there, as in nats-server 2.9.10
+     * ("PUB foo 1\r\na\n" gets its -ERR without waiting for another byte). */
     size_t used;
     nd_proto_cmd_t c;
-    cr_expect_eq(ONE("PUB foo 1\r\nab", &used, &c), ND_PROTO_MORE);
+    cr_expect_eq(ONE("PUB foo 1\r\nab", &used, &c), ND_PROTO_ERR_UNKNOWN_OP);
+    cr_expect_eq(ONE("PUB foo 1\r\na\n", &used, &c), ND_PROTO_ERR_UNKNOWN_OP);
+    cr_expect_eq(ONE("PUB foo 1\r\na", &used, &c), ND_PROTO_MORE);
     cr_expect_eq(ONE("PUB foo 1\r\nab\r", &used, &c), ND_PROTO_ERR_UNKNOWN_OP);
     cr_expect_eq(ONE("PUB foo 1\r\na\r", &used, &c), ND_PROTO_MORE);
 }
