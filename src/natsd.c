@@ -20,7 +20,6 @@ natsd_start(const nd_opts_t *opts)
     }
     natsd_t *s = nd_new(natsd_t);
     s->pool = nd_pool_new(opts->workers);
-    nd_pool_start(s->pool);
     s->server = nd_server_start(opts, s->pool);
     if (opts == &dflt)
         nd_opts_free(&dflt);
@@ -29,6 +28,7 @@ natsd_start(const nd_opts_t *opts)
         nd_free(s);
         return NULL;
     }
+    nd_pool_start(s->pool);
     return s;
 }
 

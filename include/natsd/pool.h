@@ -23,6 +23,19 @@
 
 /* workers == 0 means one per online CPU. Ctx: the main thread. */
 nd_pool_t *nd_pool_new(unsigned workers);
+
+/* An idle hook: what a worker with nothing to run does instead of parking, e.g. block in epoll
+ * (src/net/poller.c). At most one worker is inside poll() at a time. poll(ctx, arg, -1) must
+ * return soon after wake(arg) is called from any thread; poll(ctx, arg, 0) must not block (busy
+ * workers call it now and then so that the hook's events are not starved). */
+typedef struct nd_pool_idle {
+    void (*poll)(nd_ctx_t *ctx, void *arg, int timeout_ms);
+    void (*wake)(void *arg);
+    void *arg;
+} nd_pool_idle_t;
+
+/* Installs the idle hook (copied). Ctx: the main thread, before nd_pool_start. */
+void nd_pool_set_idle(nd_pool_t *pool, const nd_pool_idle_t *idle);
 void nd_pool_start(nd_pool_t *pool);
 /* Closes every live actor and waits for them to be freed, then stops all threads.
  * Ctx: the main thread, which must not hold an external ctx that is still in an epoch section. */

@@ -19,6 +19,12 @@
  * is, it returns the token itself (otherwise a token taken for a sleeper that had just found
  * work and left would never come back, and every later notify would be silenced).
  *
+ * Idle hook (nd_pool_set_idle): a worker that would park first tries to become the one worker
+ * blocked in the hook (the poller), which the same Dekker pattern protects: it sets poll_blocked,
+ * fences and re-checks the queues before blocking; notify() wakes it through hook.wake when no
+ * parked worker is there to signal. Every FAIR_INTERVAL looks for work, a busy worker polls the
+ * hook without blocking, so its events are picked up even when no worker is ever idle.
+ *
  * Shutdown: send ND_MSG_CLOSE to every registered actor, wait until the registry is empty
  * (repeating for actors spawned meanwhile), then stop and join the workers and the timer thread,
  * and run every pending epoch destructor.
@@ -70,6 +76,11 @@ struct nd_pool {
     _Atomic int sleepers ND_CACHE_ALIGNED;
     _Atomic int waking;
     _Atomic bool stopping;
+
+    /* the idle hook (immutable after start) and who is in it */
+    nd_pool_idle_t idle;
+    _Atomic int polling;      /* a worker owns the hook (blocking or not) */
+    _Atomic int poll_blocked; /* that worker may be blocked in it: wake it through idle.wake */
 
     /* registry of live actors */
     reg_shard_t shards[REG_SHARDS];
@@ -140,6 +151,19 @@ work_visible(nd_pool_t *pool)
     return false;
 }
 
+/* Wakes the worker blocked in the idle hook, if one is (called after the Dekker fence/RMW of
+ * notify(); poll_blocked is set before the poller's own re-check, see idle_poll()). Only the
+ * notifier that clears the flag calls wake, so a burst of pushes costs one wake-up. */
+static void
+wake_poller(nd_pool_t *pool)
+{
+    if (pool->idle.wake == NULL ||
+        atomic_load_explicit(&pool->poll_blocked, memory_order_seq_cst) == 0)
+        return;
+    if (atomic_exchange_explicit(&pool->poll_blocked, 0, memory_order_acq_rel) == 1)
+        pool->idle.wake(pool->idle.arg);
+}
+
 static void
 notify(nd_pool_t *pool)
 {
@@ -148,13 +172,17 @@ notify(nd_pool_t *pool)
      * -Wtsan), so TSan builds use a seq_cst read-modify-write of sleepers instead: an RMW reads
      * the latest value, and when it precedes park()'s increment in sleepers' modification order,
      * that increment synchronises with it, so the parker's re-check sees our push. */
-    if (atomic_fetch_add_explicit(&pool->sleepers, 0, memory_order_seq_cst) == 0)
+    if (atomic_fetch_add_explicit(&pool->sleepers, 0, memory_order_seq_cst) == 0) {
+        wake_poller(pool);
         return;
+    }
 #else
     /* seq_cst: pairs with the fence in park(); orders our push before reading sleepers. */
     atomic_thread_fence(memory_order_seq_cst);
-    if (atomic_load_explicit(&pool->sleepers, memory_order_relaxed) == 0)
+    if (atomic_load_explicit(&pool->sleepers, memory_order_relaxed) == 0) {
+        wake_poller(pool);
         return;
+    }
 #endif
     int expect = 0;
     if (!atomic_compare_exchange_strong_explicit(&pool->waking, &expect, 1, memory_order_acq_rel,
@@ -236,13 +264,57 @@ steal(nd_worker_t *w)
     return NULL;
 }
 
+/* Becomes the worker in the idle hook. Returns: false when another worker is in it. */
+static bool
+take_poller(nd_pool_t *pool)
+{
+    int expect = 0;
+    return pool->idle.poll != NULL &&
+           atomic_load_explicit(&pool->polling, memory_order_relaxed) == 0 &&
+           atomic_compare_exchange_strong_explicit(&pool->polling, &expect, 1,
+                                                   memory_order_acquire, memory_order_relaxed);
+}
+
+static void
+release_poller(nd_pool_t *pool)
+{
+    atomic_store_explicit(&pool->polling, 0, memory_order_release);
+}
+
+/* Blocks in the idle hook until an event or a notify(); the caller holds the hook. */
+static void
+idle_poll(nd_worker_t *w)
+{
+    nd_pool_t *pool = w->pool;
+    /* seq_cst: the Dekker pair of notify()'s fence: announce, then re-check the queues. */
+    atomic_store_explicit(&pool->poll_blocked, 1, memory_order_seq_cst);
+#ifndef ND_TSAN
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+    int timeout = -1;
+    if (atomic_load_explicit(&pool->stopping, memory_order_acquire) || work_visible(pool))
+        timeout = 0;
+    else
+        w->ctx.stats.parks++;
+    pool->idle.poll(&w->ctx, pool->idle.arg, timeout);
+    atomic_store_explicit(&pool->poll_blocked, 0, memory_order_relaxed);
+    release_poller(pool);
+}
+
 static nd_actor_t *
 find_work(nd_worker_t *w)
 {
     nd_pool_t *pool = w->pool;
     nd_actor_t *a;
-    if (++w->tick % FAIR_INTERVAL == 0 && (a = nd_inject_pop(&pool->inject)) != NULL)
-        return a;
+    if (++w->tick % FAIR_INTERVAL == 0) {
+        if (take_poller(pool)) {
+            /* A busy worker looks at the idle hook's events too (no blocking). */
+            pool->idle.poll(&w->ctx, pool->idle.arg, 0);
+            release_poller(pool);
+        }
+        if ((a = nd_inject_pop(&pool->inject)) != NULL)
+            return a;
+    }
     if ((a = nd_runq_pop_owner(&w->q)) != NULL)
         return a;
     if ((a = nd_inject_pop(&pool->inject)) != NULL)
@@ -269,6 +341,10 @@ worker_main(void *arg)
             if (atomic_load_explicit(&pool->stopping, memory_order_acquire))
                 break;
             nd_epoch_poll(ctx);
+            if (take_poller(pool)) {
+                idle_poll(w);
+                continue;
+            }
             park(w);
             woken = true;
             continue;
@@ -461,6 +537,8 @@ nd_pool_shutdown(nd_pool_t *pool)
     pthread_mutex_lock(&pool->park_lock);
     pthread_cond_broadcast(&pool->park_cond);
     pthread_mutex_unlock(&pool->park_lock);
+    if (pool->idle.wake != NULL)
+        pool->idle.wake(pool->idle.arg);
     for (unsigned i = 0; i < pool->n; i++)
         pthread_join(pool->workers[i].thread, NULL);
     nd_timers_free(pool->timers);
@@ -483,6 +561,12 @@ nd_pool_free(nd_pool_t *pool)
         pthread_mutex_destroy(&pool->shards[s].lock);
     nd_free(pool->workers);
     nd_free(pool);
+}
+
+void
+nd_pool_set_idle(nd_pool_t *pool, const nd_pool_idle_t *idle)
+{
+    pool->idle = *idle;
 }
 
 unsigned

@@ -1,4 +1,4 @@
-/* The poller thread; see poller.h for the contract.
+/* The poller; see poller.h for the contract and for which thread polls.
  *
  * Event delivery: for each epoll event the poller ORs the readiness bits into io->events; if the
  * previous value was 0 the embedded io->msg is not queued (the owner took the bits after popping
@@ -31,6 +31,7 @@ struct nd_poller {
     pthread_mutex_t lock;
     nd_io_t *removals; /* under lock */
     bool stop;         /* under lock */
+    bool own_thread;   /* immutable */
 };
 
 static void
@@ -86,36 +87,42 @@ apply_removals(nd_poller_t *p, nd_ctx_t *ctx)
     }
 }
 
+void
+nd_poller_poll(nd_ctx_t *ctx, nd_poller_t *p, int timeout_ms)
+{
+    struct epoll_event evs[MAX_EVENTS];
+    int n = epoll_wait(p->epfd, evs, MAX_EVENTS, timeout_ms);
+    for (int i = 0; i < n; i++) {
+        nd_io_t *io = evs[i].data.ptr;
+        if (io == NULL) {
+            uint64_t v;
+            ssize_t r = read(p->wakefd, &v, sizeof v);
+            (void)r;
+            continue;
+        }
+        if (io->on_accept != NULL) {
+            accept_all(ctx, io);
+            continue;
+        }
+        uint32_t bits = 0;
+        if (evs[i].events & (EPOLLIN | EPOLLPRI))
+            bits |= ND_IO_READ;
+        if (evs[i].events & EPOLLOUT)
+            bits |= ND_IO_WRITE;
+        if (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
+            bits |= ND_IO_HUP | ND_IO_READ;
+        post(ctx, io, bits);
+    }
+    apply_removals(p, ctx);
+}
+
 static void *
 poller_main(void *arg)
 {
     nd_poller_t *p = arg;
     nd_ctx_t *ctx = nd_ctx_external_new(p->pool);
-    struct epoll_event evs[MAX_EVENTS];
     for (;;) {
-        int n = epoll_wait(p->epfd, evs, MAX_EVENTS, -1);
-        for (int i = 0; i < n; i++) {
-            nd_io_t *io = evs[i].data.ptr;
-            if (io == NULL) {
-                uint64_t v;
-                ssize_t r = read(p->wakefd, &v, sizeof v);
-                (void)r;
-                continue;
-            }
-            if (io->on_accept != NULL) {
-                accept_all(ctx, io);
-                continue;
-            }
-            uint32_t bits = 0;
-            if (evs[i].events & (EPOLLIN | EPOLLPRI))
-                bits |= ND_IO_READ;
-            if (evs[i].events & EPOLLOUT)
-                bits |= ND_IO_WRITE;
-            if (evs[i].events & (EPOLLHUP | EPOLLERR | EPOLLRDHUP))
-                bits |= ND_IO_HUP | ND_IO_READ;
-            post(ctx, io, bits);
-        }
-        apply_removals(p, ctx);
+        nd_poller_poll(ctx, p, -1);
         pthread_mutex_lock(&p->lock);
         bool stop = p->stop && p->removals == NULL;
         pthread_mutex_unlock(&p->lock);
@@ -126,8 +133,28 @@ poller_main(void *arg)
     return NULL;
 }
 
+static void
+idle_poll(nd_ctx_t *ctx, void *arg, int timeout_ms)
+{
+    nd_poller_poll(ctx, arg, timeout_ms);
+}
+
+static void
+idle_wake(void *arg)
+{
+    nd_poller_wake(arg);
+}
+
+void
+nd_poller_idle(nd_pool_idle_t *out, nd_poller_t *p)
+{
+    out->poll = idle_poll;
+    out->wake = idle_wake;
+    out->arg = p;
+}
+
 nd_poller_t *
-nd_poller_new(nd_pool_t *pool)
+nd_poller_new(nd_pool_t *pool, bool own_thread)
 {
     nd_poller_t *p = nd_new(nd_poller_t);
     p->pool = pool;
@@ -138,13 +165,14 @@ nd_poller_new(nd_pool_t *pool)
     pthread_mutex_init(&p->lock, NULL);
     struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
     epoll_ctl(p->epfd, EPOLL_CTL_ADD, p->wakefd, &ev);
-    if (pthread_create(&p->thread, NULL, poller_main, p) != 0)
+    p->own_thread = own_thread;
+    if (own_thread && pthread_create(&p->thread, NULL, poller_main, p) != 0)
         nd_fatal("cannot start the poller thread");
     return p;
 }
 
-static void
-wake(nd_poller_t *p)
+void
+nd_poller_wake(nd_poller_t *p)
 {
     uint64_t one = 1;
     ssize_t r = write(p->wakefd, &one, sizeof one);
@@ -154,11 +182,18 @@ wake(nd_poller_t *p)
 void
 nd_poller_free(nd_poller_t *p)
 {
-    pthread_mutex_lock(&p->lock);
-    p->stop = true;
-    pthread_mutex_unlock(&p->lock);
-    wake(p);
-    pthread_join(p->thread, NULL);
+    if (p->own_thread) {
+        pthread_mutex_lock(&p->lock);
+        p->stop = true;
+        pthread_mutex_unlock(&p->lock);
+        nd_poller_wake(p);
+        pthread_join(p->thread, NULL);
+    } else {
+        /* The workers have stopped: apply what is left from this thread. */
+        nd_ctx_t *ctx = nd_ctx_external_new(p->pool);
+        apply_removals(p, ctx);
+        nd_ctx_external_free(ctx);
+    }
     close(p->epfd);
     close(p->wakefd);
     pthread_mutex_destroy(&p->lock);
@@ -208,5 +243,5 @@ nd_poller_remove(nd_poller_t *p, nd_io_t *io)
     io->next_removal = p->removals;
     p->removals = io;
     pthread_mutex_unlock(&p->lock);
-    wake(p);
+    nd_poller_wake(p);
 }

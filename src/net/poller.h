@@ -1,4 +1,12 @@
-/* The poller: one thread that turns socket readiness into messages to the owning actor.
+/* The poller: turns socket readiness into messages to the owning actor.
+ *
+ * Who waits in epoll: by default no thread of its own. The pool's idle hook (natsd/pool.h) makes
+ * the first worker that runs out of work block in nd_poller_poll() instead of parking, so a
+ * readable socket wakes one thread that then runs the connection itself (the scheme of Go's
+ * netpoller, which nats-server relies on): one wake-up per hop instead of two (poller thread,
+ * then a worker). Busy workers also poll without blocking every so often, so I/O is never
+ * starved. With own_thread (NATSD_POLLER_THREAD=1 in the environment, for A/B measurements) a
+ * dedicated thread polls instead, as DESIGN.md §1 first described.
  *
  * Sockets are registered edge-triggered for read, write and hang-up. Readiness bits accumulate in
  * nd_io_t.events; only the transition from "nothing pending" sends the embedded message, so an
@@ -6,8 +14,8 @@
  * with nd_io_take() when it handles that message, and must then read or write until EAGAIN, or call
  * nd_io_again() to continue in a later turn (edge-triggered: no new event comes otherwise).
  *
- * A registration holds a reference on its owner. nd_poller_remove() is asynchronous: the poller
- * thread deletes the fd from epoll between event batches, closes it and drops the reference, so a
+ * A registration holds a reference on its owner. nd_poller_remove() is asynchronous: the next
+ * poll deletes the fd from epoll after its event batch, closes it and drops the reference, so a
  * batch that still names the fd never touches freed memory.
  */
 #ifndef ND_POLLER_H
@@ -18,6 +26,7 @@
 #include <stdint.h>
 
 #include "natsd/actor.h"
+#include "natsd/pool.h"
 
 #define ND_IO_READ  0x1u
 #define ND_IO_WRITE 0x2u
@@ -40,9 +49,19 @@ struct nd_io {
     _Atomic bool removed;    /* set by the poller thread once the fd is closed */
 };
 
-nd_poller_t *nd_poller_new(nd_pool_t *pool);
-/* Stops the thread after processing pending removals; closes listeners. */
+/* Creates the poller; with own_thread a dedicated thread polls, else the caller installs
+ * nd_poller_idle() as the pool's idle hook before starting the pool. */
+nd_poller_t *nd_poller_new(nd_pool_t *pool, bool own_thread);
+/* Applies pending removals and frees the poller. Ctx: after the pool's shutdown. */
 void nd_poller_free(nd_poller_t *p);
+
+/* Waits up to timeout_ms (-1: until an event or nd_poller_wake), posts readiness to the owners
+ * through ctx, accepts on listeners, then applies removals. Ctx: one thread at a time. */
+void nd_poller_poll(nd_ctx_t *ctx, nd_poller_t *p, int timeout_ms);
+/* Makes a blocked nd_poller_poll return. Ctx: any thread. */
+void nd_poller_wake(nd_poller_t *p);
+/* The pool idle hook that polls this poller (see natsd/pool.h). */
+void nd_poller_idle(nd_pool_idle_t *out, nd_poller_t *p);
 
 /* Registers a connected socket; msg_id is the id of the I/O message sent to owner.
  * Takes a reference on owner. Returns: 0 or an errno. Ctx: any thread. */

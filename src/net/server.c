@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -163,7 +164,13 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
     s->gacct = nd_acct_new(ctx, "$G", 2);
     nd_ctx_external_free(ctx);
-    s->poller = nd_poller_new(pool);
+    const char *own = getenv("NATSD_POLLER_THREAD");
+    s->poller = nd_poller_new(pool, own != NULL && strcmp(own, "1") == 0);
+    if (own == NULL || strcmp(own, "1") != 0) {
+        nd_pool_idle_t idle;
+        nd_poller_idle(&idle, s->poller);
+        nd_pool_set_idle(pool, &idle);
+    }
     nd_poller_listen(s->poller, &s->listen_io, s->listen_fd, on_accept, s);
     nd_log_info("Listening for client connections on %s:%d", s->opts.host, s->port);
     nd_log_info("Server is ready");

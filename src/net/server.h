@@ -39,7 +39,8 @@ typedef struct nd_server {
     _Atomic int32_t nconns;
 } nd_server_t;
 
-/* Binds the listener and starts accepting. Returns: NULL after logging why. Ctx: main thread. */
+/* Binds the listener and starts accepting; installs the poller as the pool's idle hook, so call
+ * it before nd_pool_start. Returns: NULL after logging why. Ctx: main thread. */
 nd_server_t *nd_server_start(const nd_opts_t *opts, nd_pool_t *pool);
 /* Stops accepting; connections are closed by the pool's shutdown. */
 void nd_server_stop_accepting(nd_server_t *s);
