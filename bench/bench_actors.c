@@ -56,6 +56,8 @@
 #define MSG_WORK     (ND_MSG_USER_BASE + 0)
 #define MSG_GO       (ND_MSG_USER_BASE + 1)
 #define FANOUT_SINKS 1000u
+#define FANOUT_WINDOW 16000u /* messages in flight, > FANOUT_CHECK * workers */
+#define FANOUT_CHECK  64u
 #define MPSC_BURST   64u
 #define MPSC_WINDOW  8192u
 #define SPAWN_BURST  32u
@@ -317,15 +319,55 @@ typedef struct fan_src {
     nd_actor_t base;
     nd_actor_t **sinks;
     uint64_t rounds_left;
+    uint64_t sent;
+    /* any thread: set by the source when it stopped on a full window; a worker wakes it */
+    _Atomic bool parked ND_CACHE_ALIGNED;
 } fan_src_t;
 
+/* Deliveries per worker: `n` is the worker's own count, `published` what it last showed the
+ * source (every FANOUT_CHECK deliveries), each on the worker's own cache line. */
+typedef struct fan_count {
+    uint64_t n;
+    _Atomic uint64_t published;
+} ND_CACHE_ALIGNED fan_count_t;
+
+#define FANOUT_MAX_WORKERS 64
+static fan_count_t fan_count[FANOUT_MAX_WORKERS];
 static uint64_t fan_per_sink;
 static _Atomic uint32_t fan_sinks_left;
+static fan_src_t *fan_source;
+
+static uint64_t
+fan_delivered(memory_order mo)
+{
+    uint64_t sum = 0;
+    for (unsigned w = 0; w < opt_workers; w++)
+        sum += atomic_load_explicit(&fan_count[w].published, mo);
+    return sum;
+}
+
+static bool
+fan_window_full(fan_src_t *src, memory_order mo)
+{
+    return src->sent - fan_delivered(mo) >= FANOUT_WINDOW;
+}
 
 static void
 fan_sink_dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
 {
     fan_sink_t *s = (fan_sink_t *)self;
+    fan_count_t *c = &fan_count[ctx->worker];
+    if ((++c->n % FANOUT_CHECK) == 0) {
+        /* seq_cst store, then seq_cst load of parked: a Dekker pair with the source's store of
+         * parked and its re-check of the counts, so either it sees our count or we see it
+         * parked. A worker shows its count every FANOUT_CHECK deliveries, so the source sees
+         * all but fewer than FANOUT_CHECK per worker; the window is larger than that for every
+         * worker together, so after a park some worker always checks again and wakes it. */
+        atomic_store_explicit(&c->published, c->n, memory_order_seq_cst);
+        if (atomic_load_explicit(&fan_source->parked, memory_order_seq_cst) &&
+            atomic_exchange_explicit(&fan_source->parked, false, memory_order_relaxed))
+            nd_actor_send(ctx, &fan_source->base, nd_msg_new(ctx, sizeof(nd_msg_t), MSG_GO));
+    }
     /* relaxed: a plain countdown; sem_post orders the main thread's wake-up. */
     if (++s->got == fan_per_sink &&
         atomic_fetch_sub_explicit(&fan_sinks_left, 1, memory_order_relaxed) == 1)
@@ -336,13 +378,24 @@ static const nd_actor_type_t fan_sink_type = {
     .name = "bench.fan_sink", .size = sizeof(fan_sink_t), .dispatch = fan_sink_dispatch};
 
 /* One round per GO message: one message to every sink, then a GO to itself, so the source
- * yields to the sinks between batches like any well-behaved actor. */
+ * yields to the sinks between batches like any well-behaved actor. At most about
+ * FANOUT_WINDOW messages are in flight, so the benchmark measures delivery rather than the
+ * heap: a source that finds the window full parks until a worker wakes it. */
 static void
 fan_src_dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
 {
     fan_src_t *src = (fan_src_t *)self;
+    if (fan_window_full(src, memory_order_relaxed)) {
+        /* seq_cst: the Dekker pair with the workers (see fan_sink_dispatch). */
+        atomic_store_explicit(&src->parked, true, memory_order_seq_cst);
+        if (fan_window_full(src, memory_order_seq_cst))
+            return;
+        if (!atomic_exchange_explicit(&src->parked, false, memory_order_relaxed))
+            return; /* a worker took it first: its GO is on the way */
+    }
     for (unsigned i = 0; i < FANOUT_SINKS; i++)
         nd_actor_send(ctx, src->sinks[i], nd_msg_new(ctx, sizeof(bench_msg_t), MSG_WORK));
+    src->sent += FANOUT_SINKS;
     if (--src->rounds_left > 0)
         nd_actor_send(ctx, self, nd_msg_new(ctx, sizeof(nd_msg_t), MSG_GO));
 }
@@ -361,6 +414,11 @@ bench_fanout(uint64_t ops)
         sinks[i] = nd_actor_spawn(ext, &fan_sink_type);
     fan_src_t *src = (fan_src_t *)nd_actor_spawn(ext, &fan_src_type);
     src->sinks = sinks;
+    fan_source = src;
+    for (unsigned w = 0; w < FANOUT_MAX_WORKERS; w++) {
+        fan_count[w].n = 0;
+        atomic_store(&fan_count[w].published, 0);
+    }
     fan_per_sink = ops / FANOUT_SINKS;
     src->rounds_left = fan_per_sink;
     atomic_store(&fan_sinks_left, FANOUT_SINKS);
@@ -629,6 +687,8 @@ main(int argc, char **argv)
         switch (c) {
         case 'w':
             opt_workers = (unsigned)strtoul(optarg, NULL, 10);
+            if (opt_workers == 0 || opt_workers > FANOUT_MAX_WORKERS)
+                usage(argv[0]);
             break;
         case 'n':
             opt_scale = strtod(optarg, NULL);

@@ -44,7 +44,8 @@ typedef struct nd_conn_msg_chunk {
 /* A publisher's open chunks for the current read batch, one per recipient (see deliver.c). */
 typedef struct nd_outbox_slot {
     struct nd_conn *t;
-    nd_conn_msg_chunk_t *chunk;
+    nd_conn_msg_chunk_t *chunk; /* open: still being filled */
+    nd_msg_t *first, *last;     /* finished, to send in order (linked through nd_msg_t.next) */
 } nd_outbox_slot_t;
 
 typedef struct nd_outbox {

@@ -11,6 +11,8 @@
  * as a DELIVER message holding only the recipient's MSG line; the recipient's open chunk is sent
  * first so its messages stay in order. A delivery that completes an auto-unsubscribe also goes as
  * DELIVER, since the recipient must act on it.
+ * Nothing is sent inside the epoch section of the match (STYLE.md rule 8): deliveries are queued
+ * per recipient in the outbox and sent, in order, by nd_deliver_flush() after the batch.
  * Flow control: the publisher adds the bytes to the recipient's `pending` when it sends; past
  * max_pending the recipient is marked slow, further deliveries are dropped and it closes itself.
  */
@@ -46,16 +48,40 @@ put(char *p, const char *s, size_t n)
 #define INLINE_MAX 2048 /* payloads up to this size are copied into chunks */
 #define OUTBOX_LINEAR 8 /* recipients looked up by a linear scan up to this many */
 
+/* The size part of a MSG/HMSG line ("[<hdr> ]<size>\r\n"), formatted once per publish. */
+typedef struct line_tail {
+    char s[48];
+    uint8_t len; /* 0 until formatted */
+} line_tail_t;
+
 typedef struct pub_ctx {
     const nd_proto_cmd_t *cmd;
     nd_payload_t *payload; /* created on the first large delivery */
     uint32_t matched;      /* recipients found, delivered or not */
+    line_tail_t tail[2];   /* [0]: as published; [1]: headers stripped (MSG with the payload) */
 } pub_ctx_t;
 
-/* Writes the MSG/HMSG line for sub into p (room for line_room()). Returns: its length. */
+static const line_tail_t *
+tail_of(pub_ctx_t *pc, bool hmsg, bool stripped, uint32_t size)
+{
+    line_tail_t *t = &pc->tail[stripped];
+    if (t->len == 0) {
+        char *p = t->s;
+        if (hmsg) {
+            p = put_u64(p, (uint64_t)pc->cmd->hdr_len);
+            *p++ = ' ';
+        }
+        p = put_u64(p, size);
+        p = put(p, "\r\n", 2);
+        t->len = (uint8_t)(p - t->s);
+    }
+    return t;
+}
+
+/* Writes the MSG/HMSG line for sub into line (room for line_room()). Returns: its length. */
 static size_t
-format_line(char *line, const nd_proto_cmd_t *cmd, const nd_sub_t *sub, bool hmsg, uint32_t size,
-            uint16_t *sid_off)
+format_line(char *line, const nd_proto_cmd_t *cmd, const nd_sub_t *sub, bool hmsg,
+            const line_tail_t *tail, uint16_t *sid_off)
 {
     char *p = line;
     p = hmsg ? put(p, "HMSG ", 5) : put(p, "MSG ", 4);
@@ -68,19 +94,14 @@ format_line(char *line, const nd_proto_cmd_t *cmd, const nd_sub_t *sub, bool hms
         p = put(p, cmd->reply.ptr, cmd->reply.len);
         *p++ = ' ';
     }
-    if (hmsg) {
-        p = put_u64(p, (uint64_t)cmd->hdr_len);
-        *p++ = ' ';
-    }
-    p = put_u64(p, size);
-    p = put(p, "\r\n", 2);
+    p = put(p, tail->s, tail->len);
     return (size_t)(p - line);
 }
 
 static inline size_t
 line_room(const nd_proto_cmd_t *cmd, const nd_sub_t *sub)
 {
-    return 16 + cmd->subject.len + sub->sid_len + cmd->reply.len + 2 * 20;
+    return 8 + cmd->subject.len + sub->sid_len + cmd->reply.len + sizeof(((line_tail_t *)0)->s);
 }
 
 /* Adds bytes to t's pending count. Returns: false (and marks t slow) past max_pending. */
@@ -101,7 +122,11 @@ charge(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, int64_t bytes)
     return false;
 }
 
-/* ---- the outbox: one open chunk per recipient during a read batch ---- */
+/* ---- the outbox: per recipient, the messages of this read batch, in order ----
+ *
+ * Each slot holds an open chunk and a list of finished messages (chunks and DELIVERs) linked
+ * through nd_msg_t.next, which is free until the message is pushed. Nothing is sent while the
+ * publisher is inside an epoch section: nd_deliver_flush() sends everything afterwards. */
 
 static inline uint32_t
 ptr_hash(const void *p)
@@ -130,65 +155,82 @@ index_rebuild(nd_outbox_t *ob)
     }
 }
 
-static nd_conn_msg_chunk_t *
-new_chunk(nd_ctx_t *ctx)
-{
-    nd_conn_msg_chunk_t *ch = ND_MSG_NEW(ctx, nd_conn_msg_chunk_t, ND_CONN_MSG_CHUNK);
-    ch->buf = NULL;
-    ch->len = ch->cap = 0;
-    ch->msgs = 0;
-    ch->bytes = 0;
-    return ch;
-}
-
-/* Returns: the slot index for t, or ob->n when t has none yet. */
-static uint32_t
-outbox_find(const nd_outbox_t *ob, const nd_conn_t *t)
+/* Returns: the slot for t, creating it. */
+static nd_outbox_slot_t *
+outbox_slot(nd_outbox_t *ob, nd_conn_t *t)
 {
     if (ob->last < ob->n && ob->slots[ob->last].t == t)
-        return ob->last;
+        return &ob->slots[ob->last];
     if (ob->n <= OUTBOX_LINEAR) {
         for (uint32_t i = 0; i < ob->n; i++)
-            if (ob->slots[i].t == t)
-                return i;
-        return ob->n;
+            if (ob->slots[i].t == t) {
+                ob->last = i;
+                return &ob->slots[i];
+            }
+    } else {
+        uint32_t mask = ob->index_cap - 1;
+        for (uint32_t h = ptr_hash(t) & mask; ob->index[h] != 0; h = (h + 1) & mask)
+            if (ob->slots[ob->index[h] - 1].t == t) {
+                ob->last = ob->index[h] - 1;
+                return &ob->slots[ob->last];
+            }
     }
-    uint32_t mask = ob->index_cap - 1;
-    for (uint32_t h = ptr_hash(t) & mask; ob->index[h] != 0; h = (h + 1) & mask)
-        if (ob->slots[ob->index[h] - 1].t == t)
-            return ob->index[h] - 1;
-    return ob->n;
+    if (ob->n == ob->cap) {
+        ob->cap = ob->cap ? ob->cap * 2 : 4;
+        ob->slots = nd_xrealloc(ob->slots, ob->cap * sizeof(*ob->slots));
+    }
+    nd_outbox_slot_t *sl = &ob->slots[ob->n];
+    sl->t = t;
+    sl->chunk = NULL;
+    sl->first = sl->last = NULL;
+    ob->last = ob->n++;
+    if (ob->n > OUTBOX_LINEAR) {
+        if (ob->n * 2 > ob->index_cap) {
+            index_rebuild(ob);
+        } else {
+            uint32_t mask = ob->index_cap - 1;
+            uint32_t h = ptr_hash(t) & mask;
+            while (ob->index[h] != 0)
+                h = (h + 1) & mask;
+            ob->index[h] = ob->n;
+        }
+    }
+    return sl;
 }
 
-/* Returns: the open chunk for t, creating the slot and the chunk as needed. */
-static nd_conn_msg_chunk_t *
-outbox_chunk(nd_ctx_t *ctx, nd_outbox_t *ob, nd_conn_t *t)
+static void
+slot_append(nd_outbox_slot_t *sl, nd_msg_t *m)
 {
-    uint32_t i = outbox_find(ob, t);
-    if (i == ob->n) {
-        if (ob->n == ob->cap) {
-            ob->cap = ob->cap ? ob->cap * 2 : 4;
-            ob->slots = nd_xrealloc(ob->slots, ob->cap * sizeof(*ob->slots));
-        }
-        ob->slots[i].t = t;
-        ob->slots[i].chunk = NULL;
-        ob->n++;
-        if (ob->n > OUTBOX_LINEAR) {
-            if (ob->n * 2 > ob->index_cap) {
-                index_rebuild(ob);
-            } else {
-                uint32_t mask = ob->index_cap - 1;
-                uint32_t h = ptr_hash(t) & mask;
-                while (ob->index[h] != 0)
-                    h = (h + 1) & mask;
-                ob->index[h] = ob->n;
-            }
-        }
+    atomic_store_explicit(&m->next, NULL, memory_order_relaxed);
+    if (sl->last != NULL)
+        atomic_store_explicit(&sl->last->next, m, memory_order_relaxed);
+    else
+        sl->first = m;
+    sl->last = m;
+}
+
+/* Moves the open chunk to the list (before a DELIVER, to keep the order). */
+static void
+slot_close_chunk(nd_outbox_slot_t *sl)
+{
+    if (sl->chunk != NULL) {
+        slot_append(sl, &sl->chunk->hdr);
+        sl->chunk = NULL;
     }
-    ob->last = i;
-    if (ob->slots[i].chunk == NULL)
-        ob->slots[i].chunk = new_chunk(ctx);
-    return ob->slots[i].chunk;
+}
+
+static nd_conn_msg_chunk_t *
+slot_chunk(nd_ctx_t *ctx, nd_outbox_slot_t *sl)
+{
+    if (sl->chunk == NULL) {
+        nd_conn_msg_chunk_t *ch = ND_MSG_NEW(ctx, nd_conn_msg_chunk_t, ND_CONN_MSG_CHUNK);
+        ch->buf = NULL;
+        ch->len = ch->cap = 0;
+        ch->msgs = 0;
+        ch->bytes = 0;
+        sl->chunk = ch;
+    }
+    return sl->chunk;
 }
 
 static char *
@@ -204,47 +246,42 @@ chunk_reserve(nd_conn_msg_chunk_t *ch, size_t n)
     return ch->buf + ch->len;
 }
 
-/* Sends one recipient's chunk (slot i) and empties the slot. */
-static void
-send_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_outbox_t *ob, uint32_t i)
+static int64_t
+msg_bytes(const nd_msg_t *m)
 {
-    nd_conn_t *t = ob->slots[i].t;
-    nd_conn_msg_chunk_t *ch = ob->slots[i].chunk;
-    ob->slots[i].chunk = NULL;
-    if (ch == NULL)
-        return;
-    if (ch->len == 0 || !charge(ctx, c, t, ch->len)) {
-        nd_free(ch->buf);
-        nd_msg_free(ctx, &ch->hdr);
-        return;
-    }
-    nd_actor_send(ctx, &t->base, &ch->hdr);
-}
-
-/* Sends t's open chunk now (before a DELIVER message to t, to keep order). */
-static void
-send_chunk_of(nd_ctx_t *ctx, nd_conn_t *c, nd_outbox_t *ob, nd_conn_t *t)
-{
-    uint32_t i = outbox_find(ob, t);
-    if (i < ob->n)
-        send_chunk(ctx, c, ob, i); /* the slot stays; a later delivery opens a new chunk */
+    if (m->id == ND_CONN_MSG_CHUNK)
+        return ((const nd_conn_msg_chunk_t *)m)->len;
+    const nd_conn_msg_deliver_t *d = (const nd_conn_msg_deliver_t *)m;
+    return (int64_t)d->line_len + (int64_t)d->pl_len;
 }
 
 void
 nd_deliver_flush(nd_ctx_t *ctx, nd_conn_t *c)
 {
     nd_outbox_t *ob = &c->outbox;
-    for (uint32_t i = 0; i < ob->n; i++)
-        send_chunk(ctx, c, ob, i);
+    for (uint32_t i = 0; i < ob->n; i++) {
+        nd_outbox_slot_t *sl = &ob->slots[i];
+        slot_close_chunk(sl);
+        nd_msg_t *m = sl->first;
+        sl->first = sl->last = NULL;
+        while (m != NULL) {
+            nd_msg_t *next = atomic_load_explicit(&m->next, memory_order_relaxed);
+            if (charge(ctx, c, sl->t, msg_bytes(m))) {
+                nd_actor_send(ctx, &sl->t->base, m);
+            } else {
+                nd_deliver_discard(ctx, m);
+                nd_msg_free(ctx, m);
+            }
+            m = next;
+        }
+    }
     if (ob->n > OUTBOX_LINEAR)
         memset(ob->index, 0, ob->index_cap * sizeof(*ob->index));
     ob->n = 0;
     ob->last = 0;
     if (ob->cap > 64) {
         /* A huge fan-out batch: do not keep its arrays on an idle connection. */
-        nd_free(ob->slots);
-        nd_free(ob->index);
-        memset(ob, 0, sizeof(*ob));
+        nd_deliver_outbox_free(c);
     }
 }
 
@@ -256,7 +293,7 @@ nd_deliver_outbox_free(nd_conn_t *c)
     memset(&c->outbox, 0, sizeof(c->outbox));
 }
 
-/* Hands one message to sub's connection. */
+/* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush). */
 static void
 deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
 {
@@ -274,29 +311,32 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     bool last = max != 0 && n == max;
 
     bool hmsg = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0; /* 0 = no headers: MSG */
+    bool stripped = false;
     uint32_t pl_off = 0;
     uint32_t size = (uint32_t)cmd->payload.len;
     if (hmsg && !atomic_load_explicit(&t->headers, memory_order_relaxed)) {
         /* The recipient cannot read headers: it gets the payload alone, as with nats-server. */
         hmsg = false;
+        stripped = true;
         pl_off = (uint32_t)cmd->hdr_len;
         size -= pl_off;
     }
+    const line_tail_t *tail = tail_of(pc, hmsg, stripped, size);
     uint16_t sid_off;
 
     if (t == c || (size <= INLINE_MAX && !last)) {
         /* Ready-to-write bytes: into our own output (our own subscription: in order with the
-         * rest of this turn, e.g. before a PONG), or into t's chunk. */
+         * rest of this turn, e.g. before a PONG), or into t's open chunk. */
         char *p;
         nd_conn_msg_chunk_t *ch = NULL;
         size_t room = line_room(cmd, sub) + size + 2;
         if (t == c) {
             p = nd_conn_reserve(c, room);
         } else {
-            ch = outbox_chunk(ctx, &c->outbox, t);
+            ch = slot_chunk(ctx, outbox_slot(&c->outbox, t));
             p = chunk_reserve(ch, room);
         }
-        size_t len = format_line(p, cmd, sub, hmsg, size, &sid_off);
+        size_t len = format_line(p, cmd, sub, hmsg, tail, &sid_off);
         memcpy(p + len, cmd->payload.ptr + pl_off, size);
         memcpy(p + len + size, "\r\n", 2);
         len += size + 2;
@@ -317,27 +357,25 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
         return;
     }
 
-    /* A large payload or the last delivery of an auto-unsubscribe: its own message. */
-    send_chunk_of(ctx, c, &c->outbox, t);
+    /* A large payload or the last delivery of an auto-unsubscribe: its own message, after the
+     * recipient's open chunk. */
+    nd_outbox_slot_t *sl = outbox_slot(&c->outbox, t);
+    slot_close_chunk(sl);
     nd_conn_msg_deliver_t *m =
         (nd_conn_msg_deliver_t *)nd_msg_new(ctx, sizeof(*m) + line_room(cmd, sub),
                                             ND_CONN_MSG_DELIVER);
-    m->line_len = (uint16_t)format_line(m->line, cmd, sub, hmsg, size, &sid_off);
+    m->line_len = (uint16_t)format_line(m->line, cmd, sub, hmsg, tail, &sid_off);
     m->sid_off = sid_off;
     m->sid_len = (uint16_t)sub->sid_len;
     m->pl_off = pl_off;
     m->pl_len = size + 2;
     m->sub = sub;
     m->last = last;
-    if (!charge(ctx, c, t, (int64_t)m->line_len + (int64_t)m->pl_len)) {
-        nd_msg_free(ctx, &m->hdr);
-        return;
-    }
     if (pc->payload == NULL)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
     nd_payload_ref(pc->payload);
     m->payload = pc->payload;
-    nd_actor_send(ctx, &t->base, &m->hdr);
+    slot_append(sl, &m->hdr);
 }
 
 static nd_sl_result_t *

@@ -150,13 +150,13 @@ sem_wait_10s(sem_t *s)
 }
 
 /* Polls cond with a 10 s hang guard; the deadline never decides a pass. */
-#define WAIT_UNTIL(cond)                                                                          \
-    do {                                                                                          \
-        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                        \
-        while (!(cond)) {                                                                         \
-            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);               \
-            sched_yield();                                                                        \
-        }                                                                                         \
+#define WAIT_UNTIL(cond)                                                                           \
+    do {                                                                                           \
+        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                         \
+        while (!(cond)) {                                                                          \
+            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);                 \
+            sched_yield();                                                                         \
+        }                                                                                          \
     } while (0)
 
 static uint32_t
@@ -277,8 +277,7 @@ Test(actor, exact_batch_then_empty_turn, .init = manual_setup, .fini = manual_te
     cr_assert_eq(n_order_errors, 0);
 }
 
-Test(actor, final_once_and_later_messages_discarded, .init = manual_setup,
-     .fini = manual_teardown)
+Test(actor, final_once_and_later_messages_discarded, .init = manual_setup, .fini = manual_teardown)
 {
     rec_t *r = (rec_t *)nd_actor_spawn(mctx, &rec_type);
     nd_actor_t *a = &r->base;
@@ -631,8 +630,7 @@ Test(actor, pool_messages_after_close_are_discarded, .init = pool_setup, .fini =
     cr_assert_eq(n_finals, 1);
 }
 
-Test(actor, pool_messages_behind_close_in_same_turn, .init = pool_setup,
-     .fini = pool_teardown)
+Test(actor, pool_messages_behind_close_in_same_turn, .init = pool_setup, .fini = pool_teardown)
 {
     rec_t *r = (rec_t *)nd_actor_spawn(ctx, &rec_type);
     nd_actor_t *a = &r->base;

@@ -64,13 +64,13 @@ sem_wait_10s(sem_t *s)
 }
 
 /* Polls cond with a 10 s hang guard; the deadline never decides a pass. */
-#define WAIT_UNTIL(cond)                                                                          \
-    do {                                                                                          \
-        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                        \
-        while (!(cond)) {                                                                         \
-            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);               \
-            sched_yield();                                                                        \
-        }                                                                                         \
+#define WAIT_UNTIL(cond)                                                                           \
+    do {                                                                                           \
+        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                         \
+        while (!(cond)) {                                                                          \
+            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);                 \
+            sched_yield();                                                                         \
+        }                                                                                          \
     } while (0)
 
 static nd_pool_t *pool;
@@ -342,8 +342,7 @@ churn_reader(void *arg)
     return NULL;
 }
 
-Test(epoch, churn_readers_never_see_freed_nodes, .init = setup, .fini = teardown,
-     .timeout = 120)
+Test(epoch, churn_readers_never_see_freed_nodes, .init = setup, .fini = teardown, .timeout = 120)
 {
     atomic_store(&shared, node_new(0));
     pthread_t th[CHURN_READERS];

@@ -122,7 +122,7 @@ Test(mbox, mark_idle_fails_after_push_behind_repushed_stub)
     nd_mbox_init(&mb);
     nd_mbox_push(&mb, &m[0].hdr);
     cr_assert_eq(nd_mbox_pop_sc(&mb), &m[0].hdr); /* re-pushes the stub */
-    cr_assert_not(nd_mbox_push(&mb, &m[1].hdr));   /* lands behind the stub */
+    cr_assert_not(nd_mbox_push(&mb, &m[1].hdr));  /* lands behind the stub */
     cr_assert_not(nd_mbox_mark_idle_sc(&mb));
     cr_assert_eq(nd_mbox_pop_sc(&mb), &m[1].hdr);
     cr_assert_null(nd_mbox_pop_sc(&mb));

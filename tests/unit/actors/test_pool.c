@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <semaphore.h>
 #include <stdlib.h>
 #include <time.h>
@@ -114,14 +115,12 @@ many_counters(unsigned workers, uint32_t actors, uint32_t per)
         nd_actor_close(ctx, &cs[i]->base);
         nd_actor_unref(ctx, &cs[i]->base);
     }
-    cr_assert(nd_pool_wait_empty(pool, 10000), "%zu actors still live",
-              nd_pool_live_actors(pool));
+    cr_assert(nd_pool_wait_empty(pool, 10000), "%zu actors still live", nd_pool_live_actors(pool));
     cr_assert_eq(nd_pool_live_actors(pool), 0);
     cr_assert_eq(finals, (int)actors);
     uint64_t base_sum = (uint64_t)per * (per - 1) / 2;
     for (uint32_t i = 0; i < actors; i++) {
-        cr_assert_eq(final_count[i], per, "actor %u counted %lu", i,
-                     (unsigned long)final_count[i]);
+        cr_assert_eq(final_count[i], per, "actor %u counted %lu", i, (unsigned long)final_count[i]);
         cr_assert_eq(final_sum[i], base_sum + (uint64_t)i * per, "actor %u", i);
     }
     cr_assert_eq(bad_worker, 0);
@@ -449,6 +448,13 @@ Test(pool, every_worker_runs_actors, .timeout = 60)
     nd_actor_t *a[W];
     for (int i = 0; i < W; i++)
         a[i] = nd_actor_spawn(ctx, &who_type);
+    /* Let every worker go to sleep first (nd_pool_stats is documented as approximate while the
+     * pool runs, which is all this needs), so the burst below must wake them all. */
+    uint64_t deadline = nd_now_ns() + 10000000000ull;
+    while (nd_pool_stats(pool).parks < W) {
+        cr_assert(nd_now_ns() < deadline, "workers never parked");
+        sched_yield();
+    }
     /* Each actor blocks its worker until all W have started, so W distinct workers must be
      * running them at the same time: a worker that never wakes would hang this. */
     for (int i = 0; i < W; i++)

@@ -198,7 +198,7 @@ Test(runq, inject_fifo)
 
 /* ---- concurrent owner and thieves: every actor is taken exactly once ---- */
 
-#define CONC_N      200000
+#define CONC_N       200000
 #define CONC_THIEVES 2
 
 typedef struct conc {

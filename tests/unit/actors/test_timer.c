@@ -37,8 +37,8 @@ typedef struct tact {
     nd_timer_t t1, probe;
     /* any thread reads, owner writes */
     _Atomic int fired, stale, probe_fired;
-    _Atomic int t1_msgs;           /* every t1 message, fired or stale */
-    _Atomic int t1_msgs_at_mark;   /* t1 messages handled before MSG_MARK */
+    _Atomic int t1_msgs;         /* every t1 message, fired or stale */
+    _Atomic int t1_msgs_at_mark; /* t1 messages handled before MSG_MARK */
     _Atomic int fired_at_cancel;
     _Atomic bool cancel_done;
 } tact_t;
@@ -115,13 +115,13 @@ sem_wait_10s(sem_t *s)
     return r == 0;
 }
 
-#define WAIT_UNTIL(cond)                                                                          \
-    do {                                                                                          \
-        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                        \
-        while (!(cond)) {                                                                         \
-            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);               \
-            sched_yield();                                                                        \
-        }                                                                                         \
+#define WAIT_UNTIL(cond)                                                                           \
+    do {                                                                                           \
+        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                         \
+        while (!(cond)) {                                                                          \
+            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);                 \
+            sched_yield();                                                                         \
+        }                                                                                          \
     } while (0)
 
 static nd_pool_t *pool;
