@@ -22,6 +22,18 @@ char *nd_xstrdup(const char *s) __attribute__((malloc, returns_nonnull));
 char *nd_xstrndup(const char *s, size_t n) __attribute__((malloc, returns_nonnull));
 void nd_free(void *p);
 
+/* Returns: the capacity to grow a buffer of capacity cap to so that it holds need bytes:
+ * doubling from cap (or from min when cap is 0). */
+static inline size_t
+nd_grow_cap(size_t cap, size_t need, size_t min)
+{
+    if (cap == 0)
+        cap = min;
+    while (cap < need)
+        cap *= 2;
+    return cap;
+}
+
 /* Typed helpers: nd_new(T) allocates one zeroed T. */
 #define nd_new(T) ((T *)nd_xcalloc(1, sizeof(T)))
 

@@ -51,6 +51,8 @@ typedef struct nd_opts {
 
 void nd_opts_defaults(nd_opts_t *o);
 void nd_opts_free(nd_opts_t *o);
+/* Deep copy: dst owns its own strings. */
+void nd_opts_copy(nd_opts_t *dst, const nd_opts_t *src);
 
 /* Parses nats-server-compatible flags into o (over what o holds).
  * Returns: 0 to run, 1 for a usage error (message printed), 2 when a flag like --help or

@@ -219,6 +219,42 @@ on_unsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     ok(c);
 }
 
+/* -V: the protocol trace, in nats-server's "<<- [OP args]" shape. CONNECT is shown whole: the
+ * authentication issue must redact "pass" and "auth_token" here, as nats-server does. */
+static void
+trace(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    const char *op = nd_proto_op_name(cmd->op);
+    switch (cmd->op) {
+    case ND_PROTO_OP_PUB:
+    case ND_PROTO_OP_HPUB:
+        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [%s %.*s%s%.*s %zu]", c->ip, c->port,
+               (unsigned long long)c->cid, op, (int)cmd->subject.len, cmd->subject.ptr,
+               cmd->reply.len ? " " : "", (int)cmd->reply.len, cmd->reply.ptr, cmd->payload.len);
+        break;
+    case ND_PROTO_OP_SUB:
+        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [SUB %.*s%s%.*s %.*s]", c->ip, c->port,
+               (unsigned long long)c->cid, (int)cmd->subject.len, cmd->subject.ptr,
+               cmd->queue.len ? " " : "", (int)cmd->queue.len, cmd->queue.ptr, (int)cmd->sid.len,
+               cmd->sid.ptr);
+        break;
+    case ND_PROTO_OP_UNSUB:
+        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [UNSUB %.*s]", c->ip, c->port,
+               (unsigned long long)c->cid, (int)cmd->sid.len, cmd->sid.ptr);
+        break;
+    case ND_PROTO_OP_CONNECT:
+    case ND_PROTO_OP_INFO:
+    case ND_PROTO_OP_ERR:
+        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [%s %.*s]", c->ip, c->port,
+               (unsigned long long)c->cid, op, (int)cmd->arg.len, cmd->arg.ptr);
+        break;
+    default:
+        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [%s]", c->ip, c->port,
+               (unsigned long long)c->cid, op);
+        break;
+    }
+}
+
 bool
 nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
@@ -235,6 +271,8 @@ nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         break;
     }
 
+    if (nd_log_enabled(ND_LOG_TRACE))
+        trace(c, cmd);
     switch (cmd->op) {
     case ND_PROTO_OP_CONNECT:
         return on_connect(ctx, c, cmd);

@@ -98,11 +98,8 @@ char *
 nd_conn_reserve(nd_conn_t *c, size_t n)
 {
     if (c->wlen + n > c->wcap) {
-        size_t cap = c->wcap ? c->wcap : 4096;
-        while (cap < c->wlen + n)
-            cap *= 2;
-        c->wbuf = nd_xrealloc(c->wbuf, cap);
-        c->wcap = cap;
+        c->wcap = nd_grow_cap(c->wcap, c->wlen + n, 4096);
+        c->wbuf = nd_xrealloc(c->wbuf, c->wcap);
     }
     return c->wbuf + c->wlen;
 }

@@ -237,11 +237,8 @@ static char *
 chunk_reserve(nd_conn_msg_chunk_t *ch, size_t n)
 {
     if (ch->len + n > ch->cap) {
-        size_t cap = ch->cap ? ch->cap : 1024;
-        while (cap < ch->len + n)
-            cap *= 2;
-        ch->buf = nd_xrealloc(ch->buf, cap);
-        ch->cap = (uint32_t)cap;
+        ch->cap = (uint32_t)nd_grow_cap(ch->cap, ch->len + n, 1024);
+        ch->buf = nd_xrealloc(ch->buf, ch->cap);
     }
     return ch->buf + ch->len;
 }

@@ -6,6 +6,7 @@
  */
 #include "natsd/opts.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,15 +30,34 @@ nd_opts_defaults(nd_opts_t *o)
     o->logtime = true;
 }
 
+/* Every string option, for copying and freeing. */
+static const size_t string_fields[] = {
+    offsetof(nd_opts_t, host),        offsetof(nd_opts_t, server_name),
+    offsetof(nd_opts_t, log_file),    offsetof(nd_opts_t, store_dir),
+    offsetof(nd_opts_t, user),        offsetof(nd_opts_t, pass),
+    offsetof(nd_opts_t, token),       offsetof(nd_opts_t, cluster_url),
+    offsetof(nd_opts_t, routes),      offsetof(nd_opts_t, cluster_name),
+    offsetof(nd_opts_t, config_file), offsetof(nd_opts_t, pid_file),
+};
+
+#define STR_FIELD(o, off) ((char **)((char *)(o) + (off)))
+
 void
 nd_opts_free(nd_opts_t *o)
 {
-    char **strs[] = {&o->host,        &o->server_name, &o->log_file,     &o->store_dir,
-                     &o->user,        &o->pass,        &o->token,        &o->cluster_url,
-                     &o->routes,      &o->cluster_name, &o->config_file, &o->pid_file};
-    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++) {
-        nd_free(*strs[i]);
-        *strs[i] = NULL;
+    for (size_t i = 0; i < sizeof string_fields / sizeof string_fields[0]; i++) {
+        nd_free(*STR_FIELD(o, string_fields[i]));
+        *STR_FIELD(o, string_fields[i]) = NULL;
+    }
+}
+
+void
+nd_opts_copy(nd_opts_t *dst, const nd_opts_t *src)
+{
+    *dst = *src;
+    for (size_t i = 0; i < sizeof string_fields / sizeof string_fields[0]; i++) {
+        const char *v = *STR_FIELD(src, string_fields[i]);
+        *STR_FIELD(dst, string_fields[i]) = v ? nd_xstrdup(v) : NULL;
     }
 }
 

@@ -118,30 +118,11 @@ log_unbuilt(const nd_opts_t *o)
                     o->config_file);
 }
 
-static char *
-dup_or_null(const char *s)
-{
-    return s ? nd_xstrdup(s) : NULL;
-}
-
 nd_server_t *
 nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
 {
     nd_server_t *s = nd_xaligned(sizeof(*s));
-    s->opts = *opts;
-    /* Deep-copy the strings so the caller keeps ownership of its opts. */
-    s->opts.host = dup_or_null(opts->host);
-    s->opts.server_name = dup_or_null(opts->server_name);
-    s->opts.log_file = dup_or_null(opts->log_file);
-    s->opts.store_dir = dup_or_null(opts->store_dir);
-    s->opts.user = dup_or_null(opts->user);
-    s->opts.pass = dup_or_null(opts->pass);
-    s->opts.token = dup_or_null(opts->token);
-    s->opts.cluster_url = dup_or_null(opts->cluster_url);
-    s->opts.routes = dup_or_null(opts->routes);
-    s->opts.cluster_name = dup_or_null(opts->cluster_name);
-    s->opts.config_file = dup_or_null(opts->config_file);
-    s->opts.pid_file = dup_or_null(opts->pid_file);
+    nd_opts_copy(&s->opts, opts);
     s->pool = pool;
     atomic_init(&s->next_cid, 0);
     atomic_init(&s->nconns, 0);

@@ -37,19 +37,27 @@ nd_sidmap_destroy(nd_sidmap_t *m)
     memset(m, 0, sizeof(*m));
 }
 
-nd_sub_t *
-nd_sidmap_get(const nd_sidmap_t *m, const char *sid, size_t len)
+/* Returns: the slot holding the sub with that sid, or -1. */
+static int64_t
+find(const nd_sidmap_t *m, const char *sid, size_t len)
 {
     if (m->cap == 0)
-        return NULL;
+        return -1;
     uint32_t mask = m->cap - 1;
     for (uint32_t i = hash(sid, len) & mask;; i = (i + 1) & mask) {
         nd_sub_t *s = m->slots[i];
         if (s == NULL)
-            return NULL;
+            return -1;
         if (s != TOMB && same(s, sid, len))
-            return s;
+            return i;
     }
+}
+
+nd_sub_t *
+nd_sidmap_get(const nd_sidmap_t *m, const char *sid, size_t len)
+{
+    int64_t i = find(m, sid, len);
+    return i < 0 ? NULL : m->slots[i];
 }
 
 static void
@@ -94,19 +102,13 @@ nd_sidmap_put(nd_sidmap_t *m, nd_sub_t *sub)
 nd_sub_t *
 nd_sidmap_del(nd_sidmap_t *m, const char *sid, size_t len)
 {
-    if (m->cap == 0)
+    int64_t i = find(m, sid, len);
+    if (i < 0)
         return NULL;
-    uint32_t mask = m->cap - 1;
-    for (uint32_t i = hash(sid, len) & mask;; i = (i + 1) & mask) {
-        nd_sub_t *s = m->slots[i];
-        if (s == NULL)
-            return NULL;
-        if (s != TOMB && same(s, sid, len)) {
-            m->slots[i] = TOMB;
-            m->count--;
-            return s;
-        }
-    }
+    nd_sub_t *s = m->slots[i];
+    m->slots[i] = TOMB;
+    m->count--;
+    return s;
 }
 
 nd_sub_t **

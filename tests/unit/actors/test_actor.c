@@ -20,6 +20,7 @@
 
 #include "natsd/actor.h"
 #include "natsd/pool.h"
+#include "test_wait.h"
 
 enum {
     MSG_SEQ = ND_MSG_USER_BASE,
@@ -136,28 +137,6 @@ send_id(nd_ctx_t *ctx, nd_actor_t *to, uint32_t id)
 {
     nd_actor_send(ctx, to, nd_msg_new(ctx, sizeof(nd_msg_t), id));
 }
-
-static bool
-sem_wait_10s(sem_t *s)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 10;
-    int r;
-    while ((r = sem_timedwait(s, &ts)) != 0 && errno == EINTR)
-        ;
-    return r == 0;
-}
-
-/* Polls cond with a 10 s hang guard; the deadline never decides a pass. */
-#define WAIT_UNTIL(cond)                                                                           \
-    do {                                                                                           \
-        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                         \
-        while (!(cond)) {                                                                          \
-            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);                 \
-            sched_yield();                                                                         \
-        }                                                                                          \
-    } while (0)
 
 static uint32_t
 refs_of(nd_actor_t *a)

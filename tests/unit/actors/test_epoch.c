@@ -18,6 +18,7 @@
 
 #include "natsd/epoch.h"
 #include "natsd/pool.h"
+#include "test_wait.h"
 
 #define MAGIC  0x5EC7105Eu
 #define POISON 0xDEADDEADu
@@ -50,28 +51,6 @@ node_destroy(nd_epoch_entry_t *e)
     atomic_fetch_add(&destroyed, 1);
     free(n);
 }
-
-static bool
-sem_wait_10s(sem_t *s)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 10;
-    int r;
-    while ((r = sem_timedwait(s, &ts)) != 0 && errno == EINTR)
-        ;
-    return r == 0;
-}
-
-/* Polls cond with a 10 s hang guard; the deadline never decides a pass. */
-#define WAIT_UNTIL(cond)                                                                           \
-    do {                                                                                           \
-        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                         \
-        while (!(cond)) {                                                                          \
-            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);                 \
-            sched_yield();                                                                         \
-        }                                                                                          \
-    } while (0)
 
 static nd_pool_t *pool;
 static _Atomic(node_t *) shared;

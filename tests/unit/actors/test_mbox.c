@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "natsd/mbox.h"
+#include "test_wait.h"
 
 typedef struct tmsg {
     nd_msg_t hdr;
@@ -215,18 +216,6 @@ producer_main(void *arg)
         }
     }
     return NULL;
-}
-
-static bool
-sem_wait_10s(sem_t *s)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 10;
-    int r;
-    while ((r = sem_timedwait(s, &ts)) != 0 && errno == EINTR)
-        ;
-    return r == 0;
 }
 
 Test(mbox, mpsc_one_schedule_per_idle_period, .timeout = 120)

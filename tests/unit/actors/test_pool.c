@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "natsd/pool.h"
+#include "test_wait.h"
 
 enum {
     MSG_COUNT = ND_MSG_USER_BASE,
@@ -77,18 +78,6 @@ send_count(nd_ctx_t *ctx, nd_actor_t *to, uint32_t value)
     count_msg_t *m = ND_MSG_NEW(ctx, count_msg_t, MSG_COUNT);
     m->value = value;
     nd_actor_send(ctx, to, &m->hdr);
-}
-
-static bool
-sem_wait_10s(sem_t *s)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 10;
-    int r;
-    while ((r = sem_timedwait(s, &ts)) != 0 && errno == EINTR)
-        ;
-    return r == 0;
 }
 
 /* Many actors, each sent `per` messages round-robin from the main thread, then closed; the

@@ -19,6 +19,7 @@
 
 #include "natsd/pool.h"
 #include "natsd/timer.h"
+#include "test_wait.h"
 
 #define MS 1000000ull
 
@@ -102,27 +103,6 @@ static const nd_actor_type_t tact_type = {
     .dispatch = tact_dispatch,
     .final = tact_final,
 };
-
-static bool
-sem_wait_10s(sem_t *s)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_sec += 10;
-    int r;
-    while ((r = sem_timedwait(s, &ts)) != 0 && errno == EINTR)
-        ;
-    return r == 0;
-}
-
-#define WAIT_UNTIL(cond)                                                                           \
-    do {                                                                                           \
-        uint64_t deadline_ = nd_now_ns() + 10000000000ull;                                         \
-        while (!(cond)) {                                                                          \
-            cr_assert(nd_now_ns() < deadline_, "timed out waiting for %s", #cond);                 \
-            sched_yield();                                                                         \
-        }                                                                                          \
-    } while (0)
 
 static nd_pool_t *pool;
 static nd_ctx_t *ctx;
