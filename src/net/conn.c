@@ -149,14 +149,12 @@ static bool
 flush(nd_ctx_t *ctx, nd_conn_t *c)
 {
     while (c->woff < c->wlen) {
-        ssize_t n = send(c->io.fd, c->wbuf + c->woff, c->wlen - c->woff, MSG_NOSIGNAL);
+        ssize_t n = nd_transport_write(&c->tr, c->wbuf + c->woff, c->wlen - c->woff);
         if (n > 0) {
             c->woff += (size_t)n;
             atomic_fetch_sub_explicit(&c->pending, n, memory_order_relaxed);
             continue;
         }
-        if (n < 0 && errno == EINTR)
-            continue;
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             if (!c->wdeadline_armed && c->srv->opts.write_deadline_ms > 0) {
                 nd_timer_start(ctx, &c->wdeadline_timer, ms_to_ns(c->srv->opts.write_deadline_ms),
@@ -206,6 +204,7 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
         nd_acct_send_unsub_all(ctx, c->acct, subs, n);
     else
         nd_free(subs);
+    c->tr.vt->close(&c->tr);
     if (c->io.fd >= 0)
         nd_poller_remove(c->srv->poller, &c->io); /* closes the fd after our last write */
     if (c->counted)
@@ -355,10 +354,7 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c)
     }
     size_t len = c->rlen;
     size_t space = cap - len;
-    ssize_t n;
-    do
-        n = recv(c->io.fd, buf + len, space, 0);
-    while (n < 0 && errno == EINTR);
+    ssize_t n = c->tr.vt->read(&c->tr, buf + len, space);
     if (n == 0) {
         nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
         return;
@@ -573,6 +569,7 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
     atomic_init(&c->slow, false);
     atomic_init(&c->headers, false);
     c->io.fd = fd;
+    nd_tcp_init(&c->tr, fd);
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     nd_proto_parser_init(&c->parser, (size_t)srv->opts.max_control_line,
                          srv->opts.max_payload);

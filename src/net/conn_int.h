@@ -20,6 +20,7 @@
 #include "poller.h"
 #include "server.h"
 #include "sidmap.h"
+#include "transport.h"
 
 enum {
     ND_CONN_MSG_START = ND_MSG_USER_BASE,
@@ -84,6 +85,7 @@ typedef struct nd_conn {
 
     /* owner only */
     nd_io_t io ND_CACHE_ALIGNED;
+    nd_transport_t tr;
     nd_proto_parser_t parser;
     char *rbuf;
     size_t rcap, rlen;
