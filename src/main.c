@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "natsd/natsd.h"
 #include "net/log.h"
@@ -18,6 +19,14 @@ main(int argc, char **argv)
         return rc == 2 ? 0 : 1;
     }
     nd_log_setup(opts.debug, opts.trace, opts.logtime, opts.log_file);
+
+    /* One descriptor per client: raise the soft limit to the hard one, as Go (and so
+     * nats-server) does at start-up. */
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+        rl.rlim_cur = rl.rlim_max;
+        setrlimit(RLIMIT_NOFILE, &rl);
+    }
 
     /* Block the stop signals before any thread starts so that only sigwait() sees them. */
     sigset_t stop;

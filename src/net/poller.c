@@ -57,8 +57,14 @@ accept_all(nd_ctx_t *ctx, nd_io_t *io)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno != EAGAIN && errno != EWOULDBLOCK)
-                nd_log_error("Error accepting client connection: %s", strerror(errno));
+            if (errno == EAGAIN || errno == EWOULDBLOCK)
+                return;
+            nd_log_error("Temporary accept error: %s", strerror(errno));
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                /* The listener is level-triggered: without a pause this would spin. nats-server
+                 * sleeps in its accept loop too; 10 ms on the polling worker is rare enough. */
+                usleep(10000);
+            }
             return;
         }
         io->on_accept(ctx, io->accept_arg, fd);
