@@ -2,7 +2,7 @@
  * mailbox, spawn + close, and the single-thread floors of the mailbox and the message cache.
  *
  * Usage: bench_actors [-w workers] [-n scale] [-r repeats] [name ...]
- *   -w  worker threads of the pool (default 2)
+ *   -w  worker threads of the pool (default 2, at most FANOUT_MAX_WORKERS)
  *   -n  multiplies every message/actor count (default 1; e.g. 0.1 for a quick smoke run)
  *   -r  runs each benchmark this many times and reports the best run (default 1)
  *   name  runs only the benchmarks whose names start with one of these words
@@ -20,7 +20,8 @@
  *   msg_new_free_1     nd_msg_new + nd_msg_free of one 64-byte message, one thread
  *   msg_new_free_512   512 nd_msg_new then 512 nd_msg_free (crosses magazines and the depot)
  *   pingpong           two actors bounce one message: send + dispatch with one message in flight
- *   fanout             one actor sends N messages to each of 1,000 actors; total deliveries/s
+ *   fanout             one actor sends N messages to each of 1,000 actors, one round at a time,
+ *                      with at most FANOUT_WINDOW messages in flight; total deliveries/s
  *   mpsc_actors        two producer actors send bursts into one consumer actor
  *   mpsc_threads       two producer threads (external ctxs) send bursts into one consumer actor
  *   spawn_close        an actor spawns and closes 1 M actors; spawns/s until all are freed
@@ -719,8 +720,10 @@ main(int argc, char **argv)
     run_bench("pingpong", bench_pingpong, scaled(5000000));
     run_bench("fanout", bench_fanout, scaled(5000000) < FANOUT_SINKS ? FANOUT_SINKS
                                                                      : scaled(5000000));
-    run_bench("mpsc_actors", bench_mpsc_actors, scaled(20000000));
-    run_bench("mpsc_threads", bench_mpsc_threads, scaled(20000000));
+    /* Two producers of at least one message each. */
+    uint64_t mpsc_ops = scaled(20000000) < 2 ? 2 : scaled(20000000) / 2 * 2;
+    run_bench("mpsc_actors", bench_mpsc_actors, mpsc_ops);
+    run_bench("mpsc_threads", bench_mpsc_threads, mpsc_ops);
     run_bench("spawn_close", bench_spawn_close, scaled(1000000));
     sem_destroy(&done);
     return 0;

@@ -10,7 +10,14 @@
  * so a publisher that found a sub inside a section may always use sub->conn in that section.
  *
  * Field groups say who may touch what (see each group). Strings are NUL-terminated copies living
- * in the same allocation as the struct.
+ * in the same allocation as the struct: the subject first (subject[] is the struct's tail), then
+ * the sid, then the queue name.
+ *
+ * Memory. One subscription is one allocation of sizeof(nd_sub_t) (96 bytes) plus its strings,
+ * since a server may hold millions. The fields only holders of a reference use (the connection's
+ * conn_data, the sublist writer's sl_*) share their memory with the retirement record, which is
+ * written only after the last reference is gone: from then on no holder exists, and publishers
+ * that still see the sub in their sections read only the fields outside the union.
  */
 #ifndef NATSD_SUB_H
 #define NATSD_SUB_H
@@ -27,35 +34,42 @@
 #define ND_SUB_DEAD  0xDEADB0B0u /* written just before the memory is freed */
 
 typedef struct nd_sub {
+    /* immutable after nd_sub_new; publishers may read these until the memory is freed */
+    nd_actor_t *conn;  /* the subscriber; a reference is held until the sub is freed */
+    const char *sid;   /* points into the strings after subject[] */
+    const char *queue; /* NULL for a plain subscription; else points after the sid */
+
+    /* any thread, atomic */
+    _Atomic uint64_t delivered; /* messages handed to the subscriber so far */
+    _Atomic uint64_t max_msgs;  /* auto-unsubscribe after this many; 0 = no limit */
+
     /* immutable after nd_sub_new */
-    nd_actor_t *conn;    /* the subscriber; a reference is held until the sub is freed */
-    const char *subject; /* points into strings[] */
-    const char *queue;   /* NULL for a plain subscription */
-    const char *sid;
     uint32_t subject_len;
     uint32_t queue_len;
     uint32_t sid_len;
     uint32_t magic; /* ND_SUB_MAGIC; a canary that stress tests check to catch early frees */
 
     /* any thread, atomic */
-    _Atomic uint64_t delivered; /* messages handed to the subscriber so far */
-    _Atomic uint64_t max_msgs;  /* auto-unsubscribe after this many; 0 = no limit */
-    _Atomic bool cancelled;     /* unsubscribed: publishers that still find it drop messages */
     _Atomic uint32_t refs;
+    _Atomic bool cancelled; /* unsubscribed: publishers that still find it drop messages */
 
-    /* owner connection only */
-    void *conn_data;
+    union {
+        /* Holders of a reference only, while one exists (the sublist writer works under the
+         * reference that the account holds for the sublist). */
+        struct {
+            void *conn_data;      /* owner connection only */
+            const void *sl_owner; /* the sublist writer only: the sublist holding it, or NULL */
+            void *sl_set;         /* the sublist writer only: the node or queue group holding it */
+            uint32_t sl_index;    /* the sublist writer only: its slot in that vector */
+        };
+        /* Retirement, written once by the last nd_sub_unref. */
+        struct {
+            nd_epoch_entry_t retire;
+            nd_ctx_t *retire_ctx;
+        };
+    };
 
-    /* the sublist writer (account actor) only */
-    const void *sl_owner; /* the sublist holding the sub, or NULL */
-    void *sl_set;         /* the node or queue group whose vector holds it */
-    uint32_t sl_index;    /* its slot in that vector */
-
-    /* retirement, used once by the last nd_sub_unref */
-    nd_epoch_entry_t retire;
-    nd_ctx_t *retire_ctx;
-
-    char strings[];
+    char subject[]; /* NUL-terminated; the sid and the queue name follow */
 } nd_sub_t;
 
 /* Allocates a subscription with copies of the strings (queue may be NULL or empty for a plain

@@ -26,15 +26,17 @@
 #include "natsd/sub.h"
 
 /* A vector of subscriptions. Readers: len with nd_sl_vec_len(), then nd_sl_vec_get() for each
- * index below it, skipping NULL. Only the sublist writer changes it. */
+ * index below it, skipping NULL. Only the sublist writer changes it. A node's first vector may
+ * live inside the node's own allocation (see sublist.c); readers cannot tell and need not. */
 typedef struct nd_sl_vec {
-    nd_epoch_entry_t retire;
-    uint32_t cap;          /* immutable */
+    uint32_t cap;          /* writer only: slots allocated (0 once an in-node vector is dropped) */
     _Atomic uint32_t n;    /* slots [0, n) have been published */
     _Atomic uint32_t live; /* non-NULL slots among them (a hint for readers) */
-    uint32_t spare;
+    uint32_t flags;        /* writer only: ND_SL_VEC_INNODE */
     _Atomic(nd_sub_t *) slot[];
 } nd_sl_vec_t;
+
+#define ND_SL_VEC_INNODE 1u /* lives inside its node's allocation: freed with the node */
 
 static inline uint32_t
 nd_sl_vec_len(const nd_sl_vec_t *v)
@@ -101,14 +103,11 @@ nd_sub_t *nd_sl_result_qpick(nd_ctx_t *ctx, const nd_sl_result_t *r, uint32_t g)
 bool nd_sl_result_each_psub(const nd_sl_result_t *r, bool (*fn)(nd_sub_t *sub, void *arg),
                             void *arg);
 
-/* Objects whose retirement waits for the next generation bump (writer only; see sublist.c). */
-typedef struct nd_sl_pend_item {
-    nd_epoch_entry_t *e;
-    void (*fn)(nd_epoch_entry_t *e);
-} nd_sl_pend_item_t;
-
+/* Memory whose retirement waits for the next generation bump (writer only; see sublist.c): plain
+ * nd_xmalloc blocks, freed together by one epoch callback after the grace period, so the objects
+ * themselves carry no retirement record. */
 typedef struct nd_sl_pend {
-    nd_sl_pend_item_t *items;
+    void **ptrs;
     uint32_t n, cap;
 } nd_sl_pend_t;
 

@@ -238,6 +238,7 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     return_scratch(ctx, c);
     teardown(ctx, c);
     nd_slcache_fini(&c->cache);
+    nd_deliver_flush(ctx, c); /* normally empty: every read batch ends with a flush */
     nd_deliver_outbox_free(c);
     nd_free(c->rbuf);
     nd_free(c->wbuf);
@@ -322,13 +323,18 @@ keep_leftover(nd_conn_t *c, const char *buf, size_t off, size_t len)
     c->rlen = left;
 }
 
+/* Reads once. hup: the peer has closed its side, so no further edge will come: keep reading in
+ * later turns until the end of the stream is seen, even after a short read (data and FIN often
+ * arrive together). */
 static void
-do_read(nd_ctx_t *ctx, nd_conn_t *c)
+do_read(nd_ctx_t *ctx, nd_conn_t *c, bool hup)
 {
     if (c->paused || c->stalled) {
         c->read_blocked = true;
+        c->hup_seen |= hup;
         return;
     }
+    hup |= c->hup_seen;
     size_t need = nd_proto_pending_need(&c->parser);
     char *buf;
     size_t cap;
@@ -376,11 +382,12 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c)
         c->stall_due = false;
         c->stalled = true;
         c->read_blocked = true;
+        c->hup_seen |= hup;
         nd_timer_start(ctx, &c->stall_timer, STALL_MS * 1000000ull, 0);
         return;
     }
-    if ((size_t)n == space)
-        nd_io_again(ctx, &c->io, ND_IO_READ); /* more may be waiting: continue next turn */
+    if ((size_t)n == space || hup) /* more may be waiting: continue next turn */
+        nd_io_again(ctx, &c->io, hup ? ND_IO_READ | ND_IO_HUP : ND_IO_READ);
 }
 
 /* Called once every subscription is acknowledged: process what the pause left unconsumed. */
@@ -491,7 +498,7 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         if (c->closing)
             return;
         if (ev & ND_IO_READ)
-            do_read(ctx, c);
+            do_read(ctx, c, (ev & ND_IO_HUP) != 0);
         return; /* ND_IO_WRITE: turn_end flushes */
     }
     case ND_CONN_MSG_START:

@@ -107,6 +107,7 @@ typedef struct nd_conn {
     bool read_blocked;         /* a read is owed once unpaused or unstalled */
     bool stall_due;            /* a recipient passed 75% of max_pending during this batch */
     bool stalled;              /* not reading until stall_timer fires */
+    bool hup_seen;             /* the peer closed its side: read until end of stream */
     bool got_inbound;          /* inbound traffic since the last ping tick */
     bool pinged_once;
     bool wdeadline_armed;

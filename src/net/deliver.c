@@ -124,8 +124,8 @@ charge(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, int64_t bytes)
 
 /* ---- the outbox: per recipient, the messages of this read batch, in order ----
  *
- * Each slot holds an open chunk and a list of finished messages (chunks and DELIVERs) linked
- * through nd_msg_t.next, which is free until the message is pushed. Nothing is sent while the
+ * Each slot holds a reference on its recipient, an open chunk and a list of finished messages
+ * (chunks and DELIVERs) linked through nd_msg_t.next, which is free until the message is pushed. Nothing is sent while the
  * publisher is inside an epoch section: nd_deliver_flush() sends everything afterwards. */
 
 static inline uint32_t
@@ -180,6 +180,9 @@ outbox_slot(nd_outbox_t *ob, nd_conn_t *t)
         ob->slots = nd_xrealloc(ob->slots, ob->cap * sizeof(*ob->slots));
     }
     nd_outbox_slot_t *sl = &ob->slots[ob->n];
+    /* The sub that led us to t keeps t alive only until our epoch section ends (the sub may be
+     * retired then); the outbox is sent after it, so it holds its own reference. */
+    nd_actor_ref(&t->base);
     sl->t = t;
     sl->chunk = NULL;
     sl->first = sl->last = NULL;
@@ -271,6 +274,7 @@ nd_deliver_flush(nd_ctx_t *ctx, nd_conn_t *c)
             }
             m = next;
         }
+        nd_actor_unref(ctx, &sl->t->base);
     }
     if (ob->n > OUTBOX_LINEAR)
         memset(ob->index, 0, ob->index_cap * sizeof(*ob->index));
@@ -290,21 +294,23 @@ nd_deliver_outbox_free(nd_conn_t *c)
     memset(&c->outbox, 0, sizeof(c->outbox));
 }
 
-/* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush). */
-static void
+/* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush).
+ * Returns: false when the sub cannot take it (unsubscribed, its connection slow, its
+ * auto-unsubscribe count reached), so a queue group can pick another member. */
+static bool
 deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
 {
     nd_conn_t *t = (nd_conn_t *)sub->conn;
     const nd_proto_cmd_t *cmd = pc->cmd;
     if (nd_sub_cancelled(sub))
-        return;
+        return false;
     pc->matched++;
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))
-        return;
+        return false;
     uint64_t max = atomic_load_explicit(&sub->max_msgs, memory_order_relaxed);
     uint64_t n = nd_sub_count_delivery(sub);
     if (max != 0 && n > max)
-        return;
+        return false;
     bool last = max != 0 && n == max;
 
     bool hmsg = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0; /* 0 = no headers: MSG */
@@ -351,7 +357,7 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
             ch->msgs++;
             ch->bytes += size;
         }
-        return;
+        return true;
     }
 
     /* A large payload or the last delivery of an auto-unsubscribe: its own message, after the
@@ -373,6 +379,7 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     nd_payload_ref(pc->payload);
     m->payload = pc->payload;
     slot_append(sl, &m->hdr);
+    return true;
 }
 
 static nd_sl_result_t *
@@ -437,15 +444,16 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         }
     }
     for (uint32_t g = 0; g < r->nqgroups; g++) {
-        /* A few tries to find a member other than ourselves when echo is off. */
+        /* A few tries to find a member that can take the message: not ourselves when echo is
+         * off, not one just unsubscribed, slow or at its auto-unsubscribe count. */
         for (int tries = 0; tries < 4; tries++) {
             nd_sub_t *sub = nd_sl_result_qpick(ctx, r, g);
             if (sub == NULL)
                 break;
             if (!c->echo && sub->conn == &c->base)
                 continue;
-            deliver(ctx, c, &pc, sub);
-            break;
+            if (deliver(ctx, c, &pc, sub))
+                break;
         }
     }
     if (pc.matched == 0 && cmd->reply.len > 0 && c->no_responders)

@@ -1,28 +1,56 @@
 /* SPMC open-addressing hash set for the sublist; the algorithm and invariants are in sltab.h. */
 #include "sltab.h"
 
+#include <string.h>
+
 #include "natsd/alloc.h"
 
-#define MIN_CAP 4u
+/* A node with one child gets a 2-slot table: half full, so a miss meets NULL within two probes,
+ * and 32 bytes instead of 48 for the most common interior node. */
+#define MIN_CAP 2u
+
+/* What nd_sl_pend_flush hands to the epoch: the blocks of one change. */
+typedef struct pend_batch {
+    nd_epoch_entry_t retire;
+    uint32_t n;
+    void *ptrs[];
+} pend_batch_t;
 
 void
-nd_sl_pend_add(nd_sl_pend_t *p, nd_epoch_entry_t *e, void (*fn)(nd_epoch_entry_t *e))
+nd_sl_pend_add(nd_sl_pend_t *p, void *ptr)
 {
     if (p->n == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 16;
-        p->items = nd_xrealloc(p->items, p->cap * sizeof(*p->items));
+        p->ptrs = nd_xrealloc(p->ptrs, p->cap * sizeof(*p->ptrs));
     }
-    p->items[p->n].e = e;
-    p->items[p->n].fn = fn;
-    p->n++;
+    p->ptrs[p->n++] = ptr;
+}
+
+static void
+pend_batch_free_cb(nd_epoch_entry_t *e)
+{
+    pend_batch_t *b = ND_EPOCH_CONTAINER(e, pend_batch_t, retire);
+    for (uint32_t i = 0; i < b->n; i++)
+        nd_free(b->ptrs[i]);
+    nd_free(b);
 }
 
 void
 nd_sl_pend_flush(nd_ctx_t *ctx, nd_sl_pend_t *p)
 {
-    for (uint32_t i = 0; i < p->n; i++)
-        nd_epoch_retire(ctx, p->items[i].e, p->items[i].fn);
+    if (p->n == 0)
+        return;
+    pend_batch_t *b = nd_xmalloc(sizeof(*b) + p->n * sizeof(b->ptrs[0]));
+    b->n = p->n;
+    memcpy(b->ptrs, p->ptrs, p->n * sizeof(b->ptrs[0]));
+    nd_epoch_retire(ctx, &b->retire, pend_batch_free_cb);
     p->n = 0;
+    /* A teardown or a big batch removal may have grown the list a lot: give that back. */
+    if (p->cap > 1024) {
+        nd_free(p->ptrs);
+        p->ptrs = NULL;
+        p->cap = 0;
+    }
 }
 
 void
@@ -30,8 +58,8 @@ nd_sl_pend_fini(nd_sl_pend_t *p)
 {
     if (p->n != 0)
         nd_fatal("sublist: %u retirements were never flushed", p->n);
-    nd_free(p->items);
-    p->items = NULL;
+    nd_free(p->ptrs);
+    p->ptrs = NULL;
     p->cap = 0;
 }
 
@@ -41,24 +69,6 @@ tab_new(uint32_t cap)
     nd_sl_tab_t *t = nd_xcalloc(1, sizeof(*t) + (size_t)cap * sizeof(t->slot[0]));
     t->mask = cap - 1;
     return t;
-}
-
-void
-nd_sl_tab_free(nd_sl_tab_t *t)
-{
-    nd_free(t);
-}
-
-static void
-tab_free_cb(nd_epoch_entry_t *e)
-{
-    nd_sl_tab_free(ND_EPOCH_CONTAINER(e, nd_sl_tab_t, retire));
-}
-
-void
-nd_sl_tab_retire(nd_ctx_t *ctx, nd_sl_tab_t *t)
-{
-    nd_epoch_retire(ctx, &t->retire, tab_free_cb);
 }
 
 /* Smallest power of two >= 2 * live (and >= MIN_CAP): a fresh table starts at most half full. */
@@ -112,7 +122,7 @@ replace(_Atomic(nd_sl_tab_t *) *ref, nd_sl_tab_t *old, nd_sl_tab_t *t, nd_sl_pen
     /* release: pairs with the readers' acquire load of *ref, publishing the filled table. */
     atomic_store_explicit(ref, t, memory_order_release);
     if (old != NULL)
-        nd_sl_pend_add(pend, &old->retire, tab_free_cb);
+        nd_sl_pend_add(pend, old);
 }
 
 void

@@ -2,16 +2,17 @@
  * by the sublist for a node's literal children and for its queue groups. Private to src/subj.
  *
  * Algorithm: open addressing with linear probing over a power-of-two array of object pointers.
- * An object begins with (or embeds) an nd_sl_key_t: its hash, length and bytes. Invariants that
- * make lock-free reads correct:
+ * An object embeds an nd_sl_key_t (its hash and length) immediately followed by the key's bytes,
+ * and the table points at that key (the owner finds itself by subtracting the key's offset).
+ * Invariants that make lock-free reads correct:
  *  - A slot of a published table only ever goes NULL -> object, object -> TOMB and TOMB -> object.
  *    It never returns to NULL and an object never moves inside a published table. So a reader
  *    probing from hash(k) towards the object k finds only non-NULL slots before it, whatever the
  *    writer does meanwhile: a key present during the whole lookup is always found, and nothing is
  *    found twice by an iteration.
  *  - Growing, shrinking or sweeping tombstones builds a new table, publishes it with a release
- *    store of the owner's pointer and retires the old one through the epoch (after the sublist's
- *    generation bump, see nd_sl_pend_t).
+ *    store of the owner's pointer and queues the old one on the sublist's nd_sl_pend_t, which
+ *    retires it through the epoch after the generation bump.
  *  - The load factor, tombstones included, stays at most 3/4, so every probe sequence meets NULL.
  * Readers load the table pointer and slots with acquire, pairing with the writer's release
  * stores, so an object's fields written before it was published are visible.
@@ -27,26 +28,36 @@
 #include "natsd/epoch.h"
 #include "natsd/sublist.h"
 
+/* A key: the bytes follow the struct directly (an embedding struct declares `char name[]` right
+ * after its nd_sl_key_t member), so a key costs 8 bytes and no pointer. */
 typedef struct nd_sl_key {
     uint32_t hash;
     uint32_t len;
-    const char *str;
 } nd_sl_key_t;
 
+static inline const char *
+nd_sl_key_str(const nd_sl_key_t *k)
+{
+    return (const char *)(k + 1);
+}
+
+/* The table: a 16-byte header and the slots (retired as a plain block, see nd_sl_pend_t). */
 typedef struct nd_sl_tab {
-    nd_epoch_entry_t retire;
     uint32_t mask; /* immutable: capacity - 1 */
     uint32_t used; /* writer only: live objects + tombstones */
     uint32_t live; /* writer only */
+    uint32_t spare;
     _Atomic(nd_sl_key_t *) slot[];
 } nd_sl_tab_t;
 
 #define ND_SL_TAB_TOMB ((nd_sl_key_t *)(uintptr_t)1)
 
 /* The pending-retirement list (nd_sl_pend_t, in natsd/sublist.h).
- * Queues e for retirement by the next nd_sl_pend_flush. Ctx: the writer. */
-void nd_sl_pend_add(nd_sl_pend_t *p, nd_epoch_entry_t *e, void (*fn)(nd_epoch_entry_t *e));
-/* Retires everything queued (call after bumping the generation). Ctx: the writer. */
+ * Queues the nd_xmalloc block ptr, which readers may still see, to be freed after the grace period
+ * that the next nd_sl_pend_flush starts. Ctx: the writer. */
+void nd_sl_pend_add(nd_sl_pend_t *p, void *ptr);
+/* Retires everything queued as one batch (one allocation and one epoch callback, however many
+ * blocks; call after bumping the generation). Ctx: the writer. */
 void nd_sl_pend_flush(nd_ctx_t *ctx, nd_sl_pend_t *p);
 void nd_sl_pend_fini(nd_sl_pend_t *p);
 
@@ -198,7 +209,7 @@ nd_sl_tab_get(const nd_sl_tab_t *t, const char *s, uint32_t len, uint32_t hash)
         if (k == NULL)
             return NULL;
         if (k != ND_SL_TAB_TOMB && k->hash == hash && k->len == len &&
-            nd_sl_bytes_eq(k->str, s, len))
+            nd_sl_bytes_eq(nd_sl_key_str(k), s, len))
             return k;
         i = (i + 1) & t->mask;
     }
@@ -221,13 +232,6 @@ void nd_sl_tab_put(_Atomic(nd_sl_tab_t *) *ref, nd_sl_key_t *k, nd_sl_pend_t *pe
 /* Deletes k, which must be present. An emptied table is unpublished (*ref = NULL) and queued on
  * pend; a mostly empty one is rebuilt smaller. Ctx: the writer. */
 void nd_sl_tab_del(_Atomic(nd_sl_tab_t *) *ref, nd_sl_key_t *k, nd_sl_pend_t *pend);
-
-/* Frees a table at once (its objects are not touched). Ctx: the writer, when no reader can see
- * it, or from an epoch destructor. */
-void nd_sl_tab_free(nd_sl_tab_t *t);
-
-/* Retires a table directly through ctx's epoch (the generation must already be bumped). */
-void nd_sl_tab_retire(nd_ctx_t *ctx, nd_sl_tab_t *t);
 
 /* Writer-side count of live objects (0 for NULL). */
 static inline uint32_t

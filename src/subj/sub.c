@@ -5,6 +5,9 @@
 
 #include "natsd/alloc.h"
 
+/* The size the header comment promises; a field added outside the union costs every sub. */
+_Static_assert(sizeof(nd_sub_t) == 96, "nd_sub_t grew");
+
 static char *
 put_string(char *dst, const char *src, size_t n)
 {
@@ -25,9 +28,7 @@ nd_sub_new(nd_ctx_t *ctx, nd_actor_t *conn, const char *subject, size_t subject_
         nd_fatal("nd_sub_new: string too long");
     size_t extra = subject_len + 1 + sid_len + 1 + (queue_len != 0 ? queue_len + 1 : 0);
     nd_sub_t *sub = nd_xcalloc(1, sizeof(*sub) + extra);
-    char *p = sub->strings;
-    sub->subject = p;
-    p = put_string(p, subject, subject_len);
+    char *p = put_string(sub->subject, subject, subject_len);
     sub->sid = p;
     p = put_string(p, sid, sid_len);
     if (queue_len != 0) {
@@ -77,6 +78,8 @@ nd_sub_unref(nd_ctx_t *ctx, nd_sub_t *sub)
      * decrement makes every other holder's uses happen before it. */
     if (atomic_fetch_sub_explicit(&sub->refs, 1, memory_order_acq_rel) != 1)
         return;
+    /* No holder is left, so the holders-only fields are dead: the retirement record that shares
+     * their memory may be written now. */
     sub->retire_ctx = ctx;
     nd_epoch_retire(ctx, &sub->retire, sub_free);
 }

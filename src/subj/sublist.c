@@ -18,19 +18,41 @@
  *    release store, then publish n with a release store) and removed from in place (the slot goes
  *    NULL; trailing NULLs shrink n). A sub never moves inside a published vector, so a reader never
  *    sees one twice nor misses one that stays subscribed. When a vector is full, or less than half
- *    of its used prefix is live, a compacted copy of twice the live size replaces it. Growth and
+ *    of its used prefix is live, a compacted copy of twice the live size (one slot for a lone
+ *    sub) replaces it. Growth and
  *    compaction each cost O(live) after Omega(live) cheap operations, so inserting or removing
  *    100k subscriptions on one subject or in one queue group is linear overall, never the O(n^2)
  *    of copying a big array per change; and the half-full rule keeps queue picks O(1).
- *  - nodes, vectors, maps and queue groups that become unreachable are retired through the epoch.
+ *  - a node's links (children map, wildcard children, queue-group map) live in an sl_ext_t that
+ *    the node points to; it is published once (release) and then changed in place like the
+ *    fields above, and lives as long as the node, except that the writer may unpublish an empty
+ *    one of its own block (readers then see either the old, empty ext or NULL: both mean "no
+ *    links");
+ *  - nodes, vectors, maps, exts and queue groups that become unreachable are retired through the
+ *    epoch.
  * Writer order for every change: (1) unlink or replace, (2) bump the generation with a release
- * increment, (3) retire what was unlinked (nd_sl_pend_t collects it during the change). Step 3
- * must follow step 2 for per-connection caches (slcache.c): a reader whose section re-reads the
- * generation and finds it unchanged may use pointers from a result computed earlier, because any
- * object freed under it would have been retired after a bump that its re-read would have seen.
+ * increment, (3) retire what was unlinked (nd_sl_pend_t collects it during the change and hands
+ * it to the epoch as one batch). Step 3 must follow step 2 for per-connection caches (slcache.c):
+ * a reader whose section re-reads the generation and finds it unchanged may use pointers from a
+ * result computed earlier, because any object freed under it would have been retired after a
+ * bump that its re-read would have seen.
+ *
+ * Memory. A server may hold millions of subscriptions, most on subjects of their own, so a node
+ * is kept small: its token inline after its key (no string pointer), no parent pointer or kind
+ * (removal walks down from the root along the sub's own subject to find the path it prunes, and
+ * a node's kind follows from its token: a lone `*` or `>` can only be a wildcard), no retirement
+ * record (retired blocks are freed in one batch per change), and the links in a separate ext that
+ * a leaf does not have. One allocation holds the node and, 8-byte aligned after the token, either
+ * its ext (a node created on the way to a deeper token, or for a queue subscription) or a
+ * one-slot vector for its first plain subscription (a leaf). A leaf with one subscription is thus
+ * one 56-byte allocation (a 64-byte glibc chunk) for tokens up to 8 bytes, where it used to take
+ * a node and a 4-slot vector (112 + 80 bytes of chunks). An in-node vector that is replaced or
+ * emptied is never reused (a stale reader may still look at it); its memory goes with the node.
  *
  * Cost. A match does one hash probe per token plus one recursion per `*` node met, independent of
- * the number of unrelated subjects; it allocates nothing unless a result outgrows its arrays.
+ * the number of unrelated subjects; it allocates nothing unless a result outgrows its arrays. An
+ * interior node's ext usually sits in the node's own block, so following it seldom costs a miss.
+ * Removing a subscription walks the subject again only when its vector becomes empty (pruning).
  *
  * References: nats-server server/sublist.go (semantics), Concurrency Kit ck_epoch and ck_hs (the
  * SPMC discipline), Mosquitto src/subs.c (topic tree essay).
@@ -43,31 +65,50 @@
 #include "natsd/subject.h"
 #include "sltab.h"
 
-enum node_kind { K_ROOT, K_LIT, K_PWC, K_FWC };
-
 typedef struct sl_node sl_node_t;
-struct sl_node {
-    nd_sl_key_t key; /* first: the node is its own key in the parent's map; immutable */
-    /* writer only */
-    sl_node_t *parent;
-    uint32_t kind;
-    /* readers: acquire loads; the writer: release stores */
-    _Atomic(nd_sl_tab_t *) children;
+
+/* A node's links. Readers: acquire loads; the writer: release stores. */
+typedef struct sl_ext {
+    _Atomic(nd_sl_tab_t *) children; /* of sl_node_t, by token */
     _Atomic(sl_node_t *) pwc;
     _Atomic(sl_node_t *) fwc;
+    _Atomic(nd_sl_tab_t *) qgroups; /* of sl_qgroup_t, by name */
+} sl_ext_t;
+
+struct sl_node {
+    /* readers: acquire loads; the writer: release stores */
+    _Atomic(sl_ext_t *) ext; /* NULL while the node has no links */
     _Atomic(nd_sl_vec_t *) psubs;
-    _Atomic(nd_sl_tab_t *) qgroups; /* of sl_qgroup_t */
-    nd_epoch_entry_t retire;
-    char tok[];
+    nd_sl_key_t key; /* immutable; the node is its parent's map entry */
+    char tok[];      /* key.len bytes (not NUL-terminated), then the in-node area (node_area) */
 };
 
 typedef struct sl_qgroup {
-    nd_sl_key_t key; /* first; the queue name; immutable */
-    sl_node_t *node; /* writer only */
-    _Atomic(nd_sl_vec_t *) vec;
-    nd_epoch_entry_t retire;
-    char name[];
+    _Atomic(nd_sl_vec_t *) vec; /* readers: acquire; the writer: release */
+    nd_sl_key_t key;            /* immutable */
+    char name[];                /* NUL-terminated */
 } sl_qgroup_t;
+
+_Static_assert(offsetof(sl_node_t, tok) == offsetof(sl_node_t, key) + sizeof(nd_sl_key_t),
+               "a node's token must follow its key");
+_Static_assert(offsetof(sl_qgroup_t, name) == offsetof(sl_qgroup_t, key) + sizeof(nd_sl_key_t),
+               "a queue group's name must follow its key");
+/* The sizes the memory budget in the header comment counts on. */
+_Static_assert(sizeof(sl_node_t) == 24 && sizeof(sl_ext_t) == 32 && sizeof(nd_sl_vec_t) == 16 &&
+                   sizeof(nd_sl_tab_t) == 16,
+               "sublist structs grew");
+
+static inline const sl_node_t *
+node_of_key(const nd_sl_key_t *k)
+{
+    return k == NULL ? NULL : (const sl_node_t *)((const char *)k - offsetof(sl_node_t, key));
+}
+
+static inline const sl_qgroup_t *
+qgroup_of_key(const nd_sl_key_t *k)
+{
+    return k == NULL ? NULL : (const sl_qgroup_t *)((const char *)k - offsetof(sl_qgroup_t, key));
+}
 
 /* ---- results ---- */
 
@@ -145,7 +186,7 @@ add_qgroups(nd_sl_result_t *r, const nd_sl_tab_t *t)
 {
     uint32_t base = r->nqgroups;
     for (uint32_t i = 0; i <= t->mask; i++) {
-        const sl_qgroup_t *qg = (const sl_qgroup_t *)nd_sl_tab_at(t, i);
+        const sl_qgroup_t *qg = qgroup_of_key(nd_sl_tab_at(t, i));
         if (qg == NULL)
             continue;
         /* acquire: pairs with the writer's release store publishing the vector. */
@@ -155,7 +196,7 @@ add_qgroups(nd_sl_result_t *r, const nd_sl_tab_t *t)
         uint32_t g = base;
         for (uint32_t k = 0; k < base; k++) {
             const nd_sl_qres_t *q = &r->qgroups[k];
-            if (q->name_len == qg->key.len && memcmp(q->name, qg->key.str, q->name_len) == 0) {
+            if (q->name_len == qg->key.len && memcmp(q->name, qg->name, q->name_len) == 0) {
                 g = k;
                 break;
             }
@@ -165,7 +206,7 @@ add_qgroups(nd_sl_result_t *r, const nd_sl_tab_t *t)
                 r->qgroups = grow(r->qgroups, r->qgroups_buf, &r->cap_qgroups, sizeof(*r->qgroups));
             g = r->nqgroups++;
             r->qgroups[g] = (nd_sl_qres_t){
-                .name = qg->key.str, .name_len = qg->key.len, .first = r->nqvecs, .nvecs = 0};
+                .name = qg->name, .name_len = qg->key.len, .first = r->nqvecs, .nvecs = 0};
         }
         push_qvec(r, g, v);
     }
@@ -174,11 +215,15 @@ add_qgroups(nd_sl_result_t *r, const nd_sl_tab_t *t)
 static void
 add_node(nd_sl_result_t *r, const sl_node_t *n)
 {
-    /* acquire: pairs with the writer's release stores publishing vectors and maps. */
+    /* acquire (all three): pairs with the writer's release stores publishing the vector, the ext
+     * and the map. */
     const nd_sl_vec_t *v = atomic_load_explicit(&n->psubs, memory_order_acquire);
     if (v != NULL && atomic_load_explicit(&v->live, memory_order_relaxed) != 0)
         push_pvec(r, v);
-    const nd_sl_tab_t *qt = atomic_load_explicit(&n->qgroups, memory_order_acquire);
+    const sl_ext_t *x = atomic_load_explicit(&n->ext, memory_order_acquire);
+    if (x == NULL)
+        return;
+    const nd_sl_tab_t *qt = atomic_load_explicit(&x->qgroups, memory_order_acquire);
     if (qt != NULL)
         add_qgroups(r, qt);
 }
@@ -273,19 +318,25 @@ match_level(nd_sl_result_t *r, const sl_node_t *n, const char *p, const char *en
         if (q == p)
             return false;
         bool last = q == end;
-        /* acquire (all three): pairs with the writer's release stores publishing the nodes. */
-        const sl_node_t *w = atomic_load_explicit(&n->fwc, memory_order_acquire);
-        if (w != NULL)
-            add_node(r, w);
-        w = atomic_load_explicit(&n->pwc, memory_order_acquire);
-        if (w != NULL) {
-            if (last)
+        /* acquire: pairs with the writer's release store publishing the ext. */
+        const sl_ext_t *x = atomic_load_explicit(&n->ext, memory_order_acquire);
+        const sl_node_t *c = NULL;
+        if (x != NULL) {
+            /* acquire (all three): pairs with the writer's release stores publishing the nodes
+             * and the map. */
+            const sl_node_t *w = atomic_load_explicit(&x->fwc, memory_order_acquire);
+            if (w != NULL)
                 add_node(r, w);
-            else if (!match_level(r, w, q + 1, end, start, false))
-                return false;
+            w = atomic_load_explicit(&x->pwc, memory_order_acquire);
+            if (w != NULL) {
+                if (last)
+                    add_node(r, w);
+                else if (!match_level(r, w, q + 1, end, start, false))
+                    return false;
+            }
+            const nd_sl_tab_t *t = atomic_load_explicit(&x->children, memory_order_acquire);
+            c = node_of_key(nd_sl_tab_get(t, p, (uint32_t)(q - p), h));
         }
-        const nd_sl_tab_t *t = atomic_load_explicit(&n->children, memory_order_acquire);
-        const sl_node_t *c = (const sl_node_t *)nd_sl_tab_get(t, p, (uint32_t)(q - p), h);
         if (c == NULL) {
             if (last || !top || nd_sl_result_empty(r))
                 return true;
@@ -329,18 +380,14 @@ vec_new(uint32_t cap)
     return v;
 }
 
-static void
-vec_free_cb(nd_epoch_entry_t *e)
-{
-    nd_free(ND_EPOCH_CONTAINER(e, nd_sl_vec_t, retire));
-}
-
+/* Capacity for a vector about to hold `want` subs: exact for one (most subjects have a single
+ * subscriber), else twice as many, so growth and compaction stay amortised O(1) per change. */
 static uint32_t
-vec_cap_for(uint32_t live)
+vec_cap_for(uint32_t want)
 {
-    if (live > UINT32_MAX / 2)
+    if (want > UINT32_MAX / 2)
         nd_fatal("sublist: too many subscriptions in one vector");
-    return live < 2 ? 4 : 2 * live;
+    return want <= 1 ? 1 : 2 * want;
 }
 
 /* A compacted copy of old's live subs (old may be NULL) in a private vector of cap slots. */
@@ -365,23 +412,39 @@ vec_rebuild(const nd_sl_vec_t *old, uint32_t cap)
     return v;
 }
 
+/* Retires an unpublished vector; an in-node one is only marked dead (cap 0, so that it is never
+ * reused while stale readers may look at it) and freed with its node. */
+static void
+vec_drop(nd_sl_t *sl, nd_sl_vec_t *v)
+{
+    if (v->flags & ND_SL_VEC_INNODE)
+        v->cap = 0;
+    else
+        nd_sl_pend_add(&sl->pend, v);
+}
+
 static void
 vec_publish(nd_sl_t *sl, _Atomic(nd_sl_vec_t *) *ref, nd_sl_vec_t *old, nd_sl_vec_t *v)
 {
     /* release: pairs with the readers' acquire load of *ref, publishing v's contents. */
     atomic_store_explicit(ref, v, memory_order_release);
     if (old != NULL)
-        nd_sl_pend_add(&sl->pend, &old->retire, vec_free_cb);
+        vec_drop(sl, old);
 }
 
+/* Appends sub to the vector at *ref. When there is none, `first` (an unused in-node vector, or
+ * NULL) is published rather than a new one allocated. */
 static void
-vec_add(nd_sl_t *sl, _Atomic(nd_sl_vec_t *) *ref, nd_sub_t *sub)
+vec_add(nd_sl_t *sl, _Atomic(nd_sl_vec_t *) *ref, nd_sub_t *sub, nd_sl_vec_t *first)
 {
     nd_sl_vec_t *v = atomic_load_explicit(ref, memory_order_relaxed);
     uint32_t n = v != NULL ? atomic_load_explicit(&v->n, memory_order_relaxed) : 0;
     if (v == NULL || n == v->cap) {
-        uint32_t live = v != NULL ? atomic_load_explicit(&v->live, memory_order_relaxed) : 0;
-        nd_sl_vec_t *nv = vec_rebuild(v, vec_cap_for(live + 1));
+        nd_sl_vec_t *nv = first;
+        if (v != NULL || nv == NULL) {
+            uint32_t live = v != NULL ? atomic_load_explicit(&v->live, memory_order_relaxed) : 0;
+            nv = vec_rebuild(v, vec_cap_for(live + 1));
+        }
         vec_publish(sl, ref, v, nv);
         v = nv;
         n = atomic_load_explicit(&v->n, memory_order_relaxed);
@@ -425,95 +488,220 @@ vec_del(nd_sl_t *sl, _Atomic(nd_sl_vec_t *) *ref, nd_sub_t *sub)
 
 /* ---- writer: nodes and queue groups ---- */
 
-static sl_node_t *
-node_new(nd_sl_t *sl, sl_node_t *parent, uint32_t kind, const char *tok, uint32_t len,
-         uint32_t hash)
+/* Offset of a node's in-node area: after the token, 8-byte aligned. */
+static inline size_t
+area_off(uint32_t len)
 {
-    sl_node_t *n = nd_xcalloc(1, sizeof(*n) + len + 1);
+    return (offsetof(sl_node_t, tok) + len + 7) & ~(size_t)7;
+}
+
+static inline void *
+node_area(sl_node_t *n)
+{
+    return (char *)n + area_off(n->key.len);
+}
+
+/* A node whose area holds a vector (a leaf when created) or its ext (any other node). The area's
+ * content is fixed at creation: the node's ext pointer equals the area exactly when it holds the
+ * ext, since a separately allocated ext is never at that address. */
+static sl_node_t *
+node_new(nd_sl_t *sl, const char *tok, uint32_t len, uint32_t hash, bool leaf)
+{
+    size_t off = area_off(len);
+    size_t size = off + (leaf ? sizeof(nd_sl_vec_t) + sizeof(nd_sub_t *) : sizeof(sl_ext_t));
+    sl_node_t *n = nd_xcalloc(1, size);
     memcpy(n->tok, tok, len);
-    n->key.str = n->tok;
     n->key.len = len;
     n->key.hash = hash;
-    n->parent = parent;
-    n->kind = kind;
+    if (leaf) {
+        nd_sl_vec_t *v = node_area(n);
+        v->cap = 1;
+        v->flags = ND_SL_VEC_INNODE;
+    } else {
+        /* relaxed: the node is private until it is published (with release) in its parent. */
+        atomic_store_explicit(&n->ext, (sl_ext_t *)node_area(n), memory_order_relaxed);
+    }
     atomic_fetch_add_explicit(&sl->nodes, 1, memory_order_relaxed);
     return n;
 }
 
-static void
-node_free_cb(nd_epoch_entry_t *e)
+static inline sl_ext_t *
+node_ext(sl_node_t *n)
 {
-    nd_free(ND_EPOCH_CONTAINER(e, sl_node_t, retire));
+    return atomic_load_explicit(&n->ext, memory_order_relaxed);
 }
 
-static void
-qgroup_free_cb(nd_epoch_entry_t *e)
+static inline bool
+ext_in_node(sl_node_t *n, const sl_ext_t *x)
 {
-    nd_free(ND_EPOCH_CONTAINER(e, sl_qgroup_t, retire));
+    return (const void *)x == node_area(n);
 }
 
-static sl_node_t *
-child_get_or_add(nd_sl_t *sl, sl_node_t *n, const char *t, uint32_t len)
+/* The node's unused in-node vector, or NULL (the area holds the ext, or the vector was used). */
+static nd_sl_vec_t *
+node_first_vec(sl_node_t *n)
 {
-    _Atomic(sl_node_t *) *wref = NULL;
-    uint32_t kind = K_LIT;
-    if (len == 1 && t[0] == ND_SUBJ_PWC) {
-        wref = &n->pwc;
-        kind = K_PWC;
-    } else if (len == 1 && t[0] == ND_SUBJ_FWC) {
-        wref = &n->fwc;
-        kind = K_FWC;
+    nd_sl_vec_t *v = node_area(n);
+    if (ext_in_node(n, node_ext(n)) || v->cap == 0)
+        return NULL;
+    return v;
+}
+
+static sl_ext_t *
+node_ext_get_or_add(sl_node_t *n)
+{
+    sl_ext_t *x = node_ext(n);
+    if (x == NULL) {
+        x = nd_xcalloc(1, sizeof(*x));
+        /* release: pairs with the readers' acquire load of n->ext. */
+        atomic_store_explicit(&n->ext, x, memory_order_release);
     }
+    return x;
+}
+
+static bool
+ext_empty(sl_ext_t *x)
+{
+    return atomic_load_explicit(&x->children, memory_order_relaxed) == NULL &&
+           atomic_load_explicit(&x->pwc, memory_order_relaxed) == NULL &&
+           atomic_load_explicit(&x->fwc, memory_order_relaxed) == NULL &&
+           atomic_load_explicit(&x->qgroups, memory_order_relaxed) == NULL;
+}
+
+static bool
+node_empty(sl_node_t *n)
+{
+    sl_ext_t *x = node_ext(n);
+    return atomic_load_explicit(&n->psubs, memory_order_relaxed) == NULL &&
+           (x == NULL || ext_empty(x));
+}
+
+/* Queues an unlinked node (and its own ext block, if any) for retirement. */
+static void
+node_retire(nd_sl_t *sl, sl_node_t *n)
+{
+    sl_ext_t *x = node_ext(n);
+    if (x != NULL && !ext_in_node(n, x))
+        nd_sl_pend_add(&sl->pend, x);
+    nd_sl_pend_add(&sl->pend, n);
+    atomic_fetch_sub_explicit(&sl->nodes, 1, memory_order_relaxed);
+}
+
+/* Which link of its parent a node of this token hangs from: a lone `*` or `>` can only be a
+ * wildcard (nd_subj_valid_sub accepts no other lone token with these characters as literal). */
+static _Atomic(sl_node_t *) *
+wildcard_link(sl_ext_t *x, const char *t, uint32_t len)
+{
+    if (len == 1 && t[0] == ND_SUBJ_PWC)
+        return &x->pwc;
+    if (len == 1 && t[0] == ND_SUBJ_FWC)
+        return &x->fwc;
+    return NULL;
+}
+
+/* The child of n for token t, or NULL. Ctx: the writer. */
+static sl_node_t *
+child_get(sl_node_t *n, const char *t, uint32_t len)
+{
+    sl_ext_t *x = node_ext(n);
+    if (x == NULL)
+        return NULL;
+    _Atomic(sl_node_t *) *wref = wildcard_link(x, t, len);
+    if (wref != NULL)
+        return atomic_load_explicit(wref, memory_order_relaxed);
+    nd_sl_tab_t *tab = atomic_load_explicit(&x->children, memory_order_relaxed);
+    return (sl_node_t *)node_of_key(nd_sl_tab_get(tab, t, len, nd_sl_tok_hash(t, len)));
+}
+
+/* The child of n for token t, created when missing (as a leaf when `leaf`). */
+static sl_node_t *
+child_get_or_add(nd_sl_t *sl, sl_node_t *n, const char *t, uint32_t len, bool leaf)
+{
+    sl_ext_t *x = node_ext_get_or_add(n);
+    _Atomic(sl_node_t *) *wref = wildcard_link(x, t, len);
     if (wref != NULL) {
         sl_node_t *c = atomic_load_explicit(wref, memory_order_relaxed);
         if (c == NULL) {
-            c = node_new(sl, n, kind, t, len, 0);
+            c = node_new(sl, t, len, 0, leaf);
             /* release: pairs with match_level's acquire load, publishing the new node. */
             atomic_store_explicit(wref, c, memory_order_release);
         }
         return c;
     }
     uint32_t h = nd_sl_tok_hash(t, len);
-    nd_sl_tab_t *tab = atomic_load_explicit(&n->children, memory_order_relaxed);
-    sl_node_t *c = (sl_node_t *)nd_sl_tab_get(tab, t, len, h);
+    nd_sl_tab_t *tab = atomic_load_explicit(&x->children, memory_order_relaxed);
+    sl_node_t *c = (sl_node_t *)node_of_key(nd_sl_tab_get(tab, t, len, h));
     if (c == NULL) {
-        c = node_new(sl, n, K_LIT, t, len, h);
-        nd_sl_tab_put(&n->children, &c->key, &sl->pend);
+        c = node_new(sl, t, len, h, leaf);
+        nd_sl_tab_put(&x->children, &c->key, &sl->pend);
     }
     return c;
 }
 
-static bool
-node_empty(sl_node_t *n)
+/* Unlinks child c from its parent p. */
+static void
+child_unlink(nd_sl_t *sl, sl_node_t *p, sl_node_t *c)
 {
-    return atomic_load_explicit(&n->psubs, memory_order_relaxed) == NULL &&
-           atomic_load_explicit(&n->qgroups, memory_order_relaxed) == NULL &&
-           atomic_load_explicit(&n->children, memory_order_relaxed) == NULL &&
-           atomic_load_explicit(&n->pwc, memory_order_relaxed) == NULL &&
-           atomic_load_explicit(&n->fwc, memory_order_relaxed) == NULL;
+    sl_ext_t *x = node_ext(p);
+    _Atomic(sl_node_t *) *wref = wildcard_link(x, c->tok, c->key.len);
+    if (wref != NULL)
+        /* relaxed: unlinking publishes nothing; readers that still hold c keep using it. */
+        atomic_store_explicit(wref, NULL, memory_order_relaxed);
+    else
+        nd_sl_tab_del(&x->children, &c->key, &sl->pend);
 }
 
-/* Unlinks empty nodes from n up towards the root (which stays). */
-static void
-prune(nd_sl_t *sl, sl_node_t *n)
+/* The path from the root to the node of `subject`: path[0] is the root, path[depth] that node.
+ * Returns: depth, with *pathp set to buf (cap entries) or to an nd_xmalloc'ed array when the
+ * subject is deeper; NULL entries mean the subject's node does not exist. Ctx: the writer. */
+static uint32_t
+walk_path(nd_sl_t *sl, const char *subject, uint32_t len, sl_node_t **buf, uint32_t cap,
+          sl_node_t ***pathp)
 {
-    while (n->kind != K_ROOT && node_empty(n)) {
-        sl_node_t *p = n->parent;
-        switch (n->kind) {
-        case K_LIT:
-            nd_sl_tab_del(&p->children, &n->key, &sl->pend);
-            break;
-        case K_PWC:
-            /* relaxed: unlinking publishes nothing; readers that still hold n keep using it. */
-            atomic_store_explicit(&p->pwc, NULL, memory_order_relaxed);
-            break;
-        default:
-            atomic_store_explicit(&p->fwc, NULL, memory_order_relaxed);
-            break;
+    sl_node_t **path = buf;
+    uint32_t d = 0;
+    path[0] = atomic_load_explicit(&sl->root, memory_order_relaxed);
+    const char *p = subject, *end = subject + len;
+    for (;;) {
+        const char *q = memchr(p, ND_SUBJ_SEP, (size_t)(end - p));
+        if (q == NULL)
+            q = end;
+        if (d + 1 == cap) {
+            cap *= 2;
+            if (path == buf) {
+                path = nd_xmalloc(cap * sizeof(*path));
+                memcpy(path, buf, (d + 1) * sizeof(*path));
+            } else {
+                path = nd_xrealloc(path, cap * sizeof(*path));
+            }
         }
-        nd_sl_pend_add(&sl->pend, &n->retire, node_free_cb);
-        atomic_fetch_sub_explicit(&sl->nodes, 1, memory_order_relaxed);
-        n = p;
+        sl_node_t *c = path[d] != NULL ? child_get(path[d], p, (uint32_t)(q - p)) : NULL;
+        path[++d] = c;
+        if (q == end)
+            break;
+        p = q + 1;
+    }
+    *pathp = path;
+    return d;
+}
+
+/* Unlinks the empty nodes at the bottom of path (never the root), and drops the empty ext of the
+ * first node that stays, if it has one of its own. */
+static void
+prune(nd_sl_t *sl, sl_node_t **path, uint32_t depth)
+{
+    uint32_t d = depth;
+    while (d > 0 && node_empty(path[d])) {
+        child_unlink(sl, path[d - 1], path[d]);
+        node_retire(sl, path[d]);
+        d--;
+    }
+    sl_node_t *n = path[d];
+    sl_ext_t *x = node_ext(n);
+    if (x != NULL && !ext_in_node(n, x) && ext_empty(x)) {
+        /* relaxed: unpublishing; readers see the old, empty ext (alive until they exit) or NULL. */
+        atomic_store_explicit(&n->ext, NULL, memory_order_relaxed);
+        nd_sl_pend_add(&sl->pend, x);
     }
 }
 
@@ -548,37 +736,40 @@ nd_sl_insert(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *sub)
         return false;
     sl_node_t *n = atomic_load_explicit(&sl->root, memory_order_relaxed);
     if (n == NULL) {
-        n = node_new(sl, NULL, K_ROOT, "", 0, 0);
+        n = node_new(sl, "", 0, 0, false);
         /* release: pairs with nd_sl_match's acquire load of the root. */
         atomic_store_explicit(&sl->root, n, memory_order_release);
     }
+    /* A node created for the last token of a plain subscription is a leaf (its area holds a
+     * vector); any other gets its ext in its area. */
+    bool plain = sub->queue == NULL;
     const char *p = sub->subject, *end = p + sub->subject_len;
     for (;;) {
         const char *q = memchr(p, ND_SUBJ_SEP, (size_t)(end - p));
         if (q == NULL)
             q = end;
-        n = child_get_or_add(sl, n, p, (uint32_t)(q - p));
+        n = child_get_or_add(sl, n, p, (uint32_t)(q - p), plain && q == end);
         if (q == end)
             break;
         p = q + 1;
     }
-    if (sub->queue != NULL) {
+    if (!plain) {
+        sl_ext_t *x = node_ext_get_or_add(n);
         uint32_t h = nd_sl_hash_bytes(sub->queue, sub->queue_len);
-        nd_sl_tab_t *qt = atomic_load_explicit(&n->qgroups, memory_order_relaxed);
-        sl_qgroup_t *qg = (sl_qgroup_t *)nd_sl_tab_get(qt, sub->queue, sub->queue_len, h);
+        nd_sl_tab_t *qt = atomic_load_explicit(&x->qgroups, memory_order_relaxed);
+        sl_qgroup_t *qg =
+            (sl_qgroup_t *)qgroup_of_key(nd_sl_tab_get(qt, sub->queue, sub->queue_len, h));
         if (qg == NULL) {
             qg = nd_xcalloc(1, sizeof(*qg) + sub->queue_len + 1);
             memcpy(qg->name, sub->queue, sub->queue_len);
-            qg->key.str = qg->name;
             qg->key.len = sub->queue_len;
             qg->key.hash = h;
-            qg->node = n;
-            nd_sl_tab_put(&n->qgroups, &qg->key, &sl->pend);
+            nd_sl_tab_put(&x->qgroups, &qg->key, &sl->pend);
         }
-        vec_add(sl, &qg->vec, sub);
+        vec_add(sl, &qg->vec, sub, NULL);
         sub->sl_set = qg;
     } else {
-        vec_add(sl, &n->psubs, sub);
+        vec_add(sl, &n->psubs, sub, node_first_vec(n));
         sub->sl_set = n;
     }
     sub->sl_owner = sl;
@@ -587,25 +778,36 @@ nd_sl_insert(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *sub)
     return true;
 }
 
+/* Removes sub (which is in sl) without committing. Only when its vector empties does it walk the
+ * subject from the root, to find the queue group's node and the path to prune. */
 static void
 remove_one(nd_sl_t *sl, nd_sub_t *sub)
 {
-    sl_node_t *n;
+    sl_qgroup_t *qg = NULL;
+    uint32_t left;
     if (sub->queue != NULL) {
-        sl_qgroup_t *qg = sub->sl_set;
-        n = qg->node;
-        if (vec_del(sl, &qg->vec, sub) == 0) {
-            nd_sl_tab_del(&n->qgroups, &qg->key, &sl->pend);
-            nd_sl_pend_add(&sl->pend, &qg->retire, qgroup_free_cb);
-        }
+        qg = sub->sl_set;
+        left = vec_del(sl, &qg->vec, sub);
     } else {
-        n = sub->sl_set;
-        vec_del(sl, &n->psubs, sub);
+        left = vec_del(sl, &((sl_node_t *)sub->sl_set)->psubs, sub);
+    }
+    if (left == 0) {
+        sl_node_t *buf[16], **path;
+        uint32_t depth = walk_path(sl, sub->subject, sub->subject_len, buf, 16, &path);
+        sl_node_t *n = path[depth];
+        if (n == NULL || (qg == NULL && n != sub->sl_set))
+            nd_fatal("sublist: subscription %s not at its node", sub->subject);
+        if (qg != NULL) {
+            nd_sl_tab_del(&node_ext(n)->qgroups, &qg->key, &sl->pend);
+            nd_sl_pend_add(&sl->pend, qg);
+        }
+        prune(sl, path, depth);
+        if (path != buf)
+            nd_free(path);
     }
     sub->sl_owner = NULL;
     sub->sl_set = NULL;
     atomic_fetch_sub_explicit(&sl->count, 1, memory_order_relaxed);
-    prune(sl, n);
 }
 
 bool
@@ -640,9 +842,9 @@ nd_sl_remove_batch(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *const *subs, size_t n, 
 
 typedef void (*on_remove_fn)(nd_ctx_t *ctx, nd_sub_t *sub, void *arg);
 
-/* Hands every sub of a detached vector to on_remove and retires the vector. */
+/* Hands every sub of a detached vector to on_remove and queues the vector for retirement. */
 static void
-clear_vec(nd_ctx_t *ctx, nd_sl_vec_t *v, on_remove_fn on_remove, void *arg)
+clear_vec(nd_ctx_t *ctx, nd_sl_t *sl, nd_sl_vec_t *v, on_remove_fn on_remove, void *arg)
 {
     if (v == NULL)
         return;
@@ -653,45 +855,50 @@ clear_vec(nd_ctx_t *ctx, nd_sl_vec_t *v, on_remove_fn on_remove, void *arg)
             continue;
         s->sl_owner = NULL;
         s->sl_set = NULL;
+        /* Last use of s here: on_remove may drop the last reference. */
         if (on_remove != NULL)
             on_remove(ctx, s, arg);
     }
-    nd_epoch_retire(ctx, &v->retire, vec_free_cb);
+    vec_drop(sl, v);
 }
 
-/* Tears down a detached subtree (the generation was bumped already). */
+/* Tears down a detached subtree (the generation was bumped already); everything goes to the
+ * pending list, which the caller flushes. */
 static void
 clear_node(nd_ctx_t *ctx, nd_sl_t *sl, sl_node_t *n, on_remove_fn on_remove, void *arg)
 {
-    nd_sl_tab_t *t = atomic_load_explicit(&n->children, memory_order_relaxed);
-    if (t != NULL) {
-        for (uint32_t i = 0; i <= t->mask; i++) {
-            sl_node_t *c = (sl_node_t *)nd_sl_tab_at(t, i);
-            if (c != NULL)
-                clear_node(ctx, sl, c, on_remove, arg);
+    sl_ext_t *x = node_ext(n);
+    if (x != NULL) {
+        nd_sl_tab_t *t = atomic_load_explicit(&x->children, memory_order_relaxed);
+        if (t != NULL) {
+            for (uint32_t i = 0; i <= t->mask; i++) {
+                sl_node_t *c = (sl_node_t *)node_of_key(nd_sl_tab_at(t, i));
+                if (c != NULL)
+                    clear_node(ctx, sl, c, on_remove, arg);
+            }
+            nd_sl_pend_add(&sl->pend, t);
         }
-        nd_sl_tab_retire(ctx, t);
-    }
-    sl_node_t *w = atomic_load_explicit(&n->pwc, memory_order_relaxed);
-    if (w != NULL)
-        clear_node(ctx, sl, w, on_remove, arg);
-    w = atomic_load_explicit(&n->fwc, memory_order_relaxed);
-    if (w != NULL)
-        clear_node(ctx, sl, w, on_remove, arg);
-    clear_vec(ctx, atomic_load_explicit(&n->psubs, memory_order_relaxed), on_remove, arg);
-    nd_sl_tab_t *qt = atomic_load_explicit(&n->qgroups, memory_order_relaxed);
-    if (qt != NULL) {
-        for (uint32_t i = 0; i <= qt->mask; i++) {
-            sl_qgroup_t *qg = (sl_qgroup_t *)nd_sl_tab_at(qt, i);
-            if (qg == NULL)
-                continue;
-            clear_vec(ctx, atomic_load_explicit(&qg->vec, memory_order_relaxed), on_remove, arg);
-            nd_epoch_retire(ctx, &qg->retire, qgroup_free_cb);
+        sl_node_t *w = atomic_load_explicit(&x->pwc, memory_order_relaxed);
+        if (w != NULL)
+            clear_node(ctx, sl, w, on_remove, arg);
+        w = atomic_load_explicit(&x->fwc, memory_order_relaxed);
+        if (w != NULL)
+            clear_node(ctx, sl, w, on_remove, arg);
+        nd_sl_tab_t *qt = atomic_load_explicit(&x->qgroups, memory_order_relaxed);
+        if (qt != NULL) {
+            for (uint32_t i = 0; i <= qt->mask; i++) {
+                sl_qgroup_t *qg = (sl_qgroup_t *)qgroup_of_key(nd_sl_tab_at(qt, i));
+                if (qg == NULL)
+                    continue;
+                clear_vec(ctx, sl, atomic_load_explicit(&qg->vec, memory_order_relaxed), on_remove,
+                          arg);
+                nd_sl_pend_add(&sl->pend, qg);
+            }
+            nd_sl_pend_add(&sl->pend, qt);
         }
-        nd_sl_tab_retire(ctx, qt);
     }
-    nd_epoch_retire(ctx, &n->retire, node_free_cb);
-    atomic_fetch_sub_explicit(&sl->nodes, 1, memory_order_relaxed);
+    clear_vec(ctx, sl, atomic_load_explicit(&n->psubs, memory_order_relaxed), on_remove, arg);
+    node_retire(sl, n);
 }
 
 void
@@ -704,6 +911,8 @@ nd_sl_fini(nd_ctx_t *ctx, nd_sl_t *sl, on_remove_fn on_remove, void *arg)
     commit(ctx, sl);
     if (root != NULL)
         clear_node(ctx, sl, root, on_remove, arg);
+    /* The generation was bumped above, before anything below the root was queued. */
+    nd_sl_pend_flush(ctx, &sl->pend);
     nd_sl_pend_fini(&sl->pend);
 }
 
