@@ -9,6 +9,7 @@
  */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -219,8 +220,29 @@ on_unsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     ok(c);
 }
 
-/* -V: the protocol trace, in nats-server's "<<- [OP args]" shape. CONNECT is shown whole: the
- * authentication issue must redact "pass" and "auth_token" here, as nats-server does. */
+/* Traces CONNECT with secrets replaced by "[REDACTED]", as nats-server does. */
+static void
+trace_connect(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    static const char *const secrets[] = {"pass", "auth_token", "sig", "jwt"};
+    json_t *o = json_loadb(cmd->arg.ptr, cmd->arg.len, 0, NULL);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [CONNECT (malformed)]", c->ip, c->port,
+               (unsigned long long)c->cid);
+        return;
+    }
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++)
+        if (json_object_get(o, secrets[i]) != NULL)
+            json_object_set_new(o, secrets[i], json_string("[REDACTED]"));
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [CONNECT %s]", c->ip, c->port,
+           (unsigned long long)c->cid, js ? js : "");
+    free(js);
+}
+
+/* -V: the protocol trace, in nats-server's "<<- [OP args]" shape. */
 static void
 trace(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
@@ -243,6 +265,8 @@ trace(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
                (unsigned long long)c->cid, (int)cmd->sid.len, cmd->sid.ptr);
         break;
     case ND_PROTO_OP_CONNECT:
+        trace_connect(c, cmd);
+        break;
     case ND_PROTO_OP_INFO:
     case ND_PROTO_OP_ERR:
         nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [%s %.*s]", c->ip, c->port,
