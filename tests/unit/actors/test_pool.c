@@ -462,3 +462,38 @@ Test(pool, every_worker_runs_actors, .timeout = 60)
     nd_ctx_external_free(ctx);
     nd_pool_free(pool);
 }
+
+/* Regression for a lost wake-up (a wake token left set by a notifier whose sleeper had already
+ * left, which silenced every later notify): bursts of actors made runnable by a non-worker
+ * thread while both workers are idle must all run. Before the fix, a burst could wait forever. */
+Test(pool, external_bursts_always_run, .timeout = 120)
+{
+    n_workers = 2;
+    atomic_store(&bad_worker, 0);
+    nd_pool_t *p = nd_pool_new(n_workers);
+    nd_pool_start(p);
+    nd_ctx_t *ctx = nd_ctx_external_new(p);
+    for (int round = 0; round < 50; round++) {
+        nd_actor_t *actors[MAX_ACTORS];
+        atomic_store(&finals, 0);
+        for (uint32_t i = 0; i < MAX_ACTORS; i++) {
+            actors[i] = nd_actor_spawn(ctx, &counter_type);
+            ((counter_t *)actors[i])->index = i;
+        }
+        for (uint32_t i = 0; i < MAX_ACTORS; i++)
+            send_count(ctx, actors[i], i);
+        for (uint32_t i = 0; i < MAX_ACTORS; i++) {
+            nd_actor_close(ctx, actors[i]);
+            nd_actor_unref(ctx, actors[i]);
+        }
+        WAIT_UNTIL(atomic_load(&finals) == MAX_ACTORS);
+        cr_assert(nd_pool_wait_empty(p, 10000), "round %d: actors still live", round);
+        for (uint32_t i = 0; i < MAX_ACTORS; i++) {
+            cr_assert_eq(atomic_load(&final_count[i]), 1, "round %d actor %u", round, i);
+            cr_assert_eq(atomic_load(&final_sum[i]), i);
+        }
+    }
+    cr_assert_eq(atomic_load(&bad_worker), 0);
+    nd_ctx_external_free(ctx);
+    nd_pool_free(p);
+}
