@@ -19,6 +19,7 @@ main(int argc, char **argv)
         return rc == 2 ? 0 : 1;
     }
     nd_log_setup(opts.debug, opts.trace, opts.logtime, opts.log_file);
+    nd_opts_log_config_warnings(&opts);
 
     /* One descriptor per client: raise the soft limit to the hard one, as Go (and so
      * nats-server) does at start-up. */

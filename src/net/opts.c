@@ -38,6 +38,7 @@ static const size_t string_fields[] = {
     offsetof(nd_opts_t, token),       offsetof(nd_opts_t, cluster_url),
     offsetof(nd_opts_t, routes),      offsetof(nd_opts_t, cluster_name),
     offsetof(nd_opts_t, config_file), offsetof(nd_opts_t, pid_file),
+    offsetof(nd_opts_t, config_warnings),
 };
 
 #define STR_FIELD(o, off) ((char **)((char *)(o) + (off)))
@@ -80,7 +81,7 @@ static const flag_t flags[] = {
     {"m http_port", INT, F(http_port), "Use port for http monitoring"},
     {"ms https_port", IGNORED_STR, 0, "Use port for https monitoring"},
     {"c config", STR, F(config_file), "Configuration file"},
-    {"t", IGNORED_BOOL, 0, "Test configuration and exit"},
+    {"t", BOOL, F(check_config), "Test configuration and exit"},
     {"sl signal", IGNORED_STR, 0, "Send signal to natsd process"},
     {"client_advertise", IGNORED_STR, 0, "Client URL to advertise to other servers"},
     {"ports_file_dir", IGNORED_STR, 0, "Creates a ports file in the specified directory"},
@@ -169,8 +170,8 @@ parse_bool(const char *v, bool *out)
     return false;
 }
 
-int
-nd_opts_parse_args(nd_opts_t *o, int argc, char **argv)
+static int
+parse_flags(nd_opts_t *o, int argc, char **argv)
 {
     for (int i = 1; i < argc; i++) {
         const char *arg = argv[i];
@@ -246,4 +247,39 @@ nd_opts_parse_args(nd_opts_t *o, int argc, char **argv)
         }
     }
     return 0;
+}
+
+/* nats-server's order: the flags are parsed (usage errors first), then the config file is loaded
+ * and the flags given override it. We get the same by parsing the flags twice: once to find -c
+ * and -t, and again over the options the file produced (the second pass cannot fail). */
+int
+nd_opts_parse_args(nd_opts_t *o, int argc, char **argv)
+{
+    int rc = parse_flags(o, argc, argv);
+    if (rc != 0)
+        return rc;
+    if (o->config_file == NULL) {
+        if (o->check_config) {
+            fprintf(stderr, "nats-server: must specify [-c, --config] option to check "
+                            "configuration file syntax\n");
+            return 1;
+        }
+        return 0;
+    }
+    char *path = nd_xstrdup(o->config_file);
+    nd_opts_free(o);
+    nd_opts_defaults(o);
+    char err[1024];
+    int crc = nd_opts_apply_config(o, path, err, sizeof err);
+    rc = parse_flags(o, argc, argv);
+    bool check = o->check_config;
+    if (crc < 0 || (crc > 0 && check)) {
+        fprintf(stderr, "nats-server: %s\n", err);
+        rc = 1;
+    } else if (rc == 0 && check) {
+        fprintf(stderr, "nats-server: configuration file %s is valid\n", path);
+        rc = 2;
+    }
+    nd_free(path);
+    return rc;
 }

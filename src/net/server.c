@@ -114,8 +114,7 @@ log_unbuilt(const nd_opts_t *o)
     if (o->http_port)
         nd_log_warn("HTTP monitoring is not supported by natsd yet; -m ignored");
     if (o->config_file)
-        nd_log_warn("Configuration files are not supported by natsd yet; -c %s ignored",
-                    o->config_file);
+        nd_log_info("Using configuration file: %s", o->config_file);
 }
 
 nd_server_t *
