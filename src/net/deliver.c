@@ -294,6 +294,16 @@ nd_deliver_outbox_free(nd_conn_t *c)
     memset(&c->outbox, 0, sizeof(c->outbox));
 }
 
+/* The delivery that reached a sub's max_msgs has been written: drop the sub, if the sid still
+ * names that same sub (identity only: sub is never dereferenced here). Ctx: c's turn. */
+static void
+auto_unsub_done(nd_ctx_t *ctx, nd_conn_t *c, const char *sid, size_t sid_len, const nd_sub_t *sub)
+{
+    nd_sub_t *s = nd_sidmap_get(&c->subs, sid, sid_len);
+    if (s != NULL && s == sub)
+        nd_conn_remove_sub(ctx, c, s);
+}
+
 /* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush).
  * Returns: false when the sub cannot take it (unsubscribed, its connection slow, its
  * auto-unsubscribe count reached), so a queue group can pick another member. */
@@ -347,11 +357,8 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
             nd_conn_commit(c, len);
             c->out_msgs++;
             c->out_bytes += size;
-            if (last) {
-                nd_sub_t *s = nd_sidmap_get(&c->subs, sub->sid, sub->sid_len);
-                if (s == sub)
-                    nd_conn_remove_sub(ctx, c, s);
-            }
+            if (last)
+                auto_unsub_done(ctx, c, sub->sid, sub->sid_len, sub);
         } else {
             ch->len += (uint32_t)len;
             ch->msgs++;
@@ -475,12 +482,8 @@ nd_deliver_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_deliver_t *m)
     c->out_msgs++;
     c->out_bytes += m->pl_len - 2;
     nd_payload_unref(m->payload);
-    if (m->last) {
-        /* Auto-unsubscribe reached max_msgs: drop the sub if it is still the same one. */
-        nd_sub_t *s = nd_sidmap_get(&c->subs, m->line + m->sid_off, m->sid_len);
-        if (s != NULL && s == m->sub)
-            nd_conn_remove_sub(ctx, c, s);
-    }
+    if (m->last)
+        auto_unsub_done(ctx, c, m->line + m->sid_off, m->sid_len, m->sub);
 }
 
 void
