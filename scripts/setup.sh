@@ -4,7 +4,7 @@
 # Usage: scripts/setup.sh [--tests]   (--tests adds the clients the tests drive)
 set -euo pipefail
 
-build_pkgs=(cmake make gcc clang pkg-config libck-dev libmsgpack-dev libjansson-dev
+build_pkgs=(cmake make gcc clang pkg-config libck-dev libmsgpack-dev libjansson-dev libxxhash-dev
             libssl-dev libcriterion-dev libclang-rt-14-dev)
 test_pkgs=(libnats-dev nats-server)
 
