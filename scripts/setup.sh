@@ -5,7 +5,8 @@
 set -euo pipefail
 
 build_pkgs=(cmake make gcc clang pkg-config libck-dev libmsgpack-dev libjansson-dev libxxhash-dev
-            libssl-dev libcriterion-dev libclang-rt-14-dev)
+            libssl-dev libcriterion-dev libclang-rt-14-dev liblz4-dev
+            libcrypt-dev)
 test_pkgs=(libnats-dev nats-server)
 
 want=("${build_pkgs[@]}")

@@ -1,12 +1,83 @@
-/* natsd: argv -> natsd_start, then wait for a stop signal. Nothing else lives here. */
+/* natsd: argv -> natsd_start, then handle signals until one stops the server. Nothing else
+ * lives here. */
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "natsd/natsd.h"
 #include "net/log.h"
+#include "net/pidfile.h"
+
+/* Go's names for the signals, which nats-server logs ("Trapped \"hangup\" signal"). */
+static const char *
+sig_name(int sig)
+{
+    switch (sig) {
+    case SIGINT:
+        return "interrupt";
+    case SIGTERM:
+        return "terminated";
+    case SIGHUP:
+        return "hangup";
+    case SIGQUIT:
+        return "quit";
+    case SIGUSR1:
+        return "user defined signal 1";
+    case SIGUSR2:
+        return "user defined signal 2";
+    default:
+        return "unknown";
+    }
+}
+
+/* Handles the signals of nats-server's signal.go until one stops the server: SIGUSR1 reopens
+ * the log, SIGHUP reloads the config, SIGUSR2 enters lame duck mode (which ends the loop once
+ * every client is closed), SIGINT and SIGTERM stop gracefully (SIGTERM is ignored in lame duck
+ * mode, as nats-server does), SIGQUIT stops at once. Returns: false for SIGQUIT. */
+static bool
+serve(natsd_t *s, const sigset_t *set)
+{
+    bool ldm = false;
+    for (;;) {
+        int sig = 0;
+        if (ldm) {
+            /* Lame duck mode ends by itself: look for signals between short waits on it. */
+            if (natsd_lame_duck_wait(s, 100))
+                return true;
+            struct timespec none = {0, 0};
+            sig = sigtimedwait(set, NULL, &none);
+            if (sig < 0)
+                continue;
+        } else if (sigwait(set, &sig) != 0) {
+            continue;
+        }
+        nd_log_debug("Trapped \"%s\" signal", sig_name(sig));
+        switch (sig) {
+        case SIGUSR1:
+            nd_log_reopen();
+            break;
+        case SIGHUP:
+            (void)natsd_reload(s, NULL); /* logs its outcome */
+            break;
+        case SIGUSR2:
+            ldm |= natsd_lame_duck(s);
+            break;
+        case SIGTERM:
+            if (!ldm)
+                return true;
+            break;
+        case SIGQUIT:
+            return false;
+        default:
+            return true;
+        }
+    }
+}
 
 int
 main(int argc, char **argv)
@@ -18,7 +89,12 @@ main(int argc, char **argv)
         nd_opts_free(&opts);
         return rc == 2 ? 0 : 1;
     }
-    nd_log_setup(opts.debug, opts.trace, opts.logtime, opts.log_file);
+    char err[1024];
+    if (nd_log_configure(&opts, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        nd_opts_free(&opts);
+        return 1;
+    }
     nd_opts_log_config_warnings(&opts);
 
     /* One descriptor per client: raise the soft limit to the hard one, as Go (and so
@@ -29,23 +105,56 @@ main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
 
-    /* Block the stop signals before any thread starts so that only sigwait() sees them. */
+    /* Block the signals we handle before any thread starts so that only sigwait() sees them. */
     sigset_t stop;
     sigemptyset(&stop);
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
+    sigaddset(&stop, SIGUSR1);
+    sigaddset(&stop, SIGUSR2);
+    sigaddset(&stop, SIGHUP);
+    sigaddset(&stop, SIGQUIT);
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    natsd_t *s = natsd_start(&opts);
-    nd_opts_free(&opts);
-    if (s == NULL)
+    /* Process files (src/net/pidfile.h): the pid file before the listener opens, the ports file
+     * once it is bound, as nats-server's Start does. */
+    char *pid_file = opts.pid_file && *opts.pid_file ? strdup(opts.pid_file) : NULL;
+    if (pid_file != NULL && nd_pidfile_write(pid_file, err, sizeof err) != 0) {
+        nd_log(ND_LOG_FATAL, "%s", err);
+        free(pid_file);
+        nd_opts_free(&opts);
         return 1;
-    int sig = 0;
-    sigwait(&stop, &sig);
-    nd_log_info("Trapped \"%s\" signal", sig == SIGINT ? "interrupt" : "terminated");
+    }
+    natsd_t *s = natsd_start(&opts);
+    char *ports_dir = s && opts.ports_file_dir && *opts.ports_file_dir ? strdup(opts.ports_file_dir) : NULL;
+    if (ports_dir != NULL) {
+        nd_ports_t ports = {.nats = {"nats", opts.host, natsd_port(s)}};
+        if (nd_portsfile_write(ports_dir, argv[0], &ports, err, sizeof err) != 0)
+            nd_log_error("%s", err);
+    }
+    nd_opts_free(&opts);
+    if (s == NULL) {
+        if (pid_file != NULL)
+            nd_pidfile_remove(pid_file);
+        free(pid_file);
+        return 1;
+    }
+    natsd_set_args(s, argc, argv); /* a reload re-applies the flags over the file */
+    if (!serve(s, &stop)) {
+        /* SIGQUIT: no graceful close. The exit status is the one Go's runtime gives nats-server. */
+        nd_log_info("Server Exiting..");
+        _exit(2);
+    }
     nd_log_info("Initiating Shutdown...");
     natsd_stop(s);
+    if (ports_dir != NULL && nd_portsfile_remove(ports_dir, argv[0], err, sizeof err) != 0)
+        nd_log_error("%s", err);
+    if (pid_file != NULL)
+        nd_pidfile_remove(pid_file);
+    free(pid_file);
+    free(ports_dir);
     nd_log_info("Server Exiting..");
+    nd_log_close();
     return 0;
 }

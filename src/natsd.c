@@ -3,11 +3,15 @@
 
 #include "natsd/alloc.h"
 #include "natsd/pool.h"
+#include "mon/monitor.h"
+#include "net/lameduck.h"
+#include "net/reload.h"
 #include "net/server.h"
 
 struct natsd {
     nd_pool_t *pool;
     nd_server_t *server;
+    nd_mon_t *mon; /* HTTP monitoring, or NULL when off */
 };
 
 natsd_t *
@@ -19,15 +23,28 @@ natsd_start(const nd_opts_t *opts)
         opts = &dflt;
     }
     natsd_t *s = nd_new(natsd_t);
+    if (nd_mon_listen(opts, &s->mon) != 0) {
+        /* nats-server does not run without the monitoring port it was asked for. */
+        if (opts == &dflt)
+            nd_opts_free(&dflt);
+        nd_free(s);
+        return NULL;
+    }
     s->pool = nd_pool_new(opts->workers);
     s->server = nd_server_start(opts, s->pool);
+    if (s->server != NULL) {
+        nd_reload_init(s->server, opts);
+        nd_lameduck_init(s->server);
+    }
     if (opts == &dflt)
         nd_opts_free(&dflt);
     if (s->server == NULL) {
+        nd_mon_free(s->mon);
         nd_pool_free(s->pool);
         nd_free(s);
         return NULL;
     }
+    nd_mon_attach(s->mon, s->server);
     nd_pool_start(s->pool);
     return s;
 }
@@ -37,11 +54,39 @@ natsd_stop(natsd_t *s)
 {
     if (s == NULL)
         return;
+    nd_mon_stop_accepting(s->mon);
     nd_server_stop_accepting(s->server);
     nd_pool_shutdown(s->pool); /* closes every connection and account */
+    nd_mon_free(s->mon);
+    nd_lameduck_free(s->server);
+    nd_reload_free(s->server);
     nd_server_free(s->server);  /* the poller goes after the connections it served */
     nd_pool_free(s->pool);
     nd_free(s);
+}
+
+void
+natsd_set_args(natsd_t *s, int argc, char *const *argv)
+{
+    nd_reload_set_args(s->server, argc, argv);
+}
+
+int
+natsd_reload(natsd_t *s, const char *config)
+{
+    return nd_reload_run(s->server, config);
+}
+
+bool
+natsd_lame_duck(natsd_t *s)
+{
+    return nd_lameduck_start(s->server);
+}
+
+bool
+natsd_lame_duck_wait(natsd_t *s, int timeout_ms)
+{
+    return nd_lameduck_wait(s->server, timeout_ms);
 }
 
 int

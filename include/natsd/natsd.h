@@ -1,11 +1,14 @@
 /* natsd embedding API: run a natsd server inside another program.
  *
  * natsd_start() starts the worker pool, the poller and the client listener and returns at once;
- * natsd_stop() closes every connection, stops every thread and frees everything.
+ * natsd_stop() closes every connection, stops every thread and frees everything. In between,
+ * natsd_reload() applies a changed config file and natsd_lame_duck() drains the clients.
  * Ctx: the embedding thread.
  */
 #ifndef NATSD_NATSD_H
 #define NATSD_NATSD_H
+
+#include <stdbool.h>
 
 #include "natsd/opts.h"
 
@@ -18,6 +21,24 @@ typedef struct natsd natsd_t;
 /* Starts a server with opts (copied; NULL = defaults). Returns: NULL after logging why. */
 natsd_t *natsd_start(const nd_opts_t *opts);
 void natsd_stop(natsd_t *s);
+
+/* The command line whose flags natsd_reload re-applies over the re-read file, so that flags keep
+ * winning over the file (main passes its argv; an embedder that built opts itself need not call
+ * it). Borrows: argv is copied. */
+void natsd_set_args(natsd_t *s, int argc, char *const *argv);
+/* Reloads the configuration file (config, or NULL for the file the server started with) and
+ * applies what nats-server can change live; an option that cannot change, or a bad file, leaves
+ * everything as it was. Logs the outcome. Returns: 0 when reloaded, -1 otherwise.
+ * Ctx: any thread of the embedder (not a natsd worker); calls are serialised. */
+int natsd_reload(natsd_t *s, const char *config);
+/* Enters lame duck mode: stops accepting, tells clients to move ("ldm":true), and after
+ * lame_duck_grace_period closes them spread over lame_duck_duration. The server keeps running
+ * until natsd_stop: wait for natsd_lame_duck_wait first. Returns: false if already in lame duck
+ * mode. Ctx: the embedder's thread, not concurrently with natsd_stop. */
+bool natsd_lame_duck(natsd_t *s);
+/* Waits up to timeout_ms (-1: forever; 0: just look) for lame duck mode to have closed every
+ * client. Returns: true once it has; false on timeout or when lame duck mode was not started. */
+bool natsd_lame_duck_wait(natsd_t *s, int timeout_ms);
 /* The bound client port (useful with port -1 = random). */
 int natsd_port(const natsd_t *s);
 unsigned natsd_workers(const natsd_t *s);

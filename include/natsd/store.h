@@ -96,7 +96,7 @@ typedef struct nd_store_state {
     uint64_t msgs;
     uint64_t bytes;
     uint64_t first_seq, last_seq; /* first_seq = last_seq + 1 when empty (nats-server's shape) */
-    int64_t first_ts, last_ts;
+    int64_t first_ts, last_ts;    /* first_ts 0 when empty; only truncate lowers last_seq/ts */
     uint64_t num_deleted;         /* gaps between first_seq and last_seq */
     uint64_t num_subjects;
     uint64_t consumers;
@@ -155,12 +155,16 @@ typedef struct nd_store_ops {
     /* Appends a message; the store assigns seq (last + 1) and ts (now; strictly increasing is
      * not promised, monotonic non-decreasing is). Enforces max_msg_size, then the limits:
      * discard old removes the oldest messages (per subject first for max_msgs_per_subject),
-     * discard new refuses with the matching error. */
+     * discard new refuses with the matching error: MAX_PER_SUBJECT when discard_new_per_subject
+     * and the subject holds max_msgs_per_subject; MAX_MSGS when msgs >= max_msgs; MAX_BYTES when
+     * bytes + size > max_bytes. As in nats-server, a subject at its per-subject limit is not
+     * refused by max_msgs (the store replaces that subject's oldest message instead). */
     nd_store_err_t (*store)(nd_store_t *st, const char *subj, size_t subj_len, const void *hdr,
                             size_t hdr_len, const void *data, size_t data_len, uint64_t *seq,
                             int64_t *ts);
-    /* Appends with a given sequence and timestamp (replication, restore): seq must be > last;
-     * the gap in between becomes deleted sequences. Limits apply as in store. */
+    /* Appends with a given sequence and timestamp (replication, restore): seq must be > last
+     * (else ERR_BAD_SEQUENCE); the gap in between becomes deleted sequences, except in a store
+     * holding no message, where first_seq simply becomes seq. Limits apply as in store. */
     nd_store_err_t (*store_raw)(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj,
                                 size_t subj_len, const void *hdr, size_t hdr_len,
                                 const void *data, size_t data_len);
@@ -180,13 +184,19 @@ typedef struct nd_store_ops {
      * per policy). ERR_NOT_FOUND when it is not there. */
     nd_store_err_t (*remove)(nd_store_t *st, uint64_t seq, bool secure);
     /* nats-server's PurgeEx: filter NULL/">" = every subject; up_to != 0 removes only sequences
-     * < up_to; keep != 0 keeps the newest `keep` messages (per subject when a filter is given).
-     * *purged = how many went. With no filter, no up_to and no keep, first_seq becomes last + 1. */
+     * < up_to; keep != 0 keeps the newest `keep` of the messages matching the filter, counted
+     * over all of them together, not per subject (nats-server's shape); nothing goes when keep >=
+     * their number. With no filter: up_to > 1 is compact(up_to), keep is compact(last - keep + 1),
+     * and with neither first_seq becomes last + 1. *purged = how many went. */
     nd_store_err_t (*purge)(nd_store_t *st, const char *filter, size_t filter_len, uint64_t up_to,
                             uint64_t keep, uint64_t *purged);
-    /* Removes every message < seq; first_seq becomes seq (even if seq > last + 1). */
+    /* Removes every message < seq (seq 0 = purge all). When seq > last, the store empties and
+     * first_seq = seq, last_seq = seq - 1 (the next store gets seq). Otherwise first_seq becomes
+     * the first remaining message's seq (last + 1 when none remains), as always. */
     nd_store_err_t (*compact)(nd_store_t *st, uint64_t seq, uint64_t *purged);
-    /* Removes every message > seq (Raft log truncation); last_seq becomes seq. */
+    /* Removes every message > seq (Raft log truncation); last_seq becomes seq and last_ts its ts.
+     * seq must be a stored message (ERR_BAD_SEQUENCE otherwise, as nats-server's
+     * ErrInvalidSequence), or 0, which empties the store back to first_seq 1, last_seq 0. */
     nd_store_err_t (*truncate)(nd_store_t *st, uint64_t seq);
 
     void (*state)(nd_store_t *st, nd_store_state_t *out);
@@ -244,6 +254,9 @@ nd_store_err_t nd_store_restore(const nd_store_cfg_t *cfg, nd_store_read_fn r, v
                                 nd_store_t **out);
 /* errno of the last ERR_IO on this thread. */
 int nd_store_last_errno(void);
+/* For store implementations: records errno for nd_store_last_errno and returns ND_STORE_ERR_IO,
+ * so an I/O failure reads `return nd_store_io_error(errno);`. */
+nd_store_err_t nd_store_io_error(int err);
 
 /* Convenience wrappers, so callers read like method calls. */
 static inline nd_store_err_t

@@ -131,6 +131,8 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     get_str(o, "name", &c->name);
     get_str(o, "lang", &c->lang);
     get_str(o, "version", &c->version);
+    nd_connreg_set_meta(c->srv->connreg, &c->mon, c->name, c->lang, c->version);
+    nd_connreg_touch(&c->mon);
     json_t *proto = field(o, "protocol");
     if (json_is_integer(proto))
         c->protocol = (int)json_integer_value(proto);
@@ -327,6 +329,7 @@ nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         return true;
     case ND_PROTO_OP_PONG:
         c->pings_out = 0;
+        nd_connreg_pong(&c->mon);
         return true;
     case ND_PROTO_OP_INFO:
         return on_info(ctx, c, cmd);

@@ -222,6 +222,9 @@ node_copy(rd_t *r, const nd_cfg_node_t *src, int line, int col, bool root)
     nd_cfg_node_t *n = node_new(r, src->type, root ? line : src->line, root ? col : src->col);
     if (!n)
         return NULL;
+    n->quoted = root ? false : src->quoted;
+    n->end_line = root ? line : src->end_line;
+    n->end_col = root ? col : src->end_col;
     if (!root) {
         nd_free(n->file);
         n->file = nd_xstrdup(src->file);
@@ -624,8 +627,9 @@ lookup_var(rd_t *r, const char *name, size_t n, int line, int col)
             if (e) {
                 v = e->val;
                 e->val = NULL;
-                v->line = line;
-                v->col = col;
+                v->line = v->end_line = line;
+                v->col = v->end_col = col;
+                v->quoted = false;
                 nd_free(v->file);
                 v->file = nd_xstrdup(r->file);
             }
@@ -728,6 +732,9 @@ parse_value(rd_t *r)
                 if (!parse_body(r, v, true)) {
                     nd_cfg_free(v);
                     v = NULL;
+                } else {
+                    v->end_line = r->line;
+                    v->end_col = r->col;
                 }
             }
         }
@@ -740,7 +747,10 @@ parse_value(rd_t *r)
             nd_free(b.s);
             return NULL;
         }
-        return str_node(r, line, col, &b);
+        nd_cfg_node_t *q = str_node(r, line, col, &b);
+        if (q)
+            q->quoted = true;
+        return q;
     }
     if (c == '(')
         return parse_block(r, line, col);
@@ -931,6 +941,9 @@ parse_body(rd_t *r, nd_cfg_node_t *m, bool braced)
             break;
         }
         map_set(m, key.s, line, col, v);
+        for (size_t i = 0; i < m->u.map.n; i++)
+            if (m->u.map.e[i].val == v)
+                m->u.map.e[i].quoted = quoted;
     terminator:
         skip_ws(r);
         c = peek(r, 0);

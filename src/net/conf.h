@@ -33,6 +33,7 @@ typedef struct nd_cfg_entry {
     char *key;
     int line, col;      /* where the key was written */
     bool used_as_var;   /* the key was referenced as a $variable (not an unknown field then) */
+    bool quoted;        /* the key was written in quotes (nats-server's position is inside) */
     nd_cfg_node_t *val; /* owned */
 } nd_cfg_entry_t;
 
@@ -40,6 +41,11 @@ struct nd_cfg_node {
     nd_cfg_type_t type;
     char *file; /* owned; the file the value was written in ("<string name>" for text) */
     int line, col;
+    /* Where nats-server's token for this value sits when it is an array element: inside the
+     * quotes of a quoted string (quoted), just after the closing brace of a map (end_line,
+     * end_col; a variable reference's position for a referenced map). */
+    bool quoted;
+    int end_line, end_col;
     union {
         struct {
             char *s; /* owned, NUL-terminated; may hold NULs written as \x00 */

@@ -46,6 +46,8 @@ nd_close_reason_text(nd_close_reason_t r)
     return close_texts[r];
 }
 
+static void refresh_live(nd_ctx_t *ctx, nd_conn_t *c);
+
 static uint64_t
 ms_to_ns(int64_t ms)
 {
@@ -156,9 +158,10 @@ flush(nd_ctx_t *ctx, nd_conn_t *c)
             continue;
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-            if (!c->wdeadline_armed && c->srv->opts.write_deadline_ms > 0) {
-                nd_timer_start(ctx, &c->wdeadline_timer, ms_to_ns(c->srv->opts.write_deadline_ms),
-                               0);
+            int64_t wd =
+                atomic_load_explicit(&c->srv->live.write_deadline_ms, memory_order_relaxed);
+            if (!c->wdeadline_armed && wd > 0) {
+                nd_timer_start(ctx, &c->wdeadline_timer, ms_to_ns(wd), 0);
                 c->wdeadline_armed = true;
             }
             return true;
@@ -188,6 +191,46 @@ nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub)
     nd_acct_send_unsub(ctx, c->acct, sub);
 }
 
+/* ---- monitoring (src/mon/connreg.h) ---- */
+
+/* Publishes this turn's counters for monitors. */
+static void
+mon_publish(nd_conn_t *c)
+{
+    nd_connreg_publish(&c->mon, c->in_msgs, c->in_bytes, c->out_msgs, c->out_bytes,
+                       c->subs.count);
+}
+
+/* Unlinks us from the registry and records the close (reason, counters, subscriptions). */
+static void
+mon_closed(nd_conn_t *c, nd_sub_t *const *subs, size_t n)
+{
+    mon_publish(c);
+    nd_connreg_remove(c->srv->connreg, &c->mon, nd_close_reason_text(c->reason),
+                      c->reason == ND_CLOSE_SLOW_PENDING || c->reason == ND_CLOSE_SLOW_DEADLINE,
+                      subs, n);
+}
+
+/* Answers a monitor's request for our subscriptions (or, closed, an empty answer). */
+static void
+mon_subs(nd_ctx_t *ctx, nd_conn_t *c, nd_mon_msg_subs_t *m)
+{
+    if (c != NULL && !c->closing && c->subs.count > 0) {
+        nd_sub_t **all = nd_xmalloc(c->subs.count * sizeof(*all));
+        size_t n = 0;
+        for (uint32_t i = 0; i < c->subs.cap; i++) {
+            nd_sub_t *sub = c->subs.slots[i];
+            if ((uintptr_t)sub > 1) /* neither empty (NULL) nor a tombstone (1, sidmap.c) */
+                all[n++] = sub;
+        }
+        nd_conn_info_set_subs(m->info, all, n);
+        nd_free(all);
+    } else if (c != NULL && !c->closing) {
+        nd_conn_info_set_subs(m->info, NULL, 0);
+    }
+    nd_connreg_answer_subs(ctx, m);
+}
+
 /* Releases the socket, the subscriptions and the timers; idempotent. */
 static void
 teardown(nd_ctx_t *ctx, nd_conn_t *c)
@@ -200,6 +243,7 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_cancel(ctx, &c->stall_timer);
     size_t n = 0;
     nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
+    mon_closed(c, subs, n);
     if (n > 0)
         nd_acct_send_unsub_all(ctx, c->acct, subs, n);
     else
@@ -335,6 +379,7 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c, bool hup)
         return;
     }
     hup |= c->hup_seen;
+    refresh_live(ctx, c); /* a reload may have changed max_payload or max_control_line */
     size_t need = nd_proto_pending_need(&c->parser);
     char *buf;
     size_t cap;
@@ -414,7 +459,9 @@ on_ping_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
 {
     if (!nd_timer_fired(&c->ping_timer, msg) || c->closing)
         return;
-    if (c->pings_out + 1 > (uint32_t)c->srv->opts.ping_max) {
+    refresh_live(ctx, c); /* a reload may have changed ping_interval */
+    if (c->pings_out + 1 >
+        (uint32_t)atomic_load_explicit(&c->srv->live.ping_max, memory_order_relaxed)) {
         nd_log_debug("%s:%d - cid:%llu - Stale Client Connection - Closing", c->ip, c->port,
                      (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_STALE);
@@ -430,6 +477,7 @@ on_ping_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     c->pinged_once = true;
     c->pings_out++;
     nd_conn_write(c, "PING\r\n", 6);
+    nd_connreg_ping_sent(&c->mon);
 }
 
 static void
@@ -439,16 +487,70 @@ on_wdeadline(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
         return;
     c->wdeadline_armed = false;
     if (c->woff < c->wlen) {
-        nd_log_info("%s:%d - cid:%llu - \"Slow Consumer Detected: WriteDeadline of %lldms "
-                    "exceeded with %zu bytes pending\"",
-                    c->ip, c->port, (unsigned long long)c->cid,
-                    (long long)c->srv->opts.write_deadline_ms, c->wlen - c->woff);
+        nd_log_info(
+            "%s:%d - cid:%llu - \"Slow Consumer Detected: WriteDeadline of %lldms "
+            "exceeded with %zu bytes pending\"",
+            c->ip, c->port, (unsigned long long)c->cid,
+            (long long)atomic_load_explicit(&c->srv->live.write_deadline_ms, memory_order_relaxed),
+            c->wlen - c->woff);
         drop_output(c); /* nothing more is sent to a slow consumer */
         nd_conn_close(ctx, c, ND_CLOSE_SLOW_DEADLINE);
     }
 }
 
 /* ---- start ---- */
+
+/* Writes the INFO line: the server's template (copied inside an epoch section: a reload may
+ * replace and retire it at any time) and our own fields. ldm: lame duck mode, as nats-server 2.10
+ * marks it. */
+static void
+write_info(nd_ctx_t *ctx, nd_conn_t *c, bool ldm)
+{
+    char tail[192];
+    int n = snprintf(tail, sizeof tail, ",\"client_id\":%llu,\"client_ip\":\"%s\"%s} \r\n",
+                     (unsigned long long)c->cid, c->ip, ldm ? ",\"ldm\":true" : "");
+    nd_epoch_enter(ctx);
+    /* acquire: pairs with the release exchange in nd_server_publish_info. */
+    const nd_server_info_t *info = atomic_load_explicit(&c->srv->info, memory_order_acquire);
+    nd_conn_write(c, info->text, info->len);
+    nd_epoch_exit(ctx);
+    nd_conn_write(c, tail, (size_t)n);
+}
+
+/* (Re)arms the ping timer with the interval in force; the first ping comes sooner, as in
+ * nats-server, unless the timer is only being re-armed after a reload. */
+static void
+arm_ping(nd_ctx_t *ctx, nd_conn_t *c, bool first)
+{
+    int64_t ms = atomic_load_explicit(&c->srv->live.ping_interval_ms, memory_order_relaxed);
+    c->ping_ms = ms > 0 ? ms : 0;
+    if (ms <= 0) {
+        nd_timer_cancel(ctx, &c->ping_timer);
+        return;
+    }
+    int64_t delay = first && ms > FIRST_PING_MS ? FIRST_PING_MS : ms;
+    nd_timer_start(ctx, &c->ping_timer, ms_to_ns(delay), ms_to_ns(ms));
+}
+
+/* Takes the reloadable limits again when a reload changed them (one relaxed load per read or
+ * ping tick otherwise). */
+static void
+refresh_live(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_server_live_t *l = &c->srv->live;
+    /* acquire: pairs with the release in nd_server_set_live, so the limits read below are at
+     * least those of generation gen. */
+    uint32_t gen = atomic_load_explicit(&l->gen, memory_order_acquire);
+    if (gen == c->live_gen)
+        return;
+    c->live_gen = gen;
+    nd_proto_parser_set_limits(
+        &c->parser, (size_t)atomic_load_explicit(&l->max_control_line, memory_order_relaxed),
+        atomic_load_explicit(&l->max_payload, memory_order_relaxed));
+    if (c->started &&
+        atomic_load_explicit(&l->ping_interval_ms, memory_order_relaxed) != c->ping_ms)
+        arm_ping(ctx, c, false);
+}
 
 static void
 on_start(nd_ctx_t *ctx, nd_conn_t *c)
@@ -457,25 +559,34 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
     if (c->closing || c->started)
         return;
     c->started = true;
-    char tail[160];
-    int n = snprintf(tail, sizeof tail, ",\"client_id\":%llu,\"client_ip\":\"%s\"} \r\n",
-                     (unsigned long long)c->cid, c->ip);
-    nd_conn_write(c, s->info, s->info_len);
-    nd_conn_write(c, tail, (size_t)n);
+    refresh_live(ctx, c);
     int32_t conns = atomic_fetch_add_explicit(&s->nconns, 1, memory_order_relaxed) + 1;
     c->counted = true;
-    if (conns > s->opts.max_connections) {
+    nd_connreg_add(s->connreg, &c->mon, &c->base, c->cid, (int)c->kind, c->ip, c->port,
+                   &c->pending);
+    /* After registering: lame duck mode sets s->ldm before it lists the registered connections
+     * (under the registry's mutex), so we are either on its list or see the flag here. */
+    c->ldm_sent = atomic_load_explicit(&s->ldm, memory_order_relaxed);
+    write_info(ctx, c, c->ldm_sent);
+    if (conns > atomic_load_explicit(&s->live.max_connections, memory_order_relaxed)) {
         nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", c->ip, c->port,
                      (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_CONNECTIONS);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_CONNECTIONS);
         return;
     }
-    int64_t first = s->opts.ping_interval_ms;
-    if (first > FIRST_PING_MS)
-        first = FIRST_PING_MS;
-    if (s->opts.ping_interval_ms > 0)
-        nd_timer_start(ctx, &c->ping_timer, ms_to_ns(first), ms_to_ns(s->opts.ping_interval_ms));
+    arm_ping(ctx, c, true);
+}
+
+/* Lame duck mode: clients that can take an asynchronous INFO (protocol 1, past CONNECT) learn
+ * that they should move elsewhere, as nats-server 2.10's sendLDMToClients does. */
+static void
+on_ldm(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    if (c->closing || !c->started || !c->connected || c->protocol < 1 || c->ldm_sent)
+        return;
+    c->ldm_sent = true;
+    write_info(ctx, c, true);
 }
 
 /* ---- dispatch ---- */
@@ -503,6 +614,15 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     }
     case ND_CONN_MSG_START:
         on_start(ctx, c);
+        return;
+    case ND_CONN_MSG_MON_SUBS:
+        mon_subs(ctx, c, (nd_mon_msg_subs_t *)msg);
+        return;
+    case ND_CONN_MSG_LDM:
+        on_ldm(ctx, c);
+        return;
+    case ND_CONN_MSG_SHUTDOWN:
+        nd_conn_close(ctx, c, ND_CLOSE_SHUTDOWN);
         return;
     case ND_CONN_MSG_SUB_ACK:
         c->sub_acks_due--;
@@ -543,6 +663,8 @@ static void
 turn_end(nd_ctx_t *ctx, nd_actor_t *self)
 {
     nd_conn_t *c = (nd_conn_t *)self;
+    if (!c->closing)
+        mon_publish(c); /* before the flush: a client that saw our answer sees these counters */
     if (!c->closing && c->woff != c->wlen && !flush(ctx, c))
         nd_conn_close(ctx, c, ND_CLOSE_WRITE_ERROR);
     return_scratch(ctx, c);
@@ -551,6 +673,10 @@ turn_end(nd_ctx_t *ctx, nd_actor_t *self)
 static void
 discard(nd_ctx_t *ctx, nd_msg_t *msg)
 {
+    if (msg->id == ND_CONN_MSG_MON_SUBS) {
+        mon_subs(ctx, NULL, (nd_mon_msg_subs_t *)msg); /* closed: the monitor still gets an answer */
+        return;
+    }
     nd_deliver_discard(ctx, msg);
 }
 
@@ -578,8 +704,10 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
     c->io.fd = fd;
     nd_tcp_init(&c->tr, fd);
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
-    nd_proto_parser_init(&c->parser, (size_t)srv->opts.max_control_line,
-                         srv->opts.max_payload);
+    c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
+    nd_proto_parser_init(
+        &c->parser, (size_t)atomic_load_explicit(&srv->live.max_control_line, memory_order_relaxed),
+        atomic_load_explicit(&srv->live.max_payload, memory_order_relaxed));
     nd_sidmap_init(&c->subs);
     nd_slcache_init(&c->cache);
     nd_timer_init(&c->ping_timer, &c->base, ND_CONN_MSG_PING);
@@ -614,4 +742,16 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
         nd_actor_send(ctx, &c->base, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_START));
     }
     nd_actor_unref(ctx, &c->base); /* the poller registration and the actor's life keep it */
+}
+
+void
+nd_conn_send_ldm(nd_ctx_t *ctx, nd_actor_t *conn)
+{
+    nd_actor_send(ctx, conn, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_LDM));
+}
+
+void
+nd_conn_send_shutdown(nd_ctx_t *ctx, nd_actor_t *conn)
+{
+    nd_actor_send(ctx, conn, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_SHUTDOWN));
 }

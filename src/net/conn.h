@@ -50,4 +50,9 @@ const char *nd_close_reason_text(nd_close_reason_t r);
  * first turn). Owns: fd. Ctx: the poller thread's ctx. */
 void nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd);
 
+/* Lame duck mode (lameduck.c): tells a connection to send its client the INFO with "ldm":true,
+ * or to close with "Server Shutdown". conn: a live reference. Ctx: any thread with a ctx. */
+void nd_conn_send_ldm(nd_ctx_t *ctx, nd_actor_t *conn);
+void nd_conn_send_shutdown(nd_ctx_t *ctx, nd_actor_t *conn);
+
 #endif

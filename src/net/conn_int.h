@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "mon/connreg.h"
 #include "natsd/account.h"
 #include "natsd/alloc.h"
 #include "natsd/err.h"
@@ -32,6 +33,9 @@ enum {
     ND_CONN_MSG_UNSTALL,   /* fast-producer stall is over */
     ND_CONN_MSG_SLOW,      /* a publisher found us over max_pending */
     ND_CONN_MSG_CHUNK,     /* nd_conn_msg_chunk_t: ready-to-write messages from one publisher */
+    ND_CONN_MSG_MON_SUBS,  /* nd_mon_msg_subs_t: a monitor asks for our subscriptions */
+    ND_CONN_MSG_LDM,       /* lame duck mode began: send the INFO with "ldm":true */
+    ND_CONN_MSG_SHUTDOWN,  /* lame duck: close now ("Server Shutdown") */
 };
 
 typedef struct nd_conn_msg_chunk {
@@ -97,8 +101,11 @@ typedef struct nd_conn {
     nd_sl_result_t *scratch; /* for cache misses and one-off matches; allocated on first use */
     nd_timer_t ping_timer, wdeadline_timer, stall_timer;
     uint32_t pings_out;
+    uint32_t live_gen;         /* srv->live.gen when the limits below were taken */
+    int64_t ping_ms;           /* the ping timer's period, 0 when not armed */
     uint32_t sub_acks_due;     /* subscriptions sent to the account and not yet acknowledged */
     bool started;              /* INFO sent */
+    bool ldm_sent;             /* an INFO with "ldm":true went out */
     bool connected;            /* CONNECT seen */
     bool verbose, pedantic, echo, no_responders, headers_requested;
     int protocol;
@@ -119,6 +126,10 @@ typedef struct nd_conn {
 
     /* statistics, owner only */
     uint64_t in_msgs, in_bytes, out_msgs, out_bytes;
+
+    /* monitoring (src/mon/connreg.h): registry links; the statistics above and the subscription
+     * count, republished with relaxed stores at the end of each turn for monitors to sample */
+    nd_mon_conn_t mon;
 } nd_conn_t;
 
 /* conn.c: nd_conn_write queues our own output (counted in pending); nd_conn_append queues bytes

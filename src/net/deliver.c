@@ -112,7 +112,8 @@ charge(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, int64_t bytes)
     int64_t max = c->srv->opts.max_pending;
     if (prev + bytes <= max) {
         /* Fast-producer throttle: a recipient past 75% stalls its producer briefly. */
-        if (prev + bytes > max - max / 4 && t != c && !c->srv->opts.no_fast_producer_stall)
+        if (prev + bytes > max - max / 4 && t != c &&
+            !atomic_load_explicit(&c->srv->live.no_fast_producer_stall, memory_order_relaxed))
             c->stall_due = true;
         return true;
     }

@@ -15,6 +15,7 @@
 
 #include "conn.h"
 #include "log.h"
+#include "mon/connreg.h"
 #include "natsd/account.h"
 #include "natsd/alloc.h"
 #include "natsd/natsd.h"
@@ -30,7 +31,30 @@ make_server_id(char out[57])
 }
 
 static void
-build_info(nd_server_t *s)
+free_info(nd_epoch_entry_t *e)
+{
+    nd_free(ND_EPOCH_CONTAINER(e, nd_server_info_t, retire));
+}
+
+void
+nd_server_set_live(nd_server_t *s, const nd_opts_t *o)
+{
+    nd_server_live_t *l = &s->live;
+    atomic_store_explicit(&l->max_payload, o->max_payload, memory_order_relaxed);
+    atomic_store_explicit(&l->max_control_line, o->max_control_line, memory_order_relaxed);
+    atomic_store_explicit(&l->max_connections, o->max_connections, memory_order_relaxed);
+    atomic_store_explicit(&l->ping_interval_ms, o->ping_interval_ms, memory_order_relaxed);
+    atomic_store_explicit(&l->ping_max, o->ping_max, memory_order_relaxed);
+    atomic_store_explicit(&l->write_deadline_ms, o->write_deadline_ms, memory_order_relaxed);
+    atomic_store_explicit(&l->no_fast_producer_stall, o->no_fast_producer_stall,
+                          memory_order_relaxed);
+    /* release: a connection that sees the new generation (acquire, conn.c refresh_live) also
+     * sees the values stored above. */
+    atomic_fetch_add_explicit(&l->gen, 1, memory_order_release);
+}
+
+void
+nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
 {
     json_t *o = json_object();
     json_object_set_new(o, "server_id", json_string(s->server_id));
@@ -42,17 +66,23 @@ build_info(nd_server_t *s)
     json_object_set_new(o, "host", json_string(s->opts.host));
     json_object_set_new(o, "port", json_integer(s->port));
     json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
-    json_object_set_new(o, "max_payload", json_integer(s->opts.max_payload));
+    json_object_set_new(
+        o, "max_payload",
+        json_integer(atomic_load_explicit(&s->live.max_payload, memory_order_relaxed)));
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     /* Keep "INFO {...", dropping the closing brace: each connection appends its own fields. */
     size_t n = strlen(js);
-    s->info = nd_xmalloc(n + 6);
-    memcpy(s->info, "INFO ", 5);
-    memcpy(s->info + 5, js, n - 1);
-    s->info_len = 5 + n - 1;
-    s->info[s->info_len] = '\0';
+    nd_server_info_t *info = nd_xmalloc(sizeof(*info) + n + 6);
+    memcpy(info->text, "INFO ", 5);
+    memcpy(info->text + 5, js, n - 1);
+    info->len = 5 + n - 1;
+    info->text[info->len] = '\0';
     free(js);
+    /* release: a connection's acquire load in on_start sees the text written above. */
+    nd_server_info_t *old = atomic_exchange_explicit(&s->info, info, memory_order_release);
+    if (old != NULL)
+        nd_epoch_retire(ctx, &old->retire, free_info);
 }
 
 static int
@@ -111,8 +141,8 @@ log_unbuilt(const nd_opts_t *o)
         nd_log_warn("Authentication is not supported by natsd yet; --user/--pass/--auth ignored");
     if (o->cluster_url || o->routes || o->cluster_name)
         nd_log_warn("Clustering is not supported by natsd yet; --cluster/--routes ignored");
-    if (o->http_port)
-        nd_log_warn("HTTP monitoring is not supported by natsd yet; -m ignored");
+    if (o->https_port)
+        nd_log_warn("HTTPS monitoring needs TLS, which natsd does not support yet; -ms ignored");
     if (o->config_file)
         nd_log_info("Using configuration file: %s", o->config_file);
 }
@@ -126,10 +156,23 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     atomic_init(&s->next_cid, 0);
     atomic_init(&s->nconns, 0);
     make_server_id(s->server_id);
+    s->start_wall_ns = nd_mon_wall_ns();
+    s->connreg = nd_connreg_new(opts->max_closed_clients != 0 ? opts->max_closed_clients
+                                                              : ND_MON_DEFAULT_MAX_CLOSED);
 
-    nd_log_info("Starting natsd (nats-server compatible v%s)", NATSD_COMPAT_VERSION);
-    nd_log_info("  Version:  %s", NATSD_VERSION);
-    nd_log_info("  Workers:  %u", nd_pool_workers(pool));
+    /* nats-server 2.10's banner (server.go Start), with natsd's own version and pool size. */
+    nd_log_info("Starting nats-server (natsd %s)", NATSD_VERSION);
+    nd_log_info("  Version:  %s", NATSD_COMPAT_VERSION);
+#ifdef ND_GIT_COMMIT
+    nd_log_info("  Git:      [%s]", ND_GIT_COMMIT);
+#else
+    nd_log_info("  Git:      [not set]");
+#endif
+    nd_log_info("  natsd:    %s, %u workers", NATSD_VERSION, nd_pool_workers(pool));
+    if (opts->cluster_name != NULL && opts->cluster_name[0] != '\0')
+        nd_log_info("  Cluster:  %s", opts->cluster_name);
+    nd_log_info("  Name:     %s", opts->server_name && *opts->server_name ? opts->server_name
+                                                                          : s->server_id);
     nd_log_info("  ID:       %s", s->server_id);
     log_unbuilt(opts);
 
@@ -138,10 +181,11 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         nd_server_free(s);
         return NULL;
     }
-    build_info(s);
+    nd_server_set_live(s, opts);
     s->rscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     s->wscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
+    nd_server_publish_info(ctx, s);
     s->gacct = nd_acct_new(ctx, "$G", 2);
     nd_ctx_external_free(ctx);
     const char *own = getenv("NATSD_POLLER_THREAD");
@@ -158,7 +202,7 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
 }
 
 void
-nd_server_stop_accepting(nd_server_t *s)
+nd_server_stop_listening(nd_server_t *s)
 {
     if (s->poller != NULL && s->listen_fd >= 0) {
         nd_poller_remove(s->poller, &s->listen_io);
@@ -168,6 +212,12 @@ nd_server_stop_accepting(nd_server_t *s)
         while (!atomic_load_explicit(&s->listen_io.removed, memory_order_acquire))
             usleep(1000);
     }
+}
+
+void
+nd_server_stop_accepting(nd_server_t *s)
+{
+    nd_server_stop_listening(s);
     if (s->gacct != NULL) {
         /* Connections hold their own references; ours would keep the pool's shutdown waiting. */
         nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
@@ -184,13 +234,15 @@ nd_server_free(nd_server_t *s)
         nd_poller_free(s->poller);
     else if (s->listen_fd >= 0)
         close(s->listen_fd);
-    nd_free(s->info);
+    /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */
+    nd_free(atomic_load_explicit(&s->info, memory_order_relaxed));
     for (unsigned i = 0; s->rscratch != NULL && i < nd_pool_workers(s->pool); i++) {
         nd_free(s->rscratch[i].p);
         nd_free(s->wscratch[i].p);
     }
     nd_free(s->rscratch);
     nd_free(s->wscratch);
+    nd_connreg_free(s->connreg);
     nd_opts_free(&s->opts);
     nd_free(s);
 }

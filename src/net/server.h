@@ -1,6 +1,7 @@
 /* The server: options, the client listener, the INFO template, the global account and the
- * counters shared by every connection. Immutable after start except the atomics.
- * (Becomes an actor with reload and lame duck in the config issue.) */
+ * counters shared by every connection. Immutable after start except the atomics. Config reload
+ * (reload.c) runs on the thread that asks for it and changes only `live`, `info` and the log;
+ * lame duck mode (lameduck.c) is an actor of its own. */
 #ifndef ND_SERVER_H
 #define ND_SERVER_H
 
@@ -10,6 +11,7 @@
 
 #include "natsd/actor.h"
 #include "natsd/alloc.h"
+#include "natsd/epoch.h"
 #include "natsd/opts.h"
 #include "natsd/pool.h"
 #include "poller.h"
@@ -21,15 +23,41 @@ typedef struct nd_iobuf {
     size_t cap;
 } ND_CACHE_ALIGNED nd_iobuf_t;
 
+/* The INFO line all new clients get, without the closing brace (per-client fields follow).
+ * Immutable once published; a reload that changes it publishes a new one and retires this one
+ * through the pool's epoch, so a connection copies it inside an epoch section (conn.c). */
+typedef struct nd_server_info {
+    nd_epoch_entry_t retire;
+    size_t len;
+    char text[]; /* "INFO {...", NUL-terminated */
+} nd_server_info_t;
+
+/* The options that a config reload changes live and connections read on their own workers
+ * (src/net/reload.c). Each is an independent scalar read with a relaxed load where it is used:
+ * the cost on the message path is a plain load, and no connection needs two of them to be from
+ * the same reload (a connection that sees a new max_payload with an old ping_max is harmless).
+ * `gen` is bumped (release) after every reload that changed one; a connection compares it
+ * (acquire) with the value it last saw to refresh what it caches (its parser's limits, its ping
+ * period). */
+typedef struct nd_server_live {
+    _Atomic int64_t max_payload;
+    _Atomic int32_t max_control_line;
+    _Atomic int32_t max_connections;
+    _Atomic int64_t ping_interval_ms;
+    _Atomic int32_t ping_max;
+    _Atomic int64_t write_deadline_ms;
+    _Atomic bool no_fast_producer_stall;
+    _Atomic uint32_t gen;
+} nd_server_live_t;
+
 typedef struct nd_server {
-    /* immutable after start */
+    /* immutable after start. The reloadable fields of opts keep their values at start: read
+     * the ones in force from `live` (or, on the reloading thread, from the reload state). */
     nd_opts_t opts;
     nd_pool_t *pool;
     nd_poller_t *poller;
     struct nd_acct *gacct; /* the global account ($G) */
     char server_id[57];
-    char *info;        /* INFO JSON without the closing brace: per-client fields follow */
-    size_t info_len;
     int port;          /* the bound client port */
     int listen_fd;
     nd_io_t listen_io;
@@ -37,13 +65,32 @@ typedef struct nd_server {
     /* any thread, atomic */
     _Atomic uint64_t next_cid;
     _Atomic int32_t nconns;
+    nd_server_info_t *_Atomic info; /* epoch-protected; see nd_server_info_t */
+    _Atomic bool ldm;               /* lame duck mode: every INFO carries "ldm":true */
+    nd_server_live_t live ND_CACHE_ALIGNED;
+
+    /* reload and lame duck (src/net/reload.c, lameduck.c): their own locking */
+    struct nd_reload *reload;
+    struct nd_lameduck *lameduck;
+
+    /* monitoring (src/mon): immutable after start; the registry locks itself */
+    struct nd_connreg *connreg; /* live connections, closed ring, totals */
+    int64_t start_wall_ns;      /* when the server started (wall clock) */
 } nd_server_t;
 
 /* Binds the listener and starts accepting; installs the poller as the pool's idle hook, so call
  * it before nd_pool_start. Returns: NULL after logging why. Ctx: main thread. */
 nd_server_t *nd_server_start(const nd_opts_t *opts, nd_pool_t *pool);
+/* Closes the listener and waits until no accept can run any more (lame duck mode, shutdown).
+ * Ctx: a non-worker thread; not concurrently with itself. */
+void nd_server_stop_listening(nd_server_t *s);
 /* Stops accepting; connections are closed by the pool's shutdown. */
 void nd_server_stop_accepting(nd_server_t *s);
+/* Copies the reloadable options of o into s->live (start and reload). Ctx: the main thread. */
+void nd_server_set_live(nd_server_t *s, const nd_opts_t *o);
+/* Builds the INFO template from the options in force (max_payload from s->live) and publishes
+ * it; the previous one is retired through ctx's epoch record. Ctx: a non-worker thread's ctx. */
+void nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s);
 /* Frees the server after the pool has shut down. */
 void nd_server_free(nd_server_t *s);
 

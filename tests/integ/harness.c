@@ -378,16 +378,17 @@ nd_integ_server_dump_log(const nd_integ_server_t *s)
     pthread_mutex_unlock(&m->mu);
 }
 
+static nd_integ_server_t *start_argv(const char **argv);
+
 nd_integ_server_t *
 nd_integ_server_start(int port, const char *const *extra_args)
 {
-    const char *path = nd_integ_server_path();
     char portstr[16];
     snprintf(portstr, sizeof portstr, "%d", port > 0 ? port : -1);
 
     const char *argv[64];
     int argc = 0;
-    argv[argc++] = path;
+    argv[argc++] = nd_integ_server_path();
     argv[argc++] = "-a";
     argv[argc++] = "127.0.0.1";
     argv[argc++] = "-p";
@@ -395,6 +396,25 @@ nd_integ_server_start(int port, const char *const *extra_args)
     for (int i = 0; extra_args != NULL && extra_args[i] != NULL && argc < 63; i++)
         argv[argc++] = extra_args[i];
     argv[argc] = NULL;
+    return start_argv(argv);
+}
+
+nd_integ_server_t *
+nd_integ_server_start_args(const char *const *args)
+{
+    const char *argv[64];
+    int argc = 0;
+    argv[argc++] = nd_integ_server_path();
+    for (int i = 0; args != NULL && args[i] != NULL && argc < 63; i++)
+        argv[argc++] = args[i];
+    argv[argc] = NULL;
+    return start_argv(argv);
+}
+
+static nd_integ_server_t *
+start_argv(const char **argv)
+{
+    const char *path = argv[0];
 
     if (access(path, X_OK) != 0)
         fail_at(__FILE__, __LINE__,
@@ -508,10 +528,93 @@ sanitizer_report_locked(const nd_integ_server_t *s)
 }
 
 void
+nd_integ_server_signal_at(const char *file, int line, nd_integ_server_t *s, int sig)
+{
+    if (s->reaped || kill(s->pid, sig) != 0)
+        fail_at(file, line, "kill(%d): %s", sig,
+                s->reaped ? "the server has exited" : strerror(errno));
+}
+
+size_t
+nd_integ_server_log_mark(nd_integ_server_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    size_t n = s->log_len;
+    pthread_mutex_unlock(&s->mu);
+    return n;
+}
+
+/* Returns: whether needle occurs in the log at or after byte from. Ctx: caller holds s->mu. */
+static bool
+log_has_locked(const nd_integ_server_t *s, size_t from, const char *needle)
+{
+    if (s->log == NULL || from >= s->log_len)
+        return false;
+    size_t nl = strlen(needle);
+    for (const char *p = s->log + from; (size_t)(s->log + s->log_len - p) >= nl; p++)
+        if (memcmp(p, needle, nl) == 0)
+            return true;
+    return false;
+}
+
+bool
+nd_integ_server_log_has(nd_integ_server_t *s, size_t from, const char *needle)
+{
+    pthread_mutex_lock(&s->mu);
+    bool has = log_has_locked(s, from, needle);
+    pthread_mutex_unlock(&s->mu);
+    return has;
+}
+
+void
+nd_integ_server_wait_log_at(const char *file, int line, nd_integ_server_t *s, size_t from,
+                            const char *needle)
+{
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    pthread_mutex_lock(&s->mu);
+    bool found;
+    while (!(found = log_has_locked(s, from, needle)) && !s->log_eof) {
+        int r = remaining_ms(deadline);
+        if (r == 0)
+            break;
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        ts.tv_sec += r / 1000;
+        ts.tv_nsec += (long)(r % 1000) * 1000000;
+        if (ts.tv_nsec >= 1000000000) {
+            ts.tv_sec++;
+            ts.tv_nsec -= 1000000000;
+        }
+        pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+    }
+    pthread_mutex_unlock(&s->mu);
+    if (!found) {
+        nd_integ_server_dump_log(s);
+        fail_at(file, line, "the server log never showed \"%s\" (log above)", needle);
+    }
+}
+
+static void finish_exit(const char *file, int line, nd_integ_server_t *s, const char *how);
+
+void
+nd_integ_server_wait_exit_at(const char *file, int line, nd_integ_server_t *s)
+{
+    finish_exit(file, line, s, "on its own");
+}
+
+void
 nd_integ_server_stop_at(const char *file, int line, nd_integ_server_t *s)
 {
     if (!s->reaped && kill(s->pid, SIGINT) != 0)
         fail_at(file, line, "kill(SIGINT): %s", strerror(errno));
+    finish_exit(file, line, s, "on SIGINT");
+}
+
+/* Waits for the exit, then fails the test unless it came in time, with status 0 and without a
+ * sanitizer report. Frees s. */
+static void
+finish_exit(const char *file, int line, nd_integ_server_t *s, const char *how)
+{
     bool exited = wait_exit(s, ND_INTEG_PROC_TIMEOUT_MS);
     if (!exited) {
         kill(s->pid, SIGKILL);
@@ -529,7 +632,7 @@ nd_integ_server_stop_at(const char *file, int line, nd_integ_server_t *s)
     if (!ok) {
         nd_integ_server_dump_log(s);
         char *st = describe_status(s->status);
-        if (asprintf(&why, "server did not stop cleanly on SIGINT: %s%s%s (log above)",
+        if (asprintf(&why, "server did not stop cleanly %s: %s%s%s (log above)", how,
                      exited ? (st ? st : "?") : "no exit within the hang guard, killed",
                      san ? "; sanitizer report: " : "", san ? san : "") < 0)
             why = NULL;

@@ -40,6 +40,10 @@ const char *nd_integ_server_path(void);
  * Fails the test if it exits first or does not listen in time. Returns: an owned handle. */
 nd_integ_server_t *nd_integ_server_start(int port, const char *const *extra_args);
 
+/* Starts the server with exactly the NULL-terminated arguments (no -a/-p added: the config
+ * file names the port), and waits as nd_integ_server_start does. */
+nd_integ_server_t *nd_integ_server_start_args(const char *const *args);
+
 /* Returns the client port the server logged. */
 int nd_integ_server_port(const nd_integ_server_t *srv);
 
@@ -47,6 +51,26 @@ int nd_integ_server_port(const nd_integ_server_t *srv);
  * 0 and without a sanitizer report in the log. Frees srv (also on failure, via cleanup). */
 void nd_integ_server_stop_at(const char *file, int line, nd_integ_server_t *srv);
 #define nd_integ_server_stop(srv) nd_integ_server_stop_at(__FILE__, __LINE__, (srv))
+
+/* Sends sig to the server process. Fails the test if it has exited. */
+void nd_integ_server_signal_at(const char *file, int line, nd_integ_server_t *srv, int sig);
+#define nd_integ_server_signal(srv, sig) nd_integ_server_signal_at(__FILE__, __LINE__, (srv), (sig))
+
+/* The server's output so far, for waiting on lines logged after a point: returns its length. */
+size_t nd_integ_server_log_mark(nd_integ_server_t *srv);
+/* Returns: whether needle occurs in the output at or after byte `from` (a mark). */
+bool nd_integ_server_log_has(nd_integ_server_t *srv, size_t from, const char *needle);
+/* Waits (hang guard ND_INTEG_PROC_TIMEOUT_MS) until needle occurs in the output at or after
+ * byte `from`; fails the test, showing the log, if it does not. */
+void nd_integ_server_wait_log_at(const char *file, int line, nd_integ_server_t *srv, size_t from,
+                                 const char *needle);
+#define nd_integ_server_wait_log(srv, from, needle)                                                \
+    nd_integ_server_wait_log_at(__FILE__, __LINE__, (srv), (from), (needle))
+
+/* Waits for the server to exit by itself (lame duck mode), then checks it as
+ * nd_integ_server_stop does (status 0, no sanitizer report) and frees srv. */
+void nd_integ_server_wait_exit_at(const char *file, int line, nd_integ_server_t *srv);
+#define nd_integ_server_wait_exit(srv) nd_integ_server_wait_exit_at(__FILE__, __LINE__, (srv))
 
 /* Writes the server's captured stdout/stderr to stderr under a header. */
 void nd_integ_server_dump_log(const nd_integ_server_t *srv);

@@ -1,0 +1,333 @@
+/* Shared pieces of the monitoring endpoints: nats-server's time and duration formats, Go-style
+ * query parameter decoding (the 400 texts are nats-server's, which come from Go's strconv), the
+ * response helpers and the process figures (/proc).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mon_int.h"
+#include "natsd/alloc.h"
+
+/* ---- formats ---- */
+
+/* Formats into a 48-byte output through a roomy buffer (the compiler cannot bound every
+ * field, so snprintf straight into 48 bytes draws truncation warnings; real values fit). */
+static void put48(char out[48], const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void
+put48(char out[48], const char *fmt, ...)
+{
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(tmp, sizeof tmp, fmt, ap);
+    va_end(ap);
+    size_t n = strlen(tmp);
+    if (n > 47)
+        n = 47;
+    memcpy(out, tmp, n);
+    out[n] = '\0';
+}
+
+/* Removes trailing zeros of a fraction of `digits` digits; writes "" when it is 0. */
+static void
+frac_trim(uint64_t frac, int digits, char *out, size_t cap)
+{
+    if (frac == 0) {
+        out[0] = '\0';
+        return;
+    }
+    snprintf(out, cap, ".%0*" PRIu64, digits, frac);
+    size_t n = strlen(out);
+    while (n > 1 && out[n - 1] == '0')
+        out[--n] = '\0';
+}
+
+void
+nd_mon_fmt_time(int64_t wall_ns, char out[48])
+{
+    time_t secs = (time_t)(wall_ns / 1000000000LL);
+    struct tm tm;
+    gmtime_r(&secs, &tm);
+    char frac[32];
+    frac_trim((uint64_t)(wall_ns % 1000000000LL), 9, frac, sizeof frac);
+    put48(out, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1,
+             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+}
+
+json_t *
+nd_mon_json_time(int64_t wall_ns)
+{
+    char buf[48];
+    nd_mon_fmt_time(wall_ns, buf);
+    return json_string(buf);
+}
+
+void
+nd_mon_fmt_uptime(int64_t ns, char out[48])
+{
+    /* nats-server's myUptime: whole seconds, with days and years. */
+    int64_t tsecs = ns > 0 ? ns / 1000000000LL : 0;
+    int64_t tmins = tsecs / 60, thrs = tmins / 60, tdays = thrs / 24, tyrs = tdays / 365;
+    if (tyrs > 0)
+        put48(out, "%" PRId64 "y%" PRId64 "d%" PRId64 "h%" PRId64 "m%" PRId64 "s", tyrs,
+                 tdays % 365, thrs % 24, tmins % 60, tsecs % 60);
+    else if (tdays > 0)
+        put48(out, "%" PRId64 "d%" PRId64 "h%" PRId64 "m%" PRId64 "s", tdays, thrs % 24,
+                 tmins % 60, tsecs % 60);
+    else if (thrs > 0)
+        put48(out, "%" PRId64 "h%" PRId64 "m%" PRId64 "s", thrs, tmins % 60, tsecs % 60);
+    else if (tmins > 0)
+        put48(out, "%" PRId64 "m%" PRId64 "s", tmins, tsecs % 60);
+    else
+        put48(out, "%" PRId64 "s", tsecs);
+}
+
+void
+nd_mon_fmt_duration(int64_t ns, char out[48])
+{
+    /* Go's time.Duration.String(): "0s", "850ns", "1.5µs", "1.430383ms", "2.5s", "1h0m5s". */
+    if (ns == 0) {
+        put48(out, "0s");
+        return;
+    }
+    const char *sign = ns < 0 ? "-" : "";
+    uint64_t u = ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns;
+    char frac[32];
+    if (u < 1000) {
+        put48(out, "%s%" PRIu64 "ns", sign, u);
+    } else if (u < 1000000) {
+        frac_trim(u % 1000, 3, frac, sizeof frac);
+        put48(out, "%s%" PRIu64 "%s\xc2\xb5s", sign, u / 1000, frac);
+    } else if (u < 1000000000) {
+        frac_trim(u % 1000000, 6, frac, sizeof frac);
+        put48(out, "%s%" PRIu64 "%sms", sign, u / 1000000, frac);
+    } else {
+        uint64_t secs = u / 1000000000ULL;
+        frac_trim(u % 1000000000ULL, 9, frac, sizeof frac);
+        uint64_t h = secs / 3600, m = (secs / 60) % 60, s = secs % 60;
+        if (h > 0)
+            put48(out, "%s%" PRIu64 "h%" PRIu64 "m%" PRIu64 "%ss", sign, h, m, s, frac);
+        else if (m > 0)
+            put48(out, "%s%" PRIu64 "m%" PRIu64 "%ss", sign, m, s, frac);
+        else
+            put48(out, "%s%" PRIu64 "%ss", sign, s, frac);
+    }
+}
+
+/* ---- responses ---- */
+
+void
+nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o)
+{
+    char *js = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    const char *cb = nd_mon_param(req, "callback");
+    size_t n = strlen(js);
+    nd_free(req->body);
+    if (cb != NULL && *cb != '\0') {
+        /* JSONP, as nats-server: fn(<json>) */
+        size_t cl = strlen(cb);
+        req->body = nd_xmalloc(cl + n + 3);
+        memcpy(req->body, cb, cl);
+        req->body[cl] = '(';
+        memcpy(req->body + cl + 1, js, n);
+        req->body[cl + 1 + n] = ')';
+        req->body_len = cl + n + 2;
+        req->body[req->body_len] = '\0';
+        req->ctype = "application/javascript";
+    } else {
+        req->body = nd_xstrdup(js);
+        req->body_len = n;
+        req->ctype = "application/json";
+    }
+    free(js);
+    req->status = status;
+}
+
+void
+nd_mon_reply_text(nd_mon_req_t *req, int status, const char *fmt, ...)
+{
+    char buf[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    nd_free(req->body);
+    req->body = nd_xstrdup(buf);
+    req->body_len = strlen(buf);
+    req->ctype = "text/plain; charset=utf-8";
+    req->status = status;
+}
+
+/* ---- query parameters ---- */
+
+const char *
+nd_mon_param(const nd_mon_req_t *req, const char *key)
+{
+    /* Go's url.Values.Get: the first value. */
+    for (size_t i = 0; i < req->nparams; i++)
+        if (strcmp(req->params[i].key, key) == 0)
+            return req->params[i].val;
+    return NULL;
+}
+
+/* Go's strconv integer syntax: optional sign (signed only), decimal digits. Returns: 0 ok,
+ * 1 syntax, 2 range. */
+static int
+parse_int64(const char *s, bool is_signed, int64_t *out_i, uint64_t *out_u)
+{
+    const char *p = s;
+    bool neg = false;
+    if (is_signed && (*p == '+' || *p == '-'))
+        neg = *p++ == '-';
+    if (*p == '\0')
+        return 1;
+    uint64_t v = 0;
+    bool over = false;
+    for (; *p; p++) {
+        if (*p < '0' || *p > '9')
+            return 1;
+        uint64_t d = (uint64_t)(*p - '0');
+        if (v > (UINT64_MAX - d) / 10)
+            over = true;
+        else
+            v = v * 10 + d;
+    }
+    if (over)
+        return 2;
+    if (!is_signed) {
+        *out_u = v;
+        return 0;
+    }
+    if ((!neg && v > (uint64_t)INT64_MAX) || (neg && v > (uint64_t)INT64_MAX + 1))
+        return 2;
+    *out_i = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return 0;
+}
+
+bool
+nd_mon_param_int(nd_mon_req_t *req, const char *key, int64_t *out)
+{
+    const char *v = nd_mon_param(req, key);
+    if (v == NULL || *v == '\0')
+        return true;
+    uint64_t u;
+    int rc = parse_int64(v, true, out, &u);
+    if (rc == 0)
+        return true;
+    nd_mon_reply_text(req, 400, "Error decoding int for '%s': strconv.Atoi: parsing \"%.200s\": %s",
+                      key, v, rc == 1 ? "invalid syntax" : "value out of range");
+    return false;
+}
+
+bool
+nd_mon_param_uint(nd_mon_req_t *req, const char *key, uint64_t *out)
+{
+    const char *v = nd_mon_param(req, key);
+    if (v == NULL || *v == '\0')
+        return true;
+    int64_t i;
+    int rc = parse_int64(v, false, &i, out);
+    if (rc == 0)
+        return true;
+    nd_mon_reply_text(req, 400,
+                      "Error decoding uint64 for '%s': strconv.ParseUint: parsing \"%.200s\": %s",
+                      key, v, rc == 1 ? "invalid syntax" : "value out of range");
+    return false;
+}
+
+bool
+nd_mon_parse_bool(const char *s, bool *out)
+{
+    static const char *const yes[] = {"1", "t", "T", "TRUE", "true", "True"};
+    static const char *const no[] = {"0", "f", "F", "FALSE", "false", "False"};
+    for (size_t i = 0; i < 6; i++) {
+        if (strcmp(s, yes[i]) == 0) {
+            *out = true;
+            return true;
+        }
+        if (strcmp(s, no[i]) == 0) {
+            *out = false;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool
+nd_mon_param_bool(nd_mon_req_t *req, const char *key, bool *out)
+{
+    const char *v = nd_mon_param(req, key);
+    if (v == NULL || *v == '\0')
+        return true;
+    if (nd_mon_parse_bool(v, out))
+        return true;
+    nd_mon_reply_text(req, 400,
+                      "Error decoding boolean for '%s': strconv.ParseBool: parsing \"%.200s\": "
+                      "invalid syntax",
+                      key, v);
+    return false;
+}
+
+/* ---- process figures ---- */
+
+int64_t
+nd_mon_rss_bytes(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f == NULL)
+        return 0;
+    long long size = 0, rss = 0;
+    int n = fscanf(f, "%lld %lld", &size, &rss);
+    fclose(f);
+    return n == 2 ? (int64_t)rss * sysconf(_SC_PAGESIZE) : 0;
+}
+
+double
+nd_mon_cpu_seconds(void)
+{
+    /* utime and stime are fields 14 and 15 of /proc/self/stat; the command name (field 2) may
+     * hold spaces, so parsing starts after its closing parenthesis. */
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (f == NULL)
+        return 0;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (p == NULL)
+        return 0;
+    unsigned long long utime = 0, stime = 0;
+    /* After ")": state(3) ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+     * utime(14) stime(15). */
+    if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &utime, &stime) !=
+        2)
+        return 0;
+    return (double)(utime + stime) / (double)sysconf(_SC_CLK_TCK);
+}
+
+double
+nd_mon_cpu_percent(const nd_server_t *srv, int64_t now_ns)
+{
+    /* As `ps -o pcpu` (which nats-server runs): CPU time over the process's lifetime. */
+    double elapsed = (double)(now_ns - srv->start_wall_ns) / 1e9;
+    if (elapsed <= 0)
+        return 0;
+    double pct = nd_mon_cpu_seconds() / elapsed * 100.0;
+    return (double)(int64_t)(pct * 100.0 + 0.5) / 100.0;
+}
+
+int
+nd_mon_cores(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+}

@@ -1,0 +1,242 @@
+/* The monitoring listener and the routing of requests to endpoints; see monitor.h. */
+#include "monitor.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "mon_int.h"
+#include "natsd/alloc.h"
+#include "net/log.h"
+
+#define HEADER_TIMEOUT_MS 5000
+#define IDLE_TIMEOUT_MS   60000
+#define MAX_HTTP_CONNS    1024
+
+const char *const nd_mon_ep_paths[ND_MON_EP_COUNT] = {
+#define ND_MON_EP_PATH(name, path) path,
+    ND_MON_ENDPOINTS(ND_MON_EP_PATH)
+#undef ND_MON_EP_PATH
+};
+
+static uint64_t
+env_ms(const char *name, uint64_t dflt)
+{
+    /* Tests shorten the deadlines (a slowloris test should not wait 5 s). */
+    const char *v = getenv(name);
+    if (v == NULL || *v == '\0')
+        return dflt * 1000000ull;
+    char *end;
+    unsigned long long ms = strtoull(v, &end, 10);
+    return *end == '\0' && ms > 0 ? ms * 1000000ull : dflt * 1000000ull;
+}
+
+static int
+listen_on(nd_mon_t *m, int port)
+{
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port < 0 ? 0 : port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(m->host, portstr, &hints, &res);
+    if (rc != 0) {
+        nd_log_error("Error listening on monitoring port: %s:%s, \"%s\"", m->host, portstr,
+                     gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
+            break;
+        nd_log_error("Error listening on monitoring port: %s:%s, \"%s\"", m->host, portstr,
+                     strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    m->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                             : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
+}
+
+/* "/nats/" -> "/nats"; "nats" -> "/nats"; "/" or "" -> "". */
+static void
+normalize_base(const char *in, char out[256])
+{
+    out[0] = '\0';
+    if (in == NULL)
+        return;
+    size_t n = 0;
+    if (in[0] != '/')
+        out[n++] = '/';
+    for (const char *p = in; *p && n < 255; p++)
+        out[n++] = *p;
+    out[n] = '\0';
+    while (n > 0 && out[n - 1] == '/')
+        out[--n] = '\0';
+}
+
+int
+nd_mon_listen(const nd_opts_t *o, nd_mon_t **out)
+{
+    *out = NULL;
+    if (o->https_port != 0 && o->http_port == 0)
+        return 0; /* HTTPS needs TLS (server.c warns) */
+    if (o->http_port == 0)
+        return 0;
+    nd_mon_t *m = nd_xaligned(sizeof(*m));
+    memset(m, 0, sizeof(*m));
+    const char *host = o->http_host != NULL && *o->http_host ? o->http_host
+                       : o->host != NULL && *o->host     ? o->host
+                                                         : "0.0.0.0";
+    snprintf(m->host, sizeof m->host, "%s", host);
+    normalize_base(o->http_base_path, m->base_path);
+    m->header_timeout_ns = env_ms("NATSD_MON_HEADER_TIMEOUT_MS", HEADER_TIMEOUT_MS);
+    m->idle_timeout_ns = env_ms("NATSD_MON_IDLE_TIMEOUT_MS", IDLE_TIMEOUT_MS);
+    m->max_conns = MAX_HTTP_CONNS;
+    if (o->http_auth_user != NULL && *o->http_auth_user) {
+        m->auth_user = nd_xstrdup(o->http_auth_user);
+        m->auth_pass = nd_xstrdup(o->http_auth_pass != NULL ? o->http_auth_pass : "");
+    }
+    if (o->http_auth_token != NULL && *o->http_auth_token)
+        m->auth_token = nd_xstrdup(o->http_auth_token);
+    atomic_init(&m->nconns, 0);
+    for (int i = 0; i < ND_MON_EP_COUNT; i++)
+        atomic_init(&m->req_stats[i], 0);
+    m->listen_fd = listen_on(m, o->http_port);
+    if (m->listen_fd < 0) {
+        nd_mon_free(m);
+        return -1;
+    }
+    nd_log_info("Starting http monitor on %s:%d%s", m->host, m->port, m->base_path);
+    if (m->auth_user != NULL || m->auth_token != NULL)
+        nd_log_info("Monitoring port requires authorization (except /healthz)");
+    *out = m;
+    return 0;
+}
+
+void
+nd_mon_attach(nd_mon_t *m, struct nd_server *srv)
+{
+    if (m == NULL)
+        return;
+    m->srv = srv;
+    nd_poller_listen(srv->poller, &m->listen_io, m->listen_fd, nd_mon_http_accept, m);
+}
+
+void
+nd_mon_stop_accepting(nd_mon_t *m)
+{
+    if (m == NULL || m->listen_fd < 0)
+        return;
+    nd_poller_remove(m->srv->poller, &m->listen_io);
+    m->listen_fd = -1;
+    /* acquire: pairs with the poller's release store once the listener is gone. */
+    while (!atomic_load_explicit(&m->listen_io.removed, memory_order_acquire))
+        usleep(1000);
+}
+
+void
+nd_mon_free(nd_mon_t *m)
+{
+    if (m == NULL)
+        return;
+    if (m->listen_fd >= 0 && m->listen_io.owner == NULL && m->listen_io.on_accept == NULL)
+        close(m->listen_fd); /* never handed to the poller */
+    nd_free(m->auth_user);
+    nd_free(m->auth_pass);
+    nd_free(m->auth_token);
+    nd_free(m);
+}
+
+int
+nd_mon_port(const nd_mon_t *m)
+{
+    return m != NULL ? m->port : 0;
+}
+
+void
+nd_mon_req_fini(nd_mon_req_t *req)
+{
+    for (size_t i = 0; i < req->nparams; i++) {
+        nd_free(req->params[i].key);
+        nd_free(req->params[i].val);
+    }
+    nd_free(req->params);
+    req->params = NULL;
+    req->nparams = 0;
+    if (req->conns != NULL)
+        nd_connreg_release_all(req->ctx, req->conns, req->nconns);
+    req->conns = NULL;
+    req->nconns = 0;
+    if (req->state_free != NULL)
+        req->state_free(req->state);
+    req->state = NULL;
+    req->state_free = NULL;
+    nd_free(req->body);
+    req->body = NULL;
+}
+
+void
+nd_mon_route(nd_mon_req_t *req)
+{
+    switch (req->ep) {
+    case ND_MON_EP_ROOT:
+        nd_mon_index(req);
+        break;
+    case ND_MON_EP_VARZ:
+        nd_mon_varz(req);
+        break;
+    case ND_MON_EP_CONNZ:
+        nd_mon_connz(req);
+        break;
+    case ND_MON_EP_ROUTEZ:
+        nd_mon_routez(req);
+        break;
+    case ND_MON_EP_GATEWAYZ:
+        nd_mon_gatewayz(req);
+        break;
+    case ND_MON_EP_LEAFZ:
+        nd_mon_leafz(req);
+        break;
+    case ND_MON_EP_SUBSZ:
+    case ND_MON_EP_SUBSCRIPTIONSZ:
+        nd_mon_subsz(req);
+        break;
+    case ND_MON_EP_ACCOUNTZ:
+        nd_mon_accountz(req);
+        break;
+    case ND_MON_EP_ACCSTATZ:
+        nd_mon_accstatz(req);
+        break;
+    case ND_MON_EP_JSZ:
+        nd_mon_jsz(req);
+        break;
+    case ND_MON_EP_HEALTHZ:
+        nd_mon_healthz(req);
+        break;
+    case ND_MON_EP_METRICS:
+        nd_mon_metrics(req);
+        break;
+    case ND_MON_EP_COUNT:
+        nd_mon_reply_text(req, 404, "404 page not found\n");
+        break;
+    }
+}

@@ -1,0 +1,196 @@
+/* Endpoints of features natsd does not have yet, in their empty shapes (nats-server 2.10's field
+ * names, as it answers with nothing configured): /routez, /gatewayz, /leafz, /accountz,
+ * /accstatz (the global account's figures), /jsz (disabled); and the HTML index at "/".
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mon_int.h"
+#include "natsd/alloc.h"
+#include "natsd/natsd.h"
+
+static json_t *
+head(const nd_mon_req_t *req)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "server_id", json_string(req->mon->srv->server_id));
+    json_object_set_new(o, "now", nd_mon_json_time(req->now_ns));
+    return o;
+}
+
+/* The "subs" parameter these endpoints take: a boolean or "detail". */
+static bool
+subs_ok(nd_mon_req_t *req)
+{
+    const char *v = nd_mon_param(req, "subs");
+    if (v != NULL && strcmp(v, "detail") == 0)
+        return true;
+    bool b;
+    return nd_mon_param_bool(req, "subs", &b);
+}
+
+void
+nd_mon_routez(nd_mon_req_t *req)
+{
+    if (!subs_ok(req))
+        return;
+    json_t *o = head(req);
+    json_object_set_new(o, "num_routes", json_integer(0));
+    json_object_set_new(o, "routes", json_array());
+    nd_mon_reply_json(req, 200, o);
+}
+
+void
+nd_mon_gatewayz(nd_mon_req_t *req)
+{
+    bool b;
+    if (!nd_mon_param_bool(req, "accs", &b) || !subs_ok(req))
+        return;
+    json_t *o = head(req);
+    json_object_set_new(o, "name", json_string(""));
+    json_object_set_new(o, "host", json_string(req->mon->srv->opts.host));
+    json_object_set_new(o, "port", json_integer(0));
+    json_object_set_new(o, "outbound_gateways", json_object());
+    json_object_set_new(o, "inbound_gateways", json_object());
+    nd_mon_reply_json(req, 200, o);
+}
+
+void
+nd_mon_leafz(nd_mon_req_t *req)
+{
+    if (!subs_ok(req))
+        return;
+    json_t *o = head(req);
+    json_object_set_new(o, "leafnodes", json_integer(0));
+    json_object_set_new(o, "leafs", json_array());
+    nd_mon_reply_json(req, 200, o);
+}
+
+void
+nd_mon_accountz(nd_mon_req_t *req)
+{
+    const char *acc = nd_mon_param(req, "acc");
+    json_t *o = head(req);
+    json_object_set_new(o, "system_account", json_string(""));
+    if (acc == NULL || *acc == '\0') {
+        json_t *a = json_array();
+        json_array_append_new(a, json_string("$G"));
+        json_object_set_new(o, "accounts", a);
+        nd_mon_reply_json(req, 200, o);
+        return;
+    }
+    if (strcmp(acc, "$G") != 0) {
+        json_decref(o);
+        nd_mon_reply_text(req, 400, "Account %.200s does not exist", acc);
+        return;
+    }
+    nd_connreg_totals_t t;
+    nd_connreg_totals(req->mon->srv->connreg, &t);
+    json_t *d = json_object();
+    json_object_set_new(d, "account_name", json_string("$G"));
+    json_object_set_new(d, "update_time", nd_mon_json_time(req->mon->srv->start_wall_ns));
+    json_object_set_new(d, "is_system", json_false());
+    json_object_set_new(d, "expired", json_false());
+    json_object_set_new(d, "complete", json_true());
+    json_object_set_new(d, "jetstream_enabled", json_false());
+    json_object_set_new(d, "leafnode_connections", json_integer(0));
+    json_object_set_new(d, "client_connections", json_integer(t.live));
+    json_object_set_new(d, "subscriptions", json_integer((json_int_t)t.live_subs));
+    json_object_set_new(o, "account_detail", d);
+    nd_mon_reply_json(req, 200, o);
+}
+
+void
+nd_mon_accstatz(nd_mon_req_t *req)
+{
+    bool unused = false;
+    if (!nd_mon_param_bool(req, "unused", &unused))
+        return;
+    nd_connreg_totals_t t;
+    nd_connreg_totals(req->mon->srv->connreg, &t);
+    json_t *o = head(req);
+    json_t *a = json_array();
+    if (t.live > 0 || unused) {
+        json_t *s = json_object();
+        json_object_set_new(s, "acc", json_string("$G"));
+        json_object_set_new(s, "name", json_string("$G"));
+        json_object_set_new(s, "conns", json_integer(t.live));
+        json_object_set_new(s, "leafnodes", json_integer(0));
+        json_object_set_new(s, "total_conns", json_integer(t.live));
+        json_object_set_new(s, "num_subscriptions", json_integer((json_int_t)t.live_subs));
+        json_t *sent = json_object(), *recv = json_object();
+        json_object_set_new(sent, "msgs", json_integer((json_int_t)t.out_msgs));
+        json_object_set_new(sent, "bytes", json_integer((json_int_t)t.out_bytes));
+        json_object_set_new(recv, "msgs", json_integer((json_int_t)t.in_msgs));
+        json_object_set_new(recv, "bytes", json_integer((json_int_t)t.in_bytes));
+        json_object_set_new(s, "sent", sent);
+        json_object_set_new(s, "received", recv);
+        json_object_set_new(s, "slow_consumers", json_integer((json_int_t)t.slow_consumers));
+        json_array_append_new(a, s);
+    }
+    json_object_set_new(o, "account_statz", a);
+    nd_mon_reply_json(req, 200, o);
+}
+
+void
+nd_mon_jsz(nd_mon_req_t *req)
+{
+    static const char *const bools[] = {"accounts", "streams", "consumers", "config",
+                                        "leader-only", "raft", "stream-leader-only"};
+    bool b;
+    for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++)
+        if (!nd_mon_param_bool(req, bools[i], &b))
+            return;
+    int64_t n;
+    if (!nd_mon_param_int(req, "offset", &n) || !nd_mon_param_int(req, "limit", &n))
+        return;
+    json_t *o = head(req);
+    json_object_set_new(o, "disabled", json_true());
+    json_t *cfg = json_object();
+    json_object_set_new(cfg, "max_memory", json_integer(0));
+    json_object_set_new(cfg, "max_storage", json_integer(0));
+    json_object_set_new(o, "config", cfg);
+    json_object_set_new(o, "memory", json_integer(0));
+    json_object_set_new(o, "storage", json_integer(0));
+    json_object_set_new(o, "reserved_memory", json_integer(0));
+    json_object_set_new(o, "reserved_storage", json_integer(0));
+    json_object_set_new(o, "accounts", json_integer(0));
+    json_object_set_new(o, "ha_assets", json_integer(0));
+    json_t *api = json_object();
+    json_object_set_new(api, "total", json_integer(0));
+    json_object_set_new(api, "errors", json_integer(0));
+    json_object_set_new(o, "api", api);
+    json_object_set_new(o, "streams", json_integer(0));
+    json_object_set_new(o, "consumers", json_integer(0));
+    json_object_set_new(o, "messages", json_integer(0));
+    json_object_set_new(o, "bytes", json_integer(0));
+    nd_mon_reply_json(req, 200, o);
+}
+
+void
+nd_mon_index(nd_mon_req_t *req)
+{
+    static const struct {
+        const char *path, *title;
+    } links[] = {
+        {"varz", "General"},          {"jsz", "JetStream"},        {"connz", "Connections"},
+        {"accountz", "Accounts"},     {"accstatz", "Account Stats"}, {"subsz", "Subscriptions"},
+        {"routez", "Routes"},         {"leafz", "LeafNodes"},      {"gatewayz", "Gateways"},
+        {"healthz", "Health Probe"},  {"metrics", "Prometheus Metrics"},
+    };
+    char buf[4096];
+    size_t n = (size_t)snprintf(buf, sizeof buf,
+                                "<html lang=\"en\">\n<head><title>natsd monitoring</title></head>\n"
+                                "<body>\n<h1>natsd %s (nats-server v%s compatible)</h1>\n",
+                                NATSD_VERSION, NATSD_COMPAT_VERSION);
+    for (size_t i = 0; i < sizeof links / sizeof links[0] && n < sizeof buf; i++)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "<a href=.%s/%s>%s</a><br/>\n",
+                              "", links[i].path, links[i].title);
+    if (n < sizeof buf)
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "</body>\n</html>\n");
+    nd_free(req->body);
+    req->body = nd_xstrdup(buf);
+    req->body_len = strlen(buf);
+    req->ctype = "text/html; charset=utf-8";
+    req->status = 200;
+}

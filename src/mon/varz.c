@@ -1,0 +1,94 @@
+/* /varz: the server's configuration and counters, with nats-server 2.10's field names and order
+ * (inventory §4). Counters come from the connection registry (connreg.h): exact totals without
+ * touching the message path. */
+#include "mon_int.h"
+#include "natsd/natsd.h"
+
+static json_t *
+seconds(double s)
+{
+    /* Go encodes a float64 that is whole without a fraction ("2", not "2.0"). */
+    if (s == (double)(int64_t)s)
+        return json_integer((json_int_t)s);
+    return json_real(s);
+}
+
+void
+nd_mon_varz(nd_mon_req_t *req)
+{
+    const nd_server_t *s = req->mon->srv;
+    const nd_opts_t *o = &s->opts;
+    nd_connreg_totals_t t;
+    nd_connreg_totals(s->connreg, &t);
+    int64_t now = req->now_ns;
+    char up[48];
+    nd_mon_fmt_uptime(now - s->start_wall_ns, up);
+
+    json_t *v = json_object();
+    json_object_set_new(v, "server_id", json_string(s->server_id));
+    json_object_set_new(v, "server_name",
+                        json_string(o->server_name ? o->server_name : s->server_id));
+    json_object_set_new(v, "version", json_string(NATSD_COMPAT_VERSION));
+    json_object_set_new(v, "proto", json_integer(1));
+    json_object_set_new(v, "go", json_string("natsd " NATSD_VERSION));
+    json_object_set_new(v, "host", json_string(o->host ? o->host : "0.0.0.0"));
+    json_object_set_new(v, "port", json_integer(s->port));
+    if (o->user != NULL || o->token != NULL)
+        json_object_set_new(v, "auth_required", json_true());
+    json_object_set_new(v, "max_connections", json_integer(o->max_connections));
+    if (o->max_subscriptions > 0)
+        json_object_set_new(v, "max_subscriptions", json_integer(o->max_subscriptions));
+    json_object_set_new(v, "ping_interval", json_integer(o->ping_interval_ms * 1000000));
+    json_object_set_new(v, "ping_max", json_integer(o->ping_max));
+    json_object_set_new(v, "http_host", json_string(req->mon->host));
+    json_object_set_new(v, "http_port", json_integer(req->mon->port));
+    json_object_set_new(v, "http_base_path", json_string(req->mon->base_path));
+    json_object_set_new(v, "https_port", json_integer(o->https_port));
+    json_object_set_new(v, "auth_timeout",
+                        seconds(o->auth_timeout_s > 0 ? o->auth_timeout_s
+                                                      : ND_DEFAULT_AUTH_TIMEOUT_MS / 1000.0));
+    json_object_set_new(v, "max_control_line", json_integer(o->max_control_line));
+    json_object_set_new(v, "max_payload", json_integer(o->max_payload));
+    json_object_set_new(v, "max_pending", json_integer(o->max_pending));
+    json_object_set_new(v, "cluster", json_object());
+    json_object_set_new(v, "gateway", json_object());
+    json_object_set_new(v, "leaf", json_object());
+    json_object_set_new(v, "mqtt", json_object());
+    json_object_set_new(v, "websocket", json_object());
+    json_object_set_new(v, "jetstream", json_object());
+    json_object_set_new(v, "tls_timeout", json_integer(2));
+    json_object_set_new(v, "write_deadline", json_integer(o->write_deadline_ms * 1000000));
+    json_object_set_new(v, "start", nd_mon_json_time(s->start_wall_ns));
+    json_object_set_new(v, "now", nd_mon_json_time(now));
+    json_object_set_new(v, "uptime", json_string(up));
+    json_object_set_new(v, "mem", json_integer(nd_mon_rss_bytes()));
+    json_object_set_new(v, "cores", json_integer(nd_mon_cores()));
+    json_object_set_new(v, "gomaxprocs", json_integer(nd_pool_workers(s->pool)));
+    json_object_set_new(v, "cpu", json_real(nd_mon_cpu_percent(s, now)));
+    json_object_set_new(v, "connections", json_integer(t.live));
+    json_object_set_new(v, "total_connections", json_integer((json_int_t)t.total_conns));
+    json_object_set_new(v, "routes", json_integer(0));
+    json_object_set_new(v, "remotes", json_integer(0));
+    json_object_set_new(v, "leafnodes", json_integer(0));
+    json_object_set_new(v, "in_msgs", json_integer((json_int_t)t.in_msgs));
+    json_object_set_new(v, "out_msgs", json_integer((json_int_t)t.out_msgs));
+    json_object_set_new(v, "in_bytes", json_integer((json_int_t)t.in_bytes));
+    json_object_set_new(v, "out_bytes", json_integer((json_int_t)t.out_bytes));
+    json_object_set_new(v, "slow_consumers", json_integer((json_int_t)t.slow_consumers));
+    json_t *scs = json_object();
+    json_object_set_new(scs, "clients", json_integer((json_int_t)t.slow_consumers));
+    json_object_set_new(scs, "routes", json_integer(0));
+    json_object_set_new(scs, "gateways", json_integer(0));
+    json_object_set_new(scs, "leafs", json_integer(0));
+    json_object_set_new(v, "slow_consumer_stats", scs);
+    json_object_set_new(v, "subscriptions", json_integer((json_int_t)t.live_subs));
+    json_t *hs = json_object();
+    for (int e = 0; e < ND_MON_EP_COUNT; e++) {
+        uint64_t n = atomic_load_explicit(&req->mon->req_stats[e], memory_order_relaxed);
+        if (n > 0)
+            json_object_set_new(hs, nd_mon_ep_paths[e], json_integer((json_int_t)n));
+    }
+    json_object_set_new(v, "http_req_stats", hs);
+    json_object_set_new(v, "config_load_time", nd_mon_json_time(s->start_wall_ns));
+    nd_mon_reply_json(req, 200, v);
+}

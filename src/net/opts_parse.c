@@ -1,0 +1,593 @@
+/* Typed readers for config option values (see opts_parse.h for positions and error texts).
+ *
+ * Durations follow Go's time.ParseDuration exactly enough for nats-server's texts: a sequence of
+ * decimal numbers, each with an optional fraction and a unit (ns, us, µs, ms, s, m, h), with an
+ * optional sign; "0" alone needs no unit. URLs are checked the way Go's url.Parse rejects them
+ * (control characters, bad %-escapes, a missing scheme before ':', a non-numeric port).
+ * References: nats-server 2.9.10 server/opts.go (parseDuration, parseListen, parseURL,
+ * parseStringArray), Go's time/format.go and net/url/url.go.
+ */
+#include "net/opts_parse.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "natsd/alloc.h"
+
+nd_cfg_at_t
+nd_cfg_at_entry(const nd_cfg_entry_t *e)
+{
+    /* nats-server's key item starts inside the quotes of a quoted key. */
+    return (nd_cfg_at_t){.file = e->val ? e->val->file : "",
+                         .line = e->line,
+                         .col = e->col + (e->quoted ? 1 : 0)};
+}
+
+nd_cfg_at_t
+nd_cfg_at_node(const nd_cfg_node_t *n)
+{
+    /* Its value items: a quoted string starts inside the quotes; a map is the map-end item,
+     * just after its closing brace. */
+    if (n->type == ND_CFG_MAP && n->end_line > 0)
+        return (nd_cfg_at_t){.file = n->file, .line = n->end_line, .col = n->end_col};
+    return (nd_cfg_at_t){.file = n->file, .line = n->line, .col = n->col + (n->quoted ? 1 : 0)};
+}
+
+static int
+print_col(int line, int col)
+{
+    return line == 1 && col > 0 ? col - 1 : col;
+}
+
+int
+nd_cfg_fail(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *fmt, ...)
+{
+    if (a->errlen == 0)
+        return -1;
+    /* Without a file the text stands alone, as nats-server's token-less errors do. */
+    int n = at.file ? snprintf(a->err, a->errlen, "%s:%d:%d: ", at.file, at.line,
+                               print_col(at.line, at.col))
+                    : 0;
+    if (n < 0 || (size_t)n >= a->errlen)
+        return -1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->err + n, a->errlen - (size_t)n, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+void
+nd_cfg_warn(nd_cfg_apply_t *a, bool strict, nd_cfg_at_t at, const char *fmt, ...)
+{
+    char buf[512];
+    int n = at.file ? snprintf(buf, sizeof buf, "%s:%d:%d: ", at.file, at.line,
+                               print_col(at.line, at.col))
+                    : 0;
+    if (n < 0 || (size_t)n >= sizeof buf)
+        n = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf + n, sizeof buf - (size_t)n, fmt, ap);
+    va_end(ap);
+    if (strict && a->first_strict[0] == '\0')
+        snprintf(a->first_strict, sizeof a->first_strict, "%s", buf);
+    size_t old = a->warns ? strlen(a->warns) : 0, add = strlen(buf);
+    a->warns = nd_xrealloc(a->warns, old + add + 2);
+    if (old)
+        a->warns[old++] = '\n';
+    memcpy(a->warns + old, buf, add + 1);
+    a->nwarns++;
+}
+
+static const char *
+go_type_name(nd_cfg_type_t t)
+{
+    switch (t) {
+    case ND_CFG_MAP:
+        return "map[string]interface {}";
+    case ND_CFG_ARRAY:
+        return "[]interface {}";
+    case ND_CFG_STRING:
+        return "string";
+    case ND_CFG_INT:
+        return "int64";
+    case ND_CFG_FLOAT:
+        return "float64";
+    case ND_CFG_BOOL:
+        return "bool";
+    case ND_CFG_DATETIME:
+        return "time.Time";
+    }
+    return "?";
+}
+
+const char *
+nd_cfg_go_type(const nd_cfg_node_t *v)
+{
+    return go_type_name(v->type);
+}
+
+int
+nd_cfg_type_err(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, nd_cfg_type_t want)
+{
+    return nd_cfg_fail(a, at, "interface conversion: interface {} is %s, not %s",
+                       go_type_name(v->type), go_type_name(want));
+}
+
+/* Go's %v of a float64: the shortest 'g' form, with Go's exponent spelling (e+06). */
+static void
+go_float(double f, char *buf, size_t len)
+{
+    char tmp[64];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(tmp, sizeof tmp, "%.*g", prec, f);
+        if (strtod(tmp, NULL) == f)
+            break;
+    }
+    /* C prints e+06 like Go, but Go switches to exponents only below 1e-4 or from 1e21. */
+    char *e = strchr(tmp, 'e');
+    if (e != NULL) {
+        int exp = atoi(e + 1);
+        if (exp >= -4 && exp < 21) {
+            snprintf(tmp, sizeof tmp, "%.*f", exp < 0 ? -exp + 17 : 0, f);
+            if (strchr(tmp, '.')) {
+                size_t l = strlen(tmp);
+                while (l > 0 && tmp[l - 1] == '0')
+                    tmp[--l] = '\0';
+                if (l > 0 && tmp[l - 1] == '.')
+                    tmp[--l] = '\0';
+            }
+        }
+    }
+    snprintf(buf, len, "%s", tmp);
+}
+
+void
+nd_cfg_go_value(const nd_cfg_node_t *v, char *buf, size_t len)
+{
+    if (len == 0)
+        return;
+    buf[0] = '\0';
+    switch (v->type) {
+    case ND_CFG_STRING:
+        snprintf(buf, len, "%s", v->u.str.s);
+        break;
+    case ND_CFG_INT:
+        snprintf(buf, len, "%lld", (long long)v->u.i);
+        break;
+    case ND_CFG_FLOAT:
+        go_float(v->u.f, buf, len);
+        break;
+    case ND_CFG_BOOL:
+        snprintf(buf, len, "%s", v->u.b ? "true" : "false");
+        break;
+    case ND_CFG_DATETIME:
+        snprintf(buf, len, "%lld", (long long)v->u.i);
+        break;
+    case ND_CFG_ARRAY:
+    case ND_CFG_MAP: {
+        /* Containers hold *conf.token pointers in nats-server, printed as addresses: only the
+         * shape can match. */
+        size_t n = 0;
+        int w = snprintf(buf, len, "%s", v->type == ND_CFG_MAP ? "map[" : "[");
+        n = w > 0 ? (size_t)w : 0;
+        size_t cnt = v->type == ND_CFG_MAP ? v->u.map.n : v->u.arr.n;
+        for (size_t i = 0; i < cnt && n + 1 < len; i++) {
+            char sub[128];
+            const nd_cfg_node_t *c = v->type == ND_CFG_MAP ? v->u.map.e[i].val : v->u.arr.v[i];
+            nd_cfg_go_value(c, sub, sizeof sub);
+            if (v->type == ND_CFG_MAP)
+                w = snprintf(buf + n, len - n, "%s%s:%s", i ? " " : "", v->u.map.e[i].key, sub);
+            else
+                w = snprintf(buf + n, len - n, "%s%s", i ? " " : "", sub);
+            if (w > 0)
+                n += (size_t)w;
+        }
+        if (n + 1 < len)
+            snprintf(buf + n, len - n, "]");
+        break;
+    }
+    }
+}
+
+int
+nd_cfg_unknown(nd_cfg_apply_t *a, const nd_cfg_entry_t *e)
+{
+    if (e->used_as_var)
+        return 0;
+    return nd_cfg_fail(a, nd_cfg_at_entry(e), "unknown field \"%s\"", e->key);
+}
+
+void
+nd_set_str(char **dst, const char *s)
+{
+    char *c = s ? nd_xstrdup(s) : NULL;
+    nd_free(*dst);
+    *dst = c;
+}
+
+int
+nd_cfg_str(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, char **dst)
+{
+    if (v->type != ND_CFG_STRING)
+        return nd_cfg_type_err(a, at, v, ND_CFG_STRING);
+    nd_set_str(dst, v->u.str.s);
+    return 0;
+}
+
+int
+nd_cfg_bool(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, bool *dst)
+{
+    if (v->type != ND_CFG_BOOL)
+        return nd_cfg_type_err(a, at, v, ND_CFG_BOOL);
+    *dst = v->u.b;
+    return 0;
+}
+
+int
+nd_cfg_i64(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, int64_t *dst)
+{
+    if (v->type != ND_CFG_INT)
+        return nd_cfg_type_err(a, at, v, ND_CFG_INT);
+    *dst = v->u.i;
+    return 0;
+}
+
+int
+nd_cfg_int(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, int *dst)
+{
+    int64_t i = 0;
+    if (nd_cfg_i64(a, at, v, &i) < 0)
+        return -1;
+    *dst = i > INT32_MAX ? INT32_MAX : i < INT32_MIN ? INT32_MIN : (int)i;
+    return 0;
+}
+
+void
+nd_cfg_seconds(const nd_cfg_node_t *v, double dflt, double *dst)
+{
+    if (v->type == ND_CFG_INT)
+        *dst = (double)v->u.i;
+    else if (v->type == ND_CFG_FLOAT)
+        *dst = v->u.f;
+    else
+        *dst = dflt;
+}
+
+int
+nd_cfg_go_duration(const char *s, int64_t *out_ns, char *why, size_t whylen)
+{
+    static const struct {
+        const char *name;
+        double ns;
+    } units[] = {
+        {"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
+        {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9},
+    };
+    const char *p = s;
+    bool neg = false;
+    if (*p == '-' || *p == '+')
+        neg = *p++ == '-';
+    if (strcmp(p, "0") == 0) {
+        *out_ns = 0;
+        return 0;
+    }
+    if (*p == '\0')
+        goto invalid;
+    double total = 0;
+    while (*p) {
+        double v = 0, scale = 1;
+        bool digits = false;
+        if (!(*p == '.' || (*p >= '0' && *p <= '9')))
+            goto invalid;
+        while (*p >= '0' && *p <= '9') {
+            v = v * 10 + (*p++ - '0');
+            digits = true;
+        }
+        if (*p == '.') {
+            p++;
+            while (*p >= '0' && *p <= '9') {
+                scale /= 10;
+                v += (*p++ - '0') * scale;
+                digits = true;
+            }
+        }
+        if (!digits)
+            goto invalid;
+        const char *u = p;
+        while (*p && *p != '.' && (*p < '0' || *p > '9'))
+            p++;
+        size_t ul = (size_t)(p - u);
+        if (ul == 0) {
+            snprintf(why, whylen, "time: missing unit in duration \"%s\"", s);
+            return -1;
+        }
+        double mult = 0;
+        for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+            if (strlen(units[i].name) == ul && strncmp(units[i].name, u, ul) == 0)
+                mult = units[i].ns;
+        if (mult == 0) {
+            snprintf(why, whylen, "time: unknown unit \"%.*s\" in duration \"%s\"", (int)ul, u, s);
+            return -1;
+        }
+        total += v * mult;
+        if (total > 9.223372036854775807e18)
+            goto invalid;
+    }
+    *out_ns = (int64_t)(neg ? -total : total);
+    return 0;
+invalid:
+    snprintf(why, whylen, "time: invalid duration \"%s\"", s);
+    return -1;
+}
+
+int
+nd_cfg_duration(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *field, const nd_cfg_node_t *v,
+                int64_t *ms)
+{
+    if (v->type == ND_CFG_STRING) {
+        int64_t ns;
+        char why[512];
+        if (nd_cfg_go_duration(v->u.str.s, &ns, why, sizeof why) < 0)
+            return nd_cfg_fail(a, at, "error parsing %s: %s", field, why);
+        *ms = ns / 1000000;
+        return 0;
+    }
+    if (v->type != ND_CFG_INT)
+        return nd_cfg_type_err(a, at, v, ND_CFG_INT);
+    /* Backward compatible with old configs: seconds, with nats-server's warning. */
+    nd_cfg_warn(a, true, at, "invalid use of field \"%s\": %s should be converted to a duration",
+                field, field);
+    if (v->u.i > INT64_MAX / 1000 || v->u.i < INT64_MIN / 1000)
+        return nd_cfg_fail(a, at, "error parsing %s: value out of range", field);
+    *ms = v->u.i * 1000;
+    return 0;
+}
+
+int
+nd_cfg_duration_str(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *prefix, const nd_cfg_node_t *v,
+                    int64_t *ms)
+{
+    if (v->type != ND_CFG_STRING)
+        return nd_cfg_type_err(a, at, v, ND_CFG_STRING);
+    int64_t ns;
+    char why[512];
+    if (nd_cfg_go_duration(v->u.str.s, &ns, why, sizeof why) < 0)
+        return prefix ? nd_cfg_fail(a, at, "%s: %s", prefix, why) : nd_cfg_fail(a, at, "%s", why);
+    *ms = ns / 1000000;
+    return 0;
+}
+
+/* Splits "host:port" as Go's net.SplitHostPort does ("[v6]:port" included), then the port with
+ * strconv.Atoi. */
+int
+nd_cfg_listen(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, char **host, int *port)
+{
+    if (v->type == ND_CFG_INT) {
+        /* Only a port: the host is cleared, as nats-server's zero-valued hostPort does. */
+        nd_set_str(host, "");
+        *port = v->u.i > INT32_MAX ? INT32_MAX : v->u.i < INT32_MIN ? INT32_MIN : (int)v->u.i;
+        return 0;
+    }
+    if (v->type != ND_CFG_STRING)
+        return nd_cfg_fail(a, at, "expected port or host:port, got %s", nd_cfg_go_type(v));
+    const char *s = v->u.str.s, *colon = strrchr(s, ':');
+    char h[256];
+    if (colon == NULL || (size_t)(colon - s) >= sizeof h)
+        return nd_cfg_fail(a, at, "could not parse address string \"%s\"", s);
+    size_t hl = (size_t)(colon - s);
+    if (s[0] == '[') {
+        if (hl < 2 || s[hl - 1] != ']' || memchr(s + 1, ']', hl - 2) != NULL)
+            return nd_cfg_fail(a, at, "could not parse address string \"%s\"", s);
+        memcpy(h, s + 1, hl - 2);
+        h[hl - 2] = '\0';
+    } else {
+        if (memchr(s, ':', hl) != NULL || memchr(s, '[', hl) != NULL || memchr(s, ']', hl) != NULL)
+            return nd_cfg_fail(a, at, "could not parse address string \"%s\"", s);
+        memcpy(h, s, hl);
+        h[hl] = '\0';
+    }
+    const char *ps = colon + 1;
+    char *end;
+    errno = 0;
+    long long p = strtoll(ps, &end, 10);
+    bool ok = *ps != '\0' && *end == '\0' && errno == 0 && !isspace((unsigned char)*ps);
+    if (!ok || p > INT32_MAX || p < INT32_MIN)
+        return nd_cfg_fail(a, at, "could not parse port \"%s\"", ps);
+    nd_set_str(host, h);
+    *port = (int)p;
+    return 0;
+}
+
+int
+nd_cfg_strarray(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *field, const nd_cfg_node_t *v,
+                nd_strlist_t *dst)
+{
+    nd_strlist_t l = {0};
+    if (v->type == ND_CFG_STRING) {
+        nd_strlist_add(&l, v->u.str.s);
+    } else if (v->type == ND_CFG_ARRAY) {
+        for (size_t i = 0; i < v->u.arr.n; i++) {
+            const nd_cfg_node_t *e = v->u.arr.v[i];
+            if (e->type != ND_CFG_STRING) {
+                nd_strlist_free(&l);
+                return nd_cfg_fail(a, nd_cfg_at_node(e),
+                                   "error parsing %s: unsupported type in array %s", field,
+                                   nd_cfg_go_type(e));
+            }
+            nd_strlist_add(&l, e->u.str.s);
+        }
+    } else {
+        return nd_cfg_fail(a, at, "error parsing %s: unsupported type %s", field,
+                           nd_cfg_go_type(v));
+    }
+    nd_strlist_free(dst);
+    *dst = l;
+    return 0;
+}
+
+static bool
+is_hex(char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* The subset of Go's url.Parse failures that a config can plausibly contain. */
+static bool
+url_ok(const char *u)
+{
+    for (const char *p = u; *p; p++) {
+        if ((unsigned char)*p < 0x20 || *p == 0x7f)
+            return false;
+        if (*p == '%' && !(is_hex(p[1]) && is_hex(p[2])))
+            return false;
+    }
+    /* A scheme is letters, digits, '+', '-', '.' starting with a letter, ended by ':'; a ':'
+     * before any '/' that does not end a valid scheme is "missing protocol scheme". */
+    const char *colon = strchr(u, ':'), *slash = strchr(u, '/');
+    if (colon && (!slash || colon < slash)) {
+        if (colon == u)
+            return false;
+        bool scheme = isalpha((unsigned char)u[0]);
+        for (const char *p = u; p < colon && scheme; p++)
+            scheme = isalnum((unsigned char)*p) || *p == '+' || *p == '-' || *p == '.';
+        if (!scheme)
+            return false;
+        /* With an authority, the port after the host must be numeric. */
+        if (colon[1] == '/' && colon[2] == '/') {
+            const char *auth = colon + 3, *end = auth + strcspn(auth, "/?#");
+            const char *at = NULL;
+            for (const char *p = auth; p < end; p++)
+                if (*p == '@')
+                    at = p;
+            const char *host = at ? at + 1 : auth;
+            const char *pc = NULL;
+            if (*host == '[') {
+                const char *rb = memchr(host, ']', (size_t)(end - host));
+                if (!rb)
+                    return false;
+                if (rb + 1 < end && rb[1] != ':')
+                    return false;
+                pc = rb + 1 < end ? rb + 1 : NULL;
+            } else {
+                for (const char *p = host; p < end; p++)
+                    if (*p == ':')
+                        pc = p;
+            }
+            if (pc)
+                for (const char *p = pc + 1; p < end; p++)
+                    if (!isdigit((unsigned char)*p))
+                        return false;
+        }
+    }
+    return true;
+}
+
+int
+nd_cfg_url(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *typ, const char *u, char **dst)
+{
+    /* strings.TrimSpace */
+    while (*u && isspace((unsigned char)*u))
+        u++;
+    size_t n = strlen(u);
+    while (n > 0 && isspace((unsigned char)u[n - 1]))
+        n--;
+    char *t = nd_xmalloc(n + 1);
+    memcpy(t, u, n);
+    t[n] = '\0';
+    if (!url_ok(t)) {
+        nd_cfg_fail(a, at, "error parsing %s url [\"%s\"]", typ, t);
+        nd_free(t);
+        return -1;
+    }
+    nd_free(*dst);
+    *dst = t;
+    return 0;
+}
+
+int
+nd_cfg_urls(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *typ, const nd_cfg_node_t *v,
+            nd_strlist_t *dst)
+{
+    if (v->type != ND_CFG_ARRAY)
+        return nd_cfg_type_err(a, at, v, ND_CFG_ARRAY);
+    nd_strlist_t l = {0};
+    for (size_t i = 0; i < v->u.arr.n; i++) {
+        const nd_cfg_node_t *e = v->u.arr.v[i];
+        nd_cfg_at_t eat = nd_cfg_at_node(e);
+        if (e->type != ND_CFG_STRING) {
+            nd_strlist_free(&l);
+            return nd_cfg_type_err(a, eat, e, ND_CFG_STRING);
+        }
+        bool dup = false;
+        for (size_t j = 0; j < i && !dup; j++)
+            dup = v->u.arr.v[j]->type == ND_CFG_STRING &&
+                  strcmp(v->u.arr.v[j]->u.str.s, e->u.str.s) == 0;
+        if (dup) {
+            nd_cfg_warn(a, true, eat, "invalid use of field \"%s\": Duplicate %s entry detected",
+                        e->u.str.s, typ);
+            continue;
+        }
+        char *u = NULL;
+        if (nd_cfg_url(a, eat, typ, e->u.str.s, &u) < 0) {
+            nd_strlist_free(&l);
+            return -1;
+        }
+        nd_strlist_add(&l, u);
+        nd_free(u);
+    }
+    nd_strlist_free(dst);
+    *dst = l;
+    return 0;
+}
+
+bool
+nd_cfg_key_is(const char *key, const char *names)
+{
+    const char *p = names;
+    size_t kl = strlen(key);
+    while (*p) {
+        const char *e = strchr(p, ' ');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        if (n == kl && strncasecmp(p, key, n) == 0)
+            return true;
+        if (!e)
+            break;
+        p = e + 1;
+    }
+    return false;
+}
+
+bool
+nd_cfg_valid_subject(const char *s)
+{
+    if (*s == '\0')
+        return false;
+    bool fwc = false;
+    const char *p = s;
+    for (;;) {
+        const char *dot = strchr(p, '.');
+        size_t n = dot ? (size_t)(dot - p) : strlen(p);
+        if (n == 0 || fwc)
+            return false;
+        if (n > 1) {
+            for (size_t i = 0; i < n; i++)
+                if (strchr("\t\n\f\r ", p[i]))
+                    return false;
+        } else if (p[0] == '>') {
+            fwc = true;
+        } else if (strchr(" \t\n\r\f", p[0])) {
+            return false;
+        }
+        if (!dot)
+            break;
+        p = dot + 1;
+    }
+    return true;
+}

@@ -1,0 +1,1101 @@
+/* Crash points for the file store (reliability spec R-11, R-2 for a single node).
+ *
+ * A writer child opens a file store and runs a random mix of stores, removes, purges, compacts,
+ * skips, syncs and close+reopen cycles. Around every call it writes a record to a pipe: an
+ * INTENT before the call, an ACK after it returned OK (with what it returned). The parent kills
+ * the child with SIGKILL at a random point (after a random number of acks plus a random delay,
+ * so kills land inside writes, fsyncs, block rollovers, index writes and recoveries), then opens
+ * the store itself and checks it against a model built from the acks:
+ *
+ *   - every acknowledged store is present with exactly its content (payload, headers and
+ *     subject are functions of the sequence, so any message can be checked) and its timestamp,
+ *     unless an acknowledged remove/purge/compact covered it;
+ *   - nothing unacknowledged appears beyond the one in-flight op (whose store may or may not be
+ *     there; whose removal may be partly done);
+ *   - an acknowledged remove never comes back; sequences are never renumbered or reused
+ *     (last_seq never goes below an acknowledged store, skip or removed last message);
+ *   - the state is consistent: msgs = the loadable sequences, bytes = their sizes, first_seq =
+ *     the lowest, num_deleted = the gaps, load_next walks exactly that set;
+ *   - recovery reports no corrupt records (a process kill tears at most the tail).
+ * The verified state then becomes the model for the next child, which reopens the same
+ * directory, so recovery of recovered stores is exercised too. Each directory sees 1-4 crashes.
+ *
+ * Modes: "always" (sync_always: every call is durable before it returns) and "interval"
+ * (default sync interval). A process kill does not lose data the store handed to write(): it
+ * is in the page cache. But with the interval policy the file store buffers appends in user
+ * space for up to ND_FS_FLUSH_NS (filestore.h), so a kill may lose the newest acknowledged ops.
+ * The interval mode therefore checks that the state equals a prefix of the acknowledged ops
+ * (plus possibly a part of the next one), and that the prefix reaches at least the last
+ * acknowledged sync() or close+reopen: after those, everything is in the kernel. With
+ * NATSD_CRASH_STRICT=2 it demands the whole sequence of acknowledged ops (for a store that does
+ * not buffer); NATSD_CRASH_STRICT=0 drops the sync floor too.
+ *
+ * Per directory a random choice of cipher (none / AES-GCM / ChaCha) and compression is made;
+ * a store that refuses them (ERR_BAD_ARG) is run without, once reported.
+ *
+ * Usage: stress_store_crash [crash_points] [seed] [always|interval|both]
+ *   crash_points: argv[1], else $NATSD_CRASH_ITERS, else 200 (the interval mode runs a third).
+ *   seed: argv[2], else $NATSD_CRASH_SEED, else from the clock; always printed, so a failure is
+ *   replayed with the same seed (the kill timing is random, so a replay is likely, not certain,
+ *   to hit the same point). Directories go under $NATSD_CRASH_DIR, else /dev/shm, else /tmp.
+ *   A failed run leaves its directory, and beside it <dir>.crash: the files as the kill left
+ *   them, before the parent's recovery touched them.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "natsd/store.h"
+
+/* ---- plumbing ---------------------------------------------------------------------------- */
+
+static uint64_t g_seed;
+static char g_dir[512];
+static const char *g_mode = "?";
+static int g_point;
+
+static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+static void
+fail(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "FAIL (seed %" PRIu64 ", mode %s, crash point %d, dir %s): ", g_seed, g_mode,
+            g_point, g_dir);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    fflush(stderr);
+    _exit(1);
+}
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond))                                                                               \
+            fail(__VA_ARGS__);                                                                     \
+    } while (0)
+
+/* splitmix64: small, seedable, good enough to pick ops and crash points. */
+static uint64_t
+rnd_next(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static uint64_t
+rnd_below(uint64_t *s, uint64_t n)
+{
+    return n == 0 ? 0 : rnd_next(s) % n;
+}
+
+static void
+rm_rf(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char p[1024];
+            snprintf(p, sizeof(p), "%s/%s", path, e->d_name);
+            struct stat st;
+            if (lstat(p, &st) == 0 && S_ISDIR(st.st_mode))
+                rm_rf(p);
+            else
+                unlink(p);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+/* Copies a directory tree (regular files and directories only): the state a kill left is kept
+ * in <dir>.crash until it has been verified, so a failure can be examined as the kill left it,
+ * before recovery changed anything. */
+static void
+copy_tree(const char *from, const char *to)
+{
+    mkdir(to, 0755);
+    DIR *d = opendir(from);
+    if (d == NULL)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        char a[1024], b[1024];
+        snprintf(a, sizeof(a), "%s/%s", from, e->d_name);
+        snprintf(b, sizeof(b), "%s/%s", to, e->d_name);
+        struct stat st;
+        if (lstat(a, &st) != 0)
+            continue;
+        if (S_ISDIR(st.st_mode)) {
+            copy_tree(a, b);
+            continue;
+        }
+        int in = open(a, O_RDONLY), out = open(b, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        char buf[65536];
+        ssize_t n;
+        while (in >= 0 && out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+            if (write(out, buf, (size_t)n) != n)
+                break;
+        if (in >= 0)
+            close(in);
+        if (out >= 0)
+            close(out);
+    }
+    closedir(d);
+}
+
+/* ---- message content: a function of the sequence ------------------------------------------- */
+
+#define NSUBJ 5
+
+static uint64_t
+mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    return x ^ (x >> 33);
+}
+
+static int
+msg_subj(uint64_t seq, char *buf, size_t cap)
+{
+    return snprintf(buf, cap, "crash.%u.x", (unsigned)(seq % NSUBJ));
+}
+
+static int
+msg_hdr(uint64_t seq, char *buf, size_t cap)
+{
+    if (seq % 3 != 0)
+        return 0;
+    return snprintf(buf, cap, "NATS/1.0\r\nSeq: %" PRIu64 "\r\n\r\n", seq);
+}
+
+/* Mostly small payloads, 1 in 8 up to 2 KB so that small blocks roll over often. */
+static size_t
+msg_data(uint64_t seq, uint8_t *buf, size_t cap)
+{
+    uint64_t h = mix(seq * 0x9e3779b97f4a7c15ull + 1);
+    size_t n = (h % 8 == 0) ? 300 + (size_t)((h >> 8) % 1800) : (size_t)((h >> 8) % 120);
+    if (n > cap)
+        n = cap;
+    for (size_t i = 0; i < n; i++) {
+        if (i % 8 == 0)
+            h = mix(h + i);
+        /* Half of the messages are text-like, so compression has something to do. */
+        buf[i] = (seq % 2 == 0) ? (uint8_t)('a' + (seq + i / 16) % 26) : (uint8_t)(h >> (8 * (i % 8)));
+    }
+    return n;
+}
+
+/* ---- the pipe protocol ------------------------------------------------------------------- */
+
+enum { REC_INTENT = 1, REC_ACK = 2, REC_FAIL = 3, REC_OPENED = 4 };
+enum {
+    OP_STORE = 1,
+    OP_REMOVE,
+    OP_REMOVE_SECURE,
+    OP_PURGE_SUBJ,     /* a: subject index, b: keep (0 = all) */
+    OP_PURGE_WILD,     /* a: subject index, filter crash.<a>.* */
+    OP_PURGE_UPTO,     /* a: up_to */
+    OP_PURGE_KEEP,     /* a: keep */
+    OP_PURGE_ALL,
+    OP_COMPACT,        /* a: seq */
+    OP_SKIP,
+    OP_REOPEN,
+    OP_SYNC,
+    OP_TICK,
+};
+
+static const char *op_names[] = {"?", "store", "remove", "remove_secure", "purge_subj",
+                                 "purge_wild", "purge_upto", "purge_keep", "purge_all",
+                                 "compact", "skip", "reopen", "sync", "tick"};
+
+typedef struct rec {
+    uint32_t kind;
+    uint32_t op;
+    uint64_t a, b; /* arguments (intent) */
+    uint64_t r;    /* ack: the seq stored/skipped, or the purged count */
+    int64_t ts;    /* ack of a store: its timestamp */
+    int32_t rc;    /* ack: the call's result (remove may ack NOT_FOUND); fail: the error */
+    uint32_t pad;
+} rec_t;
+
+_Static_assert(sizeof(rec_t) <= 512, "records must be written atomically (PIPE_BUF)");
+
+static void
+send_rec(int fd, const rec_t *r)
+{
+    /* A pipe write of at most PIPE_BUF bytes is atomic: the parent sees whole records only. */
+    ssize_t w;
+    do {
+        w = write(fd, r, sizeof(*r));
+    } while (w < 0 && errno == EINTR);
+    if (w != (ssize_t)sizeof(*r))
+        _exit(4);
+}
+
+/* ---- store configuration --------------------------------------------------------------- */
+
+typedef struct dircfg {
+    bool always;
+    nd_store_cipher_t cipher;
+    nd_store_compression_t compression;
+    uint64_t block_size;
+} dircfg_t;
+
+static const uint8_t key[32] = "natsd-crash-test-key-32-bytes!!";
+
+static nd_store_cfg_t
+make_cfg(const dircfg_t *dc)
+{
+    nd_store_cfg_t c;
+    memset(&c, 0, sizeof(c));
+    c.max_msgs = -1;
+    c.max_bytes = -1;
+    c.max_age_ns = 0;
+    c.max_msgs_per_subject = -1;
+    c.max_msg_size = -1;
+    c.dir = g_dir;
+    c.block_size = dc->block_size;
+    c.sync_always = dc->always;
+    c.sync_interval_ns = 0;
+    c.compression = dc->compression;
+    c.cipher = dc->cipher;
+    c.key = dc->cipher != ND_CIPHER_NONE ? key : NULL;
+    return c;
+}
+
+/* ---- the writer child -------------------------------------------------------------------- */
+
+static void child_fail(int fd, uint32_t op, nd_store_err_t rc) __attribute__((noreturn));
+static void
+child_fail(int fd, uint32_t op, nd_store_err_t rc)
+{
+    rec_t r = {.kind = REC_FAIL, .op = op, .rc = (int32_t)rc};
+    send_rec(fd, &r);
+    _exit(3);
+}
+
+static void __attribute__((noreturn))
+child_main(int fd, const dircfg_t *dc, uint64_t rs)
+{
+    nd_store_cfg_t cfg = make_cfg(dc);
+    nd_store_t *st = NULL;
+    nd_store_err_t rc = nd_filestore_open(&cfg, &st, NULL);
+    if (rc != ND_STORE_OK)
+        child_fail(fd, 0, rc);
+    rec_t opened = {.kind = REC_OPENED};
+    send_rec(fd, &opened);
+
+    char subj[64], hdr[64];
+    uint8_t data[4096];
+    /* Bounded so a child the parent forgot never runs forever; the parent kills far earlier. */
+    for (int i = 0; i < 100000; i++) {
+        nd_store_state_t s;
+        nd_store_state(st, &s);
+        uint64_t p = rnd_below(&rs, 1000);
+        rec_t in = {.kind = REC_INTENT};
+        if (p < 640) {
+            in.op = OP_STORE;
+            in.a = s.last_seq + 1;
+        } else if (p < 800) {
+            in.op = p < 780 ? OP_REMOVE : OP_REMOVE_SECURE;
+            uint64_t span = s.last_seq >= s.first_seq ? s.last_seq - s.first_seq + 3 : 3;
+            in.a = s.first_seq + rnd_below(&rs, span) - (s.first_seq > 1 ? 1 : 0);
+        } else if (p < 830) {
+            in.op = OP_PURGE_SUBJ;
+            in.a = rnd_below(&rs, NSUBJ);
+            in.b = rnd_below(&rs, 3) == 0 ? 1 + rnd_below(&rs, 4) : 0;
+        } else if (p < 845) {
+            in.op = OP_PURGE_WILD;
+            in.a = rnd_below(&rs, NSUBJ);
+        } else if (p < 870) {
+            in.op = OP_PURGE_UPTO;
+            uint64_t span = s.last_seq >= s.first_seq ? s.last_seq - s.first_seq + 2 : 2;
+            in.a = s.first_seq + rnd_below(&rs, span / 2 + 1);
+        } else if (p < 885) {
+            in.op = OP_PURGE_KEEP;
+            in.a = 1 + rnd_below(&rs, 20);
+        } else if (p < 890) {
+            in.op = OP_PURGE_ALL;
+        } else if (p < 915) {
+            in.op = OP_COMPACT;
+            uint64_t span = s.last_seq >= s.first_seq ? s.last_seq - s.first_seq + 2 : 2;
+            in.a = s.first_seq + rnd_below(&rs, span / 2 + 1);
+        } else if (p < 940) {
+            in.op = OP_SKIP;
+            in.a = s.last_seq + 1;
+        } else if (p < 960) {
+            in.op = OP_REOPEN;
+        } else if (p < 985) {
+            in.op = OP_SYNC;
+        } else {
+            in.op = OP_TICK;
+        }
+        send_rec(fd, &in);
+
+        rec_t ack = in;
+        ack.kind = REC_ACK;
+        rc = ND_STORE_OK;
+        switch (in.op) {
+        case OP_STORE: {
+            int sl = msg_subj(in.a, subj, sizeof(subj));
+            int hl = msg_hdr(in.a, hdr, sizeof(hdr));
+            size_t dl = msg_data(in.a, data, sizeof(data));
+            uint64_t seq = 0;
+            int64_t ts = 0;
+            rc = nd_store_put(st, subj, (size_t)sl, hl ? hdr : NULL, (size_t)hl, data, dl, &seq,
+                              &ts);
+            ack.r = seq;
+            ack.ts = ts;
+            break;
+        }
+        case OP_REMOVE:
+        case OP_REMOVE_SECURE:
+            rc = st->ops->remove(st, in.a, in.op == OP_REMOVE_SECURE);
+            ack.rc = (int32_t)rc;
+            if (rc == ND_STORE_ERR_NOT_FOUND || rc == ND_STORE_ERR_EOF)
+                rc = ND_STORE_OK;
+            break;
+        case OP_PURGE_SUBJ: {
+            int sl = msg_subj(in.a, subj, sizeof(subj));
+            rc = st->ops->purge(st, subj, (size_t)sl, 0, in.b, &ack.r);
+            break;
+        }
+        case OP_PURGE_WILD: {
+            int sl = snprintf(subj, sizeof(subj), "crash.%u.*", (unsigned)in.a);
+            rc = st->ops->purge(st, subj, (size_t)sl, 0, 0, &ack.r);
+            break;
+        }
+        case OP_PURGE_UPTO:
+            rc = st->ops->purge(st, NULL, 0, in.a, 0, &ack.r);
+            break;
+        case OP_PURGE_KEEP:
+            rc = st->ops->purge(st, NULL, 0, 0, in.a, &ack.r);
+            break;
+        case OP_PURGE_ALL:
+            rc = st->ops->purge(st, ">", 1, 0, 0, &ack.r);
+            break;
+        case OP_COMPACT:
+            rc = st->ops->compact(st, in.a, &ack.r);
+            break;
+        case OP_SKIP:
+            rc = st->ops->skip(st, &ack.r);
+            break;
+        case OP_REOPEN:
+            nd_store_close(st);
+            st = NULL;
+            rc = nd_filestore_open(&cfg, &st, NULL);
+            break;
+        case OP_SYNC:
+            rc = st->ops->sync(st);
+            break;
+        case OP_TICK: {
+            struct timespec now;
+            clock_gettime(CLOCK_REALTIME, &now);
+            (void)st->ops->tick(st, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec);
+            break;
+        }
+        }
+        if (rc != ND_STORE_OK)
+            child_fail(fd, in.op, rc);
+        send_rec(fd, &ack);
+    }
+    nd_store_close(st);
+    _exit(0);
+}
+
+/* ---- the model -------------------------------------------------------------------------- */
+
+/* What the parent knows about every sequence of one directory. */
+typedef struct model {
+    uint8_t *present; /* [seq]: 1 when the message must be there */
+    int64_t *ts;      /* [seq]: its timestamp, 0 when unknown (an in-flight store) */
+    size_t cap;
+    uint64_t max_seq; /* the highest sequence acknowledged as used (store, skip) */
+} model_t;
+
+static void
+model_grow(model_t *m, uint64_t seq)
+{
+    if (seq < m->cap)
+        return;
+    size_t nc = m->cap ? m->cap : 1024;
+    while (nc <= seq)
+        nc *= 2;
+    m->present = realloc(m->present, nc);
+    m->ts = realloc(m->ts, nc * sizeof(int64_t));
+    CHECK(m->present && m->ts, "out of memory");
+    memset(m->present + m->cap, 0, nc - m->cap);
+    memset(m->ts + m->cap, 0, (nc - m->cap) * sizeof(int64_t));
+    m->cap = nc;
+}
+
+static bool
+model_has(const model_t *m, uint64_t seq)
+{
+    return seq < m->cap && m->present[seq];
+}
+
+/* One acknowledged op's effect, kept so an interval-mode state can be matched to a prefix. */
+typedef struct effect {
+    uint32_t op;
+    uint64_t added;    /* seq stored, 0 if none */
+    uint64_t *removed; /* seqs removed */
+    size_t nremoved;
+    uint64_t prev_max; /* max_seq before the op */
+} effect_t;
+
+typedef struct effects {
+    effect_t *v;
+    size_t n, cap;
+} effects_t;
+
+static void
+effects_clear(effects_t *e)
+{
+    for (size_t i = 0; i < e->n; i++)
+        free(e->v[i].removed);
+    e->n = 0;
+}
+
+static effect_t *
+effects_push(effects_t *e)
+{
+    if (e->n == e->cap) {
+        e->cap = e->cap ? e->cap * 2 : 64;
+        e->v = realloc(e->v, e->cap * sizeof(effect_t));
+        CHECK(e->v, "out of memory");
+    }
+    effect_t *x = &e->v[e->n++];
+    memset(x, 0, sizeof(*x));
+    return x;
+}
+
+static bool
+subj_is(uint64_t seq, uint64_t k)
+{
+    return seq % NSUBJ == k;
+}
+
+/* The sequences an op removes from model m (present ones only), ascending. */
+static uint64_t *
+removal_set(const model_t *m, const rec_t *in, size_t *n)
+{
+    size_t cap = 16, k = 0;
+    uint64_t *v = malloc(cap * sizeof(uint64_t));
+    uint64_t top = m->cap ? m->cap - 1 : 0;
+    /* keep: the newest `keep` matching messages stay, so count matches from the top first. */
+    uint64_t keep = 0;
+    if (in->op == OP_PURGE_SUBJ)
+        keep = in->b;
+    uint64_t matched_from_top = 0, cutoff = UINT64_MAX;
+    if (in->op == OP_PURGE_KEEP) {
+        /* nats-server's PurgeEx without a filter keeps a range, not a count: it is
+         * Compact(last_seq - keep + 1), and nothing at all when keep >= msgs. */
+        uint64_t msgs = 0;
+        for (uint64_t s = 1; s <= top; s++)
+            msgs += model_has(m, s);
+        cutoff = in->a >= msgs ? 0 : m->max_seq - in->a + 1;
+    } else if (keep > 0) {
+        for (uint64_t s = top; s >= 1; s--) {
+            if (!model_has(m, s))
+                continue;
+            if (in->op == OP_PURGE_SUBJ && !subj_is(s, in->a))
+                continue;
+            if (++matched_from_top == keep) {
+                cutoff = s; /* s and above stay */
+                break;
+            }
+        }
+        if (matched_from_top < keep)
+            cutoff = 0; /* fewer than keep: everything stays */
+    }
+    for (uint64_t s = 1; s <= top; s++) {
+        if (!model_has(m, s))
+            continue;
+        bool hit = false;
+        switch (in->op) {
+        case OP_REMOVE:
+        case OP_REMOVE_SECURE:
+            hit = s == in->a;
+            break;
+        case OP_PURGE_SUBJ:
+            hit = subj_is(s, in->a) && (keep == 0 || s < cutoff);
+            break;
+        case OP_PURGE_WILD:
+            hit = subj_is(s, in->a);
+            break;
+        case OP_PURGE_UPTO:
+        case OP_COMPACT:
+            hit = s < in->a;
+            break;
+        case OP_PURGE_KEEP:
+            hit = s < cutoff;
+            break;
+        case OP_PURGE_ALL:
+            hit = true;
+            break;
+        default:
+            break;
+        }
+        if (hit) {
+            if (k == cap) {
+                cap *= 2;
+                v = realloc(v, cap * sizeof(uint64_t));
+            }
+            v[k++] = s;
+        }
+    }
+    *n = k;
+    return v;
+}
+
+static bool
+is_removal(uint32_t op)
+{
+    return op == OP_REMOVE || op == OP_REMOVE_SECURE || op == OP_PURGE_SUBJ ||
+           op == OP_PURGE_WILD || op == OP_PURGE_UPTO || op == OP_PURGE_KEEP ||
+           op == OP_PURGE_ALL || op == OP_COMPACT;
+}
+
+/* Applies an acknowledged op to the model, checking what the store returned against it. */
+static void
+model_apply(model_t *m, effects_t *ef, const rec_t *ack)
+{
+    effect_t *e = effects_push(ef);
+    e->op = ack->op;
+    e->prev_max = m->max_seq;
+    switch (ack->op) {
+    case OP_STORE:
+        CHECK(ack->r == ack->a, "store returned seq %" PRIu64 ", the child expected %" PRIu64,
+              ack->r, ack->a);
+        CHECK(ack->r > m->max_seq,
+              "store reused sequence %" PRIu64 " (highest acknowledged %" PRIu64 ")", ack->r,
+              m->max_seq);
+        model_grow(m, ack->r);
+        m->present[ack->r] = 1;
+        m->ts[ack->r] = ack->ts;
+        m->max_seq = ack->r;
+        e->added = ack->r;
+        break;
+    case OP_SKIP:
+        CHECK(ack->r == ack->a && ack->r > m->max_seq,
+              "skip returned %" PRIu64 " (expected %" PRIu64 ", highest used %" PRIu64 ")",
+              ack->r, ack->a, m->max_seq);
+        m->max_seq = ack->r;
+        break;
+    default:
+        if (is_removal(ack->op)) {
+            size_t n;
+            uint64_t *v = removal_set(m, ack, &n);
+            if (ack->op == OP_REMOVE || ack->op == OP_REMOVE_SECURE) {
+                bool found = ack->rc == ND_STORE_OK;
+                CHECK(found == (n == 1),
+                      "remove(%" PRIu64 ") returned %s but the model says %s", ack->a,
+                      nd_store_strerror((nd_store_err_t)ack->rc), n ? "present" : "absent");
+            } else {
+                CHECK(ack->r == n,
+                      "%s(a=%" PRIu64 " b=%" PRIu64 ") purged %" PRIu64 ", the model says %zu",
+                      op_names[ack->op], ack->a, ack->b, ack->r, n);
+            }
+            for (size_t i = 0; i < n; i++)
+                m->present[v[i]] = 0;
+            e->removed = v;
+            e->nremoved = n;
+        }
+        break;
+    }
+}
+
+/* Undoes the last effect (interval mode walks back to find the prefix the disk holds). */
+static void
+model_undo(model_t *m, effects_t *ef)
+{
+    effect_t *e = &ef->v[--ef->n];
+    if (e->added)
+        m->present[e->added] = 0;
+    for (size_t i = 0; i < e->nremoved; i++)
+        m->present[e->removed[i]] = 1;
+    m->max_seq = e->prev_max;
+    free(e->removed);
+}
+
+/* ---- checking a recovered store -------------------------------------------------------- */
+
+static void
+check_content(const nd_store_msg_t *msg, uint64_t seq)
+{
+    char subj[64], hdr[64];
+    static uint8_t data[4096];
+    int sl = msg_subj(seq, subj, sizeof(subj));
+    int hl = msg_hdr(seq, hdr, sizeof(hdr));
+    size_t dl = msg_data(seq, data, sizeof(data));
+    CHECK(msg->seq == seq, "load(%" PRIu64 ") gave seq %" PRIu64, seq, msg->seq);
+    CHECK(msg->subj_len == (size_t)sl && memcmp(msg->subj, subj, (size_t)sl) == 0,
+          "seq %" PRIu64 ": subject '%.*s', expected '%s'", seq, (int)msg->subj_len, msg->subj,
+          subj);
+    CHECK(msg->hdr_len == (size_t)hl && (hl == 0 || memcmp(msg->hdr, hdr, (size_t)hl) == 0),
+          "seq %" PRIu64 ": headers differ (%zu bytes, expected %d)", seq, msg->hdr_len, hl);
+    CHECK(msg->data_len == dl && (dl == 0 || memcmp(msg->data, data, dl) == 0),
+          "seq %" PRIu64 ": payload differs (%zu bytes, expected %zu)", seq, msg->data_len, dl);
+}
+
+typedef struct observed {
+    uint8_t *present; /* [seq] loadable */
+    size_t cap;
+    uint64_t count, bytes, lo, hi;
+    nd_store_state_t st;
+    nd_store_recovery_t rep;
+} observed_t;
+
+/* Opens the directory, reads everything back and checks the store against itself. */
+static void
+observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t *o)
+{
+    nd_store_cfg_t cfg = make_cfg(dc);
+    nd_store_t *st = NULL;
+    memset(o, 0, sizeof(*o));
+    nd_store_err_t rc = nd_filestore_open(&cfg, &st, &o->rep);
+    CHECK(rc == ND_STORE_OK, "reopen after the kill failed: %s (errno %d)", nd_store_strerror(rc),
+          nd_store_last_errno());
+    nd_store_state(st, &o->st);
+    uint64_t top = o->st.last_seq;
+    if (m->max_seq > top)
+        top = m->max_seq;
+    if (inflight_seq > top)
+        top = inflight_seq;
+    top += 2;
+    o->cap = (size_t)top + 1;
+    o->present = calloc(o->cap, 1);
+    o->lo = UINT64_MAX;
+    nd_store_msg_t msg;
+    memset(&msg, 0, sizeof(msg));
+    for (uint64_t s = 1; s <= top; s++) {
+        rc = nd_store_load(st, s, &msg);
+        if (rc == ND_STORE_ERR_NOT_FOUND || rc == ND_STORE_ERR_EOF)
+            continue;
+        CHECK(rc == ND_STORE_OK, "load(%" PRIu64 ") failed: %s", s, nd_store_strerror(rc));
+        check_content(&msg, s);
+        if (s < m->cap && m->ts[s] != 0)
+            CHECK(msg.ts == m->ts[s],
+                  "seq %" PRIu64 ": timestamp %" PRId64 ", acknowledged %" PRId64, s, msg.ts,
+                  m->ts[s]);
+        o->present[s] = 1;
+        o->count++;
+        o->bytes += nd_store_msg_size(msg.subj_len, msg.hdr_len, msg.data_len);
+        if (s < o->lo)
+            o->lo = s;
+        o->hi = s;
+    }
+    /* load_next must walk exactly the loadable set, in order. */
+    uint64_t next = 1, walked = 0;
+    for (;;) {
+        rc = st->ops->load_next(st, NULL, 0, next, &msg);
+        if (rc == ND_STORE_ERR_EOF)
+            break;
+        CHECK(rc == ND_STORE_OK, "load_next(%" PRIu64 ") failed: %s", next,
+              nd_store_strerror(rc));
+        CHECK(msg.seq >= next && msg.seq < o->cap && o->present[msg.seq],
+              "load_next(%" PRIu64 ") gave %" PRIu64 ", which load() does not have", next,
+              msg.seq);
+        for (uint64_t s = next; s < msg.seq; s++)
+            CHECK(!o->present[s], "load_next(%" PRIu64 ") skipped loadable %" PRIu64, next, s);
+        walked++;
+        next = msg.seq + 1;
+    }
+    CHECK(walked == o->count, "load_next walked %" PRIu64 " messages, load() found %" PRIu64,
+          walked, o->count);
+
+    const nd_store_state_t *s = &o->st;
+    CHECK(s->msgs == o->count, "state.msgs %" PRIu64 " but %" PRIu64 " loadable", s->msgs,
+          o->count);
+    CHECK(s->bytes == o->bytes, "state.bytes %" PRIu64 " but loadable messages sum to %" PRIu64,
+          s->bytes, o->bytes);
+    if (o->count > 0) {
+        CHECK(s->first_seq == o->lo, "state.first_seq %" PRIu64 ", lowest loadable %" PRIu64,
+              s->first_seq, o->lo);
+        CHECK(s->last_seq >= o->hi, "state.last_seq %" PRIu64 " < loadable %" PRIu64,
+              s->last_seq, o->hi);
+        CHECK(s->num_deleted == s->last_seq - s->first_seq + 1 - s->msgs,
+              "num_deleted %" PRIu64 " for first %" PRIu64 " last %" PRIu64 " msgs %" PRIu64,
+              s->num_deleted, s->first_seq, s->last_seq, s->msgs);
+    } else {
+        CHECK(s->first_seq == s->last_seq + 1, "empty store: first %" PRIu64 " last %" PRIu64,
+              s->first_seq, s->last_seq);
+        CHECK(s->num_deleted == 0, "empty store with num_deleted %" PRIu64, s->num_deleted);
+    }
+    nd_store_msg_free(&msg);
+
+    /* A clean close writes the index; opening again must give the same state. */
+    nd_store_close(st);
+    nd_store_recovery_t rep2;
+    rc = nd_filestore_open(&cfg, &st, &rep2);
+    CHECK(rc == ND_STORE_OK, "reopen after a clean close failed: %s", nd_store_strerror(rc));
+    nd_store_state_t s2;
+    nd_store_state(st, &s2);
+    CHECK(s2.msgs == s->msgs && s2.bytes == s->bytes && s2.first_seq == s->first_seq &&
+              s2.last_seq == s->last_seq && s2.num_deleted == s->num_deleted,
+          "state changed across a clean close/open: msgs %" PRIu64 "->%" PRIu64
+          " bytes %" PRIu64 "->%" PRIu64 " first %" PRIu64 "->%" PRIu64 " last %" PRIu64
+          "->%" PRIu64,
+          s->msgs, s2.msgs, s->bytes, s2.bytes, s->first_seq, s2.first_seq, s->last_seq,
+          s2.last_seq);
+    CHECK(rep2.records_dropped == 0 && rep2.torn_tails == 0 && rep2.blocks_corrupt == 0,
+          "a clean reopen reported damage: dropped %" PRIu64 " torn %" PRIu64 " corrupt %" PRIu64,
+          rep2.records_dropped, rep2.torn_tails, rep2.blocks_corrupt);
+    nd_store_close(st);
+}
+
+/* Does the observed set equal model m, give or take what op `in` (the one after m) may have
+ * done partly? in may be NULL. */
+static bool
+matches(const model_t *m, const observed_t *o, const rec_t *in, const uint64_t *rm, size_t nrm,
+        uint64_t *bad)
+{
+    uint64_t top = o->cap;
+    if (m->cap > top)
+        top = m->cap;
+    for (uint64_t s = 1; s < top; s++) {
+        bool want = model_has(m, s);
+        bool got = s < o->cap && o->present[s];
+        if (want == got)
+            continue;
+        if (in != NULL && in->op == OP_STORE && s == in->a && got)
+            continue; /* the in-flight store made it */
+        if (in != NULL && want && !got) {
+            bool in_rm = false;
+            for (size_t i = 0; i < nrm && !in_rm; i++)
+                in_rm = rm[i] == s;
+            if (in_rm)
+                continue; /* the in-flight removal got this far */
+        }
+        *bad = s;
+        return false;
+    }
+    return true;
+}
+
+/* ---- one directory, several crashes -------------------------------------------------------- */
+
+static int g_cipher_refused;
+
+typedef struct stats {
+    uint64_t acks, kills, torn, inflight_stores_kept, inflight_stores_lost, prefix_short;
+    uint64_t exited;
+} stats_t;
+
+static void
+run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats, int strict)
+{
+    snprintf(g_dir, sizeof(g_dir), "%s/ndcrash-%d-XXXXXX", base, (int)getpid());
+    CHECK(mkdtemp(g_dir) != NULL, "mkdtemp(%s): %s", g_dir, strerror(errno));
+    /* The store creates its directory itself: hand it a path below the temp dir. */
+    strncat(g_dir, "/stream", sizeof(g_dir) - strlen(g_dir) - 1);
+
+    dircfg_t dc = {.always = always, .block_size = 1024 + rnd_below(rs, 4) * 1024};
+    if (!g_cipher_refused) {
+        uint64_t c = rnd_below(rs, 4);
+        dc.cipher = c == 1 ? ND_CIPHER_AES_GCM : c == 2 ? ND_CIPHER_CHACHA : ND_CIPHER_NONE;
+        dc.compression = rnd_below(rs, 2) ? ND_STORE_S2 : ND_STORE_NONE;
+    }
+    /* Probe once that the store accepts the cipher/compression; fall back when it does not. */
+    {
+        nd_store_cfg_t cfg = make_cfg(&dc);
+        nd_store_t *st = NULL;
+        nd_store_err_t rc = nd_filestore_open(&cfg, &st, NULL);
+        if (rc == ND_STORE_ERR_BAD_ARG && (dc.cipher != ND_CIPHER_NONE || dc.compression)) {
+            if (!g_cipher_refused)
+                printf("note: the file store refused cipher %d / compression %d; running "
+                       "without\n",
+                       dc.cipher, dc.compression);
+            g_cipher_refused = 1;
+            dc.cipher = ND_CIPHER_NONE;
+            dc.compression = ND_STORE_NONE;
+            cfg = make_cfg(&dc);
+            rc = nd_filestore_open(&cfg, &st, NULL);
+        }
+        CHECK(rc == ND_STORE_OK, "first open failed: %s", nd_store_strerror(rc));
+        nd_store_close(st);
+    }
+
+    model_t m = {0};
+    effects_t ef = {0};
+    for (int c = 0; c < crashes; c++, g_point++) {
+        int fds[2];
+        CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
+        uint64_t child_seed = rnd_next(rs);
+        /* Most kills come after some ops; some during open (0 acks) and some after a long run. */
+        uint64_t kill_after = rnd_below(rs, 8) == 0 ? 0 : rnd_below(rs, 200);
+        uint64_t delay_us = rnd_below(rs, 2) ? 0 : rnd_below(rs, 2000);
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        CHECK(pid >= 0, "fork: %s", strerror(errno));
+        if (pid == 0) {
+            close(fds[0]);
+            child_main(fds[1], &dc, child_seed);
+        }
+        close(fds[1]);
+
+        rec_t intent = {0}, r;
+        bool have_intent = false, killed = false, opened = false;
+        uint64_t acks = 0;
+        int child_failed = 0;
+        rec_t failrec = {0};
+        size_t durable = 0;
+        effects_clear(&ef);
+        for (;;) {
+            if (!killed && acks >= kill_after && (opened || kill_after == 0)) {
+                if (delay_us)
+                    usleep((useconds_t)delay_us);
+                kill(pid, SIGKILL);
+                killed = true;
+            }
+            /* A hang guard, not a timing assertion: a healthy child acks in microseconds. */
+            struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+            int pr = poll(&pf, 1, 120000);
+            if (pr == 0) {
+                kill(pid, SIGKILL);
+                fail("the writer made no progress for 120 s (hang?) after %" PRIu64 " acks",
+                     acks);
+            }
+            ssize_t n = read(fds[0], &r, sizeof(r));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n == 0)
+                break; /* the child is gone and everything it wrote has been read */
+            CHECK(n == (ssize_t)sizeof(r), "short pipe read %zd", n);
+            switch (r.kind) {
+            case REC_OPENED:
+                opened = true;
+                break;
+            case REC_INTENT:
+                intent = r;
+                have_intent = true;
+                break;
+            case REC_ACK:
+                model_apply(&m, &ef, &r);
+                if (r.op == OP_SYNC || r.op == OP_REOPEN)
+                    durable = ef.n; /* everything up to here reached the kernel */
+                have_intent = false;
+                acks++;
+                break;
+            case REC_FAIL:
+                child_failed = 1;
+                failrec = r;
+                break;
+            default:
+                fail("bad pipe record kind %u", r.kind);
+            }
+        }
+        close(fds[0]);
+        int status = 0;
+        CHECK(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
+        if (child_failed)
+            fail("the writer's %s failed: %s (errno %d in the child)", op_names[failrec.op],
+                 nd_store_strerror((nd_store_err_t)failrec.rc), 0);
+        if (WIFEXITED(status)) {
+            CHECK(WEXITSTATUS(status) == 0, "the writer exited with %d", WEXITSTATUS(status));
+            stats->exited++;
+        } else {
+            CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL,
+                  "the writer died of signal %d, not our SIGKILL",
+                  WIFSIGNALED(status) ? WTERMSIG(status) : -1);
+            stats->kills++;
+        }
+        stats->acks += acks;
+
+        /* What the in-flight op could remove, computed on the model before it. */
+        const rec_t *inflight = have_intent ? &intent : NULL;
+        uint64_t *rm = NULL;
+        size_t nrm = 0;
+        if (inflight != NULL && is_removal(inflight->op))
+            rm = removal_set(&m, inflight, &nrm);
+        uint64_t inflight_seq = inflight != NULL && inflight->op == OP_STORE ? inflight->a : 0;
+
+        char snap[600];
+        snprintf(snap, sizeof(snap), "%s.crash", g_dir);
+        rm_rf(snap);
+        copy_tree(g_dir, snap);
+        observed_t o;
+        observe(&dc, &m, inflight_seq, &o);
+        if (o.rep.torn_tails)
+            stats->torn++;
+        bool secure_inflight = inflight != NULL && inflight->op == OP_REMOVE_SECURE;
+        CHECK(o.rep.records_dropped == 0 || (secure_inflight && o.rep.records_dropped <= 1),
+              "recovery after a process kill dropped %" PRIu64 " records (%" PRIu64
+              " corrupt blocks): a kill must not corrupt the middle of a block",
+              o.rep.records_dropped, o.rep.blocks_corrupt);
+
+        uint64_t bad = 0;
+        size_t applied = ef.n;
+        bool ok = matches(&m, &o, inflight, rm, nrm, &bad);
+        if (!ok && !always) {
+            /* Walk back: the disk may hold a prefix of the acknowledged ops. */
+            uint64_t first_bad = bad;
+            while (!ok && ef.n > 0) {
+                effect_t *last = &ef.v[ef.n - 1];
+                rec_t pseudo = {.op = last->op};
+                if (last->op == OP_STORE)
+                    pseudo.a = last->added;
+                free(rm);
+                rm = NULL;
+                nrm = 0;
+                if (last->nremoved) {
+                    rm = malloc(last->nremoved * sizeof(uint64_t));
+                    memcpy(rm, last->removed, last->nremoved * sizeof(uint64_t));
+                    nrm = last->nremoved;
+                }
+                model_undo(&m, &ef);
+                ok = matches(&m, &o, &pseudo, rm, nrm, &bad);
+            }
+            CHECK(ok, "interval mode: the recovered state is no prefix of the acknowledged ops "
+                      "(first difference at seq %" PRIu64 ")",
+                  first_bad);
+            if (ef.n < applied) {
+                stats->prefix_short++;
+                CHECK(strict < 1 || ef.n >= durable,
+                      "%zu acknowledged ops lost by a process kill (seq %" PRIu64
+                      " differs), including ops before an acknowledged sync/reopen (the disk "
+                      "holds %zu ops, the sync covered %zu): a kill must not lose what sync() "
+                      "or close() handed to the kernel",
+                      applied - ef.n, first_bad, ef.n, durable);
+                CHECK(strict < 2,
+                      "%zu acknowledged ops lost by a process kill (seq %" PRIu64
+                      " differs; NATSD_CRASH_STRICT=2 forbids any)",
+                      applied - ef.n, first_bad);
+            }
+        }
+        CHECK(ok, "seq %" PRIu64 " is %s after recovery but the model says %s (in-flight op: %s "
+                  "a=%" PRIu64 "; %" PRIu64 " acks this run)",
+              bad, bad < o.cap && o.present[bad] ? "present" : "absent",
+              model_has(&m, bad) ? "present" : "absent", inflight ? op_names[inflight->op] : "none",
+              inflight ? inflight->a : 0, acks);
+        CHECK(o.st.last_seq >= m.max_seq,
+                  "last_seq went back to %" PRIu64 " below the acknowledged %" PRIu64
+                  " (sequences would be reused)",
+                  o.st.last_seq, m.max_seq);
+        {
+            uint64_t allowed = m.max_seq;
+            if (inflight != NULL && (inflight->op == OP_STORE || inflight->op == OP_SKIP) &&
+                inflight->a > allowed)
+                allowed = inflight->a;
+            if (ef.n < applied)
+                allowed = UINT64_MAX; /* a lost-and-walked-back prefix had higher seqs */
+            CHECK(o.st.last_seq <= allowed,
+                  "last_seq %" PRIu64 " is beyond anything acknowledged or in flight (%" PRIu64
+                  ")",
+                  o.st.last_seq, allowed);
+        }
+        if (inflight_seq) {
+            if (o.present[inflight_seq])
+                stats->inflight_stores_kept++;
+            else
+                stats->inflight_stores_lost++;
+        }
+
+        /* The observed state becomes the model for the next child. */
+        model_grow(&m, o.cap);
+        for (uint64_t s = 1; s < m.cap; s++) {
+            bool got = s < o.cap && o.present[s];
+            if (got && !m.present[s])
+                m.ts[s] = 0; /* the in-flight store's timestamp is unknown: not checked */
+            m.present[s] = got;
+        }
+        if (o.st.last_seq > m.max_seq)
+            m.max_seq = o.st.last_seq;
+        free(rm);
+        free(o.present);
+        rm_rf(snap);
+    }
+    effects_clear(&ef);
+    free(ef.v);
+    free(m.present);
+    free(m.ts);
+    /* Remove the temp dir (the parent of the stream directory). */
+    char *slash = strrchr(g_dir, '/');
+    *slash = '\0';
+    rm_rf(g_dir);
+}
+
+static void
+run_mode(const char *base, uint64_t seed, bool always, int points, int strict)
+{
+    g_mode = always ? "always" : "interval";
+    uint64_t rs = seed ^ (always ? 0 : 0x5555555555555555ull);
+    stats_t stats = {0};
+    int dirs = 0;
+    g_point = 0;
+    while (g_point < points) {
+        int crashes = 1 + (int)rnd_below(&rs, 4);
+        if (crashes > points - g_point)
+            crashes = points - g_point;
+        run_dir(base, &rs, always, crashes, &stats, strict);
+        dirs++;
+    }
+    printf("%s: %d crash points in %d directories: %" PRIu64 " kills, %" PRIu64
+           " writers ran out, %" PRIu64 " acknowledged ops, %" PRIu64 " torn tails, in-flight "
+           "stores kept %" PRIu64 " / lost %" PRIu64 ", short prefixes %" PRIu64 "\n",
+           g_mode, points, dirs, stats.kills, stats.exited, stats.acks, stats.torn,
+           stats.inflight_stores_kept, stats.inflight_stores_lost, stats.prefix_short);
+    fflush(stdout);
+}
+
+int
+main(int argc, char **argv)
+{
+    const char *it = argc > 1 ? argv[1] : getenv("NATSD_CRASH_ITERS");
+    int points = it != NULL ? atoi(it) : 200;
+    if (points < 1)
+        points = 1;
+    const char *sd = argc > 2 ? argv[2] : getenv("NATSD_CRASH_SEED");
+    if (sd != NULL) {
+        g_seed = strtoull(sd, NULL, 0);
+    } else {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        g_seed = mix((uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ (uint64_t)getpid());
+    }
+    const char *mode = argc > 3 ? argv[3] : "both";
+    const char *st = getenv("NATSD_CRASH_STRICT");
+    int strict = st != NULL ? atoi(st) : 1;
+    const char *base = getenv("NATSD_CRASH_DIR");
+    if (base == NULL)
+        base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    printf("stress_store_crash: seed %" PRIu64 " (replay: stress_store_crash %d %" PRIu64
+           " %s), dir %s\n",
+           g_seed, points, g_seed, mode, base);
+    fflush(stdout);
+    signal(SIGPIPE, SIG_IGN);
+    if (strcmp(mode, "interval") != 0)
+        run_mode(base, g_seed, true, points, strict);
+    if (strcmp(mode, "always") != 0)
+        run_mode(base, g_seed, false, strcmp(mode, "interval") == 0 ? points : points / 3 + 1,
+                 strict);
+    printf("PASS\n");
+    return 0;
+}

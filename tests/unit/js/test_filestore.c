@@ -1,0 +1,792 @@
+/* File store behaviour that the shared store table (test_store.c) cannot see: the index and its
+ * rebuild, block rollover and compaction, tombstones across restarts, torn tails and flipped
+ * bytes with exact recovery reports, a future format version, I/O errors through the fault hook
+ * (write errors, short writes, ENOSPC, fsync errors) and the interval policy's buffering. */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "js/filestore.h"
+#include "natsd/store.h"
+
+static char root[64];
+static char sdir[128];
+static int64_t fake_clock = 1000000000000;
+
+static int64_t
+fake_now(void *arg)
+{
+    (void)arg;
+    return fake_clock;
+}
+
+static int
+rm_cb(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    return remove(path);
+}
+
+static void
+setup(void)
+{
+    snprintf(root, sizeof(root), "/tmp/ndfs.XXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    snprintf(sdir, sizeof(sdir), "%s/stream", root);
+    fake_clock = 1000000000000;
+    nd_fs_fault_set(NULL);
+}
+
+static void
+teardown(void)
+{
+    nd_fs_fault_set(NULL);
+    nftw(root, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(filestore, .init = setup, .fini = teardown, .timeout = 120);
+
+static nd_store_cfg_t
+cfg_of(uint64_t block_size, bool always)
+{
+    nd_store_cfg_t c;
+    memset(&c, 0, sizeof(c));
+    c.dir = sdir;
+    c.block_size = block_size;
+    c.sync_always = always;
+    c.now = fake_now;
+    return c;
+}
+
+static nd_store_t *
+open_ok(const nd_store_cfg_t *c, nd_store_recovery_t *rep)
+{
+    nd_store_t *st = NULL;
+    nd_store_err_t e = nd_filestore_open(c, &st, rep);
+    cr_assert_eq(e, ND_STORE_OK, "open: %s", nd_store_strerror(e));
+    return st;
+}
+
+static void
+subj_of(uint64_t seq, char *out, size_t n)
+{
+    snprintf(out, n, "orders.%u", (unsigned)(seq % 7));
+}
+
+static size_t
+data_of(uint64_t seq, char *out)
+{
+    size_t n = 10 + seq % 50;
+    for (size_t i = 0; i < n; i++)
+        out[i] = (char)('a' + (seq + i) % 26);
+    return n;
+}
+
+static void
+put_n(nd_store_t *st, uint64_t n)
+{
+    for (uint64_t i = 0; i < n; i++) {
+        nd_store_state_t s;
+        nd_store_state(st, &s);
+        uint64_t seq = s.last_seq + 1;
+        char subj[32], data[64];
+        subj_of(seq, subj, sizeof(subj));
+        size_t dl = data_of(seq, data);
+        uint64_t got;
+        fake_clock += 1000;
+        nd_store_err_t e = nd_store_put(st, subj, strlen(subj), NULL, 0, data, dl, &got, NULL);
+        cr_assert_eq(e, ND_STORE_OK, "put: %s", nd_store_strerror(e));
+        cr_assert_eq(got, seq);
+    }
+}
+
+static void
+check_msg(nd_store_t *st, uint64_t seq)
+{
+    nd_store_msg_t m = {0};
+    nd_store_err_t e = nd_store_load(st, seq, &m);
+    cr_assert_eq(e, ND_STORE_OK, "load %lu: %s", (unsigned long)seq, nd_store_strerror(e));
+    char subj[32], data[64];
+    subj_of(seq, subj, sizeof(subj));
+    size_t dl = data_of(seq, data);
+    cr_assert_eq(m.subj_len, strlen(subj));
+    cr_assert_eq(memcmp(m.subj, subj, m.subj_len), 0);
+    cr_assert_eq(m.data_len, dl);
+    cr_assert_eq(memcmp(m.data, data, dl), 0);
+    nd_store_msg_free(&m);
+}
+
+/* Everything observable through the interface, to compare two opens of the same directory. */
+typedef struct snap {
+    nd_store_state_t s;
+    uint64_t *del;
+    size_t ndel;
+    uint64_t subj_msgs[7], subj_first[7], subj_last[7];
+} snap_t;
+
+static void
+take(nd_store_t *st, snap_t *sn)
+{
+    memset(sn, 0, sizeof(*sn));
+    nd_store_state(st, &sn->s);
+    cr_assert_eq(st->ops->deleted(st, &sn->del, &sn->ndel), ND_STORE_OK);
+    for (int k = 0; k < 7; k++) {
+        char subj[32];
+        snprintf(subj, sizeof(subj), "orders.%d", k);
+        nd_store_subj_state_t ss;
+        st->ops->filtered_state(st, subj, strlen(subj), 0, &ss);
+        sn->subj_msgs[k] = ss.msgs;
+        sn->subj_first[k] = ss.first_seq;
+        sn->subj_last[k] = ss.last_seq;
+    }
+}
+
+static void
+same(const snap_t *a, const snap_t *b)
+{
+    cr_assert_eq(a->s.msgs, b->s.msgs);
+    cr_assert_eq(a->s.bytes, b->s.bytes);
+    cr_assert_eq(a->s.first_seq, b->s.first_seq);
+    cr_assert_eq(a->s.last_seq, b->s.last_seq);
+    cr_assert_eq(a->s.first_ts, b->s.first_ts);
+    cr_assert_eq(a->s.last_ts, b->s.last_ts);
+    cr_assert_eq(a->s.num_deleted, b->s.num_deleted);
+    cr_assert_eq(a->s.num_subjects, b->s.num_subjects);
+    cr_assert_eq(a->ndel, b->ndel);
+    for (size_t i = 0; i < a->ndel; i++)
+        cr_assert_eq(a->del[i], b->del[i]);
+    for (int k = 0; k < 7; k++) {
+        cr_assert_eq(a->subj_msgs[k], b->subj_msgs[k]);
+        cr_assert_eq(a->subj_first[k], b->subj_first[k]);
+        cr_assert_eq(a->subj_last[k], b->subj_last[k]);
+    }
+}
+
+static void
+check_all(nd_store_t *st, const snap_t *sn)
+{
+    size_t d = 0;
+    for (uint64_t seq = sn->s.first_seq; seq <= sn->s.last_seq; seq++) {
+        if (d < sn->ndel && sn->del[d] == seq) {
+            nd_store_msg_t m = {0};
+            cr_assert_eq(nd_store_load(st, seq, &m), ND_STORE_ERR_NOT_FOUND);
+            d++;
+            continue;
+        }
+        check_msg(st, seq);
+    }
+}
+
+static void
+path_of(char *out, size_t n, const char *rel)
+{
+    snprintf(out, n, "%s/%s", sdir, rel);
+}
+
+static size_t
+count_blocks(void)
+{
+    char p[256];
+    path_of(p, sizeof(p), ND_FS_MSGS_DIR);
+    DIR *d = opendir(p);
+    cr_assert_not_null(d);
+    size_t n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ND_FS_BLK_SUFFIX) && !strstr(e->d_name, ND_FS_TMP_SUFFIX))
+            n++;
+    closedir(d);
+    return n;
+}
+
+static off_t
+file_size(const char *rel)
+{
+    char p[256];
+    path_of(p, sizeof(p), rel);
+    struct stat sb;
+    cr_assert_eq(stat(p, &sb), 0, "stat %s", p);
+    return sb.st_size;
+}
+
+static void
+remove_index(void)
+{
+    char p[256];
+    path_of(p, sizeof(p), ND_FS_INDEX_FILE);
+    cr_assert_eq(unlink(p), 0);
+}
+
+static void
+free_snap(snap_t *sn)
+{
+    free(sn->del);
+    sn->del = NULL;
+}
+
+/* Builds a store with gaps of every kind: removes in the middle, a removed first message, a
+ * skip, a filtered purge. */
+static void
+build_mixed(nd_store_t *st)
+{
+    put_n(st, 200);
+    cr_assert_eq(st->ops->remove(st, 10, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 11, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 1, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 150, true), ND_STORE_OK);
+    uint64_t seq;
+    cr_assert_eq(st->ops->skip(st, &seq), ND_STORE_OK);
+    cr_assert_eq(seq, 201);
+    uint64_t purged;
+    cr_assert_eq(st->ops->purge(st, "orders.3", 8, 100, 0, &purged), ND_STORE_OK);
+    cr_assert_gt(purged, 0);
+    put_n(st, 20);
+}
+
+Test(filestore, reopen_after_clean_close_keeps_everything)
+{
+    nd_store_cfg_t c = cfg_of(4096, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    build_mixed(st);
+    snap_t a, b;
+    take(st, &a);
+    nd_store_close(st);
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert(!rep.index_rebuilt);
+    cr_assert_eq(rep.msgs, a.s.msgs);
+    cr_assert_eq(rep.records_dropped + rep.torn_tails + rep.blocks_corrupt, 0);
+    take(st, &b);
+    same(&a, &b);
+    check_all(st, &b);
+    nd_store_close(st);
+    free_snap(&a);
+    free_snap(&b);
+}
+
+Test(filestore, index_deleted_is_rebuilt_with_identical_state)
+{
+    nd_store_cfg_t c = cfg_of(4096, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    build_mixed(st);
+    snap_t a, b;
+    take(st, &a);
+    nd_store_close(st);
+    remove_index();
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert(rep.index_rebuilt);
+    cr_assert_eq(rep.msgs, a.s.msgs);
+    cr_assert_eq(rep.records_dropped + rep.torn_tails + rep.blocks_corrupt, 0);
+    take(st, &b);
+    same(&a, &b);
+    check_all(st, &b);
+    nd_store_close(st);
+    free_snap(&a);
+    free_snap(&b);
+}
+
+Test(filestore, corrupt_index_is_rebuilt)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    build_mixed(st);
+    snap_t a, b;
+    take(st, &a);
+    nd_store_close(st);
+    char p[256];
+    path_of(p, sizeof(p), ND_FS_INDEX_FILE);
+    int fd = open(p, O_RDWR);
+    cr_assert_geq(fd, 0);
+    uint8_t x = 0x5a;
+    cr_assert_eq(pwrite(fd, &x, 1, 60), 1);
+    close(fd);
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert(rep.index_rebuilt);
+    take(st, &b);
+    same(&a, &b);
+    nd_store_close(st);
+    free_snap(&a);
+    free_snap(&b);
+}
+
+/* An index that describes older blocks (the state of a crash after a checkpoint): rebuilt. */
+Test(filestore, stale_index_is_rebuilt)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 50);
+    nd_store_close(st);
+    char p[256], saved[256];
+    path_of(p, sizeof(p), ND_FS_INDEX_FILE);
+    snprintf(saved, sizeof(saved), "%s/index.saved", root);
+    char cmd[600];
+    snprintf(cmd, sizeof(cmd), "cp %s %s", p, saved);
+    cr_assert_eq(system(cmd), 0);
+    st = open_ok(&c, NULL);
+    put_n(st, 5);
+    cr_assert_eq(st->ops->remove(st, 20, false), ND_STORE_OK);
+    snap_t a, b;
+    take(st, &a);
+    nd_store_close(st);
+    snprintf(cmd, sizeof(cmd), "cp %s %s", saved, p);
+    cr_assert_eq(system(cmd), 0);
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert(rep.index_rebuilt);
+    take(st, &b);
+    same(&a, &b);
+    cr_assert_eq(b.s.last_seq, 55);
+    nd_store_close(st);
+    free_snap(&a);
+    free_snap(&b);
+}
+
+Test(filestore, block_rollover)
+{
+    nd_store_cfg_t c = cfg_of(1024, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 300);
+    nd_store_close(st);
+    cr_assert_gt(count_blocks(), 10);
+    char p[64];
+    snprintf(p, sizeof(p), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+    /* A block is cut before the record that would take it past block_size. */
+    cr_assert_leq(file_size(p), 1024);
+    remove_index();
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert(rep.index_rebuilt);
+    cr_assert_eq(rep.msgs, 300);
+    for (uint64_t s = 1; s <= 300; s++)
+        check_msg(st, s);
+    nd_store_close(st);
+}
+
+Test(filestore, mostly_deleted_blocks_are_compacted)
+{
+    nd_store_cfg_t c = cfg_of(4096, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 600);
+    cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
+    char b1[64];
+    snprintf(b1, sizeof(b1), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+    off_t before = file_size(b1);
+    size_t nblocks = count_blocks();
+    /* Keep every 10th message of the first 500 (the first one stays, so no block is simply
+     * dropped from the front). */
+    for (uint64_t s = 2; s <= 500; s++)
+        if (s % 10)
+            cr_assert_eq(st->ops->remove(st, s, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
+    /* The first block kept a tenth of its messages (the tombstones live in later blocks). */
+    off_t after = file_size(b1);
+    cr_assert_lt(after, before / 2, "before %ld after %ld", (long)before, (long)after);
+    cr_assert_leq(count_blocks(), nblocks);
+    snap_t a, b;
+    take(st, &a);
+    nd_store_close(st);
+    remove_index();
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert_eq(rep.records_dropped + rep.torn_tails + rep.blocks_corrupt, 0);
+    take(st, &b);
+    same(&a, &b);
+    check_all(st, &b);
+    nd_store_close(st);
+    free_snap(&a);
+    free_snap(&b);
+}
+
+Test(filestore, fully_deleted_middle_block_is_dropped_and_tombstones_survive)
+{
+    nd_store_cfg_t c = cfg_of(1024, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 100);
+    size_t nblocks = count_blocks();
+    /* Tombstones for early messages are written into a middle block, then every message
+     * around them goes except the first: the middle blocks are dropped, and the tombstones
+     * they held must be carried forward. */
+    cr_assert_eq(st->ops->remove(st, 3, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 5, false), ND_STORE_OK);
+    put_n(st, 30);
+    for (uint64_t s = 20; s <= 110; s++)
+        cr_assert_eq(st->ops->remove(st, s, false), ND_STORE_OK);
+    cr_assert_lt(count_blocks(), nblocks + 3);
+    snap_t a, b;
+    take(st, &a);
+    nd_store_close(st);
+    remove_index();
+    st = open_ok(&c, NULL);
+    take(st, &b);
+    same(&a, &b);
+    nd_store_msg_t m = {0};
+    cr_assert_eq(nd_store_load(st, 3, &m), ND_STORE_ERR_NOT_FOUND);
+    cr_assert_eq(nd_store_load(st, 5, &m), ND_STORE_ERR_NOT_FOUND);
+    cr_assert_eq(nd_store_load(st, 50, &m), ND_STORE_ERR_NOT_FOUND);
+    check_msg(st, 4);
+    check_msg(st, 111);
+    nd_store_close(st);
+    free_snap(&a);
+    free_snap(&b);
+}
+
+Test(filestore, purge_compact_truncate_survive_rebuild)
+{
+    nd_store_cfg_t c = cfg_of(2048, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 100);
+    uint64_t purged;
+    cr_assert_eq(st->ops->compact(st, 30, &purged), ND_STORE_OK);
+    cr_assert_eq(purged, 29);
+    cr_assert_eq(st->ops->remove(st, 40, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->truncate(st, 80), ND_STORE_OK);
+    put_n(st, 10);
+    snap_t a, b;
+    take(st, &a);
+    cr_assert_eq(a.s.first_seq, 30);
+    cr_assert_eq(a.s.last_seq, 90);
+    nd_store_close(st);
+    remove_index();
+    st = open_ok(&c, NULL);
+    take(st, &b);
+    same(&a, &b);
+    check_all(st, &b);
+    /* Purge everything: the sequence goes on after a rebuild. */
+    cr_assert_eq(st->ops->purge(st, NULL, 0, 0, 0, &purged), ND_STORE_OK);
+    free_snap(&b);
+    nd_store_close(st);
+    remove_index();
+    st = open_ok(&c, NULL);
+    take(st, &b);
+    cr_assert_eq(b.s.msgs, 0);
+    cr_assert_eq(b.s.first_seq, 91);
+    cr_assert_eq(b.s.last_seq, 90);
+    cr_assert_eq(count_blocks(), 1);
+    /* Compact past the end: the next store gets that sequence, also after a rebuild. */
+    cr_assert_eq(st->ops->compact(st, 500, &purged), ND_STORE_OK);
+    nd_store_close(st);
+    remove_index();
+    st = open_ok(&c, NULL);
+    uint64_t seq;
+    cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, NULL), ND_STORE_OK);
+    cr_assert_eq(seq, 500);
+    nd_store_close(st);
+    free_snap(&a);
+    free_snap(&b);
+}
+
+/* Record layout of put_n's messages (no headers): 40 + subject + data + 8 bytes. */
+static size_t
+rec_len_of(uint64_t seq)
+{
+    char subj[32], data[64];
+    subj_of(seq, subj, sizeof(subj));
+    return ND_FS_REC_OVERHEAD + strlen(subj) + data_of(seq, data);
+}
+
+static size_t
+rec_off_of(uint64_t seq)
+{
+    size_t off = ND_FS_BLK_HDR_LEN;
+    for (uint64_t s = 1; s < seq; s++)
+        off += rec_len_of(s);
+    return off;
+}
+
+Test(filestore, torn_tail_is_truncated_with_exact_report)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 10);
+    nd_store_close(st);
+    remove_index();
+    char p[64];
+    snprintf(p, sizeof(p), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+    off_t sz = file_size(p);
+    cr_assert_eq((size_t)sz, rec_off_of(11));
+    char full[256];
+    path_of(full, sizeof(full), p);
+    cr_assert_eq(truncate(full, sz - 5), 0);
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert_eq(rep.torn_tails, 1);
+    cr_assert_eq(rep.records_dropped, 0);
+    cr_assert_eq(rep.blocks_corrupt, 0);
+    cr_assert_eq(rep.bytes_dropped, rec_len_of(10) - 5);
+    cr_assert_eq(rep.msgs, 9);
+    cr_assert_eq((size_t)file_size(p), rec_off_of(10));
+    nd_store_state_t s;
+    nd_store_state(st, &s);
+    cr_assert_eq(s.last_seq, 9);
+    put_n(st, 1); /* seq 10 again: it was never durable */
+    check_msg(st, 10);
+    nd_store_close(st);
+}
+
+static void
+flip_at(const char *rel, size_t off)
+{
+    char p[256];
+    path_of(p, sizeof(p), rel);
+    int fd = open(p, O_RDWR);
+    cr_assert_geq(fd, 0);
+    uint8_t x;
+    cr_assert_eq(pread(fd, &x, 1, (off_t)off), 1);
+    x ^= 0x40;
+    cr_assert_eq(pwrite(fd, &x, 1, (off_t)off), 1);
+    close(fd);
+}
+
+static void
+flipped_loses_exactly(size_t where_in_record)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 20);
+    nd_store_close(st);
+    remove_index();
+    char p[64];
+    snprintf(p, sizeof(p), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+    uint64_t k = 7;
+    flip_at(p, rec_off_of(k) + where_in_record);
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert_eq(rep.records_dropped, 1);
+    cr_assert_eq(rep.blocks_corrupt, 1);
+    cr_assert_eq(rep.torn_tails, 0);
+    cr_assert_eq(rep.bytes_dropped, rec_len_of(k));
+    cr_assert_eq(rep.msgs, 19);
+    nd_store_msg_t m = {0};
+    cr_assert_eq(nd_store_load(st, k, &m), ND_STORE_ERR_NOT_FOUND);
+    for (uint64_t s = 1; s <= 20; s++)
+        if (s != k)
+            check_msg(st, s);
+    nd_store_state_t s;
+    nd_store_state(st, &s);
+    cr_assert_eq(s.last_seq, 20);
+    cr_assert_eq(s.num_deleted, 1);
+    nd_store_close(st);
+}
+
+Test(filestore, flipped_body_byte_loses_exactly_that_record)
+{
+    flipped_loses_exactly(ND_FS_REC_HDR_LEN + 3);
+}
+
+Test(filestore, flipped_header_byte_loses_exactly_that_record)
+{
+    flipped_loses_exactly(17); /* inside the sequence number */
+}
+
+Test(filestore, flipped_magic_loses_exactly_that_record)
+{
+    flipped_loses_exactly(0);
+}
+
+static void
+rewrite_version(const char *rel, size_t ver_off, size_t sum_off, size_t sum_len)
+{
+    char p[256];
+    path_of(p, sizeof(p), rel);
+    int fd = open(p, O_RDWR);
+    cr_assert_geq(fd, 0);
+    uint8_t buf[64];
+    cr_assert_eq(pread(fd, buf, sum_off + 8, 0), (ssize_t)(sum_off + 8));
+    uint32_t v = ND_FS_VERSION + 1;
+    memcpy(buf + ver_off, &v, 4);
+    uint64_t sum = XXH64(buf, sum_len, 0);
+    memcpy(buf + sum_off, &sum, 8);
+    cr_assert_eq(pwrite(fd, buf, sum_off + 8, 0), (ssize_t)(sum_off + 8));
+    close(fd);
+}
+
+Test(filestore, future_version_is_refused)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 3);
+    nd_store_close(st);
+    rewrite_version(ND_FS_META_FILE, 8, 24, 24);
+    nd_store_t *st2 = NULL;
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_VERSION);
+    /* Back to our version in meta.dat, then a block from the future. */
+    char p[256];
+    path_of(p, sizeof(p), ND_FS_META_FILE);
+    unlink(p);
+    remove_index();
+    char b[64];
+    snprintf(b, sizeof(b), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+    rewrite_version(b, 8, 40, 40);
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_VERSION);
+}
+
+Test(filestore, write_error_is_returned_and_nothing_is_stored)
+{
+    nd_store_cfg_t c = cfg_of(0, true);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 5);
+    char p[64];
+    snprintf(p, sizeof(p), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+    off_t sz = file_size(p);
+    nd_fs_fault_set(&(nd_fs_fault_t){.kind = 1, .err = ENOSPC, .short_write = true});
+    uint64_t seq = 0;
+    nd_store_err_t e = nd_store_put(st, "a.b", 3, NULL, 0, "data", 4, &seq, NULL);
+    cr_assert_eq(e, ND_STORE_ERR_IO);
+    cr_assert_eq(nd_store_last_errno(), ENOSPC);
+    cr_assert_eq(file_size(p), sz, "the partial record is cut off");
+    nd_store_state_t s;
+    nd_store_state(st, &s);
+    cr_assert_eq(s.msgs, 5);
+    cr_assert_eq(s.last_seq, 5);
+    cr_assert_eq(st->ops->remove(st, 2, false), ND_STORE_ERR_IO);
+    /* Space is back: writes resume, with the next sequence. */
+    nd_fs_fault_set(NULL);
+    cr_assert_eq(nd_store_put(st, "a.b", 3, NULL, 0, "data", 4, &seq, NULL), ND_STORE_OK);
+    cr_assert_eq(seq, 6);
+    cr_assert_eq(st->ops->remove(st, 2, false), ND_STORE_OK);
+    nd_store_close(st);
+    remove_index();
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert_eq(rep.msgs, 5);
+    cr_assert_eq(rep.torn_tails + rep.records_dropped, 0);
+    nd_store_close(st);
+}
+
+Test(filestore, fsync_error_refuses_every_later_write)
+{
+    nd_store_cfg_t c = cfg_of(0, true);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 3);
+    nd_fs_fault_set(&(nd_fs_fault_t){.kind = 2, .err = EIO});
+    uint64_t seq;
+    cr_assert_eq(nd_store_put(st, "a", 1, NULL, 0, "x", 1, &seq, NULL), ND_STORE_ERR_IO);
+    cr_assert_eq(nd_store_last_errno(), EIO);
+    nd_fs_fault_set(NULL);
+    /* Never retried, never ignored: the store stays read-only. */
+    cr_assert_eq(nd_store_put(st, "a", 1, NULL, 0, "x", 1, &seq, NULL), ND_STORE_ERR_IO);
+    cr_assert_eq(st->ops->remove(st, 1, false), ND_STORE_ERR_IO);
+    cr_assert_eq(st->ops->sync(st), ND_STORE_ERR_IO);
+    nd_store_state_t s;
+    nd_store_state(st, &s);
+    cr_assert_eq(s.msgs, 3);
+    check_msg(st, 2);
+    nd_store_close(st);
+}
+
+Test(filestore, interval_policy_buffers_until_tick)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    c.sync_interval_ns = 5 * 1000000000ll;
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 1);
+    char p[64];
+    snprintf(p, sizeof(p), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+    off_t sz = file_size(p);
+    put_n(st, 10);
+    cr_assert_eq(file_size(p), sz, "appends are buffered");
+    check_msg(st, 5); /* loads read the buffer */
+    int64_t dl = st->ops->tick(st, fake_clock);
+    cr_assert_gt(file_size(p), sz, "a tick writes the buffer");
+    cr_assert_gt(dl, fake_clock);
+    cr_assert_leq(dl, fake_clock + c.sync_interval_ns);
+    /* A write error while flushing (ENOSPC) is reported and the data stays buffered: once
+     * space is back, nothing was lost. */
+    put_n(st, 3);
+    nd_fs_fault_set(&(nd_fs_fault_t){.kind = 1, .err = ENOSPC});
+    cr_assert_eq(st->ops->sync(st), ND_STORE_ERR_IO);
+    nd_fs_fault_set(NULL);
+    cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
+    nd_store_close(st);
+    remove_index();
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert_eq(rep.msgs, 14);
+    nd_store_close(st);
+}
+
+Test(filestore, secure_remove_erases_bytes)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 3);
+    const char *secret = "TOP-SECRET-PAYLOAD";
+    uint64_t seq;
+    cr_assert_eq(nd_store_put(st, "s", 1, NULL, 0, secret, strlen(secret), &seq, NULL), ND_STORE_OK);
+    put_n(st, 3);
+    cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, seq, true), ND_STORE_OK);
+    nd_store_close(st);
+    char p[256];
+    path_of(p, sizeof(p), ND_FS_MSGS_DIR "/1" ND_FS_BLK_SUFFIX);
+    FILE *f = fopen(p, "rb");
+    cr_assert_not_null(f);
+    char buf[8192];
+    size_t n = fread(buf, 1, sizeof(buf), f);
+    fclose(f);
+    cr_assert_null(memmem(buf, n, secret, strlen(secret)));
+    remove_index();
+    nd_store_recovery_t rep;
+    st = open_ok(&c, &rep);
+    cr_assert_eq(rep.records_dropped, 0);
+    cr_assert_eq(rep.msgs, 6);
+    nd_store_msg_t m = {0};
+    cr_assert_eq(nd_store_load(st, seq, &m), ND_STORE_ERR_NOT_FOUND);
+    nd_store_close(st);
+}
+
+Test(filestore, limits_are_applied_at_recovery)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 50);
+    nd_store_close(st);
+    c.max_msgs = 10;
+    st = open_ok(&c, NULL);
+    nd_store_state_t s;
+    nd_store_state(st, &s);
+    cr_assert_eq(s.msgs, 10);
+    cr_assert_eq(s.first_seq, 41);
+    nd_store_close(st);
+    remove_index();
+    st = open_ok(&c, NULL);
+    nd_store_state(st, &s);
+    cr_assert_eq(s.msgs, 10);
+    cr_assert_eq(s.first_seq, 41);
+    nd_store_close(st);
+}
+
+Test(filestore, consumer_names_cannot_escape)
+{
+    nd_store_cfg_t c = cfg_of(0, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    nd_cstore_t *cs;
+    cr_assert_eq(st->ops->consumer_open(st, "../x", &cs), ND_STORE_ERR_BAD_ARG);
+    cr_assert_eq(st->ops->consumer_open(st, "..", &cs), ND_STORE_ERR_BAD_ARG);
+    cr_assert_eq(st->ops->consumer_open(st, "a/b", &cs), ND_STORE_ERR_BAD_ARG);
+    cr_assert_eq(st->ops->consumer_open(st, "ok-name", &cs), ND_STORE_OK);
+    nd_store_close(st);
+}
+
+Test(filestore, destroy_removes_directory)
+{
+    nd_store_cfg_t c = cfg_of(1024, false);
+    nd_store_t *st = open_ok(&c, NULL);
+    put_n(st, 100);
+    nd_cstore_t *cs;
+    cr_assert_eq(st->ops->consumer_open(st, "d", &cs), ND_STORE_OK);
+    nd_consumer_state_t state = {.delivered_cseq = 3};
+    cr_assert_eq(st->ops->consumer_update(cs, &state), ND_STORE_OK);
+    cr_assert_eq(st->ops->destroy(st), ND_STORE_OK);
+    struct stat sb;
+    cr_assert_neq(stat(sdir, &sb), 0);
+}
