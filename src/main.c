@@ -129,7 +129,9 @@ main(int argc, char **argv)
     natsd_t *s = natsd_start(&opts);
     char *ports_dir = s && opts.ports_file_dir && *opts.ports_file_dir ? strdup(opts.ports_file_dir) : NULL;
     if (ports_dir != NULL) {
-        nd_ports_t ports = {.nats = {"nats", opts.host, natsd_port(s)}};
+        const char *mon_host = opts.http_host && *opts.http_host ? opts.http_host : opts.host;
+        nd_ports_t ports = {.nats = {"nats", opts.host, natsd_port(s)},
+                            .monitoring = {"http", mon_host, natsd_http_port(s)}};
         if (nd_portsfile_write(ports_dir, argv[0], &ports, err, sizeof err) != 0)
             nd_log_error("%s", err);
     }

@@ -95,6 +95,12 @@ natsd_port(const natsd_t *s)
     return s->server->port;
 }
 
+int
+natsd_http_port(const natsd_t *s)
+{
+    return s->mon != NULL ? nd_mon_port(s->mon) : 0;
+}
+
 unsigned
 natsd_workers(const natsd_t *s)
 {

@@ -23,8 +23,10 @@ natsd_t *natsd_start(const nd_opts_t *opts);
 void natsd_stop(natsd_t *s);
 
 /* The command line whose flags natsd_reload re-applies over the re-read file, so that flags keep
- * winning over the file (main passes its argv; an embedder that built opts itself need not call
- * it). Borrows: argv is copied. */
+ * winning over the file (main passes its argv). Without it a reload compares the file alone with
+ * the options in force, so an option an embedder set over the file counts as a change (and, for
+ * host or port, refuses the reload): such an embedder passes its overrides here as flags.
+ * Borrows: argv is copied. */
 void natsd_set_args(natsd_t *s, int argc, char *const *argv);
 /* Reloads the configuration file (config, or NULL for the file the server started with) and
  * applies what nats-server can change live; an option that cannot change, or a bad file, leaves
@@ -41,6 +43,8 @@ bool natsd_lame_duck(natsd_t *s);
 bool natsd_lame_duck_wait(natsd_t *s, int timeout_ms);
 /* The bound client port (useful with port -1 = random). */
 int natsd_port(const natsd_t *s);
+/* The bound HTTP monitoring port, or 0 when monitoring is off (for the ports file). */
+int natsd_http_port(const natsd_t *s);
 unsigned natsd_workers(const natsd_t *s);
 const char *natsd_version(void);
 

@@ -254,7 +254,17 @@ typedef struct nd_js_opts {
     int64_t request_queue_limit;      /* 0 = default */
     int64_t max_ack_pending, max_ha_assets, max_request_batch; /* limits {}; 0 = none */
     int64_t duplicate_window_ms;                               /* limits {}; 0 = none */
+    bool strict;                                               /* 2.11 */
+    int64_t max_buffered_size, max_buffered_msgs;              /* 2.11; 0 = default */
 } nd_js_opts_t;
+
+/* authorization { auth_callout { issuer, account, auth_users, xkey } } (2.10). */
+typedef struct nd_auth_callout_opts {
+    char *issuer;  /* public account nkey signing the responses */
+    char *account; /* where the callout service runs; "$G" when not written */
+    nd_strlist_t auth_users;
+    char *xkey; /* public curve key for encrypted requests, or NULL */
+} nd_auth_callout_opts_t;
 
 /* mqtt {} */
 typedef struct nd_mqtt_opts {
@@ -391,6 +401,7 @@ typedef struct nd_opts {
     int reconnect_error_reports;
     int prof_block_rate;
     double auth_timeout_s;  /* authorization { timeout }; 0 = default */
+    nd_auth_callout_opts_t *auth_callout; /* authorization { auth_callout } */
     nd_user_t *users;       /* authorization {users} and accounts {X {users}}, in that order */
     size_t nusers;
     char *no_auth_user;
@@ -450,6 +461,8 @@ void nd_user_clear(nd_user_t *u);
 nd_user_t nd_user_dup(const nd_user_t *u);
 /* Frees what a owns (not a). */
 void nd_account_opts_clear(nd_account_opts_t *a);
+/* Frees what c owns and c itself (NULL is fine). */
+void nd_auth_callout_opts_free(nd_auth_callout_opts_t *c);
 
 /* Parses nats-server-compatible flags into o (over what o holds). With -c FILE, o is reset to
  * the defaults, the file is applied (nd_opts_apply_config) and the flags then override it, as in
@@ -461,12 +474,14 @@ int nd_opts_parse_args(nd_opts_t *o, int argc, char **argv);
  * reading any file: config reload re-applies the flags over the re-read file (flags win, as
  * nats-server's FlagSnapshot does). Returns: 0 (the same arguments cannot fail twice). */
 int nd_opts_apply_flags(nd_opts_t *o, int argc, char **argv);
-
-/* Applies the config file at path onto o (src/net/opts_conf.c): the top-level keys natsd
- * implements, with nats-server's aliases; known keys of features natsd lacks only add a warning
- * to o->config_warnings. Returns: 0 on success; 1 on success with a warning nats-server's -t
- * treats as fatal (an integer duration), its text in err; -1 on error, with nats-server's text
- * ("<file>:<line>:<col>: unknown field \"x\"", ...) in err and o partly updated. */
+/* Applies the config file at path onto o (src/net/opts_conf.c and the block parsers
+ * opts_<block>.c): every top-level key of nats-server with its aliases, blocks included; a
+ * configured feature natsd has not built yet adds a warning to o->config_warnings. Returns: 0 on
+ * success; 1 on success with a warning nats-server's -t treats as fatal (an integer duration, a
+ * duplicate route, ...), its text in err; -1 on error, with nats-server's text
+ * ("<file>:<line>:<col>: unknown field \"x\"", ...) in err, preceded by such warnings found
+ * before it, one per line, as nats-server prints them; o is then partly updated (still
+ * freeable). */
 int nd_opts_apply_config(nd_opts_t *o, const char *path, char *err, size_t errlen);
 /* Logs o->config_warnings, one warning per line. Ctx: after nd_log_setup. */
 void nd_opts_log_config_warnings(const nd_opts_t *o);

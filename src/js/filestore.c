@@ -93,6 +93,7 @@
 #include <xxhash.h>
 
 #include "js/filestore.h"
+#include "js/fs_crypt.h"
 #include "js/store_snapshot.h"
 #include "natsd/subject.h"
 
@@ -251,8 +252,14 @@ roll(nd_filestore_t *fs, uint64_t base)
     int fd = openat(fs->msgsfd, name, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return io_fail(fs, errno, false);
-    uint8_t hdr[ND_FS_BLK_HDR_LEN];
-    nd_fs_blk_hdr_encode(hdr, 0);
+    uint8_t hdr[ND_FS_BLK_HDR_LEN], salt[ND_FS_SALT_LEN] = {0};
+    if (fs->cfg.cipher != ND_CIPHER_NONE && !nd_fs_salt_random(salt)) {
+        close(fd);
+        unlinkat(fs->msgsfd, name, 0);
+        return io_fail(fs, EIO, false);
+    }
+    nd_fs_blk_hdr_encode_salt(hdr, (uint32_t)fs->cfg.cipher | (uint32_t)fs->cfg.compression << 8,
+                              salt);
     nd_fs_blk_t *b = nd_fs_blk_new(idx);
     if (!b || nd_fs_pwrite_all(fd, hdr, sizeof(hdr), 0) < 0 || !nd_fs_add_blk(fs, b)) {
         int err = b ? errno : ENOMEM;
@@ -270,6 +277,9 @@ roll(nd_filestore_t *fs, uint64_t base)
     b->keep_bytes = ND_FS_BLK_HDR_LEN;
     b->unsynced = true;
     fs->dir_unsynced = true;
+    fs->force_roll = false;
+    if (fs->cfg.cipher != ND_CIPHER_NONE)
+        (void)nd_fs_blk_crypt(fs, b, hdr);
     changed(fs);
     return ND_STORE_OK;
 }
@@ -292,13 +302,16 @@ wbuf_reserve(nd_filestore_t *fs, size_t n)
 
 /* Appends one record to the active block's buffer (starting a block when there is none, or,
  * when may_roll, when the record does not fit). *off receives its offset in the block. */
+/* Starts a new block when there is none, or (may_roll) when a record of len bytes does not fit
+ * the active one or seq is too far past its slots. */
 static nd_store_err_t
-append(nd_filestore_t *fs, uint8_t kind, uint64_t seq, int64_t ts, const char *subj, size_t sl,
-       const void *hdr, size_t hl, const void *data, size_t dl, bool may_roll, uint32_t *off)
+make_room(nd_filestore_t *fs, uint8_t kind, uint64_t seq, size_t len, bool may_roll)
 {
-    size_t len = nd_fs_rec_len(sl, hl, dl);
     nd_fs_blk_t *b = active_blk(fs);
-    bool roll_now = !b;
+    bool roll_now = !b || (may_roll && fs->force_roll);
+    if (b && may_roll && fs->cfg.cipher != ND_CIPHER_NONE &&
+        (!nd_fs_blk_crypt(fs, b, NULL) || b->hdr_bad))
+        roll_now = true; /* no trustworthy salt to seal with */
     if (b && may_roll) {
         if (b->size > ND_FS_BLK_HDR_LEN && b->size + len > fs->block_size)
             roll_now = true;
@@ -307,15 +320,24 @@ append(nd_filestore_t *fs, uint8_t kind, uint64_t seq, int64_t ts, const char *s
     }
     if (b && b->size + len >= (uint64_t)UINT32_MAX - 1)
         roll_now = true;
-    if (roll_now) {
-        nd_store_err_t e = roll(fs, kind == ND_FS_REC_MSG ? seq : fs->last_seq + 1);
-        if (e != ND_STORE_OK)
-            return e;
-        b = active_blk(fs);
-    }
+    if (roll_now)
+        return roll(fs, kind == ND_FS_REC_MSG ? seq : fs->last_seq + 1);
+    return ND_STORE_OK;
+}
+
+static nd_store_err_t
+append_flags(nd_filestore_t *fs, uint8_t kind, uint8_t flags, uint64_t seq, int64_t ts,
+             const char *subj, size_t sl, const void *hdr, size_t hl, const void *data, size_t dl,
+             bool may_roll, uint32_t *off)
+{
+    size_t len = nd_fs_rec_len(sl, hl, dl);
+    nd_store_err_t e = make_room(fs, kind, seq, len, may_roll);
+    if (e != ND_STORE_OK)
+        return e;
+    nd_fs_blk_t *b = active_blk(fs);
     if (!wbuf_reserve(fs, len))
         return ND_STORE_ERR_NOMEM;
-    nd_fs_rec_encode(fs->wbuf + fs->wlen, kind, seq, ts, subj, sl, hdr, hl, data, dl);
+    nd_fs_rec_encode_flags(fs->wbuf + fs->wlen, kind, flags, seq, ts, subj, sl, hdr, hl, data, dl);
     if (off)
         *off = (uint32_t)b->size;
     fs->wlen += len;
@@ -328,6 +350,39 @@ append(nd_filestore_t *fs, uint8_t kind, uint64_t seq, int64_t ts, const char *s
         fs->next_flush = nd_fs_now(fs) + ND_FS_FLUSH_NS;
     changed(fs);
     return ND_STORE_OK;
+}
+
+static nd_store_err_t
+append(nd_filestore_t *fs, uint8_t kind, uint64_t seq, int64_t ts, const char *subj, size_t sl,
+       const void *hdr, size_t hl, const void *data, size_t dl, bool may_roll, uint32_t *off)
+{
+    return append_flags(fs, kind, 0, seq, ts, subj, sl, hdr, hl, data, dl, may_roll, off);
+}
+
+/* Appends a message record, compressed and/or sealed when the store says so. */
+static nd_store_err_t
+append_msg(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl,
+           const void *hdr, size_t hl, const void *data, size_t dl, uint32_t *off)
+{
+    if (!fs->xform)
+        return append(fs, ND_FS_REC_MSG, seq, ts, subj, sl, hdr, hl, data, dl, true, off);
+    /* The block is chosen first (its salt seals the body); compression only ever shrinks the
+     * body, so the uncompressed size plus a tag is a safe estimate for the rollover. */
+    size_t est = ND_FS_REC_OVERHEAD + ND_FS_INNER_LEN + sl + hl + dl + ND_FS_TAG_LEN;
+    nd_store_err_t e = make_room(fs, ND_FS_REC_MSG, seq, est, true);
+    if (e != ND_STORE_OK)
+        return e;
+    uint8_t flags;
+    const uint8_t *body;
+    size_t blen;
+    e = nd_fs_xform_encode(fs, active_blk(fs), seq, ts, subj, sl, hdr, hl, data, dl, &flags, &body,
+                           &blen);
+    if (e != ND_STORE_OK)
+        return e;
+    if (!flags)
+        return append(fs, ND_FS_REC_MSG, seq, ts, subj, sl, hdr, hl, data, dl, false, off);
+    return append_flags(fs, ND_FS_REC_MSG, flags, seq, ts, NULL, 0, NULL, 0, body, blen, false,
+                        off);
 }
 
 static nd_store_err_t
@@ -364,6 +419,10 @@ rollback(nd_filestore_t *fs, wmark_t m)
     nd_fs_blk_t *b = active_blk(fs);
     if (!b)
         return;
+    /* A sealed record that was written (even in part) must not have its sequence sealed again
+     * under the same salt with other contents: the next message starts a new block. */
+    if (fs->cfg.cipher != ND_CIPHER_NONE)
+        fs->force_roll = true;
     uint64_t target = b == m.blk ? m.size : ND_FS_BLK_HDR_LEN;
     if (target >= b->wsize) {
         fs->wlen -= (size_t)(b->size - target);
@@ -429,9 +488,80 @@ read_at(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t off, void *p, size_t n)
     return ND_STORE_OK;
 }
 
+/* The length of the record of live slot i: from the message size for plain stores, from the
+ * record's header when bodies may be transformed. */
+static nd_store_err_t
+rec_len_of(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, size_t *len)
+{
+    if (!fs->xform) {
+        *len = slot_rec_len(b, i);
+        return ND_STORE_OK;
+    }
+    uint8_t h[ND_FS_REC_HDR_LEN];
+    nd_store_err_t e = read_at(fs, b, b->off[i], h, sizeof(h));
+    if (e != ND_STORE_OK)
+        return e;
+    nd_fs_rec_t r;
+    if (nd_fs_rec_header(h, sizeof(h), &r) != 1)
+        return ND_STORE_ERR_CORRUPT;
+    *len = r.len;
+    return ND_STORE_OK;
+}
+
+static nd_store_err_t
+load_xform(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, nd_store_msg_t *out)
+{
+    size_t len;
+    nd_store_err_t e = rec_len_of(fs, b, i, &len);
+    if (e != ND_STORE_OK)
+        return e;
+    if (fs->rcap < len || !fs->rbuf) {
+        uint8_t *nb = realloc(fs->rbuf, len);
+        if (!nb)
+            return ND_STORE_ERR_NOMEM;
+        fs->rbuf = nb;
+        fs->rcap = len;
+    }
+    if ((e = read_at(fs, b, b->off[i], fs->rbuf, len)) != ND_STORE_OK)
+        return e;
+    nd_fs_rec_t r;
+    uint64_t seq = b->base + i;
+    if (nd_fs_rec_header(fs->rbuf, len, &r) != 1 || r.len != len || r.kind != ND_FS_REC_MSG ||
+        r.seq != seq || !nd_fs_rec_verify(fs->rbuf, &r))
+        return ND_STORE_ERR_CORRUPT;
+    if (r.flags) {
+        if ((e = nd_fs_xform_decode(fs, b, fs->rbuf, &r, &out->buf, &out->cap)) != ND_STORE_OK)
+            return e;
+    } else {
+        size_t n = r.subj_len + r.hdr_len + r.data_len;
+        if (out->cap < n || !out->buf) {
+            uint8_t *nb = realloc(out->buf, n ? n : 1);
+            if (!nb)
+                return ND_STORE_ERR_NOMEM;
+            out->buf = nb;
+            out->cap = n ? n : 1;
+        }
+        memcpy(out->buf, fs->rbuf + ND_FS_REC_HDR_LEN, n);
+        r.subj = (const char *)out->buf;
+        r.hdr = out->buf + r.subj_len;
+        r.data = out->buf + r.subj_len + r.hdr_len;
+    }
+    out->seq = seq;
+    out->ts = r.ts;
+    out->subj = r.subj;
+    out->subj_len = r.subj_len;
+    out->hdr = r.hdr;
+    out->hdr_len = r.hdr_len;
+    out->data = r.data;
+    out->data_len = r.data_len;
+    return ND_STORE_OK;
+}
+
 static nd_store_err_t
 load_slot(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, nd_store_msg_t *out)
 {
+    if (fs->xform)
+        return load_xform(fs, b, i, out);
     size_t len = slot_rec_len(b, i);
     if (out->cap < len || !out->buf) {
         size_t nc = len < 256 ? 256 : len;
@@ -572,6 +702,16 @@ collect_tomb(void *arg, uint64_t s)
         seqvec_push(sv, s);
 }
 
+/* The length of the record at off in a block image of n bytes (0 when it is not one). */
+static size_t
+old_rec_len(const uint8_t *p, uint64_t n, uint64_t off)
+{
+    nd_fs_rec_t r;
+    if (off >= n || nd_fs_rec_header(p + off, n - off, &r) != 1 || off + r.len > n)
+        return 0;
+    return r.len;
+}
+
 /* Rewrites block b with: the TOMBs in extra, the TOMBs b holds for earlier blocks, its live
  * messages with seq <= keep_max, and a MARK(first_seq, last). Temp file, fdatasync, rename,
  * fsync of the directory; b's offsets change only once the new file is in place. */
@@ -595,7 +735,7 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
     size_t cap = ND_FS_BLK_HDR_LEN + ctl;
     for (uint32_t i = b->first_slot; i < b->nslots; i++)
         if (b->off[i] != ND_FS_NOOFF && b->base + i <= keep_max)
-            cap += slot_rec_len(b, i);
+            cap += old_rec_len(old, b->wsize, b->off[i]);
     uint8_t *nb = malloc(cap);
     uint32_t *noff = malloc((b->nslots ? b->nslots : 1) * sizeof(*noff));
     if (!nb || !noff) {
@@ -605,7 +745,11 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
         free(noff);
         return ND_STORE_ERR_NOMEM;
     }
-    nd_fs_blk_hdr_encode(nb, 0);
+    /* The header (and its salt, which the sealed records need) stays as it was. */
+    if (b->wsize >= ND_FS_BLK_HDR_LEN && nd_fs_blk_hdr_check(old, b->wsize) == ND_STORE_OK)
+        memcpy(nb, old, ND_FS_BLK_HDR_LEN);
+    else
+        nd_fs_blk_hdr_encode(nb, 0);
     size_t o = ND_FS_BLK_HDR_LEN;
     uint64_t first = fs->first_seq;
     for (int pass = 0; pass < 2; pass++) {
@@ -621,7 +765,7 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
         noff[i] = b->off[i];
         if (b->off[i] == ND_FS_NOOFF || b->base + i > keep_max)
             continue;
-        size_t len = slot_rec_len(b, i);
+        size_t len = old_rec_len(old, b->wsize, b->off[i]);
         memcpy(nb + o, old + b->off[i], len);
         noff[i] = (uint32_t)o;
         o += len;
@@ -922,8 +1066,7 @@ put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, c
 
     wmark_t m = wmark(fs);
     uint32_t off;
-    if ((e = append(fs, ND_FS_REC_MSG, seq, ts, subj, sl, hdr, hl, data, dl, true, &off)) !=
-        ND_STORE_OK)
+    if ((e = append_msg(fs, seq, ts, subj, sl, hdr, hl, data, dl, &off)) != ND_STORE_OK)
         return e;
     if ((e = commit(fs, m)) != ND_STORE_OK)
         return e;
@@ -1087,13 +1230,16 @@ fs_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
 static nd_store_err_t
 erase_in_place(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i)
 {
-    size_t len = slot_rec_len(b, i);
+    size_t len;
+    nd_store_err_t e = rec_len_of(fs, b, i, &len);
+    if (e != ND_STORE_OK)
+        return e;
     uint64_t off = b->off[i];
     uint8_t *rec = calloc(1, len);
     if (!rec)
         return ND_STORE_ERR_NOMEM;
     nd_fs_rec_t r;
-    nd_store_err_t e = read_at(fs, b, off, rec, len);
+    e = read_at(fs, b, off, rec, len);
     if (e != ND_STORE_OK || nd_fs_rec_header(rec, len, &r) != 1) {
         free(rec);
         return e != ND_STORE_OK ? e : ND_STORE_ERR_CORRUPT;
@@ -1330,6 +1476,10 @@ fs_truncate(nd_store_t *st, uint64_t seq)
     changed(fs);
     if ((e = sync_dirs(fs)) != ND_STORE_OK)
         return e;
+    /* The sequences after seq will be used again: with a cipher, they must be sealed under a
+     * new salt, so the next message starts a new block. */
+    if (fs->cfg.cipher != ND_CIPHER_NONE)
+        fs->force_roll = true;
     maintain(fs);
     return ND_STORE_OK;
 }
@@ -1537,6 +1687,7 @@ set_cfg(nd_filestore_t *fs, const nd_store_cfg_t *cfg)
         bs = ND_FS_MAX_BLOCK_SIZE;
     fs->block_size = bs;
     fs->sync_ns = cfg->sync_interval_ns > 0 ? cfg->sync_interval_ns : ND_FS_DEFAULT_SYNC_NS;
+    fs->xform = fs->cfg.cipher != ND_CIPHER_NONE || fs->cfg.compression != ND_STORE_NONE;
 }
 
 static nd_store_err_t
@@ -1648,7 +1799,9 @@ free_all(nd_filestore_t *fs)
         close(fs->obsfd);
     free(fs->wbuf);
     free(fs->rbuf);
+    free(fs->xbuf);
     free(fs->dir);
+    explicit_bzero(fs->key, sizeof(fs->key));
     free(fs);
 }
 
@@ -1821,12 +1974,17 @@ check_meta(nd_filestore_t *fs)
             memcpy(&sum, p + 24, 8);
             ok = sum == XXH64(p, 24, 0);
         }
-        uint32_t ver = 0;
-        if (ok)
+        uint32_t ver = 0, cipher = 0;
+        if (ok) {
             memcpy(&ver, p + 8, 4);
+            memcpy(&cipher, p + 12, 4);
+        }
         free(p);
         if (ok && ver > ND_FS_VERSION)
             return ND_STORE_ERR_VERSION;
+        /* Records sealed with one cipher cannot be read with another (or with none). */
+        if (ok && cipher != (uint32_t)fs->cfg.cipher)
+            return ND_STORE_ERR_BAD_ARG;
         if (ok)
             return ND_STORE_OK;
         /* A damaged meta file says nothing we cannot rewrite: the blocks carry their own
@@ -1875,8 +2033,11 @@ nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery
     memset(report, 0, sizeof(*report));
     if (!cfg || !cfg->dir || !*cfg->dir)
         return ND_STORE_ERR_BAD_ARG;
-    if (cfg->cipher != ND_CIPHER_NONE || cfg->compression != ND_STORE_NONE)
-        return ND_STORE_ERR_BAD_ARG; /* not wired in yet: refuse rather than store in clear */
+    if ((cfg->cipher != ND_CIPHER_NONE && cfg->cipher != ND_CIPHER_AES_GCM &&
+         cfg->cipher != ND_CIPHER_CHACHA) ||
+        (cfg->cipher != ND_CIPHER_NONE && !cfg->key) ||
+        (cfg->compression != ND_STORE_NONE && cfg->compression != ND_STORE_S2))
+        return ND_STORE_ERR_BAD_ARG;
     nd_filestore_t *fs = calloc(1, sizeof(*fs));
     if (!fs)
         return ND_STORE_ERR_NOMEM;
@@ -1887,9 +2048,12 @@ nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery
         free(fs);
         return ND_STORE_ERR_NOMEM;
     }
+    fs->cfg.cipher = cfg->cipher;
     set_cfg(fs, cfg);
     fs->cfg.dir = fs->dir;
     fs->cfg.key = NULL;
+    if (cfg->cipher != ND_CIPHER_NONE)
+        memcpy(fs->key, cfg->key, sizeof(fs->key));
     nd_fs_subj_init(&fs->subj);
     fs->first_seq = 1;
     fs->next_idx = 1;

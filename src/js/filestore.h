@@ -25,9 +25,12 @@
 /* ---- Format. All integers little endian. ---- */
 #define ND_FS_VERSION 1u
 
-/* Block file header: magic[8] version u32 flags u32 salt[16] reserved[8] xxh64(previous 40). */
+/* Block file header: magic[8] version u32 flags u32 salt[16] reserved[8] xxh64(previous 40).
+ * flags: the cipher (low byte) and compression (next byte) the block was started with; the salt
+ * seeds the block's sealing context (fs_crypt.h), so every block has its own record keys. */
 #define ND_FS_BLK_MAGIC "NDFSBLK1"
 #define ND_FS_BLK_HDR_LEN 48u
+#define ND_FS_BLK_SALT_OFF 16u
 
 /* Record: a fixed header, the body (subject, headers, payload) and an XXH64 of header + body.
  *   0 magic u32 | 4 kind u8 | 5 flags u8 | 6 subj_len u16 | 8 hdr_len u32 | 12 data_len u32 |
@@ -35,6 +38,13 @@
  * The header checksum lets recovery resynchronise after a damaged record: a position is a
  * record start only when the magic, the kind, the zero word and the header checksum all agree. */
 #define ND_FS_REC_MAGIC 0x3152534Eu /* "NSR1" */
+/* Record flags. A transformed MSG record has subj_len = hdr_len = 0 and data_len = the stored
+ * body's length; the body, once opened and decompressed, is {subj_len u16, hdr_len u32,
+ * data_len u32} (ND_FS_INNER_LEN bytes) then subject, headers, payload. Compression comes
+ * first, then sealing (AAD = the record header's first 32 bytes, nonce = seq). */
+#define ND_FS_RECF_COMPRESSED 0x01u
+#define ND_FS_RECF_SEALED 0x02u
+#define ND_FS_INNER_LEN 10u
 #define ND_FS_REC_HDR_LEN 40u
 #define ND_FS_REC_SUM_LEN 8u
 #define ND_FS_REC_OVERHEAD (ND_FS_REC_HDR_LEN + ND_FS_REC_SUM_LEN)
@@ -93,6 +103,8 @@ typedef struct nd_fs_blk {
     uint32_t nctl;   /* TOMB/MARK/ERASED records it holds */
     uint32_t first_slot; /* no live slot below this one */
     bool unsynced;   /* written since the last fdatasync */
+    struct nd_fs_crypt *crypt; /* sealing context from the block's salt (cipher stores only) */
+    bool hdr_bad;    /* its header failed its checksum: append nothing sealed to it */
 } nd_fs_blk_t;
 
 typedef struct nd_fs_subj {
@@ -155,6 +167,12 @@ struct nd_filestore {
     int64_t next_sync;  /* interval policy: when the next fsync is due (0 = nothing unsynced) */
     int64_t next_flush; /* when buffered bytes must reach write() (0 = none buffered) */
 
+    bool xform;         /* records may be compressed or sealed (cipher or compression set) */
+    bool force_roll;    /* a sealed record was rolled back: its sequence needs a fresh salt */
+    uint8_t key[32];    /* copy of cfg->key when a cipher is set */
+    uint8_t *xbuf;      /* scratch for transformed bodies */
+    size_t xcap;
+
     nd_cstore_t *consumers; /* every consumer on disk or opened; freed at close */
     uint64_t nconsumers;
     uint8_t *rbuf;      /* scratch for scans and rewrites */
@@ -195,6 +213,12 @@ nd_fs_rec_len(size_t sl, size_t hl, size_t dl)
 /* Writes a record into out (nd_fs_rec_len bytes). */
 void nd_fs_rec_encode(uint8_t *out, uint8_t kind, uint64_t seq, int64_t ts, const char *subj,
                       size_t sl, const void *hdr, size_t hl, const void *data, size_t dl);
+void nd_fs_rec_encode_flags(uint8_t *out, uint8_t kind, uint8_t flags, uint64_t seq, int64_t ts,
+                            const char *subj, size_t sl, const void *hdr, size_t hl,
+                            const void *data, size_t dl);
+/* The first 32 header bytes exactly as encode writes them (the AAD of a sealed body). */
+void nd_fs_rec_hdr32(uint8_t *out, uint8_t kind, uint8_t flags, uint64_t seq, int64_t ts,
+                     size_t sl, size_t hl, size_t dl);
 /* Parses a record header at p (avail bytes). Returns: 1 valid header (rec filled but the body
  * unchecked, rec->len may exceed avail), 0 not a record header, -1 too few bytes to tell. */
 int nd_fs_rec_header(const uint8_t *p, size_t avail, nd_fs_rec_t *rec);
@@ -202,6 +226,8 @@ int nd_fs_rec_header(const uint8_t *p, size_t avail, nd_fs_rec_t *rec);
  * p, and fills in the body pointers. */
 bool nd_fs_rec_verify(const uint8_t *p, nd_fs_rec_t *rec);
 void nd_fs_blk_hdr_encode(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags);
+void nd_fs_blk_hdr_encode_salt(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags,
+                               const uint8_t *salt);
 /* Returns: OK, ERR_CORRUPT (bad header) or ERR_VERSION. */
 nd_store_err_t nd_fs_blk_hdr_check(const uint8_t *p, size_t n);
 
@@ -264,6 +290,21 @@ nd_store_err_t nd_fs_recover_blocks(nd_filestore_t *fs, const uint32_t *idxs, si
 nd_fs_blk_t *nd_fs_find_blk(nd_filestore_t *fs, uint64_t seq);
 size_t nd_fs_find_blk_pos(nd_filestore_t *fs, uint64_t seq);
 bool nd_fs_add_blk(nd_filestore_t *fs, nd_fs_blk_t *b);
+
+/* ---- Record transforms (fs_xform.c): compression and sealing. ---- */
+/* The stored form of a message body for block b: either plain (flags 0: *body points at
+ * nothing, the caller stores subj/hdr/data as they are) or transformed into fs->xbuf. */
+nd_store_err_t nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts,
+                                  const char *subj, size_t sl, const void *hdr, size_t hl,
+                                  const void *data, size_t dl, uint8_t *flags,
+                                  const uint8_t **body, size_t *blen);
+/* Turns a verified transformed record (rec, r) back into plain fields, copied into *buf (grown
+ * as needed); r's subj/hdr/data and lengths are replaced by the plain ones.
+ * Returns: OK, ERR_CORRUPT (does not open or decompress), ERR_NOMEM. */
+nd_store_err_t nd_fs_xform_decode(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec,
+                                  nd_fs_rec_t *r, uint8_t **buf, size_t *cap);
+/* b's sealing context, made from its header's salt on first use (NULL: no cipher or no salt). */
+struct nd_fs_crypt *nd_fs_blk_crypt(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *hdr);
 
 /* ---- Consumers (fs_consumer.c). ---- */
 nd_store_err_t nd_fs_consumer_open(nd_store_t *st, const char *name, nd_cstore_t **out);

@@ -10,6 +10,7 @@
 #include <xxhash.h>
 
 #include "js/filestore.h"
+#include "js/fs_crypt.h"
 
 #if __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
 #error "the file store writes its integers in host order and assumes a little-endian host"
@@ -213,18 +214,33 @@ nd_fs_read_file(int dirfd, const char *name, uint8_t **out, size_t *n)
 /* ---- Records ---- */
 
 void
-nd_fs_rec_encode(uint8_t *out, uint8_t kind, uint64_t seq, int64_t ts, const char *subj,
-                 size_t sl, const void *hdr, size_t hl, const void *data, size_t dl)
+nd_fs_rec_hdr32(uint8_t *out, uint8_t kind, uint8_t flags, uint64_t seq, int64_t ts, size_t sl,
+                size_t hl, size_t dl)
 {
-    out[4] = kind;
-    out[5] = 0;
     put32(out, ND_FS_REC_MAGIC);
+    out[4] = kind;
+    out[5] = flags;
     uint16_t s16 = (uint16_t)sl;
     memcpy(out + 6, &s16, 2);
     put32(out + 8, (uint32_t)hl);
     put32(out + 12, (uint32_t)dl);
     put64(out + 16, seq);
     put64(out + 24, (uint64_t)ts);
+}
+
+void
+nd_fs_rec_encode(uint8_t *out, uint8_t kind, uint64_t seq, int64_t ts, const char *subj,
+                 size_t sl, const void *hdr, size_t hl, const void *data, size_t dl)
+{
+    nd_fs_rec_encode_flags(out, kind, 0, seq, ts, subj, sl, hdr, hl, data, dl);
+}
+
+void
+nd_fs_rec_encode_flags(uint8_t *out, uint8_t kind, uint8_t flags, uint64_t seq, int64_t ts,
+                       const char *subj, size_t sl, const void *hdr, size_t hl, const void *data,
+                       size_t dl)
+{
+    nd_fs_rec_hdr32(out, kind, flags, seq, ts, sl, hl, dl);
     put32(out + 32, (uint32_t)XXH3_64bits(out, 32));
     put32(out + 36, 0);
     uint8_t *b = out + ND_FS_REC_HDR_LEN;
@@ -286,10 +302,18 @@ nd_fs_rec_verify(const uint8_t *p, nd_fs_rec_t *rec)
 void
 nd_fs_blk_hdr_encode(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags)
 {
+    nd_fs_blk_hdr_encode_salt(out, flags, NULL);
+}
+
+void
+nd_fs_blk_hdr_encode_salt(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags, const uint8_t *salt)
+{
     memset(out, 0, ND_FS_BLK_HDR_LEN);
     memcpy(out, ND_FS_BLK_MAGIC, 8);
     put32(out + 8, ND_FS_VERSION);
     put32(out + 12, flags);
+    if (salt)
+        memcpy(out + ND_FS_BLK_SALT_OFF, salt, 16);
     put64(out + 40, XXH64(out, 40, 0));
 }
 
@@ -324,6 +348,7 @@ nd_fs_blk_free(nd_fs_blk_t *b)
         return;
     if (b->fd >= 0)
         close(b->fd);
+    nd_fs_crypt_free(b->crypt);
     free(b->off);
     free(b->sid);
     free(b->msz);

@@ -242,7 +242,8 @@ nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs, size_t n)
             uint64_t seq = b->base + s;
             if (b->sid[s] >= fs->subj.nents || !fs->subj.ents[b->sid[s]].len ||
                 b->off[s] < ND_FS_BLK_HDR_LEN || b->msz[s] < 16 ||
-                (uint64_t)b->off[s] + b->msz[s] - 16 + ND_FS_REC_OVERHEAD > b->size ||
+                (uint64_t)b->off[s] + ND_FS_REC_OVERHEAD > b->size ||
+                (!fs->xform && (uint64_t)b->off[s] + b->msz[s] - 16 + ND_FS_REC_OVERHEAD > b->size) ||
                 seq > last)
                 goto out;
             if (!seen) {

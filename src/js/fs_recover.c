@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "js/filestore.h"
+#include "js/fs_crypt.h"
 
 /* The next offset >= from where a complete, valid record starts, or n when there is none. */
 static uint64_t
@@ -37,10 +38,17 @@ resync(const uint8_t *p, uint64_t n, uint64_t from)
 }
 
 static void
-apply(nd_filestore_t *fs, nd_fs_blk_t *b, const nd_fs_rec_t *r, uint64_t off, bool *bad)
+apply(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec, nd_fs_rec_t *r, uint64_t off,
+      bool *bad)
 {
     switch (r->kind) {
     case ND_FS_REC_MSG: {
+        /* A transformed body is opened for its subject and lengths (a body that does not open
+         * or decompress counts as a damaged record). */
+        if (r->flags && nd_fs_xform_decode(fs, b, rec, r, &fs->rbuf, &fs->rcap) != ND_STORE_OK) {
+            *bad = true;
+            return;
+        }
         if (r->seq <= fs->last_seq || r->subj_len == 0 ||
             (b->nslots && r->seq > nd_fs_blk_last(b) + ND_FS_MAX_SLOT_GAP) ||
             off >= UINT32_MAX) {
@@ -132,6 +140,8 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
         }
         if (he != ND_STORE_OK)
             corrupt = true;
+        if (fs->cfg.cipher != ND_CIPHER_NONE)
+            (void)nd_fs_blk_crypt(fs, b, p);
         uint64_t o = ND_FS_BLK_HDR_LEN;
         while (o < n) {
             nd_fs_rec_t r;
@@ -139,7 +149,7 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
             if (h == 1 && o + r.len <= n) {
                 if (nd_fs_rec_verify(p + o, &r)) {
                     bool bad = false;
-                    apply(fs, b, &r, o, &bad);
+                    apply(fs, b, p + o, &r, o, &bad);
                     if (bad) {
                         rep->records_dropped++;
                         rep->bytes_dropped += r.len;
@@ -173,12 +183,20 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
             rep->bytes_dropped += n - (end < ND_FS_BLK_HDR_LEN ? 0 : end);
         }
         if (end < ND_FS_BLK_HDR_LEN) {
-            uint8_t hdr[ND_FS_BLK_HDR_LEN];
-            nd_fs_blk_hdr_encode(hdr, 0);
+            /* No record survives: a fresh header, with a fresh salt for a cipher store. */
+            uint8_t hdr[ND_FS_BLK_HDR_LEN], salt[ND_FS_SALT_LEN] = {0};
+            if (fs->cfg.cipher != ND_CIPHER_NONE && !nd_fs_salt_random(salt)) {
+                free(p);
+                return nd_store_io_error(EIO);
+            }
+            nd_fs_blk_hdr_encode_salt(hdr, (uint32_t)fs->cfg.cipher, salt);
             if (ftruncate(fd, 0) < 0 || nd_fs_pwrite_all(fd, hdr, sizeof(hdr), 0) < 0) {
                 free(p);
                 return nd_store_io_error(errno);
             }
+            nd_fs_crypt_free(b->crypt);
+            b->crypt = NULL;
+            b->hdr_bad = false;
             end = ND_FS_BLK_HDR_LEN;
         } else if (ftruncate(fd, (off_t)end) < 0) {
             free(p);
@@ -188,8 +206,10 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
             free(p);
             return nd_store_io_error(errno);
         }
-    } else if (corrupt && n >= ND_FS_BLK_HDR_LEN && nd_fs_blk_hdr_check(p, n) != ND_STORE_OK) {
-        /* Give a damaged block header a fresh one so the next open does not count it again. */
+    } else if (corrupt && n >= ND_FS_BLK_HDR_LEN && nd_fs_blk_hdr_check(p, n) != ND_STORE_OK &&
+               fs->cfg.cipher == ND_CIPHER_NONE) {
+        /* Give a damaged block header a fresh one so the next open does not count it again
+         * (not with a cipher: the damaged header may still hold the salt its records need). */
         uint8_t hdr[ND_FS_BLK_HDR_LEN];
         nd_fs_blk_hdr_encode(hdr, 0);
         (void)nd_fs_pwrite_all(fd, hdr, sizeof(hdr), 0);

@@ -24,10 +24,12 @@
  *   - msgs/bytes are the count and nd_store_msg_size sum of live messages;
  *   - first_seq = the first slot's seq, or last_seq + 1 when empty; holes <= msgs + HOLE_SLACK;
  *   - messages are in timestamp order (store stamps max(now, last_ts)), so max_age expires from
- *     the front.
+ *     the front. store_raw takes the caller's timestamp as it is: an older one than its
+ *     predecessor's (replicated from a server with another clock) expires when the front does.
  *
  * Overhead per message: the 16-byte slot plus an 18-byte header plus malloc's own 8 bytes and
- * rounding, about 50 bytes beyond subject + headers + payload (bench_store measures it).
+ * rounding, about 50 bytes beyond subject + headers + payload: bench_store measured 51 for 1 M
+ * messages of 16 bytes (the ring's doubling adds up to 16 more just after it grows).
  *
  * References: nats-server server/memstore.go (limits, PurgeEx, Compact, Truncate semantics).
  */

@@ -47,6 +47,8 @@ info_free(nd_conn_info_t *ci)
     }
     nd_free(ci->subs);
     nd_free(ci->name);
+    nd_free(ci->user);
+    nd_free(ci->account);
     nd_free(ci->lang);
     nd_free(ci->version);
     nd_free(ci);
@@ -59,7 +61,8 @@ nd_connreg_free(nd_connreg_t *r)
         return;
     for (size_t i = 0; i < r->ring_n; i++) {
         nd_conn_info_t *ci = r->ring[(r->ring_first + i) % r->ring_cap];
-        /* Closed infos hold no actor reference, so no ctx is needed to drop them. */
+        /* Closed infos hold no actor reference, so no ctx is needed to drop them. acq_rel: as
+         * in nd_conn_info_unref. */
         if (atomic_fetch_sub_explicit(&ci->refs, 1, memory_order_acq_rel) == 1)
             info_free(ci);
     }
@@ -131,6 +134,19 @@ nd_connreg_set_meta(nd_connreg_t *r, nd_mon_conn_t *mc, const char *name, const 
     nd_free(ov);
 }
 
+void
+nd_connreg_set_user(nd_connreg_t *r, nd_mon_conn_t *mc, const char *user, const char *account)
+{
+    char *u = dup_or_null(user), *a = dup_or_null(account);
+    pthread_mutex_lock(&r->lock);
+    char *ou = mc->user, *oa = mc->account;
+    mc->user = u;
+    mc->account = a;
+    pthread_mutex_unlock(&r->lock);
+    nd_free(ou);
+    nd_free(oa);
+}
+
 /* Copies a registered connection's state. Ctx: under r->lock (for the strings). */
 static nd_conn_info_t *
 info_from(const nd_mon_conn_t *mc)
@@ -152,6 +168,8 @@ info_from(const nd_mon_conn_t *mc)
     ci->out_bytes = atomic_load_explicit(&mc->out_bytes, memory_order_relaxed);
     ci->num_subs = atomic_load_explicit(&mc->num_subs, memory_order_relaxed);
     ci->name = dup_or_null(mc->name);
+    ci->user = dup_or_null(mc->user);
+    ci->account = dup_or_null(mc->account);
     ci->lang = dup_or_null(mc->lang);
     ci->version = dup_or_null(mc->version);
     return ci;
@@ -204,12 +222,14 @@ nd_connreg_remove(nd_connreg_t *r, nd_mon_conn_t *mc, const char *reason, bool s
     r->closed_out_bytes += atomic_load_explicit(&mc->out_bytes, memory_order_relaxed);
     if (slow)
         r->slow_consumers++;
-    char *on = mc->name, *ol = mc->lang, *ov = mc->version;
-    mc->name = mc->lang = mc->version = NULL;
+    char *on = mc->name, *ol = mc->lang, *ov = mc->version, *ou = mc->user, *oa = mc->account;
+    mc->name = mc->lang = mc->version = mc->user = mc->account = NULL;
     pthread_mutex_unlock(&r->lock);
     nd_free(on);
     nd_free(ol);
     nd_free(ov);
+    nd_free(ou);
+    nd_free(oa);
     if (ci == NULL)
         return;
     nd_conn_info_set_subs(ci, subs, nsubs);
@@ -226,8 +246,10 @@ nd_connreg_remove(nd_connreg_t *r, nd_mon_conn_t *mc, const char *reason, bool s
         r->ring_n++;
     }
     pthread_mutex_unlock(&r->lock);
+    /* acq_rel: as in nd_conn_info_unref (the last holder frees after every other holder's
+     * reads). */
     if (evicted != NULL && atomic_fetch_sub_explicit(&evicted->refs, 1, memory_order_acq_rel) == 1)
-        info_free(evicted); /* acq_rel: the last holder sees every other holder's reads done */
+        info_free(evicted);
 }
 
 size_t

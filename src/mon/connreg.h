@@ -64,6 +64,7 @@ typedef struct nd_conn_info {
     uint64_t in_msgs, in_bytes, out_msgs, out_bytes;
     uint32_t num_subs;
     char *name, *lang, *version; /* owned, or NULL */
+    char *user, *account;        /* owned, or NULL: who authenticated, in which account */
     const char *reason;          /* static close reason text; NULL while open */
     nd_actor_t *actor;           /* open only: a reference (for the subscriptions request) */
     nd_sub_info_t *subs;         /* closed: taken at close; open: filled by the request */
@@ -76,6 +77,7 @@ typedef struct nd_mon_conn {
     /* under the registry's mutex */
     struct nd_mon_conn *prev, *next;
     char *name, *lang, *version;
+    char *user, *account;
     bool registered;
     /* immutable once registered */
     nd_actor_t *actor;
@@ -171,6 +173,12 @@ void nd_connreg_pong(nd_mon_conn_t *mc);
 /* Copies the CONNECT strings (any may be NULL) into the registry. Ctx: the owner's turn. */
 void nd_connreg_set_meta(nd_connreg_t *r, nd_mon_conn_t *mc, const char *name, const char *lang,
                          const char *version);
+
+/* Records who the connection authenticated as (user: the user name or NULL, e.g. for a token)
+ * and its account (NULL: the global account), for /connz's authorized_user, account, user= and
+ * acc=. Ctx: the owner's turn, once authenticated. */
+void nd_connreg_set_user(nd_connreg_t *r, nd_mon_conn_t *mc, const char *user,
+                         const char *account);
 
 /* Unlinks a closing connection, records it in the closed ring with the reason text and its
  * subscriptions (borrowed: copied), and adds its counters to the closed totals. slow: it was closed

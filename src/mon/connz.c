@@ -32,8 +32,8 @@ typedef enum {
 } sort_key_t;
 
 static const char *const sort_names[] = {
-    "cid",  "start", "subs",   "pending", "msgs_to", "msgs_from", "bytes_to",
-    "bytes_from", "last", "idle", "uptime", "stop", "reason", "rtt",
+    "cid",        "start", "subs", "pending", "msgs_to", "msgs_from", "bytes_to",
+    "bytes_from", "last",  "idle", "uptime",  "stop",    "reason",    "rtt",
 };
 
 enum { STATE_OPEN, STATE_CLOSED, STATE_ALL };
@@ -194,8 +194,11 @@ conn_json(const nd_conn_info_t *ci, const connz_state_t *st, int64_t now)
         json_object_set_new(o, "lang", json_string(ci->lang));
     if (ci->version != NULL && *ci->version)
         json_object_set_new(o, "version", json_string(ci->version));
-    if (st->auth)
-        json_object_set_new(o, "account", json_string("$G"));
+    if (st->auth) {
+        if (ci->user != NULL && *ci->user)
+            json_object_set_new(o, "authorized_user", json_string(ci->user));
+        json_object_set_new(o, "account", json_string(ci->account ? ci->account : "$G"));
+    }
     if (st->subs != 0 && ci->subs_known && ci->nsubs > 0) {
         json_t *a = json_array();
         for (size_t i = 0; i < ci->nsubs; i++)
@@ -274,8 +277,7 @@ nd_mon_connz(nd_mon_req_t *req)
         }
     }
     if ((key == SORT_STOP || key == SORT_REASON) && st->state == STATE_OPEN) {
-        nd_mon_reply_text(req, 400, "sort by %s only valid on closed connections",
-                          sort_names[key]);
+        nd_mon_reply_text(req, 400, "sort by %s only valid on closed connections", sort_names[key]);
         return;
     }
     st->offset = offset < 0 ? 0 : offset;
@@ -297,17 +299,24 @@ nd_mon_connz(nd_mon_req_t *req)
         memcpy(all + nlive, closed, nclosed * sizeof(*all));
     nd_free(live);
     nd_free(closed);
-    /* Filters natsd has nothing for yet match nothing: no connection is authenticated as a user
-     * (auth comes later), every one is in the global account, none is MQTT. */
+    /* Filters: user= the authorized user, acc= the account (unset: "$G"); no connection is
+     * MQTT yet, so mqtt_client= matches none. */
     const char *user = nd_mon_param(req, "user"), *acc = nd_mon_param(req, "acc"),
                *mqtt = nd_mon_param(req, "mqtt_client");
-    bool none = (user != NULL && *user) || (mqtt != NULL && *mqtt) ||
-                (acc != NULL && *acc && strcmp(acc, "$G") != 0);
-    if (none) {
-        nd_connreg_release_all(req->ctx, all, n);
-        all = nd_xmalloc(sizeof(*all));
-        n = 0;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        const nd_conn_info_t *ci = all[i];
+        bool keep = !(mqtt != NULL && *mqtt);
+        if (keep && user != NULL && *user)
+            keep = ci->user != NULL && strcmp(ci->user, user) == 0;
+        if (keep && acc != NULL && *acc)
+            keep = strcmp(ci->account ? ci->account : "$G", acc) == 0;
+        if (keep)
+            all[kept++] = all[i];
+        else
+            nd_conn_info_unref(req->ctx, all[i]);
     }
+    n = kept;
     sort_ctx_t sc = {.key = key, .now = req->now_ns};
     qsort_r(all, n, sizeof(*all), compare, &sc);
     st->total = n;

@@ -9,16 +9,16 @@
  * no thread of its own: requests are parsed and answered on a worker, in the connection's turn.
  *
  * Requests. Only GET and HEAD are served (others: 405); keep-alive as HTTP/1.1 says (HTTP/1.0
- * only with "Connection: keep-alive"); pipelined requests are answered in order. Limits, each
- * answered with an error and a close: request line MAX_LINE bytes (414), headers MAX_HEAD bytes
- * or MAX_HEADERS lines (431), a body over MAX_BODY (413), chunked bodies (501), anything that is
- * not HTTP/1.x (400, also as soon as the first bytes cannot start a request line, so binary
- * garbage is refused at once). A request's line and headers must arrive within the header
- * deadline (slowloris guard), and an idle kept-alive connection is closed after the idle timeout.
+ * only with "Connection: keep-alive"); pipelined requests are answered in order. The request
+ * parser and its limits are in httpparse.h (414, 431, 413, 501 and 400 for anything that is not
+ * HTTP/1.x, refused as soon as the first bytes cannot begin a request line). A request's line and
+ * headers must arrive within the header deadline (slowloris guard; it runs from the accept for
+ * the first request), and an idle kept-alive connection is closed after the idle timeout.
  * Error closes linger: the write side is shut down after the response and input is discarded
  * until the peer closes or LINGER_MS passes, so the client reads the response instead of a reset.
  * At most mon->max_conns connections are open at once; more are closed at accept. So memory per
- * connection is bounded by MAX_HEAD + MAX_BODY of input plus one response.
+ * connection is bounded by ND_HTTP_MAX_HEAD + ND_HTTP_MAX_BODY of input plus the responses of
+ * MAX_OUT bytes of pipelined requests.
  *
  * Endpoints that list subscriptions (/connz?subs=1, /subsz?subs=1) need data that each NATS
  * connection actor owns: the request is parked while every connection concerned is asked by a
@@ -37,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "httpparse.h"
 #include "mon_int.h"
 #include "natsd/alloc.h"
 #include "natsd/timer.h"
@@ -45,13 +46,9 @@
 #include "net/passwd.h"
 #include "net/transport.h"
 
-#define MAX_LINE    8192
-#define MAX_HEAD    16384
-#define MAX_HEADERS 64
-#define MAX_BODY    65536
-#define MAX_OUT     (4u << 20) /* stop answering pipelined requests while this much is unsent */
-#define LINGER_MS   2000
-#define GATHER_MS   10000
+#define MAX_OUT   (4u << 20) /* stop answering pipelined requests while this much is unsent */
+#define LINGER_MS 2000
+#define GATHER_MS 10000
 
 enum {
     HTTP_MSG_IO = ND_MSG_USER_BASE,
@@ -238,181 +235,6 @@ flush(nd_ctx_t *ctx, http_conn_t *h)
 
 /* ---- requests ---- */
 
-typedef struct parsed {
-    const char *method;
-    size_t method_len;
-    const char *target;
-    size_t target_len;
-    bool http11;
-    bool keep;
-    const char *authz; /* Authorization value, or NULL */
-    size_t authz_len;
-    size_t total; /* bytes of the request, body included */
-} parsed_t;
-
-static bool
-is_tchar(unsigned char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           strchr("!#$%&'*+-.^_`|~", c) != NULL;
-}
-
-static bool
-ieq(const char *a, size_t alen, const char *b)
-{
-    return alen == strlen(b) && strncasecmp(a, b, alen) == 0;
-}
-
-static void
-trim(const char **p, size_t *n)
-{
-    while (*n > 0 && (**p == ' ' || **p == '\t')) {
-        (*p)++;
-        (*n)--;
-    }
-    while (*n > 0 && ((*p)[*n - 1] == ' ' || (*p)[*n - 1] == '\t'))
-        (*n)--;
-}
-
-/* Parses one request from buf. Returns: 0 when more bytes are needed, 1 when complete (pr
- * filled), or an HTTP error status (the connection is then closed). */
-static int
-parse(const char *buf, size_t len, parsed_t *pr)
-{
-    memset(pr, 0, sizeof(*pr));
-    /* The request line: refuse early what cannot be one (binary bytes, an endless line). */
-    const char *nl = memchr(buf, '\n', len < MAX_LINE ? len : MAX_LINE);
-    size_t scan = nl != NULL ? (size_t)(nl - buf) : (len < MAX_LINE ? len : MAX_LINE);
-    size_t sp1 = 0;
-    while (sp1 < scan && buf[sp1] != ' ')
-        if (!is_tchar((unsigned char)buf[sp1++]))
-            return 400;
-    for (size_t i = 0; i < scan; i++) {
-        unsigned char c = (unsigned char)buf[i];
-        if ((c < 0x20 && c != '\r' && c != '\t') || c == 0x7f)
-            return 400;
-    }
-    if (nl == NULL)
-        return len >= MAX_LINE ? 414 : 0;
-    size_t line_len = scan;
-    if (line_len > 0 && buf[line_len - 1] == '\r')
-        line_len--;
-    const char *sp = memchr(buf, ' ', line_len);
-    const char *sp2 = sp != NULL ? memchr(sp + 1, ' ', line_len - (size_t)(sp + 1 - buf)) : NULL;
-    if (sp == NULL || sp2 == NULL || sp == buf || sp2 == sp + 1)
-        return 400;
-    pr->method = buf;
-    pr->method_len = (size_t)(sp - buf);
-    pr->target = sp + 1;
-    pr->target_len = (size_t)(sp2 - sp - 1);
-    const char *ver = sp2 + 1;
-    size_t ver_len = line_len - (size_t)(ver - buf);
-    if (ver_len == 8 && memcmp(ver, "HTTP/1.1", 8) == 0)
-        pr->http11 = true;
-    else if (!(ver_len == 8 && memcmp(ver, "HTTP/1.0", 8) == 0))
-        return 400;
-    pr->keep = pr->http11;
-
-    /* Header lines up to an empty one. */
-    size_t pos = (size_t)(nl - buf) + 1;
-    size_t nheaders = 0;
-    int64_t clen = -1;
-    for (;;) {
-        size_t avail = len - pos;
-        const char *e = memchr(buf + pos, '\n', avail);
-        if (e == NULL)
-            return len >= MAX_HEAD ? 431 : 0;
-        if ((size_t)(e - buf) + 1 > MAX_HEAD)
-            return 431;
-        const char *l = buf + pos;
-        size_t ll = (size_t)(e - l);
-        pos = (size_t)(e - buf) + 1;
-        if (ll > 0 && l[ll - 1] == '\r')
-            ll--;
-        if (ll == 0)
-            break;
-        if (++nheaders > MAX_HEADERS)
-            return 431;
-        const char *colon = memchr(l, ':', ll);
-        if (colon == NULL || colon == l)
-            return 400;
-        for (const char *q = l; q < colon; q++)
-            if (!is_tchar((unsigned char)*q))
-                return 400; /* also a folded line or a space before the colon */
-        for (size_t i = 0; i < ll; i++)
-            if ((unsigned char)l[i] < 0x20 && l[i] != '\t')
-                return 400;
-        size_t nlen = (size_t)(colon - l);
-        const char *v = colon + 1;
-        size_t vl = ll - nlen - 1;
-        trim(&v, &vl);
-        if (ieq(l, nlen, "content-length")) {
-            int64_t n = 0;
-            if (vl == 0 || vl > 18)
-                return vl == 0 ? 400 : 413;
-            for (size_t i = 0; i < vl; i++) {
-                if (v[i] < '0' || v[i] > '9')
-                    return 400;
-                n = n * 10 + (v[i] - '0');
-            }
-            if (clen >= 0 && clen != n)
-                return 400;
-            clen = n;
-        } else if (ieq(l, nlen, "transfer-encoding")) {
-            return 501;
-        } else if (ieq(l, nlen, "connection")) {
-            if (ieq(v, vl, "close"))
-                pr->keep = false;
-            else if (ieq(v, vl, "keep-alive"))
-                pr->keep = true;
-        } else if (ieq(l, nlen, "authorization")) {
-            pr->authz = v;
-            pr->authz_len = vl;
-        }
-    }
-    if (clen > MAX_BODY)
-        return 413;
-    if (clen > 0 && len - pos < (size_t)clen)
-        return 0;
-    pr->total = pos + (size_t)(clen > 0 ? clen : 0);
-    return 1;
-}
-
-static int
-unhex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Percent-decodes s into out (NUL-terminated, at most n + 1 bytes); plus: '+' is a space (query).
- * Returns: false on a bad escape. */
-static bool
-pct_decode(const char *s, size_t n, char *out, bool plus)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%') {
-            if (i + 2 >= n)
-                return false;
-            int a = unhex(s[i + 1]), b = unhex(s[i + 2]);
-            if (a < 0 || b < 0)
-                return false;
-            out[o++] = (char)(a * 16 + b);
-            i += 2;
-        } else {
-            out[o++] = plus && s[i] == '+' ? ' ' : s[i];
-        }
-    }
-    out[o] = '\0';
-    return true;
-}
-
 /* Splits the query into decoded parameters, as Go's url.ParseQuery (bad pairs are skipped). */
 static void
 parse_query(nd_mon_req_t *req, const char *q, size_t n)
@@ -429,7 +251,7 @@ parse_query(nd_mon_req_t *req, const char *q, size_t n)
             const char *v = eq ? eq + 1 : q + j;
             size_t vl = eq ? (size_t)(q + j - v) : 0;
             char *k = nd_xmalloc(kl + 1), *val = nd_xmalloc(vl + 1);
-            if (pct_decode(q + i, kl, k, true) && pct_decode(v, vl, val, true)) {
+            if (nd_http_pct_decode(q + i, kl, k, true) && nd_http_pct_decode(v, vl, val, true)) {
                 if (req->nparams == cap) {
                     cap = nd_grow_cap(cap, req->nparams + 1, 8);
                     req->params = nd_xrealloc(req->params, cap * sizeof(*req->params));
@@ -462,13 +284,13 @@ authorized(const nd_mon_t *m, nd_mon_ep_t ep, const char *authz, size_t len)
     if (m->auth_token != NULL && len > 7 && strncasecmp(authz, "Bearer ", 7) == 0) {
         const char *t = authz + 7;
         size_t tl = len - 7;
-        trim(&t, &tl);
+        nd_http_trim(&t, &tl);
         return nd_passwd_check(m->auth_token, strlen(m->auth_token), t, tl);
     }
     if (m->auth_user != NULL && len > 6 && strncasecmp(authz, "Basic ", 6) == 0) {
         const char *b = authz + 6;
         size_t bl = len - 6;
-        trim(&b, &bl);
+        nd_http_trim(&b, &bl);
         if (bl == 0 || bl > 1024 || bl % 4 != 0)
             return false;
         unsigned char dec[800];
@@ -510,11 +332,11 @@ finish_request(http_conn_t *h, nd_mon_req_t *req, bool head, bool keep)
 
 /* Handles one complete request. Returns: false when it was parked for a gather. */
 static bool
-handle(nd_ctx_t *ctx, http_conn_t *h, const parsed_t *pr)
+handle(nd_ctx_t *ctx, http_conn_t *h, const nd_http_req_t *pr)
 {
-    bool head = ieq(pr->method, pr->method_len, "HEAD");
+    bool head = nd_http_ieq(pr->method, pr->method_len, "HEAD");
     bool keep = pr->keep;
-    if (!head && !ieq(pr->method, pr->method_len, "GET")) {
+    if (!head && !nd_http_ieq(pr->method, pr->method_len, "GET")) {
         static const char text[] = "Method Not Allowed\n";
         respond(h, 405, "text/plain; charset=utf-8", text, sizeof text - 1, false, keep,
                 "Allow: GET, HEAD\r\n");
@@ -540,7 +362,7 @@ handle(nd_ctx_t *ctx, http_conn_t *h, const parsed_t *pr)
     const char *q = memchr(t, '?', tl);
     size_t pl = q != NULL ? (size_t)(q - t) : tl;
     char *path = nd_xmalloc(pl + 1);
-    if (!pct_decode(t, pl, path, false)) {
+    if (!nd_http_pct_decode(t, pl, path, false)) {
         nd_free(path);
         fail(h, 400, "400 Bad Request: invalid URL escape\n");
         return true;
@@ -645,8 +467,8 @@ process(nd_ctx_t *ctx, http_conn_t *h)
             h->read_owed = true; /* the client is not reading its answers: wait */
             return;
         }
-        parsed_t pr;
-        int rc = parse(h->rbuf, h->rlen, &pr);
+        nd_http_req_t pr;
+        int rc = nd_http_parse(h->rbuf, h->rlen, &pr);
         if (rc == 0) {
             if (!h->in_request) {
                 h->in_request = true;
@@ -693,7 +515,7 @@ do_read(nd_ctx_t *ctx, http_conn_t *h)
         h->read_owed = true;
         return;
     }
-    size_t limit = MAX_HEAD + MAX_BODY;
+    size_t limit = ND_HTTP_MAX_HEAD + ND_HTTP_MAX_BODY;
     if (h->rlen >= limit) {
         fail(h, 431, "431 Request Header Fields Too Large\n");
         return;

@@ -19,8 +19,7 @@ typedef struct out {
     size_t len, cap;
 } out_t;
 
-static void
-put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 put(out_t *o, const char *fmt, ...)
@@ -88,8 +87,7 @@ gauge_f(out_t *o, const char *name, const char *help, double v)
 
 /* One sample of an account family. */
 static void
-acct_u(out_t *o, const char *name, const char *type, const char *help, const char *acc,
-       uint64_t v)
+acct_u(out_t *o, const char *name, const char *type, const char *help, const char *acc, uint64_t v)
 {
     family(o, name, type, help);
     put(o, "natsd_%s{account=\"", name);

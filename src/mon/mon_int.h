@@ -15,19 +15,19 @@
 #include "net/server.h"
 
 /* Endpoints, for http_req_stats and routing. */
-#define ND_MON_ENDPOINTS(X)                                                                       \
-    X(ROOT, "/")                                                                                  \
-    X(VARZ, "/varz")                                                                              \
-    X(CONNZ, "/connz")                                                                            \
-    X(ROUTEZ, "/routez")                                                                          \
-    X(GATEWAYZ, "/gatewayz")                                                                      \
-    X(LEAFZ, "/leafz")                                                                            \
-    X(SUBSZ, "/subsz")                                                                            \
-    X(SUBSCRIPTIONSZ, "/subscriptionsz")                                                          \
-    X(ACCOUNTZ, "/accountz")                                                                      \
-    X(ACCSTATZ, "/accstatz")                                                                      \
-    X(JSZ, "/jsz")                                                                                \
-    X(HEALTHZ, "/healthz")                                                                        \
+#define ND_MON_ENDPOINTS(X)                                                                        \
+    X(ROOT, "/")                                                                                   \
+    X(VARZ, "/varz")                                                                               \
+    X(CONNZ, "/connz")                                                                             \
+    X(ROUTEZ, "/routez")                                                                           \
+    X(GATEWAYZ, "/gatewayz")                                                                       \
+    X(LEAFZ, "/leafz")                                                                             \
+    X(SUBSZ, "/subsz")                                                                             \
+    X(SUBSCRIPTIONSZ, "/subscriptionsz")                                                           \
+    X(ACCOUNTZ, "/accountz")                                                                       \
+    X(ACCSTATZ, "/accstatz")                                                                       \
+    X(JSZ, "/jsz")                                                                                 \
+    X(HEALTHZ, "/healthz")                                                                         \
     X(METRICS, "/metrics")
 
 typedef enum {
@@ -76,9 +76,9 @@ typedef struct nd_mon_req {
     /* connections gathered for the endpoint (owned references) */
     nd_conn_info_t **conns;
     size_t nconns;
-    bool need_subs;             /* ask each open connection of conns[] for its subscriptions */
+    bool need_subs; /* ask each open connection of conns[] for its subscriptions */
     void (*finish)(struct nd_mon_req *req); /* builds the response once the answers are in */
-    void *state;                /* the endpoint's, freed by finish (or by nd_mon_req_fini) */
+    void *state; /* the endpoint's, freed by finish (or by nd_mon_req_fini) */
     void (*state_free)(void *state);
 } nd_mon_req_t;
 
@@ -105,9 +105,9 @@ bool nd_mon_param_bool(nd_mon_req_t *req, const char *key, bool *out);
 bool nd_mon_parse_bool(const char *s, bool *out);
 
 /* Formatting as nats-server's JSON does. */
-void nd_mon_fmt_time(int64_t wall_ns, char out[48]);     /* RFC 3339 with nanoseconds, UTC */
-void nd_mon_fmt_uptime(int64_t ns, char out[48]);        /* nats-server's "1d2h3m4s" */
-void nd_mon_fmt_duration(int64_t ns, char out[48]);      /* Go's time.Duration.String() */
+void nd_mon_fmt_time(int64_t wall_ns, char out[48]); /* RFC 3339 with nanoseconds, UTC */
+void nd_mon_fmt_uptime(int64_t ns, char out[48]);    /* nats-server's "1d2h3m4s" */
+void nd_mon_fmt_duration(int64_t ns, char out[48]);  /* Go's time.Duration.String() */
 json_t *nd_mon_json_time(int64_t wall_ns);
 
 /* One subscription as nats-server's SubDetail (connz.c). */

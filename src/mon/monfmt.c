@@ -57,8 +57,8 @@ nd_mon_fmt_time(int64_t wall_ns, char out[48])
     gmtime_r(&secs, &tm);
     char frac[32];
     frac_trim((uint64_t)(wall_ns % 1000000000LL), 9, frac, sizeof frac);
-    put48(out, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    put48(out, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
+          tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
 }
 
 json_t *
@@ -77,10 +77,10 @@ nd_mon_fmt_uptime(int64_t ns, char out[48])
     int64_t tmins = tsecs / 60, thrs = tmins / 60, tdays = thrs / 24, tyrs = tdays / 365;
     if (tyrs > 0)
         put48(out, "%" PRId64 "y%" PRId64 "d%" PRId64 "h%" PRId64 "m%" PRId64 "s", tyrs,
-                 tdays % 365, thrs % 24, tmins % 60, tsecs % 60);
+              tdays % 365, thrs % 24, tmins % 60, tsecs % 60);
     else if (tdays > 0)
-        put48(out, "%" PRId64 "d%" PRId64 "h%" PRId64 "m%" PRId64 "s", tdays, thrs % 24,
-                 tmins % 60, tsecs % 60);
+        put48(out, "%" PRId64 "d%" PRId64 "h%" PRId64 "m%" PRId64 "s", tdays, thrs % 24, tmins % 60,
+              tsecs % 60);
     else if (thrs > 0)
         put48(out, "%" PRId64 "h%" PRId64 "m%" PRId64 "s", thrs, tmins % 60, tsecs % 60);
     else if (tmins > 0)

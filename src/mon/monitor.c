@@ -42,7 +42,8 @@ listen_on(nd_mon_t *m, int port)
 {
     char portstr[16];
     snprintf(portstr, sizeof portstr, "%d", port < 0 ? 0 : port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
                              .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
     struct addrinfo *res = NULL;
     int rc = getaddrinfo(m->host, portstr, &hints, &res);
@@ -104,8 +105,8 @@ nd_mon_listen(const nd_opts_t *o, nd_mon_t **out)
     nd_mon_t *m = nd_xaligned(sizeof(*m));
     memset(m, 0, sizeof(*m));
     const char *host = o->http_host != NULL && *o->http_host ? o->http_host
-                       : o->host != NULL && *o->host     ? o->host
-                                                         : "0.0.0.0";
+                       : o->host != NULL && *o->host         ? o->host
+                                                             : "0.0.0.0";
     snprintf(m->host, sizeof m->host, "%s", host);
     normalize_base(o->http_base_path, m->base_path);
     m->header_timeout_ns = env_ms("NATSD_MON_HEADER_TIMEOUT_MS", HEADER_TIMEOUT_MS);

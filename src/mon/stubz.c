@@ -135,8 +135,8 @@ nd_mon_accstatz(nd_mon_req_t *req)
 void
 nd_mon_jsz(nd_mon_req_t *req)
 {
-    static const char *const bools[] = {"accounts", "streams", "consumers", "config",
-                                        "leader-only", "raft", "stream-leader-only"};
+    static const char *const bools[] = {"accounts",    "streams", "consumers",         "config",
+                                        "leader-only", "raft",    "stream-leader-only"};
     bool b;
     for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++)
         if (!nd_mon_param_bool(req, bools[i], &b))
@@ -173,10 +173,17 @@ nd_mon_index(nd_mon_req_t *req)
     static const struct {
         const char *path, *title;
     } links[] = {
-        {"varz", "General"},          {"jsz", "JetStream"},        {"connz", "Connections"},
-        {"accountz", "Accounts"},     {"accstatz", "Account Stats"}, {"subsz", "Subscriptions"},
-        {"routez", "Routes"},         {"leafz", "LeafNodes"},      {"gatewayz", "Gateways"},
-        {"healthz", "Health Probe"},  {"metrics", "Prometheus Metrics"},
+        {"varz", "General"},
+        {"jsz", "JetStream"},
+        {"connz", "Connections"},
+        {"accountz", "Accounts"},
+        {"accstatz", "Account Stats"},
+        {"subsz", "Subscriptions"},
+        {"routez", "Routes"},
+        {"leafz", "LeafNodes"},
+        {"gatewayz", "Gateways"},
+        {"healthz", "Health Probe"},
+        {"metrics", "Prometheus Metrics"},
     };
     char buf[4096];
     size_t n = (size_t)snprintf(buf, sizeof buf,
@@ -184,8 +191,8 @@ nd_mon_index(nd_mon_req_t *req)
                                 "<body>\n<h1>natsd %s (nats-server v%s compatible)</h1>\n",
                                 NATSD_VERSION, NATSD_COMPAT_VERSION);
     for (size_t i = 0; i < sizeof links / sizeof links[0] && n < sizeof buf; i++)
-        n += (size_t)snprintf(buf + n, sizeof buf - n, "<a href=.%s/%s>%s</a><br/>\n",
-                              "", links[i].path, links[i].title);
+        n += (size_t)snprintf(buf + n, sizeof buf - n, "<a href=./%s>%s</a><br/>\n", links[i].path,
+                              links[i].title);
     if (n < sizeof buf)
         n += (size_t)snprintf(buf + n, sizeof buf - n, "</body>\n</html>\n");
     nd_free(req->body);

@@ -71,8 +71,8 @@ finish(nd_mon_req_t *req)
             const nd_conn_info_t *ci = req->conns[i];
             for (size_t k = 0; ci->subs_known && k < ci->nsubs; k++) {
                 const nd_sub_info_t *si = &ci->subs[k];
-                if (st->test != NULL && !nd_subj_match(si->subject, strlen(si->subject), st->test,
-                                                       strlen(st->test)))
+                if (st->test != NULL &&
+                    !nd_subj_match(si->subject, strlen(si->subject), st->test, strlen(st->test)))
                     continue;
                 if (total == cap) {
                     cap = nd_grow_cap(cap, total + 1, 64);
@@ -112,8 +112,8 @@ nd_mon_subsz(nd_mon_req_t *req)
     const char *test = nd_mon_param(req, "test");
     if (test != NULL && *test != '\0') {
         if (!nd_subj_valid_pub(test, strlen(test))) {
-            nd_mon_reply_text(req, 400, "invalid test subject, must be valid publish subject: %.200s",
-                              test);
+            nd_mon_reply_text(req, 400,
+                              "invalid test subject, must be valid publish subject: %.200s", test);
             return;
         }
         st->test = nd_xstrdup(test);

@@ -44,9 +44,9 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "http_port", json_integer(req->mon->port));
     json_object_set_new(v, "http_base_path", json_string(req->mon->base_path));
     json_object_set_new(v, "https_port", json_integer(o->https_port));
-    json_object_set_new(v, "auth_timeout",
-                        seconds(o->auth_timeout_s > 0 ? o->auth_timeout_s
-                                                      : ND_DEFAULT_AUTH_TIMEOUT_MS / 1000.0));
+    json_object_set_new(
+        v, "auth_timeout",
+        seconds(o->auth_timeout_s > 0 ? o->auth_timeout_s : ND_DEFAULT_AUTH_TIMEOUT_MS / 1000.0));
     json_object_set_new(v, "max_control_line", json_integer(o->max_control_line));
     json_object_set_new(v, "max_payload", json_integer(o->max_payload));
     json_object_set_new(v, "max_pending", json_integer(o->max_pending));

@@ -278,8 +278,8 @@ map_find_exact(const nd_cfg_node_t *m, const char *key)
     return NULL;
 }
 
-/* Takes ownership of key and val. */
-static void
+/* Takes ownership of key and val. Returns: the entry (borrowed). */
+static nd_cfg_entry_t *
 map_set(nd_cfg_node_t *m, char *key, int line, int col, nd_cfg_node_t *val)
 {
     nd_cfg_entry_t *e = map_find_exact(m, key);
@@ -290,13 +290,14 @@ map_set(nd_cfg_node_t *m, char *key, int line, int col, nd_cfg_node_t *val)
         e->val = val;
         e->line = line;
         e->col = col;
-        return;
+        return e;
     }
     if (m->u.map.n == m->u.map.cap) {
         m->u.map.cap = nd_grow_cap(m->u.map.cap, m->u.map.n + 1, 8);
         m->u.map.e = nd_xrealloc(m->u.map.e, m->u.map.cap * sizeof(nd_cfg_entry_t));
     }
-    m->u.map.e[m->u.map.n++] = (nd_cfg_entry_t){.key = key, .line = line, .col = col, .val = val};
+    m->u.map.e[m->u.map.n] = (nd_cfg_entry_t){.key = key, .line = line, .col = col, .val = val};
+    return &m->u.map.e[m->u.map.n++];
 }
 
 static void
@@ -857,7 +858,7 @@ do_include(rd_t *r, nd_cfg_node_t *m, int line, int col)
         } else {
             for (size_t i = 0; i < tmp->u.map.n; i++) {
                 nd_cfg_entry_t *e = &tmp->u.map.e[i];
-                map_set(m, e->key, e->line, e->col, e->val);
+                map_set(m, e->key, e->line, e->col, e->val)->quoted = e->quoted;
                 e->key = NULL;
                 e->val = NULL;
             }
@@ -940,10 +941,7 @@ parse_body(rd_t *r, nd_cfg_node_t *m, bool braced)
             nd_free(key.s);
             break;
         }
-        map_set(m, key.s, line, col, v);
-        for (size_t i = 0; i < m->u.map.n; i++)
-            if (m->u.map.e[i].val == v)
-                m->u.map.e[i].quoted = quoted;
+        map_set(m, key.s, line, col, v)->quoted = quoted;
     terminator:
         skip_ws(r);
         c = peek(r, 0);

@@ -713,7 +713,7 @@ type_of(const char *t, int *unsupported)
     return ND_JWT_GENERIC;
 }
 
-/* The issuer roles that may sign each claim type (Claims.ExpectedPrefixes); 0xff = any. */
+/* The issuer roles that may sign each claim type (Claims.ExpectedPrefixes); other types: any. */
 static bool
 issuer_role_ok(nd_jwt_type_t t, uint8_t role)
 {
@@ -729,18 +729,22 @@ issuer_role_ok(nd_jwt_type_t t, uint8_t role)
     }
 }
 
-static uint8_t
-subject_role(nd_jwt_type_t t)
+/* The role the subject key must have (the claim's Validate); false for types not checked. */
+static bool
+subject_role(nd_jwt_type_t t, uint8_t *role)
 {
     switch (t) {
     case ND_JWT_OPERATOR:
-        return ND_NKEY_PREFIX_OPERATOR;
+        *role = ND_NKEY_PREFIX_OPERATOR;
+        return true;
     case ND_JWT_ACCOUNT:
-        return ND_NKEY_PREFIX_ACCOUNT;
+        *role = ND_NKEY_PREFIX_ACCOUNT;
+        return true;
     case ND_JWT_USER:
-        return ND_NKEY_PREFIX_USER;
+        *role = ND_NKEY_PREFIX_USER;
+        return true;
     default:
-        return 0; /* not checked */
+        return false;
     }
 }
 
@@ -848,8 +852,8 @@ nd_jwt_decode(const char *tok, size_t len, nd_jwt_t **out, char *detail, size_t 
         fail(p, ND_JWT_ERR_ISSUER, "unable to validate expected prefixes of issuer %s", j->iss);
         goto done;
     }
-    uint8_t srole = subject_role(j->type);
-    if (srole != 0 || j->type == ND_JWT_ACCOUNT) {
+    uint8_t srole;
+    if (subject_role(j->type, &srole)) {
         if (j->sub == NULL || !nd_nkey_decode_public(j->sub, strlen(j->sub), srole, NULL, NULL)) {
             fail(p, ND_JWT_ERR_SUBJECT, "subject is not a valid %s key", j->type_name);
             goto done;
@@ -1178,6 +1182,16 @@ nd_jwt_creds_parse(const char *text, size_t len, char **jwt, char **seed)
 }
 
 /* ---- nonces --------------------------------------------------------------------------------- */
+
+bool
+nd_jwt_nonce(char out[ND_JWT_NONCE_LEN + 1])
+{
+    uint8_t raw[11];
+    if (!nd_nkey_random(raw, sizeof raw))
+        return false;
+    nd_b64_encode(ND_B64_RAWURL, raw, sizeof raw, out);
+    return true;
+}
 
 bool
 nd_jwt_verify_nonce(const char *pub, size_t publen, uint8_t role, const void *nonce, size_t nlen,

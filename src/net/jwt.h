@@ -7,7 +7,8 @@
  *   header = {"typ":"JWT","alg":"ed25519-nkey"}; typ is compared case-insensitively, alg
  *            lower-cased must be "ed25519-nkey" or the v1 "ed25519".
  *   claims = {"jti","iat","iss","name","sub","exp","nbf","aud", "nats":{...,"type","version":2}};
- *            a v1 token has "type" at the top level instead of in "nats".
+ *            a v1 token has "type" at the top level instead of in "nats"; a "nats" without a
+ *            version (0) is also taken for v1 when the signature is checked, as Go does.
  *   signature = ed25519 by the issuer's nkey over "<header>.<claims>" (the two encoded segments
  *            and the dot) for v2, and over the encoded claims segment alone for v1.
  *   jti    = base32 (no padding) of SHA-512/256 of the standard claims (jti left out), so the id
@@ -20,8 +21,10 @@
  *
  * Decoding follows Go's encoding/json where it matters for security: a field of the wrong JSON
  * type is an error (not silently ignored), null is the same as absent, unknown fields are
- * ignored, numbers must be integers where Go has int64. Tokens over 1 MiB are refused before any
- * work (jwt.MaxTokenSize). Every field below is owned by the nd_jwt_t and freed by nd_jwt_free;
+ * ignored, numbers must be integers where Go has int64. Stricter than Go on purpose: duplicate
+ * keys, NUL inside strings and null inside string lists are refused, and keys match exactly
+ * (Go's encoding/json also matches them case-insensitively). Tokens over 1 MiB are refused before
+ * any work (jwt.MaxTokenSize). Every field below is owned by the nd_jwt_t and freed by nd_jwt_free;
  * absent strings are NULL, absent numbers 0 (as Go's zero values; v2 encoders write -1 for
  * "unlimited", so 0 really means zero when a field is present).
  *
@@ -280,6 +283,12 @@ nd_jwt_encode(const json_t *claims, const char *seed, size_t seedlen, unsigned f
  * Owns: *jwt and *seed (nd_free; wipe the seed first). Returns: ND_JWT_OK or ND_JWT_ERR_CREDS. */
 __attribute__((warn_unused_result)) nd_jwt_err_t nd_jwt_creds_parse(const char *text, size_t len,
                                                                     char **jwt, char **seed);
+
+#define ND_JWT_NONCE_LEN 15 /* base64 RawURL of 11 random bytes (server/nkey.go nonceLen) */
+
+/* Makes the nonce for an INFO challenge: 11 bytes from the CSPRNG, base64 RawURL, NUL-terminated.
+ * Returns: false only when the generator fails (then nothing may be sent). */
+__attribute__((warn_unused_result)) bool nd_jwt_nonce(char out[ND_JWT_NONCE_LEN + 1]);
 
 /* Returns: true when sig (base64 RawURL, or standard base64) is an ed25519 signature of
  * nonce[0..nlen) by the public nkey pub of role `role` (ND_NKEY_PREFIX_USER for clients, or

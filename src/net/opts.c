@@ -16,7 +16,9 @@
  *   - with -c FILE the defaults are reset, the file is applied and the flags parsed again over
  *     it, so flags override the file (nats-server's MergeOptions effect).
  * Flags of features natsd has not built yet are accepted, stored where a field exists, and add
- * a "not supported by natsd yet" warning to o->config_warnings, which the server logs at start.
+ * the config file's warning ("TLS is configured but not supported yet by natsd: ignored", once
+ * per feature) to o->config_warnings, which main logs at start. Go's int flags are 64-bit; ours
+ * are range-checked to the field (int32 for ports), so `-p 99999999999` fails here already.
  *
  * `--version` prints `nats-server: v2.10.0` on its first line (client test suites run
  * `nats-server --version` and take the first `v(\d+)\.(\d+)\.(\d+)`, so that line must stay the

@@ -110,7 +110,7 @@ is_literal(const char *s)
 
 /* ---- mappings ----------------------------------------------------------------------------- */
 
-static const char *const map_funcs[] = {"partition",     "wildcard",       "splitfromleft",
+static const char *const map_funcs[] = {"partition",      "wildcard",      "splitfromleft",
                                         "splitfromright", "slicefromleft", "slicefromright",
                                         "split"};
 
@@ -183,8 +183,7 @@ check_destination(const char *src, const char *dest, char *buf, size_t len)
         return "invalid subject";
     if ((spwc > 0 || sfwc) && placeholders < spwc) {
         snprintf(buf, len,
-                 "invalid mapping destination: not using all of the token wildcard(s) in %s",
-                 dest);
+                 "invalid mapping destination: not using all of the token wildcard(s) in %s", dest);
         return buf;
     }
     return NULL;
@@ -259,23 +258,23 @@ check_mapping(const nd_mapping_t *m, char *buf, size_t len)
     if (!nd_cfg_valid_subject(m->src))
         return "invalid subject";
     int total = 0;
-    for (size_t i = 0; i < m->ndests; i++) {
+    nd_cfg_strset_t seen = {0};
+    const char *why = NULL;
+    for (size_t i = 0; i < m->ndests && why == NULL; i++) {
         const char *ds = m->dests[i].subject ? m->dests[i].subject : "";
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(m->dests[j].subject ? m->dests[j].subject : "", ds) == 0) {
-                snprintf(buf, len, "duplicate entry for \"%s\"", ds);
-                return buf;
-            }
-        if (m->dests[i].weight > 100)
-            return "individual weights need to be <= 100";
-        total += m->dests[i].weight;
-        if (total > 100)
-            return "total weight needs to be <= 100";
-        const char *why = check_destination(m->src, ds, buf, len);
-        if (why)
-            return why;
+        if (!nd_cfg_strset_add(&seen, ds, i, NULL)) {
+            snprintf(buf, len, "duplicate entry for \"%s\"", ds);
+            why = buf;
+        } else if (m->dests[i].weight > 100) {
+            why = "individual weights need to be <= 100";
+        } else if ((total += m->dests[i].weight) > 100) {
+            why = "total weight needs to be <= 100";
+        } else {
+            why = check_destination(m->src, ds, buf, len);
+        }
     }
-    return NULL;
+    nd_cfg_strset_free(&seen);
+    return why;
 }
 
 int
@@ -307,8 +306,8 @@ nd_cfg_mappings(nd_cfg_apply_t *a, const nd_cfg_entry_t *me, nd_account_opts_t *
             for (size_t d = 0; d < n && rc == 0; d++) {
                 const nd_cfg_node_t *el = x->type == ND_CFG_ARRAY ? x->u.arr.v[d] : x;
                 m.ndests++;
-                rc = map_dest(a, x->type == ND_CFG_ARRAY ? nd_cfg_at_node(el) : at, el,
-                              &m.dests[d]);
+                rc =
+                    map_dest(a, x->type == ND_CFG_ARRAY ? nd_cfg_at_node(el) : at, el, &m.dests[d]);
             }
         }
         char buf[512];
@@ -398,7 +397,8 @@ latency(nd_cfg_apply_t *a, const nd_cfg_entry_t *le, nd_export_t *x)
     if (sub == NULL || sub->val == NULL)
         return nd_cfg_fail(a, at, "Latency subject required, but missing");
     if (sub->val->type != ND_CFG_STRING)
-        return nd_cfg_fail(a, nd_cfg_at_entry(sub), "Expected latency subject to be a string, got string");
+        return nd_cfg_fail(a, nd_cfg_at_entry(sub),
+                           "Expected latency subject to be a string, got string");
     nd_set_str(&x->latency_subject, sub->val->u.str.s);
     x->latency_sampling = sampling;
     return 0;
@@ -483,7 +483,8 @@ export_entry(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_export_t *x)
             char why[300];
             if (nd_cfg_go_duration(m->u.str.s, &ns, why, sizeof why) < 0)
                 return nd_cfg_fail(
-                    a, at, "Expected response threshold to be a parseable time duration, got \"%s\"",
+                    a, at,
+                    "Expected response threshold to be a parseable time duration, got \"%s\"",
                     m->u.str.s);
             x->resp_threshold_ms = ns / 1000000;
             if (stream)
@@ -636,32 +637,34 @@ imports(nd_cfg_apply_t *a, const nd_cfg_entry_t *ie, nd_account_opts_t *acc)
     if (v->type != ND_CFG_ARRAY)
         return nd_cfg_fail(a, nd_cfg_at_entry(ie), "Imports should be an array, got %s",
                            nd_cfg_go_type(v));
-    for (size_t i = 0; i < v->u.arr.n; i++) {
+    /* Service import subjects of this block, by index into acc->imports (whose strings do not
+     * move when the array grows). */
+    nd_cfg_strset_t tos = {0};
+    int rc = 0;
+    for (size_t i = 0; i < v->u.arr.n && rc == 0; i++) {
         nd_import_t im = {0};
-        int rc = import_entry(a, v->u.arr.v[i], &im);
-        if (rc <= 0) {
-            import_clear(&im);
-            if (rc < 0)
-                return -1;
-            continue;
+        int got = import_entry(a, v->u.arr.v[i], &im);
+        size_t j;
+        if (got > 0 && im.service && nd_cfg_strset_get(&tos, im.to, &j)) {
+            const nd_import_t *d = &acc->imports[j];
+            nd_cfg_fail(a, nd_cfg_at_node(v->u.arr.v[i]),
+                        "Duplicate service import subject \"%s\", previously used in import for "
+                        "account \"%s\", subject \"%s\"",
+                        im.to, d->account, d->subject);
+            got = -1;
         }
-        if (im.service) {
-            for (size_t j = 0; j < acc->nimports; j++) {
-                const nd_import_t *d = &acc->imports[j];
-                if (d->service && strcmp(d->to, im.to) == 0) {
-                    nd_cfg_fail(a, nd_cfg_at_node(v->u.arr.v[i]),
-                                "Duplicate service import subject \"%s\", previously used in "
-                                "import for account \"%s\", subject \"%s\"",
-                                im.to, d->account, d->subject);
-                    import_clear(&im);
-                    return -1;
-                }
-            }
+        if (got <= 0) {
+            import_clear(&im);
+            rc = got < 0 ? -1 : 0;
+            continue;
         }
         acc->imports = nd_xrealloc(acc->imports, (acc->nimports + 1) * sizeof(*acc->imports));
         acc->imports[acc->nimports++] = im;
+        if (im.service)
+            nd_cfg_strset_add(&tos, acc->imports[acc->nimports - 1].to, acc->nimports - 1, NULL);
     }
-    return 0;
+    nd_cfg_strset_free(&tos);
+    return rc;
 }
 
 /* ---- limits and jetstream ----------------------------------------------------------------- */
@@ -724,8 +727,8 @@ nd_cfg_account_js(nd_cfg_apply_t *a, const nd_cfg_entry_t *je, nd_acct_js_t *js)
         else if (strcasecmp(s, "disabled") == 0 || strcasecmp(s, "disable") == 0)
             l.enabled = false;
         else
-            return nd_cfg_fail(a, nopos, "Expected 'enabled' or 'disabled' for string value, got '%s'",
-                               s);
+            return nd_cfg_fail(a, nopos,
+                               "Expected 'enabled' or 'disabled' for string value, got '%s'", s);
     } else if (v->type == ND_CFG_MAP) {
         l.enabled = true;
         for (size_t i = 0; i < v->u.map.n; i++) {
@@ -789,13 +792,12 @@ new_account(nd_opts_t *o, const char *name)
     return acc;
 }
 
+/* Returns: the account named name (by the index set names), or NULL. */
 static nd_account_opts_t *
-find_account(nd_opts_t *o, const char *name)
+find_account(nd_opts_t *o, const nd_cfg_strset_t *names, const char *name)
 {
-    for (size_t i = 0; i < o->naccounts; i++)
-        if (strcmp(o->accounts[i].name, name) == 0)
-            return &o->accounts[i];
-    return NULL;
+    size_t i;
+    return nd_cfg_strset_get(names, name, &i) ? &o->accounts[i] : NULL;
 }
 
 static bool
@@ -859,7 +861,7 @@ account_body(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_account_opts_t *acc
     for (size_t i = 0; i < nusers; i++) {
         if (rc == 0) {
             nd_set_str(&users[i].account, acc->name);
-            nd_cfg_add_user(o, &users[i]);
+            nd_cfg_add_user(a, &users[i]);
         } else {
             nd_user_clear(&users[i]);
         }
@@ -871,8 +873,9 @@ account_body(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_account_opts_t *acc
 /* Where a import/export resolution error is reported, and the text's prefix. */
 typedef struct resolve {
     nd_cfg_apply_t *a;
-    nd_cfg_at_t at; /* the accounts key */
-    size_t first;   /* the first account of this accounts block */
+    nd_cfg_at_t at;        /* the accounts key */
+    size_t first;          /* the first account of this accounts block */
+    nd_cfg_strset_t names; /* every account name -> its index in o->accounts */
 } resolve_t;
 
 /* checkAuth for an export against an importing account; tokens are the import subject's. */
@@ -964,8 +967,8 @@ service_cycle(const added_list_t *l, const nd_account_opts_t *acc, const char *f
 
 /* checkStreamImportsForCycles. Returns: NULL or the error text. */
 static const char *
-stream_cycle(const added_list_t *l, const nd_account_opts_t *acc, const char *to,
-             const char **vis, size_t *nvis)
+stream_cycle(const added_list_t *l, const nd_account_opts_t *acc, const char *to, const char **vis,
+             size_t *nvis)
 {
     if (*nvis >= MAX_CYCLE_DEPTH)
         return "search cycle depth exhausted";
@@ -1006,7 +1009,7 @@ resolve(resolve_t *r)
                 if (x->service != service)
                     continue;
                 for (size_t n = 0; n < x->accounts.n; n++)
-                    if (!find_account(o, x->accounts.v[n]))
+                    if (!find_account(o, &r->names, x->accounts.v[n]))
                         return nd_cfg_fail(a, r->at, "\"%s\" account not defined for %s export",
                                            x->accounts.v[n], service ? "service" : "stream");
                 if (x->account_token_position > 0) {
@@ -1055,7 +1058,7 @@ resolve(resolve_t *r)
                 const nd_import_t *im = &acc->imports[k];
                 if (im->service != service)
                     continue;
-                const nd_account_opts_t *ta = find_account(o, im->account);
+                const nd_account_opts_t *ta = find_account(o, &r->names, im->account);
                 const char *kind = service ? "service" : "stream";
                 if (ta == NULL) {
                     rc = nd_cfg_fail(a, r->at, "\"%s\" account not defined for %s import",
@@ -1104,16 +1107,15 @@ resolve(resolve_t *r)
                                      im->subject, why);
                     break;
                 }
-                added.v[added.n++] = (added_t){.acc = acc,
-                                               .from_acc = ta,
-                                               .service = service,
-                                               .from = service ? im->to : im->subject,
-                                               .to = service ? im->subject
-                                                             : (im->prefix && im->prefix[0]
-                                                                    ? im->subject
-                                                                    : (im->to && im->to[0]
-                                                                           ? im->to
-                                                                           : im->subject))};
+                added.v[added.n++] =
+                    (added_t){.acc = acc,
+                              .from_acc = ta,
+                              .service = service,
+                              .from = service ? im->to : im->subject,
+                              .to = service ? im->subject
+                                            : (im->prefix && im->prefix[0]
+                                                   ? im->subject
+                                                   : (im->to && im->to[0] ? im->to : im->subject))};
             }
         }
     }
@@ -1130,19 +1132,22 @@ nd_cfg_apply_accounts(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae)
     nd_cfg_at_t at = nd_cfg_at_entry(ae);
     size_t first = o->naccounts;
     if (v->type == ND_CFG_ARRAY) {
-        for (size_t i = 0; i < v->u.arr.n; i++) {
+        nd_cfg_strset_t seen = {0};
+        int rc = 0;
+        for (size_t i = 0; i < v->u.arr.n && rc == 0; i++) {
             const nd_cfg_node_t *n = v->u.arr.v[i];
             nd_cfg_at_t nat = nd_cfg_at_node(n);
             if (n->type != ND_CFG_STRING)
-                return nd_cfg_type_err(a, nat, n, ND_CFG_STRING);
-            if (is_reserved(n->u.str.s))
-                return nd_cfg_fail(a, nat, "\"%s\" is a Reserved Account", n->u.str.s);
-            for (size_t j = 0; j < i; j++)
-                if (strcmp(v->u.arr.v[j]->u.str.s, n->u.str.s) == 0)
-                    return nd_cfg_fail(a, nat, "Duplicate Account Entry: %s", n->u.str.s);
-            new_account(o, n->u.str.s);
+                rc = nd_cfg_type_err(a, nat, n, ND_CFG_STRING);
+            else if (is_reserved(n->u.str.s))
+                rc = nd_cfg_fail(a, nat, "\"%s\" is a Reserved Account", n->u.str.s);
+            else if (!nd_cfg_strset_add(&seen, n->u.str.s, i, NULL))
+                rc = nd_cfg_fail(a, nat, "Duplicate Account Entry: %s", n->u.str.s);
+            else
+                new_account(o, n->u.str.s);
         }
-        return 0;
+        nd_cfg_strset_free(&seen);
+        return rc;
     }
     if (v->type != ND_CFG_MAP)
         return 0; /* nats-server ignores other types here */
@@ -1160,7 +1165,11 @@ nd_cfg_apply_accounts(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae)
             return -1;
     }
     resolve_t r = {.a = a, .at = at, .first = first};
-    return resolve(&r);
+    for (size_t i = 0; i < o->naccounts; i++)
+        nd_cfg_strset_add(&r.names, o->accounts[i].name, i, NULL);
+    int rc = resolve(&r);
+    nd_cfg_strset_free(&r.names);
+    return rc;
 }
 
 int

@@ -216,7 +216,7 @@ nd_cfg_perms(nd_cfg_apply_t *a, const nd_cfg_entry_t *pe, bool nopos_top, nd_per
         const nd_cfg_entry_t *e = &v->u.map.e[i];
         int rc = 0;
         if (nd_cfg_key_is(e->key, "pub publish import")) {
-            bool set;
+            bool set = false;
             rc = variable_perms(a, e->val, &set, &p.pub);
             p.pub_set = set;
         } else if (nd_cfg_key_is(e->key, "sub subscribe export")) {
@@ -243,9 +243,12 @@ static const struct {
     const char *name;
     uint32_t bit;
 } conn_types[] = {
-    {"STANDARD", ND_CONN_TYPE_STANDARD}, {"WEBSOCKET", ND_CONN_TYPE_WEBSOCKET},
-    {"LEAFNODE", ND_CONN_TYPE_LEAFNODE}, {"LEAFNODE_WS", ND_CONN_TYPE_LEAFNODE_WS},
-    {"MQTT", ND_CONN_TYPE_MQTT},         {"MQTT_WS", ND_CONN_TYPE_MQTT_WS},
+    {"STANDARD", ND_CONN_TYPE_STANDARD},
+    {"WEBSOCKET", ND_CONN_TYPE_WEBSOCKET},
+    {"LEAFNODE", ND_CONN_TYPE_LEAFNODE},
+    {"LEAFNODE_WS", ND_CONN_TYPE_LEAFNODE_WS},
+    {"MQTT", ND_CONN_TYPE_MQTT},
+    {"MQTT_WS", ND_CONN_TYPE_MQTT_WS},
     {"IN_PROCESS", ND_CONN_TYPE_IN_PROCESS},
 };
 
@@ -268,8 +271,8 @@ connection_types(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, uint32_t *out)
             if (strcmp(up, conn_types[t].name) == 0)
                 bit = conn_types[t].bit;
         if (bit == 0 && ul + strlen(up) + 4 < sizeof unknown)
-            ul += (size_t)snprintf(unknown + ul, sizeof unknown - ul, "%s\"%s\"", ul ? " " : "",
-                                   up);
+            ul +=
+                (size_t)snprintf(unknown + ul, sizeof unknown - ul, "%s\"%s\"", ul ? " " : "", up);
         bits |= bit;
     }
     nd_strlist_free(&l);
@@ -371,9 +374,71 @@ nd_cfg_apply_default_perms(nd_user_t *users, size_t n, const nd_perms_t *p)
 
 /* ---- authorization blocks ----------------------------------------------------------------- */
 
+/* parseAuthCallout (2.10): issuer and auth_users required, account defaults to $G. */
+static int
+auth_callout(nd_cfg_apply_t *a, const nd_cfg_entry_t *ce, nd_auth_callout_opts_t **out)
+{
+    const nd_cfg_node_t *v = ce->val;
+    nd_cfg_at_t at = nd_cfg_at_entry(ce);
+    if (v->type != ND_CFG_MAP) {
+        char val[256];
+        nd_cfg_go_value(v, val, sizeof val);
+        return nd_cfg_fail(a, at, "Expected authorization callout to be a map/struct, got %s", val);
+    }
+    nd_auth_callout_opts_t *c = nd_xcalloc(1, sizeof(*c));
+    int rc = 0;
+    for (size_t i = 0; i < v->u.map.n && rc == 0; i++) {
+        const nd_cfg_entry_t *e = &v->u.map.e[i];
+        at = nd_cfg_at_entry(e);
+        const nd_cfg_node_t *m = e->val;
+        if (nd_cfg_key_is(e->key, "issuer")) {
+            if ((rc = nd_cfg_str(a, at, m, &c->issuer)) == 0 && !nd_cfg_valid_nkey(c->issuer, 'A'))
+                rc = nd_cfg_fail(a, at,
+                                 "Expected callout user to be a valid public account nkey, got "
+                                 "\"%s\"",
+                                 c->issuer);
+        } else if (nd_cfg_key_is(e->key, "account acc")) {
+            rc = nd_cfg_str(a, at, m, &c->account);
+        } else if (nd_cfg_key_is(e->key, "auth_users users")) {
+            if (m->type != ND_CFG_ARRAY) {
+                rc =
+                    nd_cfg_fail(a, at, "Expected auth_users field to be an array, got *conf.token");
+            } else {
+                for (size_t k = 0; k < m->u.arr.n && rc == 0; k++) {
+                    const nd_cfg_node_t *u = m->u.arr.v[k];
+                    if (u->type != ND_CFG_STRING)
+                        rc = nd_cfg_type_err(a, nd_cfg_at_node(u), u, ND_CFG_STRING);
+                    else
+                        nd_strlist_add(&c->auth_users, u->u.str.s);
+                }
+            }
+        } else if (nd_cfg_key_is(e->key, "xkey key")) {
+            if ((rc = nd_cfg_str(a, at, m, &c->xkey)) == 0 && !nd_cfg_valid_nkey(c->xkey, 'X'))
+                rc = nd_cfg_fail(
+                    a, at, "Expected callout xkey to be a valid public xkey, got \"%s\"", c->xkey);
+        } else if (!e->used_as_var) {
+            rc = nd_cfg_fail(a, at, "Unknown field \"%s\" parsing authorization callout", e->key);
+        }
+    }
+    if (rc == 0 && c->account == NULL)
+        c->account = nd_xstrdup("$G");
+    if (rc == 0 && (c->issuer == NULL || c->issuer[0] == '\0'))
+        rc = nd_cfg_fail(a, at, "Authorization callouts require an issuer to be specified");
+    if (rc == 0 && c->auth_users.n == 0)
+        rc = nd_cfg_fail(a, at, "Authorization callouts require authorized users to be specified");
+    if (rc < 0) {
+        nd_auth_callout_opts_free(c);
+        return -1;
+    }
+    nd_auth_callout_opts_free(*out);
+    *out = c;
+    return 0;
+}
+
 void
 nd_cfg_auth_clear(nd_cfg_auth_t *au)
 {
+    nd_auth_callout_opts_free(au->callout);
     nd_free(au->user);
     nd_free(au->pass);
     nd_free(au->token);
@@ -407,6 +472,8 @@ nd_cfg_authorization(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_cfg_auth_t 
         } else if (nd_cfg_key_is(e->key, "default_permission default_permissions permissions")) {
             rc = nd_cfg_perms(a, e, false, &au->default_perms);
             au->has_default_perms = rc == 0;
+        } else if (nd_cfg_key_is(e->key, "auth_callout auth_hook")) {
+            rc = auth_callout(a, e, &au->callout);
         } else
             rc = nd_cfg_unknown(a, e);
         if (rc < 0) {
@@ -446,42 +513,36 @@ nd_cfg_simple_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, char **user, cha
     return 0;
 }
 
-/* Returns: whether a user or nkey of this name is already in o->users. */
-static bool
-user_exists(const nd_opts_t *o, const char *name)
+static const char *
+user_id(const nd_user_t *u)
 {
-    for (size_t i = 0; i < o->nusers; i++) {
-        const nd_user_t *u = &o->users[i];
-        if ((u->name && strcmp(u->name, name) == 0) || (u->nkey && strcmp(u->nkey, name) == 0))
-            return true;
-    }
-    return false;
+    return u->nkey ? u->nkey : u->name ? u->name : "";
 }
 
 void
-nd_cfg_add_user(nd_opts_t *o, nd_user_t *u)
+nd_cfg_add_user(nd_cfg_apply_t *a, nd_user_t *u)
 {
+    nd_opts_t *o = a->o;
     o->users = nd_xrealloc(o->users, (o->nusers + 1) * sizeof(*o->users));
     o->users[o->nusers++] = *u;
     memset(u, 0, sizeof(*u));
+    /* The strings stay where they are when the array moves: the set may borrow them. */
+    nd_cfg_strset_add(&a->user_ids, user_id(&o->users[o->nusers - 1]), o->nusers - 1, NULL);
 }
 
 int
 nd_cfg_check_new_users(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_user_t *users, size_t n)
 {
-    for (size_t i = 0; i < n; i++) {
+    nd_cfg_strset_t batch = {0};
+    int rc = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
         const nd_user_t *u = &users[i];
-        const char *id = u->nkey ? u->nkey : u->name;
-        bool dup = user_exists(a->o, id);
-        for (size_t j = 0; j < i && !dup; j++) {
-            const char *jd = users[j].nkey ? users[j].nkey : users[j].name;
-            dup = strcmp(jd, id) == 0;
-        }
-        if (dup)
-            return nd_cfg_fail(a, at, "Duplicate %s \"%s\" detected", u->nkey ? "nkey" : "user",
-                               id);
+        const char *id = user_id(u);
+        if (nd_cfg_strset_get(&a->user_ids, id, NULL) || !nd_cfg_strset_add(&batch, id, i, NULL))
+            rc = nd_cfg_fail(a, at, "Duplicate %s \"%s\" detected", u->nkey ? "nkey" : "user", id);
     }
-    return 0;
+    nd_cfg_strset_free(&batch);
+    return rc;
 }
 
 int
@@ -496,6 +557,9 @@ nd_cfg_apply_authorization(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae)
     nd_set_str(&o->pass, au.pass);
     nd_set_str(&o->token, au.token);
     o->auth_timeout_s = au.timeout_s;
+    nd_auth_callout_opts_free(o->auth_callout);
+    o->auth_callout = au.callout;
+    au.callout = NULL;
     int rc = 0;
     bool has_user = au.user && au.user[0], has_pass = au.pass && au.pass[0];
     bool has_token = au.token && au.token[0];
@@ -511,7 +575,7 @@ nd_cfg_apply_authorization(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae)
     }
     if (rc == 0)
         for (size_t i = 0; i < au.nusers; i++)
-            nd_cfg_add_user(o, &au.users[i]);
+            nd_cfg_add_user(a, &au.users[i]);
     nd_cfg_auth_clear(&au);
     return rc;
 }

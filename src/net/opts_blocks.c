@@ -509,6 +509,38 @@ resolver_dup(const nd_resolver_opts_t *s)
     return r;
 }
 
+static void
+callout_free(nd_auth_callout_opts_t *c)
+{
+    if (c == NULL)
+        return;
+    nd_free(c->issuer);
+    nd_free(c->account);
+    nd_strlist_free(&c->auth_users);
+    nd_free(c->xkey);
+    nd_free(c);
+}
+
+static nd_auth_callout_opts_t *
+callout_dup(const nd_auth_callout_opts_t *s)
+{
+    if (s == NULL)
+        return NULL;
+    nd_auth_callout_opts_t *c = nd_xmalloc(sizeof(*c));
+    *c = *s;
+    DUPS(c, issuer);
+    DUPS(c, account);
+    DUPS(c, xkey);
+    c->auth_users = nd_strlist_dup(&s->auth_users);
+    return c;
+}
+
+void
+nd_auth_callout_opts_free(nd_auth_callout_opts_t *c)
+{
+    callout_free(c);
+}
+
 /* ---- the group in nd_opts_t --------------------------------------------------------------- */
 
 void
@@ -528,6 +560,8 @@ nd_opts_cfg_free(nd_opts_t *o)
     nd_free(o->http_host);
     nd_free(o->http_base_path);
     users_free(o->users, o->nusers);
+    callout_free(o->auth_callout);
+    o->auth_callout = NULL;
     nd_free(o->no_auth_user);
     nd_free(o->system_account);
     for (size_t i = 0; i < o->naccounts; i++)
@@ -570,6 +604,7 @@ nd_opts_cfg_copy(nd_opts_t *dst, const nd_opts_t *src)
     dst->http_host = sdup(src->http_host);
     dst->http_base_path = sdup(src->http_base_path);
     dst->users = users_dup(src->users, src->nusers);
+    dst->auth_callout = callout_dup(src->auth_callout);
     dst->no_auth_user = sdup(src->no_auth_user);
     dst->system_account = sdup(src->system_account);
     dst->accounts = src->naccounts ? nd_xmalloc(src->naccounts * sizeof(*dst->accounts)) : NULL;

@@ -15,8 +15,8 @@
 #include "net/opts_int.h"
 
 static const char *const compression_modes[] = {
-    "off", "disabled", "accept", "s2_fast", "fast", "s2_better", "better", "s2_best", "best",
-    "s2_auto", "auto", "on", "enabled",
+    "off",     "disabled", "accept",  "s2_fast", "fast", "s2_better", "better",
+    "s2_best", "best",     "s2_auto", "auto",    "on",   "enabled",
 };
 
 static int

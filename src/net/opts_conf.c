@@ -36,7 +36,10 @@
 
 /* Known keys of later nats-server versions that natsd does not parse yet. */
 static const char *const later_keys[] = {
-    "write_timeout", "trace_headers", "default_sentinel", "ocsp_cache",
+    "write_timeout",
+    "trace_headers",
+    "default_sentinel",
+    "ocsp_cache",
 };
 
 /* Features that are parsed and validated now but not built yet: one warning when configured.
@@ -498,8 +501,21 @@ nd_opts_apply_config(nd_opts_t *o, const char *path, char *err, size_t errlen)
     nd_cfg_apply_t a = {.o = o, .err = err, .errlen = errlen};
     if (errlen)
         err[0] = '\0';
+    for (size_t i = 0; i < o->nusers; i++) {
+        const nd_user_t *u = &o->users[i];
+        nd_cfg_strset_add(&a.user_ids, u->nkey ? u->nkey : u->name ? u->name : "", i, NULL);
+    }
     int rc = apply_root(&a, root);
+    nd_cfg_strset_free(&a.user_ids);
     nd_cfg_free(root);
+    if (rc < 0 && a.stricts_len > 0 && errlen > 0) {
+        /* As nats-server reports: its warnings first, then the error. */
+        size_t el = strlen(err);
+        char *e = nd_xmalloc(el + 1);
+        memcpy(e, err, el + 1);
+        snprintf(err, errlen, "%s%s", a.stricts, e);
+        nd_free(e);
+    }
     if (rc == 0 && a.first_strict[0] != '\0') {
         snprintf(err, errlen, "%s", a.first_strict);
         rc = 1;

@@ -44,8 +44,8 @@ remote(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_gateway_remote_t *r)
     if (v->type != ND_CFG_MAP) {
         char val[256];
         nd_cfg_go_value(v, val, sizeof val);
-        return nd_cfg_fail(a, nd_cfg_at_node(v), "Expected gateway entry to be a map/struct, got %s",
-                           val);
+        return nd_cfg_fail(a, nd_cfg_at_node(v),
+                           "Expected gateway entry to be a map/struct, got %s", val);
     }
     for (size_t i = 0; i < v->u.map.n; i++) {
         const nd_cfg_entry_t *e = &v->u.map.e[i];

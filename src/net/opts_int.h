@@ -20,6 +20,7 @@ typedef struct nd_cfg_auth {
     bool users_set; /* `users` was written, even empty */
     bool has_default_perms;
     nd_perms_t default_perms;
+    nd_auth_callout_opts_t *callout; /* auth_callout (2.10), owned */
 } nd_cfg_auth_t;
 
 /* Whether s is a valid public nkey with the given prefix letter ('U' user, 'A' account,
@@ -44,8 +45,8 @@ int nd_cfg_simple_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, char **user, 
                        char **token, double *timeout_s);
 /* Fails with `Duplicate user|nkey "x" detected` at at if one of users is already in a->o. */
 int nd_cfg_check_new_users(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_user_t *users, size_t n);
-/* Moves *u to the end of o->users (u is zeroed). */
-void nd_cfg_add_user(nd_opts_t *o, nd_user_t *u);
+/* Moves *u to the end of a->o->users (u is zeroed) and records its name or nkey. */
+void nd_cfg_add_user(nd_cfg_apply_t *a, nd_user_t *u);
 /* The top-level authorization block. */
 int nd_cfg_apply_authorization(nd_cfg_apply_t *a, const nd_cfg_entry_t *e);
 

@@ -98,8 +98,8 @@ js_limits(nd_cfg_apply_t *a, nd_cfg_at_t top, const nd_cfg_entry_t *le, nd_js_op
             if (e->val->type != ND_CFG_STRING)
                 rc = nd_cfg_type_err(a, top, e->val, ND_CFG_STRING);
             else
-                rc = nd_cfg_duration_str(a, (nd_cfg_at_t){0}, NULL, e->val,
-                                         &j->duplicate_window_ms);
+                rc =
+                    nd_cfg_duration_str(a, (nd_cfg_at_t){0}, NULL, e->val, &j->duplicate_window_ms);
         } else
             rc = nd_cfg_unknown(a, e);
         if (rc < 0)
@@ -181,6 +181,13 @@ js_map(nd_cfg_apply_t *a, nd_cfg_at_t top, const nd_cfg_node_t *v)
                 j->sync_always = false;
                 rc = nd_cfg_duration(a, at, k, m, &j->sync_interval_ms);
             }
+        } else if (nd_cfg_key_is(k, "strict")) {
+            rc = nd_cfg_bool(a, top, m, &j->strict);
+        } else if (nd_cfg_key_is(k, "max_buffered_size")) {
+            if (storage_size(m, &j->max_buffered_size, why, sizeof why) < 0)
+                return nd_cfg_fail(a, at, "max_buffered_size %s", why);
+        } else if (nd_cfg_key_is(k, "max_buffered_msgs")) {
+            rc = nd_cfg_i64(a, top, m, &j->max_buffered_msgs);
         } else if (nd_cfg_key_is(k, "request_queue_limit")) {
             if (m->type != ND_CFG_INT) {
                 char val[256];

@@ -99,15 +99,15 @@ leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_leaf_opts_t *l)
         return 0;
     if (l->user && l->user[0])
         return nd_cfg_fail(a, at, "can not have a single user/pass and a users array");
-    for (size_t i = 0; i < l->nusers; i++)
-        for (size_t j = 0; j < i; j++) {
-            const char *x = l->users[i].name ? l->users[i].name : "";
-            const char *y = l->users[j].name ? l->users[j].name : "";
-            if (strcmp(x, y) == 0)
-                return nd_cfg_fail(a, at, "duplicate user \"%s\" detected in leafnode authorization",
-                                   x);
-        }
-    return 0;
+    nd_cfg_strset_t seen = {0};
+    int rc = 0;
+    for (size_t i = 0; i < l->nusers && rc == 0; i++) {
+        const char *x = l->users[i].name ? l->users[i].name : "";
+        if (!nd_cfg_strset_add(&seen, x, i, NULL))
+            rc = nd_cfg_fail(a, at, "duplicate user \"%s\" detected in leafnode authorization", x);
+    }
+    nd_cfg_strset_free(&seen);
+    return rc;
 }
 
 /* expandPath: a leading ~ is the home directory. */
@@ -154,9 +154,8 @@ remote(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_leaf_remote_t *r)
             } else {
                 char val[256];
                 nd_cfg_go_value(m, val, sizeof val);
-                rc = nd_cfg_fail(a, at,
-                                 "Expected remote leafnode url to be an array or string, got %s",
-                                 val);
+                rc = nd_cfg_fail(
+                    a, at, "Expected remote leafnode url to be an array or string, got %s", val);
             }
         } else if (nd_cfg_key_is(k, "account local")) {
             rc = nd_cfg_str(a, at, m, &r->account);
@@ -281,8 +280,9 @@ nd_cfg_apply_leaf(nd_cfg_apply_t *a, const nd_cfg_entry_t *le)
         } else if (nd_cfg_key_is(k, "remotes")) {
             rc = remotes(a, e, l);
         } else if (nd_cfg_key_is(k, "reconnect reconnect_delay reconnect_interval")) {
+            /* 2.9.10 takes seconds; 2.10 also duration strings. */
             if (m->type == ND_CFG_STRING)
-                rc = nd_cfg_duration_str(a, at, NULL, m, &l->reconnect_ms);
+                rc = nd_cfg_duration_str(a, at, "error parsing reconnect", m, &l->reconnect_ms);
             else if (m->type != ND_CFG_INT)
                 rc = nd_cfg_type_err(a, at, m, ND_CFG_INT);
             else

@@ -23,9 +23,8 @@ nd_cfg_at_t
 nd_cfg_at_entry(const nd_cfg_entry_t *e)
 {
     /* nats-server's key item starts inside the quotes of a quoted key. */
-    return (nd_cfg_at_t){.file = e->val ? e->val->file : "",
-                         .line = e->line,
-                         .col = e->col + (e->quoted ? 1 : 0)};
+    return (nd_cfg_at_t){
+        .file = e->val ? e->val->file : "", .line = e->line, .col = e->col + (e->quoted ? 1 : 0)};
 }
 
 nd_cfg_at_t
@@ -77,11 +76,20 @@ nd_cfg_warn(nd_cfg_apply_t *a, bool strict, nd_cfg_at_t at, const char *fmt, ...
     va_end(ap);
     if (strict && a->first_strict[0] == '\0')
         snprintf(a->first_strict, sizeof a->first_strict, "%s", buf);
-    size_t old = a->warns ? strlen(a->warns) : 0, add = strlen(buf);
-    a->warns = nd_xrealloc(a->warns, old + add + 2);
-    if (old)
-        a->warns[old++] = '\n';
-    memcpy(a->warns + old, buf, add + 1);
+    if (strict && a->stricts_len + strlen(buf) + 2 < sizeof a->stricts) {
+        /* nats-server prints its warnings before its errors. */
+        a->stricts_len += (size_t)snprintf(a->stricts + a->stricts_len,
+                                           sizeof a->stricts - a->stricts_len, "%s\n", buf);
+    }
+    size_t add = strlen(buf);
+    if (a->warns_len + add + 2 > a->warns_cap) {
+        a->warns_cap = (a->warns_len + add + 2) * 2;
+        a->warns = nd_xrealloc(a->warns, a->warns_cap);
+    }
+    if (a->warns_len)
+        a->warns[a->warns_len++] = '\n';
+    memcpy(a->warns + a->warns_len, buf, add + 1);
+    a->warns_len += add;
     a->nwarns++;
 }
 
@@ -339,11 +347,12 @@ nd_cfg_duration(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *field, const nd_c
         *ms = ns / 1000000;
         return 0;
     }
-    if (v->type != ND_CFG_INT)
-        return nd_cfg_type_err(a, at, v, ND_CFG_INT);
-    /* Backward compatible with old configs: seconds, with nats-server's warning. */
+    /* Backward compatible with old configs: seconds, with nats-server's warning, which it adds
+     * before asserting the integer type (so a wrong type gets both). */
     nd_cfg_warn(a, true, at, "invalid use of field \"%s\": %s should be converted to a duration",
                 field, field);
+    if (v->type != ND_CFG_INT)
+        return nd_cfg_type_err(a, at, v, ND_CFG_INT);
     if (v->u.i > INT64_MAX / 1000 || v->u.i < INT64_MIN / 1000)
         return nd_cfg_fail(a, at, "error parsing %s: value out of range", field);
     *ms = v->u.i * 1000;
@@ -518,18 +527,16 @@ nd_cfg_urls(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *typ, const nd_cfg_nod
     if (v->type != ND_CFG_ARRAY)
         return nd_cfg_type_err(a, at, v, ND_CFG_ARRAY);
     nd_strlist_t l = {0};
+    nd_cfg_strset_t seen = {0};
     for (size_t i = 0; i < v->u.arr.n; i++) {
         const nd_cfg_node_t *e = v->u.arr.v[i];
         nd_cfg_at_t eat = nd_cfg_at_node(e);
         if (e->type != ND_CFG_STRING) {
             nd_strlist_free(&l);
+            nd_cfg_strset_free(&seen);
             return nd_cfg_type_err(a, eat, e, ND_CFG_STRING);
         }
-        bool dup = false;
-        for (size_t j = 0; j < i && !dup; j++)
-            dup = v->u.arr.v[j]->type == ND_CFG_STRING &&
-                  strcmp(v->u.arr.v[j]->u.str.s, e->u.str.s) == 0;
-        if (dup) {
+        if (!nd_cfg_strset_add(&seen, e->u.str.s, i, NULL)) {
             nd_cfg_warn(a, true, eat, "invalid use of field \"%s\": Duplicate %s entry detected",
                         e->u.str.s, typ);
             continue;
@@ -537,14 +544,81 @@ nd_cfg_urls(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *typ, const nd_cfg_nod
         char *u = NULL;
         if (nd_cfg_url(a, eat, typ, e->u.str.s, &u) < 0) {
             nd_strlist_free(&l);
+            nd_cfg_strset_free(&seen);
             return -1;
         }
         nd_strlist_add(&l, u);
         nd_free(u);
     }
+    nd_cfg_strset_free(&seen);
     nd_strlist_free(dst);
     *dst = l;
     return 0;
+}
+
+static uint64_t
+fnv1a(const char *s)
+{
+    uint64_t h = 14695981039346656037ULL;
+    for (; *s; s++)
+        h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+    return h;
+}
+
+static size_t
+strset_find(const nd_cfg_strset_t *set, const char *s)
+{
+    size_t i = (size_t)fnv1a(s) & (set->cap - 1);
+    while (set->slot[i] != NULL && strcmp(set->slot[i], s) != 0)
+        i = (i + 1) & (set->cap - 1);
+    return i;
+}
+
+bool
+nd_cfg_strset_get(const nd_cfg_strset_t *set, const char *s, size_t *v)
+{
+    if (set->cap == 0)
+        return false;
+    size_t i = strset_find(set, s);
+    if (set->slot[i] == NULL)
+        return false;
+    if (v)
+        *v = set->val[i];
+    return true;
+}
+
+bool
+nd_cfg_strset_add(nd_cfg_strset_t *set, const char *s, size_t v, size_t *old)
+{
+    if (nd_cfg_strset_get(set, s, old))
+        return false;
+    if ((set->n + 1) * 2 > set->cap) {
+        nd_cfg_strset_t g = {.cap = set->cap ? set->cap * 2 : 16};
+        g.slot = nd_xcalloc(g.cap, sizeof(*g.slot));
+        g.val = nd_xcalloc(g.cap, sizeof(*g.val));
+        for (size_t i = 0; i < set->cap; i++)
+            if (set->slot[i] != NULL) {
+                size_t j = strset_find(&g, set->slot[i]);
+                g.slot[j] = set->slot[i];
+                g.val[j] = set->val[i];
+                g.n++;
+            }
+        nd_cfg_strset_free(set);
+        *set = g;
+    }
+    size_t i = strset_find(set, s);
+    set->slot[i] = s;
+    set->val[i] = v;
+    set->n++;
+    return true;
+}
+
+void
+nd_cfg_strset_free(nd_cfg_strset_t *set)
+{
+    nd_free(set->slot);
+    nd_free(set->val);
+    memset(set, 0, sizeof(*set));
 }
 
 bool

@@ -22,14 +22,32 @@
 #include "natsd/opts.h"
 #include "net/conf.h"
 
+/* A set of borrowed strings (open addressing, FNV-1a), for the duplicate checks: configs may
+ * hold hundreds of thousands of users or routes, so no check may be quadratic. */
+typedef struct nd_cfg_strset {
+    const char **slot;
+    size_t *val; /* a value per string (an index) */
+    size_t cap, n;
+} nd_cfg_strset_t;
+
+/* Adds s (borrowed: it must outlive the set) with value v unless present. Returns: true when
+ * added, false when s was already there (*old, if non-NULL, gets its value). */
+bool nd_cfg_strset_add(nd_cfg_strset_t *set, const char *s, size_t v, size_t *old);
+/* Returns: whether s is in the set (*v, if non-NULL, gets its value). */
+bool nd_cfg_strset_get(const nd_cfg_strset_t *set, const char *s, size_t *v);
+void nd_cfg_strset_free(nd_cfg_strset_t *set);
+
 /* The state of one nd_opts_apply_config call. */
 typedef struct nd_cfg_apply {
     nd_opts_t *o;
     char *err; /* the error text, errlen bytes */
     size_t errlen;
     char *warns; /* newline-separated warnings, owned */
-    size_t nwarns;
-    char first_strict[512]; /* the first warning that makes nats-server's -t fail */
+    size_t nwarns, warns_len, warns_cap;
+    nd_cfg_strset_t user_ids; /* names and nkeys of a->o->users, for duplicate checks */
+    char first_strict[512];   /* the first warning that makes nats-server's -t fail */
+    char stricts[2048];       /* those warnings, each ending in a newline (as many as fit) */
+    size_t stricts_len;
 } nd_cfg_apply_t;
 
 /* Where nats-server reports a value. */

@@ -201,8 +201,7 @@ parse_certs(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, nd_tls_op
             const nd_cfg_entry_t *e = &p->u.map.e[k];
             pat = nd_cfg_at_entry(e);
             if (e->val->type != ND_CFG_STRING)
-                return nd_cfg_fail(a, pat,
-                                   "error parsing certificates config: unsupported type %s",
+                return nd_cfg_fail(a, pat, "error parsing certificates config: unsupported type %s",
                                    nd_cfg_go_type(e->val));
             if (strcmp(e->key, "cert_file") == 0)
                 nd_set_str(&cp->cert_file, e->val->u.str.s);
@@ -314,7 +313,8 @@ parse_entry(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, bool client_ctx, nd_tls_
         if (v->type != ND_CFG_STRING) {
             char val[128];
             nd_cfg_go_value(v, val, sizeof val);
-            return nd_cfg_fail(a, at, "error parsing tls config: 'min_version' wrong type: %s", val);
+            return nd_cfg_fail(a, at, "error parsing tls config: 'min_version' wrong type: %s",
+                               val);
         }
         static const struct {
             const char *s;

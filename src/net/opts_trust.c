@@ -328,7 +328,8 @@ resolver(nd_cfg_apply_t *a, const nd_cfg_entry_t *e)
     else if (v->type == ND_CFG_MAP)
         rc = resolver_map(a, at, v, r);
     else
-        rc = nd_cfg_fail(a, at, "error parsing operator resolver, wrong type %s", nd_cfg_go_type(v));
+        rc =
+            nd_cfg_fail(a, at, "error parsing operator resolver, wrong type %s", nd_cfg_go_type(v));
     if (rc == 0 && r->type == ND_RESOLVER_NONE)
         rc = nd_cfg_fail(a, at,
                          "error parsing account resolver, should be MEM or  URL(\"url\") or a map "

@@ -6,7 +6,9 @@
  * crypt_r), otherwise compared in constant time with the value the client sent (auth.go
  * comparePasswords uses subtle.ConstantTimeCompare, which returns early only on a length
  * mismatch; so do we). Reference: nats-server server/auth.go; `nats server passwd` makes the
- * hashes ($2a$, cost 11 by default).
+ * hashes ($2a$, cost 11 by default). One known difference: for "$2x$" hashes libxcrypt reproduces
+ * the old crypt_blowfish sign-extension bug on non-ASCII bytes, where Go treats "$2x$" like
+ * "$2a$"; ASCII passwords hash the same either way.
  *
  * Secrets never reach a log line or an error text from here; callers must not log them either
  * (nats-server logs only "Plaintext passwords detected, use nkeys or bcrypt" at startup).

@@ -38,8 +38,8 @@
  * the number of entries. Measured with bench/bench_perms.c (one core of the build machine, a
  * probe that matches no entry, lists of N "svc.<i>.*" or "svc.<i>.x"): a plain scan of the
  * entries cost ~18 ns per wildcard entry (290 ns at N=16, 18 us at N=1024), so it was replaced by
- * this trie: 27-35 ns for N=1..256, 50-60 ns at N=1024. The account sublist (epoch-protected,
- * built for concurrent writers) takes 17-26 ns but would tie permissions to epochs and
+ * this trie: 27-34 ns for N=1..256, ~50 ns at N=1024. The account sublist (epoch-protected,
+ * built for concurrent writers) takes ~17 ns but would tie permissions to epochs and
  * subscription objects. The connection cache answers a repeated subject in ~8 ns.
  *
  * Who may call what: an nd_perms_t is built once (nd_perms_new, nd_perms_add..., nd_perms_seal),
@@ -116,6 +116,15 @@ void nd_perms_set_pub_allow_present(nd_perms_t *p);
 void nd_perms_set_responses(nd_perms_t *p, int64_t max, int64_t ttl_ns);
 /* Builds the indexes; after this the struct is immutable. */
 void nd_perms_seal(nd_perms_t *p);
+
+struct nd_jwt_perms;
+/* Builds sealed permissions from a JWT's (a user's, a scoped signing key's template, or an
+ * account's default_permissions), as nats-server's buildPermissionsFromJwt: a publish or subscribe
+ * side is set only when it has allow or deny entries; "resp" enables reply permissions with the
+ * defaults for zero values, which also makes the publish allow list present. Invalid entries are
+ * skipped and counted in *skipped (may be NULL) for the caller to report.
+ * Returns: a new reference, or NULL when the JWT grants no restrictions at all. */
+nd_perms_t *nd_perms_from_jwt(const struct nd_jwt_perms *jp, size_t *skipped);
 
 /* Reference counting; the last unref frees. Ctx: any thread. */
 nd_perms_t *nd_perms_ref(nd_perms_t *p);

@@ -19,7 +19,8 @@
  *  - the INFO template (which carries max_payload) is an immutable buffer swapped with a release
  *    store and retired through the pool's epoch, so a connection copies it inside an epoch
  *    section and never sees it freed (server.c, conn.c);
- *  - debug/trace/logtime and the log sink are the log module's own (nd_log_configure).
+ *  - debug/trace/logtime and the log sink are the log module's own (nd_log_configure);
+ *  - a new pid_file is written, as nats-server does (the ports file is not rewritten yet).
  * The non-reloadable options never change, so s->opts stays immutable for them; the reload
  * state below keeps the full set of options in force, for the next comparison.
  *
@@ -41,6 +42,7 @@
 
 #include "log.h"
 #include "natsd/alloc.h"
+#include "pidfile.h"
 
 typedef struct nd_reload {
     pthread_mutex_t mu;
@@ -486,6 +488,16 @@ nd_reload_run(nd_server_t *s, const char *config)
     }
     if (what & (1u << H_AUTH))
         apply_auth(s, &n);
+    if (!same_str(n.pid_file, r->cur.pid_file) && n.pid_file != NULL && *n.pid_file) {
+        /* nats-server writes the new pid file (and leaves the old one). */
+        char perr[512];
+        if (nd_pidfile_write(n.pid_file, perr, sizeof perr) != 0) {
+            static const char start[] = "Could not write pidfile: "; /* the start-up wording */
+            const char *why =
+                strncmp(perr, start, sizeof start - 1) == 0 ? perr + sizeof start - 1 : perr;
+            nd_log_error("Failed to write pidfile: %s", why);
+        }
+    }
     nd_opts_free(&r->cur);
     r->cur = n; /* moved */
     loaded = false;

@@ -244,7 +244,7 @@ Test(integ_cli, pid_ports_reopen_quit)
     char logf[128], pidf[128];
     snprintf(logf, sizeof logf, "%s/server.log", dir);
     snprintf(pidf, sizeof pidf, "%s/server.pid", dir);
-    const char *extra[] = {"-P", pidf, "--ports_file_dir", dir, NULL};
+    const char *extra[] = {"-P", pidf, "--ports_file_dir", dir, "-m", "-1", NULL};
     pid_t pid = start_server(bin, logf, extra);
 
     /* The banner is nats-server's, and says natsd. */
@@ -256,6 +256,9 @@ Test(integ_cli, pid_ports_reopen_quit)
     const char *lp = strstr(log, "Listening for client connections on 127.0.0.1:");
     cr_assert_not_null(lp, "%s", log);
     int port = atoi(lp + strlen("Listening for client connections on 127.0.0.1:"));
+    const char *mp = strstr(log, "Starting http monitor on 127.0.0.1:");
+    cr_assert_not_null(mp, "%s", log);
+    int mport = atoi(mp + strlen("Starting http monitor on 127.0.0.1:"));
     free(log);
 
     char *pidtext = slurp(pidf);
@@ -268,8 +271,10 @@ Test(integ_cli, pid_ports_reopen_quit)
     const char *base = strrchr(bin, '/') ? strrchr(bin, '/') + 1 : bin;
     char portsf[256];
     snprintf(portsf, sizeof portsf, "%s/%s_%d.ports", dir, base, (int)pid);
-    char wantports[128];
-    snprintf(wantports, sizeof wantports, "{\"nats\":[\"nats://127.0.0.1:%d\"]}", port);
+    char wantports[160];
+    snprintf(wantports, sizeof wantports,
+             "{\"nats\":[\"nats://127.0.0.1:%d\"],\"monitoring\":[\"http://127.0.0.1:%d\"]}", port,
+             mport);
     wait_for_text(portsf, wantports);
     char *ports = slurp(portsf);
     cr_assert_str_eq(ports, wantports);

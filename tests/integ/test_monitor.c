@@ -143,10 +143,10 @@ hc_open(int port)
     hconn_t h = {0};
     h.fd = socket(AF_INET, SOCK_STREAM, 0);
     cr_assert(h.fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)port),
                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert(connect(h.fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s",
-              strerror(errno));
+    cr_assert(connect(h.fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
     return h;
 }
 
@@ -546,9 +546,9 @@ Test(integ_monitor, connz_sort_and_pages)
         }
         ND_PING(c[i]);
     }
-    static const char *const keys[] = {"cid",      "start", "subs",       "pending",
-                                       "msgs_to",  "msgs_from", "bytes_to", "bytes_from",
-                                       "last",     "idle",  "uptime",     "rtt"};
+    static const char *const keys[] = {"cid",     "start",     "subs",     "pending",
+                                       "msgs_to", "msgs_from", "bytes_to", "bytes_from",
+                                       "last",    "idle",      "uptime",   "rtt"};
     for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++) {
         char path[128];
         snprintf(path, sizeof path, "/connz?sort=%s", keys[k]);
@@ -1178,25 +1178,46 @@ Test(integ_monitor, metrics)
 
 Test(integ_monitor, passwords_never_shown)
 {
-    const char *args[] = {"--user", "bob", "--pass", "s3cretpw", NULL};
-    mon_t m = mon_start_with(NULL, args);
-    nd_integ_conn_t *a = client(m.srv, "{\"verbose\":false,\"user\":\"bob\",\"pass\":\"s3cretpw\","
-                                       "\"name\":\"n\"}");
-    ND_SEND(a, "SUB s 1\r\nPING\r\n");
-    ND_EXPECT(a, "PONG\r\n");
-    static const char *const paths[] = {
-        "/",          "/varz",   "/connz?subs=detail&auth=1", "/connz?state=all&auth=1",
-        "/routez",    "/gatewayz", "/leafz",   "/subsz?subs=1", "/accountz", "/accountz?acc=$G",
-        "/accstatz?unused=1", "/jsz", "/healthz", "/metrics",
+    /* A password, then a token, given on the command line; the client sends them too. */
+    static const char *const args_pass[] = {"--user", "bob", "--pass", "s3cretpw", NULL};
+    static const char *const args_token[] = {"--auth", "s3cretpw", NULL};
+    static const char *const *const arg_sets[] = {args_pass, args_token};
+    static const char *const connects[] = {
+        "{\"verbose\":false,\"user\":\"bob\",\"pass\":\"s3cretpw\",\"name\":\"n\"}",
+        "{\"verbose\":false,\"auth_token\":\"s3cretpw\",\"name\":\"n\"}",
     };
-    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
-        hresp_t r = http_get(m.http, paths[i]);
-        cr_assert_eq(r.status, 200, "%s: %d", paths[i], r.status);
-        cr_assert_null(strstr(r.body, "s3cretpw"), "%s shows the password", paths[i]);
-        hresp_free(&r);
+    static const char *const paths[] = {
+        "/",
+        "/varz",
+        "/connz?subs=detail&auth=1",
+        "/connz?state=all&auth=1&subs=1",
+        "/routez",
+        "/gatewayz",
+        "/leafz",
+        "/subsz?subs=1",
+        "/accountz",
+        "/accountz?acc=$G",
+        "/accstatz?unused=1",
+        "/jsz",
+        "/healthz",
+        "/metrics",
+    };
+    for (size_t k = 0; k < 2; k++) {
+        mon_t m = mon_start_with(NULL, arg_sets[k]);
+        nd_integ_conn_t *a = client(m.srv, connects[k]);
+        ND_SEND(a, "SUB s 1\r\nPING\r\n");
+        ND_EXPECT(a, "PONG\r\n");
+        nd_integ_conn_t *b = client(m.srv, connects[k]);
+        nd_integ_conn_close(b); /* the closed ring must not show it either */
+        for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+            hresp_t r = http_get(m.http, paths[i]);
+            cr_assert_eq(r.status, 200, "%s: %d", paths[i], r.status);
+            cr_assert_null(strstr(r.body, "s3cretpw"), "%s shows the secret", paths[i]);
+            hresp_free(&r);
+        }
+        nd_integ_conn_close(a);
+        mon_stop(&m);
     }
-    nd_integ_conn_close(a);
-    mon_stop(&m);
 }
 
 /* ---- key sets against the reference ---- */
@@ -1309,9 +1330,10 @@ Test(integ_monitor, keys_match_reference)
 
 Test(integ_monitor, http_auth_and_base_path)
 {
-    mon_t m = mon_start_with("http_base_path: \"/nats/\"\n"
-                             "http_auth { user: mon, password: \"pw-Secret1\", token: \"tok-Secret2\" }\n",
-                             NULL);
+    mon_t m = mon_start_with(
+        "http_base_path: \"/nats/\"\n"
+        "http_auth { user: mon, password: \"pw-Secret1\", token: \"tok-Secret2\" }\n",
+        NULL);
     hresp_t r = http_get(m.http, "/nats/varz");
     cr_assert_eq(r.status, 401);
     cr_assert(strcasestr(r.head, "WWW-Authenticate: Basic") != NULL);
@@ -1359,8 +1381,8 @@ Test(integ_monitor, port_in_use_fails_start)
     socklen_t l = sizeof a;
     getsockname(fd, (struct sockaddr *)&a, &l);
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "%s -a 127.0.0.1 -p -1 -m %d >/dev/null 2>&1",
-             nd_integ_server_path(), ntohs(a.sin_port));
+    snprintf(cmd, sizeof cmd, "%s -a 127.0.0.1 -p -1 -m %d >/dev/null 2>&1", nd_integ_server_path(),
+             ntohs(a.sin_port));
     int rc = system(cmd);
     cr_assert(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) != 0, "natsd ran without its port");
     close(fd);

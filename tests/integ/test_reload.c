@@ -273,7 +273,11 @@ Test(integ_reload, debug_toggle)
     conn_ready(c);
     nd_integ_server_wait_log(srv, mark, "[DBG]");
     nd_integ_server_wait_log(srv, mark, "Client connection created");
+    /* Let its close be logged now: a debug line checked before the level changes and written
+     * after it could otherwise land after the next reload's last line. */
+    mark = nd_integ_server_log_mark(srv);
     nd_integ_conn_close(c);
+    nd_integ_server_wait_log(srv, mark, "Client connection closed");
 
     /* And off again: nothing more at debug level after this reload. */
     conf_write(&cf, "debug: false\n");

@@ -68,10 +68,26 @@ static char g_dir[512];
 static const char *g_mode = "?";
 static int g_point;
 
+/* The last acknowledged ops of the current writer, printed with a failure. */
+#define NHIST 24
+static struct {
+    uint32_t op;
+    uint64_t a, b, r;
+    int32_t rc;
+} g_hist[NHIST];
+static uint64_t g_nhist;
+static const char *op_name(uint32_t op);
+
 static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 static void
 fail(const char *fmt, ...)
 {
+    fprintf(stderr, "the last acknowledged ops of this writer (oldest first):\n");
+    for (uint64_t i = g_nhist > NHIST ? g_nhist - NHIST : 0; i < g_nhist; i++) {
+        const __typeof__(g_hist[0]) *h = &g_hist[i % NHIST];
+        fprintf(stderr, "  #%" PRIu64 " %s a=%" PRIu64 " b=%" PRIu64 " -> r=%" PRIu64 " rc=%d\n",
+                i + 1, op_name(h->op), h->a, h->b, h->r, h->rc);
+    }
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "FAIL (seed %" PRIu64 ", mode %s, crash point %d, dir %s): ", g_seed, g_mode,
@@ -227,11 +243,19 @@ enum {
     OP_REOPEN,
     OP_SYNC,
     OP_TICK,
+    OP_TRUNCATE,       /* a: the new last sequence */
 };
 
 static const char *op_names[] = {"?", "store", "remove", "remove_secure", "purge_subj",
                                  "purge_wild", "purge_upto", "purge_keep", "purge_all",
-                                 "compact", "skip", "reopen", "sync", "tick"};
+                                 "compact", "skip", "reopen", "sync", "tick",
+                                 "truncate"};
+
+static const char *
+op_name(uint32_t op)
+{
+    return op < sizeof(op_names) / sizeof(op_names[0]) ? op_names[op] : "?";
+}
 
 typedef struct rec {
     uint32_t kind;
@@ -350,10 +374,21 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs)
             in.a = s.last_seq + 1;
         } else if (p < 960) {
             in.op = OP_REOPEN;
-        } else if (p < 985) {
+        } else if (p < 980) {
             in.op = OP_SYNC;
-        } else {
+        } else if (p < 990 || s.msgs == 0) {
             in.op = OP_TICK;
+        } else {
+            /* Raft's log truncation, the only call that makes sequences reusable. Its target
+             * must be a message (nats-server: "invalid sequence" otherwise). */
+            in.op = OP_TRUNCATE;
+            in.a = s.first_seq + rnd_below(&rs, s.last_seq - s.first_seq + 1);
+            nd_store_msg_t lm;
+            memset(&lm, 0, sizeof(lm));
+            if (st->ops->load_next(st, NULL, 0, in.a, &lm) != ND_STORE_OK)
+                (void)st->ops->load_next(st, NULL, 0, s.first_seq, &lm);
+            in.a = lm.seq;
+            nd_store_msg_free(&lm);
         }
         send_rec(fd, &in);
 
@@ -413,6 +448,9 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs)
         case OP_SYNC:
             rc = st->ops->sync(st);
             break;
+        case OP_TRUNCATE:
+            rc = st->ops->truncate(st, in.a);
+            break;
         case OP_TICK: {
             struct timespec now;
             clock_gettime(CLOCK_REALTIME, &now);
@@ -467,6 +505,7 @@ typedef struct effect {
     uint64_t *removed; /* seqs removed */
     size_t nremoved;
     uint64_t prev_max; /* max_seq before the op */
+    uint64_t arg;      /* the op's argument a */
 } effect_t;
 
 typedef struct effects {
@@ -559,6 +598,9 @@ removal_set(const model_t *m, const rec_t *in, size_t *n)
         case OP_PURGE_ALL:
             hit = true;
             break;
+        case OP_TRUNCATE:
+            hit = s > in->a;
+            break;
         default:
             break;
         }
@@ -579,7 +621,7 @@ is_removal(uint32_t op)
 {
     return op == OP_REMOVE || op == OP_REMOVE_SECURE || op == OP_PURGE_SUBJ ||
            op == OP_PURGE_WILD || op == OP_PURGE_UPTO || op == OP_PURGE_KEEP ||
-           op == OP_PURGE_ALL || op == OP_COMPACT;
+           op == OP_PURGE_ALL || op == OP_COMPACT || op == OP_TRUNCATE;
 }
 
 /* Applies an acknowledged op to the model, checking what the store returned against it. */
@@ -589,6 +631,7 @@ model_apply(model_t *m, effects_t *ef, const rec_t *ack)
     effect_t *e = effects_push(ef);
     e->op = ack->op;
     e->prev_max = m->max_seq;
+    e->arg = ack->a;
     switch (ack->op) {
     case OP_STORE:
         CHECK(ack->r == ack->a, "store returned seq %" PRIu64 ", the child expected %" PRIu64,
@@ -612,7 +655,9 @@ model_apply(model_t *m, effects_t *ef, const rec_t *ack)
         if (is_removal(ack->op)) {
             size_t n;
             uint64_t *v = removal_set(m, ack, &n);
-            if (ack->op == OP_REMOVE || ack->op == OP_REMOVE_SECURE) {
+            if (ack->op == OP_TRUNCATE) {
+                /* No count to check. */
+            } else if (ack->op == OP_REMOVE || ack->op == OP_REMOVE_SECURE) {
                 bool found = ack->rc == ND_STORE_OK;
                 CHECK(found == (n == 1),
                       "remove(%" PRIu64 ") returned %s but the model says %s", ack->a,
@@ -626,6 +671,17 @@ model_apply(model_t *m, effects_t *ef, const rec_t *ack)
                 m->present[v[i]] = 0;
             e->removed = v;
             e->nremoved = n;
+            /* Compact (and purge with up_to, which is Compact) beyond the end makes first_seq
+             * the given sequence, so last_seq becomes seq - 1 (nats-server's shape). */
+            if ((ack->op == OP_COMPACT || ack->op == OP_PURGE_UPTO) && ack->a > 1 &&
+                ack->a - 1 > m->max_seq)
+                m->max_seq = ack->a - 1;
+            if (ack->op == OP_TRUNCATE && ack->a < m->max_seq) {
+                /* The sequences above a are free again; their old timestamps mean nothing. */
+                for (uint64_t q = ack->a + 1; q <= m->max_seq && q < m->cap; q++)
+                    m->ts[q] = 0;
+                m->max_seq = ack->a;
+            }
         }
         break;
     }
@@ -642,6 +698,16 @@ model_undo(model_t *m, effects_t *ef)
         m->present[e->removed[i]] = 1;
     m->max_seq = e->prev_max;
     free(e->removed);
+}
+
+/* The lowest last_seq the disk may show for model m when op `next` (may be NULL) may have run
+ * too: a truncate lowers it. */
+static uint64_t
+last_floor(const model_t *m, const rec_t *next)
+{
+    if (next != NULL && next->op == OP_TRUNCATE && next->a < m->max_seq)
+        return next->a;
+    return m->max_seq;
 }
 
 /* ---- checking a recovered store -------------------------------------------------------- */
@@ -799,6 +865,49 @@ matches(const model_t *m, const observed_t *o, const rec_t *in, const uint64_t *
     return true;
 }
 
+/* For a failure message: what the acknowledged ops of this run did to seq, and what the disk
+ * has. */
+static void
+describe(const effects_t *ef, const model_t *m, const observed_t *o, uint64_t seq, char *buf,
+         size_t cap)
+{
+    size_t added = 0, removed = 0;
+    uint32_t rm_op = 0;
+    for (size_t i = 0; i < ef->n; i++) {
+        if (ef->v[i].added == seq)
+            added = i + 1;
+        if (ef->v[i].added == seq && removed > added)
+            removed = 0;
+        for (size_t k = 0; k < ef->v[i].nremoved; k++)
+            if (ef->v[i].removed[k] == seq) {
+                removed = i + 1;
+                rm_op = ef->v[i].op;
+            }
+    }
+    snprintf(buf, cap,
+             "on disk %s, model %s; stored by op %zu, removed by op %zu (%s) of this run "
+             "(0 = not in this run)",
+             seq < o->cap && o->present[seq] ? "present" : "absent",
+             model_has(m, seq) ? "present" : "absent", added, removed, op_names[rm_op]);
+}
+
+/* For a failure message: the mismatches between model m and the disk (up to 8 listed). */
+static size_t
+mismatches(const model_t *m, const observed_t *o, char *buf, size_t cap)
+{
+    uint64_t top = o->cap > m->cap ? o->cap : m->cap;
+    size_t n = 0, w = 0;
+    buf[0] = '\0';
+    for (uint64_t s = 1; s < top; s++) {
+        bool want = model_has(m, s), got = s < o->cap && o->present[s];
+        if (want == got)
+            continue;
+        if (n++ < 8 && w < cap)
+            w += (size_t)snprintf(buf + w, cap - w, " %" PRIu64 "%s", s, got ? "+" : "-");
+    }
+    return n;
+}
+
 /* ---- one directory, several crashes -------------------------------------------------------- */
 
 static int g_cipher_refused;
@@ -868,6 +977,7 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
         rec_t failrec = {0};
         size_t durable = 0;
         effects_clear(&ef);
+        g_nhist = 0;
         for (;;) {
             if (!killed && acks >= kill_after && (opened || kill_after == 0)) {
                 if (delay_us)
@@ -898,6 +1008,12 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                 have_intent = true;
                 break;
             case REC_ACK:
+                g_hist[g_nhist % NHIST].op = r.op;
+                g_hist[g_nhist % NHIST].a = r.a;
+                g_hist[g_nhist % NHIST].b = r.b;
+                g_hist[g_nhist % NHIST].r = r.r;
+                g_hist[g_nhist % NHIST].rc = r.rc;
+                g_nhist++;
                 model_apply(&m, &ef, &r);
                 if (r.op == OP_SYNC || r.op == OP_REOPEN)
                     durable = ef.n; /* everything up to here reached the kernel */
@@ -954,14 +1070,20 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
         uint64_t bad = 0;
         size_t applied = ef.n;
         bool ok = matches(&m, &o, inflight, rm, nrm, &bad);
-        if (!ok && !always) {
+        rec_t next_op = inflight != NULL ? *inflight : (rec_t){0};
+        if ((!ok || o.st.last_seq < last_floor(&m, &next_op)) && !always) {
             /* Walk back: the disk may hold a prefix of the acknowledged ops. */
             uint64_t first_bad = bad;
-            while (!ok && ef.n > 0) {
+            char why[600];
+            describe(&ef, &m, &o, bad, why, sizeof(why));
+            /* A prefix must also explain last_seq: a lost skip or removal of the last message
+             * leaves the present set alone but not last_seq. */
+            while ((!ok || o.st.last_seq < last_floor(&m, &next_op)) && ef.n > 0) {
                 effect_t *last = &ef.v[ef.n - 1];
-                rec_t pseudo = {.op = last->op};
+                rec_t pseudo = {.op = last->op, .a = last->arg};
                 if (last->op == OP_STORE)
                     pseudo.a = last->added;
+                next_op = pseudo;
                 free(rm);
                 rm = NULL;
                 nrm = 0;
@@ -972,10 +1094,23 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                 }
                 model_undo(&m, &ef);
                 ok = matches(&m, &o, &pseudo, rm, nrm, &bad);
+                if (!ok && getenv("NATSD_CRASH_DEBUG")) {
+                    char list[200];
+                    size_t nm = mismatches(&m, &o, list, sizeof(list));
+                    fprintf(stderr, "  prefix %zu (next op %s a=%" PRIu64 "): %zu differ:%s\n",
+                            ef.n, op_names[pseudo.op], pseudo.a, nm, list);
+                }
+                if (!ok && ef.n == durable) {
+                    char w2[256];
+                    describe(&ef, &m, &o, bad, w2, sizeof(w2));
+                    snprintf(why, sizeof(why), "at the sync floor (op %zu): seq %" PRIu64
+                             " %s", durable, bad, w2);
+                }
             }
             CHECK(ok, "interval mode: the recovered state is no prefix of the acknowledged ops "
-                      "(first difference at seq %" PRIu64 ")",
-                  first_bad);
+                      "(first difference at seq %" PRIu64 ": %s; %zu ops acknowledged, the last "
+                      "sync/reopen after op %zu, in flight: %s)",
+                  first_bad, why, applied, durable, inflight ? op_names[inflight->op] : "none");
             if (ef.n < applied) {
                 stats->prefix_short++;
                 CHECK(strict < 1 || ef.n >= durable,
@@ -990,26 +1125,34 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                       applied - ef.n, first_bad);
             }
         }
-        CHECK(ok, "seq %" PRIu64 " is %s after recovery but the model says %s (in-flight op: %s "
-                  "a=%" PRIu64 "; %" PRIu64 " acks this run)",
-              bad, bad < o.cap && o.present[bad] ? "present" : "absent",
-              model_has(&m, bad) ? "present" : "absent", inflight ? op_names[inflight->op] : "none",
-              inflight ? inflight->a : 0, acks);
-        CHECK(o.st.last_seq >= m.max_seq,
-                  "last_seq went back to %" PRIu64 " below the acknowledged %" PRIu64
-                  " (sequences would be reused)",
-                  o.st.last_seq, m.max_seq);
+        if (!ok) {
+            char why[300];
+            describe(&ef, &m, &o, bad, why, sizeof(why));
+            fail("seq %" PRIu64 " is %s after recovery but the model says %s (%s; in-flight op: "
+                 "%s a=%" PRIu64 "; %" PRIu64 " acks this run)",
+                 bad, bad < o.cap && o.present[bad] ? "present" : "absent",
+                 model_has(&m, bad) ? "present" : "absent", why,
+                 inflight ? op_names[inflight->op] : "none", inflight ? inflight->a : 0, acks);
+        }
+        CHECK(o.st.last_seq >= last_floor(&m, &next_op),
+              "last_seq went back to %" PRIu64 " below the acknowledged %" PRIu64
+              " (sequences would be reused)",
+              o.st.last_seq, last_floor(&m, &next_op));
         {
             uint64_t allowed = m.max_seq;
             if (inflight != NULL && (inflight->op == OP_STORE || inflight->op == OP_SKIP) &&
                 inflight->a > allowed)
                 allowed = inflight->a;
+            if (inflight != NULL && (inflight->op == OP_COMPACT || inflight->op == OP_PURGE_UPTO) &&
+                inflight->a > 1 && inflight->a - 1 > allowed)
+                allowed = inflight->a - 1;
             if (ef.n < applied)
                 allowed = UINT64_MAX; /* a lost-and-walked-back prefix had higher seqs */
             CHECK(o.st.last_seq <= allowed,
                   "last_seq %" PRIu64 " is beyond anything acknowledged or in flight (%" PRIu64
-                  ")",
-                  o.st.last_seq, allowed);
+                  "; in-flight op: %s a=%" PRIu64 ")",
+                  o.st.last_seq, allowed, inflight ? op_names[inflight->op] : "none",
+                  inflight ? inflight->a : 0);
         }
         if (inflight_seq) {
             if (o.present[inflight_seq])
@@ -1026,8 +1169,11 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                 m.ts[s] = 0; /* the in-flight store's timestamp is unknown: not checked */
             m.present[s] = got;
         }
-        if (o.st.last_seq > m.max_seq)
-            m.max_seq = o.st.last_seq;
+        /* Verified to be within [last_floor, allowed]: the disk's last_seq is the truth now (it
+         * may be below max_seq when an in-flight truncate ran; sequences above are free). */
+        for (uint64_t q = o.st.last_seq + 1; q <= m.max_seq && q < m.cap; q++)
+            m.ts[q] = 0;
+        m.max_seq = o.st.last_seq;
         free(rm);
         free(o.present);
         rm_rf(snap);
@@ -1068,11 +1214,11 @@ run_mode(const char *base, uint64_t seed, bool always, int points, int strict)
 int
 main(int argc, char **argv)
 {
-    const char *it = argc > 1 ? argv[1] : getenv("NATSD_CRASH_ITERS");
+    const char *it = argc > 1 && argv[1][0] ? argv[1] : getenv("NATSD_CRASH_ITERS");
     int points = it != NULL ? atoi(it) : 200;
     if (points < 1)
         points = 1;
-    const char *sd = argc > 2 ? argv[2] : getenv("NATSD_CRASH_SEED");
+    const char *sd = argc > 2 && argv[2][0] ? argv[2] : getenv("NATSD_CRASH_SEED");
     if (sd != NULL) {
         g_seed = strtoull(sd, NULL, 0);
     } else {

@@ -141,6 +141,7 @@ Test(mon, closed_ring_and_totals)
         nd_connreg_publish(&mc[i], 1, 10, 2, 20, 0);
         nd_connreg_set_meta(r, &mc[i], "n", NULL, "v");
     }
+    nd_connreg_set_user(r, &mc[1], "bob", "ACC");
     nd_connreg_totals_t t;
     nd_connreg_totals(r, &t);
     cr_assert_eq(t.live, 3);
@@ -162,6 +163,9 @@ Test(mon, closed_ring_and_totals)
     cr_assert_str_eq(closed[0]->reason, "Slow Consumer (Pending Bytes)");
     cr_assert_str_eq(closed[0]->name, "n");
     cr_assert_null(closed[0]->lang);
+    cr_assert_str_eq(closed[0]->user, "bob");
+    cr_assert_str_eq(closed[0]->account, "ACC");
+    cr_assert_null(closed[1]->user);
     cr_assert_eq(closed[1]->cid, 3);
     cr_assert_neq(closed[1]->stop_ns, 0);
     nd_connreg_release_all(NULL, closed, n); /* closed infos hold no actor: no ctx needed */

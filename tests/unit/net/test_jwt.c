@@ -1128,6 +1128,25 @@ Test(jwt, nonce_signatures)
     cr_expect_null(s);
 }
 
+Test(jwt, nonces)
+{
+    char a[ND_JWT_NONCE_LEN + 1], b[ND_JWT_NONCE_LEN + 1];
+    cr_assert(nd_jwt_nonce(a));
+    cr_assert(nd_jwt_nonce(b));
+    cr_expect_eq(strlen(a), ND_JWT_NONCE_LEN);
+    cr_expect_eq(strspn(a, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"),
+                 ND_JWT_NONCE_LEN);
+    cr_expect_str_neq(a, b);
+    /* A client signs it; we verify it. */
+    char *sig = NULL;
+    cr_assert(nd_jwt_sign_nonce(NSC_USEED, strlen(NSC_USEED), a, strlen(a), &sig));
+    cr_expect(nd_jwt_verify_nonce(NSC_UPUB, strlen(NSC_UPUB), ND_NKEY_PREFIX_USER, a, strlen(a),
+                                  sig, strlen(sig)));
+    cr_expect(!nd_jwt_verify_nonce(NSC_UPUB, strlen(NSC_UPUB), ND_NKEY_PREFIX_USER, b, strlen(b),
+                                   sig, strlen(sig)));
+    nd_free(sig);
+}
+
 Test(jwt, error_texts)
 {
     cr_expect_str_eq(nd_jwt_strerror(ND_JWT_ERR_CHUNKS), "expected 3 chunks");

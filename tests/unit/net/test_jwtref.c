@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -201,6 +202,8 @@ Test(jwtref, reference_server_accepts_our_tokens, .timeout = 60)
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
+        /* The server dies with this test process, even when an assertion ends it early. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
         int devnull = open("/dev/null", O_WRONLY);
         dup2(devnull, 1);
         dup2(devnull, 2);

@@ -48,6 +48,9 @@ Test(passwd, nats_server_fixtures)
     /* test/configs/authorization.conf: PASS is bcrypt("foo"). */
     cr_expect(check("$2a$04$P/.bd.7unw9Ew7yWJqXsl.f4oNRLQGvadEL2YnqQXbbb.IVQajRdK", "foo"));
     cr_expect(!check("$2a$04$P/.bd.7unw9Ew7yWJqXsl.f4oNRLQGvadEL2YnqQXbbb.IVQajRdK", "bar"));
+    /* The same hash under the $2x$ and $2b$ prefixes: identical for ASCII passwords. */
+    cr_expect(check("$2x$04$P/.bd.7unw9Ew7yWJqXsl.f4oNRLQGvadEL2YnqQXbbb.IVQajRdK", "foo"));
+    cr_expect(check("$2b$04$P/.bd.7unw9Ew7yWJqXsl.f4oNRLQGvadEL2YnqQXbbb.IVQajRdK", "foo"));
 }
 
 Test(passwd, generated_hashes_round_trip)

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "natsd/alloc.h"
+#include "net/jwt.h"
 #include "net/perms.h"
 
 static void
@@ -144,6 +145,17 @@ Test(perms, publish_rules)
     cr_expect(!pub(p, "a"), "the allow list exists (its entries were invalid): nothing allowed");
     cr_expect(sub(p, "a", "b"));
     cr_expect(!sub(p, "a", NULL));
+    nd_perms_unref(p);
+
+    /* Subjects are binary-safe: a NUL is an ordinary byte (found by fuzz_jwt). */
+    p = nd_perms_new();
+    cr_expect_eq(nd_perms_add(p, ND_PERMS_PUB_ALLOW, "a\0b.>", 5), ND_PERMS_ADD_OK);
+    cr_expect_eq(nd_perms_add(p, ND_PERMS_SUB_DENY, "x\0.> q\0", 7), ND_PERMS_ADD_OK);
+    nd_perms_seal(p);
+    cr_expect(nd_perms_pub_allowed(p, "a\0b.c", 5));
+    cr_expect(!nd_perms_pub_allowed(p, "a.c", 3));
+    cr_expect(!nd_perms_sub_allowed(p, "x\0.y", 4, "q\0", 2));
+    cr_expect(nd_perms_sub_allowed(p, "x\0.y", 4, "q", 1));
     nd_perms_unref(p);
 
     /* A subscribe allow list whose only entry was invalid allows nothing (fails closed). */
@@ -617,6 +629,34 @@ Test(perms, large_lists)
     nd_perms_unref(p);
 }
 
+Test(perms, very_deep_patterns)
+{
+    /* 60000 tokens in one entry (a JWT can carry that much): built, matched and freed without
+     * recursion that deep. */
+    size_t ntok = 60000, len = ntok * 2 - 1;
+    char *deep = nd_xmalloc(len + 1);
+    for (size_t i = 0; i < ntok; i++) {
+        deep[2 * i] = 'a';
+        if (i + 1 < ntok)
+            deep[2 * i + 1] = '.';
+    }
+    deep[len] = '\0';
+    nd_perms_t *p = nd_perms_new();
+    cr_assert_eq(nd_perms_add(p, ND_PERMS_SUB_ALLOW, deep, len), ND_PERMS_ADD_OK);
+    deep[len - 1] = '*';
+    cr_assert_eq(nd_perms_add(p, ND_PERMS_SUB_DENY, deep, len), ND_PERMS_ADD_OK);
+    add(p, ND_PERMS_PUB_DENY, "a.>");
+    nd_perms_seal(p);
+    deep[len - 1] = 'a';
+    cr_expect(!nd_perms_sub_allowed(p, deep, len, NULL, 0), "the deny a.a...* matches");
+    deep[len - 1] = 'b';
+    cr_expect(!nd_perms_sub_allowed(p, deep, len, NULL, 0), "not in the allow list");
+    cr_expect(!nd_perms_pub_allowed(p, deep, len));
+    cr_expect(nd_perms_pub_allowed(p, "a", 1));
+    nd_perms_unref(p);
+    nd_free(deep);
+}
+
 Test(perms, shared_between_connections)
 {
     nd_perms_t *p = reference_user();
@@ -629,4 +669,36 @@ Test(perms, shared_between_connections)
     nd_perms_conn_fini(&a);
     cr_expect(nd_perms_conn_sub(&b, "baz", 3, NULL, 0));
     nd_perms_conn_fini(&b);
+}
+
+Test(perms, from_jwt)
+{
+    char *pa[] = {"ok.>", "bad subject"}, *pd[] = {"ok.no"}, *sa[] = {"in.* grp"};
+    nd_jwt_perms_t jp = {0};
+    cr_expect_null(nd_perms_from_jwt(&jp, NULL), "no restrictions: no permissions");
+    cr_expect_null(nd_perms_from_jwt(NULL, NULL));
+    jp.pub.allow = (nd_jwt_strlist_t){pa, 2};
+    jp.pub.deny = (nd_jwt_strlist_t){pd, 1};
+    jp.sub.allow = (nd_jwt_strlist_t){sa, 1};
+    size_t skipped;
+    nd_perms_t *p = nd_perms_from_jwt(&jp, &skipped);
+    cr_assert_not_null(p);
+    cr_expect_eq(skipped, 1);
+    cr_expect(pub(p, "ok.yes"));
+    cr_expect(!pub(p, "ok.no"));
+    cr_expect(!pub(p, "other"));
+    cr_expect(sub(p, "in.x", "grp"));
+    cr_expect(!sub(p, "in.x", NULL));
+    nd_perms_unref(p);
+    /* Only "resp": publishing is limited to replies (the allow list becomes present and empty),
+     * with the defaults for zero values. */
+    nd_jwt_perms_t r = {0};
+    r.has_resp = true;
+    p = nd_perms_from_jwt(&r, NULL);
+    cr_assert_not_null(p);
+    cr_expect(!pub(p, "anything"));
+    cr_expect(sub(p, "anything", NULL));
+    cr_expect_eq(p->resp_max, ND_PERMS_RESP_DEFAULT_MAX);
+    cr_expect_eq(p->resp_ttl_ns, ND_PERMS_RESP_DEFAULT_TTL_NS);
+    nd_perms_unref(p);
 }
