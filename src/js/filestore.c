@@ -385,12 +385,14 @@ append_msg(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_
                         off);
 }
 
+/* MARK(first): ts holds last_seq, the 8-byte payload last_ts (both survive the loss of every
+ * message record). */
 static nd_store_err_t
 append_mark(nd_filestore_t *fs, uint64_t first)
 {
     uint64_t last = fs->last_seq > first - 1 ? fs->last_seq : first - 1;
-    return append(fs, ND_FS_REC_MARK, first, (int64_t)last, NULL, 0, NULL, 0, NULL, 0, false,
-                  NULL);
+    return append(fs, ND_FS_REC_MARK, first, (int64_t)last, NULL, 0, NULL, 0, &fs->last_ts,
+                  sizeof(fs->last_ts), false, NULL);
 }
 
 static nd_store_err_t
@@ -716,7 +718,8 @@ old_rec_len(const uint8_t *p, uint64_t n, uint64_t off)
  * messages with seq <= keep_max, and a MARK(first_seq, last). Temp file, fdatasync, rename,
  * fsync of the directory; b's offsets change only once the new file is in place. */
 static nd_store_err_t
-rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_t *extra)
+rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_t *extra,
+            int64_t last_ts)
 {
     uint8_t *old = NULL;
     nd_store_err_t e = read_blk(fs, b, &old);
@@ -731,7 +734,8 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
         free(own.v);
         return ND_STORE_ERR_NOMEM;
     }
-    size_t ctl = (1 + own.n + (extra ? extra->n : 0)) * ND_FS_REC_OVERHEAD;
+    size_t nctl = own.n + (extra ? extra->n : 0) + 1;
+    size_t ctl = nctl * ND_FS_REC_OVERHEAD + sizeof(last_ts);
     size_t cap = ND_FS_BLK_HDR_LEN + ctl;
     for (uint32_t i = b->first_slot; i < b->nslots; i++)
         if (b->off[i] != ND_FS_NOOFF && b->base + i <= keep_max)
@@ -759,7 +763,7 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
             o += ND_FS_REC_OVERHEAD;
         }
     }
-    size_t keep = o + ND_FS_REC_OVERHEAD; /* the TOMBs, and the MARK at the end */
+    size_t keep = o + ND_FS_REC_OVERHEAD + sizeof(last_ts); /* the TOMBs and the final MARK */
     for (uint32_t i = 0; i < b->nslots; i++) {
         /* Live slots above keep_max keep their old offsets: the caller removes them next. */
         noff[i] = b->off[i];
@@ -773,8 +777,8 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
     /* The MARK goes last: it raises last_seq, and recovery accepts a message only above the
      * last_seq it has seen so far. */
     nd_fs_rec_encode(nb + o, ND_FS_REC_MARK, first, (int64_t)(hi > first - 1 ? hi : first - 1),
-                     NULL, 0, NULL, 0, NULL, 0);
-    o += ND_FS_REC_OVERHEAD;
+                     NULL, 0, NULL, 0, &last_ts, sizeof(last_ts));
+    o += ND_FS_REC_OVERHEAD + sizeof(last_ts);
     free(old);
     free(own.v);
 
@@ -812,7 +816,7 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
     free(noff);
     b->size = b->wsize = o;
     b->keep_bytes = keep;
-    b->nctl = (uint32_t)((keep - ND_FS_BLK_HDR_LEN) / ND_FS_REC_OVERHEAD);
+    b->nctl = (uint32_t)nctl;
     b->unsynced = false;
     fs->dir_unsynced = true;
     changed(fs);
@@ -890,7 +894,7 @@ maintain(nd_filestore_t *fs)
                 return;
             continue;
         }
-        if (sparse(fs, b) && rewrite_blk(fs, b, UINT64_MAX, NULL) != ND_STORE_OK)
+        if (sparse(fs, b) && rewrite_blk(fs, b, UINT64_MAX, NULL, fs->last_ts) != ND_STORE_OK)
             return;
         i++;
     }
@@ -923,14 +927,15 @@ mark_rec(nd_filestore_t *fs, uint64_t first)
  * and its sequences go on from first. The MARK is synced before the old files go, so a crash
  * leaves either the old state or the new one. */
 static nd_store_err_t
-reset_all(nd_filestore_t *fs, uint64_t first, uint64_t last)
+reset_all(nd_filestore_t *fs, uint64_t first, uint64_t last, int64_t last_ts)
 {
     nd_store_err_t e = roll(fs, first);
     if (e != ND_STORE_OK)
         return e;
     nd_fs_blk_t *act = active_blk(fs);
     wmark_t m = wmark(fs);
-    e = append(fs, ND_FS_REC_MARK, first, (int64_t)last, NULL, 0, NULL, 0, NULL, 0, false, NULL);
+    e = append(fs, ND_FS_REC_MARK, first, (int64_t)last, NULL, 0, NULL, 0, &last_ts,
+               sizeof(last_ts), false, NULL);
     if (e == ND_STORE_OK)
         e = flush(fs);
     if (e == ND_STORE_OK)
@@ -957,6 +962,7 @@ reset_all(nd_filestore_t *fs, uint64_t first, uint64_t last)
     nd_fs_subj_init(&fs->subj);
     fs->msgs = fs->bytes = 0;
     fs->last_seq = last;
+    fs->last_ts = last_ts;
     fs->first_seq = first;
     changed(fs);
     return sync_dirs(fs);
@@ -1315,7 +1321,7 @@ fs_compact(nd_store_t *st, uint64_t seq, uint64_t *purged)
     }
     if (seq == 0 || seq > fs->last_seq) {
         uint64_t first = seq > fs->last_seq ? seq : fs->last_seq + 1;
-        e = reset_all(fs, first, first - 1);
+        e = reset_all(fs, first, first - 1, fs->last_ts);
     } else {
         wmark_t m = wmark(fs);
         if ((e = append_mark(fs, seq)) == ND_STORE_OK && (e = commit(fs, m)) == ND_STORE_OK) {
@@ -1347,7 +1353,7 @@ fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
             uint64_t n = fs->msgs;
             nd_store_err_t e = begin(fs);
             if (e == ND_STORE_OK)
-                e = reset_all(fs, fs->last_seq + 1, fs->last_seq);
+                e = reset_all(fs, fs->last_seq + 1, fs->last_seq, fs->last_ts);
             if (e == ND_STORE_OK)
                 *purged = n;
             return e;
@@ -1417,10 +1423,7 @@ fs_truncate(nd_store_t *st, uint64_t seq)
     if (e != ND_STORE_OK)
         return e;
     if (seq == 0) {
-        e = reset_all(fs, 1, 0);
-        if (e == ND_STORE_OK)
-            fs->last_ts = 0;
-        return e;
+        return reset_all(fs, 1, 0, 0);
     }
     nd_fs_blk_t *k;
     uint32_t ki;
@@ -1448,7 +1451,7 @@ fs_truncate(nd_store_t *st, uint64_t seq)
         free(extra.v);
         return e;
     }
-    e = rewrite_blk(fs, k, seq, &extra);
+    e = rewrite_blk(fs, k, seq, &extra, k->ts[ki]);
     free(extra.v);
     if (e != ND_STORE_OK)
         return e;

@@ -153,7 +153,8 @@ feed_aad(EVP_CIPHER_CTX *x, bool enc, uint64_t seq, const void *aad, size_t aad_
     uint8_t s[8];
     int len;
     put_be64(s, seq);
-    if ((enc ? EVP_EncryptUpdate(x, NULL, &len, s, 8) : EVP_DecryptUpdate(x, NULL, &len, s, 8)) != 1)
+    if ((enc ? EVP_EncryptUpdate(x, NULL, &len, s, 8) : EVP_DecryptUpdate(x, NULL, &len, s, 8)) !=
+        1)
         return false;
     if (aad_len == 0)
         return true;
@@ -189,8 +190,8 @@ nd_fs_seal(nd_fs_crypt_t *c, uint64_t seq, const void *aad, size_t aad_len, cons
 }
 
 bool
-nd_fs_open_sealed(nd_fs_crypt_t *c, uint64_t seq, const void *aad, size_t aad_len,
-                  const void *in, size_t n, uint8_t *out, size_t *outn)
+nd_fs_open_sealed(nd_fs_crypt_t *c, uint64_t seq, const void *aad, size_t aad_len, const void *in,
+                  size_t n, uint8_t *out, size_t *outn)
 {
     if (c == NULL || in == NULL || out == NULL || n < ND_FS_TAG_LEN || !fits_int(n))
         return false;

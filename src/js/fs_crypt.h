@@ -33,10 +33,10 @@
 
 #include "natsd/store.h"
 
-#define ND_FS_KEY_LEN 32
-#define ND_FS_SALT_LEN 16
+#define ND_FS_KEY_LEN   32
+#define ND_FS_SALT_LEN  16
 #define ND_FS_NONCE_LEN 12
-#define ND_FS_TAG_LEN 16
+#define ND_FS_TAG_LEN   16
 /* Bytes in front of LZ4 data: the uncompressed length. */
 #define ND_FS_COMPRESS_HDR 4
 /* The largest input nd_fs_compress accepts (LZ4's own limit). */

@@ -80,6 +80,9 @@ apply(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec, nd_fs_rec_t *r, ui
     case ND_FS_REC_MARK:
         b->nctl++;
         b->keep_bytes += r->len;
+        /* The newest word on last_seq also carries last_ts (the payload). */
+        if ((uint64_t)r->ts >= fs->last_seq && r->data_len == sizeof(int64_t))
+            memcpy(&fs->last_ts, r->data, sizeof(int64_t));
         if ((uint64_t)r->ts > fs->last_seq && r->ts > 0)
             fs->last_seq = (uint64_t)r->ts;
         nd_fs_state_mark(fs, r->seq);

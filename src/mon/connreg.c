@@ -10,6 +10,7 @@
 
 struct nd_connreg {
     pthread_mutex_t lock;
+    nd_connreg_ident_fn *ident; /* immutable */
     /* under lock */
     nd_mon_conn_t *head;
     uint32_t live;
@@ -28,9 +29,10 @@ nd_mon_wall_ns(void)
 }
 
 nd_connreg_t *
-nd_connreg_new(int64_t max_closed)
+nd_connreg_new(int64_t max_closed, nd_connreg_ident_fn *ident)
 {
     nd_connreg_t *r = nd_new(nd_connreg_t);
+    r->ident = ident;
     pthread_mutex_init(&r->lock, NULL);
     r->ring_cap = max_closed > 0 ? (size_t)max_closed : 0;
     /* The ring's slots are allocated as it fills, so a server with few closes pays little. */
@@ -72,16 +74,9 @@ nd_connreg_free(nd_connreg_t *r)
 }
 
 void
-nd_connreg_add(nd_connreg_t *r, nd_mon_conn_t *mc, nd_actor_t *actor, uint64_t cid, int kind,
-               const char *ip, int port, const _Atomic int64_t *pending)
+nd_connreg_add(nd_connreg_t *r, nd_mon_conn_t *mc)
 {
-    mc->actor = actor;
-    mc->cid = cid;
-    mc->kind = kind;
-    mc->port = port;
-    snprintf(mc->ip, sizeof mc->ip, "%s", ip);
     mc->start_ns = nd_mon_wall_ns();
-    mc->pending = pending;
     atomic_store_explicit(&mc->last_ns, mc->start_ns, memory_order_relaxed);
     pthread_mutex_lock(&r->lock);
     mc->prev = NULL;
@@ -118,60 +113,89 @@ dup_or_null(const char *s)
     return s != NULL ? nd_xstrdup(s) : NULL;
 }
 
+/* One allocation for the five strings (NULL when all are NULL). */
+static nd_mon_meta_t *
+meta_new(const char *name, const char *lang, const char *version, const char *user,
+         const char *account)
+{
+    const char *v[5] = {name, lang, version, user, account};
+    size_t len[5], total = sizeof(nd_mon_meta_t);
+    bool any = false;
+    for (int i = 0; i < 5; i++) {
+        len[i] = v[i] != NULL ? strlen(v[i]) + 1 : 0;
+        total += len[i];
+        any |= v[i] != NULL;
+    }
+    if (!any)
+        return NULL;
+    nd_mon_meta_t *m = nd_xmalloc(total);
+    char *p = (char *)(m + 1);
+    char **dst[5] = {&m->name, &m->lang, &m->version, &m->user, &m->account};
+    for (int i = 0; i < 5; i++) {
+        *dst[i] = v[i] != NULL ? memcpy(p, v[i], len[i]) : NULL;
+        p += len[i];
+    }
+    return m;
+}
+
+/* Replaces the strings: the first three when connect, else the last two. */
+static void
+meta_set(nd_connreg_t *r, nd_mon_conn_t *mc, bool connect, const char *a, const char *b,
+         const char *c)
+{
+    /* Only the owner replaces meta, so reading it here without the mutex is safe. */
+    const nd_mon_meta_t *o = mc->meta;
+    nd_mon_meta_t *m =
+        connect ? meta_new(a, b, c, o ? o->user : NULL, o ? o->account : NULL)
+                : meta_new(o ? o->name : NULL, o ? o->lang : NULL, o ? o->version : NULL, a, b);
+    pthread_mutex_lock(&r->lock);
+    nd_mon_meta_t *old = mc->meta;
+    mc->meta = m;
+    pthread_mutex_unlock(&r->lock);
+    nd_free(old);
+}
+
 void
 nd_connreg_set_meta(nd_connreg_t *r, nd_mon_conn_t *mc, const char *name, const char *lang,
                     const char *version)
 {
-    char *n = dup_or_null(name), *l = dup_or_null(lang), *v = dup_or_null(version);
-    pthread_mutex_lock(&r->lock);
-    char *on = mc->name, *ol = mc->lang, *ov = mc->version;
-    mc->name = n;
-    mc->lang = l;
-    mc->version = v;
-    pthread_mutex_unlock(&r->lock);
-    nd_free(on);
-    nd_free(ol);
-    nd_free(ov);
+    meta_set(r, mc, true, name, lang, version);
 }
 
 void
 nd_connreg_set_user(nd_connreg_t *r, nd_mon_conn_t *mc, const char *user, const char *account)
 {
-    char *u = dup_or_null(user), *a = dup_or_null(account);
-    pthread_mutex_lock(&r->lock);
-    char *ou = mc->user, *oa = mc->account;
-    mc->user = u;
-    mc->account = a;
-    pthread_mutex_unlock(&r->lock);
-    nd_free(ou);
-    nd_free(oa);
+    meta_set(r, mc, false, user, account, NULL);
 }
 
-/* Copies a registered connection's state. Ctx: under r->lock (for the strings). */
+/* Copies a registered connection's state; *actor gets its actor. Ctx: under r->lock (for the
+ * strings, and so that the connection is alive for the ident function). */
 static nd_conn_info_t *
-info_from(const nd_mon_conn_t *mc)
+info_from(const nd_connreg_t *r, const nd_mon_conn_t *mc, nd_actor_t **actor)
 {
     nd_conn_info_t *ci = nd_new(nd_conn_info_t);
     atomic_init(&ci->refs, 1);
-    ci->cid = mc->cid;
-    ci->kind = mc->kind;
-    memcpy(ci->ip, mc->ip, sizeof ci->ip);
-    ci->port = mc->port;
+    nd_actor_t *a = r->ident(mc, ci);
+    if (ci->pending < 0)
+        ci->pending = 0;
+    if (actor != NULL)
+        *actor = a;
     ci->start_ns = mc->start_ns;
     ci->last_ns = atomic_load_explicit(&mc->last_ns, memory_order_relaxed);
     ci->rtt_ns = atomic_load_explicit(&mc->rtt_ns, memory_order_relaxed);
-    int64_t p = atomic_load_explicit(mc->pending, memory_order_relaxed);
-    ci->pending = p > 0 ? p : 0;
     ci->in_msgs = atomic_load_explicit(&mc->in_msgs, memory_order_relaxed);
     ci->in_bytes = atomic_load_explicit(&mc->in_bytes, memory_order_relaxed);
     ci->out_msgs = atomic_load_explicit(&mc->out_msgs, memory_order_relaxed);
     ci->out_bytes = atomic_load_explicit(&mc->out_bytes, memory_order_relaxed);
     ci->num_subs = atomic_load_explicit(&mc->num_subs, memory_order_relaxed);
-    ci->name = dup_or_null(mc->name);
-    ci->user = dup_or_null(mc->user);
-    ci->account = dup_or_null(mc->account);
-    ci->lang = dup_or_null(mc->lang);
-    ci->version = dup_or_null(mc->version);
+    const nd_mon_meta_t *m = mc->meta;
+    if (m != NULL) {
+        ci->name = dup_or_null(m->name);
+        ci->lang = dup_or_null(m->lang);
+        ci->version = dup_or_null(m->version);
+        ci->user = dup_or_null(m->user);
+        ci->account = dup_or_null(m->account);
+    }
     return ci;
 }
 
@@ -202,7 +226,7 @@ nd_connreg_remove(nd_connreg_t *r, nd_mon_conn_t *mc, const char *reason, bool s
     nd_conn_info_t *evicted = NULL;
     pthread_mutex_lock(&r->lock);
     if (r->ring_cap > 0) {
-        ci = info_from(mc);
+        ci = info_from(r, mc, NULL);
         ci->stop_ns = nd_mon_wall_ns();
         ci->reason = reason;
         ci->pending = 0;
@@ -222,14 +246,10 @@ nd_connreg_remove(nd_connreg_t *r, nd_mon_conn_t *mc, const char *reason, bool s
     r->closed_out_bytes += atomic_load_explicit(&mc->out_bytes, memory_order_relaxed);
     if (slow)
         r->slow_consumers++;
-    char *on = mc->name, *ol = mc->lang, *ov = mc->version, *ou = mc->user, *oa = mc->account;
-    mc->name = mc->lang = mc->version = mc->user = mc->account = NULL;
+    nd_mon_meta_t *meta = mc->meta;
+    mc->meta = NULL;
     pthread_mutex_unlock(&r->lock);
-    nd_free(on);
-    nd_free(ol);
-    nd_free(ov);
-    nd_free(ou);
-    nd_free(oa);
+    nd_free(meta);
     if (ci == NULL)
         return;
     nd_conn_info_set_subs(ci, subs, nsubs);
@@ -259,11 +279,16 @@ nd_connreg_live(nd_connreg_t *r, uint64_t cid, nd_conn_info_t ***out)
     size_t cap = cid != 0 ? 1 : r->live, n = 0;
     nd_conn_info_t **a = nd_xmalloc((cap > 0 ? cap : 1) * sizeof(*a));
     for (nd_mon_conn_t *mc = r->head; mc != NULL && n < cap; mc = mc->next) {
-        if (cid != 0 && mc->cid != cid)
-            continue;
-        nd_conn_info_t *ci = info_from(mc);
+        if (cid != 0) {
+            nd_conn_info_t id = {0};
+            r->ident(mc, &id);
+            if (id.cid != cid)
+                continue;
+        }
+        nd_actor_t *actor;
+        nd_conn_info_t *ci = info_from(r, mc, &actor);
         /* The actor is alive: it unlinks itself under this lock before it can be freed. */
-        ci->actor = mc->actor;
+        ci->actor = actor;
         nd_actor_ref(ci->actor);
         a[n++] = ci;
     }

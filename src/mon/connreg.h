@@ -7,11 +7,15 @@
  * subscription count, last activity, RTT) are written by the owning connection actor only, with
  * relaxed stores at the end of each of its turns (nd_connreg_publish: a compare and a plain store
  * per counter that changed, no read-modify-write), and sampled by monitors with relaxed loads; a
- * sample may be one turn old, which is fine for monitoring. The CONNECT strings (name, lang,
- * version) are copied into the registry under its mutex by nd_connreg_set_meta (once per CONNECT),
- * so a monitor copying them under the same mutex never sees a freed string. A registered
- * connection's memory stays valid while the mutex is held: it unlinks itself (under the mutex)
- * before its final() can run to completion and its memory be freed.
+ * sample may be one turn old, which is fine for monitoring (the owner publishes before flushing
+ * its output, so a client that saw an answer sees the counters that include it). The CONNECT
+ * strings (name, lang, version) and, once authentication exists, the user and account are copied
+ * into the registry in one allocation, swapped under its mutex (nd_connreg_set_meta/_set_user,
+ * once per CONNECT), so a monitor copying them under the same mutex never sees a freed string.
+ * What the connection holds anyway (cid, kind, address, pending bytes, actor) is not copied: the
+ * ident function reads it from the connection under the mutex. A registered connection's memory
+ * stays valid while the mutex is held: it unlinks itself (under the mutex) before its final() can
+ * run to completion and its memory be freed.
  *
  * Subscription lists are owned by the connection actor (its sid map), so a monitor that needs them
  * asks each connection by message (ND_CONN_MSG_MON_SUBS, answered on the connection's turn, or by
@@ -72,28 +76,33 @@ typedef struct nd_conn_info {
     bool subs_known; /* subs holds the connection's subscriptions */
 } nd_conn_info_t;
 
-/* Embedded in each connection. */
+/* The CONNECT and authentication strings of a connection, in one allocation (any may be NULL). */
+typedef struct nd_mon_meta {
+    char *name, *lang, *version, *user, *account;
+} nd_mon_meta_t;
+
+/* Embedded in each connection; kept small (96 bytes), since a server may hold 100k connections:
+ * what the connection already holds (cid, kind, address, pending bytes, its actor) is read from
+ * it through the registry's ident function instead of being copied here. */
 typedef struct nd_mon_conn {
     /* under the registry's mutex */
     struct nd_mon_conn *prev, *next;
-    char *name, *lang, *version;
-    char *user, *account;
-    bool registered;
+    nd_mon_meta_t *meta; /* or NULL */
     /* immutable once registered */
-    nd_actor_t *actor;
-    uint64_t cid;
-    int kind;
-    int port;
-    char ip[48];
     int64_t start_ns;
-    const _Atomic int64_t *pending;
     /* written by the owner only (relaxed stores); read by monitors (relaxed loads) */
     _Atomic int64_t last_ns, rtt_ns;
     _Atomic uint64_t in_msgs, in_bytes, out_msgs, out_bytes;
     _Atomic uint32_t num_subs;
+    bool registered; /* under the registry's mutex */
     /* owner only */
     uint64_t ping_sent_ns; /* monotonic; 0 when no RTT ping is outstanding */
 } nd_mon_conn_t;
+
+/* Fills ci's cid, kind, ip, port and pending from the connection that embeds mc, and returns its
+ * actor. Called under the registry's mutex, on a registered connection (alive, and its identity
+ * fields immutable). */
+typedef nd_actor_t *nd_connreg_ident_fn(const nd_mon_conn_t *mc, nd_conn_info_t *ci);
 
 /* The request a monitor sends to a connection for its subscriptions (receiver: the connection;
  * the message id is the connection's ND_CONN_MSG_MON_SUBS). The connection fills info->subs and
@@ -122,17 +131,17 @@ typedef struct nd_connreg_totals {
     uint64_t live_subs;
 } nd_connreg_totals_t;
 
-/* max_closed: closed connections kept (0: none). Ctx: any thread. */
-nd_connreg_t *nd_connreg_new(int64_t max_closed);
+/* max_closed: closed connections kept (0: none); ident: see nd_connreg_ident_fn.
+ * Ctx: any thread. */
+nd_connreg_t *nd_connreg_new(int64_t max_closed, nd_connreg_ident_fn *ident);
 /* Frees the registry and the ring; no connection may still be registered. */
 void nd_connreg_free(nd_connreg_t *r);
 
 /* Wall clock in nanoseconds since the Unix epoch. */
 int64_t nd_mon_wall_ns(void);
 
-/* Links a starting connection. Ctx: the connection's turn. */
-void nd_connreg_add(nd_connreg_t *r, nd_mon_conn_t *mc, nd_actor_t *actor, uint64_t cid, int kind,
-                    const char *ip, int port, const _Atomic int64_t *pending);
+/* Links a starting connection (its identity fields set). Ctx: the connection's turn. */
+void nd_connreg_add(nd_connreg_t *r, nd_mon_conn_t *mc);
 
 /* Publishes the owner's counters; marks activity when traffic or subscriptions changed.
  * Ctx: the owner's turn (the only writer). */
@@ -177,8 +186,7 @@ void nd_connreg_set_meta(nd_connreg_t *r, nd_mon_conn_t *mc, const char *name, c
 /* Records who the connection authenticated as (user: the user name or NULL, e.g. for a token)
  * and its account (NULL: the global account), for /connz's authorized_user, account, user= and
  * acc=. Ctx: the owner's turn, once authenticated. */
-void nd_connreg_set_user(nd_connreg_t *r, nd_mon_conn_t *mc, const char *user,
-                         const char *account);
+void nd_connreg_set_user(nd_connreg_t *r, nd_mon_conn_t *mc, const char *user, const char *account);
 
 /* Unlinks a closing connection, records it in the closed ring with the reason text and its
  * subscriptions (borrowed: copied), and adds its counters to the closed totals. slow: it was closed

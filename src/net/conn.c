@@ -20,6 +20,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
@@ -199,6 +200,20 @@ mon_publish(nd_conn_t *c)
 {
     nd_connreg_publish(&c->mon, c->in_msgs, c->in_bytes, c->out_msgs, c->out_bytes,
                        c->subs.count);
+}
+
+nd_actor_t *
+nd_conn_mon_ident(const nd_mon_conn_t *mc, nd_conn_info_t *ci)
+{
+    /* Only fields immutable after spawn, and the pending atomic. */
+    _Static_assert(sizeof ci->ip == sizeof((nd_conn_t *)0)->ip, "same address buffers");
+    const nd_conn_t *c = (const nd_conn_t *)((const char *)mc - offsetof(nd_conn_t, mon));
+    ci->cid = c->cid;
+    ci->kind = (int)c->kind;
+    memcpy(ci->ip, c->ip, sizeof ci->ip);
+    ci->port = c->port;
+    ci->pending = atomic_load_explicit(&c->pending, memory_order_relaxed);
+    return (nd_actor_t *)&c->base;
 }
 
 /* Unlinks us from the registry and records the close (reason, counters, subscriptions). */
@@ -562,8 +577,7 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
     refresh_live(ctx, c);
     int32_t conns = atomic_fetch_add_explicit(&s->nconns, 1, memory_order_relaxed) + 1;
     c->counted = true;
-    nd_connreg_add(s->connreg, &c->mon, &c->base, c->cid, (int)c->kind, c->ip, c->port,
-                   &c->pending);
+    nd_connreg_add(s->connreg, &c->mon);
     /* After registering: lame duck mode sets s->ldm before it lists the registered connections
      * (under the registry's mutex), so we are either on its list or see the flag here. */
     c->ldm_sent = atomic_load_explicit(&s->ldm, memory_order_relaxed);

@@ -46,6 +46,12 @@ typedef enum {
 
 const char *nd_close_reason_text(nd_close_reason_t r);
 
+/* The connection registry's ident function (src/mon/connreg.h): fills the identity of the
+ * connection embedding mc and returns its actor. Ctx: under the registry's mutex. */
+struct nd_mon_conn;
+struct nd_conn_info;
+nd_actor_t *nd_conn_mon_ident(const struct nd_mon_conn *mc, struct nd_conn_info *ci);
+
 /* Creates the client connection actor for an accepted socket and starts it (INFO goes out on its
  * first turn). Owns: fd. Ctx: the poller thread's ctx. */
 void nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd);

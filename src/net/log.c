@@ -39,6 +39,16 @@
 
 #include "natsd/alloc.h"
 
+/* Go's text for an errno (its syscall error strings are strerror's, lower-cased). */
+static const char *
+go_strerror(int e, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", strerror(e));
+    if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+        buf[0] = (char)(buf[0] - 'A' + 'a');
+    return buf;
+}
+
 typedef enum { SINK_STDERR, SINK_FILE, SINK_REMOTE, SINK_SYSLOG } sink_kind_t;
 
 /* The output side; a copy is built by configure and swapped in whole. */
@@ -464,7 +474,9 @@ nd_log_configure(const nd_opts_t *o, char *err, size_t errlen)
         int fd = open(o->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0660);
         struct stat st;
         if (fd < 0 || fstat(fd, &st) != 0) {
-            snprintf(err, errlen, "error opening file: open %s: %s", o->log_file, strerror(errno));
+            char why[128];
+            go_strerror(errno, why, sizeof why);
+            snprintf(err, errlen, "error opening file: open %s: %s", o->log_file, why);
             if (fd >= 0)
                 close(fd);
             return -1;

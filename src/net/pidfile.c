@@ -23,6 +23,16 @@
 
 #include "natsd/alloc.h"
 
+/* Go's text for an errno (its syscall error strings are strerror's, lower-cased). */
+static const char *
+go_strerror(int e, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%s", strerror(e));
+    if (buf[0] >= 'A' && buf[0] <= 'Z' && !(buf[1] >= 'A' && buf[1] <= 'Z'))
+        buf[0] = (char)(buf[0] - 'A' + 'a');
+    return buf;
+}
+
 int
 nd_pidfile_write(const char *path, char *err, size_t errlen)
 {
@@ -30,7 +40,9 @@ nd_pidfile_write(const char *path, char *err, size_t errlen)
     int n = snprintf(buf, sizeof buf, "%d", (int)getpid());
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0660);
     if (fd < 0 || write(fd, buf, (size_t)n) != n) {
-        snprintf(err, errlen, "Could not write pidfile: open %s: %s", path, strerror(errno));
+        char why[128];
+        go_strerror(errno, why, sizeof why);
+        snprintf(err, errlen, "Could not write pidfile: open %s: %s", path, why);
         if (fd >= 0)
             close(fd);
         return -1;
@@ -167,8 +179,9 @@ nd_portsfile_write(const char *dir, const char *exe, const nd_ports_t *ports, ch
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
     size_t len = strlen(js);
     if (fd < 0 || write(fd, js, len) != (ssize_t)len) {
-        snprintf(err, errlen, "Error writing ports file (%s): open %s: %s", path, path,
-                 strerror(errno));
+        char why[128];
+        go_strerror(errno, why, sizeof why);
+        snprintf(err, errlen, "Error writing ports file (%s): open %s: %s", path, path, why);
         rc = -1;
     }
     if (fd >= 0)
@@ -183,8 +196,9 @@ nd_portsfile_remove(const char *dir, const char *exe, char *err, size_t errlen)
     char path[4096];
     nd_portsfile_path(dir, exe, path, sizeof path);
     if (unlink(path) != 0) {
-        snprintf(err, errlen, "Error cleaning up ports file %s: remove %s: %s", path, path,
-                 strerror(errno));
+        char why[128];
+        go_strerror(errno, why, sizeof why);
+        snprintf(err, errlen, "Error cleaning up ports file %s: remove %s: %s", path, path, why);
         return -1;
     }
     return 0;

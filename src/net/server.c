@@ -158,7 +158,8 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     make_server_id(s->server_id);
     s->start_wall_ns = nd_mon_wall_ns();
     s->connreg = nd_connreg_new(opts->max_closed_clients != 0 ? opts->max_closed_clients
-                                                              : ND_MON_DEFAULT_MAX_CLOSED);
+                                                              : ND_MON_DEFAULT_MAX_CLOSED,
+                                nd_conn_mon_ident);
 
     /* nats-server 2.10's banner (server.go Start), with natsd's own version and pool size. */
     nd_log_info("Starting nats-server (natsd %s)", NATSD_VERSION);

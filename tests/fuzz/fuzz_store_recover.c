@@ -204,8 +204,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         next = m.seq + 1;
     }
     if (walked != s.msgs) {
-        fprintf(stderr, "load_next walked %lu messages, state says %lu\n",
-                (unsigned long)walked, (unsigned long)s.msgs);
+        fprintf(stderr, "load_next walked %lu messages, state says %lu\n", (unsigned long)walked,
+                (unsigned long)s.msgs);
         abort();
     }
     if (s.msgs > 0 && (nd_store_load(st, s.first_seq, &m) != ND_STORE_OK))

@@ -1,7 +1,9 @@
 /* Crash points for the file store (reliability spec R-11, R-2 for a single node).
  *
- * A writer child opens a file store and runs a random mix of stores, removes, purges, compacts,
- * skips, syncs and close+reopen cycles. Around every call it writes a record to a pipe: an
+ * A writer child opens a file store and runs a random mix of stores, removes (plain and
+ * secure), purges (by subject, wildcard, up_to, keep, all), compacts, skips, truncates, syncs,
+ * ticks and close+reopen cycles, with small blocks so that rollovers, block compaction and block
+ * drops happen all the time. Around every call it writes a record to a pipe: an
  * INTENT before the call, an ACK after it returned OK (with what it returned). The parent kills
  * the child with SIGKILL at a random point (after a random number of acks plus a random delay,
  * so kills land inside writes, fsyncs, block rollovers, index writes and recoveries), then opens
@@ -13,7 +15,11 @@
  *   - nothing unacknowledged appears beyond the one in-flight op (whose store may or may not be
  *     there; whose removal may be partly done);
  *   - an acknowledged remove never comes back; sequences are never renumbered or reused
- *     (last_seq never goes below an acknowledged store, skip or removed last message);
+ *     (last_seq never goes below an acknowledged store, skip or removed last message, except
+ *     by an acknowledged truncate, and never above what was acknowledged or in flight);
+ *   - the semantics are nats-server's: purge with keep and no filter is Compact(last - keep + 1),
+ *     compact (and purge up_to) beyond the end moves last_seq to seq - 1; purge/remove return
+ *     counts that the model checks as the writer runs;
  *   - the state is consistent: msgs = the loadable sequences, bytes = their sizes, first_seq =
  *     the lowest, num_deleted = the gaps, load_next walks exactly that set;
  *   - recovery reports no corrupt records (a process kill tears at most the tail).
@@ -39,7 +45,8 @@
  *   replayed with the same seed (the kill timing is random, so a replay is likely, not certain,
  *   to hit the same point). Directories go under $NATSD_CRASH_DIR, else /dev/shm, else /tmp.
  *   A failed run leaves its directory, and beside it <dir>.crash: the files as the kill left
- *   them, before the parent's recovery touched them.
+ *   them, before the parent's recovery touched them; it prints the writer's last acknowledged
+ *   ops. NATSD_CRASH_DEBUG=1 also prints, in interval mode, how each prefix differs.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -221,7 +228,8 @@ msg_data(uint64_t seq, uint8_t *buf, size_t cap)
         if (i % 8 == 0)
             h = mix(h + i);
         /* Half of the messages are text-like, so compression has something to do. */
-        buf[i] = (seq % 2 == 0) ? (uint8_t)('a' + (seq + i / 16) % 26) : (uint8_t)(h >> (8 * (i % 8)));
+        buf[i] =
+            (seq % 2 == 0) ? (uint8_t)('a' + (seq + i / 16) % 26) : (uint8_t)(h >> (8 * (i % 8)));
     }
     return n;
 }
@@ -233,23 +241,23 @@ enum {
     OP_STORE = 1,
     OP_REMOVE,
     OP_REMOVE_SECURE,
-    OP_PURGE_SUBJ,     /* a: subject index, b: keep (0 = all) */
-    OP_PURGE_WILD,     /* a: subject index, filter crash.<a>.* */
-    OP_PURGE_UPTO,     /* a: up_to */
-    OP_PURGE_KEEP,     /* a: keep */
+    OP_PURGE_SUBJ, /* a: subject index, b: keep (0 = all) */
+    OP_PURGE_WILD, /* a: subject index, filter crash.<a>.* */
+    OP_PURGE_UPTO, /* a: up_to */
+    OP_PURGE_KEEP, /* a: keep */
     OP_PURGE_ALL,
-    OP_COMPACT,        /* a: seq */
+    OP_COMPACT, /* a: seq */
     OP_SKIP,
     OP_REOPEN,
     OP_SYNC,
     OP_TICK,
-    OP_TRUNCATE,       /* a: the new last sequence */
+    OP_TRUNCATE, /* a: the new last sequence */
 };
 
-static const char *op_names[] = {"?", "store", "remove", "remove_secure", "purge_subj",
-                                 "purge_wild", "purge_upto", "purge_keep", "purge_all",
-                                 "compact", "skip", "reopen", "sync", "tick",
-                                 "truncate"};
+static const char *op_names[] = {"?",          "store",      "remove",     "remove_secure",
+                                 "purge_subj", "purge_wild", "purge_upto", "purge_keep",
+                                 "purge_all",  "compact",    "skip",       "reopen",
+                                 "sync",       "tick",       "truncate"};
 
 static const char *
 op_name(uint32_t op)
@@ -323,8 +331,7 @@ child_fail(int fd, uint32_t op, nd_store_err_t rc)
     _exit(3);
 }
 
-static void __attribute__((noreturn))
-child_main(int fd, const dircfg_t *dc, uint64_t rs)
+static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uint64_t rs)
 {
     nd_store_cfg_t cfg = make_cfg(dc);
     nd_store_t *st = NULL;
@@ -647,8 +654,8 @@ model_apply(model_t *m, effects_t *ef, const rec_t *ack)
         break;
     case OP_SKIP:
         CHECK(ack->r == ack->a && ack->r > m->max_seq,
-              "skip returned %" PRIu64 " (expected %" PRIu64 ", highest used %" PRIu64 ")",
-              ack->r, ack->a, m->max_seq);
+              "skip returned %" PRIu64 " (expected %" PRIu64 ", highest used %" PRIu64 ")", ack->r,
+              ack->a, m->max_seq);
         m->max_seq = ack->r;
         break;
     default:
@@ -659,9 +666,8 @@ model_apply(model_t *m, effects_t *ef, const rec_t *ack)
                 /* No count to check. */
             } else if (ack->op == OP_REMOVE || ack->op == OP_REMOVE_SECURE) {
                 bool found = ack->rc == ND_STORE_OK;
-                CHECK(found == (n == 1),
-                      "remove(%" PRIu64 ") returned %s but the model says %s", ack->a,
-                      nd_store_strerror((nd_store_err_t)ack->rc), n ? "present" : "absent");
+                CHECK(found == (n == 1), "remove(%" PRIu64 ") returned %s but the model says %s",
+                      ack->a, nd_store_strerror((nd_store_err_t)ack->rc), n ? "present" : "absent");
             } else {
                 CHECK(ack->r == n,
                       "%s(a=%" PRIu64 " b=%" PRIu64 ") purged %" PRIu64 ", the model says %zu",
@@ -783,11 +789,9 @@ observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t 
         rc = st->ops->load_next(st, NULL, 0, next, &msg);
         if (rc == ND_STORE_ERR_EOF)
             break;
-        CHECK(rc == ND_STORE_OK, "load_next(%" PRIu64 ") failed: %s", next,
-              nd_store_strerror(rc));
+        CHECK(rc == ND_STORE_OK, "load_next(%" PRIu64 ") failed: %s", next, nd_store_strerror(rc));
         CHECK(msg.seq >= next && msg.seq < o->cap && o->present[msg.seq],
-              "load_next(%" PRIu64 ") gave %" PRIu64 ", which load() does not have", next,
-              msg.seq);
+              "load_next(%" PRIu64 ") gave %" PRIu64 ", which load() does not have", next, msg.seq);
         for (uint64_t s = next; s < msg.seq; s++)
             CHECK(!o->present[s], "load_next(%" PRIu64 ") skipped loadable %" PRIu64, next, s);
         walked++;
@@ -804,8 +808,8 @@ observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t 
     if (o->count > 0) {
         CHECK(s->first_seq == o->lo, "state.first_seq %" PRIu64 ", lowest loadable %" PRIu64,
               s->first_seq, o->lo);
-        CHECK(s->last_seq >= o->hi, "state.last_seq %" PRIu64 " < loadable %" PRIu64,
-              s->last_seq, o->hi);
+        CHECK(s->last_seq >= o->hi, "state.last_seq %" PRIu64 " < loadable %" PRIu64, s->last_seq,
+              o->hi);
         CHECK(s->num_deleted == s->last_seq - s->first_seq + 1 - s->msgs,
               "num_deleted %" PRIu64 " for first %" PRIu64 " last %" PRIu64 " msgs %" PRIu64,
               s->num_deleted, s->first_seq, s->last_seq, s->msgs);
@@ -825,9 +829,8 @@ observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t 
     nd_store_state(st, &s2);
     CHECK(s2.msgs == s->msgs && s2.bytes == s->bytes && s2.first_seq == s->first_seq &&
               s2.last_seq == s->last_seq && s2.num_deleted == s->num_deleted,
-          "state changed across a clean close/open: msgs %" PRIu64 "->%" PRIu64
-          " bytes %" PRIu64 "->%" PRIu64 " first %" PRIu64 "->%" PRIu64 " last %" PRIu64
-          "->%" PRIu64,
+          "state changed across a clean close/open: msgs %" PRIu64 "->%" PRIu64 " bytes %" PRIu64
+          "->%" PRIu64 " first %" PRIu64 "->%" PRIu64 " last %" PRIu64 "->%" PRIu64,
           s->msgs, s2.msgs, s->bytes, s2.bytes, s->first_seq, s2.first_seq, s->last_seq,
           s2.last_seq);
     CHECK(rep2.records_dropped == 0 && rep2.torn_tails == 0 && rep2.blocks_corrupt == 0,
@@ -990,8 +993,7 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
             int pr = poll(&pf, 1, 120000);
             if (pr == 0) {
                 kill(pid, SIGKILL);
-                fail("the writer made no progress for 120 s (hang?) after %" PRIu64 " acks",
-                     acks);
+                fail("the writer made no progress for 120 s (hang?) after %" PRIu64 " acks", acks);
             }
             ssize_t n = read(fds[0], &r, sizeof(r));
             if (n < 0 && errno == EINTR)
@@ -1103,13 +1105,14 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                 if (!ok && ef.n == durable) {
                     char w2[256];
                     describe(&ef, &m, &o, bad, w2, sizeof(w2));
-                    snprintf(why, sizeof(why), "at the sync floor (op %zu): seq %" PRIu64
-                             " %s", durable, bad, w2);
+                    snprintf(why, sizeof(why), "at the sync floor (op %zu): seq %" PRIu64 " %s",
+                             durable, bad, w2);
                 }
             }
-            CHECK(ok, "interval mode: the recovered state is no prefix of the acknowledged ops "
-                      "(first difference at seq %" PRIu64 ": %s; %zu ops acknowledged, the last "
-                      "sync/reopen after op %zu, in flight: %s)",
+            CHECK(ok,
+                  "interval mode: the recovered state is no prefix of the acknowledged ops "
+                  "(first difference at seq %" PRIu64 ": %s; %zu ops acknowledged, the last "
+                  "sync/reopen after op %zu, in flight: %s)",
                   first_bad, why, applied, durable, inflight ? op_names[inflight->op] : "none");
             if (ef.n < applied) {
                 stats->prefix_short++;

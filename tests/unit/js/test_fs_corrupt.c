@@ -22,6 +22,7 @@
 #include <xxhash.h>
 
 #include "js/filestore.h"
+#include "js/fs_crypt.h"
 #include "natsd/store.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
@@ -113,9 +114,9 @@ make_store(uint64_t n, uint64_t block_size)
         uint64_t seq;
         int64_t ts;
         const char *hdr = (s % 5 == 0) ? "NATS/1.0\r\nX: y\r\n\r\n" : NULL;
-        cr_assert_eq(nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl,
-                                  &seq, &ts),
-                     ND_STORE_OK);
+        cr_assert_eq(
+            nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl, &seq, &ts),
+            ND_STORE_OK);
         cr_assert_eq(seq, s);
     }
     nd_store_close(st);
@@ -445,15 +446,17 @@ Test(fs_corrupt, truncation_at_every_offset_of_last_record)
         uint64_t seq;
         int64_t ts;
         const char *hdr = (N % 5 == 0) ? "NATS/1.0\r\nX: y\r\n\r\n" : NULL;
-        cr_assert_eq(nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl,
-                                  &seq, &ts),
-                     ND_STORE_OK);
+        cr_assert_eq(
+            nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl, &seq, &ts),
+            ND_STORE_OK);
         cr_assert_eq(seq, N, "cut at %zu: the next message got seq %" PRIu64, cut, seq);
         nd_store_close(st);
         unlink(idx); /* force a scan of the blocks, not a read of the index */
         rep = expect_store(N, NULL, 0, 0);
-        cr_assert_eq(rep.records_dropped + rep.torn_tails, 0, "cut at %zu: appended record "
-                     "followed garbage", cut);
+        cr_assert_eq(rep.records_dropped + rep.torn_tails, 0,
+                     "cut at %zu: appended record "
+                     "followed garbage",
+                     cut);
     }
     free(orig);
 }
@@ -524,8 +527,8 @@ Test(fs_corrupt, zeroed_tail)
     zero_range(b.path[0], r->off[i], fsz - r->off[i]);
     uint64_t lost[3] = {N - 2, N - 1, N};
     nd_store_recovery_t rep = expect_store(N, lost, 3, 0);
-    cr_assert_eq(rep.records_dropped + rep.torn_tails, rep.records_dropped ? rep.records_dropped
-                                                                           : 1);
+    cr_assert_eq(rep.records_dropped + rep.torn_tails,
+                 rep.records_dropped ? rep.records_dropped : 1);
     cr_assert_geq(rep.bytes_dropped, fsz - r->off[i]);
 }
 
@@ -767,18 +770,18 @@ Test(fs_corrupt, index_deleted_after_compaction_is_rebuilt)
             uint64_t seq;
             int64_t ts;
             const char *hdr = (next % 5 == 0) ? "NATS/1.0\r\nX: y\r\n\r\n" : NULL;
-            cr_assert_eq(nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data,
-                                      dl, &seq, &ts),
-                         ND_STORE_OK);
+            cr_assert_eq(
+                nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl, &seq, &ts),
+                ND_STORE_OK);
             cr_assert_eq(seq, next);
         }
         nd_store_state_t s;
         nd_store_state(st, &s);
         for (int k = 0; k < 3 && s.msgs > 0; k++) {
             x = x * 6364136223846793005ull + 1442695040888963407ull;
-            uint64_t victim = (x >> 33) % 3 == 0 ? s.first_seq
-                                                 : s.first_seq + (x >> 20) % (s.last_seq -
-                                                                              s.first_seq + 1);
+            uint64_t victim = (x >> 33) % 3 == 0
+                                  ? s.first_seq
+                                  : s.first_seq + (x >> 20) % (s.last_seq - s.first_seq + 1);
             (void)st->ops->remove(st, victim, (x >> 40) % 4 == 0);
             nd_store_state(st, &s);
         }
@@ -796,8 +799,9 @@ Test(fs_corrupt, index_deleted_after_compaction_is_rebuilt)
         nd_store_recovery_t rep;
         cr_assert_eq(nd_filestore_open(&c, &st, &rep), ND_STORE_OK);
         cr_assert(rep.index_rebuilt);
-        cr_assert_eq(rep.records_dropped, 0, "step %d: a rebuild from intact blocks dropped %"
-                     PRIu64 " records", step, rep.records_dropped);
+        cr_assert_eq(rep.records_dropped, 0,
+                     "step %d: a rebuild from intact blocks dropped %" PRIu64 " records", step,
+                     rep.records_dropped);
         nd_store_state_t after;
         nd_store_state(st, &after);
         for (uint64_t q = 1; q < next; q++) {
@@ -842,9 +846,9 @@ Test(fs_corrupt, stale_index_is_not_believed)
         uint64_t seq;
         int64_t ts;
         const char *hdr = (s % 5 == 0) ? "NATS/1.0\r\nX: y\r\n\r\n" : NULL;
-        cr_assert_eq(nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl,
-                                  &seq, &ts),
-                     ND_STORE_OK);
+        cr_assert_eq(
+            nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl, &seq, &ts),
+            ND_STORE_OK);
     }
     nd_store_close(st);
     write_file(idx, old, n);
@@ -938,8 +942,7 @@ Test(fs_corrupt, odd_names_in_msgs)
     char p[500];
     snprintf(p, sizeof(p), "%s/%s/abc%s", sdir, ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
     write_file(p, "junk", 4);
-    snprintf(p, sizeof(p), "%s/%s/99999999999999999999%s", sdir, ND_FS_MSGS_DIR,
-             ND_FS_BLK_SUFFIX);
+    snprintf(p, sizeof(p), "%s/%s/99999999999999999999%s", sdir, ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
     write_file(p, "junk", 4);
     snprintf(p, sizeof(p), "%s/%s/77%s", sdir, ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
     cr_assert_eq(mkdir(p, 0755), 0);
@@ -1090,9 +1093,14 @@ Test(fs_corrupt, consumer_file_damaged)
     cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
     nd_cstore_t *cs;
     cr_assert_eq(st->ops->consumer_open(st, "dur", &cs), ND_STORE_OK);
-    nd_store_pending_t pend[2] = {{.sseq = 5, .dseq = 3, .ts = 77}, {.sseq = 9, .dseq = 4, .ts = 78}};
-    nd_consumer_state_t cst = {.delivered_cseq = 4, .delivered_sseq = 9, .ack_floor_cseq = 2,
-                               .ack_floor_sseq = 4, .pending = pend, .npending = 2};
+    nd_store_pending_t pend[2] = {{.sseq = 5, .dseq = 3, .ts = 77},
+                                  {.sseq = 9, .dseq = 4, .ts = 78}};
+    nd_consumer_state_t cst = {.delivered_cseq = 4,
+                               .delivered_sseq = 9,
+                               .ack_floor_cseq = 2,
+                               .ack_floor_sseq = 4,
+                               .pending = pend,
+                               .npending = 2};
     cr_assert_eq(st->ops->consumer_update(cs, &cst), ND_STORE_OK);
     st->ops->consumer_close(cs);
     nd_store_close(st);
@@ -1117,8 +1125,8 @@ Test(fs_corrupt, consumer_file_damaged)
             if (rc == ND_STORE_OK) {
                 /* Either empty (started over) or exactly what was written: never garbage. */
                 bool empty = got.delivered_sseq == 0 && got.npending == 0;
-                bool same = got.delivered_sseq == 9 && got.npending == 2 &&
-                            got.pending[1].sseq == 9;
+                bool same =
+                    got.delivered_sseq == 9 && got.npending == 2 && got.pending[1].sseq == 9;
                 cr_assert(empty || same, "flip at %zu: consumer state is garbage", off);
             }
             nd_consumer_state_free(&got);
@@ -1128,4 +1136,202 @@ Test(fs_corrupt, consumer_file_damaged)
         nd_store_close(st);
     }
     free(orig);
+}
+
+/* ---- encrypted stores ---------------------------------------------------------------------- */
+
+static const uint8_t key_a[32] = "corrupt-test-key-a-0123456789abc";
+static const uint8_t key_b[32] = "corrupt-test-key-b-0123456789abc";
+
+static void
+make_sealed_store(uint64_t n, const uint8_t *key, uint64_t block_size)
+{
+    nd_store_cfg_t c = cfg_for(block_size);
+    c.cipher = ND_CIPHER_AES_GCM;
+    c.key = key;
+    nd_store_t *st = NULL;
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    char subj[32];
+    uint8_t data[128];
+    for (uint64_t s = 1; s <= n; s++) {
+        int sl = subj_of(s, subj, sizeof(subj));
+        size_t dl = data_of(s, data);
+        uint64_t seq;
+        int64_t ts;
+        cr_assert_eq(nd_store_put(st, subj, (size_t)sl, NULL, 0, data, dl, &seq, &ts), ND_STORE_OK);
+    }
+    nd_store_close(st);
+}
+
+static uint64_t
+sealed_msgs(const uint8_t *key, nd_store_err_t *rc, nd_store_recovery_t *rep)
+{
+    nd_store_cfg_t c = cfg_for(512);
+    c.cipher = ND_CIPHER_AES_GCM;
+    c.key = key;
+    nd_store_t *st = NULL;
+    memset(rep, 0, sizeof(*rep));
+    *rc = nd_filestore_open(&c, &st, rep);
+    if (*rc != ND_STORE_OK)
+        return 0;
+    uint64_t ok = 0;
+    nd_store_msg_t m;
+    memset(&m, 0, sizeof(m));
+    for (uint64_t s = 1; s <= N; s++) {
+        if (nd_store_load(st, s, &m) != ND_STORE_OK)
+            continue;
+        uint8_t data[128];
+        size_t dl = data_of(s, data);
+        cr_assert(m.data_len == dl && memcmp(m.data, data, dl) == 0,
+                  "seq %" PRIu64 " opened to the wrong plaintext", s);
+        ok++;
+    }
+    nd_store_msg_free(&m);
+    nd_store_close(st);
+    return ok;
+}
+
+/* A flipped ciphertext byte with a recomputed record checksum: only the AEAD tag can tell, and
+ * exactly that record is lost. */
+Test(fs_corrupt, sealed_body_flip_loses_one_record)
+{
+    make_sealed_store(N, key_a, 512);
+    blocks_t b;
+    list_blocks(&b);
+    recs_t *r = walk(b.path[1]);
+    cr_assert_gt(r->n, 1);
+    int i = r->n / 2;
+    size_t n;
+    uint8_t *p = read_file(b.path[1], &n);
+    size_t body = r->off[i] + r->len[i] - ND_FS_REC_SUM_LEN;
+    p[body - 3] ^= 0x01;
+    uint64_t h = XXH64(p + r->off[i], body - r->off[i], 0);
+    memcpy(p + body, &h, 8);
+    write_file(b.path[1], p, n);
+    free(p);
+    nd_store_err_t rc;
+    nd_store_recovery_t rep;
+    uint64_t got = sealed_msgs(key_a, &rc, &rep);
+    cr_assert_eq(rc, ND_STORE_OK);
+    cr_assert_eq(got, N - 1);
+    cr_assert_eq(rep.records_dropped, 1);
+}
+
+/* Opening with the wrong key must not destroy the store: either it is refused, or it shows no
+ * message; and afterwards the right key still finds every message. */
+Test(fs_corrupt, wrong_key_does_not_destroy)
+{
+    make_sealed_store(N, key_a, 512);
+    char idx[400];
+    index_path(idx, sizeof(idx));
+    unlink(idx); /* make the wrong-key open scan (and judge) every record */
+    nd_store_err_t rc;
+    nd_store_recovery_t rep;
+    uint64_t got = sealed_msgs(key_b, &rc, &rep);
+    cr_assert_eq(got, 0, "the wrong key opened %" PRIu64 " messages", got);
+    unlink(idx);
+    got = sealed_msgs(key_a, &rc, &rep);
+    cr_assert_eq(rc, ND_STORE_OK, "%s", nd_store_strerror(rc));
+    cr_assert_eq(got, N,
+                 "after an open with the wrong key, the right key finds %" PRIu64 " of %d messages",
+                 got, N);
+}
+
+/* ---- compressed records --------------------------------------------------------------------- */
+
+/* A well-checksummed record flagged compressed whose LZ4 body lies: a huge declared length (a
+ * bomb), a declared length the data does not decode to, inner lengths that disagree with the
+ * decoded size. Each is dropped as one bad record, nothing is allocated for the lie (ASan and the
+ * 120 s timeout would notice), and everything else is kept. */
+Test(fs_corrupt, compressed_lies_dropped)
+{
+    for (int variant = 0; variant < 3; variant++) {
+        rm_rf(sdir);
+        make_store(N, 0);
+        blocks_t b;
+        list_blocks(&b);
+        recs_t *r = walk(b.path[0]);
+        int i = N / 2;
+        size_t n;
+        uint8_t *p = read_file(b.path[0], &n);
+
+        /* The inner body: {subj_len u16, hdr_len u32, data_len u32} subject payload. */
+        uint8_t inner[ND_FS_INNER_LEN + 4096];
+        memset(inner, 0, sizeof(inner));
+        uint16_t sl = 3;
+        uint32_t hl = 0, dl = (uint32_t)(sizeof(inner) - ND_FS_INNER_LEN - sl);
+        if (variant == 2)
+            dl += 1; /* disagrees with what decodes */
+        memcpy(inner, &sl, 2);
+        memcpy(inner + 2, &hl, 4);
+        memcpy(inner + 6, &dl, 4);
+        memcpy(inner + ND_FS_INNER_LEN, "a.b", 3);
+        uint8_t z[8192];
+        size_t zn;
+        cr_assert(nd_fs_compress(inner, sizeof(inner), z, sizeof(z), &zn));
+        uint32_t claim = variant == 0 ? 0x7E000000u : variant == 1 ? (1u << 20) : 0;
+        if (claim)
+            memcpy(z, &claim, 4);
+
+        uint8_t rec[8192 + ND_FS_REC_OVERHEAD];
+        size_t rl = nd_fs_rec_len(0, 0, zn);
+        nd_fs_rec_encode_flags(rec, ND_FS_REC_MSG, ND_FS_RECF_COMPRESSED, r->seq[i], 1, NULL, 0,
+                               NULL, 0, z, zn);
+        size_t tail = n - (r->off[i] + r->len[i]);
+        uint8_t *q = malloc(r->off[i] + rl + tail);
+        memcpy(q, p, r->off[i]);
+        memcpy(q + r->off[i], rec, rl);
+        memcpy(q + r->off[i] + rl, p + r->off[i] + r->len[i], tail);
+        write_file(b.path[0], q, r->off[i] + rl + tail);
+        free(q);
+        free(p);
+        char idx[400];
+        index_path(idx, sizeof(idx));
+        unlink(idx);
+
+        nd_store_cfg_t c = cfg_for(0);
+        c.compression = ND_STORE_S2;
+        nd_store_t *st = NULL;
+        nd_store_recovery_t rep;
+        nd_store_err_t rc = nd_filestore_open(&c, &st, &rep);
+        cr_assert_eq(rc, ND_STORE_OK, "variant %d: %s", variant, nd_store_strerror(rc));
+        nd_store_msg_t m;
+        memset(&m, 0, sizeof(m));
+        rc = nd_store_load(st, r->seq[i], &m);
+        cr_assert_neq(rc, ND_STORE_OK, "variant %d: the lying record loaded", variant);
+        for (uint64_t q2 = 1; q2 <= N; q2++)
+            if (q2 != r->seq[i])
+                cr_assert_eq(nd_store_load(st, q2, &m), ND_STORE_OK, "variant %d: seq %" PRIu64,
+                             variant, q2);
+        nd_store_msg_free(&m);
+        cr_assert_eq(rep.records_dropped, 1, "variant %d: dropped %" PRIu64, variant,
+                     rep.records_dropped);
+        nd_store_close(st);
+    }
+}
+
+/* A sealed (not the last) block cut inside its last record: that record is lost, the report
+ * says one torn tail, the later blocks are all kept, and appending goes on at the end. */
+Test(fs_corrupt, sealed_block_torn)
+{
+    make_store(N, 512);
+    blocks_t b;
+    list_blocks(&b);
+    cr_assert_geq(b.n, 3);
+    recs_t *r = walk(b.path[1]);
+    cr_assert_gt(r->n, 0);
+    cr_assert_eq(r->end, r->off[r->n - 1] + r->len[r->n - 1], "block 2 does not end in a message");
+    uint64_t lost = r->seq[r->n - 1];
+    truncate_to(b.path[1], r->off[r->n - 1] + r->len[r->n - 1] / 2);
+    nd_store_recovery_t rep = expect_store(N, &lost, 1, 512);
+    cr_assert_eq(rep.torn_tails, 1);
+    cr_assert_eq(rep.records_dropped, 0);
+    nd_store_cfg_t c = cfg_for(512);
+    nd_store_t *st;
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    uint64_t seq;
+    int64_t ts;
+    cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, &ts), ND_STORE_OK);
+    cr_assert_eq(seq, N + 1, "a torn sealed block must not move last_seq back");
+    nd_store_close(st);
 }

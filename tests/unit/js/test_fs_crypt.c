@@ -18,12 +18,12 @@ fill(uint8_t *p, size_t n, uint32_t seed)
     }
 }
 
-static const uint8_t key1[ND_FS_KEY_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                                            17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
-                                            30, 31, 32};
-static const uint8_t key2[ND_FS_KEY_LEN] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16,
-                                            17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29,
-                                            30, 31, 33};
+static const uint8_t key1[ND_FS_KEY_LEN] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                            12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                                            23, 24, 25, 26, 27, 28, 29, 30, 31, 32};
+static const uint8_t key2[ND_FS_KEY_LEN] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,
+                                            12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22,
+                                            23, 24, 25, 26, 27, 28, 29, 30, 31, 33};
 static const uint8_t salt1[ND_FS_SALT_LEN] = {0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,
                                               0xa8, 0xa9, 0xaa, 0xab, 0xac, 0xad, 0xae, 0xaf};
 static const uint8_t salt2[ND_FS_SALT_LEN] = {0xa0, 0xa1, 0xa2, 0xa3, 0xa4, 0xa5, 0xa6, 0xa7,
@@ -46,7 +46,8 @@ Test(fs_crypt, round_trip_sizes)
         cr_assert_not_null(x);
         for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
             size_t n = sizes[i];
-            uint8_t *in = malloc(n + 1), *sealed = malloc(nd_fs_sealed_len(n)), *out = malloc(n + 1);
+            uint8_t *in = malloc(n + 1), *sealed = malloc(nd_fs_sealed_len(n)),
+                    *out = malloc(n + 1);
             fill(in, n, (uint32_t)(i + 1));
             size_t sn = 0, on = 12345;
             cr_assert(nd_fs_seal(x, 1000 + i, hdr, sizeof(hdr), in, n, sealed, &sn));

@@ -2,6 +2,7 @@
  * parameter decoding, and the connection registry's closed ring and totals. */
 #include <criterion/criterion.h>
 
+#include <stdio.h>
 #include <string.h>
 
 #include "mon/connreg.h"
@@ -128,20 +129,36 @@ Test(mon, params_like_strconv)
     req_free(&req);
 }
 
+/* A stand-in for a connection: the registry learns its identity through the ident function. */
+typedef struct fake_conn {
+    nd_mon_conn_t mon;
+    uint64_t cid;
+} fake_conn_t;
+
+static nd_actor_t *
+fake_ident(const nd_mon_conn_t *mc, nd_conn_info_t *ci)
+{
+    const fake_conn_t *f = (const fake_conn_t *)mc;
+    ci->cid = f->cid;
+    snprintf(ci->ip, sizeof ci->ip, "127.0.0.1");
+    ci->port = 1000 + (int)f->cid;
+    return NULL;
+}
+
 /* Closed connections: the ring keeps the newest max_closed, oldest first; totals add up. */
 Test(mon, closed_ring_and_totals)
 {
-    nd_connreg_t *r = nd_connreg_new(2);
-    _Atomic int64_t pending = 0;
-    nd_mon_conn_t mc[3];
-    memset(mc, 0, sizeof mc);
-    nd_actor_t dummy; /* never dereferenced by add/remove */
+    nd_connreg_t *r = nd_connreg_new(2, fake_ident);
+    fake_conn_t fc[3];
+    memset(fc, 0, sizeof fc);
+    nd_mon_conn_t *mc[3] = {&fc[0].mon, &fc[1].mon, &fc[2].mon};
     for (int i = 0; i < 3; i++) {
-        nd_connreg_add(r, &mc[i], &dummy, (uint64_t)i + 1, 0, "127.0.0.1", 1000 + i, &pending);
-        nd_connreg_publish(&mc[i], 1, 10, 2, 20, 0);
-        nd_connreg_set_meta(r, &mc[i], "n", NULL, "v");
+        fc[i].cid = (uint64_t)i + 1;
+        nd_connreg_add(r, mc[i]);
+        nd_connreg_publish(mc[i], 1, 10, 2, 20, 0);
+        nd_connreg_set_meta(r, mc[i], "n", NULL, "v");
     }
-    nd_connreg_set_user(r, &mc[1], "bob", "ACC");
+    nd_connreg_set_user(r, mc[1], "bob", "ACC");
     nd_connreg_totals_t t;
     nd_connreg_totals(r, &t);
     cr_assert_eq(t.live, 3);
@@ -149,7 +166,7 @@ Test(mon, closed_ring_and_totals)
     cr_assert_eq(t.in_msgs, 3);
     cr_assert_eq(t.out_bytes, 60);
     for (int i = 0; i < 3; i++)
-        nd_connreg_remove(r, &mc[i], i == 1 ? "Slow Consumer (Pending Bytes)" : "Client Closed",
+        nd_connreg_remove(r, mc[i], i == 1 ? "Slow Consumer (Pending Bytes)" : "Client Closed",
                           i == 1, NULL, 0);
     nd_connreg_totals(r, &t);
     cr_assert_eq(t.live, 0);
@@ -167,6 +184,8 @@ Test(mon, closed_ring_and_totals)
     cr_assert_str_eq(closed[0]->account, "ACC");
     cr_assert_null(closed[1]->user);
     cr_assert_eq(closed[1]->cid, 3);
+    cr_assert_eq(closed[1]->port, 1003);
+    cr_assert_str_eq(closed[1]->version, "v");
     cr_assert_neq(closed[1]->stop_ns, 0);
     nd_connreg_release_all(NULL, closed, n); /* closed infos hold no actor: no ctx needed */
     n = nd_connreg_closed(r, 3, &closed);

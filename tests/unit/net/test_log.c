@@ -361,7 +361,7 @@ Test(log, open_error_keeps_previous_sink)
     char err[512];
     cr_assert_eq(nd_log_configure(&bad, err, sizeof err), -1);
     cr_assert_str_eq(err,
-                     "error opening file: open /nonexistent-dir/x.log: No such file or directory");
+                     "error opening file: open /nonexistent-dir/x.log: no such file or directory");
     nd_log_info("still here");
     char *text = slurp(path);
     cr_assert_not_null(strstr(text, "still here"));

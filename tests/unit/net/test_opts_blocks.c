@@ -769,7 +769,7 @@ static const struct {
      "@F@:3:70: Nkey users do not take usernames or passwords", false},
     {"authorization {\n  users: [\n    {user: a, nkey: "
      "UBMVB5IIILFBB2XDHN4XSJOFWPUXJJBNWL3Y5TAS73AHDBMPOV2TQIMC}\n  ]\n}\n",
-     "@F@:3:14: Nkey users do not take usernames or passwords", false},
+     "@F@:3:15: Nkey users do not take usernames or passwords", false},
     {"authorization {\n  users: [\n    {nkey: UBMVB5IIILFBB2XDHN4XSJOFWPUXJJBNWL3Y5TAS73AHDBMPOV2TQIMC}\n"
      "    {nkey: UBMVB5IIILFBB2XDHN4XSJOFWPUXJJBNWL3Y5TAS73AHDBMPOV2TQIMC}\n  ]\n}\n",
      "@F@:1:0: Duplicate nkey \"UBMVB5IIILFBB2XDHN4XSJOFWPUXJJBNWL3Y5TAS73AHDBMPOV2TQIMC\" detected",
