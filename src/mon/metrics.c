@@ -132,9 +132,9 @@ nd_mon_metrics(nd_mon_req_t *req)
     gauge_u(&o, "cores", "Online CPU cores.", (uint64_t)nd_mon_cores());
     gauge_u(&o, "workers", "Worker threads running actors.", nd_pool_workers(s->pool));
     gauge_u(&o, "max_connections", "Configured maximum of client connections.",
-            (uint64_t)op->max_connections);
+            (uint64_t)nd_server_live_get(s, max_connections));
     gauge_u(&o, "max_payload_bytes", "Configured maximum message payload, in bytes.",
-            (uint64_t)op->max_payload);
+            (uint64_t)nd_server_live_get(s, max_payload));
     gauge_u(&o, "max_pending_bytes", "Configured maximum of pending bytes per client.",
             (uint64_t)op->max_pending);
 

@@ -35,11 +35,12 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "port", json_integer(s->port));
     if (o->user != NULL || o->token != NULL)
         json_object_set_new(v, "auth_required", json_true());
-    json_object_set_new(v, "max_connections", json_integer(o->max_connections));
+    json_object_set_new(v, "max_connections", json_integer(nd_server_live_get(s, max_connections)));
     if (o->max_subscriptions > 0)
         json_object_set_new(v, "max_subscriptions", json_integer(o->max_subscriptions));
-    json_object_set_new(v, "ping_interval", json_integer(o->ping_interval_ms * 1000000));
-    json_object_set_new(v, "ping_max", json_integer(o->ping_max));
+    json_object_set_new(v, "ping_interval",
+                        json_integer(nd_server_live_get(s, ping_interval_ms) * 1000000));
+    json_object_set_new(v, "ping_max", json_integer(nd_server_live_get(s, ping_max)));
     json_object_set_new(v, "http_host", json_string(req->mon->host));
     json_object_set_new(v, "http_port", json_integer(req->mon->port));
     json_object_set_new(v, "http_base_path", json_string(req->mon->base_path));
@@ -47,8 +48,9 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(
         v, "auth_timeout",
         seconds(o->auth_timeout_s > 0 ? o->auth_timeout_s : ND_DEFAULT_AUTH_TIMEOUT_MS / 1000.0));
-    json_object_set_new(v, "max_control_line", json_integer(o->max_control_line));
-    json_object_set_new(v, "max_payload", json_integer(o->max_payload));
+    json_object_set_new(v, "max_control_line",
+                        json_integer(nd_server_live_get(s, max_control_line)));
+    json_object_set_new(v, "max_payload", json_integer(nd_server_live_get(s, max_payload)));
     json_object_set_new(v, "max_pending", json_integer(o->max_pending));
     json_object_set_new(v, "cluster", json_object());
     json_object_set_new(v, "gateway", json_object());
@@ -57,7 +59,8 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "websocket", json_object());
     json_object_set_new(v, "jetstream", json_object());
     json_object_set_new(v, "tls_timeout", json_integer(2));
-    json_object_set_new(v, "write_deadline", json_integer(o->write_deadline_ms * 1000000));
+    json_object_set_new(v, "write_deadline",
+                        json_integer(nd_server_live_get(s, write_deadline_ms) * 1000000));
     json_object_set_new(v, "start", nd_mon_json_time(s->start_wall_ns));
     json_object_set_new(v, "now", nd_mon_json_time(now));
     json_object_set_new(v, "uptime", json_string(up));

@@ -467,9 +467,10 @@ int
 nd_log_configure(const nd_opts_t *o, char *err, size_t errlen)
 {
     sink_t s = {.kind = SINK_STDERR, .fd = 2, .logtime = o->logtime, .utc = o->logtime_utc};
+    /* The lock is held from opening the new sink to installing it, so a rotation cannot rename
+     * the file between our open and the swap (our descriptor would then be the backup's). */
     pthread_mutex_lock(&g.mu);
     init_names();
-    pthread_mutex_unlock(&g.mu);
     if (o->log_file != NULL && o->log_file[0] != '\0') {
         int fd = open(o->log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0660);
         struct stat st;
@@ -479,6 +480,7 @@ nd_log_configure(const nd_opts_t *o, char *err, size_t errlen)
             snprintf(err, errlen, "error opening file: open %s: %s", o->log_file, why);
             if (fd >= 0)
                 close(fd);
+            pthread_mutex_unlock(&g.mu);
             return -1;
         }
         s.kind = SINK_FILE;
@@ -489,8 +491,10 @@ nd_log_configure(const nd_opts_t *o, char *err, size_t errlen)
         s.max_num = o->log_max_num > 0 ? o->log_max_num : 0;
     } else if (o->remote_syslog != NULL && o->remote_syslog[0] != '\0') {
         int fd = remote_connect(o->remote_syslog, &s.stream, err, errlen);
-        if (fd < 0)
+        if (fd < 0) {
+            pthread_mutex_unlock(&g.mu);
             return -1;
+        }
         s.kind = SINK_REMOTE;
         s.fd = fd;
     } else if (o->syslog) {
@@ -500,7 +504,6 @@ nd_log_configure(const nd_opts_t *o, char *err, size_t errlen)
         s.colors = isatty(2) == 1;
     }
     nd_log_set_levels(o->debug, o->trace || o->trace_verbose);
-    pthread_mutex_lock(&g.mu);
     sink_t old = g.s;
     /* closelog() of an old syslog sink would undo a new openlog(): close it first. */
     if (old.kind == SINK_SYSLOG)

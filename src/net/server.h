@@ -50,6 +50,9 @@ typedef struct nd_server_live {
     _Atomic uint32_t gen;
 } nd_server_live_t;
 
+/* The value of one reloadable option now in force, from any thread. */
+#define nd_server_live_get(s, field) atomic_load_explicit(&(s)->live.field, memory_order_relaxed)
+
 typedef struct nd_server {
     /* immutable after start. The reloadable fields of opts keep their values at start: read
      * the ones in force from `live` (or, on the reloading thread, from the reload state). */

@@ -272,7 +272,7 @@ typedef struct rec {
     uint64_t r;    /* ack: the seq stored/skipped, or the purged count */
     int64_t ts;    /* ack of a store: its timestamp */
     int32_t rc;    /* ack: the call's result (remove may ack NOT_FOUND); fail: the error */
-    uint32_t pad;
+    uint32_t pad;  /* fail: nd_store_last_errno() */
 } rec_t;
 
 _Static_assert(sizeof(rec_t) <= 512, "records must be written atomically (PIPE_BUF)");
@@ -326,7 +326,8 @@ static void child_fail(int fd, uint32_t op, nd_store_err_t rc) __attribute__((no
 static void
 child_fail(int fd, uint32_t op, nd_store_err_t rc)
 {
-    rec_t r = {.kind = REC_FAIL, .op = op, .rc = (int32_t)rc};
+    rec_t r = {
+        .kind = REC_FAIL, .op = op, .rc = (int32_t)rc, .pad = (uint32_t)nd_store_last_errno()};
     send_rec(fd, &r);
     _exit(3);
 }
@@ -1035,7 +1036,7 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
         CHECK(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
         if (child_failed)
             fail("the writer's %s failed: %s (errno %d in the child)", op_names[failrec.op],
-                 nd_store_strerror((nd_store_err_t)failrec.rc), 0);
+                 nd_store_strerror((nd_store_err_t)failrec.rc), (int)failrec.pad);
         if (WIFEXITED(status)) {
             CHECK(WEXITSTATUS(status) == 0, "the writer exited with %d", WEXITSTATUS(status));
             stats->exited++;

@@ -951,6 +951,9 @@ random_ops_recoverable(bool always)
     const char *seed = getenv("ND_FS_SEED");
     if (seed)
         rnd_state = strtoull(seed, NULL, 10) * 2654435761u + 1;
+    const char *bs = getenv("ND_FS_BLOCK");
+    if (bs)
+        c.block_size = strtoull(bs, NULL, 10);
     nd_store_t *st = open_ok(&c, NULL);
     enum { NOPS = 120 };
     snap_t want[NOPS];
