@@ -38,8 +38,9 @@ sig_name(int sig)
 /* Handles the signals of nats-server's signal.go until one stops the server: SIGUSR1 reopens
  * the log, SIGHUP reloads the config, SIGUSR2 enters lame duck mode (which ends the loop once
  * every client is closed), SIGINT and SIGTERM stop gracefully (SIGTERM is ignored in lame duck
- * mode, as nats-server does), SIGQUIT stops at once. Returns: false for SIGQUIT. */
-static bool
+ * mode, as nats-server does), SIGQUIT stops at once. Returns: the exit status nats-server gives
+ * (0 after SIGINT or the end of lame duck mode, 1 after SIGTERM), or -1 for SIGQUIT. */
+static int
 serve(natsd_t *s, const sigset_t *set)
 {
     bool ldm = false;
@@ -48,7 +49,7 @@ serve(natsd_t *s, const sigset_t *set)
         if (ldm) {
             /* Lame duck mode ends by itself: look for signals between short waits on it. */
             if (natsd_lame_duck_wait(s, 100))
-                return true;
+                return 0;
             struct timespec none = {0, 0};
             sig = sigtimedwait(set, NULL, &none);
             if (sig < 0)
@@ -69,12 +70,12 @@ serve(natsd_t *s, const sigset_t *set)
             break;
         case SIGTERM:
             if (!ldm)
-                return true;
+                return 1;
             break;
         case SIGQUIT:
-            return false;
+            return -1;
         default:
-            return true;
+            return 0;
         }
     }
 }
@@ -143,7 +144,8 @@ main(int argc, char **argv)
         return 1;
     }
     natsd_set_args(s, argc, argv); /* a reload re-applies the flags over the file */
-    if (!serve(s, &stop)) {
+    int status = serve(s, &stop);
+    if (status < 0) {
         /* SIGQUIT: no graceful close. The exit status is the one Go's runtime gives nats-server. */
         nd_log_info("Server Exiting..");
         _exit(2);
@@ -158,5 +160,5 @@ main(int argc, char **argv)
     free(ports_dir);
     nd_log_info("Server Exiting..");
     nd_log_close();
-    return 0;
+    return status;
 }
