@@ -32,7 +32,7 @@ unref_cb(nd_ctx_t *ctx, nd_sub_t *s, void *arg)
 static void
 run(nd_ctx_t *ctx, int n, bool wild, long iters)
 {
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     nd_sl_t *sl = nd_sl_new();
     char buf[64];
     for (int i = 0; i < n; i++) {

@@ -4,7 +4,8 @@
  * Format (cfg->dir; all integers little endian; constants in filestore.h)
  *   meta.dat          magic, format version, cipher, compression, XXH64.
  *   msgs/<n>.blk      message blocks, n = 1, 2, ... A block is a 48-byte header (magic, version,
- *                     flags, salt, XXH64 of the header) followed by records. A new block starts
+ *                     flags = cipher | compression << 8, a random 16-byte salt, XXH64 of the
+ *                     header) followed by records. A new block starts
  *                     when the next message would push the current one past cfg->block_size
  *                     (default 8 MiB). Only the last block ("active") is appended to.
  *   record            40-byte header {magic u32, kind u8, flags u8, subj_len u16, hdr_len u32,
@@ -15,11 +16,19 @@
  *   kinds             MSG   a message.
  *                     TOMB  "seq was removed" (remove, purge with a filter, per-subject limits,
  *                           skip). It also raises last_seq to seq, which is how a skip persists.
- *                     MARK  "every seq below `seq` is gone; last_seq is at least ts" (removal of
- *                           the first message, limits, max_age, compact, purge). One MARK
- *                           replaces any number of TOMBs at the front of the stream.
+ *                     MARK  "every seq below `seq` is gone; last_seq is at least ts"; its 8-byte
+ *                           payload is last_ts (removal of the first message, limits, max_age,
+ *                           compact, purge, compaction). One MARK replaces any number of TOMBs
+ *                           at the front of the stream.
  *                     ERASED a message removed with secure=true: rewritten in place with a
  *                           zeroed body and a fresh checksum.
+ *   transforms        with compression and/or a cipher (fs_xform.c), a MSG record's flags say
+ *                     COMPRESSED/SEALED and its body is [sealed]([LZ4](lengths | subject |
+ *                     headers | payload)), sealed with AES-256-GCM or ChaCha20-Poly1305 under
+ *                     a key derived from the stream key and the block's salt, nonce = seq,
+ *                     AAD = the record header. Subjects are inside the sealed body too. A
+ *                     sequence that can come back (truncate, a rolled-back write) is sealed
+ *                     again only in a new block, under a new salt.
  *   index.db          a cache of the in-memory index (per block: size, mtime, inode and the
  *                     slot arrays; the subjects), written on close and at checkpoints, XXH64
  *                     over all of it. It is used only when every block's size, mtime and inode
@@ -42,8 +51,11 @@
  *     TOMBs it holds for earlier, still existing blocks are carried into the rewritten block or
  *     re-appended (and synced) to the active block before the old file goes, and a MARK with the
  *     current first/last sequence goes with them, so the blocks alone always describe the state.
- *   - Every block starts with a record that carries the stream's sequence floor or a message,
- *     and the active block is never dropped, so last_seq survives the loss of every message.
+ *   - The active block is never dropped; a rewritten block ends with a MARK(first, last,
+ *     last_ts); a dropped block's floor and ceiling go to the active block first (MARK). So
+ *     last_seq and last_ts survive the loss of every message record.
+ *   - A secure remove commits its TOMB/MARK before overwriting the message in place, so a
+ *     failure leaves either nothing done or the message removed.
  *   - The index is a cache: it is deleted before any in-place rewrite, and it describes exact
  *     block sizes and mtimes, so a stale index is detected and ignored.
  *   - Limits/discard/max_age semantics are the memstore's (memstore.c), step by step.
@@ -71,6 +83,10 @@
  *     So a power failure loses up to sync_interval of acknowledged writes; a process crash loses
  *     only what was still in the write buffer (at most ND_FS_FLUSH_NS old when the owner ticks on
  *     time), never anything that reached write().
+ *   Order: the changes made outside the append order (an in-place secure erase, a compaction
+ *     rewrite, a block removal) first write the buffer and fdatasync the active block (a front
+ *     block dropped under the interval policy: write only), so what survives a process crash
+ *     is always a prefix of the calls, never a later removal without an earlier store.
  *   Errors: a failed or short write (EIO, ENOSPC, ...) returns ERR_IO with errno kept
  *     (nd_store_last_errno); the file is cut back to its last complete record and nothing of the
  *     failed call is reported stored. Under the interval policy, data that was buffered by
@@ -232,6 +248,17 @@ sync_all(nd_filestore_t *fs)
         return io_fail(fs, errno, true);
     fs->next_sync = 0;
     return ND_STORE_OK;
+}
+
+/* Writes and fdatasyncs the active block: what was appended so far is durable before a change
+ * made outside the append order (an in-place erase, a rewrite, a block removal). */
+static nd_store_err_t
+barrier(nd_filestore_t *fs)
+{
+    nd_store_err_t e = flush(fs);
+    if (e == ND_STORE_OK && active_blk(fs))
+        e = sync_blk(fs, active_blk(fs));
+    return e;
 }
 
 /* Starts a new active block whose first sequence will be base. */
@@ -490,15 +517,10 @@ read_at(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t off, void *p, size_t n)
     return ND_STORE_OK;
 }
 
-/* The length of the record of live slot i: from the message size for plain stores, from the
- * record's header when bodies may be transformed. */
+/* The length of the record of live slot i, from its header. */
 static nd_store_err_t
 rec_len_of(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, size_t *len)
 {
-    if (!fs->xform) {
-        *len = slot_rec_len(b, i);
-        return ND_STORE_OK;
-    }
     uint8_t h[ND_FS_REC_HDR_LEN];
     nd_store_err_t e = read_at(fs, b, b->off[i], h, sizeof(h));
     if (e != ND_STORE_OK)
@@ -510,77 +532,68 @@ rec_len_of(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, size_t *len)
     return ND_STORE_OK;
 }
 
-static nd_store_err_t
-load_xform(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, nd_store_msg_t *out)
+static bool
+buf_reserve(uint8_t **p, size_t *cap, size_t n)
 {
-    size_t len;
-    nd_store_err_t e = rec_len_of(fs, b, i, &len);
-    if (e != ND_STORE_OK)
-        return e;
-    if (fs->rcap < len || !fs->rbuf) {
-        uint8_t *nb = realloc(fs->rbuf, len);
-        if (!nb)
-            return ND_STORE_ERR_NOMEM;
-        fs->rbuf = nb;
-        fs->rcap = len;
-    }
-    if ((e = read_at(fs, b, b->off[i], fs->rbuf, len)) != ND_STORE_OK)
-        return e;
-    nd_fs_rec_t r;
-    uint64_t seq = b->base + i;
-    if (nd_fs_rec_header(fs->rbuf, len, &r) != 1 || r.len != len || r.kind != ND_FS_REC_MSG ||
-        r.seq != seq || !nd_fs_rec_verify(fs->rbuf, &r))
-        return ND_STORE_ERR_CORRUPT;
-    if (r.flags) {
-        if ((e = nd_fs_xform_decode(fs, b, fs->rbuf, &r, &out->buf, &out->cap)) != ND_STORE_OK)
-            return e;
-    } else {
-        size_t n = r.subj_len + r.hdr_len + r.data_len;
-        if (out->cap < n || !out->buf) {
-            uint8_t *nb = realloc(out->buf, n ? n : 1);
-            if (!nb)
-                return ND_STORE_ERR_NOMEM;
-            out->buf = nb;
-            out->cap = n ? n : 1;
-        }
-        memcpy(out->buf, fs->rbuf + ND_FS_REC_HDR_LEN, n);
-        r.subj = (const char *)out->buf;
-        r.hdr = out->buf + r.subj_len;
-        r.data = out->buf + r.subj_len + r.hdr_len;
-    }
-    out->seq = seq;
-    out->ts = r.ts;
-    out->subj = r.subj;
-    out->subj_len = r.subj_len;
-    out->hdr = r.hdr;
-    out->hdr_len = r.hdr_len;
-    out->data = r.data;
-    out->data_len = r.data_len;
-    return ND_STORE_OK;
+    if (*cap >= n && *p)
+        return true;
+    size_t nc = n < 256 ? 256 : n;
+    uint8_t *nb = realloc(*p, nc);
+    if (!nb)
+        return false;
+    *p = nb;
+    *cap = nc;
+    return true;
 }
 
+/* Loads live slot i. A plain record's length follows from the message size, so one read
+ * fetches it straight into the caller's buffer; a transformed record (compressed or sealed:
+ * its header says so, and its length differs) is read whole into scratch and decoded. */
 static nd_store_err_t
 load_slot(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, nd_store_msg_t *out)
 {
-    if (fs->xform)
-        return load_xform(fs, b, i, out);
+    uint64_t off = b->off[i];
     size_t len = slot_rec_len(b, i);
-    if (out->cap < len || !out->buf) {
-        size_t nc = len < 256 ? 256 : len;
-        uint8_t *nb = realloc(out->buf, nc);
-        if (!nb)
-            return ND_STORE_ERR_NOMEM;
-        out->buf = nb;
-        out->cap = nc;
-    }
-    nd_store_err_t e = read_at(fs, b, b->off[i], out->buf, len);
+    if (off + len > b->size)
+        len = (size_t)(b->size - off);
+    if (len < ND_FS_REC_HDR_LEN)
+        return ND_STORE_ERR_CORRUPT;
+    if (!buf_reserve(&out->buf, &out->cap, len))
+        return ND_STORE_ERR_NOMEM;
+    nd_store_err_t e = read_at(fs, b, off, out->buf, len);
     if (e != ND_STORE_OK)
         return e;
     nd_fs_rec_t r;
     uint64_t seq = b->base + i;
-    if (nd_fs_rec_header(out->buf, len, &r) != 1 || r.len != len || r.kind != ND_FS_REC_MSG ||
-        r.seq != seq || !nd_fs_rec_verify(out->buf, &r))
+    if (nd_fs_rec_header(out->buf, len, &r) != 1 || r.kind != ND_FS_REC_MSG || r.seq != seq)
         return ND_STORE_ERR_CORRUPT;
+    if (r.flags || r.len != len) {
+        if (off + r.len > b->size || !buf_reserve(&fs->rbuf, &fs->rcap, r.len))
+            return off + r.len > b->size ? ND_STORE_ERR_CORRUPT : ND_STORE_ERR_NOMEM;
+        if (r.len <= len) {
+            memcpy(fs->rbuf, out->buf, r.len);
+        } else {
+            memcpy(fs->rbuf, out->buf, len);
+            if ((e = read_at(fs, b, off + len, fs->rbuf + len, r.len - len)) != ND_STORE_OK)
+                return e;
+        }
+        if (!nd_fs_rec_verify(fs->rbuf, &r))
+            return ND_STORE_ERR_CORRUPT;
+        if (r.flags) {
+            if ((e = nd_fs_xform_decode(fs, b, fs->rbuf, &r, &out->buf, &out->cap)) != ND_STORE_OK)
+                return e;
+        } else {
+            size_t n = r.subj_len + r.hdr_len + r.data_len;
+            if (!buf_reserve(&out->buf, &out->cap, n))
+                return ND_STORE_ERR_NOMEM;
+            memcpy(out->buf, fs->rbuf + ND_FS_REC_HDR_LEN, n);
+            r.subj = (const char *)out->buf;
+            r.hdr = out->buf + r.subj_len;
+            r.data = out->buf + r.subj_len + r.hdr_len;
+        }
+    } else if (!nd_fs_rec_verify(out->buf, &r)) {
+        return ND_STORE_ERR_CORRUPT;
+    }
     out->seq = seq;
     out->ts = r.ts;
     out->subj = r.subj;
@@ -593,8 +606,8 @@ load_slot(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, nd_store_msg_t *out)
 }
 
 static bool
-slot_matches(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, const char *f, size_t fl,
-             bool all, uint32_t lit_sid)
+slot_matches(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, const char *f, size_t fl, bool all,
+             uint32_t lit_sid)
 {
     if (all)
         return true;
@@ -800,6 +813,15 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
         return io_fail(fs, err, false);
     }
     free(nb);
+    /* Every earlier call's buffered records reach the disk before the rewrite does, so that a
+     * crash never keeps this later change while losing an earlier append. */
+    nd_store_err_t be = barrier(fs);
+    if (be != ND_STORE_OK) {
+        close(fd);
+        unlinkat(fs->msgsfd, tmp, 0);
+        free(noff);
+        return be;
+    }
     unlink_index(fs);
     if (renameat(fs->msgsfd, tmp, fs->msgsfd, name) < 0) {
         int err = errno;
@@ -859,6 +881,13 @@ drop_blk(nd_filestore_t *fs, size_t pos)
             return e;
         }
     }
+    /* The records that removed this block's messages (and anything appended before them)
+     * reach the disk before the block goes: a process crash never keeps the drop but loses an
+     * earlier call. A front block under the interval policy (the steady state of a stream at
+     * its limits) needs only the write; the rest also wait for fdatasync. */
+    e = fs->cfg.sync_always || pos > 0 ? barrier(fs) : flush(fs);
+    if (e != ND_STORE_OK)
+        return e;
     char name[32];
     nd_fs_blk_name(b->idx, name);
     nd_fs_blk_close_fd(fs, b);
@@ -976,7 +1005,8 @@ enforce_per_subject(nd_filestore_t *fs, uint32_t sid)
     if (fs->cfg.max_msgs_per_subject <= 0)
         return;
     fs->deriving = true;
-    while (fs->subj.ents[sid].s && fs->subj.ents[sid].msgs > (uint64_t)fs->cfg.max_msgs_per_subject) {
+    while (fs->subj.ents[sid].s &&
+           fs->subj.ents[sid].msgs > (uint64_t)fs->cfg.max_msgs_per_subject) {
         nd_fs_subj_t *e = nd_fs_subj_fresh(fs, sid);
         bool last_one = e->msgs == 1;
         if (remove_rec(fs, e->first) != ND_STORE_OK || last_one)
@@ -1094,8 +1124,8 @@ put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, c
 }
 
 static nd_store_err_t
-fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl,
-         const void *data, size_t dl, uint64_t *seq, int64_t *ts)
+fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl, const void *data,
+         size_t dl, uint64_t *seq, int64_t *ts)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
@@ -1115,8 +1145,8 @@ fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl
 }
 
 static nd_store_err_t
-fs_store_raw(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj, size_t sl,
-             const void *hdr, size_t hl, const void *data, size_t dl)
+fs_store_raw(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
+             size_t hl, const void *data, size_t dl)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
@@ -1253,13 +1283,19 @@ erase_in_place(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i)
     size_t body = r.subj_len + r.hdr_len + r.data_len;
     memset(rec + ND_FS_REC_HDR_LEN, 0, body);
     /* Same lengths, so the record keeps its size and the records after it stay where they are. */
-    nd_fs_rec_encode(rec, ND_FS_REC_ERASED, b->base + i, r.ts, (const char *)rec + ND_FS_REC_HDR_LEN,
-                     r.subj_len, rec + ND_FS_REC_HDR_LEN + r.subj_len, r.hdr_len,
+    nd_fs_rec_encode(rec, ND_FS_REC_ERASED, b->base + i, r.ts,
+                     (const char *)rec + ND_FS_REC_HDR_LEN, r.subj_len,
+                     rec + ND_FS_REC_HDR_LEN + r.subj_len, r.hdr_len,
                      rec + ND_FS_REC_HDR_LEN + r.subj_len + r.hdr_len, r.data_len);
     if (b == active_blk(fs) && off >= b->wsize) {
         memcpy(fs->wbuf + (off - b->wsize), rec, len);
         free(rec);
         return ND_STORE_OK;
+    }
+    /* Earlier calls' buffered records first: the erase must not outlive them in a crash. */
+    if ((e = barrier(fs)) != ND_STORE_OK) {
+        free(rec);
+        return e;
     }
     unlink_index(fs);
     int fd = nd_fs_blk_fd(fs, b);
@@ -1287,23 +1323,21 @@ fs_remove(nd_store_t *st, uint64_t seq, bool secure)
     nd_store_err_t e = begin(fs);
     if (e != ND_STORE_OK)
         return e;
+    /* The removal record goes first, so that a failure leaves either nothing done or the
+     * message removed. With secure, the bytes are then overwritten in place: should that
+     * fail, the message is still removed (its record says so durably) and the error says the
+     * erase did not complete. */
     wmark_t m = wmark(fs);
-    if (secure) {
-        if ((e = erase_in_place(fs, b, i)) != ND_STORE_OK)
-            return e;
-        /* The ERASED record already says "removed"; a MARK still helps the front. */
-        if (seq == fs->first_seq && (e = append_mark(fs, seq + 1)) != ND_STORE_OK)
-            return e;
-    } else {
-        e = seq == fs->first_seq ? append_mark(fs, seq + 1) : append_tomb(fs, seq, 0);
-        if (e != ND_STORE_OK)
-            return e;
-    }
+    e = seq == fs->first_seq ? append_mark(fs, seq + 1) : append_tomb(fs, seq, 0);
+    if (e != ND_STORE_OK)
+        return e;
     if ((e = commit(fs, m)) != ND_STORE_OK)
         return e;
+    if (secure)
+        e = erase_in_place(fs, b, i);
     nd_fs_state_remove(fs, seq);
     maintain(fs);
-    return ND_STORE_OK;
+    return e;
 }
 
 static nd_store_err_t
@@ -1385,8 +1419,8 @@ fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
     nd_store_err_t e = begin(fs);
     if (e != ND_STORE_OK)
         return e;
-    uint32_t lit = nd_subj_is_literal(filter, fl) ? nd_fs_subj_find(&fs->subj, filter, fl)
-                                                  : ND_FS_NOSID;
+    uint32_t lit =
+        nd_subj_is_literal(filter, fl) ? nd_fs_subj_find(&fs->subj, filter, fl) : ND_FS_NOSID;
     seqvec_t sv = {0};
     nd_fs_blk_t *b;
     uint32_t i;
@@ -1597,7 +1631,8 @@ fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
     }
     nd_fs_blk_t *b;
     uint32_t i;
-    for (uint64_t s = nd_fs_next_live(fs, start, &b, &i); s; s = nd_fs_next_live(fs, s + 1, &b, &i)) {
+    for (uint64_t s = nd_fs_next_live(fs, start, &b, &i); s;
+         s = nd_fs_next_live(fs, s + 1, &b, &i)) {
         if (all && i == b->first_slot) {
             /* A whole block from its first live message on counts at once. */
             if (out->msgs == 0)
@@ -2026,6 +2061,31 @@ reset_mem(nd_filestore_t *fs)
     fs->last_ts = 0;
 }
 
+/* With an intact index nothing is decrypted at open: try the first, a middle and the last
+ * message, and call the key wrong only when none of them opens (one damaged record is not a
+ * wrong key). */
+static bool
+key_fits(nd_filestore_t *fs)
+{
+    if (!fs->msgs)
+        return true;
+    uint64_t probes[3] = {fs->first_seq, fs->first_seq + (fs->last_seq - fs->first_seq) / 2,
+                          fs->last_seq};
+    nd_store_msg_t m = {0};
+    bool any = false, ok = false;
+    for (int k = 0; k < 3 && !ok; k++) {
+        nd_fs_blk_t *b;
+        uint32_t i;
+        uint64_t s = nd_fs_next_live(fs, probes[k], &b, &i);
+        if (!s)
+            continue;
+        any = true;
+        ok = load_slot(fs, b, i, &m) == ND_STORE_OK;
+    }
+    nd_store_msg_free(&m);
+    return ok || !any;
+}
+
 nd_store_err_t
 nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery_t *report)
 {
@@ -2083,6 +2143,10 @@ nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery
         goto fail;
     }
     e = nd_fs_index_load(fs, idxs, n);
+    if (e == ND_STORE_OK && fs->cfg.cipher != ND_CIPHER_NONE && !key_fits(fs)) {
+        e = ND_STORE_ERR_CORRUPT;
+        goto fail;
+    }
     if (e == ND_STORE_OK) {
         fs->index_on_disk = true;
     } else if (e == ND_STORE_ERR_NOT_FOUND) {

@@ -14,13 +14,13 @@
 #include "natsd/store.h"
 
 /* ---- File names inside cfg->dir (subjects never appear in a file name). ---- */
-#define ND_FS_MSGS_DIR "msgs"        /* message blocks: msgs/<index>.blk, index in decimal */
+#define ND_FS_MSGS_DIR   "msgs" /* message blocks: msgs/<index>.blk, index in decimal */
 #define ND_FS_BLK_SUFFIX ".blk"
-#define ND_FS_INDEX_FILE "index.db"  /* the stream index (a cache of the blocks) */
-#define ND_FS_META_FILE "meta.dat"   /* format version and the cipher/compression in use */
-#define ND_FS_OBS_DIR "obs"          /* consumer states: obs/<name>.cs */
+#define ND_FS_INDEX_FILE "index.db" /* the stream index (a cache of the blocks) */
+#define ND_FS_META_FILE  "meta.dat" /* format version and the cipher/compression in use */
+#define ND_FS_OBS_DIR    "obs"      /* consumer states: obs/<name>.cs */
 #define ND_FS_OBS_SUFFIX ".cs"
-#define ND_FS_TMP_SUFFIX ".tmp"      /* a file being replaced; removed at open */
+#define ND_FS_TMP_SUFFIX ".tmp" /* a file being replaced; removed at open */
 
 /* ---- Format. All integers little endian. ---- */
 #define ND_FS_VERSION 1u
@@ -28,8 +28,8 @@
 /* Block file header: magic[8] version u32 flags u32 salt[16] reserved[8] xxh64(previous 40).
  * flags: the cipher (low byte) and compression (next byte) the block was started with; the salt
  * seeds the block's sealing context (fs_crypt.h), so every block has its own record keys. */
-#define ND_FS_BLK_MAGIC "NDFSBLK1"
-#define ND_FS_BLK_HDR_LEN 48u
+#define ND_FS_BLK_MAGIC    "NDFSBLK1"
+#define ND_FS_BLK_HDR_LEN  48u
 #define ND_FS_BLK_SALT_OFF 16u
 
 /* Record: a fixed header, the body (subject, headers, payload) and an XXH64 of header + body.
@@ -43,40 +43,42 @@
  * data_len u32} (ND_FS_INNER_LEN bytes) then subject, headers, payload. Compression comes
  * first, then sealing (AAD = the record header's first 32 bytes, nonce = seq). */
 #define ND_FS_RECF_COMPRESSED 0x01u
-#define ND_FS_RECF_SEALED 0x02u
-#define ND_FS_INNER_LEN 10u
-#define ND_FS_REC_HDR_LEN 40u
-#define ND_FS_REC_SUM_LEN 8u
-#define ND_FS_REC_OVERHEAD (ND_FS_REC_HDR_LEN + ND_FS_REC_SUM_LEN)
+#define ND_FS_RECF_SEALED     0x02u
+#define ND_FS_INNER_LEN       10u
+#define ND_FS_REC_HDR_LEN     40u
+#define ND_FS_REC_SUM_LEN     8u
+#define ND_FS_REC_OVERHEAD    (ND_FS_REC_HDR_LEN + ND_FS_REC_SUM_LEN)
 /* Field limits a header must respect to be believed (protects recovery from huge lengths). */
 #define ND_FS_REC_MAX_FIELD (256u << 20)
 
 enum {
     ND_FS_REC_MSG = 1,    /* a message: seq, ts, subject, headers, payload */
     ND_FS_REC_TOMB = 2,   /* seq was removed (also: skip). Bumps last_seq to seq. */
-    ND_FS_REC_MARK = 3,   /* every seq < `seq` is gone; ts holds last_seq at write time */
+    ND_FS_REC_MARK = 3,   /* every seq < `seq` is gone; ts holds last_seq, the payload last_ts */
     ND_FS_REC_ERASED = 4, /* a message removed securely: body zeroed in place, seq removed */
 };
 
-/* Index file: magic[8] version u32 nblks u32 nsubj u32 zero u32 first u64 last u64, then per
- * block: idx u32 nslots u32 size u64 mtime_ns i64 ino u64 base u64 nctl u32 zero u32, then the
- * slot arrays of each block (off u32[], sid u32[], msz u32[], ts i64[]), then the subjects
- * (len u32, bytes), then an XXH64 of everything before it. */
-#define ND_FS_IDX_MAGIC "NDFSIDX1"
+/* Index file: magic[8] version u32 nblks u32 nsubj u32 zero u32 first u64 last u64 last_ts
+ * i64, then per block: idx u32 nslots u32 size u64 mtime_ns i64 ino u64 base u64 nctl u32
+ * first_slot u32 keep_bytes u64, then the slot arrays of each block (off u32[], sid u32[],
+ * msz u32[], ts i64[]), then the subjects (len u32, bytes; 0 for a free id), then an XXH64 of
+ * everything before it. Consumer file: magic[8] version u32 len u32, cstate bytes, XXH64.
+ * meta.dat: magic[8] version u32 cipher u32 compression u32 zero u32 XXH64. */
+#define ND_FS_IDX_MAGIC  "NDFSIDX1"
 #define ND_FS_META_MAGIC "NDFSMETA"
-#define ND_FS_CON_MAGIC "NDFSCON1"
+#define ND_FS_CON_MAGIC  "NDFSCON1"
 
 #define ND_FS_DEFAULT_BLOCK_SIZE (8ull << 20)
-#define ND_FS_MAX_BLOCK_SIZE (1ull << 30)
-#define ND_FS_MIN_BLOCK_SIZE 256ull
-#define ND_FS_DEFAULT_SYNC_NS (120ll * 1000000000ll)
+#define ND_FS_MAX_BLOCK_SIZE     (1ull << 30)
+#define ND_FS_MIN_BLOCK_SIZE     256ull
+#define ND_FS_DEFAULT_SYNC_NS    (120ll * 1000000000ll)
 /* With the interval policy, buffered appends reach write() at most this long after the call
  * that made them (tick's deadline includes it), so a process crash loses at most this much. */
-#define ND_FS_FLUSH_NS (10ll * 1000000ll)
+#define ND_FS_FLUSH_NS      (10ll * 1000000ll)
 #define ND_FS_WBUF_FLUSH_AT (256u << 10)
 /* A sealed block is compacted when less than this share (percent) of it is still live. */
 #define ND_FS_COMPACT_LIVE_PCT 50u
-#define ND_FS_MAX_OPEN_FDS 64u
+#define ND_FS_MAX_OPEN_FDS     64u
 /* store_raw with a gap larger than this starts a new block (slot arrays stay dense). */
 #define ND_FS_MAX_SLOT_GAP 65536u
 
@@ -89,26 +91,26 @@ enum {
  * when the sequence is not a live message of this block), its subject id, size and time. */
 typedef struct nd_fs_blk {
     uint32_t idx;
-    int fd;          /* -1 when closed (reopened on demand; at most ND_FS_MAX_OPEN_FDS open) */
-    uint64_t base;   /* sequence of slot 0 (0 = no slot yet) */
+    int fd;        /* -1 when closed (reopened on demand; at most ND_FS_MAX_OPEN_FDS open) */
+    uint64_t base; /* sequence of slot 0 (0 = no slot yet) */
     uint32_t nslots, cap;
     uint32_t *off;
     uint32_t *sid;
-    uint32_t *msz;   /* nd_store_msg_size of the message */
+    uint32_t *msz; /* nd_store_msg_size of the message */
     int64_t *ts;
-    uint64_t size;   /* logical size: bytes in the file plus bytes still buffered */
-    uint64_t wsize;  /* bytes in the file */
+    uint64_t size;  /* logical size: bytes in the file plus bytes still buffered */
+    uint64_t wsize; /* bytes in the file */
     uint64_t msgs, bytes;
-    uint64_t keep_bytes; /* bytes a compaction could not drop (header, control records) */
-    uint32_t nctl;   /* TOMB/MARK/ERASED records it holds */
-    uint32_t first_slot; /* no live slot below this one */
-    bool unsynced;   /* written since the last fdatasync */
+    uint64_t keep_bytes;       /* bytes a compaction could not drop (header, control records) */
+    uint32_t nctl;             /* TOMB/MARK/ERASED records it holds */
+    uint32_t first_slot;       /* no live slot below this one */
+    bool unsynced;             /* written since the last fdatasync */
     struct nd_fs_crypt *crypt; /* sealing context from the block's salt (cipher stores only) */
-    bool hdr_bad;    /* its header failed its checksum: append nothing sealed to it */
+    bool hdr_bad;              /* its header failed its checksum: append nothing sealed to it */
 } nd_fs_blk_t;
 
 typedef struct nd_fs_subj {
-    char *s;         /* NULL when the id is free */
+    char *s; /* NULL when the id is free */
     uint32_t len;
     uint64_t hash;
     uint64_t msgs, first, last;
@@ -121,9 +123,9 @@ typedef struct nd_fs_subjtab {
     uint32_t nents, capents;
     uint32_t *freeids;
     uint32_t nfree, capfree;
-    uint32_t *slots;  /* open addressing, linear probing: sid + 1, 0 = empty */
+    uint32_t *slots; /* open addressing, linear probing: sid + 1, 0 = empty */
     size_t mask;
-    size_t used;      /* live subjects */
+    size_t used; /* live subjects */
 } nd_fs_subjtab_t;
 
 typedef struct nd_filestore nd_filestore_t;
@@ -148,16 +150,16 @@ struct nd_filestore {
     nd_fs_blk_t **blks; /* ascending idx, which is ascending seq */
     size_t nblks, capblks;
     uint32_t next_idx;
-    uint32_t nopen;     /* open block fds */
+    uint32_t nopen; /* open block fds */
 
-    uint8_t *wbuf;      /* buffered bytes of the last block (from its wsize to its size) */
+    uint8_t *wbuf; /* buffered bytes of the last block (from its wsize to its size) */
     size_t wlen, wcap;
 
     uint64_t first_seq, last_seq, msgs, bytes;
     int64_t last_ts;
     nd_fs_subjtab_t subj;
 
-    bool failed;        /* an fsync failed: every write is refused */
+    bool failed; /* an fsync failed: every write is refused */
     int failed_errno;
     bool closed;
     bool deriving;      /* appending records made by the limits (see changed() in filestore.c) */
@@ -167,15 +169,16 @@ struct nd_filestore {
     int64_t next_sync;  /* interval policy: when the next fsync is due (0 = nothing unsynced) */
     int64_t next_flush; /* when buffered bytes must reach write() (0 = none buffered) */
 
-    bool xform;         /* records may be compressed or sealed (cipher or compression set) */
-    bool force_roll;    /* a sealed record was rolled back: its sequence needs a fresh salt */
-    uint8_t key[32];    /* copy of cfg->key when a cipher is set */
-    uint8_t *xbuf;      /* scratch for transformed bodies */
+    bool xform;      /* new records are compressed or sealed (cipher or compression set) */
+    bool force_roll; /* a sealed record was rolled back: its sequence needs a fresh salt */
+    uint64_t sealed_ok, sealed_bad; /* recovery: sealed records that opened / did not */
+    uint8_t key[32];                /* copy of cfg->key when a cipher is set */
+    uint8_t *xbuf;                  /* scratch for transformed bodies */
     size_t xcap;
 
     nd_cstore_t *consumers; /* every consumer on disk or opened; freed at close */
     uint64_t nconsumers;
-    uint8_t *rbuf;      /* scratch for scans and rewrites */
+    uint8_t *rbuf; /* scratch for scans and rewrites */
     size_t rcap;
 };
 
@@ -217,8 +220,8 @@ void nd_fs_rec_encode_flags(uint8_t *out, uint8_t kind, uint8_t flags, uint64_t 
                             const char *subj, size_t sl, const void *hdr, size_t hl,
                             const void *data, size_t dl);
 /* The first 32 header bytes exactly as encode writes them (the AAD of a sealed body). */
-void nd_fs_rec_hdr32(uint8_t *out, uint8_t kind, uint8_t flags, uint64_t seq, int64_t ts,
-                     size_t sl, size_t hl, size_t dl);
+void nd_fs_rec_hdr32(uint8_t *out, uint8_t kind, uint8_t flags, uint64_t seq, int64_t ts, size_t sl,
+                     size_t hl, size_t dl);
 /* Parses a record header at p (avail bytes). Returns: 1 valid header (rec filled but the body
  * unchecked, rec->len may exceed avail), 0 not a record header, -1 too few bytes to tell. */
 int nd_fs_rec_header(const uint8_t *p, size_t avail, nd_fs_rec_t *rec);
@@ -226,16 +229,15 @@ int nd_fs_rec_header(const uint8_t *p, size_t avail, nd_fs_rec_t *rec);
  * p, and fills in the body pointers. */
 bool nd_fs_rec_verify(const uint8_t *p, nd_fs_rec_t *rec);
 void nd_fs_blk_hdr_encode(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags);
-void nd_fs_blk_hdr_encode_salt(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags,
-                               const uint8_t *salt);
+void nd_fs_blk_hdr_encode_salt(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags, const uint8_t *salt);
 /* Returns: OK, ERR_CORRUPT (bad header) or ERR_VERSION. */
 nd_store_err_t nd_fs_blk_hdr_check(const uint8_t *p, size_t n);
 
 /* ---- I/O helpers (fs_block.c): each honours the fault hook and sets errno. ---- */
-int nd_fs_write_all(int fd, const void *p, size_t n);            /* 0 or -1 */
+int nd_fs_write_all(int fd, const void *p, size_t n);             /* 0 or -1 */
 int nd_fs_pwrite_all(int fd, const void *p, size_t n, off_t off); /* 0 or -1 */
-int nd_fs_datasync(int fd);                                      /* 0 or -1 */
-int nd_fs_pread_all(int fd, void *p, size_t n, off_t off);       /* 0, or -1 (short = EIO) */
+int nd_fs_datasync(int fd);                                       /* 0 or -1 */
+int nd_fs_pread_all(int fd, void *p, size_t n, off_t off);        /* 0, or -1 (short = EIO) */
 /* Writes a whole small file atomically: dir/name.tmp, fsync, rename, fsync dir. */
 int nd_fs_write_file_atomic(int dirfd, const char *name, const void *p, size_t n, bool sync);
 /* Reads a whole file. Returns: 0, -1 with errno (ENOENT when missing). *out malloc'd. */
@@ -296,8 +298,8 @@ bool nd_fs_add_blk(nd_filestore_t *fs, nd_fs_blk_t *b);
  * nothing, the caller stores subj/hdr/data as they are) or transformed into fs->xbuf. */
 nd_store_err_t nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts,
                                   const char *subj, size_t sl, const void *hdr, size_t hl,
-                                  const void *data, size_t dl, uint8_t *flags,
-                                  const uint8_t **body, size_t *blen);
+                                  const void *data, size_t dl, uint8_t *flags, const uint8_t **body,
+                                  size_t *blen);
 /* Turns a verified transformed record (rec, r) back into plain fields, copied into *buf (grown
  * as needed); r's subj/hdr/data and lengths are replaced by the plain ones.
  * Returns: OK, ERR_CORRUPT (does not open or decompress), ERR_NOMEM. */
@@ -320,7 +322,6 @@ nd_store_err_t nd_fs_consumers_load(nd_filestore_t *fs);
 
 /* cfg.now, or CLOCK_REALTIME in ns. */
 int64_t nd_fs_now(nd_filestore_t *fs);
-
 
 /* ---- In-memory state (fs_state.c). ---- */
 /* Records a live message in block b (the caller wrote its record at off). sid is the

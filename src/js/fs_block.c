@@ -16,10 +16,30 @@
 #error "the file store writes its integers in host order and assumes a little-endian host"
 #endif
 
-static inline void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static inline void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
-static inline uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return v; }
+static inline void
+put32(uint8_t *p, uint32_t v)
+{
+    memcpy(p, &v, 4);
+}
+static inline void
+put64(uint8_t *p, uint64_t v)
+{
+    memcpy(p, &v, 8);
+}
+static inline uint32_t
+get32(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return v;
+}
+static inline uint64_t
+get64(const uint8_t *p)
+{
+    uint64_t v;
+    memcpy(&v, p, 8);
+    return v;
+}
 
 /* ---- Fault hook ---- */
 
@@ -229,8 +249,8 @@ nd_fs_rec_hdr32(uint8_t *out, uint8_t kind, uint8_t flags, uint64_t seq, int64_t
 }
 
 void
-nd_fs_rec_encode(uint8_t *out, uint8_t kind, uint64_t seq, int64_t ts, const char *subj,
-                 size_t sl, const void *hdr, size_t hl, const void *data, size_t dl)
+nd_fs_rec_encode(uint8_t *out, uint8_t kind, uint64_t seq, int64_t ts, const char *subj, size_t sl,
+                 const void *hdr, size_t hl, const void *data, size_t dl)
 {
     nd_fs_rec_encode_flags(out, kind, 0, seq, ts, subj, sl, hdr, hl, data, dl);
 }

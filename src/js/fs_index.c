@@ -10,8 +10,8 @@
 
 #include "js/filestore.h"
 
-#define IDX_HDR_LEN 48u
-#define IDX_BLK_LEN 56u
+#define IDX_HDR_LEN  48u
+#define IDX_BLK_LEN  56u
 #define IDX_SLOT_LEN 20u
 
 typedef struct wr {
@@ -19,8 +19,18 @@ typedef struct wr {
     size_t n;
 } wr_t;
 
-static inline void w32(wr_t *w, uint32_t v) { memcpy(w->p + w->n, &v, 4); w->n += 4; }
-static inline void w64(wr_t *w, uint64_t v) { memcpy(w->p + w->n, &v, 8); w->n += 8; }
+static inline void
+w32(wr_t *w, uint32_t v)
+{
+    memcpy(w->p + w->n, &v, 4);
+    w->n += 4;
+}
+static inline void
+w64(wr_t *w, uint64_t v)
+{
+    memcpy(w->p + w->n, &v, 8);
+    w->n += 8;
+}
 
 typedef struct rd {
     const uint8_t *p;
@@ -242,9 +252,7 @@ nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs, size_t n)
             uint64_t seq = b->base + s;
             if (b->sid[s] >= fs->subj.nents || !fs->subj.ents[b->sid[s]].len ||
                 b->off[s] < ND_FS_BLK_HDR_LEN || b->msz[s] < 16 ||
-                (uint64_t)b->off[s] + ND_FS_REC_OVERHEAD > b->size ||
-                (!fs->xform && (uint64_t)b->off[s] + b->msz[s] - 16 + ND_FS_REC_OVERHEAD > b->size) ||
-                seq > last)
+                (uint64_t)b->off[s] + ND_FS_REC_OVERHEAD > b->size || seq > last)
                 goto out;
             if (!seen) {
                 b->first_slot = s;

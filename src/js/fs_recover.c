@@ -9,7 +9,9 @@
  *   - bytes at the end of a block that hold no complete valid record (a torn write, or garbage
  *     after one): truncated away, counted as a torn tail.
  * A record may not move sequences backwards (MSG seq must exceed every sequence seen before);
- * one that does is counted as dropped. Ctx: the store's opener. */
+ * one that does is counted as dropped. When sealed records exist and none of them opens, the
+ * key is wrong: the open is refused (ERR_CORRUPT) before anything is changed for good.
+ * Ctx: the store's opener. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -31,7 +33,8 @@ resync(const uint8_t *p, uint64_t n, uint64_t from)
             return n;
         o = (uint64_t)(q - p);
         nd_fs_rec_t r;
-        if (nd_fs_rec_header(p + o, n - o, &r) == 1 && o + r.len <= n && nd_fs_rec_verify(p + o, &r))
+        if (nd_fs_rec_header(p + o, n - o, &r) == 1 && o + r.len <= n &&
+            nd_fs_rec_verify(p + o, &r))
             return o;
     }
     return n;
@@ -45,13 +48,21 @@ apply(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec, nd_fs_rec_t *r, ui
     case ND_FS_REC_MSG: {
         /* A transformed body is opened for its subject and lengths (a body that does not open
          * or decompress counts as a damaged record). */
-        if (r->flags && nd_fs_xform_decode(fs, b, rec, r, &fs->rbuf, &fs->rcap) != ND_STORE_OK) {
-            *bad = true;
-            return;
+        if (r->flags) {
+            bool ok = nd_fs_xform_decode(fs, b, rec, r, &fs->rbuf, &fs->rcap) == ND_STORE_OK;
+            if (r->flags & ND_FS_RECF_SEALED) {
+                if (ok)
+                    fs->sealed_ok++;
+                else
+                    fs->sealed_bad++;
+            }
+            if (!ok) {
+                *bad = true;
+                return;
+            }
         }
         if (r->seq <= fs->last_seq || r->subj_len == 0 ||
-            (b->nslots && r->seq > nd_fs_blk_last(b) + ND_FS_MAX_SLOT_GAP) ||
-            off >= UINT32_MAX) {
+            (b->nslots && r->seq > nd_fs_blk_last(b) + ND_FS_MAX_SLOT_GAP) || off >= UINT32_MAX) {
             *bad = true;
             return;
         }
@@ -225,6 +236,7 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
 nd_store_err_t
 nd_fs_recover_blocks(nd_filestore_t *fs, const uint32_t *idxs, size_t n, nd_store_recovery_t *rep)
 {
+    fs->sealed_ok = fs->sealed_bad = 0;
     for (size_t i = 0; i < n; i++) {
         nd_store_err_t e = recover_one(fs, idxs[i], rep);
         if (e != ND_STORE_OK)
@@ -235,5 +247,10 @@ nd_fs_recover_blocks(nd_filestore_t *fs, const uint32_t *idxs, size_t n, nd_stor
     }
     if (!fs->msgs)
         fs->first_seq = fs->last_seq + 1;
+    /* Sealed records exist and not one of them opens: the key is wrong (or every record is
+     * damaged alike). Refuse, rather than go on with an empty stream whose blocks would be
+     * dropped as empty: the right key must still find everything. */
+    if (fs->sealed_bad && !fs->sealed_ok)
+        return ND_STORE_ERR_CORRUPT;
     return ND_STORE_OK;
 }

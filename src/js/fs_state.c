@@ -215,6 +215,15 @@ nd_fs_subj_t *
 nd_fs_subj_fresh(nd_filestore_t *fs, uint32_t sid)
 {
     nd_fs_subj_t *e = &fs->subj.ents[sid];
+    /* One message left: first and last are the same one (no scan; the common case of a
+     * subject kept at one message, a KV key). */
+    if (e->msgs == 1 && e->first_stale != e->last_stale) {
+        if (e->first_stale)
+            e->first = e->last;
+        else
+            e->last = e->first;
+        e->first_stale = e->last_stale = false;
+    }
     if (e->first_stale) {
         nd_fs_blk_t *b;
         uint32_t i;

@@ -57,9 +57,9 @@ nd_fs_blk_crypt(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *hdr)
 }
 
 nd_store_err_t
-nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts,
-                   const char *subj, size_t sl, const void *hdr, size_t hl, const void *data,
-                   size_t dl, uint8_t *flags, const uint8_t **body, size_t *blen)
+nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts, const char *subj,
+                   size_t sl, const void *hdr, size_t hl, const void *data, size_t dl,
+                   uint8_t *flags, const uint8_t **body, size_t *blen)
 {
     *flags = 0;
     *body = NULL;

@@ -44,6 +44,7 @@
 #include "net/conn_int.h"
 #include "net/log.h"
 #include "net/passwd.h"
+#include "net/tls.h"
 #include "net/transport.h"
 
 #define MAX_OUT   (4u << 20) /* stop answering pipelined requests while this much is unsent */
@@ -75,6 +76,7 @@ typedef struct http_conn {
     bool lingering;   /* output written, write side shut: discarding input until EOF */
     bool eof;         /* the peer closed its side */
     bool read_owed;   /* reading stopped (a parked request, full output): read when resumed */
+    bool tls_pending; /* HTTPS: the TLS handshake is not done (bounded by the header deadline) */
     /* a request parked for subscription answers */
     nd_mon_req_t *req;
     bool req_head, req_keep;
@@ -585,6 +587,19 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         uint32_t ev = nd_io_take(&h->io);
         if (h->closing)
             return;
+        if (h->tls_pending) {
+            char why[256] = "";
+            nd_tls_hs_t hs = nd_tls_handshake(&h->tr, why, sizeof why);
+            if (hs == ND_TLS_AGAIN)
+                return;
+            if (hs == ND_TLS_FAILED) {
+                nd_log_debug("monitoring: TLS handshake error: %s", why);
+                http_close(ctx, h);
+                return;
+            }
+            h->tls_pending = false;
+            ev |= ND_IO_READ; /* the request may already wait behind the handshake */
+        }
         if (ev & (ND_IO_READ | ND_IO_HUP))
             do_read(ctx, h);
         return; /* turn_end writes */
@@ -651,6 +666,11 @@ nd_mon_http_accept(nd_ctx_t *ctx, void *arg, int fd)
     h->mon = m;
     h->io.fd = fd;
     nd_tcp_init(&h->tr, fd);
+    if (m->https && m->srv->tls != NULL) {
+        /* HTTPS with the server's context; the header deadline also bounds the handshake. */
+        nd_tls_wrap(&h->tr, m->srv->tls, NULL, 0);
+        h->tls_pending = true;
+    }
     nd_timer_init(&h->timer, &h->base, HTTP_MSG_TIMER);
     /* The first request's deadline runs from the accept (armed before any other thread can see
      * the actor): a client that connects and sends nothing is a slowloris too. */

@@ -44,6 +44,7 @@ struct nd_mon {
     nd_server_t *srv;
     int listen_fd;
     int port;
+    bool https; /* -ms / https_port: connections speak TLS with the server's tls {} context */
     char host[256];
     char base_path[256];        /* without a trailing slash: "" for the root */
     uint64_t header_timeout_ns; /* a request's line and headers must arrive within this */

@@ -14,6 +14,7 @@
 #include "mon_int.h"
 #include "natsd/alloc.h"
 #include "net/log.h"
+#include "net/tls.h"
 
 #define HEADER_TIMEOUT_MS 5000
 #define IDLE_TIMEOUT_MS   60000
@@ -98,9 +99,26 @@ int
 nd_mon_listen(const nd_opts_t *o, nd_mon_t **out)
 {
     *out = NULL;
-    if (o->https_port != 0 && o->http_port == 0)
-        return 0; /* HTTPS needs TLS (server.c warns) */
-    if (o->http_port == 0)
+    /* nats-server's StartMonitoring checks. HTTPS uses the client tls {} block (or --tls*
+     * flags): the server's context, which http.c takes from m->srv once it is attached. */
+    if (o->http_port != 0 && o->https_port != 0) {
+        nd_log_error("can't specify both HTTP (%d) and HTTPs (%d) ports", o->http_port,
+                     o->https_port);
+        return -1;
+    }
+    bool https = o->https_port != 0;
+    if (https) {
+        nd_tls_opts_t *t = NULL;
+        char err[256];
+        int rc = nd_tls_client_opts(o, &t, err, sizeof err);
+        nd_tls_opts_free(t);
+        if (rc < 0 || t == NULL) {
+            nd_log_error("TLS cert and key required for HTTPS");
+            return -1;
+        }
+    }
+    int port = https ? o->https_port : o->http_port;
+    if (port == 0)
         return 0;
     nd_mon_t *m = nd_xaligned(sizeof(*m));
     memset(m, 0, sizeof(*m));
@@ -121,12 +139,14 @@ nd_mon_listen(const nd_opts_t *o, nd_mon_t **out)
     atomic_init(&m->nconns, 0);
     for (int i = 0; i < ND_MON_EP_COUNT; i++)
         atomic_init(&m->req_stats[i], 0);
-    m->listen_fd = listen_on(m, o->http_port);
+    m->https = https;
+    m->listen_fd = listen_on(m, port);
     if (m->listen_fd < 0) {
         nd_mon_free(m);
         return -1;
     }
-    nd_log_info("Starting http monitor on %s:%d%s", m->host, m->port, m->base_path);
+    nd_log_info("Starting %s monitor on %s:%d%s", https ? "https" : "http", m->host, m->port,
+                m->base_path);
     if (m->auth_user != NULL || m->auth_token != NULL)
         nd_log_info("Monitoring port requires authorization (except /healthz)");
     *out = m;

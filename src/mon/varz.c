@@ -3,6 +3,7 @@
  * touching the message path. */
 #include "mon_int.h"
 #include "natsd/natsd.h"
+#include "net/tls.h"
 
 static json_t *
 seconds(double s)
@@ -35,6 +36,13 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "port", json_integer(s->port));
     if (o->user != NULL || o->token != NULL)
         json_object_set_new(v, "auth_required", json_true());
+    if (s->tls != NULL) {
+        /* As in INFO (server.c): allow_non_tls makes TLS optional. */
+        if (!o->allow_non_tls)
+            json_object_set_new(v, "tls_required", json_true());
+        if (s->tls->verify)
+            json_object_set_new(v, "tls_verify", json_true());
+    }
     json_object_set_new(v, "max_connections", json_integer(nd_server_live_get(s, max_connections)));
     if (o->max_subscriptions > 0)
         json_object_set_new(v, "max_subscriptions", json_integer(o->max_subscriptions));
@@ -42,9 +50,9 @@ nd_mon_varz(nd_mon_req_t *req)
                         json_integer(nd_server_live_get(s, ping_interval_ms) * 1000000));
     json_object_set_new(v, "ping_max", json_integer(nd_server_live_get(s, ping_max)));
     json_object_set_new(v, "http_host", json_string(req->mon->host));
-    json_object_set_new(v, "http_port", json_integer(req->mon->port));
+    json_object_set_new(v, "http_port", json_integer(req->mon->https ? 0 : req->mon->port));
     json_object_set_new(v, "http_base_path", json_string(req->mon->base_path));
-    json_object_set_new(v, "https_port", json_integer(o->https_port));
+    json_object_set_new(v, "https_port", json_integer(req->mon->https ? req->mon->port : 0));
     json_object_set_new(
         v, "auth_timeout",
         seconds(o->auth_timeout_s > 0 ? o->auth_timeout_s : ND_DEFAULT_AUTH_TIMEOUT_MS / 1000.0));
@@ -58,7 +66,7 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "mqtt", json_object());
     json_object_set_new(v, "websocket", json_object());
     json_object_set_new(v, "jetstream", json_object());
-    json_object_set_new(v, "tls_timeout", json_integer(2));
+    json_object_set_new(v, "tls_timeout", seconds(s->tls != NULL ? s->tls->timeout_ms / 1000.0 : 2));
     json_object_set_new(v, "write_deadline",
                         json_integer(nd_server_live_get(s, write_deadline_ms) * 1000000));
     json_object_set_new(v, "start", nd_mon_json_time(s->start_wall_ns));

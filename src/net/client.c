@@ -122,6 +122,11 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
         return false;
     }
+    /* Authentication comes before the protocol checks, as in nats-server's processConnect. */
+    if (!c->authed && !nd_conn_auth_connect(ctx, c, o)) {
+        json_decref(o);
+        return false;
+    }
     c->verbose = get_bool(o, "verbose", c->verbose);
     c->pedantic = get_bool(o, "pedantic", c->pedantic);
     c->echo = get_bool(o, "echo", c->echo);
@@ -189,6 +194,9 @@ on_sub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         nd_conn_write_err(c, ND_ERR_INVALID_SUBJECT);
         return;
     }
+    if (c->perms.perms != NULL && !nd_conn_auth_sub(c, cmd->subject.ptr, cmd->subject.len,
+                                                    cmd->queue.ptr, cmd->queue.len))
+        return; /* -ERR written; the connection stays */
     if (nd_sidmap_get(&c->subs, cmd->sid.ptr, cmd->sid.len) != NULL) {
         ok(c); /* a duplicate sid keeps the existing subscription */
         return;
@@ -284,6 +292,9 @@ trace(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
 bool
 nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
+    /* With authentication required, CONNECT must come first (conn_auth.c). */
+    if (!c->authed && cmd->op != ND_PROTO_OP_CONNECT && !nd_conn_auth_first_op(ctx, c))
+        return false;
     switch (cmd->op) {
     case ND_PROTO_OP_PUB:
     case ND_PROTO_OP_HPUB:
@@ -315,6 +326,11 @@ nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         if (c->pedantic && !nd_subj_valid_pub(cmd->subject.ptr, cmd->subject.len)) {
             nd_conn_write_err(c, ND_ERR_INVALID_PUB_SUBJECT); /* and still delivered */
         }
+        /* One well-predicted branch for connections without permissions. A denied publish gets
+         * the -ERR only, no +OK, and the connection stays. */
+        if (c->perms.perms != NULL &&
+            !nd_conn_auth_pub(c, cmd->subject.ptr, cmd->subject.len))
+            return true;
         ok(c); /* nats-server acknowledges before delivering */
         nd_deliver_publish(ctx, c, cmd);
         return !c->closing;

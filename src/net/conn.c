@@ -29,6 +29,7 @@
 
 #include "log.h"
 #include "natsd/account.h"
+#include "tls.h"
 
 #define SCRATCH_READ  (64 * 1024)
 #define SCRATCH_KEEP  (1024 * 1024) /* a write scratch grown past this is shrunk after the turn */
@@ -256,6 +257,8 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_cancel(ctx, &c->ping_timer);
     nd_timer_cancel(ctx, &c->wdeadline_timer);
     nd_timer_cancel(ctx, &c->stall_timer);
+    nd_timer_cancel(ctx, &c->tls_timer);
+    nd_timer_cancel(ctx, &c->auth_timer);
     size_t n = 0;
     nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
     mon_closed(c, subs, n);
@@ -304,6 +307,8 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     nd_free(c->name);
     nd_free(c->lang);
     nd_free(c->version);
+    nd_strlist_free(&c->tls_names);
+    nd_conn_auth_fini(c);
     c->rbuf = c->wbuf = NULL;
     if (c->scratch != NULL) {
         nd_sl_result_fini(c->scratch);
@@ -521,9 +526,10 @@ on_wdeadline(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
 static void
 write_info(nd_ctx_t *ctx, nd_conn_t *c, bool ldm)
 {
-    char tail[192];
-    int n = snprintf(tail, sizeof tail, ",\"client_id\":%llu,\"client_ip\":\"%s\"%s} \r\n",
-                     (unsigned long long)c->cid, c->ip, ldm ? ",\"ldm\":true" : "");
+    char tail[224];
+    int n = snprintf(tail, sizeof tail, ",\"client_id\":%llu,\"client_ip\":\"%s\"%s%s%s%s} \r\n",
+                     (unsigned long long)c->cid, c->ip, c->nonce[0] ? ",\"nonce\":\"" : "",
+                     c->nonce, c->nonce[0] ? "\"" : "", ldm ? ",\"ldm\":true" : "");
     nd_epoch_enter(ctx);
     /* acquire: pairs with the release exchange in nd_server_publish_info. */
     const nd_server_info_t *info = atomic_load_explicit(&c->srv->info, memory_order_acquire);
@@ -581,14 +587,30 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
     /* After registering: lame duck mode sets s->ldm before it lists the registered connections
      * (under the registry's mutex), so we are either on its list or see the flag here. */
     c->ldm_sent = atomic_load_explicit(&s->ldm, memory_order_relaxed);
+    nd_conn_auth_begin(ctx, c); /* before INFO: it carries the nonce */
+    if (s->tls != NULL && nd_conn_tls_begin(ctx, c))
+        return; /* INFO and the ping timer wait for TLS (conn_tls.c) */
+    if (nd_conn_greet(ctx, c, conns))
+        arm_ping(ctx, c, true);
+}
+
+bool
+nd_conn_greet(nd_ctx_t *ctx, nd_conn_t *c, int32_t conns)
+{
     write_info(ctx, c, c->ldm_sent);
-    if (conns > atomic_load_explicit(&s->live.max_connections, memory_order_relaxed)) {
+    if (conns > atomic_load_explicit(&c->srv->live.max_connections, memory_order_relaxed)) {
         nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", c->ip, c->port,
                      (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_CONNECTIONS);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_CONNECTIONS);
-        return;
+        return false;
     }
+    return true;
+}
+
+void
+nd_conn_start_pings(nd_ctx_t *ctx, nd_conn_t *c)
+{
     arm_ping(ctx, c, true);
 }
 
@@ -622,7 +644,11 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         on_start(ctx, c);
         if (c->closing)
             return;
-        if (ev & ND_IO_READ)
+        if (c->tls_state != ND_CONN_TLS_NONE && c->tls_state != ND_CONN_TLS_UP &&
+            !nd_conn_tls_io(ctx, c, &ev))
+            return;
+        /* TLS: a read that OpenSSL stopped to write first resumes on the writable edge. */
+        if ((ev & ND_IO_READ) || ((ev & ND_IO_WRITE) && nd_tls_read_wants_write(&c->tr)))
             do_read(ctx, c, (ev & ND_IO_HUP) != 0);
         return; /* ND_IO_WRITE: turn_end flushes */
     }
@@ -637,6 +663,18 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         return;
     case ND_CONN_MSG_SHUTDOWN:
         nd_conn_close(ctx, c, ND_CLOSE_SHUTDOWN);
+        return;
+    case ND_CONN_MSG_TLS_TIMER:
+        nd_conn_tls_timer(ctx, c, msg);
+        return;
+    case ND_CONN_MSG_AUTH_TIMER:
+        nd_conn_auth_timer(ctx, c, msg);
+        return;
+    case ND_CONN_MSG_REPLY:
+        nd_conn_auth_reply(c, (nd_conn_msg_reply_t *)msg);
+        return;
+    case ND_CONN_MSG_REAUTH:
+        nd_conn_auth_recheck(ctx, c);
         return;
     case ND_CONN_MSG_SUB_ACK:
         c->sub_acks_due--;
@@ -727,6 +765,8 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
     nd_timer_init(&c->ping_timer, &c->base, ND_CONN_MSG_PING);
     nd_timer_init(&c->wdeadline_timer, &c->base, ND_CONN_MSG_WDEADLINE);
     nd_timer_init(&c->stall_timer, &c->base, ND_CONN_MSG_UNSTALL);
+    nd_timer_init(&c->tls_timer, &c->base, ND_CONN_MSG_TLS_TIMER);
+    nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;

@@ -36,7 +36,8 @@ typedef enum {
     X(ND_CLOSE_MAX_CONTROL_LINE, "Maximum Control Line Exceeded")                                \
     X(ND_CLOSE_MAX_SUBSCRIPTIONS, "Maximum Subscriptions Exceeded")                              \
     X(ND_CLOSE_SHUTDOWN, "Server Shutdown")                                                      \
-    X(ND_CLOSE_NO_RESPONDERS_HEADERS, "No Responders Requires Headers")
+    X(ND_CLOSE_NO_RESPONDERS_HEADERS, "No Responders Requires Headers")                          \
+    X(ND_CLOSE_TLS_HANDSHAKE, "TLS Handshake Failure")
 
 typedef enum {
 #define ND_CLOSE_ENUM(name, text) name,

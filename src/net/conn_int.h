@@ -18,6 +18,7 @@
 #include "natsd/sub.h"
 #include "natsd/timer.h"
 #include "parser.h"
+#include "perms.h"
 #include "poller.h"
 #include "server.h"
 #include "sidmap.h"
@@ -36,6 +37,10 @@ enum {
     ND_CONN_MSG_MON_SUBS,  /* nd_mon_msg_subs_t: a monitor asks for our subscriptions */
     ND_CONN_MSG_LDM,       /* lame duck mode began: send the INFO with "ldm":true */
     ND_CONN_MSG_SHUTDOWN,  /* lame duck: close now ("Server Shutdown") */
+    ND_CONN_MSG_TLS_TIMER, /* TLS handshake timeout, or handshake_first's fallback delay */
+    ND_CONN_MSG_AUTH_TIMER, /* no CONNECT within the auth timeout (conn_auth.c) */
+    ND_CONN_MSG_REPLY,      /* nd_conn_msg_reply_t: a reply subject we may answer (allow_responses) */
+    ND_CONN_MSG_REAUTH,     /* a reload changed the authorization: check our credentials again */
 };
 
 typedef struct nd_conn_msg_chunk {
@@ -59,6 +64,13 @@ typedef struct nd_outbox {
     uint32_t *index; /* open addressing on t, slot index + 1 (0 = empty); used past 8 slots */
     uint32_t index_cap;
 } nd_outbox_t;
+
+/* A publisher delivered a message with this reply subject to us (queued before the message). */
+typedef struct nd_conn_msg_reply {
+    nd_msg_t hdr;
+    uint32_t len;
+    char subj[];
+} nd_conn_msg_reply_t;
 
 typedef struct nd_conn_msg_deliver {
     nd_msg_t hdr;
@@ -86,6 +98,12 @@ typedef struct nd_conn {
     _Atomic int64_t pending ND_CACHE_ALIGNED; /* bytes queued for us and not yet written */
     _Atomic bool slow;                        /* over max_pending: deliveries are dropped */
     _Atomic bool headers;                     /* the client accepts HMSG */
+    /* Our permissions as publishers see them when delivering to us (conn_auth.c): written once,
+     * on authentication, before any of our subscriptions exists, so a publisher that found one of
+     * them reads it without a barrier (the account's insertion orders it); rdeny is set before
+     * the subscription that needs delivery-time deny checks is sent to the account. */
+    nd_permset_t *rperms;
+    _Atomic bool rdeny;
 
     /* owner only */
     nd_io_t io ND_CACHE_ALIGNED;
@@ -100,6 +118,18 @@ typedef struct nd_conn {
     nd_outbox_t outbox;
     nd_sl_result_t *scratch; /* for cache misses and one-off matches; allocated on first use */
     nd_timer_t ping_timer, wdeadline_timer, stall_timer;
+    nd_timer_t tls_timer;      /* conn_tls.c */
+    uint8_t tls_state;         /* ND_CONN_TLS_* (conn_tls.c) */
+    bool tls_info_due;         /* handshake first: INFO goes out once TLS is up */
+    bool tls_pings_due;        /* the ping timer starts once TLS is up */
+    nd_strlist_t tls_names;    /* verify_and_map: the client certificate's candidate user names */
+    nd_timer_t auth_timer;     /* conn_auth.c */
+    nd_perms_conn_t perms;     /* our permissions and their caches (perms.perms NULL: none) */
+    bool auth_required;        /* the snapshot at start required credentials */
+    bool authed;               /* authenticated (or no authentication required) */
+    char nonce[16];            /* INFO's nonce when nkey users exist, else "" */
+    /* the CONNECT's credentials, kept for a reload's re-check (nats-server keeps c.opts) */
+    char *cr_user, *cr_pass, *cr_token, *cr_nkey, *cr_sig, *cr_jwt;
     uint32_t pings_out;
     uint32_t live_gen;         /* srv->live.gen when the limits below were taken */
     int64_t ping_ms;           /* the ping timer's period, 0 when not armed */
@@ -142,6 +172,46 @@ void nd_conn_commit(nd_conn_t *c, size_t n);
 void nd_conn_write_err(nd_conn_t *c, nd_err_t err);
 void nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason);
 void nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub);
+
+/* conn.c: writes INFO and refuses the connection over max_connections (conns: the count that
+ * includes it). Returns: false when it closed the connection. */
+bool nd_conn_greet(nd_ctx_t *ctx, nd_conn_t *c, int32_t conns);
+/* conn.c: starts the ping timer as a new connection's (first ping after 2 s). */
+void nd_conn_start_pings(nd_ctx_t *ctx, nd_conn_t *c);
+
+/* conn_tls.c: TLS for client connections (see the comment at its top). */
+enum {
+    ND_CONN_TLS_NONE = 0, /* plain TCP */
+    ND_CONN_TLS_PEEK,     /* allow_non_tls: the first byte tells a ClientHello from plain text */
+    ND_CONN_TLS_FALLBACK, /* handshake_first with a fallback delay: waiting for a ClientHello */
+    ND_CONN_TLS_HANDSHAKE,
+    ND_CONN_TLS_UP,
+};
+/* Called by on_start when the server has TLS. Returns: true when TLS took over the greeting
+ * (INFO and pings come later); false to greet as usual (allow_non_tls). */
+bool nd_conn_tls_begin(nd_ctx_t *ctx, nd_conn_t *c);
+/* Advances a connection whose TLS is not up yet on an I/O message. Returns: true when the
+ * connection may now read (*ev gains ND_IO_READ after a finished handshake); false when the
+ * message was used up (or the connection closed). */
+bool nd_conn_tls_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev);
+void nd_conn_tls_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
+
+/* conn_auth.c: authentication and permissions of client connections (see its top comment). */
+/* At start: takes the auth snapshot's requirements, makes the nonce, arms the auth timer. */
+void nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c);
+/* On CONNECT (o: the decoded JSON object). Returns: false when it refused and closed. */
+struct json_t;
+bool nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, struct json_t *o);
+/* A first op other than CONNECT while not authenticated. Returns: false when it closed. */
+bool nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c);
+/* PUB/HPUB check for a connection with permissions. Returns: false when refused (-ERR written). */
+bool nd_conn_auth_pub(nd_conn_t *c, const char *subj, size_t len);
+/* SUB check for a connection with permissions. Returns: false when refused (-ERR written). */
+bool nd_conn_auth_sub(nd_conn_t *c, const char *subj, size_t slen, const char *queue, size_t qlen);
+void nd_conn_auth_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
+void nd_conn_auth_reply(nd_conn_t *c, nd_conn_msg_reply_t *m);
+void nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c);
+void nd_conn_auth_fini(nd_conn_t *c);
 
 /* client.c: one parsed command. Returns: false when processing must stop before consuming cmd
  * (the connection closed, or paused until its subscriptions are acknowledged). */

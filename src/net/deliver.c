@@ -17,6 +17,7 @@
  * max_pending the recipient is marked slow, further deliveries are dropped and it closes itself.
  */
 #include <string.h>
+#include <time.h>
 
 #include "conn_int.h"
 #include "natsd/account.h"
@@ -252,6 +253,8 @@ msg_bytes(const nd_msg_t *m)
 {
     if (m->id == ND_CONN_MSG_CHUNK)
         return ((const nd_conn_msg_chunk_t *)m)->len;
+    if (m->id == ND_CONN_MSG_REPLY)
+        return 0; /* no output of its own */
     const nd_conn_msg_deliver_t *d = (const nd_conn_msg_deliver_t *)m;
     return (int64_t)d->line_len + (int64_t)d->pl_len;
 }
@@ -305,6 +308,37 @@ auto_unsub_done(nd_ctx_t *ctx, nd_conn_t *c, const char *sid, size_t sid_len, co
         nd_conn_remove_sub(ctx, c, s);
 }
 
+/* The recipient has permissions (conn_auth.c): a subscribe deny may refuse this delivery (its
+ * wildcard or queue subscription overlaps a denied subject: nats-server's checkDenySub in
+ * deliverMsg), and with allow_responses the reply subject goes to it ahead of the message, so
+ * it may publish the answer. Returns: false when denied. Ctx: in the section. */
+static bool
+recipient_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, const nd_proto_cmd_t *cmd,
+                const nd_sub_t *sub)
+{
+    if (atomic_load_explicit(&t->rdeny, memory_order_relaxed) &&
+        nd_perms_deliver_denied(t->rperms, cmd->subject.ptr, cmd->subject.len, sub->queue,
+                                sub->queue_len))
+        return false;
+    if (cmd->reply.len > 0 && t->rperms->has_resp) {
+        if (t == c) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            nd_perms_conn_track_reply(&c->perms, cmd->reply.ptr, cmd->reply.len,
+                                      (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+        } else {
+            nd_outbox_slot_t *sl = outbox_slot(&c->outbox, t);
+            slot_close_chunk(sl);
+            nd_conn_msg_reply_t *m = (nd_conn_msg_reply_t *)nd_msg_new(
+                ctx, sizeof(*m) + cmd->reply.len, ND_CONN_MSG_REPLY);
+            m->len = (uint32_t)cmd->reply.len;
+            memcpy(m->subj, cmd->reply.ptr, cmd->reply.len);
+            slot_append(sl, &m->hdr);
+        }
+    }
+    return true;
+}
+
 /* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush).
  * Returns: false when the sub cannot take it (unsubscribed, its connection slow, its
  * auto-unsubscribe count reached), so a queue group can pick another member. */
@@ -314,6 +348,10 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     nd_conn_t *t = (nd_conn_t *)sub->conn;
     const nd_proto_cmd_t *cmd = pc->cmd;
     if (nd_sub_cancelled(sub))
+        return false;
+    /* One load of a field next to `slow` and `headers` (read below anyway) for recipients
+     * without permissions. */
+    if (t->rperms != NULL && !recipient_perms(ctx, c, t, cmd, sub))
         return false;
     pc->matched++;
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))

@@ -207,7 +207,7 @@ static const char tls_help_text[] =
     "        ]\n"
     "    }\n"
     "\n"
-    "natsd does not provide TLS yet: the tls block is parsed and reported as not supported.\n";
+    "natsd serves TLS with OpenSSL: the Go cipher and curve names above map to OpenSSL's.\n";
 // clang-format on
 
 enum kind {
@@ -271,11 +271,11 @@ static const flag_t flags[] = {
     {"connect_retries", INT, F(cluster_connect_retries), "Clustering"},
     {"cluster_name", STR, F(cluster_name), NULL},
     {"help_tls", HELP_TLS, 0, NULL},
-    {"tls", BOOL, F(tls), "TLS"},
-    {"tlsverify", BOOL, F(tls_verify), "TLS"},
-    {"tlscert", STR, F(tls_cert), "TLS"},
-    {"tlskey", STR, F(tls_key), "TLS"},
-    {"tlscacert", STR, F(tls_ca_cert), "TLS"},
+    {"tls", BOOL, F(tls), NULL},
+    {"tlsverify", BOOL, F(tls_verify), NULL},
+    {"tlscert", STR, F(tls_cert), NULL},
+    {"tlskey", STR, F(tls_key), NULL},
+    {"tlscacert", STR, F(tls_ca_cert), NULL},
     {"max_traced_msg_len", INT64, F(max_traced_msg_len), NULL},
     {"js jetstream", BOOL, F(jetstream), NULL},
     {"sd store_dir", STR, F(store_dir), NULL},

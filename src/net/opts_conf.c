@@ -48,10 +48,7 @@ static const struct {
     const char *keys;
     const char *feature;
 } feature_warnings[] = {
-    {"tls", "TLS"},
     {"ocsp", "OCSP stapling"},
-    {"authorization", "Authorization"},
-    {"accounts", "Accounts"},
     {"mappings maps", "Subject mapping"},
     {"cluster", "Clustering"},
     {"gateway", "Gateways"},

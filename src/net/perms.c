@@ -2,7 +2,7 @@
  * for the rules (nats-server's) and the references.
  *
  * Invariants:
- *  - A sealed nd_perms_t is never written again except for its reference count, so readers on
+ *  - A sealed nd_permset_t is never written again except for its reference count, so readers on
  *    any thread need no synchronisation beyond the reference they hold.
  *  - Within a list, each entry ends at the trie node reached by its subject's tokens (`*` and `>`
  *    tokens go to the node's pwc/fwc child, others to the literal child of that text); a node
@@ -81,10 +81,10 @@ subj_hash(const char *s, size_t len)
 
 /* ---- building -------------------------------------------------------------------------------- */
 
-nd_perms_t *
+nd_permset_t *
 nd_perms_new(void)
 {
-    nd_perms_t *p = nd_new(nd_perms_t);
+    nd_permset_t *p = nd_new(nd_permset_t);
     atomic_init(&p->refs, 1);
     return p;
 }
@@ -150,7 +150,7 @@ fields(const char *s, size_t len, const char *f[3], size_t fl[3])
 }
 
 nd_perms_add_t
-nd_perms_add(nd_perms_t *p, nd_perms_kind_t kind, const char *entry, size_t len)
+nd_perms_add(nd_permset_t *p, nd_perms_kind_t kind, const char *entry, size_t len)
 {
     if (p->sealed || entry == NULL)
         return ND_PERMS_ADD_INVALID;
@@ -194,14 +194,14 @@ nd_perms_add(nd_perms_t *p, nd_perms_kind_t kind, const char *entry, size_t len)
 }
 
 void
-nd_perms_set_pub_allow_present(nd_perms_t *p)
+nd_perms_set_pub_allow_present(nd_permset_t *p)
 {
     if (!p->sealed)
         p->pub_allow_set = true;
 }
 
 void
-nd_perms_set_responses(nd_perms_t *p, int64_t max, int64_t ttl_ns)
+nd_perms_set_responses(nd_permset_t *p, int64_t max, int64_t ttl_ns)
 {
     if (p->sealed)
         return;
@@ -370,7 +370,7 @@ list_seal(nd_perm_list_t *l)
 }
 
 void
-nd_perms_seal(nd_perms_t *p)
+nd_perms_seal(nd_permset_t *p)
 {
     if (p->sealed)
         return;
@@ -393,14 +393,14 @@ list_free(nd_perm_list_t *l)
 }
 
 static void
-add_all(nd_perms_t *p, nd_perms_kind_t k, const nd_jwt_strlist_t *l, size_t *skipped)
+add_all(nd_permset_t *p, nd_perms_kind_t k, const nd_jwt_strlist_t *l, size_t *skipped)
 {
     for (size_t i = 0; i < l->n; i++)
         if (nd_perms_add(p, k, l->v[i], strlen(l->v[i])) == ND_PERMS_ADD_INVALID && skipped)
             (*skipped)++;
 }
 
-nd_perms_t *
+nd_permset_t *
 nd_perms_from_jwt(const struct nd_jwt_perms *jp, size_t *skipped)
 {
     if (skipped != NULL)
@@ -411,7 +411,7 @@ nd_perms_from_jwt(const struct nd_jwt_perms *jp, size_t *skipped)
     bool has_sub = jp->sub.allow.n > 0 || jp->sub.deny.n > 0;
     if (!has_pub && !has_sub && !jp->has_resp)
         return NULL;
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     add_all(p, ND_PERMS_PUB_ALLOW, &jp->pub.allow, skipped);
     add_all(p, ND_PERMS_PUB_DENY, &jp->pub.deny, skipped);
     add_all(p, ND_PERMS_SUB_ALLOW, &jp->sub.allow, skipped);
@@ -422,8 +422,8 @@ nd_perms_from_jwt(const struct nd_jwt_perms *jp, size_t *skipped)
     return p;
 }
 
-nd_perms_t *
-nd_perms_ref(nd_perms_t *p)
+nd_permset_t *
+nd_perms_ref(nd_permset_t *p)
 {
     if (p != NULL)
         atomic_fetch_add_explicit(&p->refs, 1, memory_order_relaxed);
@@ -431,7 +431,7 @@ nd_perms_ref(nd_perms_t *p)
 }
 
 void
-nd_perms_unref(nd_perms_t *p)
+nd_perms_unref(nd_permset_t *p)
 {
     /* acq_rel: the release orders this holder's reads before the free; the acquire of the last
      * holder pairs with every other holder's release, so nothing reads after the free. */
@@ -564,7 +564,7 @@ list_match(const nd_perm_list_t *l, const char *s, size_t slen, const char *q, s
 }
 
 bool
-nd_perms_pub_allowed(const nd_perms_t *p, const char *subj, size_t len)
+nd_perms_pub_allowed(const nd_permset_t *p, const char *subj, size_t len)
 {
     if (p == NULL)
         return true;
@@ -583,7 +583,7 @@ nd_perms_pub_allowed(const nd_perms_t *p, const char *subj, size_t len)
 }
 
 bool
-nd_perms_sub_allowed(const nd_perms_t *p, const char *subj, size_t slen, const char *queue,
+nd_perms_sub_allowed(const nd_permset_t *p, const char *subj, size_t slen, const char *queue,
                      size_t qlen)
 {
     if (p == NULL)
@@ -633,7 +633,7 @@ collide(const char *a, size_t al, const char *b, size_t bl)
 }
 
 bool
-nd_perms_sub_needs_deny_filter(const nd_perms_t *p, const char *subj, size_t slen, bool has_queue)
+nd_perms_sub_needs_deny_filter(const nd_permset_t *p, const char *subj, size_t slen, bool has_queue)
 {
     if (p == NULL || p->sub_deny.n == 0)
         return false;
@@ -648,7 +648,7 @@ nd_perms_sub_needs_deny_filter(const nd_perms_t *p, const char *subj, size_t sle
 }
 
 bool
-nd_perms_deliver_denied(const nd_perms_t *p, const char *subj, size_t slen, const char *queue,
+nd_perms_deliver_denied(const nd_permset_t *p, const char *subj, size_t slen, const char *queue,
                         size_t qlen)
 {
     if (p == NULL || p->sub_deny.n == 0)
@@ -661,7 +661,7 @@ nd_perms_deliver_denied(const nd_perms_t *p, const char *subj, size_t slen, cons
 /* ---- per-connection caches ------------------------------------------------------------------ */
 
 void
-nd_perms_conn_init(nd_perms_conn_t *c, nd_perms_t *perms)
+nd_perms_conn_init(nd_perms_conn_t *c, nd_permset_t *perms)
 {
     memset(c, 0, sizeof *c);
     c->perms = nd_perms_ref(perms);
@@ -753,7 +753,7 @@ reply_remove(nd_perms_conn_t *c, nd_perms_reply_t **pp)
 static bool
 response_allowed(nd_perms_conn_t *c, const char *s, size_t len, int64_t now)
 {
-    const nd_perms_t *p = c->perms;
+    const nd_permset_t *p = c->perms;
     if (c->replies == NULL || c->nreplies == 0)
         return false;
     uint32_t hash = subj_hash(s, len);
@@ -774,7 +774,7 @@ response_allowed(nd_perms_conn_t *c, const char *s, size_t len, int64_t now)
 static bool
 pub_check(nd_perms_conn_t *c, const char *subj, size_t len, int64_t now)
 {
-    const nd_perms_t *p = c->perms;
+    const nd_permset_t *p = c->perms;
     if (p == NULL || (!p->pub_allow_set && p->pub_deny.n == 0))
         return true;
     uint32_t hash = subj_hash(subj, len);
@@ -802,7 +802,7 @@ nd_perms_conn_pub(nd_perms_conn_t *c, const char *subj, size_t len, int64_t now_
 void
 nd_perms_conn_prune_replies(nd_perms_conn_t *c, int64_t now_ns)
 {
-    const nd_perms_t *p = c->perms;
+    const nd_permset_t *p = c->perms;
     if (c->replies == NULL || p == NULL)
         return;
     for (uint32_t i = 0; i <= c->replies_mask; i++) {
@@ -842,7 +842,7 @@ replies_grow(nd_perms_conn_t *c)
 void
 nd_perms_conn_track_reply(nd_perms_conn_t *c, const char *reply, size_t len, int64_t now_ns)
 {
-    const nd_perms_t *p = c->perms;
+    const nd_permset_t *p = c->perms;
     if (p == NULL || !p->has_resp || len == 0)
         return;
     /* Publishable anyway: nothing to track. Like deliverMsg, this uses the full check, so a reply

@@ -42,7 +42,7 @@
  * built for concurrent writers) takes ~17 ns but would tie permissions to epochs and
  * subscription objects. The connection cache answers a repeated subject in ~8 ns.
  *
- * Who may call what: an nd_perms_t is built once (nd_perms_new, nd_perms_add..., nd_perms_seal),
+ * Who may call what: an nd_permset_t is built once (nd_perms_new, nd_perms_add..., nd_perms_seal),
  * then immutable and shared by any number of connections on any thread (reference counted). An
  * nd_perms_conn_t is owned by one connection actor and used only on its turn.
  */
@@ -92,7 +92,7 @@ typedef struct nd_perm_list {
     bool has_queue;
 } nd_perm_list_t;
 
-typedef struct nd_perms {
+typedef struct nd_permset {
     _Atomic uint32_t refs;
     bool sealed;
     bool pub_allow_set; /* a publish allow list exists, possibly empty */
@@ -101,21 +101,21 @@ typedef struct nd_perms {
     int64_t resp_max;
     int64_t resp_ttl_ns;
     nd_perm_list_t pub_allow, pub_deny, sub_allow, sub_deny;
-} nd_perms_t;
+} nd_permset_t;
 
 /* Building (one thread, before sharing). */
-nd_perms_t *nd_perms_new(void);
+nd_permset_t *nd_perms_new(void);
 /* Adds one entry; publish entries are subjects, subscribe entries "subject" or "subject queue"
  * (blanks around and between are ignored, as strings.Fields). An allow entry also marks its list
  * present. Returns: whether and how it was added; the caller reports skipped entries. */
-__attribute__((warn_unused_result)) nd_perms_add_t nd_perms_add(nd_perms_t *p, nd_perms_kind_t kind,
+__attribute__((warn_unused_result)) nd_perms_add_t nd_perms_add(nd_permset_t *p, nd_perms_kind_t kind,
                                                                 const char *entry, size_t len);
 /* Marks the publish allow list present even when it stays empty (allows nothing). */
-void nd_perms_set_pub_allow_present(nd_perms_t *p);
+void nd_perms_set_pub_allow_present(nd_permset_t *p);
 /* Enables reply permissions; 0 picks the defaults; makes the publish allow list present. */
-void nd_perms_set_responses(nd_perms_t *p, int64_t max, int64_t ttl_ns);
+void nd_perms_set_responses(nd_permset_t *p, int64_t max, int64_t ttl_ns);
 /* Builds the indexes; after this the struct is immutable. */
-void nd_perms_seal(nd_perms_t *p);
+void nd_perms_seal(nd_permset_t *p);
 
 struct nd_jwt_perms;
 /* Builds sealed permissions from a JWT's (a user's, a scoped signing key's template, or an
@@ -124,23 +124,23 @@ struct nd_jwt_perms;
  * defaults for zero values, which also makes the publish allow list present. Invalid entries are
  * skipped and counted in *skipped (may be NULL) for the caller to report.
  * Returns: a new reference, or NULL when the JWT grants no restrictions at all. */
-nd_perms_t *nd_perms_from_jwt(const struct nd_jwt_perms *jp, size_t *skipped);
+nd_permset_t *nd_perms_from_jwt(const struct nd_jwt_perms *jp, size_t *skipped);
 
 /* Reference counting; the last unref frees. Ctx: any thread. */
-nd_perms_t *nd_perms_ref(nd_perms_t *p);
-void nd_perms_unref(nd_perms_t *p);
+nd_permset_t *nd_perms_ref(nd_permset_t *p);
+void nd_perms_unref(nd_permset_t *p);
 
 /* Uncached decisions (sealed perms; any thread). Subjects are (pointer, length). */
-bool nd_perms_pub_allowed(const nd_perms_t *p, const char *subj, size_t len);
-bool nd_perms_sub_allowed(const nd_perms_t *p, const char *subj, size_t slen, const char *queue,
+bool nd_perms_pub_allowed(const nd_permset_t *p, const char *subj, size_t len);
+bool nd_perms_sub_allowed(const nd_permset_t *p, const char *subj, size_t slen, const char *queue,
                           size_t qlen);
 /* Returns: true when a new subscription needs delivery-time deny checks (it has a queue or a
  * wildcard and some subscribe deny entry collides with its subject: loadMsgDenyFilterIfNeeded). */
-bool nd_perms_sub_needs_deny_filter(const nd_perms_t *p, const char *subj, size_t slen,
+bool nd_perms_sub_needs_deny_filter(const nd_permset_t *p, const char *subj, size_t slen,
                                     bool has_queue);
 /* Returns: true when delivering a message on subject (a literal) to a subscription in queue
  * (qlen 0 = plain) must be suppressed because a subscribe deny entry matches (checkDenySub). */
-bool nd_perms_deliver_denied(const nd_perms_t *p, const char *subj, size_t slen, const char *queue,
+bool nd_perms_deliver_denied(const nd_permset_t *p, const char *subj, size_t slen, const char *queue,
                              size_t qlen);
 
 /* ---- per connection ---- */
@@ -161,7 +161,7 @@ typedef struct nd_perms_reply {
 
 typedef struct nd_perms_conn {
     /* owner actor only */
-    nd_perms_t *perms; /* a reference */
+    nd_permset_t *perms; /* a reference */
     /* 4-way set associative, allocated on first use: a connection without permissions, or
      * whose subscriptions never need the delivery filter, pays nothing for them. */
     nd_perms_cache_entry_t *pub;  /* ND_PERMS_PUB_CACHE entries, or NULL */
@@ -175,7 +175,7 @@ typedef struct nd_perms_conn {
 } nd_perms_conn_t;
 
 /* Takes a reference on perms (may be NULL: everything allowed). */
-void nd_perms_conn_init(nd_perms_conn_t *c, nd_perms_t *perms);
+void nd_perms_conn_init(nd_perms_conn_t *c, nd_permset_t *perms);
 void nd_perms_conn_fini(nd_perms_conn_t *c);
 
 /* The publish check of a PUB/HPUB: cache, then lists, then reply permissions (consuming one use

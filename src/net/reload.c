@@ -40,6 +40,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "auth.h"
 #include "log.h"
 #include "natsd/alloc.h"
 #include "pidfile.h"
@@ -335,15 +336,32 @@ load(nd_reload_t *r, const char *path, nd_opts_t *n, char *err, size_t errlen)
     return 0;
 }
 
-/* Where the auth issue applies a changed authorization: build the new user table, publish it
- * like the INFO (epoch-protected swap) and close or re-check clients that the new rules no
- * longer allow, as nats-server's reloadAuthorization does. Nothing to do while natsd has no
- * authentication. */
+/* Applies the authorization of n (auth.h): builds a new snapshot (accounts that keep their name
+ * keep their actor), installs it for new connections, republishes the INFO (auth_required may
+ * change) and has every client re-check the credentials it connected with, closing those that
+ * no longer pass, as nats-server's reloadAuthorization does (conn_auth.c). Runs on every reload:
+ * the users and accounts blocks are not compared field by field above, and rebuilding is cheap
+ * (no password is hashed here). */
 static void
 apply_auth(nd_server_t *s, const nd_opts_t *n)
 {
-    (void)s;
-    (void)n;
+    if (s->auth == NULL || s->gacct == NULL)
+        return;
+    nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
+    nd_auth_t *prev = nd_auth_slot_get(s->auth);
+    nd_auth_t *a = nd_auth_new(ctx, n, s->gacct, prev);
+    bool same = prev != NULL && nd_auth_same(prev, a);
+    nd_auth_unref(ctx, prev);
+    if (same) {
+        /* Nothing changed: no client re-check (each may cost a bcrypt). */
+        nd_auth_unref(ctx, a);
+        nd_ctx_external_free(ctx);
+        return;
+    }
+    nd_auth_slot_set(ctx, s->auth, a);
+    nd_server_publish_info(ctx, s);
+    nd_conn_auth_reload_all(ctx, s);
+    nd_ctx_external_free(ctx);
 }
 
 void
@@ -486,8 +504,7 @@ nd_reload_run(nd_server_t *s, const char *config)
             nd_ctx_external_free(ctx);
         }
     }
-    if (what & (1u << H_AUTH))
-        apply_auth(s, &n);
+    apply_auth(s, &n);
     if (!same_str(n.pid_file, r->cur.pid_file) && n.pid_file != NULL && *n.pid_file) {
         /* nats-server writes the new pid file (and leaves the old one). */
         char perr[512];

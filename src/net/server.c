@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "auth.h"
 #include "conn.h"
 #include "log.h"
 #include "mon/connreg.h"
@@ -20,6 +21,7 @@
 #include "natsd/alloc.h"
 #include "natsd/natsd.h"
 #include "nkey.h"
+#include "tls.h"
 
 static void
 make_server_id(char out[57])
@@ -66,6 +68,19 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
     json_object_set_new(o, "host", json_string(s->opts.host));
     json_object_set_new(o, "port", json_integer(s->port));
     json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
+    nd_auth_t *auth = s->auth != NULL ? nd_auth_slot_get(s->auth) : NULL;
+    if (auth != NULL && auth->info_auth_required)
+        json_object_set_new(o, "auth_required", json_true());
+    nd_auth_unref(ctx, auth);
+    if (s->tls != NULL) {
+        /* nats-server's NewServer: tls_required unless allow_non_tls, which says tls_available. */
+        if (s->opts.allow_non_tls)
+            json_object_set_new(o, "tls_available", json_true());
+        else
+            json_object_set_new(o, "tls_required", json_true());
+        if (s->tls->verify)
+            json_object_set_new(o, "tls_verify", json_true());
+    }
     json_object_set_new(
         o, "max_payload",
         json_integer(atomic_load_explicit(&s->live.max_payload, memory_order_relaxed)));
@@ -137,14 +152,31 @@ log_unbuilt(const nd_opts_t *o)
 {
     if (o->jetstream || o->store_dir)
         nd_log_warn("JetStream is not supported by natsd yet; -js/-sd ignored");
-    if (o->user || o->pass || o->token)
-        nd_log_warn("Authentication is not supported by natsd yet; --user/--pass/--auth ignored");
     if (o->cluster_url || o->routes || o->cluster_name)
         nd_log_warn("Clustering is not supported by natsd yet; --cluster/--routes ignored");
-    if (o->https_port)
-        nd_log_warn("HTTPS monitoring needs TLS, which natsd does not support yet; -ms ignored");
     if (o->config_file)
         nd_log_info("Using configuration file: %s", o->config_file);
+}
+
+/* Builds the client TLS context from the options in force (tls.h). Returns: -1 after logging. */
+static int
+start_tls(nd_server_t *s, const nd_opts_t *opts)
+{
+    nd_tls_opts_t *t = NULL;
+    char err[512];
+    if (nd_tls_client_opts(opts, &t, err, sizeof err) < 0) {
+        nd_log_error("%s", err);
+        return -1;
+    }
+    if (t == NULL)
+        return 0;
+    s->tls = nd_tls_ctx_new(t, err, sizeof err);
+    nd_tls_opts_free(t);
+    if (s->tls == NULL) {
+        nd_log_error("TLS: %s", err);
+        return -1;
+    }
+    return 0;
 }
 
 nd_server_t *
@@ -177,6 +209,11 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     nd_log_info("  ID:       %s", s->server_id);
     log_unbuilt(opts);
 
+    if (start_tls(s, opts) < 0) {
+        s->listen_fd = -1;
+        nd_server_free(s);
+        return NULL;
+    }
     s->listen_fd = listen_on(s);
     if (s->listen_fd < 0) {
         nd_server_free(s);
@@ -186,8 +223,10 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     s->rscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     s->wscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
-    nd_server_publish_info(ctx, s);
     s->gacct = nd_acct_new(ctx, "$G", 2);
+    s->auth = nd_auth_slot_new();
+    nd_auth_slot_set(ctx, s->auth, nd_auth_new(ctx, opts, s->gacct, NULL));
+    nd_server_publish_info(ctx, s);
     nd_ctx_external_free(ctx);
     const char *own = getenv("NATSD_POLLER_THREAD");
     s->poller = nd_poller_new(pool, own != NULL && strcmp(own, "1") == 0);
@@ -198,6 +237,8 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     }
     nd_poller_listen(s->poller, &s->listen_io, s->listen_fd, on_accept, s);
     nd_log_info("Listening for client connections on %s:%d", s->opts.host, s->port);
+    if (s->tls != NULL)
+        nd_log_info("TLS required for client connections");
     nd_log_info("Server is ready");
     return s;
 }
@@ -222,6 +263,8 @@ nd_server_stop_accepting(nd_server_t *s)
     if (s->gacct != NULL) {
         /* Connections hold their own references; ours would keep the pool's shutdown waiting. */
         nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
+        if (s->auth != NULL)
+            nd_auth_slot_clear(ctx, s->auth); /* it holds every account */
         nd_actor_unref(ctx, &s->gacct->actor);
         nd_ctx_external_free(ctx);
         s->gacct = NULL;
@@ -244,6 +287,8 @@ nd_server_free(nd_server_t *s)
     nd_free(s->rscratch);
     nd_free(s->wscratch);
     nd_connreg_free(s->connreg);
+    nd_auth_slot_free(s->auth);
+    nd_tls_ctx_free(s->tls);
     nd_opts_free(&s->opts);
     nd_free(s);
 }

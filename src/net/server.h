@@ -60,11 +60,13 @@ typedef struct nd_server {
     nd_pool_t *pool;
     nd_poller_t *poller;
     struct nd_acct *gacct; /* the global account ($G) */
+    struct nd_auth_slot *auth; /* the auth snapshot in force (net/auth.h); locks itself */
     char server_id[57];
     int port;          /* the bound client port */
     int listen_fd;
     nd_io_t listen_io;
     nd_iobuf_t *rscratch, *wscratch; /* one each per worker, indexed by ctx->worker */
+    struct nd_tls_ctx *tls;          /* client TLS (net/tls.h), NULL when off */
     /* any thread, atomic */
     _Atomic uint64_t next_cid;
     _Atomic int32_t nconns;

@@ -50,4 +50,5 @@ nd_tcp_init(nd_transport_t *t, int fd)
 {
     t->vt = &tcp_vt;
     t->fd = fd;
+    t->impl = NULL;
 }

@@ -25,6 +25,7 @@ typedef struct nd_transport_vt {
 struct nd_transport {
     const nd_transport_vt_t *vt;
     int fd;
+    void *impl; /* the transport's own state (TLS: net/tls.c), NULL for TCP */
 };
 
 /* Plain TCP over fd; lives inside the connection (no allocation). */

@@ -45,7 +45,7 @@ decode_and_use(const char *tok, size_t len)
 static void
 perms_lines(const char *s, size_t n)
 {
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     const char *subjects[16];
     size_t slen[16], ns = 0;
     for (size_t i = 0; i < n;) {

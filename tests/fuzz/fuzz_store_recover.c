@@ -13,6 +13,15 @@
  * appends one message, closes, reopens and checks that the appended message is there with its
  * content: recovery must leave a store that works, not just one that opens.
  *
+ * Index mode (first byte's bit 6 set): the input is index.db instead, next to a fixed valid block
+ * (five messages, one removed) written at start-up. The driver patches the first block entry's
+ * size, mtime and inode to match that block file and recomputes the index checksum, so the
+ * store believes the index and its validation (slot arrays, offsets, subjects, first/last) is
+ * what gets fuzzed; random index bytes alone would only ever fail the checksum. A lying index
+ * that passes validation may make loads fail (ERR_CORRUPT), so in this mode only crashes,
+ * leaks, hangs and sanitizer reports count, not the consistency checks. Offsets are those of
+ * src/js/fs_index.c (a 48-byte header, 56-byte block entries).
+ *
  * Pass: no crash, leak, hang or sanitizer report; an open either succeeds or fails with
  * ERR_CORRUPT / ERR_VERSION / ERR_IO (a clear error).
  */
@@ -32,6 +41,11 @@
 #define NCFG 4
 
 static char dirs[NCFG][256];
+/* The valid block of each configuration that index mode puts next to the fuzzed index. */
+static uint8_t *tmpl_blk[NCFG];
+static size_t tmpl_len[NCFG];
+
+static void put_block(const char *dir, const uint8_t *p, size_t n);
 static nd_store_cfg_t cfgs[NCFG];
 static const uint8_t key[32] = "natsd-fuzz-store-key-32-bytes!!";
 
@@ -95,8 +109,72 @@ init_once(void)
                     nd_store_strerror(rc));
             abort();
         }
+        /* The template block for index mode: five messages, the third removed. */
+        if (nd_filestore_open(c, &st, NULL) != ND_STORE_OK)
+            abort();
+        for (int k = 0; k < 5; k++) {
+            uint64_t seq;
+            int64_t ts;
+            if (nd_store_put(st, k % 2 ? "fuzz.b" : "fuzz.a", 6, NULL, 0, "template", 8, &seq,
+                             &ts) != ND_STORE_OK)
+                abort();
+        }
+        if (st->ops->remove(st, 3, false) != ND_STORE_OK)
+            abort();
         nd_store_close(st);
+        char path[512];
+        snprintf(path, sizeof(path), "%s/%s/1%s", dirs[i], ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+        FILE *f = fopen(path, "rb");
+        if (f == NULL)
+            abort();
+        tmpl_blk[i] = malloc(65536);
+        tmpl_len[i] = fread(tmpl_blk[i], 1, 65536, f);
+        fclose(f);
     }
+}
+
+#define IDX_HDR 48u
+#define IDX_ENT 56u
+
+/* Makes the fuzzed index describe the block file now on disk (entry 0: idx 1, its size, mtime
+ * and inode) and gives it a valid checksum. */
+static void
+fix_index(uint8_t *p, size_t n, const char *blk)
+{
+    if (n < IDX_HDR + IDX_ENT + 8)
+        return;
+    struct stat sb;
+    if (stat(blk, &sb) != 0)
+        return;
+    uint32_t one = 1;
+    uint64_t size = (uint64_t)sb.st_size, ino = (uint64_t)sb.st_ino;
+    int64_t mt = (int64_t)sb.st_mtim.tv_sec * 1000000000 + sb.st_mtim.tv_nsec;
+    memcpy(p + IDX_HDR + 0, &one, 4);
+    memcpy(p + IDX_HDR + 8, &size, 8);
+    memcpy(p + IDX_HDR + 16, &mt, 8);
+    memcpy(p + IDX_HDR + 24, &ino, 8);
+    uint64_t h = XXH64(p, n - 8, 0);
+    memcpy(p + n - 8, &h, 8);
+}
+
+/* Index mode: the template block plus the fuzzed index. */
+static void
+put_index(int ci, const uint8_t *p, size_t n)
+{
+    put_block(dirs[ci], tmpl_blk[ci], tmpl_len[ci]);
+    char blk[512], idx[512];
+    snprintf(blk, sizeof(blk), "%s/%s/1%s", dirs[ci], ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
+    snprintf(idx, sizeof(idx), "%s/%s", dirs[ci], ND_FS_INDEX_FILE);
+    uint8_t *copy = malloc(n ? n : 1);
+    memcpy(copy, p, n);
+    fix_index(copy, n, blk);
+    FILE *f = fopen(idx, "wb");
+    if (f == NULL)
+        abort();
+    if (n && fwrite(copy, 1, n, f) != n)
+        abort();
+    fclose(f);
+    free(copy);
 }
 
 static uint32_t
@@ -161,9 +239,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     init_once();
     if (size < 1)
         return 0;
-    int ci = (data[0] & 0x7f) % NCFG;
+    int ci = (data[0] & 0x3f) % NCFG;
     nd_store_cfg_t *c = &cfgs[ci];
-    if (data[0] & 0x80) {
+    bool index_mode = (data[0] & 0x40) != 0;
+    if (index_mode) {
+        put_index(ci, data + 1, size - 1);
+    } else if (data[0] & 0x80) {
         uint8_t *copy = malloc(size);
         memcpy(copy, data + 1, size - 1);
         fix_checksums(copy, size - 1);
@@ -190,6 +271,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     nd_store_state(st, &s);
     nd_store_msg_t m;
     memset(&m, 0, sizeof(m));
+    if (index_mode) {
+        /* A believed index may lie about offsets: read everything, judge nothing. */
+        uint64_t next = 0;
+        for (uint64_t k = 0; k <= s.msgs; k++) {
+            if (st->ops->load_next(st, NULL, 0, next, &m) != ND_STORE_OK || m.seq == UINT64_MAX)
+                break;
+            next = m.seq + 1;
+        }
+        for (uint64_t q = s.first_seq; q <= s.last_seq && q - s.first_seq < 64; q++)
+            (void)nd_store_load(st, q, &m);
+        (void)st->ops->load_last(st, "fuzz.*", 6, &m);
+        nd_store_subj_state_t fss;
+        st->ops->filtered_state(st, "fuzz.a", 6, 0, &fss);
+        nd_store_msg_free(&m);
+        nd_store_close(st);
+        return 0;
+    }
     uint64_t walked = 0, next = 0;
     /* Bounded by the message count: a garbage sequence must not make this loop long. */
     while (walked <= s.msgs) {

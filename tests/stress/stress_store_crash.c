@@ -2,9 +2,9 @@
  *
  * A writer child opens a file store and runs a random mix of stores, removes (plain and
  * secure), purges (by subject, wildcard, up_to, keep, all), compacts, skips, truncates, syncs,
- * ticks and close+reopen cycles, with small blocks so that rollovers, block compaction and block
- * drops happen all the time. Around every call it writes a record to a pipe: an
- * INTENT before the call, an ACK after it returned OK (with what it returned). The parent kills
+ * ticks, consumer state updates and close+reopen cycles, with small blocks so that rollovers, block
+ * compaction and block drops happen all the time. Around every call it writes a record to a pipe:
+ * an INTENT before the call, an ACK after it returned OK (with what it returned). The parent kills
  * the child with SIGKILL at a random point (after a random number of acks plus a random delay,
  * so kills land inside writes, fsyncs, block rollovers, index writes and recoveries), then opens
  * the store itself and checks it against a model built from the acks:
@@ -22,7 +22,9 @@
  *     counts that the model checks as the writer runs;
  *   - the state is consistent: msgs = the loadable sequences, bytes = their sizes, first_seq =
  *     the lowest, num_deleted = the gaps, load_next walks exactly that set;
- *   - recovery reports no corrupt records (a process kill tears at most the tail).
+ *   - recovery reports no corrupt records (a process kill tears at most the tail);
+ *   - a durable consumer's state (also written by the writer, as a function of one growing
+ *     value) is exactly its last acknowledged update or the in-flight one, never a mix.
  * The verified state then becomes the model for the next child, which reopens the same
  * directory, so recovery of recovered stores is exercised too. Each directory sees 1-4 crashes.
  *
@@ -83,6 +85,7 @@ static struct {
     int32_t rc;
 } g_hist[NHIST];
 static uint64_t g_nhist;
+static uint64_t g_limit_removed; /* messages the model removed by limits (for the summary) */
 static const char *op_name(uint32_t op);
 
 static void fail(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
@@ -252,12 +255,13 @@ enum {
     OP_SYNC,
     OP_TICK,
     OP_TRUNCATE, /* a: the new last sequence */
+    OP_CONSUMER, /* a: the value the consumer state is made from (cons_state) */
 };
 
 static const char *op_names[] = {"?",          "store",      "remove",     "remove_secure",
                                  "purge_subj", "purge_wild", "purge_upto", "purge_keep",
                                  "purge_all",  "compact",    "skip",       "reopen",
-                                 "sync",       "tick",       "truncate"};
+                                 "sync",       "tick",       "truncate",   "consumer"};
 
 static const char *
 op_name(uint32_t op)
@@ -293,6 +297,7 @@ send_rec(int fd, const rec_t *r)
 
 typedef struct dircfg {
     bool always;
+    int64_t max_msgs, max_bytes, max_per_subj; /* 0 = none */
     nd_store_cipher_t cipher;
     nd_store_compression_t compression;
     uint64_t block_size;
@@ -305,10 +310,10 @@ make_cfg(const dircfg_t *dc)
 {
     nd_store_cfg_t c;
     memset(&c, 0, sizeof(c));
-    c.max_msgs = -1;
-    c.max_bytes = -1;
+    c.max_msgs = dc->max_msgs ? dc->max_msgs : -1;
+    c.max_bytes = dc->max_bytes ? dc->max_bytes : -1;
     c.max_age_ns = 0;
-    c.max_msgs_per_subject = -1;
+    c.max_msgs_per_subject = dc->max_per_subj ? dc->max_per_subj : -1;
     c.max_msg_size = -1;
     c.dir = g_dir;
     c.block_size = dc->block_size;
@@ -318,6 +323,86 @@ make_cfg(const dircfg_t *dc)
     c.cipher = dc->cipher;
     c.key = dc->cipher != ND_CIPHER_NONE ? key : NULL;
     return c;
+}
+
+/* ---- consumer state: a function of one value ------------------------------------------- */
+
+static const char cons_name[] = "crash-dur";
+
+/* The state written for value v (pending and redelivered point at owned scratch). */
+static void
+cons_state(uint64_t v, nd_consumer_state_t *cs, nd_store_pending_t *pend,
+           nd_store_redelivered_t *red)
+{
+    memset(cs, 0, sizeof(*cs));
+    cs->delivered_cseq = v;
+    cs->delivered_sseq = 2 * v;
+    cs->ack_floor_cseq = v / 2;
+    cs->ack_floor_sseq = v;
+    pend->sseq = 2 * v;
+    pend->dseq = v;
+    pend->ts = (int64_t)v * 1000;
+    red->sseq = 2 * v;
+    red->count = v % 7 + 1;
+    cs->pending = pend;
+    cs->npending = 1;
+    cs->redelivered = red;
+    cs->nredelivered = 1;
+}
+
+/* The value a stored state was made from, or false when it is no state cons_state makes (an
+ * empty state, never written, is value 0). */
+static bool
+cons_value(const nd_consumer_state_t *cs, uint64_t *v)
+{
+    if (cs->delivered_cseq == 0 && cs->npending == 0 && cs->nredelivered == 0 &&
+        cs->delivered_sseq == 0) {
+        *v = 0;
+        return true;
+    }
+    nd_consumer_state_t want;
+    nd_store_pending_t pend;
+    nd_store_redelivered_t red;
+    cons_state(cs->delivered_cseq, &want, &pend, &red);
+    *v = cs->delivered_cseq;
+    return cs->delivered_sseq == want.delivered_sseq && cs->ack_floor_cseq == want.ack_floor_cseq &&
+           cs->ack_floor_sseq == want.ack_floor_sseq && cs->npending == 1 &&
+           cs->pending[0].sseq == pend.sseq && cs->pending[0].dseq == pend.dseq &&
+           cs->pending[0].ts == pend.ts && cs->nredelivered == 1 &&
+           cs->redelivered[0].sseq == red.sseq && cs->redelivered[0].count == red.count;
+}
+
+/* Reads the consumer's value from an open store. Returns: false when the consumer does not
+ * exist; fails the run when its state is no state the writer wrote. */
+static bool
+cons_read(nd_store_t *st, uint64_t *v)
+{
+    char **names = NULL;
+    size_t n = 0;
+    nd_store_err_t rc = st->ops->consumer_list(st, &names, &n);
+    CHECK(rc == ND_STORE_OK, "consumer_list: %s", nd_store_strerror(rc));
+    bool found = false;
+    for (size_t i = 0; i < n; i++) {
+        found = found || strcmp(names[i], cons_name) == 0;
+        free(names[i]);
+    }
+    free(names);
+    if (!found)
+        return false;
+    nd_cstore_t *cs = NULL;
+    rc = st->ops->consumer_open(st, cons_name, &cs);
+    CHECK(rc == ND_STORE_OK, "consumer_open: %s", nd_store_strerror(rc));
+    nd_consumer_state_t got;
+    memset(&got, 0, sizeof(got));
+    rc = st->ops->consumer_state(cs, &got);
+    CHECK(rc == ND_STORE_OK, "consumer_state: %s", nd_store_strerror(rc));
+    CHECK(cons_value(&got, v),
+          "the consumer state is not one the writer wrote (delivered %" PRIu64 "/%" PRIu64
+          ", %zu pending)",
+          got.delivered_cseq, got.delivered_sseq, got.npending);
+    nd_consumer_state_free(&got);
+    st->ops->consumer_close(cs);
+    return true;
 }
 
 /* ---- the writer child -------------------------------------------------------------------- */
@@ -341,6 +426,10 @@ static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uin
         child_fail(fd, 0, rc);
     rec_t opened = {.kind = REC_OPENED};
     send_rec(fd, &opened);
+    /* The consumer's values only grow: go on from what the disk holds. */
+    uint64_t cval = 0;
+    (void)cons_read(st, &cval);
+    nd_cstore_t *cs = NULL;
 
     char subj[64], hdr[64];
     uint8_t data[4096];
@@ -380,8 +469,11 @@ static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uin
         } else if (p < 940) {
             in.op = OP_SKIP;
             in.a = s.last_seq + 1;
-        } else if (p < 960) {
+        } else if (p < 950) {
             in.op = OP_REOPEN;
+        } else if (p < 960) {
+            in.op = OP_CONSUMER;
+            in.a = ++cval;
         } else if (p < 980) {
             in.op = OP_SYNC;
         } else if (p < 990 || s.msgs == 0) {
@@ -448,7 +540,20 @@ static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uin
         case OP_SKIP:
             rc = st->ops->skip(st, &ack.r);
             break;
+        case OP_CONSUMER: {
+            if (cs == NULL && (rc = st->ops->consumer_open(st, cons_name, &cs)) != ND_STORE_OK)
+                break;
+            nd_consumer_state_t cst;
+            nd_store_pending_t pend;
+            nd_store_redelivered_t red;
+            cons_state(in.a, &cst, &pend, &red);
+            rc = st->ops->consumer_update(cs, &cst);
+            break;
+        }
         case OP_REOPEN:
+            if (cs != NULL)
+                st->ops->consumer_close(cs);
+            cs = NULL;
             nd_store_close(st);
             st = NULL;
             rc = nd_filestore_open(&cfg, &st, NULL);
@@ -470,6 +575,8 @@ static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uin
             child_fail(fd, in.op, rc);
         send_rec(fd, &ack);
     }
+    if (cs != NULL)
+        st->ops->consumer_close(cs);
     nd_store_close(st);
     _exit(0);
 }
@@ -482,6 +589,8 @@ typedef struct model {
     int64_t *ts;      /* [seq]: its timestamp, 0 when unknown (an in-flight store) */
     size_t cap;
     uint64_t max_seq; /* the highest sequence acknowledged as used (store, skip) */
+    /* The directory's limits (0 = none), discard old: a store removes the oldest messages. */
+    uint64_t max_msgs, max_bytes, max_per_subj;
 } model_t;
 
 static void
@@ -504,6 +613,58 @@ static bool
 model_has(const model_t *m, uint64_t seq)
 {
     return seq < m->cap && m->present[seq];
+}
+
+static uint64_t
+msg_bytes(uint64_t seq)
+{
+    char subj[64], hdr[64];
+    static uint8_t data[4096];
+    int sl = msg_subj(seq, subj, sizeof(subj));
+    int hl = msg_hdr(seq, hdr, sizeof(hdr));
+    size_t dl = msg_data(seq, data, sizeof(data));
+    return nd_store_msg_size((size_t)sl, (size_t)hl, dl);
+}
+
+/* Applies the limits after seq was stored, as the store does (nats-server's order: per subject,
+ * then max_msgs, then max_bytes, each removing the oldest). Returns the removed seqs (malloc'd,
+ * *n of them; NULL when none). */
+static uint64_t *
+limit_apply(model_t *m, uint64_t seq, size_t *n)
+{
+    *n = 0;
+    if (!m->max_msgs && !m->max_bytes && !m->max_per_subj)
+        return NULL;
+    size_t cap = 8;
+    uint64_t *v = malloc(cap * sizeof(uint64_t));
+    uint64_t msgs = 0, bytes = 0, in_subj = 0;
+    for (uint64_t s = 1; s <= m->max_seq && s < m->cap; s++)
+        if (m->present[s]) {
+            msgs++;
+            bytes += msg_bytes(s);
+            in_subj += s % NSUBJ == seq % NSUBJ;
+        }
+    for (int pass = 0; pass < 3; pass++) {
+        for (uint64_t s = 1; s <= m->max_seq && s < m->cap; s++) {
+            bool over = pass == 0   ? m->max_per_subj && in_subj > m->max_per_subj
+                        : pass == 1 ? m->max_msgs && msgs > m->max_msgs
+                                    : m->max_bytes && bytes > m->max_bytes;
+            if (!over)
+                break;
+            if (!m->present[s] || (pass == 0 && s % NSUBJ != seq % NSUBJ))
+                continue;
+            m->present[s] = 0;
+            msgs--;
+            bytes -= msg_bytes(s);
+            in_subj -= s % NSUBJ == seq % NSUBJ;
+            if (*n == cap) {
+                cap *= 2;
+                v = realloc(v, cap * sizeof(uint64_t));
+            }
+            v[(*n)++] = s;
+        }
+    }
+    return v;
 }
 
 /* One acknowledged op's effect, kept so an interval-mode state can be matched to a prefix. */
@@ -652,6 +813,8 @@ model_apply(model_t *m, effects_t *ef, const rec_t *ack)
         m->ts[ack->r] = ack->ts;
         m->max_seq = ack->r;
         e->added = ack->r;
+        e->removed = limit_apply(m, ack->r, &e->nremoved);
+        g_limit_removed += e->nremoved;
         break;
     case OP_SKIP:
         CHECK(ack->r == ack->a && ack->r > m->max_seq,
@@ -743,6 +906,8 @@ typedef struct observed {
     uint64_t count, bytes, lo, hi;
     nd_store_state_t st;
     nd_store_recovery_t rep;
+    bool chas;     /* the consumer exists */
+    uint64_t cval; /* its value */
 } observed_t;
 
 /* Opens the directory, reads everything back and checks the store against itself. */
@@ -820,6 +985,7 @@ observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t 
         CHECK(s->num_deleted == 0, "empty store with num_deleted %" PRIu64, s->num_deleted);
     }
     nd_store_msg_free(&msg);
+    o->chas = cons_read(st, &o->cval);
 
     /* A clean close writes the index; opening again must give the same state. */
     nd_store_close(st);
@@ -930,6 +1096,21 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
     strncat(g_dir, "/stream", sizeof(g_dir) - strlen(g_dir) - 1);
 
     dircfg_t dc = {.always = always, .block_size = 1024 + rnd_below(rs, 4) * 1024};
+    /* A third of the directories run with limits (discard old), so stores remove messages too. */
+    switch (rnd_below(rs, 9)) {
+    case 0:
+        dc.max_msgs = 20 + (int64_t)rnd_below(rs, 80);
+        break;
+    case 1:
+        dc.max_per_subj = 2 + (int64_t)rnd_below(rs, 10);
+        break;
+    case 2:
+        dc.max_bytes = 4000 + (int64_t)rnd_below(rs, 16000);
+        dc.max_msgs = rnd_below(rs, 2) ? 40 + (int64_t)rnd_below(rs, 40) : 0;
+        break;
+    default:
+        break;
+    }
     if (!g_cipher_refused) {
         uint64_t c = rnd_below(rs, 4);
         dc.cipher = c == 1 ? ND_CIPHER_AES_GCM : c == 2 ? ND_CIPHER_CHACHA : ND_CIPHER_NONE;
@@ -956,7 +1137,11 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
     }
 
     model_t m = {0};
+    m.max_msgs = (uint64_t)dc.max_msgs;
+    m.max_bytes = (uint64_t)dc.max_bytes;
+    m.max_per_subj = (uint64_t)dc.max_per_subj;
     effects_t ef = {0};
+    uint64_t cons_acked = 0; /* the consumer value the disk must hold (0: none yet) */
     for (int c = 0; c < crashes; c++, g_point++) {
         int fds[2];
         CHECK(pipe(fds) == 0, "pipe: %s", strerror(errno));
@@ -980,6 +1165,7 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
         int child_failed = 0;
         rec_t failrec = {0};
         size_t durable = 0;
+        uint64_t cons_at_sync = cons_acked;
         effects_clear(&ef);
         g_nhist = 0;
         for (;;) {
@@ -1018,8 +1204,15 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                 g_hist[g_nhist % NHIST].rc = r.rc;
                 g_nhist++;
                 model_apply(&m, &ef, &r);
-                if (r.op == OP_SYNC || r.op == OP_REOPEN)
+                if (r.op == OP_CONSUMER) {
+                    CHECK(r.a > cons_acked, "consumer value %" PRIu64 " after %" PRIu64, r.a,
+                          cons_acked);
+                    cons_acked = r.a;
+                }
+                if (r.op == OP_SYNC || r.op == OP_REOPEN) {
                     durable = ef.n; /* everything up to here reached the kernel */
+                    cons_at_sync = cons_acked;
+                }
                 have_intent = false;
                 acks++;
                 break;
@@ -1054,6 +1247,19 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
         size_t nrm = 0;
         if (inflight != NULL && is_removal(inflight->op))
             rm = removal_set(&m, inflight, &nrm);
+        if (inflight != NULL && inflight->op == OP_STORE && inflight->a > m.max_seq) {
+            /* What its limits would remove, computed on the model and undone. */
+            model_grow(&m, inflight->a);
+            uint8_t *save = malloc(m.cap);
+            memcpy(save, m.present, m.cap);
+            uint64_t save_max = m.max_seq;
+            m.present[inflight->a] = 1;
+            m.max_seq = inflight->a;
+            rm = limit_apply(&m, inflight->a, &nrm);
+            memcpy(m.present, save, m.cap);
+            m.max_seq = save_max;
+            free(save);
+        }
         uint64_t inflight_seq = inflight != NULL && inflight->op == OP_STORE ? inflight->a : 0;
 
         char snap[600];
@@ -1158,6 +1364,26 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                   o.st.last_seq, allowed, inflight ? op_names[inflight->op] : "none",
                   inflight ? inflight->a : 0);
         }
+        {
+            /* The consumer: its last acknowledged update (or the in-flight one); with the
+             * interval policy at least the one before the last sync/reopen. */
+            uint64_t cv = o.chas ? o.cval : 0;
+            uint64_t hi = cons_acked;
+            bool cinf = inflight != NULL && inflight->op == OP_CONSUMER;
+            if (cinf && inflight->a > hi)
+                hi = inflight->a;
+            if (always || strict >= 2)
+                CHECK(cv == cons_acked || (cinf && cv == inflight->a),
+                      "the consumer holds value %" PRIu64 ", acknowledged %" PRIu64
+                      " (in flight: %" PRIu64 ")",
+                      cv, cons_acked, cinf ? inflight->a : 0);
+            else
+                CHECK(cv <= hi && (strict < 1 || cv >= cons_at_sync),
+                      "the consumer holds value %" PRIu64 ", acknowledged %" PRIu64
+                      ", synced %" PRIu64 " (in flight: %" PRIu64 ")",
+                      cv, cons_acked, cons_at_sync, cinf ? inflight->a : 0);
+            cons_acked = cv;
+        }
         if (inflight_seq) {
             if (o.present[inflight_seq])
                 stats->inflight_stores_kept++;
@@ -1209,9 +1435,12 @@ run_mode(const char *base, uint64_t seed, bool always, int points, int strict)
     }
     printf("%s: %d crash points in %d directories: %" PRIu64 " kills, %" PRIu64
            " writers ran out, %" PRIu64 " acknowledged ops, %" PRIu64 " torn tails, in-flight "
-           "stores kept %" PRIu64 " / lost %" PRIu64 ", short prefixes %" PRIu64 "\n",
+           "stores kept %" PRIu64 " / lost %" PRIu64 ", short prefixes %" PRIu64
+           ", removed by limits %" PRIu64 "\n",
            g_mode, points, dirs, stats.kills, stats.exited, stats.acks, stats.torn,
-           stats.inflight_stores_kept, stats.inflight_stores_lost, stats.prefix_short);
+           stats.inflight_stores_kept, stats.inflight_stores_lost, stats.prefix_short,
+           g_limit_removed);
+    g_limit_removed = 0;
     fflush(stdout);
 }
 

@@ -725,7 +725,8 @@ Test(filestore, secure_remove_erases_bytes)
     put_n(st, 3);
     const char *secret = "TOP-SECRET-PAYLOAD";
     uint64_t seq;
-    cr_assert_eq(nd_store_put(st, "s", 1, NULL, 0, secret, strlen(secret), &seq, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_store_put(st, "s", 1, NULL, 0, secret, strlen(secret), &seq, NULL),
+                 ND_STORE_OK);
     put_n(st, 3);
     cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
     cr_assert_eq(st->ops->remove(st, seq, true), ND_STORE_OK);
@@ -912,16 +913,20 @@ Test(filestore, wrong_key_or_no_key)
     cr_assert_eq(nd_filestore_open(&plain, &st2, NULL), ND_STORE_ERR_BAD_ARG);
     c.key = NULL;
     cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_BAD_ARG);
-    /* With another key nothing opens: every record counts as damaged, none is served. */
+    /* With another key nothing opens: refused, with or without the index, and nothing is
+     * lost for the right key. */
     uint8_t other[32];
     memcpy(other, test_key, 32);
     other[0] ^= 1;
     c.key = other;
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_CORRUPT);
     remove_index();
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_CORRUPT);
+    c.key = test_key;
     nd_store_recovery_t rep;
     st = open_ok(&c, &rep);
-    cr_assert_eq(rep.msgs, 0);
-    cr_assert_eq(rep.records_dropped, 10);
+    cr_assert_eq(rep.msgs, 10);
+    cr_assert_eq(rep.records_dropped, 0);
     nd_store_close(st);
 }
 
@@ -990,8 +995,8 @@ random_ops_recoverable(bool always)
             cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
         take(st, &want[op]);
         char cmd[600];
-        snprintf(cmd, sizeof(cmd), "cp -r %s %s/copy%d && rm -f %s/copy%d/%s", sdir, root, op,
-                 root, op, ND_FS_INDEX_FILE);
+        snprintf(cmd, sizeof(cmd), "cp -r %s %s/copy%d && rm -f %s/copy%d/%s", sdir, root, op, root,
+                 op, ND_FS_INDEX_FILE);
         cr_assert_eq(system(cmd), 0);
     }
     nd_store_close(st);
@@ -1021,4 +1026,83 @@ Test(filestore, every_state_recoverable_interval)
 {
     rnd_state = 1234567;
     random_ops_recoverable(false);
+}
+
+/* ---- I/O failures at every point --------------------------------------------------------------
+ */
+
+/* Random operations with sync_always while the k-th write (or fsync) fails, for every k: the
+ * calls that failed must leave no trace and the ones that succeeded must all be there, so the
+ * directory, reopened without its index, shows exactly the store's state at that moment. */
+static void
+failure_points(int kind)
+{
+    const char *kmax_env = getenv("ND_FS_KMAX");
+    long kmax = kmax_env ? atol(kmax_env) : 70;
+    for (long k = 0; k < kmax; k++) {
+        char d[256];
+        snprintf(d, sizeof(d), "%s/fp%ld", root, k);
+        nd_store_cfg_t c = cfg_of(700, true);
+        c.dir = d;
+        c.max_msgs_per_subject = 4;
+        rnd_state = 99991 + (uint64_t)k;
+        nd_store_t *st = open_ok(&c, NULL);
+        nd_fs_fault_set(
+            &(nd_fs_fault_t){.kind = kind, .err = kind == 1 ? ENOSPC : EIO, .after = k});
+        int failed = 0;
+        for (int op = 0; op < 60; op++) {
+            nd_store_state_t s;
+            nd_store_state(st, &s);
+            uint64_t r = rnd() % 10, purged, seq;
+            nd_store_err_t e;
+            char subj[32], data[64];
+            subj_of(s.last_seq + 1, subj, sizeof(subj));
+            size_t dl = data_of(s.last_seq + 1, data);
+            if (r < 6 || !s.msgs)
+                e = nd_store_put(st, subj, strlen(subj), NULL, 0, data, dl, &seq, NULL);
+            else if (r < 8)
+                e = st->ops->remove(st, s.first_seq + rnd() % (s.last_seq - s.first_seq + 1),
+                                    rnd() % 3 == 0);
+            else if (r < 9)
+                e = st->ops->compact(st, s.first_seq + 2, &purged);
+            else
+                e = st->ops->skip(st, &seq);
+            cr_assert(e == ND_STORE_OK || e == ND_STORE_ERR_IO || e == ND_STORE_ERR_NOT_FOUND,
+                      "k %ld op %d: %s", k, op, nd_store_strerror(e));
+            if (e == ND_STORE_ERR_IO) {
+                cr_assert_eq(nd_store_last_errno(), kind == 1 ? ENOSPC : EIO);
+                failed++;
+            }
+        }
+        snap_t want, got;
+        take(st, &want);
+        nd_fs_fault_set(NULL);
+        nd_store_close(st);
+        char idx[300];
+        snprintf(idx, sizeof(idx), "%s/%s", d, ND_FS_INDEX_FILE);
+        unlink(idx);
+        nd_store_recovery_t rep;
+        st = open_ok(&c, &rep);
+        take(st, &got);
+        cr_assert_eq(rep.records_dropped, 0, "k %ld", k);
+        cr_assert_eq(want.s.msgs, got.s.msgs, "k %ld (%d failed calls): msgs %lu, reopened %lu", k,
+                     failed, (unsigned long)want.s.msgs, (unsigned long)got.s.msgs);
+        cr_assert_eq(want.s.last_seq, got.s.last_seq, "k %ld: last %lu, reopened %lu", k,
+                     (unsigned long)want.s.last_seq, (unsigned long)got.s.last_seq);
+        same(&want, &got);
+        check_all(st, &got);
+        nd_store_close(st);
+        free_snap(&want);
+        free_snap(&got);
+    }
+}
+
+Test(filestore, write_failure_at_every_point)
+{
+    failure_points(1);
+}
+
+Test(filestore, fsync_failure_at_every_point)
+{
+    failure_points(2);
 }

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -1224,17 +1225,22 @@ Test(fs_corrupt, wrong_key_does_not_destroy)
     make_sealed_store(N, key_a, 512);
     char idx[400];
     index_path(idx, sizeof(idx));
-    unlink(idx); /* make the wrong-key open scan (and judge) every record */
-    nd_store_err_t rc;
-    nd_store_recovery_t rep;
-    uint64_t got = sealed_msgs(key_b, &rc, &rep);
-    cr_assert_eq(got, 0, "the wrong key opened %" PRIu64 " messages", got);
-    unlink(idx);
-    got = sealed_msgs(key_a, &rc, &rep);
-    cr_assert_eq(rc, ND_STORE_OK, "%s", nd_store_strerror(rc));
-    cr_assert_eq(got, N,
-                 "after an open with the wrong key, the right key finds %" PRIu64 " of %d messages",
-                 got, N);
+    /* Twice: with the index (nothing is decrypted unless the store checks the key) and
+     * without it (recovery scans, and must not take every record for a damaged one). */
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass == 1)
+            unlink(idx);
+        nd_store_err_t rc;
+        nd_store_recovery_t rep;
+        uint64_t got = sealed_msgs(key_b, &rc, &rep);
+        cr_assert_eq(got, 0, "pass %d: the wrong key opened %" PRIu64 " messages", pass, got);
+        got = sealed_msgs(key_a, &rc, &rep);
+        cr_assert_eq(rc, ND_STORE_OK, "pass %d: %s", pass, nd_store_strerror(rc));
+        cr_assert_eq(got, N,
+                     "pass %d: after an open with the wrong key, the right key finds %" PRIu64
+                     " of %d messages",
+                     pass, got, N);
+    }
 }
 
 /* ---- compressed records --------------------------------------------------------------------- */
@@ -1334,4 +1340,100 @@ Test(fs_corrupt, sealed_block_torn)
     cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, &ts), ND_STORE_OK);
     cr_assert_eq(seq, N + 1, "a torn sealed block must not move last_seq back");
     nd_store_close(st);
+}
+
+/* ---- process death with the interval policy ------------------------------------------------ */
+
+/* With the interval policy, appends wait in a user-space buffer, so a process that dies loses
+ * the newest ones. What it must never do is keep a LATER removal while losing an EARLIER store:
+ * the disk must hold a prefix of the calls. These cases run the calls in a child that _exits
+ * without closing (what a kill does to the buffer) right after a removal that the store makes
+ * durable outside the buffer: an in-place secure erase, a block rewrite (compaction), and the
+ * drop of the first block. Then: if the store made before the removal is lost, the removed
+ * messages must still be there. */
+static void
+interval_case(int which)
+{
+    rm_rf(sdir);
+    make_store(N, 2048); /* several blocks, all written and closed; big enough to compact */
+    blocks_t b;
+    list_blocks(&b);
+    recs_t *r = walk(b.path[0]);
+    int n0 = r->n;
+    uint64_t first_blk[64];
+    for (int i = 0; i < n0; i++)
+        first_blk[i] = r->seq[i];
+
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        nd_store_cfg_t c = cfg_for(2048);
+        nd_store_t *st;
+        if (nd_filestore_open(&c, &st, NULL) != ND_STORE_OK)
+            _exit(10);
+        char subj[32];
+        uint8_t data[128];
+        int sl = subj_of(N + 1, subj, sizeof(subj));
+        size_t dl = data_of(N + 1, data);
+        uint64_t seq;
+        int64_t ts;
+        if (nd_store_put(st, subj, (size_t)sl, NULL, 0, data, dl, &seq, &ts) != ND_STORE_OK ||
+            seq != N + 1)
+            _exit(11);
+        if (which == 0) {
+            /* A secure erase of a message in the first (sealed) block. */
+            if (st->ops->remove(st, first_blk[n0 - 1], true) != ND_STORE_OK)
+                _exit(12);
+        } else if (which == 1) {
+            /* Enough removals (not of the first message) to make the first block sparse. */
+            for (int i = 1; i < n0; i++)
+                if (st->ops->remove(st, first_blk[i], false) != ND_STORE_OK)
+                    _exit(13);
+        } else {
+            /* Every message of the first block: it is dropped. */
+            for (int i = 0; i < n0; i++)
+                if (st->ops->remove(st, first_blk[i], false) != ND_STORE_OK)
+                    _exit(14);
+        }
+        _exit(0); /* no close: the write buffer dies with the process */
+    }
+    int status;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child failed: %d",
+              WEXITSTATUS(status));
+
+    nd_store_cfg_t c = cfg_for(2048);
+    nd_store_t *st;
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    nd_store_msg_t m;
+    memset(&m, 0, sizeof(m));
+    bool stored = nd_store_load(st, N + 1, &m) == ND_STORE_OK;
+    int removed = 0, expect_removed = which == 0 ? 1 : which == 1 ? n0 - 1 : n0;
+    for (int i = 0; i < n0; i++) {
+        bool targeted = which == 0 ? i == n0 - 1 : which == 1 ? i > 0 : true;
+        if (targeted && nd_store_load(st, first_blk[i], &m) != ND_STORE_OK)
+            removed++;
+    }
+    nd_store_msg_free(&m);
+    nd_store_close(st);
+    static const char *what[] = {"secure erase", "block rewrite", "first block drop"};
+    cr_assert(stored || removed == 0,
+              "%s: the store made BEFORE the removal is lost, but %d of %d removals made after it "
+              "are on disk (a state that never existed)",
+              what[which], removed, expect_removed);
+}
+
+Test(fs_corrupt, interval_death_keeps_prefix_erase)
+{
+    interval_case(0);
+}
+
+Test(fs_corrupt, interval_death_keeps_prefix_rewrite)
+{
+    interval_case(1);
+}
+
+Test(fs_corrupt, interval_death_keeps_prefix_drop)
+{
+    interval_case(2);
 }

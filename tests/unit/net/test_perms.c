@@ -18,27 +18,27 @@
 #include "net/perms.h"
 
 static void
-add(nd_perms_t *p, nd_perms_kind_t k, const char *e)
+add(nd_permset_t *p, nd_perms_kind_t k, const char *e)
 {
     cr_assert_eq(nd_perms_add(p, k, e, strlen(e)), ND_PERMS_ADD_OK, "entry %s", e);
 }
 
 static bool
-pub(const nd_perms_t *p, const char *s)
+pub(const nd_permset_t *p, const char *s)
 {
     return nd_perms_pub_allowed(p, s, strlen(s));
 }
 
 static bool
-sub(const nd_perms_t *p, const char *s, const char *q)
+sub(const nd_permset_t *p, const char *s, const char *q)
 {
     return nd_perms_sub_allowed(p, s, strlen(s), q, q ? strlen(q) : 0);
 }
 
-static nd_perms_t *
+static nd_permset_t *
 reference_user(void)
 {
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     add(p, ND_PERMS_SUB_ALLOW, "foo.*");
     add(p, ND_PERMS_SUB_ALLOW, "bar.> q1");
     add(p, ND_PERMS_SUB_ALLOW, "baz");
@@ -52,7 +52,7 @@ reference_user(void)
 
 Test(perms, reference_server_answers)
 {
-    nd_perms_t *p = reference_user();
+    nd_permset_t *p = reference_user();
     /* SUB lines sent to nats-server 2.9.10 and whether it refused them. */
     cr_expect(sub(p, "foo.>", NULL), "allowed by the reference: `>` is one token to `*`");
     cr_expect(sub(p, "foo.*", NULL));
@@ -94,19 +94,19 @@ Test(perms, error_texts)
 
 Test(perms, publish_rules)
 {
-    nd_perms_t *none = nd_perms_new();
+    nd_permset_t *none = nd_perms_new();
     nd_perms_seal(none);
     cr_expect(pub(none, "anything"), "no lists: all allowed");
     cr_expect(pub(NULL, "anything"));
     nd_perms_unref(none);
 
-    nd_perms_t *empty_allow = nd_perms_new();
+    nd_permset_t *empty_allow = nd_perms_new();
     nd_perms_set_pub_allow_present(empty_allow);
     nd_perms_seal(empty_allow);
     cr_expect(!pub(empty_allow, "a"), "an empty allow list that is present allows nothing");
     nd_perms_unref(empty_allow);
 
-    nd_perms_t *deny_only = nd_perms_new();
+    nd_permset_t *deny_only = nd_perms_new();
     add(deny_only, ND_PERMS_PUB_DENY, "a.*");
     add(deny_only, ND_PERMS_PUB_DENY, "b.>");
     nd_perms_seal(deny_only);
@@ -120,7 +120,7 @@ Test(perms, publish_rules)
     cr_expect(pub(deny_only, "a."));
     nd_perms_unref(deny_only);
 
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     add(p, ND_PERMS_PUB_ALLOW, ">");
     add(p, ND_PERMS_PUB_DENY, "$SYS.>");
     nd_perms_seal(p);
@@ -169,7 +169,7 @@ Test(perms, publish_rules)
 
 Test(perms, queue_rules)
 {
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     /* A plain and a queue allow on the same subject: queue subscriptions are decided by the
      * queue entries (client.go: allowed = queueMatches when qsubs matched). */
     add(p, ND_PERMS_SUB_ALLOW, "foo");
@@ -192,7 +192,7 @@ Test(perms, queue_rules)
 
 Test(perms, delivery_filter)
 {
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     add(p, ND_PERMS_SUB_DENY, "foo.bar");
     add(p, ND_PERMS_SUB_DENY, "q.* grp");
     nd_perms_seal(p);
@@ -226,7 +226,7 @@ Test(perms, delivery_filter)
 
 Test(perms, pub_cache_is_bounded_and_consistent)
 {
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     add(p, ND_PERMS_PUB_ALLOW, "ok.>");
     add(p, ND_PERMS_PUB_DENY, "ok.*.no");
     nd_perms_seal(p);
@@ -274,7 +274,7 @@ Test(perms, pub_cache_is_bounded_and_consistent)
 
 Test(perms, responses_max_and_expiry)
 {
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     nd_perms_set_responses(p, 0, 0); /* defaults: 1 message, 2 minutes */
     add(p, ND_PERMS_PUB_ALLOW, "pub.ok");
     nd_perms_seal(p);
@@ -323,7 +323,7 @@ Test(perms, responses_max_and_expiry)
 
 Test(perms, responses_pruning)
 {
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     nd_perms_set_responses(p, 1, 10 * SEC);
     nd_perms_seal(p);
     nd_perms_conn_t c;
@@ -500,7 +500,7 @@ rand_list(unsigned *seed, olist_t *l, bool queues)
 }
 
 static void
-load(nd_perms_t *p, nd_perms_kind_t k, const olist_t *l)
+load(nd_permset_t *p, nd_perms_kind_t k, const olist_t *l)
 {
     for (int i = 0; i < l->n; i++) {
         char e[64];
@@ -544,7 +544,7 @@ Test(perms, random_matrix_against_oracle)
         rand_list(&seed, &sa, true);
         rand_list(&seed, &sd, true);
         bool pa_set = pa.n > 0 || rand_r(&seed) % 4 == 0;
-        nd_perms_t *p = nd_perms_new();
+        nd_permset_t *p = nd_perms_new();
         load(p, ND_PERMS_PUB_ALLOW, &pa);
         load(p, ND_PERMS_PUB_DENY, &pd);
         load(p, ND_PERMS_SUB_ALLOW, &sa);
@@ -606,7 +606,7 @@ Test(perms, random_matrix_against_oracle)
 Test(perms, large_lists)
 {
     /* 20000 literal and 2000 wildcard entries: built in linear time, matched by the trie. */
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     char s[64];
     for (int i = 0; i < 20000; i++) {
         int n = snprintf(s, sizeof s, "svc.%d.x", i);
@@ -641,7 +641,7 @@ Test(perms, very_deep_patterns)
             deep[2 * i + 1] = '.';
     }
     deep[len] = '\0';
-    nd_perms_t *p = nd_perms_new();
+    nd_permset_t *p = nd_perms_new();
     cr_assert_eq(nd_perms_add(p, ND_PERMS_SUB_ALLOW, deep, len), ND_PERMS_ADD_OK);
     deep[len - 1] = '*';
     cr_assert_eq(nd_perms_add(p, ND_PERMS_SUB_DENY, deep, len), ND_PERMS_ADD_OK);
@@ -659,7 +659,7 @@ Test(perms, very_deep_patterns)
 
 Test(perms, shared_between_connections)
 {
-    nd_perms_t *p = reference_user();
+    nd_permset_t *p = reference_user();
     nd_perms_conn_t a, b;
     nd_perms_conn_init(&a, p);
     nd_perms_conn_init(&b, p);
@@ -681,7 +681,7 @@ Test(perms, from_jwt)
     jp.pub.deny = (nd_jwt_strlist_t){pd, 1};
     jp.sub.allow = (nd_jwt_strlist_t){sa, 1};
     size_t skipped;
-    nd_perms_t *p = nd_perms_from_jwt(&jp, &skipped);
+    nd_permset_t *p = nd_perms_from_jwt(&jp, &skipped);
     cr_assert_not_null(p);
     cr_expect_eq(skipped, 1);
     cr_expect(pub(p, "ok.yes"));

@@ -1,0 +1,274 @@
+/* Authentication, permissions and account binding of client connections (inventory §1.1, §5.1,
+ * §5.2, §5.4; nats-server server/client.go processConnect, authViolation, pubAllowed,
+ * canSubscribe, deliverMsg; server/auth.go; server/reload.go reloadAuthorization).
+ *
+ * - At start (nd_conn_auth_begin) the connection looks at the server's auth snapshot (auth.h):
+ *   without credentials configured it is authenticated at once and nothing below costs it
+ *   anything. Otherwise it makes a nonce for the INFO when nkey users exist and arms the auth
+ *   timer (default 2 s; "Authentication Timeout" then close).
+ * - The first CONNECT is checked against the snapshot in force then; a failure writes
+ *   -ERR 'Authorization Violation' and closes with "Authentication Failure" (nats-server's
+ *   AuthenticationViolation). Only the first CONNECT authenticates: later ones update the
+ *   options but keep the identity. A first op other than CONNECT is refused the same way, unless
+ *   no_auth_user is set: then the client is logged in as that user (parser.go).
+ * - Success binds the connection to the user's account (its subscriptions and publishes go to
+ *   that account's sublist only) and to the user's permission set: c->perms (owner-only caches,
+ *   one lookup per PUB on the hot path, nothing at all for connections without permissions) and
+ *   c->rperms, which publishers read when delivering to us: a subscribe deny that overlaps a
+ *   wildcard or queue subscription is enforced at delivery (S-2 in reliability.md), and reply
+ *   subjects of messages delivered to a user with allow_responses are sent to us ahead of the
+ *   message (ND_CONN_MSG_REPLY) so we may answer them.
+ * - Violations write the exact nats-server texts and never close the connection.
+ * - A reload that changes the authorization sends ND_CONN_MSG_REAUTH to every client: each
+ *   re-checks the credentials it connected with against the new snapshot and closes with
+ *   -ERR 'Authorization Violation' when they no longer pass (reloadAuthorization). A client that
+ *   still passes keeps its account and permissions until it reconnects (nats-server swaps in the
+ *   new permissions; natsd does not yet: a connection's permission set is fixed, see rperms).
+ */
+#include <jansson.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "auth.h"
+#include "conn_int.h"
+#include "jwt.h"
+#include "log.h"
+#include "tls.h"
+
+static int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+void
+nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_auth_t *a = c->srv->auth != NULL ? nd_auth_slot_get(c->srv->auth) : NULL;
+    if (a == NULL || !a->required) {
+        c->authed = true;
+        nd_auth_unref(ctx, a);
+        return;
+    }
+    c->auth_required = true;
+    if (a->nonce && !nd_jwt_nonce(c->nonce))
+        c->nonce[0] = '\0'; /* no nonce: nkey users cannot log in on this connection */
+    int64_t ms = a->timeout_ms;
+    if (a->timeout_default && c->srv->tls != NULL)
+        ms = c->srv->tls->timeout_ms + 1000; /* nats-server's getDefaultAuthTimeout */
+    nd_timer_start(ctx, &c->auth_timer, (uint64_t)ms * 1000000ull, 0);
+    nd_auth_unref(ctx, a);
+}
+
+static void
+violation(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    if (c->cr_user != NULL)
+        nd_log_error("%s:%d - cid:%llu - authentication error - User \"%s\"", c->ip, c->port,
+                     (unsigned long long)c->cid, c->cr_user);
+    else
+        nd_log_error("%s:%d - cid:%llu - authentication error", c->ip, c->port,
+                     (unsigned long long)c->cid);
+    nd_conn_write_err(c, ND_ERR_AUTH_VIOLATION);
+    nd_conn_close(ctx, c, ND_CLOSE_AUTH_FAILURE);
+}
+
+static void
+apply_grant(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
+{
+    if (g->acct != c->acct) {
+        /* Nothing of ours is in the old account yet: authentication comes before any SUB. */
+        nd_actor_ref(&g->acct->actor);
+        nd_actor_unref(ctx, &c->acct->actor);
+        c->acct = g->acct;
+        nd_slcache_fini(&c->cache);
+        nd_slcache_init(&c->cache);
+    }
+    if (g->perms != NULL) {
+        nd_perms_conn_init(&c->perms, g->perms);
+        c->rperms = g->perms; /* kept alive by the server's auth slot (auth.h) */
+    }
+    c->authed = true;
+    nd_timer_cancel(ctx, &c->auth_timer);
+    nd_connreg_set_user(c->srv->connreg, &c->mon, g->user, nd_acct_name(g->acct));
+}
+
+static void
+creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
+{
+    cr->user = c->cr_user;
+    cr->pass = c->cr_pass;
+    cr->token = c->cr_token;
+    cr->nkey = c->cr_nkey;
+    cr->sig = c->cr_sig;
+    cr->jwt = c->cr_jwt;
+    cr->nonce = c->nonce[0] != '\0' ? c->nonce : NULL;
+    cr->tls_map = c->srv->tls != NULL && c->srv->tls->verify_and_map;
+    cr->tls_names = &c->tls_names;
+}
+
+static void
+take_str(json_t *o, const char *key, char **dst)
+{
+    json_t *v = json_object_get(o, key);
+    nd_free(*dst);
+    *dst = json_is_string(v) ? nd_xstrdup(json_string_value(v)) : NULL;
+}
+
+bool
+nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
+{
+    if (c->authed)
+        return true;
+    take_str(o, "user", &c->cr_user);
+    take_str(o, "pass", &c->cr_pass);
+    take_str(o, "auth_token", &c->cr_token);
+    take_str(o, "nkey", &c->cr_nkey);
+    take_str(o, "sig", &c->cr_sig);
+    take_str(o, "jwt", &c->cr_jwt);
+    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+    nd_auth_creds_t cr;
+    nd_auth_grant_t g;
+    creds_of(c, &cr);
+    bool ok = a != NULL && nd_auth_check(a, &cr, &g);
+    if (ok)
+        apply_grant(ctx, c, &g);
+    nd_auth_unref(ctx, a);
+    if (!ok)
+        violation(ctx, c);
+    return ok;
+}
+
+bool
+nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+    bool ok = a != NULL && a->no_auth != NULL;
+    if (ok) {
+        nd_auth_creds_t cr = {0};
+        nd_auth_grant_t g;
+        ok = nd_auth_check(a, &cr, &g);
+        if (ok)
+            apply_grant(ctx, c, &g);
+    }
+    nd_auth_unref(ctx, a);
+    if (!ok)
+        violation(ctx, c);
+    return ok;
+}
+
+/* Writes "-ERR '<text>'\r\n" with a text made by one of nd_perms_err_*. */
+static void
+write_perm_err(nd_conn_t *c, const char *text, size_t n)
+{
+    nd_conn_write(c, "-ERR '", 6);
+    nd_conn_write(c, text, n);
+    nd_conn_write(c, "'\r\n", 3);
+}
+
+bool
+nd_conn_auth_pub(nd_conn_t *c, const char *subj, size_t len)
+{
+    if (nd_perms_conn_pub(&c->perms, subj, len, now_ns()))
+        return true;
+    char buf[256];
+    size_t n = nd_perms_err_pub(buf, sizeof buf, subj, len);
+    char *p = n < sizeof buf ? buf : nd_xmalloc(n + 1);
+    if (p != buf)
+        nd_perms_err_pub(p, n + 1, subj, len);
+    nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"",
+                 c->ip, c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "",
+                 (int)len, subj);
+    write_perm_err(c, p, n);
+    if (p != buf)
+        nd_free(p);
+    return false;
+}
+
+bool
+nd_conn_auth_sub(nd_conn_t *c, const char *subj, size_t slen, const char *queue, size_t qlen)
+{
+    if (nd_perms_conn_sub(&c->perms, subj, slen, queue, qlen)) {
+        /* Before the subscription goes to the account: a publisher that finds it sees this. */
+        if (c->perms.deny_filter)
+            atomic_store_explicit(&c->rdeny, true, memory_order_relaxed);
+        return true;
+    }
+    char buf[256];
+    size_t n = nd_perms_err_sub(buf, sizeof buf, subj, slen, queue, qlen);
+    char *p = n < sizeof buf ? buf : nd_xmalloc(n + 1);
+    if (p != buf)
+        nd_perms_err_sub(p, n + 1, subj, slen, queue, qlen);
+    nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject \"%.*s\"",
+                 c->ip, c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "",
+                 (int)slen, subj);
+    write_perm_err(c, p, n);
+    if (p != buf)
+        nd_free(p);
+    return false;
+}
+
+void
+nd_conn_auth_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
+{
+    if (!nd_timer_fired(&c->auth_timer, msg) || c->closing || c->authed)
+        return;
+    nd_log_error("%s:%d - cid:%llu - authentication timeout", c->ip, c->port,
+                 (unsigned long long)c->cid);
+    nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
+    nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
+}
+
+void
+nd_conn_auth_reply(nd_conn_t *c, nd_conn_msg_reply_t *m)
+{
+    if (!c->closing && c->perms.perms != NULL)
+        nd_perms_conn_track_reply(&c->perms, m->subj, m->len, now_ns());
+}
+
+void
+nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    if (c->closing || !c->authed)
+        return;
+    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+    if (a == NULL) /* shutting down */
+        return;
+    bool ok = true;
+    if (a->required) {
+        nd_auth_creds_t cr;
+        nd_auth_grant_t g;
+        creds_of(c, &cr);
+        ok = nd_auth_check(a, &cr, &g);
+    }
+    nd_auth_unref(ctx, a);
+    if (!ok)
+        violation(ctx, c);
+}
+
+void
+nd_conn_auth_fini(nd_conn_t *c)
+{
+    nd_perms_conn_fini(&c->perms);
+    char **secrets[] = {&c->cr_user, &c->cr_pass, &c->cr_token, &c->cr_nkey, &c->cr_sig,
+                        &c->cr_jwt};
+    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {
+        nd_free(*secrets[i]);
+        *secrets[i] = NULL;
+    }
+}
+
+void
+nd_conn_auth_reload_all(nd_ctx_t *ctx, nd_server_t *s)
+{
+    nd_conn_info_t **all = NULL;
+    size_t n = nd_connreg_live(s->connreg, 0, &all);
+    for (size_t i = 0; i < n; i++)
+        if (all[i]->kind == ND_CONN_CLIENT && all[i]->actor != NULL)
+            nd_actor_send(ctx, all[i]->actor,
+                          nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_REAUTH));
+    nd_connreg_release_all(ctx, all, n);
+}
