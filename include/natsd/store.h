@@ -157,8 +157,9 @@ typedef struct nd_store_ops {
      * discard old removes the oldest messages (per subject first for max_msgs_per_subject),
      * discard new refuses with the matching error: MAX_PER_SUBJECT when discard_new_per_subject
      * and the subject holds max_msgs_per_subject; MAX_MSGS when msgs >= max_msgs; MAX_BYTES when
-     * bytes + size > max_bytes. As in nats-server, a subject at its per-subject limit is not
-     * refused by max_msgs (the store replaces that subject's oldest message instead). */
+     * bytes + size >= max_bytes (nats-server's check: the limit itself is never reached). As in
+     * nats-server, a subject at its per-subject limit is not refused by max_msgs (the store
+     * replaces that subject's oldest message instead). */
     nd_store_err_t (*store)(nd_store_t *st, const char *subj, size_t subj_len, const void *hdr,
                             size_t hdr_len, const void *data, size_t data_len, uint64_t *seq,
                             int64_t *ts);

@@ -1089,7 +1089,7 @@ put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, c
             return ND_STORE_ERR_MAX_PER_SUBJECT;
         if (fs->cfg.max_msgs > 0 && fs->msgs >= (uint64_t)fs->cfg.max_msgs && !at_subj_limit)
             return ND_STORE_ERR_MAX_MSGS;
-        if (fs->cfg.max_bytes > 0 && fs->bytes + size > (uint64_t)fs->cfg.max_bytes) {
+        if (fs->cfg.max_bytes > 0 && fs->bytes + size >= (uint64_t)fs->cfg.max_bytes) {
             if (!at_subj_limit)
                 return ND_STORE_ERR_MAX_BYTES;
             nd_fs_subj_t *se = nd_fs_subj_fresh(fs, sid);

@@ -502,7 +502,7 @@ put(memstore_t *ms, uint64_t seq, int64_t ts, const char *subj, size_t sl, const
          * exceeded; for max_bytes the replaced message must be at least as large. */
         if (ms->cfg.max_msgs > 0 && ms->msgs >= (uint64_t)ms->cfg.max_msgs && !at_subj_limit)
             return ND_STORE_ERR_MAX_MSGS;
-        if (ms->cfg.max_bytes > 0 && ms->bytes + size > (uint64_t)ms->cfg.max_bytes) {
+        if (ms->cfg.max_bytes > 0 && ms->bytes + size >= (uint64_t)ms->cfg.max_bytes) {
             if (!at_subj_limit)
                 return ND_STORE_ERR_MAX_BYTES;
             subj_fix(ms, e);

@@ -22,8 +22,10 @@
  * - A reload that changes the authorization sends ND_CONN_MSG_REAUTH to every client: each
  *   re-checks the credentials it connected with against the new snapshot and closes with
  *   -ERR 'Authorization Violation' when they no longer pass (reloadAuthorization). A client that
- *   still passes keeps its account and permissions until it reconnects (nats-server swaps in the
- *   new permissions; natsd does not yet: a connection's permission set is fixed, see rperms).
+ *   still passes takes its user's new permissions, and each of its subscriptions that they no
+ *   longer allow is removed with -ERR 'Permissions Violation for Subscription to "s" (sid "1")'
+ *   (processSubsOnConfigReload). A user moved to another account is closed the same way as a
+ *   failed one (nats-server moves the connection and its subscriptions; natsd does not yet).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -89,7 +91,8 @@ apply_grant(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     }
     if (g->perms != NULL) {
         nd_perms_conn_init(&c->perms, g->perms);
-        c->rperms = g->perms; /* kept alive by the server's auth slot (auth.h) */
+        /* Kept allocated by the server's auth slot (auth.h). */
+        atomic_store_explicit(&c->rperms, g->perms, memory_order_relaxed);
     }
     c->authed = true;
     nd_timer_cancel(ctx, &c->auth_timer);
@@ -229,6 +232,44 @@ nd_conn_auth_reply(nd_conn_t *c, nd_conn_msg_reply_t *m)
         nd_perms_conn_track_reply(&c->perms, m->subj, m->len, now_ns());
 }
 
+/* A reload changed our permissions: take the new set and drop the subscriptions it refuses. */
+static void
+swap_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_permset_t *perms)
+{
+    nd_perms_conn_fini(&c->perms);
+    nd_perms_conn_init(&c->perms, perms);
+    atomic_store_explicit(&c->rperms, perms, memory_order_relaxed);
+    if (perms == NULL) {
+        atomic_store_explicit(&c->rdeny, false, memory_order_relaxed);
+        return;
+    }
+    size_t n = 0;
+    nd_sub_t **all = nd_xmalloc((c->subs.count + 1) * sizeof(*all));
+    for (uint32_t i = 0; i < c->subs.cap; i++) {
+        nd_sub_t *sub = c->subs.slots[i];
+        if ((uintptr_t)sub > 1) /* neither empty (NULL) nor a tombstone (1, sidmap.c) */
+            all[n++] = sub;
+    }
+    for (size_t i = 0; i < n; i++) {
+        nd_sub_t *sub = all[i];
+        if (nd_perms_conn_sub(&c->perms, sub->subject, sub->subject_len, sub->queue,
+                              sub->queue_len))
+            continue;
+        nd_log_info("Removed sub \"%s\" (sid \"%s\") for User \"%s\" - not authorized",
+                    sub->subject, sub->sid, c->cr_user ? c->cr_user : "");
+        char line[160 + 2 * 256];
+        int k = snprintf(line, sizeof line,
+                         "-ERR 'Permissions Violation for Subscription to \"%.*s\" (sid \"%.*s\")'"
+                         "\r\n",
+                         (int)(sub->subject_len > 256 ? 256 : sub->subject_len), sub->subject,
+                         (int)(sub->sid_len > 256 ? 256 : sub->sid_len), sub->sid);
+        nd_conn_write(c, line, (size_t)k);
+        nd_conn_remove_sub(ctx, c, sub);
+    }
+    nd_free(all);
+    atomic_store_explicit(&c->rdeny, c->perms.deny_filter, memory_order_relaxed);
+}
+
 void
 nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c)
 {
@@ -237,13 +278,14 @@ nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c)
     nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
     if (a == NULL) /* shutting down */
         return;
-    bool ok = true;
-    if (a->required) {
-        nd_auth_creds_t cr;
-        nd_auth_grant_t g;
-        creds_of(c, &cr);
-        ok = nd_auth_check(a, &cr, &g);
-    }
+    nd_auth_creds_t cr;
+    nd_auth_grant_t g;
+    creds_of(c, &cr);
+    bool ok = nd_auth_check(a, &cr, &g);
+    if (ok && g.acct != c->acct)
+        ok = false; /* moved to another account: see the top comment */
+    if (ok && g.perms != c->perms.perms)
+        swap_perms(ctx, c, g.perms);
     nd_auth_unref(ctx, a);
     if (!ok)
         violation(ctx, c);

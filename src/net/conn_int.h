@@ -92,17 +92,19 @@ typedef struct nd_conn {
     uint64_t cid;
     char ip[48];
     int port;
-    nd_acct_t *acct; /* a reference */
+    nd_acct_t *acct; /* a reference; set on authentication, before any subscription (conn_auth.c) */
 
     /* any thread, atomic */
     _Atomic int64_t pending ND_CACHE_ALIGNED; /* bytes queued for us and not yet written */
     _Atomic bool slow;                        /* over max_pending: deliveries are dropped */
     _Atomic bool headers;                     /* the client accepts HMSG */
-    /* Our permissions as publishers see them when delivering to us (conn_auth.c): written once,
-     * on authentication, before any of our subscriptions exists, so a publisher that found one of
-     * them reads it without a barrier (the account's insertion orders it); rdeny is set before
-     * the subscription that needs delivery-time deny checks is sent to the account. */
-    nd_permset_t *rperms;
+    /* Our permissions as publishers see them when delivering to us (conn_auth.c), NULL for
+     * none. Set on authentication, before any of our subscriptions exists (a publisher that found
+     * one of them sees it: the account's insertion orders it), and swapped by a reload; relaxed
+     * loads and stores, since any set stored here stays allocated until the server is freed
+     * (auth.h) and a delivery racing a reload may use either. rdeny is set before the
+     * subscription that needs delivery-time deny checks is sent to the account. */
+    _Atomic(nd_permset_t *) rperms;
     _Atomic bool rdeny;
 
     /* owner only */

@@ -313,14 +313,14 @@ auto_unsub_done(nd_ctx_t *ctx, nd_conn_t *c, const char *sid, size_t sid_len, co
  * deliverMsg), and with allow_responses the reply subject goes to it ahead of the message, so
  * it may publish the answer. Returns: false when denied. Ctx: in the section. */
 static bool
-recipient_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, const nd_proto_cmd_t *cmd,
-                const nd_sub_t *sub)
+recipient_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, const nd_permset_t *tp,
+                const nd_proto_cmd_t *cmd, const nd_sub_t *sub)
 {
     if (atomic_load_explicit(&t->rdeny, memory_order_relaxed) &&
-        nd_perms_deliver_denied(t->rperms, cmd->subject.ptr, cmd->subject.len, sub->queue,
+        nd_perms_deliver_denied(tp, cmd->subject.ptr, cmd->subject.len, sub->queue,
                                 sub->queue_len))
         return false;
-    if (cmd->reply.len > 0 && t->rperms->has_resp) {
+    if (cmd->reply.len > 0 && tp->has_resp) {
         if (t == c) {
             struct timespec ts;
             clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -351,7 +351,8 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
         return false;
     /* One load of a field next to `slow` and `headers` (read below anyway) for recipients
      * without permissions. */
-    if (t->rperms != NULL && !recipient_perms(ctx, c, t, cmd, sub))
+    const nd_permset_t *tp = atomic_load_explicit(&t->rperms, memory_order_relaxed);
+    if (tp != NULL && !recipient_perms(ctx, c, t, tp, cmd, sub))
         return false;
     pc->matched++;
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))
