@@ -14,6 +14,9 @@
  *   - Writes use SSL_MODE_ENABLE_PARTIAL_WRITE and SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER: the
  *     connection retries the same unwritten bytes after EAGAIN, but they may have moved from the
  *     worker's scratch to a private buffer in between.
+ *   - The thread's OpenSSL error queue is cleared before every SSL I/O call: a connection
+ *     moves between workers, and an error another piece of code left on this worker's queue
+ *     would make SSL_get_error report a fatal error instead of WANT_READ.
  *   - No session tickets and no renegotiation: both would make OpenSSL write on its own.
  *   - The socket BIO is our own (sock_bio): OpenSSL's writes with write(2), which raises SIGPIPE
  *     on a reset peer in a process that embeds natsd without ignoring it; ours uses send(2) with
@@ -267,6 +270,9 @@ tls_read(nd_transport_t *t, void *buf, size_t len)
     while (got < len) {
         size_t n = 0;
         errno = 0;
+        /* SSL_get_error reads this thread's error queue, where other code run by this worker
+         * may have left errors: it must be empty before each I/O call. */
+        ERR_clear_error();
         int rc = SSL_read_ex(tc->ssl, (char *)buf + got, len - got, &n);
         if (rc == 1) {
             got += n;
@@ -292,6 +298,7 @@ tls_writev(nd_transport_t *t, const struct iovec *iov, int iovcnt)
         while (off < iov[i].iov_len) {
             size_t n = 0;
             errno = 0;
+            ERR_clear_error();
             int rc = SSL_write_ex(tc->ssl, (const char *)iov[i].iov_base + off,
                                   iov[i].iov_len - off, &n);
             if (rc == 1) {
@@ -449,6 +456,7 @@ nd_tls_handshake(nd_transport_t *t, char *why, size_t len)
     if (tc->done)
         return ND_TLS_DONE;
     errno = 0;
+    ERR_clear_error();
     int rc = SSL_do_handshake(tc->ssl);
     if (rc == 1) {
         tc->done = true;

@@ -803,12 +803,12 @@ Test(integ_auth, reload_users)
              "] }\n");
     nd_integ_conn_t *old = login(srv, "\"user\":\"u\",\"pass\":\"old\"");
     nd_integ_conn_t *v = login(srv, "\"user\":\"v\",\"pass\":\"p\"");
-    ND_SEND(v, "PUB y 0\r\n\r\nPING\r\n");
+    ND_SEND(v, "PUB y 0\r\n\r\nSUB s1 1\r\nSUB s2 2\r\nPING\r\n");
     ND_EXPECT(v, "-ERR 'Permissions Violation for Publish to \"y\"'\r\nPONG\r\n");
 
     conf_write(&cf, "authorization { users: [\n"
                     "  {user: u, password: new}\n"
-                    "  {user: v, password: p, permissions: {publish: [\"y\"]}}\n"
+                    "  {user: v, password: p, permissions: {publish: [\"y\"], subscribe: [\"s2\"]}}\n"
                     "] }\n");
     reload(srv);
     /* The connection that used the old password is closed as nats-server's reload does. */
@@ -816,15 +816,24 @@ Test(integ_auth, reload_users)
     nd_integ_expect_close(old);
     nd_integ_conn_close(old);
     login_refused(srv, "\"user\":\"u\",\"pass\":\"old\"");
-    nd_integ_conn_t *c = login(srv, "\"user\":\"u\",\"pass\":\"new\"");
-    nd_integ_conn_close(c);
-    /* v's credentials still pass: it stays. New connections get the new permissions. */
-    ND_PING(v);
-    nd_integ_conn_close(v);
-    v = login(srv, "\"user\":\"v\",\"pass\":\"p\"");
+    nd_integ_conn_t *u = login(srv, "\"user\":\"u\",\"pass\":\"new\"");
+    /* v's credentials still pass: it stays, under its new permissions, and loses the
+     * subscription they no longer allow. */
+    ND_EXPECT(v, "-ERR 'Permissions Violation for Subscription to \"s1\" (sid \"1\")'\r\n");
     ND_SEND(v, "PUB y 0\r\n\r\nPUB x 0\r\n\r\nPING\r\n");
     ND_EXPECT(v, "-ERR 'Permissions Violation for Publish to \"x\"'\r\nPONG\r\n");
+    ND_SEND(u, "PUB s1 1\r\n1\r\nPUB s2 1\r\n2\r\nPING\r\n");
+    ND_EXPECT(u, "PONG\r\n");
+    ND_SEND(v, "PING\r\n");
+    ND_EXPECT(v, "MSG s2 2 1\r\n2\r\nPONG\r\n");
     nd_integ_conn_close(v);
+    /* New connections get the new permissions too. */
+    v = login(srv, "\"user\":\"v\",\"pass\":\"p\"");
+    ND_SEND(v, "PUB y 0\r\n\r\nPUB x 0\r\n\r\nSUB s1 1\r\nPING\r\n");
+    ND_EXPECT(v, "-ERR 'Permissions Violation for Publish to \"x\"'\r\n"
+                 "-ERR 'Permissions Violation for Subscription to \"s1\"'\r\nPONG\r\n");
+    nd_integ_conn_close(v);
+    nd_integ_conn_close(u);
     nd_integ_server_stop(srv);
     conf_remove(&cf);
 }
