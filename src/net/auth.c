@@ -82,6 +82,7 @@ fingerprint(nd_auth_t *a, const nd_opts_t *o)
         fp_add(&f, u->pass);
         fp_add(&f, u->nkey);
         fp_add(&f, u->account);
+        fp_num(&f, u->conn_types);
         fp_num(&f, u->has_perms);
         if (u->has_perms)
             fp_perms(&f, &u->perms);
@@ -170,6 +171,23 @@ add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name, const nd_auth_t *prev)
     a->naccts++;
 }
 
+static bool
+is_plain(const char *s)
+{
+    return s != NULL && !nd_passwd_is_bcrypt(s, strlen(s));
+}
+
+static bool
+plaintext(const nd_auth_t *a)
+{
+    if (is_plain(a->pass) || is_plain(a->token))
+        return true;
+    for (size_t i = 0; i < a->nusers; i++)
+        if (is_plain(a->users[i].pass))
+            return true;
+    return false;
+}
+
 nd_auth_t *
 nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t *prev)
 {
@@ -209,6 +227,7 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
         u->nkey = dup_or_null(cu->nkey);
         u->perms = cu->has_perms ? build_perms(&cu->perms) : NULL;
         u->acct = find_acct(a, cu->account);
+        u->conn_types = cu->conn_types;
         if (u->nkey != NULL)
             a->nonce = true;
     }
@@ -225,6 +244,8 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     }
     a->info_auth_required = a->required && a->no_auth == NULL;
     fingerprint(a, o);
+    if (prev == NULL && plaintext(a))
+        nd_log_warn("Plaintext passwords detected, use nkeys or bcrypt"); /* as nats-server */
     return a;
 }
 
@@ -289,6 +310,13 @@ pass_ok(const char *stored, const char *given)
     return nd_passwd_check(stored, strlen(stored), given, strlen(given));
 }
 
+/* Client connections are STANDARD (websocket, MQTT and leaf nodes come with their listeners). */
+static bool
+type_ok(const nd_auth_user_t *u)
+{
+    return u->conn_types == 0 || (u->conn_types & ND_CONN_TYPE_STANDARD) != 0;
+}
+
 static void
 grant(nd_auth_grant_t *g, const nd_auth_user_t *u)
 {
@@ -311,6 +339,8 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
                 for (size_t i = 0; i < a->nusers; i++) {
                     const nd_auth_user_t *u = &a->users[i];
                     if (u->name != NULL && strcmp(u->name, cr->tls_names->v[k]) == 0) {
+                        if (!type_ok(u))
+                            return false;
                         grant(g, u);
                         return true;
                     }
@@ -319,6 +349,8 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
             return false;
         }
         if (a->no_auth != NULL && nd_auth_creds_empty(cr)) {
+            if (!type_ok(a->no_auth))
+                return false;
             grant(g, a->no_auth);
             return true;
         }
@@ -329,7 +361,8 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
                     continue;
                 if (cr->nonce == NULL || cr->sig == NULL ||
                     !nd_jwt_verify_nonce(u->nkey, strlen(u->nkey), ND_NKEY_PREFIX_USER, cr->nonce,
-                                         strlen(cr->nonce), cr->sig, strlen(cr->sig)))
+                                         strlen(cr->nonce), cr->sig, strlen(cr->sig)) ||
+                    !type_ok(u))
                     return false;
                 grant(g, u);
                 return true;
@@ -341,7 +374,7 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
                 const nd_auth_user_t *u = &a->users[i];
                 if (u->name == NULL || strcmp(u->name, cr->user) != 0)
                     continue;
-                if (!pass_ok(u->pass, cr->pass))
+                if (!pass_ok(u->pass, cr->pass) || !type_ok(u))
                     return false;
                 grant(g, u);
                 return true;

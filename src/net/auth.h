@@ -50,6 +50,7 @@ typedef struct nd_auth_user {
     char *nkey;        /* or an nkey user */
     nd_permset_t *perms; /* a reference, or NULL: everything allowed */
     nd_acct_t *acct;     /* borrowed from the snapshot's account table */
+    uint32_t conn_types; /* allowed_connection_types (ND_CONN_TYPE_*); 0 = any */
 } nd_auth_user_t;
 
 typedef struct nd_auth_acct {

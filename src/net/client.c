@@ -123,7 +123,7 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         return false;
     }
     /* Authentication comes before the protocol checks, as in nats-server's processConnect. */
-    if (!c->authed && !nd_conn_auth_connect(ctx, c, o)) {
+    if (!nd_conn_auth_connect(ctx, c, o)) {
         json_decref(o);
         return false;
     }

@@ -201,7 +201,8 @@ void nd_conn_tls_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
 /* conn_auth.c: authentication and permissions of client connections (see its top comment). */
 /* At start: takes the auth snapshot's requirements, makes the nonce, arms the auth timer. */
 void nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c);
-/* On CONNECT (o: the decoded JSON object). Returns: false when it refused and closed. */
+/* On every CONNECT (o: the decoded JSON object); authenticates on the first. Returns: false when
+ * it refused and closed. */
 struct json_t;
 bool nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, struct json_t *o);
 /* A first op other than CONNECT while not authenticated. Returns: false when it closed. */

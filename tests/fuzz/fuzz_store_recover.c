@@ -109,6 +109,7 @@ init_once(void)
                     nd_store_strerror(rc));
             abort();
         }
+        nd_store_close(st);
         /* The template block for index mode: five messages, the third removed. */
         if (nd_filestore_open(c, &st, NULL) != ND_STORE_OK)
             abort();

@@ -14,7 +14,8 @@
  * Accounts: two accounts with pub/sub, queue groups and request/reply: nothing crosses, while
  * users of one account see each other.
  * Reload (SIGHUP): a changed password refuses the old one on new connections and closes a
- * connection that used it; changed permissions apply to new connections.
+ * connection that used it; changed permissions apply to new connections and to connected ones,
+ * which lose the subscriptions the new rules refuse.
  *
  * Every case runs unchanged against the reference (NATSD_TEST_SERVER=/usr/sbin/nats-server),
  * which is how the expectations were checked; tests/CMakeLists.txt registers that run.
@@ -196,6 +197,11 @@ Test(integ_auth, single_user_raw)
     login_refused(srv, "\"user\":\"x\",\"pass\":\"pw\"");
     login_refused(srv, "");
     login_refused(srv, "\"auth_token\":\"pw\"");
+    /* A client never picks its account (CVE-2022-24450's shape): refused even with good
+     * credentials. */
+    login_refused(srv, "\"user\":\"u\",\"pass\":\"pw\",\"account\":\"$SYS\"");
+    login_refused(srv, "\"user\":\"u\",\"pass\":\"pw\",\"new_account\":true");
+    nd_integ_conn_close(login(srv, "\"user\":\"u\",\"pass\":\"pw\",\"account\":\"\""));
     /* An op before CONNECT. */
     c = nd_integ_conn_open(srv);
     ND_SEND(c, "PING\r\n");
@@ -207,6 +213,39 @@ Test(integ_auth, single_user_raw)
     ND_EXPECT(c, "-ERR 'Authorization Violation'\r\n");
     nd_integ_expect_close(c);
     nd_integ_conn_close(c);
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
+}
+
+/* Without any authentication configured, naming an account is refused all the same. */
+Test(integ_auth, no_auth_account_fields)
+{
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    nd_integ_conn_t *c = nd_integ_conn_open(srv);
+    cr_assert_null(strstr(nd_integ_conn_info(c), "auth_required"));
+    nd_integ_conn_close(c);
+    login_refused(srv, "\"account\":\"B\"");
+    login_refused(srv, "\"new_account\":true");
+    nd_integ_conn_close(login(srv, "\"new_account\":false"));
+    /* A later CONNECT is checked too. */
+    c = login(srv, "");
+    ND_SEND(c, "CONNECT {\"account\":\"$G\"}\r\n");
+    ND_EXPECT(c, "-ERR 'Authorization Violation'\r\n");
+    nd_integ_expect_close(c);
+    nd_integ_conn_close(c);
+    nd_integ_server_stop(srv);
+}
+
+Test(integ_auth, connection_types)
+{
+    conf_t cf = {0};
+    nd_integ_server_t *srv = start_conf(
+        &cf, "authorization { users: [\n"
+             "  {user: w, password: p, allowed_connection_types: [\"WEBSOCKET\"]}\n"
+             "  {user: s, password: p, allowed_connection_types: [\"STANDARD\", \"MQTT\"]}\n"
+             "] }\n");
+    login_refused(srv, "\"user\":\"w\",\"pass\":\"p\"");
+    nd_integ_conn_close(login(srv, "\"user\":\"s\",\"pass\":\"p\""));
     nd_integ_server_stop(srv);
     conf_remove(&cf);
 }
