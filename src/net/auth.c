@@ -214,8 +214,8 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     a->user = dup_or_null(o->user);
     a->pass = dup_or_null(o->pass);
     a->token = dup_or_null(o->token);
-    a->timeout_ms = o->auth_timeout_s > 0 ? (int64_t)(o->auth_timeout_s * 1000.0)
-                                          : ND_AUTH_DEFAULT_TIMEOUT_MS;
+    a->timeout_ms =
+        o->auth_timeout_s > 0 ? (int64_t)(o->auth_timeout_s * 1000.0) : ND_AUTH_DEFAULT_TIMEOUT_MS;
     a->timeout_default = !(o->auth_timeout_s > 0);
     if (o->nusers > 0)
         a->users = nd_xcalloc(o->nusers, sizeof(*a->users));

@@ -46,8 +46,8 @@
 #define ND_AUTH_DEFAULT_TIMEOUT_MS 2000 /* AUTH_TIMEOUT in nats-server's const.go */
 
 typedef struct nd_auth_user {
-    char *name, *pass; /* a user/password user (pass may be a bcrypt hash) */
-    char *nkey;        /* or an nkey user */
+    char *name, *pass;   /* a user/password user (pass may be a bcrypt hash) */
+    char *nkey;          /* or an nkey user */
     nd_permset_t *perms; /* a reference, or NULL: everything allowed */
     nd_acct_t *acct;     /* borrowed from the snapshot's account table */
     uint32_t conn_types; /* allowed_connection_types (ND_CONN_TYPE_*); 0 = any */
@@ -60,11 +60,11 @@ typedef struct nd_auth_acct {
 
 typedef struct nd_auth {
     _Atomic uint32_t refs;
-    bool required; /* some credential is configured: CONNECT must come first and pass */
-    bool nonce;    /* nkey users exist: INFO carries a nonce */
+    bool required;           /* some credential is configured: CONNECT must come first and pass */
+    bool nonce;              /* nkey users exist: INFO carries a nonce */
     bool info_auth_required; /* required and no no_auth_user (INFO's auth_required) */
     int64_t timeout_ms;
-    bool timeout_default; /* not configured: with TLS it becomes the TLS timeout + 1 s */
+    bool timeout_default;      /* not configured: with TLS it becomes the TLS timeout + 1 s */
     char *user, *pass, *token; /* single user, or token */
     nd_auth_user_t *users;
     size_t nusers;

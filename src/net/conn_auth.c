@@ -62,7 +62,6 @@ nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c)
         nd_auth_unref(ctx, a);
         return;
     }
-    c->auth_required = true;
     if (a->nonce && !nd_jwt_nonce(c->nonce))
         c->nonce[0] = '\0'; /* no nonce: nkey users cannot log in on this connection */
     int64_t ms = a->timeout_ms;
@@ -197,9 +196,8 @@ nd_conn_auth_pub(nd_conn_t *c, const char *subj, size_t len)
     char *p = n < sizeof buf ? buf : nd_xmalloc(n + 1);
     if (p != buf)
         nd_perms_err_pub(p, n + 1, subj, len);
-    nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"",
-                 c->ip, c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "",
-                 (int)len, subj);
+    nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"", c->ip,
+                 c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "", (int)len, subj);
     write_perm_err(c, p, n);
     if (p != buf)
         nd_free(p);
@@ -220,9 +218,9 @@ nd_conn_auth_sub(nd_conn_t *c, const char *subj, size_t slen, const char *queue,
     char *p = n < sizeof buf ? buf : nd_xmalloc(n + 1);
     if (p != buf)
         nd_perms_err_sub(p, n + 1, subj, slen, queue, qlen);
-    nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject \"%.*s\"",
-                 c->ip, c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "",
-                 (int)slen, subj);
+    nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject \"%.*s\"", c->ip,
+                 c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "", (int)slen,
+                 subj);
     write_perm_err(c, p, n);
     if (p != buf)
         nd_free(p);
@@ -310,8 +308,8 @@ void
 nd_conn_auth_fini(nd_conn_t *c)
 {
     nd_perms_conn_fini(&c->perms);
-    char **secrets[] = {&c->cr_user, &c->cr_pass, &c->cr_token, &c->cr_nkey, &c->cr_sig,
-                        &c->cr_jwt};
+    char **secrets[] = {&c->cr_user, &c->cr_pass, &c->cr_token,
+                        &c->cr_nkey, &c->cr_sig,  &c->cr_jwt};
     for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {
         nd_free(*secrets[i]);
         *secrets[i] = NULL;

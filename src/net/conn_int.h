@@ -127,7 +127,6 @@ typedef struct nd_conn {
     nd_strlist_t tls_names;    /* verify_and_map: the client certificate's candidate user names */
     nd_timer_t auth_timer;     /* conn_auth.c */
     nd_perms_conn_t perms;     /* our permissions and their caches (perms.perms NULL: none) */
-    bool auth_required;        /* the snapshot at start required credentials */
     bool authed;               /* authenticated (or no authentication required) */
     char nonce[16];            /* INFO's nonce when nkey users exist, else "" */
     /* the CONNECT's credentials, kept for a reload's re-check (nats-server keeps c.opts) */

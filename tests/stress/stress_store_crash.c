@@ -38,8 +38,17 @@
  * NATSD_CRASH_STRICT=2 it demands the whole sequence of acknowledged ops (for a store that does
  * not buffer); NATSD_CRASH_STRICT=0 drops the sync floor too.
  *
- * Per directory a random choice of cipher (none / AES-GCM / ChaCha) and compression is made;
- * a store that refuses them (ERR_BAD_ARG) is run without, once reported.
+ * I/O errors (R-12): one sync_always writer in four gets the file store's fault hook
+ * (filestore.h nd_fs_fault_set): after a random number of calls, writes fail (ENOSPC or EIO,
+ * sometimes after writing half) or fsyncs fail. The op that gets ERR_IO is treated as in
+ * flight; after an fsync error the writer checks that one more store is refused (never an
+ * acknowledgement after a failed fsync), then dies without closing, and recovery is checked as
+ * after a kill.
+ *
+ * Per directory a random choice of cipher (none / AES-GCM / ChaCha) and compression is made,
+ * and a third of the directories get limits (max_msgs, max_bytes, max_msgs_per_subject with
+ * discard old, modelled as nats-server applies them); a store that refuses a cipher
+ * (ERR_BAD_ARG) is run without, once reported.
  *
  * Usage: stress_store_crash [crash_points] [seed] [always|interval|both]
  *   crash_points: argv[1], else $NATSD_CRASH_ITERS, else 200 (the interval mode runs a third).
@@ -48,7 +57,8 @@
  *   to hit the same point). Directories go under $NATSD_CRASH_DIR, else /dev/shm, else /tmp.
  *   A failed run leaves its directory, and beside it <dir>.crash: the files as the kill left
  *   them, before the parent's recovery touched them; it prints the writer's last acknowledged
- *   ops. NATSD_CRASH_DEBUG=1 also prints, in interval mode, how each prefix differs.
+ *   ops. NATSD_CRASH_DEBUG=1 also prints, in interval mode, how each prefix differs;
+ *   NATSD_CRASH_NO_TRUNCATE=1 leaves truncate out of the mix.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -68,6 +78,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "js/filestore.h"
 #include "natsd/store.h"
 
 /* ---- plumbing ---------------------------------------------------------------------------- */
@@ -239,7 +250,7 @@ msg_data(uint64_t seq, uint8_t *buf, size_t cap)
 
 /* ---- the pipe protocol ------------------------------------------------------------------- */
 
-enum { REC_INTENT = 1, REC_ACK = 2, REC_FAIL = 3, REC_OPENED = 4 };
+enum { REC_INTENT = 1, REC_ACK = 2, REC_FAIL = 3, REC_OPENED = 4, REC_NACK = 5 };
 enum {
     OP_STORE = 1,
     OP_REMOVE,
@@ -417,7 +428,35 @@ child_fail(int fd, uint32_t op, nd_store_err_t rc)
     _exit(3);
 }
 
-static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uint64_t rs)
+/* After an I/O error the fault hook injected: the failed op is reported (the parent treats it
+ * as in flight: it may or may not be on disk), a store is tried once more, which must fail after
+ * an fsync error (never acknowledge after a failed fsync: reliability spec R-12), and the
+ * writer dies without closing, like a crash. */
+static void __attribute__((noreturn))
+child_io_error(int fd, nd_store_t *st, const rec_t *in, const nd_fs_fault_t *fault)
+{
+    rec_t nack = *in;
+    nack.kind = REC_NACK;
+    send_rec(fd, &nack);
+    if (st != NULL && fault->kind == 2) {
+        uint64_t seq;
+        int64_t ts;
+        nd_store_state_t s;
+        nd_store_state(st, &s);
+        char subj[64];
+        int sl = msg_subj(s.last_seq + 1, subj, sizeof(subj));
+        nd_store_err_t rc = nd_store_put(st, subj, (size_t)sl, NULL, 0, "x", 1, &seq, &ts);
+        if (rc == ND_STORE_OK) {
+            rec_t r = {.kind = REC_FAIL, .op = OP_STORE, .rc = -1};
+            send_rec(fd, &r);
+            _exit(3);
+        }
+    }
+    _exit(0);
+}
+
+static void __attribute__((noreturn))
+child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
 {
     nd_store_cfg_t cfg = make_cfg(dc);
     nd_store_t *st = NULL;
@@ -430,6 +469,12 @@ static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uin
     uint64_t cval = 0;
     (void)cons_read(st, &cval);
     nd_cstore_t *cs = NULL;
+    if (fault != NULL)
+        nd_fs_fault_set(fault);
+    /* NATSD_CRASH_NO_TRUNCATE=1 leaves truncate out (to run the rest while a truncate bug is
+     * open). */
+    const char *nt = getenv("NATSD_CRASH_NO_TRUNCATE");
+    bool no_truncate = nt != NULL && strcmp(nt, "0") != 0;
 
     char subj[64], hdr[64];
     uint8_t data[4096];
@@ -476,7 +521,7 @@ static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uin
             in.a = ++cval;
         } else if (p < 980) {
             in.op = OP_SYNC;
-        } else if (p < 990 || s.msgs == 0) {
+        } else if (p < 990 || s.msgs == 0 || no_truncate) {
             in.op = OP_TICK;
         } else {
             /* Raft's log truncation, the only call that makes sequences reusable. Its target
@@ -571,6 +616,8 @@ static void __attribute__((noreturn)) child_main(int fd, const dircfg_t *dc, uin
             break;
         }
         }
+        if (rc == ND_STORE_ERR_IO && fault != NULL)
+            child_io_error(fd, st, &in, fault);
         if (rc != ND_STORE_OK)
             child_fail(fd, in.op, rc);
         send_rec(fd, &ack);
@@ -1084,6 +1131,7 @@ static int g_cipher_refused;
 
 typedef struct stats {
     uint64_t acks, kills, torn, inflight_stores_kept, inflight_stores_lost, prefix_short;
+    uint64_t nacks;
     uint64_t exited;
 } stats_t;
 
@@ -1149,13 +1197,24 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
         /* Most kills come after some ops; some during open (0 acks) and some after a long run. */
         uint64_t kill_after = rnd_below(rs, 8) == 0 ? 0 : rnd_below(rs, 200);
         uint64_t delay_us = rnd_below(rs, 2) ? 0 : rnd_below(rs, 2000);
+        /* One writer in four (sync_always only) gets an injected I/O error: a failed write
+         * (ENOSPC or EIO, sometimes short) or a failed fsync after a random number of calls. */
+        nd_fs_fault_t fault = {0};
+        bool faulty = always && rnd_below(rs, 4) == 0;
+        if (faulty) {
+            fault.kind = 1 + (int)rnd_below(rs, 2);
+            fault.err = rnd_below(rs, 2) ? ENOSPC : EIO;
+            fault.after = (long)rnd_below(rs, 300);
+            fault.short_write = rnd_below(rs, 2) != 0;
+            kill_after = 1000000; /* the error ends the writer */
+        }
         fflush(stdout);
         fflush(stderr);
         pid_t pid = fork();
         CHECK(pid >= 0, "fork: %s", strerror(errno));
         if (pid == 0) {
             close(fds[0]);
-            child_main(fds[1], &dc, child_seed);
+            child_main(fds[1], &dc, child_seed, faulty ? &fault : NULL);
         }
         close(fds[1]);
 
@@ -1216,6 +1275,11 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                 have_intent = false;
                 acks++;
                 break;
+            case REC_NACK:
+                /* The op failed with the injected error: it stays the in-flight op. */
+                CHECK(have_intent && r.op == intent.op, "a NACK without its intent");
+                stats->nacks++;
+                break;
             case REC_FAIL:
                 child_failed = 1;
                 failrec = r;
@@ -1227,6 +1291,9 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
         close(fds[0]);
         int status = 0;
         CHECK(waitpid(pid, &status, 0) == pid, "waitpid: %s", strerror(errno));
+        if (child_failed && failrec.rc == -1)
+            fail("a store was acknowledged after a failed fsync (fault kind %d, after %ld)",
+                 fault.kind, fault.after);
         if (child_failed)
             fail("the writer's %s failed: %s (errno %d in the child)", op_names[failrec.op],
                  nd_store_strerror((nd_store_err_t)failrec.rc), (int)failrec.pad);
@@ -1434,12 +1501,13 @@ run_mode(const char *base, uint64_t seed, bool always, int points, int strict)
         dirs++;
     }
     printf("%s: %d crash points in %d directories: %" PRIu64 " kills, %" PRIu64
-           " writers ran out, %" PRIu64 " acknowledged ops, %" PRIu64 " torn tails, in-flight "
+           " writers exited (I/O error or done), %" PRIu64 " acknowledged ops, %" PRIu64
+           " torn tails, in-flight "
            "stores kept %" PRIu64 " / lost %" PRIu64 ", short prefixes %" PRIu64
-           ", removed by limits %" PRIu64 "\n",
+           ", removed by limits %" PRIu64 ", injected I/O errors %" PRIu64 "\n",
            g_mode, points, dirs, stats.kills, stats.exited, stats.acks, stats.torn,
            stats.inflight_stores_kept, stats.inflight_stores_lost, stats.prefix_short,
-           g_limit_removed);
+           g_limit_removed, stats.nacks);
     g_limit_removed = 0;
     fflush(stdout);
 }
