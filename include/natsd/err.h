@@ -23,7 +23,10 @@
     X(ND_ERR_NO_RESPONDERS_HEADERS, "no_responders needs headers",                                \
       "no responders requires headers support", true)                                            \
     X(ND_ERR_AUTH_VIOLATION, "authorization violation", "Authorization Violation", true)          \
-    X(ND_ERR_AUTH_TIMEOUT, "authentication timeout", "Authentication Timeout", true)
+    X(ND_ERR_AUTH_TIMEOUT, "authentication timeout", "Authentication Timeout", true)            \
+    X(ND_ERR_AUTH_EXPIRED, "user JWT expired", "User Authentication Expired", true)              \
+    X(ND_ERR_MAX_ACCOUNT_CONNECTIONS, "too many account connections",                            \
+      "maximum account active connections exceeded", true)
 
 typedef enum {
 #define ND_ERR_ENUM(name, desc, text, closes) name,

@@ -133,8 +133,9 @@ nd_xf_err_t nd_xf_table_add(nd_xf_table_t *t, const char *src, const nd_xf_dest_
                             size_t ndests, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Adds every mapping of an account's options (natsd/opts.h). On error, *bad (if not NULL) is
- * the index of the refused mapping and err holds "Error adding mapping for ..."-less text. */
+/* Adds every mapping of an account's options (natsd/opts.h), in order. On error, *bad (if not
+ * NULL) is the index of the refused mapping and err holds nats-server's reason (the caller adds
+ * its own "Error adding mapping for ..." context). */
 nd_xf_err_t nd_xf_table_add_opts(nd_xf_table_t *t, const struct nd_mapping *m, size_t n,
                                  size_t *bad, char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -1489,9 +1489,11 @@ fs_truncate(nd_store_t *st, uint64_t seq)
     free(extra.v);
     if (e != ND_STORE_OK)
         return e;
-    /* The cut block is the active one now; the later blocks go. */
+    /* The cut block is the active one now; the later blocks go, oldest first: a later block may
+     * hold the tombstones of messages in an earlier one, so unlinking newest first and dying
+     * half-way would bring removed messages back. */
     while (fs->nblks > kpos + 1) {
-        nd_fs_blk_t *b = fs->blks[fs->nblks - 1];
+        nd_fs_blk_t *b = fs->blks[kpos + 1];
         char name[32];
         nd_fs_blk_name(b->idx, name);
         for (uint32_t i = b->first_slot; i < b->nslots; i++)
@@ -1500,6 +1502,8 @@ fs_truncate(nd_store_t *st, uint64_t seq)
         nd_fs_blk_close_fd(fs, b);
         unlinkat(fs->msgsfd, name, 0);
         nd_fs_blk_free(b);
+        memmove(&fs->blks[kpos + 1], &fs->blks[kpos + 2],
+                (fs->nblks - kpos - 2) * sizeof(fs->blks[0]));
         fs->nblks--;
         fs->dir_unsynced = true;
     }

@@ -74,6 +74,8 @@ fingerprint(nd_auth_t *a, const nd_opts_t *o)
     fp_add(&f, o->token);
     fp_add(&f, o->no_auth_user);
     fp_num(&f, a->timeout_ms);
+    fp_list(&f, &o->operators);
+    fp_list(&f, &o->resolver_preload);
     for (size_t i = 0; i < o->naccounts; i++)
         fp_add(&f, o->accounts[i].name);
     for (size_t i = 0; i < o->nusers; i++) {
@@ -147,12 +149,12 @@ find_acct(const nd_auth_t *a, const char *name)
     return a->accts[0].acct;
 }
 
-static void
-add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name, const nd_auth_t *prev)
+nd_auth_acct_t *
+nd_auth_add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name, const nd_auth_t *prev)
 {
     for (size_t i = 0; i < a->naccts; i++)
         if (strcmp(a->accts[i].name, name) == 0)
-            return;
+            return &a->accts[i];
     nd_acct_t *acct = NULL;
     for (size_t i = 0; prev != NULL && i < prev->naccts; i++) {
         if (strcmp(prev->accts[i].name, name) == 0) {
@@ -164,11 +166,20 @@ add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name, const nd_auth_t *prev)
     if (acct == NULL)
         acct = nd_acct_new(ctx, name, strlen(name));
     if (acct == NULL)
-        return; /* a name over ND_ACCT_NAME_MAX: its users land in $G (find_acct) */
+        return NULL; /* a name over ND_ACCT_NAME_MAX: its users land in $G (find_acct) */
     a->accts = nd_xrealloc(a->accts, (a->naccts + 1) * sizeof(*a->accts));
-    a->accts[a->naccts].name = nd_xstrdup(name);
-    a->accts[a->naccts].acct = acct;
-    a->naccts++;
+    nd_auth_acct_t *e = &a->accts[a->naccts++];
+    memset(e, 0, sizeof(*e));
+    e->name = nd_xstrdup(name);
+    e->acct = acct;
+    e->max_conns = e->max_subs = -1;
+    return e;
+}
+
+static void
+add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name, const nd_auth_t *prev)
+{
+    (void)nd_auth_add_acct(ctx, a, name, prev);
 }
 
 static bool
@@ -193,7 +204,8 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
 {
     nd_auth_t *a = nd_new(nd_auth_t);
     atomic_init(&a->refs, 1);
-    a->accts = nd_xmalloc(sizeof(*a->accts));
+    a->accts = nd_xcalloc(1, sizeof(*a->accts));
+    a->accts[0].max_conns = a->accts[0].max_subs = -1;
     a->accts[0].name = nd_xstrdup("$G");
     a->accts[0].acct = gacct;
     nd_actor_ref(&gacct->actor);
@@ -232,6 +244,14 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
             a->nonce = true;
     }
     a->required = a->nusers > 0 || a->token != NULL || a->user != NULL;
+    if (o->operators.n > 0) {
+        /* Operator mode: only user JWTs log in (nats-server refuses users and tokens in the
+         * config together with an operator). */
+        nd_auth_jwt_load(ctx, a, o, prev);
+        a->op_mode = true;
+        a->required = true;
+        a->nonce = true;
+    }
     if (o->no_auth_user != NULL) {
         for (size_t i = 0; i < a->nusers; i++) {
             const nd_auth_user_t *u = &a->users[i];
@@ -275,6 +295,7 @@ nd_auth_unref(nd_ctx_t *ctx, nd_auth_t *a)
             nd_perms_unref(u->perms);
     }
     nd_free(a->users);
+    nd_auth_jwt_free(a);
     for (size_t i = 0; i < a->naccts; i++) {
         nd_free(a->accts[i].name);
         nd_actor_unref(ctx, &a->accts[i].acct->actor);
@@ -328,11 +349,13 @@ grant(nd_auth_grant_t *g, const nd_auth_user_t *u)
 bool
 nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
 {
-    g->user = NULL;
-    g->perms = NULL;
+    memset(g, 0, sizeof(*g));
     g->acct = a->accts[0].acct;
+    g->max_conns = g->max_subs = -1;
     if (!a->required)
         return true;
+    if (a->op_mode)
+        return nd_auth_jwt_check(a, cr, g);
     if (a->nusers > 0) {
         if (cr->tls_map) {
             for (size_t k = 0; cr->tls_names != NULL && k < cr->tls_names->n; k++) {
@@ -428,6 +451,27 @@ nd_auth_slot_set(nd_ctx_t *ctx, nd_auth_slot_t *s, nd_auth_t *a)
     nd_auth_unref(ctx, old);
 }
 
+nd_permset_t *
+nd_auth_slot_keep(nd_auth_slot_t *s, const char *id, nd_permset_t *perms)
+{
+    pthread_mutex_lock(&s->mu);
+    /* Linear: one entry per distinct user JWT that carries permissions, looked up once per
+     * CONNECT. A hash table is the next step if operator deployments with many users need it. */
+    for (size_t i = 0; i < s->njkept; i++) {
+        if (strcmp(s->jkept[i].id, id) == 0) {
+            nd_permset_t *p = s->jkept[i].perms;
+            pthread_mutex_unlock(&s->mu);
+            nd_perms_unref(perms);
+            return p;
+        }
+    }
+    s->jkept = nd_xrealloc(s->jkept, (s->njkept + 1) * sizeof(*s->jkept));
+    snprintf(s->jkept[s->njkept].id, sizeof s->jkept[s->njkept].id, "%s", id);
+    s->jkept[s->njkept++].perms = perms;
+    pthread_mutex_unlock(&s->mu);
+    return perms;
+}
+
 void
 nd_auth_slot_clear(nd_ctx_t *ctx, nd_auth_slot_t *s)
 {
@@ -442,6 +486,9 @@ nd_auth_slot_free(nd_auth_slot_t *s)
     for (size_t i = 0; i < s->nkept; i++)
         nd_perms_unref(s->kept[i]);
     nd_free(s->kept);
+    for (size_t i = 0; i < s->njkept; i++)
+        nd_perms_unref(s->jkept[i].perms);
+    nd_free(s->jkept);
     pthread_mutex_destroy(&s->mu);
     nd_free(s);
 }

@@ -53,9 +53,14 @@ typedef struct nd_auth_user {
     uint32_t conn_types; /* allowed_connection_types (ND_CONN_TYPE_*); 0 = any */
 } nd_auth_user_t;
 
+struct nd_jwt;
+
 typedef struct nd_auth_acct {
     char *name;
-    nd_acct_t *acct; /* a reference */
+    nd_acct_t *acct;     /* a reference */
+    struct nd_jwt *jwt;  /* operator mode: the account's verified JWT (owned), else NULL */
+    int64_t max_conns;   /* the JWT's limits.conn; -1 = unlimited (and for config accounts) */
+    int64_t max_subs;    /* the JWT's limits.subs; -1 = unlimited */
 } nd_auth_acct_t;
 
 typedef struct nd_auth {
@@ -71,6 +76,10 @@ typedef struct nd_auth {
     const nd_auth_user_t *no_auth; /* into users, or NULL */
     nd_auth_acct_t *accts;         /* [0] is $G */
     size_t naccts;
+    /* Operator mode (auth_jwt.c): the verified operator JWTs; users log in with user JWTs only. */
+    bool op_mode;
+    struct nd_jwt **ops;
+    size_t nops;
     /* Everything the snapshot was built from, serialised: a reload compares it to skip the
      * re-check of every client when the authorization did not change. */
     char *fingerprint;
@@ -93,6 +102,15 @@ typedef struct nd_auth_grant {
     const char *user; /* for /connz authorized_user; NULL for a token or no credentials */
     nd_permset_t *perms;
     nd_acct_t *acct;
+    /* Operator mode only (all zero/-1 otherwise): the user JWT's permissions are built per
+     * CONNECT, so the grant owns that reference (hand it to nd_auth_slot_keep); the user's
+     * public key (user points here); the user JWT's expiry (Unix seconds, 0 = never); the
+     * account's connection and subscription limits (-1 = unlimited). */
+    bool owns_perms;
+    char jwt_user[64];
+    char jwt_id[64];
+    int64_t exp;
+    int64_t max_conns, max_subs;
 } nd_auth_grant_t;
 
 /* Builds a snapshot of o's authorization. gacct: the global account (referenced). prev: the
@@ -109,6 +127,16 @@ bool nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_
 /* Returns: whether cr carries no credential at all (no_auth_user applies). */
 bool nd_auth_creds_empty(const nd_auth_creds_t *cr);
 
+/* Operator mode (auth_jwt.c). nd_auth_jwt_load fills a's operators and the accounts of
+ * resolver_preload (MEMORY resolver), each verified against the operators; nd_auth_jwt_check
+ * is nd_auth_check's operator-mode path. nd_auth_add_acct adds (or reuses from prev) an account
+ * actor by name; returns its entry or NULL. */
+void nd_auth_jwt_load(nd_ctx_t *ctx, nd_auth_t *a, const nd_opts_t *o, const nd_auth_t *prev);
+bool nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g);
+void nd_auth_jwt_free(nd_auth_t *a);
+nd_auth_acct_t *nd_auth_add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name,
+                                 const nd_auth_t *prev);
+
 /* The server's current snapshot. */
 /* The slot also keeps a reference on every permission set any installed snapshot had, until the
  * server is freed: publishers read a recipient connection's permission set (nd_conn_t.rperms)
@@ -119,6 +147,13 @@ typedef struct nd_auth_slot {
     nd_auth_t *cur;
     nd_permset_t **kept;
     size_t nkept;
+    /* Permission sets of user JWTs, keyed by the JWT's id (jti) so a user who reconnects shares
+     * one set: the same lifetime rule as kept. */
+    struct nd_auth_kept_jwt {
+        char id[64];
+        nd_permset_t *perms;
+    } *jkept;
+    size_t njkept;
 } nd_auth_slot_t;
 
 nd_auth_slot_t *nd_auth_slot_new(void);
@@ -126,6 +161,10 @@ nd_auth_slot_t *nd_auth_slot_new(void);
 nd_auth_t *nd_auth_slot_get(nd_auth_slot_t *s);
 /* Installs a (takes the caller's reference) and drops the previous one. */
 void nd_auth_slot_set(nd_ctx_t *ctx, nd_auth_slot_t *s, nd_auth_t *a);
+/* Keeps perms (takes the caller's reference) for the user JWT id: returns the set to use, which
+ * is an earlier one with the same id when there is one (perms is then dropped). Borrowed: valid
+ * until nd_auth_slot_free. */
+nd_permset_t *nd_auth_slot_keep(nd_auth_slot_t *s, const char *id, nd_permset_t *perms);
 /* Drops the snapshot (server shutdown: the account references must go before the pool waits). */
 void nd_auth_slot_clear(nd_ctx_t *ctx, nd_auth_slot_t *s);
 void nd_auth_slot_free(nd_auth_slot_t *s);

@@ -37,7 +37,9 @@ typedef enum {
     X(ND_CLOSE_MAX_SUBSCRIPTIONS, "Maximum Subscriptions Exceeded")                              \
     X(ND_CLOSE_SHUTDOWN, "Server Shutdown")                                                      \
     X(ND_CLOSE_NO_RESPONDERS_HEADERS, "No Responders Requires Headers")                          \
-    X(ND_CLOSE_TLS_HANDSHAKE, "TLS Handshake Failure")
+    X(ND_CLOSE_TLS_HANDSHAKE, "TLS Handshake Failure")                                          \
+    X(ND_CLOSE_AUTH_EXPIRED, "Authentication Expired")                                           \
+    X(ND_CLOSE_MAX_ACCOUNT_CONNECTIONS, "Maximum Account Connections Exceeded")
 
 typedef enum {
 #define ND_CLOSE_ENUM(name, text) name,

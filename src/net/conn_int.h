@@ -131,6 +131,9 @@ typedef struct nd_conn {
     char nonce[16];            /* INFO's nonce when nkey users exist, else "" */
     /* the CONNECT's credentials, kept for a reload's re-check (nats-server keeps c.opts) */
     char *cr_user, *cr_pass, *cr_token, *cr_nkey, *cr_sig, *cr_jwt;
+    bool acct_counted;         /* operator mode: counted in acct->jwt_conns (conn_auth.c) */
+    bool jwt_expiring;         /* auth_timer now fires at the user JWT's expiry */
+    int64_t jwt_max_subs;      /* operator mode: the account/user subs limit; -1 = none */
     uint32_t pings_out;
     uint32_t live_gen;         /* srv->live.gen when the limits below were taken */
     int64_t ping_ms;           /* the ping timer's period, 0 when not armed */
