@@ -25,6 +25,7 @@
     X(ND_ERR_AUTH_VIOLATION, "authorization violation", "Authorization Violation", true)          \
     X(ND_ERR_AUTH_TIMEOUT, "authentication timeout", "Authentication Timeout", true)            \
     X(ND_ERR_AUTH_EXPIRED, "user JWT expired", "User Authentication Expired", true)              \
+    X(ND_ERR_AUTH_REVOKED, "user JWT revoked", "User Authentication Revoked", true)              \
     X(ND_ERR_MAX_ACCOUNT_CONNECTIONS, "too many account connections",                            \
       "maximum account active connections exceeded", true)
 

@@ -459,6 +459,11 @@ nd_perms_t nd_perms_dup(const nd_perms_t *p);
 /* Frees what u owns (not u). */
 void nd_user_clear(nd_user_t *u);
 nd_user_t nd_user_dup(const nd_user_t *u);
+/* Clears each of the n users and frees the array (NULL is fine). */
+void nd_users_free(nd_user_t *u, size_t n);
+/* Frees what r owns (not r) and zeroes it. */
+void nd_gateway_remote_clear(nd_gateway_remote_t *r);
+void nd_leaf_remote_clear(nd_leaf_remote_t *r);
 /* Frees what a owns (not a). */
 void nd_account_opts_clear(nd_account_opts_t *a);
 /* Frees what c owns and c itself (NULL is fine). */

@@ -104,13 +104,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 
 #include "js/filestore.h"
 #include "js/fs_crypt.h"
 #include "js/store_snapshot.h"
+#include "js/store_util.h"
 #include "natsd/subject.h"
 
 static const nd_store_ops_t filestore_ops;
@@ -120,17 +120,7 @@ static const nd_store_ops_t filestore_ops;
 int64_t
 nd_fs_now(nd_filestore_t *fs)
 {
-    if (fs->cfg.now)
-        return fs->cfg.now(fs->cfg.now_arg);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
-static bool
-is_all(const char *filter, size_t len)
-{
-    return filter == NULL || len == 0 || (len == 1 && filter[0] == '>');
+    return nd_store_now(&fs->cfg);
 }
 
 static inline nd_fs_blk_t *
@@ -997,6 +987,23 @@ reset_all(nd_filestore_t *fs, uint64_t first, uint64_t last, int64_t last_ts)
     return sync_dirs(fs);
 }
 
+/* The subject index walk of store_util.h. */
+static void
+walk_subjects(nd_store_t *st, const char *filter, size_t fl, bool all, nd_store_subj_cb cb,
+              void *arg)
+{
+    nd_filestore_t *fs = (nd_filestore_t *)st;
+    for (uint32_t k = 0; k < fs->subj.nents; k++) {
+        nd_fs_subj_t *e = &fs->subj.ents[k];
+        if (!e->s || !(all || nd_subj_match(filter, fl, e->s, e->len)))
+            continue;
+        nd_fs_subj_fresh(fs, k);
+        nd_store_subj_state_t ss = {.msgs = e->msgs, .first_seq = e->first, .last_seq = e->last};
+        if (!cb(arg, e->s, e->len, &ss))
+            return;
+    }
+}
+
 /* ---- limits (the memstore's, step by step) ---------------------------------------------- */
 
 static void
@@ -1015,6 +1022,16 @@ enforce_per_subject(nd_filestore_t *fs, uint32_t sid)
     fs->deriving = false;
 }
 
+/* Drops every message below first for a limit (max_msgs, max_bytes, max_age) with one MARK,
+ * made as a derived record (fs->deriving; see changed()). */
+static void
+limits_mark(nd_filestore_t *fs, uint64_t first)
+{
+    fs->deriving = true;
+    (void)mark_rec(fs, first);
+    fs->deriving = false;
+}
+
 /* Discard old: drops the oldest messages while max_msgs or max_bytes is exceeded, with one
  * MARK for the whole run. */
 static void
@@ -1023,27 +1040,20 @@ enforce_limits(nd_filestore_t *fs)
     if (fs->cfg.discard != ND_DISCARD_OLD || !fs->msgs)
         return;
     uint64_t msgs = fs->msgs, bytes = fs->bytes, x = 0;
-    bool over_m = fs->cfg.max_msgs > 0 && msgs > (uint64_t)fs->cfg.max_msgs;
-    bool over_b = fs->cfg.max_bytes > 0 && bytes > (uint64_t)fs->cfg.max_bytes;
-    if (!over_m && !over_b)
+    if (!nd_store_over_limits(&fs->cfg, msgs, bytes))
         return;
     nd_fs_blk_t *b;
     uint32_t i;
     for (uint64_t s = nd_fs_next_live(fs, fs->first_seq, &b, &i); s;
          s = nd_fs_next_live(fs, s + 1, &b, &i)) {
-        bool m_over = fs->cfg.max_msgs > 0 && msgs > (uint64_t)fs->cfg.max_msgs;
-        bool b_over = fs->cfg.max_bytes > 0 && bytes > (uint64_t)fs->cfg.max_bytes;
-        if (!m_over && !b_over)
+        if (!nd_store_over_limits(&fs->cfg, msgs, bytes))
             break;
         msgs--;
         bytes -= b->msz[i];
         x = s + 1;
     }
-    if (x) {
-        fs->deriving = true;
-        mark_rec(fs, x);
-        fs->deriving = false;
-    }
+    if (x)
+        limits_mark(fs, x);
 }
 
 static void
@@ -1058,11 +1068,8 @@ expire(nd_filestore_t *fs, int64_t now)
     for (uint64_t s = nd_fs_next_live(fs, fs->first_seq, &b, &i); s && b->ts[i] <= min_ts;
          s = nd_fs_next_live(fs, s + 1, &b, &i))
         x = s + 1;
-    if (x) {
-        fs->deriving = true;
-        mark_rec(fs, x);
-        fs->deriving = false;
-    }
+    if (x)
+        limits_mark(fs, x);
 }
 
 /* ---- store ------------------------------------------------------------------------------ */
@@ -1071,33 +1078,25 @@ static nd_store_err_t
 put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
     size_t hl, const void *data, size_t dl)
 {
-    if (!subj || sl == 0 || sl > UINT16_MAX || !nd_subj_valid_pub(subj, sl) ||
-        hl > ND_FS_REC_MAX_FIELD || dl > ND_FS_REC_MAX_FIELD || (hl && !hdr) || (dl && !data))
-        return ND_STORE_ERR_BAD_ARG;
-    if (fs->cfg.max_msg_size > 0 && hl + dl > (uint64_t)fs->cfg.max_msg_size)
-        return ND_STORE_ERR_MSG_TOO_BIG;
-    nd_store_err_t e = begin(fs);
-    if (e != ND_STORE_OK)
+    nd_store_err_t e =
+        nd_store_check_msg(&fs->cfg, subj, sl, hdr, hl, data, dl, ND_FS_REC_MAX_FIELD);
+    if (e != ND_STORE_OK || (e = begin(fs)) != ND_STORE_OK)
         return e;
 
     uint32_t sid = nd_fs_subj_find(&fs->subj, subj, sl);
     uint64_t size = nd_store_msg_size(sl, hl, dl);
-    bool at_subj_limit = fs->cfg.max_msgs_per_subject > 0 && sid != ND_FS_NOSID &&
-                         fs->subj.ents[sid].msgs >= (uint64_t)fs->cfg.max_msgs_per_subject;
-    if (fs->cfg.discard == ND_DISCARD_NEW) {
-        if (at_subj_limit && fs->cfg.discard_new_per_subject)
-            return ND_STORE_ERR_MAX_PER_SUBJECT;
-        if (fs->cfg.max_msgs > 0 && fs->msgs >= (uint64_t)fs->cfg.max_msgs && !at_subj_limit)
-            return ND_STORE_ERR_MAX_MSGS;
-        if (fs->cfg.max_bytes > 0 && fs->bytes + size >= (uint64_t)fs->cfg.max_bytes) {
-            if (!at_subj_limit)
-                return ND_STORE_ERR_MAX_BYTES;
-            nd_fs_subj_t *se = nd_fs_subj_fresh(fs, sid);
-            nd_fs_blk_t *b;
-            uint32_t i;
-            if (!nd_fs_locate(fs, se->first, &b, &i) || b->msz[i] < size)
-                return ND_STORE_ERR_MAX_BYTES;
-        }
+    bool if_oldest_fits;
+    e = nd_store_admit_new(&fs->cfg, fs->msgs, fs->bytes, size,
+                           sid != ND_FS_NOSID ? fs->subj.ents[sid].msgs : 0, &if_oldest_fits);
+    if (e != ND_STORE_OK)
+        return e;
+    if (if_oldest_fits) {
+        /* sid exists: the subject is at its limit. */
+        nd_fs_subj_t *se = nd_fs_subj_fresh(fs, sid);
+        nd_fs_blk_t *b;
+        uint32_t i;
+        if (!nd_fs_locate(fs, se->first, &b, &i) || b->msz[i] < size)
+            return ND_STORE_ERR_MAX_BYTES;
     }
 
     wmark_t m = wmark(fs);
@@ -1130,9 +1129,7 @@ fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
         return ND_STORE_ERR_CLOSED;
-    int64_t now = nd_fs_now(fs);
-    if (now < fs->last_ts)
-        now = fs->last_ts; /* timestamps never go backwards, so expiry works from the front */
+    int64_t now = nd_store_stamp(&fs->cfg, fs->last_ts);
     uint64_t s = fs->last_seq + 1;
     nd_store_err_t e = put(fs, s, now, subj, sl, hdr, hl, data, dl);
     if (e == ND_STORE_OK) {
@@ -1163,9 +1160,7 @@ fs_skip(nd_store_t *st, uint64_t *seq)
     nd_store_err_t e = begin(fs);
     if (e != ND_STORE_OK)
         return e;
-    int64_t now = nd_fs_now(fs);
-    if (now < fs->last_ts)
-        now = fs->last_ts;
+    int64_t now = nd_store_stamp(&fs->cfg, fs->last_ts);
     uint64_t s = fs->last_seq + 1;
     wmark_t m = wmark(fs);
     if ((e = append_tomb(fs, s, now)) != ND_STORE_OK || (e = commit(fs, m)) != ND_STORE_OK)
@@ -1200,7 +1195,7 @@ fs_load_next(nd_store_t *st, const char *filter, size_t fl, uint64_t start, nd_s
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
         return ND_STORE_ERR_CLOSED;
-    bool all = is_all(filter, fl);
+    bool all = nd_store_filter_all(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
         return ND_STORE_ERR_BAD_ARG;
     uint32_t lit = ND_FS_NOSID;
@@ -1228,7 +1223,7 @@ fs_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
         return ND_STORE_ERR_CLOSED;
-    bool all = is_all(filter, fl);
+    bool all = nd_store_filter_all(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
         return ND_STORE_ERR_BAD_ARG;
     nd_fs_blk_t *b;
@@ -1245,14 +1240,7 @@ fs_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
             return ND_STORE_ERR_NOT_FOUND;
         best = nd_fs_subj_fresh(fs, sid)->last;
     } else {
-        for (uint32_t k = 0; k < fs->subj.nents; k++) {
-            nd_fs_subj_t *e = &fs->subj.ents[k];
-            if (e->s && nd_subj_match(filter, fl, e->s, e->len)) {
-                nd_fs_subj_fresh(fs, k);
-                if (e->last > best)
-                    best = e->last;
-            }
-        }
+        best = nd_store_subj_newest(st, walk_subjects, filter, fl);
     }
     if (!best || !nd_fs_locate(fs, best, &b, &i))
         return ND_STORE_ERR_NOT_FOUND;
@@ -1368,9 +1356,6 @@ fs_compact(nd_store_t *st, uint64_t seq, uint64_t *purged)
     return e;
 }
 
-static void fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
-                              nd_store_subj_state_t *out);
-
 static nd_store_err_t
 fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t keep,
          uint64_t *purged)
@@ -1382,49 +1367,34 @@ fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
     *purged = 0;
     if (fs->closed)
         return ND_STORE_ERR_CLOSED;
-    if (is_all(filter, fl)) {
-        if (keep == 0 && up_to == 0) {
-            uint64_t n = fs->msgs;
-            nd_store_err_t e = begin(fs);
-            if (e == ND_STORE_OK)
+    if (nd_store_filter_all(filter, fl)) {
+        uint64_t below, n = fs->msgs;
+        nd_store_err_t e = ND_STORE_OK;
+        switch (nd_store_purge_all_plan(up_to, keep, fs->msgs, fs->last_seq, &below)) {
+        case ND_STORE_PURGE_ALL:
+            if ((e = begin(fs)) == ND_STORE_OK)
                 e = reset_all(fs, fs->last_seq + 1, fs->last_seq, fs->last_ts);
             if (e == ND_STORE_OK)
                 *purged = n;
             return e;
-        }
-        if (up_to > 1)
-            return fs_compact(st, up_to, purged);
-        if (keep > 0) {
-            if (keep >= fs->msgs)
-                return ND_STORE_OK;
-            return fs_compact(st, fs->last_seq - keep + 1, purged);
+        case ND_STORE_PURGE_COMPACT:
+            return fs_compact(st, below, purged);
+        case ND_STORE_PURGE_NOTHING:
+            break;
         }
         return ND_STORE_OK;
     }
-    if (!nd_subj_valid_sub(filter, fl))
-        return ND_STORE_ERR_BAD_ARG;
-    nd_store_subj_state_t ss;
-    fs_filtered_state(st, filter, fl, 0, &ss);
-    if (ss.msgs == 0)
-        return ND_STORE_OK;
-    uint64_t max = ss.msgs;
-    if (keep > 0) {
-        if (keep >= ss.msgs)
-            return ND_STORE_OK;
-        max = ss.msgs - keep;
-    }
-    uint64_t last = up_to > 1 ? up_to - 1 : ss.last_seq;
-    if (up_to == 1)
-        last = 0;
-    nd_store_err_t e = begin(fs);
-    if (e != ND_STORE_OK)
+    uint64_t first, last, max;
+    nd_store_err_t e =
+        nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
+    if (e != ND_STORE_OK || max == 0 || (e = begin(fs)) != ND_STORE_OK)
         return e;
     uint32_t lit =
         nd_subj_is_literal(filter, fl) ? nd_fs_subj_find(&fs->subj, filter, fl) : ND_FS_NOSID;
     seqvec_t sv = {0};
     nd_fs_blk_t *b;
     uint32_t i;
-    for (uint64_t s = nd_fs_next_live(fs, ss.first_seq, &b, &i); s && s <= last && sv.n < max;
+    for (uint64_t s = nd_fs_next_live(fs, first, &b, &i); s && s <= last && sv.n < max;
          s = nd_fs_next_live(fs, s + 1, &b, &i))
         if (slot_matches(fs, b, i, filter, fl, false, lit))
             seqvec_push(&sv, s);
@@ -1541,7 +1511,7 @@ fs_state(nd_store_t *st, nd_store_state_t *out)
     if (fs->msgs && nd_fs_locate(fs, fs->first_seq, &b, &i))
         out->first_ts = b->ts[i];
     out->last_ts = fs->last_ts;
-    out->num_deleted = fs->msgs ? (fs->last_seq - fs->first_seq + 1) - fs->msgs : 0;
+    out->num_deleted = nd_store_num_deleted(fs->first_seq, fs->last_seq, fs->msgs);
     out->num_subjects = fs->subj.used;
     out->consumers = fs->nconsumers;
 }
@@ -1550,32 +1520,16 @@ static nd_store_err_t
 fs_deleted(nd_store_t *st, uint64_t **seqs, size_t *n)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
-    *seqs = NULL;
-    *n = 0;
-    if (!fs->msgs)
-        return ND_STORE_OK;
-    uint64_t nd = (fs->last_seq - fs->first_seq + 1) - fs->msgs;
-    if (!nd)
-        return ND_STORE_OK;
-    if (nd > SIZE_MAX / sizeof(uint64_t))
-        return ND_STORE_ERR_NOMEM;
-    uint64_t *v = malloc((size_t)nd * sizeof(*v));
-    if (!v)
-        return ND_STORE_ERR_NOMEM;
-    size_t k = 0;
-    uint64_t next = fs->first_seq;
+    nd_store_gaps_t g;
+    nd_store_err_t e = nd_store_gaps_begin(&g, fs->first_seq, fs->last_seq, fs->msgs, seqs, n);
+    if (e != ND_STORE_OK || g.done)
+        return e;
     nd_fs_blk_t *b;
     uint32_t i;
     for (uint64_t s = nd_fs_next_live(fs, fs->first_seq, &b, &i); s;
-         s = nd_fs_next_live(fs, s + 1, &b, &i)) {
-        while (next < s)
-            v[k++] = next++;
-        next = s + 1;
-    }
-    while (next <= fs->last_seq)
-        v[k++] = next++;
-    *seqs = v;
-    *n = k;
+         s = nd_fs_next_live(fs, s + 1, &b, &i))
+        nd_store_gaps_live(&g, s);
+    nd_store_gaps_end(&g, seqs, n);
     return ND_STORE_OK;
 }
 
@@ -1587,7 +1541,7 @@ fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
     memset(out, 0, sizeof(*out));
     if (!fs->msgs || start > fs->last_seq)
         return;
-    bool all = is_all(filter, fl);
+    bool all = nd_store_filter_all(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
         return;
     bool literal = !all && nd_subj_is_literal(filter, fl);
@@ -1612,17 +1566,7 @@ fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
             return;
         }
         if (fs->subj.used < fs->msgs) {
-            for (uint32_t k = 0; k < fs->subj.nents; k++) {
-                nd_fs_subj_t *e = &fs->subj.ents[k];
-                if (!e->s || !nd_subj_match(filter, fl, e->s, e->len))
-                    continue;
-                nd_fs_subj_fresh(fs, k);
-                out->msgs += e->msgs;
-                if (out->first_seq == 0 || e->first < out->first_seq)
-                    out->first_seq = e->first;
-                if (e->last > out->last_seq)
-                    out->last_seq = e->last;
-            }
+            nd_store_subj_sum(st, walk_subjects, filter, fl, out);
             return;
         }
     }
@@ -1646,54 +1590,21 @@ fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
             s = nd_fs_blk_last(b);
             continue;
         }
-        if (slot_matches(fs, b, i, filter, fl, all, lit)) {
-            if (out->msgs++ == 0)
-                out->first_seq = s;
-            out->last_seq = s;
-        }
+        if (slot_matches(fs, b, i, filter, fl, all, lit))
+            nd_store_subj_state_count(out, s);
     }
 }
 
 static void
 fs_subjects_state(nd_store_t *st, const char *filter, size_t fl, nd_store_subj_cb cb, void *arg)
 {
-    nd_filestore_t *fs = (nd_filestore_t *)st;
-    bool all = is_all(filter, fl);
-    if (!all && !nd_subj_valid_sub(filter, fl))
-        return;
-    for (uint32_t k = 0; k < fs->subj.nents; k++) {
-        nd_fs_subj_t *e = &fs->subj.ents[k];
-        if (!e->s || !(all || nd_subj_match(filter, fl, e->s, e->len)))
-            continue;
-        nd_fs_subj_fresh(fs, k);
-        nd_store_subj_state_t ss = {.msgs = e->msgs, .first_seq = e->first, .last_seq = e->last};
-        if (!cb(arg, e->s, e->len, &ss))
-            return;
-    }
+    nd_store_subjects_state(st, walk_subjects, filter, fl, cb, arg);
 }
 
 static uint64_t
 fs_num_pending(nd_store_t *st, const char *filter, size_t fl, uint64_t start, bool lps)
 {
-    nd_filestore_t *fs = (nd_filestore_t *)st;
-    if (!lps) {
-        nd_store_subj_state_t ss;
-        fs_filtered_state(st, filter, fl, start, &ss);
-        return ss.msgs;
-    }
-    bool all = is_all(filter, fl);
-    if (!all && !nd_subj_valid_sub(filter, fl))
-        return 0;
-    uint64_t count = 0;
-    for (uint32_t k = 0; k < fs->subj.nents; k++) {
-        nd_fs_subj_t *e = &fs->subj.ents[k];
-        if (!e->s || !(all || nd_subj_match(filter, fl, e->s, e->len)))
-            continue;
-        nd_fs_subj_fresh(fs, k);
-        if (e->last >= start)
-            count++;
-    }
-    return count;
+    return nd_store_num_pending(st, walk_subjects, filter, fl, start, lps);
 }
 
 /* ---- config, tick, sync, snapshot ------------------------------------------------------- */

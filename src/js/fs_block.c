@@ -69,63 +69,67 @@ fault_hit(int kind)
     return true;
 }
 
-int
-nd_fs_write_all(int fd, const void *p, size_t n)
+/* The three transfers the store makes: write (appends at the file position), pwrite, pread. */
+typedef enum io_op { IO_WRITE, IO_PWRITE, IO_PREAD } io_op_t;
+
+static ssize_t
+io_once(io_op_t op, int fd, const uint8_t *c, size_t n, off_t off)
+{
+    switch (op) {
+    case IO_WRITE:
+        return write(fd, c, n);
+    case IO_PWRITE:
+        return pwrite(fd, c, n, off);
+    case IO_PREAD:
+        break;
+    }
+    /* Reading fills the caller's (non-const) buffer that c points into. */
+    return pread(fd, (void *)(uintptr_t)c, n, off);
+}
+
+/* Moves all n bytes, retrying EINTR. A transfer of zero bytes ends it with ENOSPC when writing
+ * and EIO when reading (the file is shorter than the index says). Writes go through the fault
+ * hook first (kind 1), which may also write half of the bytes to model a torn write. */
+static int
+io_all(io_op_t op, int fd, const void *p, size_t n, off_t off)
 {
     const uint8_t *c = p;
-    if (fault_hit(1)) {
+    if (op != IO_PREAD && fault_hit(1)) {
         if (fault.short_write && n > 1) {
-            ssize_t w = write(fd, c, n / 2);
+            ssize_t w = io_once(op, fd, c, n / 2, off);
             (void)w;
         }
         errno = fault.err ? fault.err : EIO;
         return -1;
     }
     while (n) {
-        ssize_t w = write(fd, c, n);
-        if (w < 0) {
+        ssize_t r = io_once(op, fd, c, n, off);
+        if (r < 0) {
             if (errno == EINTR)
                 continue;
             return -1;
         }
-        if (w == 0) {
-            errno = ENOSPC;
+        if (r == 0) {
+            errno = op == IO_PREAD ? EIO : ENOSPC;
             return -1;
         }
-        c += w;
-        n -= (size_t)w;
+        c += r;
+        n -= (size_t)r;
+        off += r;
     }
     return 0;
 }
 
 int
+nd_fs_write_all(int fd, const void *p, size_t n)
+{
+    return io_all(IO_WRITE, fd, p, n, 0);
+}
+
+int
 nd_fs_pwrite_all(int fd, const void *p, size_t n, off_t off)
 {
-    const uint8_t *c = p;
-    if (fault_hit(1)) {
-        if (fault.short_write && n > 1) {
-            ssize_t w = pwrite(fd, c, n / 2, off);
-            (void)w;
-        }
-        errno = fault.err ? fault.err : EIO;
-        return -1;
-    }
-    while (n) {
-        ssize_t w = pwrite(fd, c, n, off);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (w == 0) {
-            errno = ENOSPC;
-            return -1;
-        }
-        c += w;
-        n -= (size_t)w;
-        off += w;
-    }
-    return 0;
+    return io_all(IO_PWRITE, fd, p, n, off);
 }
 
 int
@@ -141,23 +145,7 @@ nd_fs_datasync(int fd)
 int
 nd_fs_pread_all(int fd, void *p, size_t n, off_t off)
 {
-    uint8_t *c = p;
-    while (n) {
-        ssize_t r = pread(fd, c, n, off);
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        if (r == 0) {
-            errno = EIO;
-            return -1;
-        }
-        c += r;
-        n -= (size_t)r;
-        off += r;
-    }
-    return 0;
+    return io_all(IO_PREAD, fd, p, n, off);
 }
 
 int

@@ -111,6 +111,21 @@ nd_fs_subj_intern(nd_fs_subjtab_t *t, const char *s, size_t len)
     return sid;
 }
 
+/* Makes sid reusable by a later subject. Out of memory aborts, as when a subject is added. */
+static void
+free_id_push(nd_fs_subjtab_t *t, uint32_t sid)
+{
+    if (t->nfree == t->capfree) {
+        uint32_t nc = t->capfree ? t->capfree * 2 : 64;
+        uint32_t *nf = realloc(t->freeids, nc * sizeof(*nf));
+        if (!nf)
+            abort();
+        t->freeids = nf;
+        t->capfree = nc;
+    }
+    t->freeids[t->nfree++] = sid;
+}
+
 void
 nd_fs_subj_release(nd_fs_subjtab_t *t, uint32_t sid)
 {
@@ -137,15 +152,7 @@ nd_fs_subj_release(nd_fs_subjtab_t *t, uint32_t sid)
     free(e->s);
     memset(e, 0, sizeof(*e));
     t->used--;
-    if (t->nfree == t->capfree) {
-        uint32_t nc = t->capfree ? t->capfree * 2 : 64;
-        uint32_t *nf = realloc(t->freeids, nc * sizeof(*nf));
-        if (!nf)
-            abort();
-        t->freeids = nf;
-        t->capfree = nc;
-    }
-    t->freeids[t->nfree++] = sid;
+    free_id_push(t, sid);
 }
 
 bool
@@ -197,15 +204,7 @@ nd_fs_subj_finish_load(nd_fs_subjtab_t *t)
             memset(e, 0, sizeof(*e));
         }
         if (!e->s) {
-            if (t->nfree == t->capfree) {
-                uint32_t nc = t->capfree ? t->capfree * 2 : 64;
-                uint32_t *nf = realloc(t->freeids, nc * sizeof(*nf));
-                if (!nf)
-                    abort();
-                t->freeids = nf;
-                t->capfree = nc;
-            }
-            t->freeids[t->nfree++] = i;
+            free_id_push(t, i);
         }
     }
     slots_resize(t, n);

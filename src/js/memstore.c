@@ -35,11 +35,11 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <xxhash.h>
 
 #include "js/cstate.h"
 #include "js/store_snapshot.h"
+#include "js/store_util.h"
 #include "natsd/store.h"
 #include "natsd/subject.h"
 
@@ -101,16 +101,6 @@ static const nd_store_ops_t memstore_ops;
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-static int64_t
-now_of(memstore_t *ms)
-{
-    if (ms->cfg.now)
-        return ms->cfg.now(ms->cfg.now_arg);
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static inline slot_t *
 slot_at(memstore_t *ms, size_t i)
 {
@@ -127,12 +117,6 @@ static inline bool
 subj_eq(const mmsg_t *m, const char *s, size_t len)
 {
     return m->subj_len == len && memcmp(m->subj, s, len) == 0;
-}
-
-static bool
-is_all(const char *filter, size_t len)
-{
-    return filter == NULL || len == 0 || (len == 1 && filter[0] == '>');
 }
 
 /* Copies m into out's reusable buffer. */
@@ -436,6 +420,34 @@ remove_all(memstore_t *ms)
     settle(ms);
 }
 
+/* The subject index walk of store_util.h: a literal filter is one table lookup. */
+static void
+walk_subjects(nd_store_t *st, const char *filter, size_t fl, bool all, nd_store_subj_cb cb,
+              void *arg)
+{
+    memstore_t *ms = (memstore_t *)st;
+    if (!all && nd_subj_is_literal(filter, fl)) {
+        subj_t *e = stab_find(&ms->subjects, filter, fl, subj_hash(filter, fl));
+        if (e) {
+            subj_fix(ms, e);
+            nd_store_subj_state_t ss = {
+                .msgs = e->msgs, .first_seq = e->first, .last_seq = e->last};
+            (void)cb(arg, e->s, e->len, &ss);
+        }
+        return;
+    }
+    /* The callback may not change the store, so the table is stable while we walk it. */
+    for (size_t i = 0; i < ms->subjects.cap; i++) {
+        subj_t *e = ms->subjects.tab[i];
+        if (!e || !(all || nd_subj_match(filter, fl, e->s, e->len)))
+            continue;
+        subj_fix(ms, e);
+        nd_store_subj_state_t ss = {.msgs = e->msgs, .first_seq = e->first, .last_seq = e->last};
+        if (!cb(arg, e->s, e->len, &ss))
+            return;
+    }
+}
+
 /* ---- limits ----------------------------------------------------------------------------- */
 
 static void
@@ -460,12 +472,8 @@ enforce_limits(memstore_t *ms)
 {
     if (ms->cfg.discard != ND_DISCARD_OLD)
         return;
-    if (ms->cfg.max_msgs > 0)
-        while (ms->msgs > (uint64_t)ms->cfg.max_msgs)
-            remove_first(ms);
-    if (ms->cfg.max_bytes > 0)
-        while (ms->msgs > 0 && ms->bytes > (uint64_t)ms->cfg.max_bytes)
-            remove_first(ms);
+    while (ms->msgs > 0 && nd_store_over_limits(&ms->cfg, ms->msgs, ms->bytes))
+        remove_first(ms);
 }
 
 static void
@@ -484,32 +492,23 @@ static nd_store_err_t
 put(memstore_t *ms, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
     size_t hl, const void *data, size_t dl)
 {
-    if (!subj || sl == 0 || sl > UINT16_MAX || !nd_subj_valid_pub(subj, sl) || hl > UINT32_MAX ||
-        dl > UINT32_MAX || (hl && !hdr) || (dl && !data))
-        return ND_STORE_ERR_BAD_ARG;
-    if (ms->cfg.max_msg_size > 0 && hl + dl > (uint64_t)ms->cfg.max_msg_size)
-        return ND_STORE_ERR_MSG_TOO_BIG;
+    nd_store_err_t err = nd_store_check_msg(&ms->cfg, subj, sl, hdr, hl, data, dl, UINT32_MAX);
+    if (err != ND_STORE_OK)
+        return err;
 
     uint64_t h = subj_hash(subj, sl);
     subj_t *e = stab_find(&ms->subjects, subj, sl, h);
     uint64_t size = nd_store_msg_size(sl, hl, dl);
-    bool at_subj_limit =
-        ms->cfg.max_msgs_per_subject > 0 && e && e->msgs >= (uint64_t)ms->cfg.max_msgs_per_subject;
-    if (ms->cfg.discard == ND_DISCARD_NEW) {
-        if (at_subj_limit && ms->cfg.discard_new_per_subject)
-            return ND_STORE_ERR_MAX_PER_SUBJECT;
-        /* At its subject limit the message replaces that subject's oldest, so max_msgs is not
-         * exceeded; for max_bytes the replaced message must be at least as large. */
-        if (ms->cfg.max_msgs > 0 && ms->msgs >= (uint64_t)ms->cfg.max_msgs && !at_subj_limit)
-            return ND_STORE_ERR_MAX_MSGS;
-        if (ms->cfg.max_bytes > 0 && ms->bytes + size >= (uint64_t)ms->cfg.max_bytes) {
-            if (!at_subj_limit)
-                return ND_STORE_ERR_MAX_BYTES;
-            subj_fix(ms, e);
-            long i = find(ms, e->first);
-            if (i < 0 || msize(slot_at(ms, (size_t)i)->m) < size)
-                return ND_STORE_ERR_MAX_BYTES;
-        }
+    bool if_oldest_fits;
+    err = nd_store_admit_new(&ms->cfg, ms->msgs, ms->bytes, size, e ? e->msgs : 0, &if_oldest_fits);
+    if (err != ND_STORE_OK)
+        return err;
+    if (if_oldest_fits) {
+        /* e exists: the subject is at its limit. */
+        subj_fix(ms, e);
+        long i = find(ms, e->first);
+        if (i < 0 || msize(slot_at(ms, (size_t)i)->m) < size)
+            return ND_STORE_ERR_MAX_BYTES;
     }
 
     mmsg_t *m = malloc(MMSG_HDR + sl + hl + dl);
@@ -558,9 +557,7 @@ ms_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl
          size_t dl, uint64_t *seq, int64_t *ts)
 {
     memstore_t *ms = (memstore_t *)st;
-    int64_t now = now_of(ms);
-    if (now < ms->last_ts)
-        now = ms->last_ts; /* timestamps never go backwards, so expiry can work from the front */
+    int64_t now = nd_store_stamp(&ms->cfg, ms->last_ts);
     uint64_t s = ms->last_seq + 1;
     nd_store_err_t e = put(ms, s, now, subj, sl, hdr, hl, data, dl);
     if (e == ND_STORE_OK) {
@@ -587,9 +584,7 @@ ms_skip(nd_store_t *st, uint64_t *seq)
 {
     memstore_t *ms = (memstore_t *)st;
     ms->last_seq++;
-    int64_t now = now_of(ms);
-    if (now > ms->last_ts)
-        ms->last_ts = now;
+    ms->last_ts = nd_store_stamp(&ms->cfg, ms->last_ts);
     if (ms->msgs == 0)
         ms->first_seq = ms->last_seq + 1;
     if (seq)
@@ -613,7 +608,7 @@ static nd_store_err_t
 ms_load_next(nd_store_t *st, const char *filter, size_t fl, uint64_t start, nd_store_msg_t *out)
 {
     memstore_t *ms = (memstore_t *)st;
-    bool all = is_all(filter, fl);
+    bool all = nd_store_filter_all(filter, fl);
     bool literal = !all && nd_subj_is_literal(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
         return ND_STORE_ERR_BAD_ARG;
@@ -642,7 +637,7 @@ static nd_store_err_t
 ms_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
 {
     memstore_t *ms = (memstore_t *)st;
-    bool all = is_all(filter, fl);
+    bool all = nd_store_filter_all(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
         return ND_STORE_ERR_BAD_ARG;
     if (all) {
@@ -664,15 +659,7 @@ ms_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
     /* A wildcard: the newest of the matching subjects' lasts, when there are fewer subjects
      * than messages; else a scan from the end. */
     if (ms->subjects.count < ms->msgs) {
-        uint64_t best = 0;
-        for (size_t i = 0; i < ms->subjects.cap; i++) {
-            subj_t *e = ms->subjects.tab[i];
-            if (e && nd_subj_match(filter, fl, e->s, e->len)) {
-                subj_fix(ms, e);
-                if (e->last > best)
-                    best = e->last;
-            }
-        }
+        uint64_t best = nd_store_subj_newest(st, walk_subjects, filter, fl);
         long i = best ? find(ms, best) : -1;
         if (i < 0)
             return ND_STORE_ERR_NOT_FOUND;
@@ -720,9 +707,6 @@ ms_compact(nd_store_t *st, uint64_t seq, uint64_t *purged)
     return ND_STORE_OK;
 }
 
-static void filtered(memstore_t *ms, const char *filter, size_t fl, uint64_t start,
-                     nd_store_subj_state_t *out);
-
 static nd_store_err_t
 ms_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t keep,
          uint64_t *purged)
@@ -732,38 +716,27 @@ ms_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
     if (!purged)
         purged = &dummy;
     *purged = 0;
-    if (is_all(filter, fl)) {
-        if (keep == 0 && up_to == 0) {
+    if (nd_store_filter_all(filter, fl)) {
+        uint64_t below;
+        switch (nd_store_purge_all_plan(up_to, keep, ms->msgs, ms->last_seq, &below)) {
+        case ND_STORE_PURGE_ALL:
             *purged = ms->msgs;
             remove_all(ms);
             return ND_STORE_OK;
-        }
-        if (up_to > 1)
-            return ms_compact(st, up_to, purged);
-        if (keep > 0) {
-            if (keep >= ms->msgs)
-                return ND_STORE_OK;
-            return ms_compact(st, ms->last_seq - keep + 1, purged);
+        case ND_STORE_PURGE_COMPACT:
+            return ms_compact(st, below, purged);
+        case ND_STORE_PURGE_NOTHING:
+            break;
         }
         return ND_STORE_OK;
     }
-    if (!nd_subj_valid_sub(filter, fl))
-        return ND_STORE_ERR_BAD_ARG;
-    nd_store_subj_state_t ss;
-    filtered(ms, filter, fl, 0, &ss);
-    if (ss.msgs == 0)
-        return ND_STORE_OK;
-    uint64_t max = ss.msgs;
-    if (keep > 0) {
-        if (keep >= ss.msgs)
-            return ND_STORE_OK;
-        max = ss.msgs - keep;
-    }
-    uint64_t last = up_to > 1 ? up_to - 1 : ss.last_seq;
-    if (up_to == 1)
-        last = 0; /* nothing is below 1 */
+    uint64_t first, last, max;
+    nd_store_err_t e =
+        nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
+    if (e != ND_STORE_OK || max == 0)
+        return e;
     bool literal = nd_subj_is_literal(filter, fl);
-    for (size_t i = lower_bound(ms, ss.first_seq); i < ms->n && *purged < max; i++) {
+    for (size_t i = lower_bound(ms, first); i < ms->n && *purged < max; i++) {
         slot_t *s = slot_at(ms, i);
         if (s->seq > last)
             break;
@@ -813,7 +786,7 @@ ms_state(nd_store_t *st, nd_store_state_t *out)
     out->last_seq = ms->last_seq;
     out->first_ts = ms->n ? slot_at(ms, 0)->m->ts : 0;
     out->last_ts = ms->last_ts;
-    out->num_deleted = ms->msgs ? (ms->last_seq - ms->first_seq + 1) - ms->msgs : 0;
+    out->num_deleted = nd_store_num_deleted(ms->first_seq, ms->last_seq, ms->msgs);
     out->num_subjects = ms->subjects.count;
     out->consumers = ms->ncons;
 }
@@ -822,32 +795,16 @@ static nd_store_err_t
 ms_deleted(nd_store_t *st, uint64_t **seqs, size_t *n)
 {
     memstore_t *ms = (memstore_t *)st;
-    *seqs = NULL;
-    *n = 0;
-    if (ms->msgs == 0)
-        return ND_STORE_OK;
-    uint64_t nd = (ms->last_seq - ms->first_seq + 1) - ms->msgs;
-    if (nd == 0)
-        return ND_STORE_OK;
-    if (nd > SIZE_MAX / sizeof(uint64_t))
-        return ND_STORE_ERR_NOMEM;
-    uint64_t *v = malloc((size_t)nd * sizeof *v);
-    if (!v)
-        return ND_STORE_ERR_NOMEM;
-    size_t k = 0;
-    uint64_t next = ms->first_seq; /* the next sequence not yet accounted for */
+    nd_store_gaps_t g;
+    nd_store_err_t e = nd_store_gaps_begin(&g, ms->first_seq, ms->last_seq, ms->msgs, seqs, n);
+    if (e != ND_STORE_OK || g.done)
+        return e;
     for (size_t i = 0; i < ms->n; i++) {
         slot_t *s = slot_at(ms, i);
-        if (!s->m)
-            continue;
-        while (next < s->seq)
-            v[k++] = next++;
-        next = s->seq + 1;
+        if (s->m)
+            nd_store_gaps_live(&g, s->seq);
     }
-    while (next <= ms->last_seq)
-        v[k++] = next++;
-    *seqs = v;
-    *n = k;
+    nd_store_gaps_end(&g, seqs, n);
     return ND_STORE_OK;
 }
 
@@ -858,7 +815,7 @@ filtered(memstore_t *ms, const char *filter, size_t fl, uint64_t start, nd_store
     memset(out, 0, sizeof *out);
     if (ms->msgs == 0 || start > ms->last_seq)
         return;
-    bool all = is_all(filter, fl);
+    bool all = nd_store_filter_all(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
         return;
     if (start <= ms->first_seq) {
@@ -880,17 +837,7 @@ filtered(memstore_t *ms, const char *filter, size_t fl, uint64_t start, nd_store
             return;
         }
         if (ms->subjects.count < ms->msgs) {
-            for (size_t i = 0; i < ms->subjects.cap; i++) {
-                subj_t *e = ms->subjects.tab[i];
-                if (!e || !nd_subj_match(filter, fl, e->s, e->len))
-                    continue;
-                subj_fix(ms, e);
-                out->msgs += e->msgs;
-                if (out->first_seq == 0 || e->first < out->first_seq)
-                    out->first_seq = e->first;
-                if (e->last > out->last_seq)
-                    out->last_seq = e->last;
-            }
+            nd_store_subj_sum(&ms->base, walk_subjects, filter, fl, out);
             return;
         }
     }
@@ -923,11 +870,8 @@ filtered(memstore_t *ms, const char *filter, size_t fl, uint64_t start, nd_store
         if (!s->m)
             continue;
         if (all || (literal ? subj_eq(s->m, filter, fl)
-                            : nd_subj_match(filter, fl, s->m->subj, s->m->subj_len))) {
-            if (out->msgs++ == 0)
-                out->first_seq = s->seq;
-            out->last_seq = s->seq;
-        }
+                            : nd_subj_match(filter, fl, s->m->subj, s->m->subj_len)))
+            nd_store_subj_state_count(out, s->seq);
     }
 }
 
@@ -941,54 +885,13 @@ ms_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
 static void
 ms_subjects_state(nd_store_t *st, const char *filter, size_t fl, nd_store_subj_cb cb, void *arg)
 {
-    memstore_t *ms = (memstore_t *)st;
-    bool all = is_all(filter, fl);
-    if (!all && !nd_subj_valid_sub(filter, fl))
-        return;
-    if (!all && nd_subj_is_literal(filter, fl)) {
-        subj_t *e = stab_find(&ms->subjects, filter, fl, subj_hash(filter, fl));
-        if (e) {
-            subj_fix(ms, e);
-            nd_store_subj_state_t ss = {
-                .msgs = e->msgs, .first_seq = e->first, .last_seq = e->last};
-            (void)cb(arg, e->s, e->len, &ss);
-        }
-        return;
-    }
-    /* The callback may not change the store, so the table is stable while we walk it. */
-    for (size_t i = 0; i < ms->subjects.cap; i++) {
-        subj_t *e = ms->subjects.tab[i];
-        if (!e || !(all || nd_subj_match(filter, fl, e->s, e->len)))
-            continue;
-        subj_fix(ms, e);
-        nd_store_subj_state_t ss = {.msgs = e->msgs, .first_seq = e->first, .last_seq = e->last};
-        if (!cb(arg, e->s, e->len, &ss))
-            return;
-    }
+    nd_store_subjects_state(st, walk_subjects, filter, fl, cb, arg);
 }
 
 static uint64_t
 ms_num_pending(nd_store_t *st, const char *filter, size_t fl, uint64_t start, bool lps)
 {
-    memstore_t *ms = (memstore_t *)st;
-    if (!lps) {
-        nd_store_subj_state_t ss;
-        filtered(ms, filter, fl, start, &ss);
-        return ss.msgs;
-    }
-    bool all = is_all(filter, fl);
-    if (!all && !nd_subj_valid_sub(filter, fl))
-        return 0;
-    uint64_t count = 0;
-    for (size_t i = 0; i < ms->subjects.cap; i++) {
-        subj_t *e = ms->subjects.tab[i];
-        if (!e || !(all || nd_subj_match(filter, fl, e->s, e->len)))
-            continue;
-        subj_fix(ms, e);
-        if (e->last >= start)
-            count++;
-    }
-    return count;
+    return nd_store_num_pending(st, walk_subjects, filter, fl, start, lps);
 }
 
 /* ---- config, tick, sync, snapshot ------------------------------------------------------- */
@@ -1011,7 +914,7 @@ ms_update_cfg(nd_store_t *st, const nd_store_cfg_t *cfg)
         settle(ms);
     }
     enforce_limits(ms);
-    expire(ms, now_of(ms));
+    expire(ms, nd_store_now(&ms->cfg));
     settle(ms);
     return ND_STORE_OK;
 }

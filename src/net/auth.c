@@ -172,7 +172,7 @@ nd_auth_add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name, const nd_auth_t 
     memset(e, 0, sizeof(*e));
     e->name = nd_xstrdup(name);
     e->acct = acct;
-    e->max_conns = e->max_subs = -1;
+    e->max_conns = e->max_subs = e->max_payload = -1;
     return e;
 }
 
@@ -205,7 +205,7 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     nd_auth_t *a = nd_new(nd_auth_t);
     atomic_init(&a->refs, 1);
     a->accts = nd_xcalloc(1, sizeof(*a->accts));
-    a->accts[0].max_conns = a->accts[0].max_subs = -1;
+    a->accts[0].max_conns = a->accts[0].max_subs = a->accts[0].max_payload = -1;
     a->accts[0].name = nd_xstrdup("$G");
     a->accts[0].acct = gacct;
     nd_actor_ref(&gacct->actor);
@@ -351,7 +351,7 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
 {
     memset(g, 0, sizeof(*g));
     g->acct = a->accts[0].acct;
-    g->max_conns = g->max_subs = -1;
+    g->max_conns = g->max_subs = g->max_payload = -1;
     if (!a->required)
         return true;
     if (a->op_mode)

@@ -61,6 +61,7 @@ typedef struct nd_auth_acct {
     struct nd_jwt *jwt;  /* operator mode: the account's verified JWT (owned), else NULL */
     int64_t max_conns;   /* the JWT's limits.conn; -1 = unlimited (and for config accounts) */
     int64_t max_subs;    /* the JWT's limits.subs; -1 = unlimited */
+    int64_t max_payload; /* the JWT's limits.payload; -1 = unlimited */
 } nd_auth_acct_t;
 
 typedef struct nd_auth {
@@ -105,12 +106,14 @@ typedef struct nd_auth_grant {
     /* Operator mode only (all zero/-1 otherwise): the user JWT's permissions are built per
      * CONNECT, so the grant owns that reference (hand it to nd_auth_slot_keep); the user's
      * public key (user points here); the user JWT's expiry (Unix seconds, 0 = never); the
-     * account's connection and subscription limits (-1 = unlimited). */
+     * account's connection, subscription and payload limits (-1 = unlimited; the user's own
+     * subs and payload limits when lower). */
     bool owns_perms;
     char jwt_user[64];
     char jwt_id[64];
     int64_t exp;
-    int64_t max_conns, max_subs;
+    int64_t max_conns, max_subs, max_payload;
+    bool revoked; /* on failure: the account revokes the user JWT */
 } nd_auth_grant_t;
 
 /* Builds a snapshot of o's authorization. gacct: the global account (referenced). prev: the

@@ -27,7 +27,7 @@
  *      conn and subs limits for conn_auth.c to enforce.
  * Every failure is the same "Authorization Violation" for the client, as nats-server; the cause
  * is logged at debug level only, as there.
- * TODO(issue 6): src CIDRs, times/locale, account-level payload/data limits, URL/full/cache
+ * TODO(issue 6): src CIDRs, times/locale, the data limit, URL/full/cache
  * resolvers, claim updates over $SYS, trusted_keys without an operator JWT.
  */
 #include <stdio.h>
@@ -112,9 +112,8 @@ nd_auth_jwt_load(nd_ctx_t *ctx, nd_auth_t *a, const nd_opts_t *o, const nd_auth_
     for (size_t i = 0; i < o->operators.n; i++) {
         char *tok = read_entry(o->operators.v[i]);
         nd_jwt_t *op = NULL;
-        nd_jwt_err_t e = tok != NULL
-                             ? nd_jwt_decode(tok, strlen(tok), &op, detail, sizeof detail)
-                             : ND_JWT_ERR_CHUNKS;
+        nd_jwt_err_t e = tok != NULL ? nd_jwt_decode(tok, strlen(tok), &op, detail, sizeof detail)
+                                     : ND_JWT_ERR_CHUNKS;
         nd_free(tok);
         if (e == ND_JWT_OK && op->type != ND_JWT_OPERATOR)
             e = ND_JWT_ERR_CLAIM_TYPE;
@@ -152,10 +151,14 @@ nd_auth_jwt_load(nd_ctx_t *ctx, nd_auth_t *a, const nd_opts_t *o, const nd_auth_
         ae->jwt = j;
         ae->max_conns = acct_limit(j, "conn");
         ae->max_subs = acct_limit(j, "subs");
+        ae->max_payload = acct_limit(j, "payload");
     }
+    if (prev == NULL && o->resolver != NULL && o->resolver->type != ND_RESOLVER_MEM)
+        nd_log_warn("Account resolver: only MEMORY is supported yet by natsd; only the accounts "
+                    "of resolver_preload are known");
     if (prev == NULL)
-        nd_log_notice("Operator mode: %zu trusted operator(s), %zu preloaded account(s)",
-                      a->nops, a->naccts - 1);
+        nd_log_info("Operator mode: %zu trusted operator(s), %zu preloaded account(s)", a->nops,
+                    a->naccts - 1);
 }
 
 void
@@ -214,10 +217,9 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
         return refuse(NULL, nd_jwt_strerror(e));
     if (u->type != ND_JWT_USER)
         return refuse(u, "not a user claim");
-    const char *acct_key =
-        u->u.user.issuer_account != NULL && u->u.user.issuer_account[0] != '\0'
-            ? u->u.user.issuer_account
-            : u->iss;
+    const char *acct_key = u->u.user.issuer_account != NULL && u->u.user.issuer_account[0] != '\0'
+                               ? u->u.user.issuer_account
+                               : u->iss;
     const nd_auth_acct_t *ae = find_jwt_acct(a, acct_key);
     if (ae == NULL)
         return refuse(u, "unknown account");
@@ -229,8 +231,10 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
         return refuse(u, "user JWT expired or not yet valid");
     if (nd_jwt_check_times(ae->jwt, now) != ND_JWT_OK)
         return refuse(u, "account JWT expired or not yet valid");
-    if (nd_jwt_user_revoked(ae->jwt, u))
+    if (nd_jwt_user_revoked(ae->jwt, u)) {
+        g->revoked = true;
         return refuse(u, "user revoked");
+    }
     const nd_jwt_user_limits_t *lim =
         scope != NULL && scope->scoped ? &scope->template : &u->u.user.lim;
     if (lim->bearer_token) {
@@ -255,11 +259,15 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
     g->exp = u->exp;
     g->max_conns = ae->max_conns;
     g->max_subs = ae->max_subs;
-    /* A user's own subs limit is the tighter of the two (applyAccountLimits). */
-    if (lim == &u->u.user.lim && lim->subs >= 0 &&
-        json_object_get(json_object_get(u->claims, "nats"), "subs") != NULL &&
+    g->max_payload = ae->max_payload;
+    /* A user's own limits apply when tighter (applyAccountLimits); absent ones do not. */
+    json_t *un = json_object_get(u->claims, "nats");
+    if (lim == &u->u.user.lim && lim->subs >= 0 && json_object_get(un, "subs") != NULL &&
         (g->max_subs < 0 || lim->subs < g->max_subs))
         g->max_subs = lim->subs;
+    if (lim == &u->u.user.lim && lim->payload >= 0 && json_object_get(un, "payload") != NULL &&
+        (g->max_payload < 0 || lim->payload < g->max_payload))
+        g->max_payload = lim->payload;
     nd_jwt_free(u);
     return true;
 }

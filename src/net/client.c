@@ -202,7 +202,8 @@ on_sub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         return;
     }
     int32_t max = c->srv->opts.max_subscriptions;
-    if (max > 0 && c->subs.count >= (uint32_t)max) {
+    bool jwt_full = c->jwt_subs_limited && (int64_t)c->subs.count >= c->jwt_max_subs;
+    if (jwt_full || (max > 0 && c->subs.count >= (uint32_t)max)) {
         nd_log_error("%s:%d - cid:%llu - maximum subscriptions exceeded", c->ip, c->port,
                      (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_SUBSCRIPTIONS);

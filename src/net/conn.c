@@ -567,7 +567,7 @@ refresh_live(nd_ctx_t *ctx, nd_conn_t *c)
     c->live_gen = gen;
     nd_proto_parser_set_limits(
         &c->parser, (size_t)atomic_load_explicit(&l->max_control_line, memory_order_relaxed),
-        atomic_load_explicit(&l->max_payload, memory_order_relaxed));
+        nd_conn_auth_max_payload(c, atomic_load_explicit(&l->max_payload, memory_order_relaxed)));
     if (c->started &&
         atomic_load_explicit(&l->ping_interval_ms, memory_order_relaxed) != c->ping_ms)
         arm_ping(ctx, c, false);

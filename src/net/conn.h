@@ -39,6 +39,7 @@ typedef enum {
     X(ND_CLOSE_NO_RESPONDERS_HEADERS, "No Responders Requires Headers")                          \
     X(ND_CLOSE_TLS_HANDSHAKE, "TLS Handshake Failure")                                          \
     X(ND_CLOSE_AUTH_EXPIRED, "Authentication Expired")                                           \
+    X(ND_CLOSE_REVOKED, "Credentials Revoked")                                                   \
     X(ND_CLOSE_MAX_ACCOUNT_CONNECTIONS, "Maximum Account Connections Exceeded")
 
 typedef enum {

@@ -19,6 +19,12 @@
  *   subjects of messages delivered to a user with allow_responses are sent to us ahead of the
  *   message (ND_CONN_MSG_REPLY) so we may answer them.
  * - Violations write the exact nats-server texts and never close the connection.
+ * - Operator mode (auth_jwt.c): a user JWT login also counts the connection against its
+ *   account's conn limit (acct->jwt_conns; over it: -ERR 'maximum account active connections
+ *   exceeded' and the close, as nats-server's registerWithAccount), takes the account's subs
+ *   limit (client.c), and re-arms auth_timer for the JWT's expiry: then -ERR 'User
+ *   Authentication Expired' and the close (nats-server's userExpired / "Authentication
+ *   Expired"). The permission set of a user JWT is kept by the auth slot by JWT id.
  * - A reload that changes the authorization sends ND_CONN_MSG_REAUTH to every client: each
  *   re-checks the credentials it connected with against the new snapshot and closes with
  *   -ERR 'Authorization Violation' when they no longer pass (reloadAuthorization). A client that
@@ -84,7 +90,74 @@ violation(nd_ctx_t *ctx, nd_conn_t *c)
     nd_conn_close(ctx, c, ND_CLOSE_AUTH_FAILURE);
 }
 
+/* Sends the INFO again with our own max_payload, as nats-server's applyAccountLimits does for
+ * clients that take asynchronous INFO (protocol >= 1). The template's other fields stay; the
+ * nonce is not repeated (checked against 2.9.10). */
 static void
+write_payload_info(nd_ctx_t *ctx, nd_conn_t *c, int64_t max_payload)
+{
+    static const char key[] = "\"max_payload\":";
+    char num[32];
+    int k = snprintf(num, sizeof num, "%lld", (long long)max_payload);
+    nd_epoch_enter(ctx);
+    /* acquire: pairs with the release exchange in nd_server_publish_info. */
+    const nd_server_info_t *info = atomic_load_explicit(&c->srv->info, memory_order_acquire);
+    const char *t = info->text, *end = info->text + info->len;
+    const char *at = memmem(t, info->len, key, sizeof key - 1);
+    if (at != NULL) {
+        at += sizeof key - 1;
+        nd_conn_write(c, t, (size_t)(at - t));
+        nd_conn_write(c, num, (size_t)k);
+        while (at < end && *at >= '0' && *at <= '9')
+            at++;
+        nd_conn_write(c, at, (size_t)(end - at));
+    }
+    nd_epoch_exit(ctx);
+    if (at == NULL)
+        return; /* a template without max_payload: nothing sensible to send */
+    char tail[128];
+    int n = snprintf(tail, sizeof tail, ",\"client_id\":%llu,\"client_ip\":\"%s\"} \r\n",
+                     (unsigned long long)c->cid, c->ip);
+    nd_conn_write(c, tail, (size_t)n);
+}
+
+/* Operator mode: counts the connection against its account's conn limit and arms the expiry
+ * of the user JWT. Returns: false (the -ERR written, the connection closing) over the limit. */
+static bool
+bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
+{
+    /* relaxed: a counter that publishes no other data; one fetch_add per login makes the bound
+     * exact even when logins race (each sees the count of those before it). */
+    int64_t before = atomic_fetch_add_explicit(&g->acct->jwt_conns, 1, memory_order_relaxed);
+    c->acct_counted = true;
+    if (g->max_conns >= 0 && before >= g->max_conns) {
+        nd_log_error("%s:%d - cid:%llu - maximum account active connections exceeded", c->ip,
+                     c->port, (unsigned long long)c->cid);
+        nd_conn_write_err(c, ND_ERR_MAX_ACCOUNT_CONNECTIONS);
+        nd_conn_close(ctx, c, ND_CLOSE_MAX_ACCOUNT_CONNECTIONS);
+        return false;
+    }
+    c->jwt_subs_limited = g->max_subs >= 0;
+    c->jwt_max_subs = g->max_subs;
+    if (g->max_payload >= 0) {
+        /* +1 so that 0 stays "none" in a zeroed connection; a limit of 0 refuses any payload. */
+        c->jwt_max_payload = g->max_payload + 1;
+        int64_t server =
+            atomic_load_explicit(&c->srv->live.max_payload, memory_order_relaxed);
+        int64_t eff = nd_conn_auth_max_payload(c, server);
+        nd_proto_parser_set_limits(&c->parser, c->parser.max_control_line, eff);
+        if (eff != server && c->protocol >= 1)
+            write_payload_info(ctx, c, eff);
+    }
+    if (g->exp > 0) {
+        int64_t left = g->exp - (int64_t)time(NULL);
+        c->jwt_expiring = true;
+        nd_timer_start(ctx, &c->auth_timer, left > 0 ? (uint64_t)left * 1000000000ull : 1, 0);
+    }
+    return true;
+}
+
+static bool
 apply_grant(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
 {
     if (g->acct != c->acct) {
@@ -103,6 +176,19 @@ apply_grant(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     c->authed = true;
     nd_timer_cancel(ctx, &c->auth_timer);
     nd_connreg_set_user(c->srv->connreg, &c->mon, g->user, nd_acct_name(g->acct));
+    if (g->user == g->jwt_user)
+        return bind_jwt(ctx, c, g);
+    return true;
+}
+
+/* A grant of a user JWT owns its permission set: the slot keeps it (auth.h). */
+static void
+keep_perms(nd_conn_t *c, nd_auth_grant_t *g)
+{
+    if (g->owns_perms) {
+        g->perms = nd_auth_slot_keep(c->srv->auth, g->jwt_id, g->perms);
+        g->owns_perms = false;
+    }
 }
 
 static void
@@ -140,6 +226,10 @@ nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
     }
     if (c->authed)
         return true;
+    /* Read ahead of client.c (same value): bind_jwt's INFO goes only to protocol-1 clients. */
+    json_t *proto = json_object_get(o, "protocol");
+    if (json_is_integer(proto))
+        c->protocol = (int)json_integer_value(proto);
     take_str(o, "user", &c->cr_user);
     take_str(o, "pass", &c->cr_pass);
     take_str(o, "auth_token", &c->cr_token);
@@ -151,12 +241,13 @@ nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
     nd_auth_grant_t g;
     creds_of(c, &cr);
     bool ok = a != NULL && nd_auth_check(a, &cr, &g);
-    if (ok)
-        apply_grant(ctx, c, &g);
     nd_auth_unref(ctx, a);
-    if (!ok)
+    if (!ok) {
         violation(ctx, c);
-    return ok;
+        return false;
+    }
+    keep_perms(c, &g);
+    return apply_grant(ctx, c, &g);
 }
 
 bool
@@ -168,8 +259,14 @@ nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c)
         nd_auth_creds_t cr = {0};
         nd_auth_grant_t g;
         ok = nd_auth_check(a, &cr, &g);
-        if (ok)
-            apply_grant(ctx, c, &g);
+        if (ok) {
+            keep_perms(c, &g);
+            ok = apply_grant(ctx, c, &g);
+        }
+        if (!ok && c->closing) {
+            nd_auth_unref(ctx, a);
+            return false; /* closed by apply_grant with its own error */
+        }
     }
     nd_auth_unref(ctx, a);
     if (!ok)
@@ -230,7 +327,16 @@ nd_conn_auth_sub(nd_conn_t *c, const char *subj, size_t slen, const char *queue,
 void
 nd_conn_auth_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
 {
-    if (!nd_timer_fired(&c->auth_timer, msg) || c->closing || c->authed)
+    if (!nd_timer_fired(&c->auth_timer, msg) || c->closing)
+        return;
+    if (c->authed && c->jwt_expiring) {
+        nd_log_info("%s:%d - cid:%llu - User JWT expired", c->ip, c->port,
+                    (unsigned long long)c->cid);
+        nd_conn_write_err(c, ND_ERR_AUTH_EXPIRED);
+        nd_conn_close(ctx, c, ND_CLOSE_AUTH_EXPIRED);
+        return;
+    }
+    if (c->authed)
         return;
     nd_log_error("%s:%d - cid:%llu - authentication timeout", c->ip, c->port,
                  (unsigned long long)c->cid);
@@ -295,19 +401,43 @@ nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c)
     nd_auth_grant_t g;
     creds_of(c, &cr);
     bool ok = nd_auth_check(a, &cr, &g);
+    if (ok)
+        keep_perms(c, &g);
     if (ok && g.acct != c->acct)
         ok = false; /* moved to another account: see the top comment */
     if (ok && g.perms != c->perms.perms)
         swap_perms(ctx, c, g.perms);
     nd_auth_unref(ctx, a);
+    if (!ok && g.revoked) {
+        /* A reload revoked the user JWT of a connected client (nats-server's "User
+         * Authentication Revoked"; a revoked login at CONNECT is a plain violation). */
+        nd_log_info("%s:%d - cid:%llu - User JWT revoked", c->ip, c->port,
+                    (unsigned long long)c->cid);
+        nd_conn_write_err(c, ND_ERR_AUTH_REVOKED);
+        nd_conn_close(ctx, c, ND_CLOSE_REVOKED);
+        return;
+    }
     if (!ok)
         violation(ctx, c);
+}
+
+int64_t
+nd_conn_auth_max_payload(const nd_conn_t *c, int64_t server)
+{
+    if (c->jwt_max_payload == 0)
+        return server;
+    int64_t jwt = c->jwt_max_payload - 1;
+    return server == ND_PROTO_NO_LIMIT || jwt < server ? jwt : server;
 }
 
 void
 nd_conn_auth_fini(nd_conn_t *c)
 {
     nd_perms_conn_fini(&c->perms);
+    if (c->acct_counted) {
+        atomic_fetch_sub_explicit(&c->acct->jwt_conns, 1, memory_order_relaxed);
+        c->acct_counted = false;
+    }
     char **secrets[] = {&c->cr_user, &c->cr_pass, &c->cr_token,
                         &c->cr_nkey, &c->cr_sig,  &c->cr_jwt};
     for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {

@@ -133,7 +133,9 @@ typedef struct nd_conn {
     char *cr_user, *cr_pass, *cr_token, *cr_nkey, *cr_sig, *cr_jwt;
     bool acct_counted;         /* operator mode: counted in acct->jwt_conns (conn_auth.c) */
     bool jwt_expiring;         /* auth_timer now fires at the user JWT's expiry */
-    int64_t jwt_max_subs;      /* operator mode: the account/user subs limit; -1 = none */
+    bool jwt_subs_limited;     /* operator mode: jwt_max_subs applies */
+    int64_t jwt_max_subs;      /* the account's (or the user's, when lower) subs limit */
+    int64_t jwt_max_payload;   /* operator mode: the account/user payload limit + 1; 0 = none */
     uint32_t pings_out;
     uint32_t live_gen;         /* srv->live.gen when the limits below were taken */
     int64_t ping_ms;           /* the ping timer's period, 0 when not armed */
@@ -217,6 +219,9 @@ void nd_conn_auth_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
 void nd_conn_auth_reply(nd_conn_t *c, nd_conn_msg_reply_t *m);
 void nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c);
 void nd_conn_auth_fini(nd_conn_t *c);
+/* Returns: the payload limit for this connection given the server's (ND_PROTO_NO_LIMIT or
+ * >= 0): the lower of that and an operator-mode account/user limit. */
+int64_t nd_conn_auth_max_payload(const nd_conn_t *c, int64_t server);
 
 /* client.c: one parsed command. Returns: false when processing must stop before consuming cmd
  * (the connection closed, or paused until its subscriptions are acknowledged). */

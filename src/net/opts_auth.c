@@ -92,24 +92,16 @@ check_perm_subjects(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_strlist_t *l)
 int
 nd_cfg_perm_subjects(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, nd_strlist_t *out)
 {
-    nd_strlist_t l = {0};
-    if (v->type == ND_CFG_STRING) {
-        nd_strlist_add(&l, v->u.str.s);
-    } else if (v->type == ND_CFG_ARRAY) {
-        for (size_t i = 0; i < v->u.arr.n; i++) {
-            const nd_cfg_node_t *e = v->u.arr.v[i];
-            if (e->type != ND_CFG_STRING) {
-                nd_strlist_free(&l);
-                return nd_cfg_fail(a, nd_cfg_at_node(e),
-                                   "Subject in permissions array cannot be cast to string");
-            }
-            nd_strlist_add(&l, e->u.str.s);
-        }
-    } else {
-        return nd_cfg_fail(a, at,
-                           "Expected subject permissions to be a subject, or array of subjects, "
-                           "got %s",
-                           nd_cfg_go_type(v));
+    nd_strlist_t l;
+    const nd_cfg_node_t *bad;
+    if (nd_cfg_strs(v, &l, &bad) < 0) {
+        if (bad == v)
+            return nd_cfg_fail(a, at,
+                               "Expected subject permissions to be a subject, or array of "
+                               "subjects, got %s",
+                               nd_cfg_go_type(v));
+        return nd_cfg_fail(a, nd_cfg_at_node(bad),
+                           "Subject in permissions array cannot be cast to string");
     }
     if (check_perm_subjects(a, at, &l) < 0) {
         nd_strlist_free(&l);
@@ -282,14 +274,6 @@ connection_types(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, uint32_t *out)
     return 0;
 }
 
-static void
-users_free(nd_user_t *u, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        nd_user_clear(&u[i]);
-    nd_free(u);
-}
-
 int
 nd_cfg_users(nd_cfg_apply_t *a, const nd_cfg_entry_t *ue, bool nopos_top, nd_user_t **out,
              size_t *nout)
@@ -350,12 +334,12 @@ nd_cfg_users(nd_cfg_apply_t *a, const nd_cfg_entry_t *ue, bool nopos_top, nd_use
             }
         }
     }
-    users_free(*out, *nout);
+    nd_users_free(*out, *nout);
     *out = users;
     *nout = n;
     return 0;
 fail:
-    users_free(users, n);
+    nd_users_free(users, n);
     return -1;
 }
 
@@ -442,7 +426,7 @@ nd_cfg_auth_clear(nd_cfg_auth_t *au)
     nd_free(au->user);
     nd_free(au->pass);
     nd_free(au->token);
-    users_free(au->users, au->nusers);
+    nd_users_free(au->users, au->nusers);
     nd_perms_clear(&au->default_perms);
     memset(au, 0, sizeof(*au));
 }
@@ -483,6 +467,23 @@ nd_cfg_authorization(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_cfg_auth_t 
     }
     if (au->has_default_perms)
         nd_cfg_apply_default_perms(au->users, au->nusers, &au->default_perms);
+    return 0;
+}
+
+int
+nd_cfg_single_user_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const char *block,
+                        nd_cfg_auth_t *au, char **user, char **pass, double *timeout_s)
+{
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    if (nd_cfg_authorization(a, e, au) < 0)
+        return -1;
+    if (au->users_set)
+        return nd_cfg_fail(a, at, "%s authorization does not allow multiple users", block);
+    if (au->token && au->token[0])
+        return nd_cfg_fail(a, at, "%s authorization does not support tokens", block);
+    nd_set_str(user, au->user);
+    nd_set_str(pass, au->pass);
+    *timeout_s = au->timeout_s;
     return 0;
 }
 

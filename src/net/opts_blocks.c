@@ -151,8 +151,8 @@ nd_user_dup(const nd_user_t *u)
     return c;
 }
 
-static void
-users_free(nd_user_t *u, size_t n)
+void
+nd_users_free(nd_user_t *u, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         nd_user_clear(&u[i]);
@@ -282,6 +282,15 @@ cluster_dup(const nd_cluster_opts_t *s)
     return c;
 }
 
+void
+nd_gateway_remote_clear(nd_gateway_remote_t *r)
+{
+    nd_free(r->name);
+    nd_strlist_free(&r->urls);
+    nd_tls_opts_free(r->tls);
+    memset(r, 0, sizeof(*r));
+}
+
 static void
 gateway_free(nd_gateway_opts_t *g)
 {
@@ -293,11 +302,8 @@ gateway_free(nd_gateway_opts_t *g)
     nd_free(g->pass);
     nd_tls_opts_free(g->tls);
     nd_free(g->advertise);
-    for (size_t i = 0; i < g->ngateways; i++) {
-        nd_free(g->gateways[i].name);
-        nd_strlist_free(&g->gateways[i].urls);
-        nd_tls_opts_free(g->gateways[i].tls);
-    }
+    for (size_t i = 0; i < g->ngateways; i++)
+        nd_gateway_remote_clear(&g->gateways[i]);
     nd_free(g->gateways);
     nd_free(g);
 }
@@ -324,6 +330,19 @@ gateway_dup(const nd_gateway_opts_t *s)
     return g;
 }
 
+void
+nd_leaf_remote_clear(nd_leaf_remote_t *r)
+{
+    nd_strlist_free(&r->urls);
+    nd_free(r->account);
+    nd_free(r->credentials);
+    nd_tls_opts_free(r->tls);
+    nd_strlist_free(&r->deny_imports);
+    nd_strlist_free(&r->deny_exports);
+    nd_free(r->compression);
+    memset(r, 0, sizeof(*r));
+}
+
 static void
 leaf_free(nd_leaf_opts_t *l)
 {
@@ -333,17 +352,9 @@ leaf_free(nd_leaf_opts_t *l)
     nd_free(l->user);
     nd_free(l->pass);
     nd_free(l->account);
-    users_free(l->users, l->nusers);
-    for (size_t i = 0; i < l->nremotes; i++) {
-        nd_leaf_remote_t *r = &l->remotes[i];
-        nd_strlist_free(&r->urls);
-        nd_free(r->account);
-        nd_free(r->credentials);
-        nd_tls_opts_free(r->tls);
-        nd_strlist_free(&r->deny_imports);
-        nd_strlist_free(&r->deny_exports);
-        nd_free(r->compression);
-    }
+    nd_users_free(l->users, l->nusers);
+    for (size_t i = 0; i < l->nremotes; i++)
+        nd_leaf_remote_clear(&l->remotes[i]);
     nd_free(l->remotes);
     nd_tls_opts_free(l->tls);
     nd_free(l->advertise);
@@ -559,7 +570,7 @@ nd_opts_cfg_free(nd_opts_t *o)
     nd_strlist_free(&o->server_tags);
     nd_free(o->http_host);
     nd_free(o->http_base_path);
-    users_free(o->users, o->nusers);
+    nd_users_free(o->users, o->nusers);
     callout_free(o->auth_callout);
     o->auth_callout = NULL;
     nd_free(o->no_auth_user);

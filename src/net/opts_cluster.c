@@ -66,29 +66,17 @@ nd_cfg_compression(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, char **mode)
 static int
 cluster_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_cluster_opts_t *c, bool perms_set)
 {
-    nd_cfg_at_t at = nd_cfg_at_entry(e);
     nd_cfg_auth_t au;
-    if (nd_cfg_authorization(a, e, &au) < 0)
-        return -1;
-    int rc = 0;
-    if (au.users_set)
-        rc = nd_cfg_fail(a, at, "Cluster authorization does not allow multiple users");
-    else if (au.token && au.token[0])
-        rc = nd_cfg_fail(a, at, "Cluster authorization does not support tokens");
-    if (rc == 0) {
-        nd_set_str(&c->user, au.user);
-        nd_set_str(&c->pass, au.pass);
-        c->auth_timeout_s = au.timeout_s;
-        if (au.has_default_perms) {
-            nd_cfg_warn(a, true, at,
-                        "invalid use of field \"%s\": setting \"permissions\" within cluster "
-                        "authorization block is deprecated",
-                        e->key);
-            if (!perms_set) {
-                nd_perms_clear(&c->perms);
-                c->perms = nd_perms_dup(&au.default_perms);
-                c->has_perms = true;
-            }
+    int rc = nd_cfg_single_user_auth(a, e, "Cluster", &au, &c->user, &c->pass, &c->auth_timeout_s);
+    if (rc == 0 && au.has_default_perms) {
+        nd_cfg_warn(a, true, nd_cfg_at_entry(e),
+                    "invalid use of field \"%s\": setting \"permissions\" within cluster "
+                    "authorization block is deprecated",
+                    e->key);
+        if (!perms_set) {
+            nd_perms_clear(&c->perms);
+            c->perms = nd_perms_dup(&au.default_perms);
+            c->has_perms = true;
         }
     }
     nd_cfg_auth_clear(&au);
@@ -115,12 +103,8 @@ nd_cfg_apply_cluster(nd_cfg_apply_t *a, const nd_cfg_entry_t *ce)
         int rc = 0;
         if (nd_cfg_key_is(k, "name"))
             rc = nd_cfg_str(a, at, m, &c->name);
-        else if (nd_cfg_key_is(k, "listen"))
-            rc = nd_cfg_listen(a, at, m, &c->host, &c->port);
-        else if (nd_cfg_key_is(k, "port"))
-            rc = nd_cfg_int(a, at, m, &c->port);
-        else if (nd_cfg_key_is(k, "host net"))
-            rc = nd_cfg_str(a, at, m, &c->host);
+        else if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS))
+            rc = nd_cfg_listener(a, e, &c->host, &c->port);
         else if (nd_cfg_key_is(k, "authorization"))
             rc = cluster_auth(a, e, c, perms_set);
         else if (nd_cfg_key_is(k, "routes"))

@@ -56,9 +56,9 @@ static const struct {
     {"jetstream", "JetStream"},
     {"mqtt", "MQTT"},
     {"websocket ws", "WebSocket"},
-    {"operator operators roots root root_operators root_operator trusted trusted_keys resolver "
-     "account_resolver accounts_resolver resolver_tls resolver_preload resolver_pinned_accounts",
-     "Operator mode"},
+    /* operator, resolver: MEMORY and resolver_preload are wired (src/net/auth_jwt.c, which warns
+     * about the resolvers it does not build); these are not. */
+    {"trusted trusted_keys resolver_tls resolver_pinned_accounts", "Operator mode"},
     {"prof_port", "Profiling"},
 };
 
@@ -76,39 +76,6 @@ get_int(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *key, const nd_cfg_node_t 
     return 0;
 }
 
-/* Go's time.Duration.String() of ms milliseconds ("10s", "1m30s", "2m0s", "500ms", "0s"). */
-static void
-go_dur_string(int64_t ms, char *buf, size_t len)
-{
-    if (ms == 0) {
-        snprintf(buf, len, "0s");
-        return;
-    }
-    const char *sign = ms < 0 ? "-" : "";
-    uint64_t u = ms < 0 ? (uint64_t)(-(ms + 1)) + 1 : (uint64_t)ms;
-    if (u < 1000) {
-        snprintf(buf, len, "%s%llums", sign, (unsigned long long)u);
-        return;
-    }
-    uint64_t h = u / 3600000, m = (u / 60000) % 60, s = (u / 1000) % 60, frac = u % 1000;
-    char secs[32];
-    if (frac) {
-        snprintf(secs, sizeof secs, "%llu.%03llu", (unsigned long long)s, (unsigned long long)frac);
-        size_t l = strlen(secs);
-        while (secs[l - 1] == '0')
-            secs[--l] = '\0';
-    } else {
-        snprintf(secs, sizeof secs, "%llu", (unsigned long long)s);
-    }
-    if (h)
-        snprintf(buf, len, "%s%lluh%llum%ss", sign, (unsigned long long)h, (unsigned long long)m,
-                 secs);
-    else if (m)
-        snprintf(buf, len, "%s%llum%ss", sign, (unsigned long long)m, secs);
-    else
-        snprintf(buf, len, "%s%ss", sign, secs);
-}
-
 /* lame_duck_duration / lame_duck_grace_period: strings only, as in nats-server. */
 static int
 lame_duck(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *k, const nd_cfg_node_t *v)
@@ -123,7 +90,7 @@ lame_duck(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *k, const nd_cfg_node_t 
         return -1;
     if (dur && ms < 30000) {
         char d[64];
-        go_dur_string(ms, d, sizeof d);
+        nd_cfg_go_dur_string(ms, d, sizeof d);
         return nd_cfg_fail(a, at, "invalid lame_duck_duration of %s, minimum is 30 seconds", d);
     }
     if (!dur && ms < 0)

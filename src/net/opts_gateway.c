@@ -11,31 +11,10 @@
 static int
 gateway_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_gateway_opts_t *g)
 {
-    nd_cfg_at_t at = nd_cfg_at_entry(e);
     nd_cfg_auth_t au;
-    if (nd_cfg_authorization(a, e, &au) < 0)
-        return -1;
-    int rc = 0;
-    if (au.users_set)
-        rc = nd_cfg_fail(a, at, "Gateway authorization does not allow multiple users");
-    else if (au.token && au.token[0])
-        rc = nd_cfg_fail(a, at, "Gateway authorization does not support tokens");
-    if (rc == 0) {
-        nd_set_str(&g->user, au.user);
-        nd_set_str(&g->pass, au.pass);
-        g->auth_timeout_s = au.timeout_s;
-    }
+    int rc = nd_cfg_single_user_auth(a, e, "Gateway", &au, &g->user, &g->pass, &g->auth_timeout_s);
     nd_cfg_auth_clear(&au);
     return rc;
-}
-
-static void
-remote_clear(nd_gateway_remote_t *r)
-{
-    nd_free(r->name);
-    nd_strlist_free(&r->urls);
-    nd_tls_opts_free(r->tls);
-    memset(r, 0, sizeof(*r));
 }
 
 static int
@@ -84,7 +63,7 @@ remotes(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_gateway_opts_t *g)
         return nd_cfg_fail(a, (nd_cfg_at_t){0}, "Expected gateways field to be an array, got %s",
                            nd_cfg_go_type(v));
     for (size_t i = 0; i < g->ngateways; i++)
-        remote_clear(&g->gateways[i]);
+        nd_gateway_remote_clear(&g->gateways[i]);
     nd_free(g->gateways);
     g->gateways = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*g->gateways)) : NULL;
     g->ngateways = 0;
@@ -113,12 +92,8 @@ nd_cfg_apply_gateway(nd_cfg_apply_t *a, const nd_cfg_entry_t *ge)
         int rc = 0;
         if (nd_cfg_key_is(k, "name"))
             rc = nd_cfg_str(a, at, m, &g->name);
-        else if (nd_cfg_key_is(k, "listen"))
-            rc = nd_cfg_listen(a, at, m, &g->host, &g->port);
-        else if (nd_cfg_key_is(k, "port"))
-            rc = nd_cfg_int(a, at, m, &g->port);
-        else if (nd_cfg_key_is(k, "host net"))
-            rc = nd_cfg_str(a, at, m, &g->host);
+        else if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS))
+            rc = nd_cfg_listener(a, e, &g->host, &g->port);
         else if (nd_cfg_key_is(k, "authorization"))
             rc = gateway_auth(a, e, g);
         else if (nd_cfg_key_is(k, "tls"))

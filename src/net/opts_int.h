@@ -40,6 +40,12 @@ void nd_cfg_apply_default_perms(nd_user_t *users, size_t n, const nd_perms_t *p)
 /* parseAuthorization into *au (cleared first; free with nd_cfg_auth_clear). */
 int nd_cfg_authorization(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_cfg_auth_t *au);
 void nd_cfg_auth_clear(nd_cfg_auth_t *au);
+/* The authorization block of cluster and gateway (block: "Cluster" or "Gateway" in the texts):
+ * parseAuthorization restricted to one user (no users array, no token), whose user, password and
+ * timeout replace *user, *pass and *timeout_s. *au keeps the parsed block for the caller's own
+ * checks; free it with nd_cfg_auth_clear whatever this returns. */
+int nd_cfg_single_user_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const char *block,
+                            nd_cfg_auth_t *au, char **user, char **pass, double *timeout_s);
 /* parseSimpleAuth (websocket, mqtt): user, password, token, timeout; fields replaced. */
 int nd_cfg_simple_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, char **user, char **pass,
                        char **token, double *timeout_s);

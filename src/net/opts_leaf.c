@@ -25,9 +25,7 @@ leaf_users(nd_cfg_apply_t *a, const nd_cfg_entry_t *ue, nd_leaf_opts_t *l)
         return nd_cfg_fail(a, nd_cfg_at_entry(ue), "Expected users field to be an array, got %s",
                            val);
     }
-    for (size_t i = 0; i < l->nusers; i++)
-        nd_user_clear(&l->users[i]);
-    nd_free(l->users);
+    nd_users_free(l->users, l->nusers);
     l->users = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*l->users)) : NULL;
     l->nusers = 0;
     for (size_t i = 0; i < v->u.arr.n; i++) {
@@ -66,9 +64,7 @@ leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_leaf_opts_t *l)
     if (v->type != ND_CFG_MAP)
         return nd_cfg_type_err(a, at, v, ND_CFG_MAP);
     /* Each authorization block replaces the previous one's settings. */
-    for (size_t i = 0; i < l->nusers; i++)
-        nd_user_clear(&l->users[i]);
-    nd_free(l->users);
+    nd_users_free(l->users, l->nusers);
     l->users = NULL;
     l->nusers = 0;
     nd_set_str(&l->user, NULL);
@@ -202,18 +198,9 @@ remotes(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_leaf_opts_t *l)
     if (v->type != ND_CFG_ARRAY)
         return nd_cfg_fail(a, nd_cfg_at_entry(e), "Expected remotes field to be an array, got %s",
                            nd_cfg_go_type(v));
-    nd_leaf_opts_t old = {.remotes = l->remotes, .nremotes = l->nremotes};
-    for (size_t i = 0; i < old.nremotes; i++) {
-        nd_leaf_remote_t *r = &old.remotes[i];
-        nd_strlist_free(&r->urls);
-        nd_free(r->account);
-        nd_free(r->credentials);
-        nd_tls_opts_free(r->tls);
-        nd_strlist_free(&r->deny_imports);
-        nd_strlist_free(&r->deny_exports);
-        nd_free(r->compression);
-    }
-    nd_free(old.remotes);
+    for (size_t i = 0; i < l->nremotes; i++)
+        nd_leaf_remote_clear(&l->remotes[i]);
+    nd_free(l->remotes);
     l->remotes = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*l->remotes)) : NULL;
     l->nremotes = 0;
     for (size_t i = 0; i < v->u.arr.n; i++)
@@ -269,12 +256,8 @@ nd_cfg_apply_leaf(nd_cfg_apply_t *a, const nd_cfg_entry_t *le)
         const nd_cfg_node_t *m = e->val;
         const char *k = e->key;
         int rc = 0;
-        if (nd_cfg_key_is(k, "listen")) {
-            rc = nd_cfg_listen(a, at, m, &l->host, &l->port);
-        } else if (nd_cfg_key_is(k, "port")) {
-            rc = nd_cfg_int(a, at, m, &l->port);
-        } else if (nd_cfg_key_is(k, "host net")) {
-            rc = nd_cfg_str(a, at, m, &l->host);
+        if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS)) {
+            rc = nd_cfg_listener(a, e, &l->host, &l->port);
         } else if (nd_cfg_key_is(k, "authorization")) {
             rc = leaf_auth(a, e, l);
         } else if (nd_cfg_key_is(k, "remotes")) {

@@ -24,12 +24,8 @@ nd_cfg_apply_mqtt(nd_cfg_apply_t *a, const nd_cfg_entry_t *me)
         const nd_cfg_node_t *x = e->val;
         const char *k = e->key;
         int rc = 0;
-        if (nd_cfg_key_is(k, "listen")) {
-            rc = nd_cfg_listen(a, at, x, &m->host, &m->port);
-        } else if (nd_cfg_key_is(k, "port")) {
-            rc = nd_cfg_int(a, at, x, &m->port);
-        } else if (nd_cfg_key_is(k, "host net")) {
-            rc = nd_cfg_str(a, at, x, &m->host);
+        if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS)) {
+            rc = nd_cfg_listener(a, e, &m->host, &m->port);
         } else if (nd_cfg_key_is(k, "tls")) {
             rc = nd_cfg_tls(a, e, true, &m->tls);
         } else if (nd_cfg_key_is(k, "authorization authentication")) {

@@ -268,16 +268,66 @@ nd_cfg_seconds(const nd_cfg_node_t *v, double dflt, double *dst)
         *dst = dflt;
 }
 
+/* Go's leadingInt: [0-9]* as an integer. Returns: false on overflow past 1<<63. */
+static bool
+leading_int(const char **p, uint64_t *x)
+{
+    *x = 0;
+    for (; **p >= '0' && **p <= '9'; (*p)++) {
+        if (*x > (UINT64_C(1) << 63) / 10)
+            return false;
+        *x = *x * 10 + (uint64_t)(**p - '0');
+        if (*x > UINT64_C(1) << 63)
+            return false;
+    }
+    return true;
+}
+
+/* Go's leadingFraction: [0-9]* as an integer and its scale (10^digits kept); digits past
+ * what fits are skipped, as Go does. */
+static uint64_t
+leading_fraction(const char **p, double *scale)
+{
+    uint64_t x = 0;
+    bool overflow = false;
+    *scale = 1;
+    for (; **p >= '0' && **p <= '9'; (*p)++) {
+        if (overflow)
+            continue;
+        if (x > (uint64_t)INT64_MAX / 10) {
+            overflow = true;
+            continue;
+        }
+        uint64_t y = x * 10 + (uint64_t)(**p - '0');
+        if (y > UINT64_C(1) << 63) {
+            overflow = true;
+            continue;
+        }
+        x = y;
+        *scale *= 10;
+    }
+    return x;
+}
+
+/* Go's time.ParseDuration, in integers as Go does (a fraction goes through a float64 scaled to
+ * the unit, so "1.001s" is exactly 1001ms). */
 int
 nd_cfg_go_duration(const char *s, int64_t *out_ns, char *why, size_t whylen)
 {
     static const struct {
         const char *name;
-        double ns;
+        uint64_t ns;
     } units[] = {
-        {"ns", 1},   {"us", 1e3}, {"\xc2\xb5s", 1e3}, {"\xce\xbcs", 1e3},
-        {"ms", 1e6}, {"s", 1e9},  {"m", 60e9},        {"h", 3600e9},
+        {"ns", 1},
+        {"us", 1000},
+        {"\xc2\xb5s", 1000},
+        {"\xce\xbcs", 1000},
+        {"ms", 1000000},
+        {"s", 1000000000},
+        {"m", UINT64_C(60000000000)},
+        {"h", UINT64_C(3600000000000)},
     };
+    const uint64_t lim = UINT64_C(1) << 63;
     const char *p = s;
     bool neg = false;
     if (*p == '-' || *p == '+')
@@ -288,25 +338,22 @@ nd_cfg_go_duration(const char *s, int64_t *out_ns, char *why, size_t whylen)
     }
     if (*p == '\0')
         goto invalid;
-    double total = 0;
+    uint64_t d = 0;
     while (*p) {
-        double v = 0, scale = 1;
-        bool digits = false;
         if (!(*p == '.' || (*p >= '0' && *p <= '9')))
             goto invalid;
-        while (*p >= '0' && *p <= '9') {
-            v = v * 10 + (*p++ - '0');
-            digits = true;
-        }
+        const char *start = p;
+        uint64_t v, f = 0;
+        double scale = 1;
+        if (!leading_int(&p, &v))
+            goto invalid;
+        bool pre = p != start, post = false;
         if (*p == '.') {
-            p++;
-            while (*p >= '0' && *p <= '9') {
-                scale /= 10;
-                v += (*p++ - '0') * scale;
-                digits = true;
-            }
+            const char *fs = ++p;
+            f = leading_fraction(&p, &scale);
+            post = p != fs;
         }
-        if (!digits)
+        if (!pre && !post)
             goto invalid;
         const char *u = p;
         while (*p && *p != '.' && (*p < '0' || *p > '9'))
@@ -316,19 +363,34 @@ nd_cfg_go_duration(const char *s, int64_t *out_ns, char *why, size_t whylen)
             snprintf(why, whylen, "time: missing unit in duration \"%s\"", s);
             return -1;
         }
-        double mult = 0;
+        uint64_t unit = 0;
         for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
             if (strlen(units[i].name) == ul && strncmp(units[i].name, u, ul) == 0)
-                mult = units[i].ns;
-        if (mult == 0) {
+                unit = units[i].ns;
+        if (unit == 0) {
             snprintf(why, whylen, "time: unknown unit \"%.*s\" in duration \"%s\"", (int)ul, u, s);
             return -1;
         }
-        total += v * mult;
-        if (total > 9.223372036854775807e18)
+        if (v > lim / unit)
+            goto invalid;
+        v *= unit;
+        if (f > 0) {
+            /* A float64, as in Go: it is nanosecond-accurate for fractions of an hour. */
+            v += (uint64_t)((double)f * ((double)unit / scale));
+            if (v > lim)
+                goto invalid;
+        }
+        d += v;
+        if (d > lim)
             goto invalid;
     }
-    *out_ns = (int64_t)(neg ? -total : total);
+    if (neg) {
+        *out_ns = d == lim ? INT64_MIN : -(int64_t)d;
+        return 0;
+    }
+    if (d > lim - 1)
+        goto invalid;
+    *out_ns = (int64_t)d;
     return 0;
 invalid:
     snprintf(why, whylen, "time: invalid duration \"%s\"", s);
@@ -373,6 +435,40 @@ nd_cfg_duration_str(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *prefix, const
     return 0;
 }
 
+/* Go's time.Duration.String() of ms milliseconds ("0s", "500ms", "1.5s", "1m30s", "1h0m0s"). */
+void
+nd_cfg_go_dur_string(int64_t ms, char *buf, size_t len)
+{
+    if (ms == 0) {
+        snprintf(buf, len, "0s");
+        return;
+    }
+    const char *sign = ms < 0 ? "-" : "";
+    uint64_t u = ms < 0 ? (uint64_t)(-(ms + 1)) + 1 : (uint64_t)ms;
+    if (u < 1000) {
+        snprintf(buf, len, "%s%llums", sign, (unsigned long long)u);
+        return;
+    }
+    uint64_t h = u / 3600000, m = (u / 60000) % 60, s = (u / 1000) % 60, frac = u % 1000;
+    char secs[32];
+    if (frac) {
+        /* Go prints the shortest fraction: trailing zeros go (frac != 0 keeps one digit). */
+        snprintf(secs, sizeof secs, "%llu.%03llu", (unsigned long long)s, (unsigned long long)frac);
+        size_t l = strlen(secs);
+        while (secs[l - 1] == '0')
+            secs[--l] = '\0';
+    } else {
+        snprintf(secs, sizeof secs, "%llu", (unsigned long long)s);
+    }
+    if (h)
+        snprintf(buf, len, "%s%lluh%llum%ss", sign, (unsigned long long)h, (unsigned long long)m,
+                 secs);
+    else if (m)
+        snprintf(buf, len, "%s%llum%ss", sign, (unsigned long long)m, secs);
+    else
+        snprintf(buf, len, "%s%ss", sign, secs);
+}
+
 /* Splits "host:port" as Go's net.SplitHostPort does ("[v6]:port" included), then the port with
  * strconv.Atoi. */
 int
@@ -415,8 +511,18 @@ nd_cfg_listen(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, char **
 }
 
 int
-nd_cfg_strarray(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *field, const nd_cfg_node_t *v,
-                nd_strlist_t *dst)
+nd_cfg_listener(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, char **host, int *port)
+{
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    if (nd_cfg_key_is(e->key, "listen"))
+        return nd_cfg_listen(a, at, e->val, host, port);
+    if (nd_cfg_key_is(e->key, "port"))
+        return nd_cfg_int(a, at, e->val, port);
+    return nd_cfg_str(a, at, e->val, host); /* host, net */
+}
+
+int
+nd_cfg_strs(const nd_cfg_node_t *v, nd_strlist_t *out, const nd_cfg_node_t **bad)
 {
     nd_strlist_t l = {0};
     if (v->type == ND_CFG_STRING) {
@@ -426,15 +532,31 @@ nd_cfg_strarray(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *field, const nd_c
             const nd_cfg_node_t *e = v->u.arr.v[i];
             if (e->type != ND_CFG_STRING) {
                 nd_strlist_free(&l);
-                return nd_cfg_fail(a, nd_cfg_at_node(e),
-                                   "error parsing %s: unsupported type in array %s", field,
-                                   nd_cfg_go_type(e));
+                *bad = e;
+                return -1;
             }
             nd_strlist_add(&l, e->u.str.s);
         }
     } else {
-        return nd_cfg_fail(a, at, "error parsing %s: unsupported type %s", field,
-                           nd_cfg_go_type(v));
+        *bad = v;
+        return -1;
+    }
+    *out = l;
+    return 0;
+}
+
+int
+nd_cfg_strarray(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *field, const nd_cfg_node_t *v,
+                nd_strlist_t *dst)
+{
+    nd_strlist_t l;
+    const nd_cfg_node_t *bad;
+    if (nd_cfg_strs(v, &l, &bad) < 0) {
+        if (bad == v)
+            return nd_cfg_fail(a, at, "error parsing %s: unsupported type %s", field,
+                               nd_cfg_go_type(v));
+        return nd_cfg_fail(a, nd_cfg_at_node(bad), "error parsing %s: unsupported type in array %s",
+                           field, nd_cfg_go_type(bad));
     }
     nd_strlist_free(dst);
     *dst = l;

@@ -99,9 +99,21 @@ int nd_cfg_duration(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *field, const 
  * Go error). */
 int nd_cfg_duration_str(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *prefix,
                         const nd_cfg_node_t *v, int64_t *ms);
+/* Go's time.Duration.String() of ms milliseconds, for texts that print a duration. */
+void nd_cfg_go_dur_string(int64_t ms, char *buf, size_t len);
 /* nats-server's parseListen: a port integer or "host:port". */
 int nd_cfg_listen(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, char **host,
                   int *port);
+/* The listener keys of the cluster, gateway, leafnodes, mqtt and websocket blocks, for
+ * nd_cfg_key_is. */
+#define ND_CFG_LISTENER_KEYS "listen port host net"
+/* One of ND_CFG_LISTENER_KEYS into *host and *port: listen as nd_cfg_listen, port as
+ * nd_cfg_int, host and net as nd_cfg_str. */
+int nd_cfg_listener(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, char **host, int *port);
+/* A string or an array of strings, into *out (a new list; no error text, so that each caller
+ * keeps its own). Returns: 0, or -1 with *bad the offending node (v itself when v is neither a
+ * string nor an array, else the first element that is not a string). */
+int nd_cfg_strs(const nd_cfg_node_t *v, nd_strlist_t *out, const nd_cfg_node_t **bad);
 /* nats-server's parseStringArray: a string or an array of strings, into *dst (replaced). */
 int nd_cfg_strarray(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *field, const nd_cfg_node_t *v,
                     nd_strlist_t *dst);

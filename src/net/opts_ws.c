@@ -44,12 +44,8 @@ nd_cfg_apply_websocket(nd_cfg_apply_t *a, const nd_cfg_entry_t *we)
         const nd_cfg_node_t *x = e->val;
         const char *k = e->key;
         int rc = 0;
-        if (nd_cfg_key_is(k, "listen")) {
-            rc = nd_cfg_listen(a, at, x, &w->host, &w->port);
-        } else if (nd_cfg_key_is(k, "port")) {
-            rc = nd_cfg_int(a, at, x, &w->port);
-        } else if (nd_cfg_key_is(k, "host net")) {
-            rc = nd_cfg_str(a, at, x, &w->host);
+        if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS)) {
+            rc = nd_cfg_listener(a, e, &w->host, &w->port);
         } else if (nd_cfg_key_is(k, "advertise")) {
             rc = nd_cfg_str(a, at, x, &w->advertise);
         } else if (nd_cfg_key_is(k, "no_tls")) {

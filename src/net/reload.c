@@ -42,6 +42,7 @@
 
 #include "auth.h"
 #include "log.h"
+#include "opts_parse.h"
 #include "natsd/alloc.h"
 #include "pidfile.h"
 
@@ -154,41 +155,6 @@ static const field_t fields[] = {
 
 #define FIELD(o, f) ((const char *)(o) + (f)->off)
 
-/* Go's time.Duration.String() for a whole number of milliseconds: "0s", "500ms", "1.5s",
- * "2m0s", "1h0m0s". */
-static void
-go_duration(int64_t ms, char *buf, size_t len)
-{
-    if (ms == 0) {
-        snprintf(buf, len, "0s");
-        return;
-    }
-    const char *sign = ms < 0 ? "-" : "";
-    uint64_t u = ms < 0 ? (uint64_t)(-(ms + 1)) + 1 : (uint64_t)ms;
-    if (u < 1000) {
-        snprintf(buf, len, "%s%llums", sign, (unsigned long long)u);
-        return;
-    }
-    uint64_t h = u / 3600000, m = u / 60000 % 60, s = u / 1000 % 60, frac = u % 1000;
-    char secs[32];
-    if (frac == 0) {
-        snprintf(secs, sizeof secs, "%llus", (unsigned long long)s);
-    } else {
-        char f[8];
-        snprintf(f, sizeof f, "%03llu", (unsigned long long)frac);
-        for (int i = 2; i > 0 && f[i] == '0'; i--)
-            f[i] = '\0';
-        snprintf(secs, sizeof secs, "%llu.%ss", (unsigned long long)s, f);
-    }
-    if (h > 0)
-        snprintf(buf, len, "%s%lluh%llum%s", sign, (unsigned long long)h, (unsigned long long)m,
-                 secs);
-    else if (m > 0)
-        snprintf(buf, len, "%s%llum%s", sign, (unsigned long long)m, secs);
-    else
-        snprintf(buf, len, "%s%s", sign, secs);
-}
-
 /* Go's %v of the field's value. */
 static void
 format_value(const field_t *f, const nd_opts_t *o, char *buf, size_t len)
@@ -212,7 +178,7 @@ format_value(const field_t *f, const nd_opts_t *o, char *buf, size_t len)
         snprintf(buf, len, "%u", *(const unsigned *)p);
         break;
     case T_DUR:
-        go_duration(*(const int64_t *)p, buf, len);
+        nd_cfg_go_dur_string(*(const int64_t *)p, buf, len);
         break;
     case T_STR: {
         const char *s = *(char *const *)p;

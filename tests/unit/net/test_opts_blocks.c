@@ -163,6 +163,17 @@ static const struct {
      true},
     {"lame_duck_grace_period: \"-5s\"\n",
      "@F@:1:0: invalid lame_duck_grace_period, needs to be positive", true},
+    /* Go parses a fraction exactly per unit (a float sum lost 1.001s's last millisecond). */
+    {"lame_duck_duration: \"1.001s\"\n",
+     "@F@:1:0: invalid lame_duck_duration of 1.001s, minimum is 30 seconds", true},
+    {"lame_duck_duration: \"2562047h47m16.854775808s\"\n",
+     "@F@:1:0: error parsing lame_duck_duration: time: invalid duration "
+     "\"2562047h47m16.854775808s\"",
+     true},
+    {"websocket {\n  no_tls: true\n  allowed_origins: 5\n}\n",
+     "@F@:3:3: error parsing allowed origins: unsupported type int64", true},
+    {"websocket {\n  no_tls: true\n  allowed_origins: [7, \"http://a\"]\n}\n",
+     "@F@:3:21: error parsing allowed origins: unsupported type in array int64", true},
     {"lame_duck_grace_period: \"x\"\n",
      "@F@:1:0: error parsing lame_duck_grace_period: time: invalid duration \"x\"", true},
     {"lame_duck_grace_period: 5\n",
