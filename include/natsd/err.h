@@ -26,6 +26,7 @@
     X(ND_ERR_AUTH_TIMEOUT, "authentication timeout", "Authentication Timeout", true)            \
     X(ND_ERR_AUTH_EXPIRED, "user JWT expired", "User Authentication Expired", true)              \
     X(ND_ERR_AUTH_REVOKED, "user JWT revoked", "User Authentication Revoked", true)              \
+    X(ND_ERR_ACCT_EXPIRED, "account JWT expired", "Account Authentication Expired", true)        \
     X(ND_ERR_MAX_ACCOUNT_CONNECTIONS, "too many account connections",                            \
       "maximum account active connections exceeded", true)
 

@@ -91,6 +91,7 @@ typedef struct nd_auth {
 typedef struct nd_auth_creds {
     const char *user, *pass, *token, *nkey, *sig, *jwt;
     const char *nonce; /* NULL when none was sent */
+    const char *ip;    /* the client's address (operator mode: a user JWT's src CIDRs) */
     /* TLS verify_and_map: the client certificate's candidate user names (tls.h); the user is
      * the first configured one named there, without a password (nats-server's
      * checkClientTLSCertSubject). */
@@ -113,7 +114,8 @@ typedef struct nd_auth_grant {
     char jwt_id[64];
     int64_t exp;
     int64_t max_conns, max_subs, max_payload;
-    bool revoked; /* on failure: the account revokes the user JWT */
+    bool revoked;     /* on failure: the account revokes the user JWT */
+    bool acct_expiry; /* exp is the account JWT's (it expires before the user's) */
 } nd_auth_grant_t;
 
 /* Builds a snapshot of o's authorization. gacct: the global account (referenced). prev: the

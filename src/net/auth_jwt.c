@@ -22,14 +22,16 @@
  *   4. the account must not revoke the user (revocations of its key or "*" at or after iat);
  *   5. unless the user is a bearer token (refused when the account sets disallow_bearer), sig
  *      must be our nonce signed by the user's key (its "sub");
- *   6. allowed_connection_types, when given, must contain STANDARD (a plain client);
+ *   6. the client's address must be inside one of the user's src CIDRs, when given, and
+ *      allowed_connection_types, when given, must contain STANDARD (a plain client);
  *   7. the grant carries the user's permissions (nd_perms_from_jwt), expiry, and the account's
  *      conn and subs limits for conn_auth.c to enforce.
  * Every failure is the same "Authorization Violation" for the client, as nats-server; the cause
  * is logged at debug level only, as there.
- * TODO(issue 6): src CIDRs, times/locale, the data limit, URL/full/cache
+ * TODO(issue 6): times/locale, the data limit, URL/full/cache
  * resolvers, claim updates over $SYS, trusted_keys without an operator JWT.
  */
+#include <arpa/inet.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +197,53 @@ standard_allowed(const nd_jwt_strlist_t *types)
     return false;
 }
 
+/* Returns: whether ip is inside one of the CIDRs of src ("a.b.c.d/n" or IPv6; nats-server's
+ * net.ParseCIDR: entries without a prefix length or that do not parse match nothing). An empty
+ * list allows every address. */
+static bool
+src_allowed(const nd_jwt_strlist_t *src, const char *ip)
+{
+    if (src->n == 0)
+        return true;
+    uint8_t addr[16];
+    int fam = AF_INET;
+    size_t alen = 4;
+    if (ip == NULL)
+        return false;
+    if (inet_pton(AF_INET, ip, addr) != 1) {
+        fam = AF_INET6;
+        alen = 16;
+        if (inet_pton(AF_INET6, ip, addr) != 1)
+            return false;
+    }
+    for (size_t i = 0; i < src->n; i++) {
+        char buf[INET6_ADDRSTRLEN + 8];
+        if (snprintf(buf, sizeof buf, "%s", src->v[i]) >= (int)sizeof buf)
+            continue;
+        char *slash = strchr(buf, '/');
+        if (slash == NULL)
+            continue;
+        *slash = '\0';
+        char *end = NULL;
+        long bits = strtol(slash + 1, &end, 10);
+        uint8_t net[16];
+        if (end == slash + 1 || *end != '\0' || bits < 0 || bits > (long)alen * 8 ||
+            inet_pton(fam, buf, net) != 1)
+            continue;
+        size_t full = (size_t)bits / 8;
+        unsigned rest = (unsigned)bits % 8;
+        if (memcmp(addr, net, full) != 0)
+            continue;
+        if (rest != 0) {
+            uint8_t mask = (uint8_t)(0xffu << (8 - rest));
+            if ((addr[full] & mask) != (net[full] & mask))
+                continue;
+        }
+        return true;
+    }
+    return false;
+}
+
 /* Logs why a user JWT was refused (debug, as nats-server) and fails. */
 static bool
 refuse(nd_jwt_t *u, const char *why)
@@ -245,6 +294,8 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
                                     strlen(cr->nonce), cr->sig, strlen(cr->sig))) {
         return refuse(u, "signature of the nonce does not verify");
     }
+    if (!src_allowed(&lim->src, cr->ip))
+        return refuse(u, "client address not in the user's src CIDRs");
     if (!standard_allowed(&lim->allowed_connection_types))
         return refuse(u, "connection type not allowed");
     size_t skipped = 0;
@@ -257,6 +308,10 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
     g->user = g->jwt_user;
     g->acct = ae->acct;
     g->exp = u->exp;
+    if (ae->jwt->exp > 0 && (g->exp == 0 || ae->jwt->exp < g->exp)) {
+        g->exp = ae->jwt->exp;
+        g->acct_expiry = true;
+    }
     g->max_conns = ae->max_conns;
     g->max_subs = ae->max_subs;
     g->max_payload = ae->max_payload;

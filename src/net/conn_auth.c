@@ -152,6 +152,7 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     if (g->exp > 0) {
         int64_t left = g->exp - (int64_t)time(NULL);
         c->jwt_expiring = true;
+        c->jwt_acct_expiry = g->acct_expiry;
         nd_timer_start(ctx, &c->auth_timer, left > 0 ? (uint64_t)left * 1000000000ull : 1, 0);
     }
     return true;
@@ -201,6 +202,7 @@ creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
     cr->sig = c->cr_sig;
     cr->jwt = c->cr_jwt;
     cr->nonce = c->nonce[0] != '\0' ? c->nonce : NULL;
+    cr->ip = c->ip;
     cr->tls_map = c->srv->tls != NULL && c->srv->tls->verify_and_map;
     cr->tls_names = &c->tls_names;
 }
@@ -330,9 +332,9 @@ nd_conn_auth_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     if (!nd_timer_fired(&c->auth_timer, msg) || c->closing)
         return;
     if (c->authed && c->jwt_expiring) {
-        nd_log_info("%s:%d - cid:%llu - User JWT expired", c->ip, c->port,
-                    (unsigned long long)c->cid);
-        nd_conn_write_err(c, ND_ERR_AUTH_EXPIRED);
+        nd_log_info("%s:%d - cid:%llu - %s JWT expired", c->ip, c->port,
+                    (unsigned long long)c->cid, c->jwt_acct_expiry ? "Account" : "User");
+        nd_conn_write_err(c, c->jwt_acct_expiry ? ND_ERR_ACCT_EXPIRED : ND_ERR_AUTH_EXPIRED);
         nd_conn_close(ctx, c, ND_CLOSE_AUTH_EXPIRED);
         return;
     }

@@ -132,7 +132,8 @@ typedef struct nd_conn {
     /* the CONNECT's credentials, kept for a reload's re-check (nats-server keeps c.opts) */
     char *cr_user, *cr_pass, *cr_token, *cr_nkey, *cr_sig, *cr_jwt;
     bool acct_counted;         /* operator mode: counted in acct->jwt_conns (conn_auth.c) */
-    bool jwt_expiring;         /* auth_timer now fires at the user JWT's expiry */
+    bool jwt_expiring;         /* auth_timer now fires at the user (or account) JWT's expiry */
+    bool jwt_acct_expiry;      /* ... and it is the account JWT's */
     bool jwt_subs_limited;     /* operator mode: jwt_max_subs applies */
     int64_t jwt_max_subs;      /* the account's (or the user's, when lower) subs limit */
     int64_t jwt_max_payload;   /* operator mode: the account/user payload limit + 1; 0 = none */
