@@ -111,7 +111,7 @@ typedef struct nd_auth_grant {
      * subs and payload limits when lower). */
     bool owns_perms;
     char jwt_user[64];
-    char jwt_id[64];
+    char jwt_id[128]; /* the user JWT's id, and the account JWT's for a scoped user */
     int64_t exp;
     int64_t max_conns, max_subs, max_payload;
     bool revoked;     /* on failure: the account revokes the user JWT */
@@ -155,7 +155,7 @@ typedef struct nd_auth_slot {
     /* Permission sets of user JWTs, keyed by the JWT's id (jti) so a user who reconnects shares
      * one set: the same lifetime rule as kept. */
     struct nd_auth_kept_jwt {
-        char id[64];
+        char id[128];
         nd_permset_t *perms;
     } *jkept;
     size_t njkept;

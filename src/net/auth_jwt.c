@@ -17,7 +17,8 @@
  *   1. a user JWT must be present and decode (its signature by its "iss" key is checked there);
  *   2. its account is issuer_account when set, else iss; that account must be preloaded and
  *      must name iss as itself or one of its signing keys; a scoped signing key's template
- *      replaces the user's own permissions and limits (nats-server's scoped users);
+ *      replaces the user's own permissions and limits, and such a user may set none itself
+ *      (nats-server's scoped users);
  *   3. the user JWT and the account JWT must be within their times (exp/nbf);
  *   4. the account must not revoke the user (revocations of its key or "*" at or after iat);
  *   5. unless the user is a bearer token (refused when the account sets disallow_bearer), sig
@@ -244,6 +245,18 @@ src_allowed(const nd_jwt_strlist_t *src, const char *ip)
     return false;
 }
 
+/* Returns: whether a user JWT sets no permissions and no limits (jwt's HasEmptyPermissions: the
+ * zero value, so an explicit -1 "unlimited" counts as set). */
+static bool
+user_lim_empty(const nd_jwt_user_limits_t *l)
+{
+    const nd_jwt_perms_t *p = &l->perms;
+    return p->pub.allow.n == 0 && p->pub.deny.n == 0 && p->sub.allow.n == 0 && p->sub.deny.n == 0 &&
+           !p->has_resp && l->subs == 0 && l->data == 0 && l->payload == 0 && l->src.n == 0 &&
+           l->ntimes == 0 && (l->locale == NULL || l->locale[0] == '\0') && !l->bearer_token &&
+           l->allowed_connection_types.n == 0;
+}
+
 /* Logs why a user JWT was refused (debug, as nats-server) and fails. */
 static bool
 refuse(nd_jwt_t *u, const char *why)
@@ -275,6 +288,10 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
     const nd_jwt_signing_key_t *scope = NULL;
     if (!nd_jwt_account_has_signer(ae->jwt, u->iss, &scope))
         return refuse(u, "issuer is not the account or one of its signing keys");
+    /* A scoped key's users take everything from its template and may set nothing themselves
+     * (jwt's UserScope.ValidateScopedSigner). */
+    if (scope != NULL && scope->scoped && !user_lim_empty(&u->u.user.lim))
+        return refuse(u, "scoped users require no permissions or limits set");
     int64_t now = now_s();
     if (nd_jwt_check_times(u, now) != ND_JWT_OK)
         return refuse(u, "user JWT expired or not yet valid");
@@ -304,7 +321,10 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
     if (skipped > 0)
         nd_log_warn("User %s: %zu invalid permission entries ignored", u->sub, skipped);
     snprintf(g->jwt_user, sizeof g->jwt_user, "%s", u->sub);
-    snprintf(g->jwt_id, sizeof g->jwt_id, "%s", u->jti != NULL ? u->jti : u->sub);
+    /* The key of the kept permission set (auth.h): a scoped user's come from the account JWT's
+     * template, which a reload may change under the same user JWT. */
+    snprintf(g->jwt_id, sizeof g->jwt_id, "%s/%s", u->jti != NULL ? u->jti : u->sub,
+             lim != &u->u.user.lim && ae->jwt->jti != NULL ? ae->jwt->jti : "");
     g->user = g->jwt_user;
     g->acct = ae->acct;
     g->exp = u->exp;

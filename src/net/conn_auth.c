@@ -142,8 +142,7 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     if (g->max_payload >= 0) {
         /* +1 so that 0 stays "none" in a zeroed connection; a limit of 0 refuses any payload. */
         c->jwt_max_payload = g->max_payload + 1;
-        int64_t server =
-            atomic_load_explicit(&c->srv->live.max_payload, memory_order_relaxed);
+        int64_t server = atomic_load_explicit(&c->srv->live.max_payload, memory_order_relaxed);
         int64_t eff = nd_conn_auth_max_payload(c, server);
         nd_proto_parser_set_limits(&c->parser, c->parser.max_control_line, eff);
         if (eff != server && c->protocol >= 1)
@@ -332,8 +331,8 @@ nd_conn_auth_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     if (!nd_timer_fired(&c->auth_timer, msg) || c->closing)
         return;
     if (c->authed && c->jwt_expiring) {
-        nd_log_info("%s:%d - cid:%llu - %s JWT expired", c->ip, c->port,
-                    (unsigned long long)c->cid, c->jwt_acct_expiry ? "Account" : "User");
+        nd_log_info("%s:%d - cid:%llu - %s JWT expired", c->ip, c->port, (unsigned long long)c->cid,
+                    c->jwt_acct_expiry ? "Account" : "User");
         nd_conn_write_err(c, c->jwt_acct_expiry ? ND_ERR_ACCT_EXPIRED : ND_ERR_AUTH_EXPIRED);
         nd_conn_close(ctx, c, ND_CLOSE_AUTH_EXPIRED);
         return;

@@ -7,14 +7,16 @@
  * so the exact -ERR texts and the close can be checked.
  *
  * Cases: a good user (pub/sub round trip, signed by the account and by an account signing key
- * with issuer_account); refused logins, each with -ERR 'Authorization Violation' and a close:
- * an expired user, a revoked user, a user signed by an account the server does not trust, a
+ * with issuer_account; a scoped signing key, whose template gives the permissions and whose
+ * users may set none of their own); refused logins, each with -ERR 'Authorization Violation' and a
+ * close: an expired user, a revoked user, a user signed by an account the server does not trust, a
  * bad nonce signature, no JWT at all, an account JWT signed by another operator; a bearer token
  * without a signature (refused when the account sets disallow_bearer); src CIDRs and
  * allowed_connection_types; user permissions; the account's conn and subs limits; the close with
  * -ERR 'User Authentication Expired' when the user JWT expires while connected; the account's
  * payload limit (-ERR 'Maximum Payload Violation' and the close); a reload whose preloaded
- * account revokes a connected user closes it with -ERR 'User Authentication Revoked'.
+ * account revokes a connected user closes it with -ERR 'User Authentication Revoked'; an account
+ * JWT that expires while a user is connected closes it with -ERR 'Account Authentication Expired'.
  *
  * The expectations were checked against nats-server 2.9.10 (NATSD_TEST_SERVER=/usr/sbin/nats-server
  * runs the file unchanged; tests/CMakeLists.txt registers that run when it is installed).
@@ -639,4 +641,40 @@ Test(integ_operator, account_expires_while_connected)
             return;
     }
     cr_assert_fail("every login came after the account JWT's expiry");
+}
+
+Test(integ_operator, scoped_signing_key)
+{
+    /* A user issued by a scoped signing key gets the key's template permissions. */
+    world_t w;
+    world_start(&w, NULL, NULL);
+    nd_integ_server_stop(w.srv);
+    char extra[512];
+    snprintf(extra, sizeof extra,
+             "{\"signing_keys\":[{\"kind\":\"user_scope\",\"key\":\"%s\",\"role\":\"r\","
+             "\"template\":{\"pub\":{\"allow\":[\"scoped.>\"]},\"sub\":{},\"subs\":-1,"
+             "\"data\":-1,\"payload\":-1}}]}",
+             w.acc_sk.pub);
+    char *acc = account_jwt(&w, NULL, extra, NULL);
+    write_conf(&w, acc);
+    free(acc);
+    const char *args[] = {"-c", w.conf, NULL};
+    w.srv = nd_integ_server_start(0, args);
+    /* Such a user may set no permissions or limits of its own (-1 "unlimited" counts). */
+    snprintf(extra, sizeof extra, "{\"issuer_account\":\"%s\"}", w.acc.pub);
+    char *jwt = user_jwt(&w, extra, 0, w.acc_sk.seed);
+    raw_refused(&w, jwt, w.user.seed);
+    free(jwt);
+    jwt = sign(json_pack("{s:s, s:s, s:{s:s, s:i, s:s}}", "sub", w.user.pub, "name", "u", "nats",
+                         "type", "user", "version", 2, "issuer_account", w.acc.pub),
+               w.acc_sk.seed);
+    nd_integ_conn_t *c = raw_login(&w, jwt, w.user.seed);
+    ND_EXPECT(c, "PONG\r\n");
+    ND_SEND(c, "SUB scoped.a 1\r\nPUB scoped.a 2\r\nhi\r\nPING\r\n");
+    ND_EXPECT(c, "MSG scoped.a 1 2\r\nhi\r\nPONG\r\n");
+    ND_SEND(c, "PUB other 2\r\nhi\r\nPING\r\n");
+    ND_EXPECT(c, "-ERR 'Permissions Violation for Publish to \"other\"'\r\nPONG\r\n");
+    nd_integ_conn_close(c);
+    free(jwt);
+    world_stop(&w);
 }
