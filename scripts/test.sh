@@ -25,8 +25,12 @@ scripts/setup.sh --tests
 if [ -n "$fuzz" ]; then
     # ASan+UBSan inside the fuzzer; the corpus it grows stays in the build tree.
     CC=clang cmake -S . -B build-fuzz -DND_WERROR=ON -DND_FUZZ=ON -DND_TESTS=OFF >/dev/null
-    cmake --build build-fuzz -j"$(nproc)" --target fuzz_parser
-    for drv in parser; do
+    drivers=$(cd tests/fuzz && ls fuzz_*.c | sed 's/^fuzz_//; s/\.c$//')
+    for drv in $drivers; do
+        cmake --build build-fuzz -j"$(nproc)" --target "fuzz_$drv"
+    done
+    for drv in $drivers; do
+        echo "fuzz_$drv: $fuzz s"
         work="build-fuzz/tests/fuzz/corpus_$drv"
         mkdir -p "$work"
         "build-fuzz/tests/fuzz/fuzz_$drv" -max_total_time="$fuzz" -max_len=4096 \
