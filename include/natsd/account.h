@@ -66,6 +66,10 @@ typedef struct nd_acct {
     void *limits;
     void *imports;
     void *exports;
+    /* Cross-account routing (src/net/acct_route.h): mappings and stream importers, or NULL.
+     * Writer: the auth slot (release store); readers: publishers inside an epoch section
+     * (acquire load). The route belongs to the authorization snapshot that built it. */
+    _Atomic(struct nd_acct_route *) route;
     /* any thread, atomic: client connections bound by operator-mode logins, for the account
      * JWT's conn limit (src/net/conn_auth.c) */
     _Atomic int64_t jwt_conns;

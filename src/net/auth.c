@@ -4,7 +4,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "acct_route.h"
 #include "jwt.h"
+#include "natsd/epoch.h"
 #include "log.h"
 #include "nkey.h"
 #include "natsd/alloc.h"
@@ -76,8 +78,39 @@ fingerprint(nd_auth_t *a, const nd_opts_t *o)
     fp_num(&f, a->timeout_ms);
     fp_list(&f, &o->operators);
     fp_list(&f, &o->resolver_preload);
-    for (size_t i = 0; i < o->naccounts; i++)
-        fp_add(&f, o->accounts[i].name);
+    for (size_t i = 0; i < o->naccounts; i++) {
+        const nd_account_opts_t *ao = &o->accounts[i];
+        fp_add(&f, ao->name);
+        fp_num(&f, (int64_t)ao->nexports);
+        for (size_t k = 0; k < ao->nexports; k++) {
+            const nd_export_t *x = &ao->exports[k];
+            fp_num(&f, x->service);
+            fp_add(&f, x->subject);
+            fp_list(&f, &x->accounts);
+            fp_num(&f, x->resp_type);
+            fp_num(&f, x->resp_threshold_ms);
+        }
+        fp_num(&f, (int64_t)ao->nimports);
+        for (size_t k = 0; k < ao->nimports; k++) {
+            const nd_import_t *im = &ao->imports[k];
+            fp_num(&f, im->service);
+            fp_add(&f, im->account);
+            fp_add(&f, im->subject);
+            fp_add(&f, im->to);
+            fp_add(&f, im->prefix);
+        }
+        fp_num(&f, (int64_t)ao->nmappings);
+        for (size_t k = 0; k < ao->nmappings; k++) {
+            const nd_mapping_t *m = &ao->mappings[k];
+            fp_add(&f, m->src);
+            fp_num(&f, (int64_t)m->ndests);
+            for (size_t d = 0; d < m->ndests; d++) {
+                fp_add(&f, m->dests[d].subject);
+                fp_num(&f, m->dests[d].weight);
+                fp_add(&f, m->dests[d].cluster);
+            }
+        }
+    }
     for (size_t i = 0; i < o->nusers; i++) {
         const nd_user_t *u = &o->users[i];
         fp_add(&f, u->name);
@@ -212,10 +245,7 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     a->naccts = 1;
     for (size_t i = 0; i < o->naccounts; i++) {
         const nd_account_opts_t *ao = &o->accounts[i];
-        /* TODO(issue 6): exports, imports and mappings; then $SYS and its events. */
-        if (prev == NULL && (ao->nexports > 0 || ao->nimports > 0))
-            nd_log_warn("Account %s: exports and imports are not supported yet by natsd: ignored",
-                        ao->name);
+        /* TODO(issue 6): $SYS and its events. */
         if (strcmp(ao->name, "$G") != 0)
             add_acct(ctx, a, ao->name, prev);
     }
@@ -263,6 +293,7 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
         }
     }
     a->info_auth_required = a->required && a->no_auth == NULL;
+    nd_acct_route_build(a, o);
     fingerprint(a, o);
     if (prev == NULL && plaintext(a))
         nd_log_warn("Plaintext passwords detected, use nkeys or bcrypt"); /* as nats-server */
@@ -298,6 +329,7 @@ nd_auth_unref(nd_ctx_t *ctx, nd_auth_t *a)
     nd_auth_jwt_free(a);
     for (size_t i = 0; i < a->naccts; i++) {
         nd_free(a->accts[i].name);
+        nd_acct_route_free(a->accts[i].route);
         nd_actor_unref(ctx, &a->accts[i].acct->actor);
     }
     nd_free(a->accts);
@@ -447,7 +479,14 @@ nd_auth_slot_set(nd_ctx_t *ctx, nd_auth_slot_t *s, nd_auth_t *a)
         s->kept = nd_xrealloc(s->kept, (s->nkept + 1) * sizeof(*s->kept));
         s->kept[s->nkept++] = nd_perms_ref(a->users[i].perms);
     }
+    /* Under the mutex: two installs must not interleave their route stores. */
+    nd_acct_route_install(old, a);
     pthread_mutex_unlock(&s->mu);
+    if (old != NULL) {
+        /* A publisher may still use one of old's routes inside its epoch section: wait for every
+         * section that began before the stores above, then old (and its routes) may go. */
+        nd_epoch_barrier(ctx->epoch);
+    }
     nd_auth_unref(ctx, old);
 }
 

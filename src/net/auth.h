@@ -12,8 +12,9 @@
  * when the first snapshot is built; a reload reuses the actors of accounts that keep their name
  * and creates the new ones. Everybody else is in $G (the server's global account). Nothing crosses
  * accounts: each has its own sublist.
- * TODO(issue 6, item 3): stream/service exports and imports, mappings, and the system account
- * ($SYS, its events and requests) are not built; the options are parsed and ignored.
+ * Mappings and stream and service exports/imports are routed by acct_route.h (installed with
+ * the snapshot). TODO(issue 6, item 3): the system account ($SYS, its events and requests) is
+ * not built.
  *
  * Check order (nats-server server/auth.go processClientOrLeafAuthentication): with users or nkey
  * users configured, a CONNECT without any credential logs in as no_auth_user when set; an "nkey"
@@ -62,6 +63,7 @@ typedef struct nd_auth_acct {
     int64_t max_conns;   /* the JWT's limits.conn; -1 = unlimited (and for config accounts) */
     int64_t max_subs;    /* the JWT's limits.subs; -1 = unlimited */
     int64_t max_payload; /* the JWT's limits.payload; -1 = unlimited */
+    struct nd_acct_route *route; /* owned: mappings and stream importers (acct_route.h), or NULL */
 } nd_auth_acct_t;
 
 typedef struct nd_auth {

@@ -15,13 +15,20 @@
  * per recipient in the outbox and sent, in order, by nd_deliver_flush() after the batch.
  * Flow control: the publisher adds the bytes to the recipient's `pending` when it sends; past
  * max_pending the recipient is marked slow, further deliveries are dropped and it closes itself.
+ * Accounts (acct_route.h): inside the same section the publisher loads its account's route; with
+ * mappings the subject is mapped first, and with stream importers the message is also matched in
+ * each importer's sublist under the import's subject; service imports and their `_R_` responses
+ * go the same way (acct_resp.h). Accounts without any of these pay one load and one NULL test.
  */
 #include <string.h>
 #include <time.h>
 
+#include "acct_resp.h"
+#include "acct_route.h"
 #include "conn_int.h"
 #include "natsd/account.h"
 #include "natsd/epoch.h"
+#include "natsd/subject.h"
 #include "natsd/sublist.h"
 
 /* Appends the decimal form of v; returns the new end. */
@@ -473,13 +480,11 @@ no_responders(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     nd_conn_write(c, status, sizeof status - 1);
 }
 
-void
-nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+/* Delivers to every plain subscription of r and to one member of each of its queue groups.
+ * Ctx: in the section that produced r. */
+static void
+deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t *r)
 {
-    pub_ctx_t pc = {.cmd = cmd};
-    nd_epoch_enter(ctx);
-    const nd_sl_result_t *r = nd_slcache_match(ctx, &c->cache, nd_acct_sublist(c->acct),
-                                               cmd->subject.ptr, cmd->subject.len, scratch_of(c));
     for (uint32_t v = 0; v < r->npvecs; v++) {
         const nd_sl_vec_t *vec = r->pvecs[v];
         uint32_t n = nd_sl_vec_len(vec);
@@ -487,7 +492,7 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
             nd_sub_t *sub = nd_sl_vec_get(vec, i);
             if (sub == NULL || (!c->echo && sub->conn == &c->base))
                 continue;
-            deliver(ctx, c, &pc, sub);
+            deliver(ctx, c, pc, sub);
         }
     }
     for (uint32_t g = 0; g < r->nqgroups; g++) {
@@ -499,13 +504,171 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
                 break;
             if (!c->echo && sub->conn == &c->base)
                 continue;
-            if (deliver(ctx, c, &pc, sub))
+            if (deliver(ctx, c, pc, sub))
                 break;
         }
+    }
+}
+
+/* Room for a mapped or imported subject on the stack; longer ones are allocated. */
+#define SUBJ_BUF 256
+
+/* Writes the other account's subject for subj (an import's transform xf, else its literal
+ * subject to, else subj itself) into buf or a heap copy in *heap. Returns: it. */
+static const char *
+import_subject(const nd_xf_t *xf, const char *to, size_t to_len, const char *subj, size_t len,
+               char *buf, char **heap, size_t *outlen)
+{
+    if (xf != NULL) {
+        size_t n = nd_xf_apply(xf, subj, len, buf, SUBJ_BUF);
+        if (n < SUBJ_BUF) {
+            *outlen = n;
+            return buf;
+        }
+        *heap = nd_xmalloc(n + 1);
+        *outlen = nd_xf_apply(xf, subj, len, *heap, n + 1);
+        return *heap;
+    }
+    if (to != NULL) {
+        *outlen = to_len;
+        return to;
+    }
+    *outlen = len;
+    return subj;
+}
+
+/* Matches icmd in acct's sublist and delivers it there, sharing pc's payload buffer and adding
+ * to its count. Ctx: in the section. */
+static void
+deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
+           const nd_proto_cmd_t *icmd)
+{
+    pub_ctx_t ipc = {.cmd = icmd, .payload = pc->payload};
+    nd_sl_result_t r;
+    nd_sl_result_init(&r);
+    nd_sl_match(ctx, nd_acct_sublist(acct), icmd->subject.ptr, icmd->subject.len, &r);
+    deliver_result(ctx, c, &ipc, &r);
+    nd_sl_result_fini(&r);
+    pc->payload = ipc.payload;
+    pc->matched += ipc.matched;
+}
+
+/* Service imports of the publisher's account: the first one whose subject matches sends the
+ * request to the exporter, under the exported subject and with an `_R_` reply that leads back
+ * here. Ctx: in the section. */
+static void
+deliver_services(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_t *rt)
+{
+    const nd_proto_cmd_t *cmd = pc->cmd;
+    for (size_t i = 0; i < rt->nsvcs; i++) {
+        const nd_acct_svc_imp_t *sv = &rt->svcs[i];
+        if (!nd_subj_match(sv->from, sv->from_len, cmd->subject.ptr, cmd->subject.len))
+            continue;
+        char buf[SUBJ_BUF];
+        char *heap = NULL;
+        nd_proto_cmd_t icmd = *cmd;
+        icmd.subject.ptr = import_subject(sv->xf, sv->to, sv->to_len, cmd->subject.ptr,
+                                          cmd->subject.len, buf, &heap, &icmd.subject.len);
+        char rsubj[ND_ACCT_RESP_SUBJ_LEN];
+        if (cmd->reply.len > 0) {
+            nd_acct_resp_add(ctx, sv->resp, rsubj, c->acct, cmd->reply.ptr, cmd->reply.len,
+                             sv->singleton, sv->ttl_ns);
+            icmd.reply.ptr = rsubj;
+            icmd.reply.len = sizeof rsubj;
+        }
+        deliver_in(ctx, c, pc, sv->acct, &icmd);
+        nd_free(heap);
+        return;
+    }
+}
+
+/* A publish in an exporting account on an `_R_` subject: a response to an imported request,
+ * delivered in the importer under the request's original reply. Ctx: in the section. */
+static void
+deliver_response(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_t *rt)
+{
+    const nd_proto_cmd_t *cmd = pc->cmd;
+    char *reply = NULL;
+    size_t rlen = 0;
+    nd_acct_t *imp = nd_acct_resp_take(rt->resp, cmd->subject.ptr, cmd->subject.len, &reply,
+                                       &rlen);
+    if (imp == NULL)
+        return;
+    nd_proto_cmd_t icmd = *cmd;
+    icmd.subject.ptr = reply;
+    icmd.subject.len = rlen;
+    deliver_in(ctx, c, pc, imp, &icmd);
+    nd_free(reply);
+}
+
+/* Stream imports: the message as matched in each importer whose import covers the subject.
+ * Ctx: in the section. */
+static void
+deliver_imports(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_t *rt)
+{
+    const nd_proto_cmd_t *cmd = pc->cmd;
+    for (size_t i = 0; i < rt->nstreams; i++) {
+        const nd_acct_stream_imp_t *im = &rt->streams[i];
+        if (!nd_subj_match(im->from, im->from_len, cmd->subject.ptr, cmd->subject.len))
+            continue;
+        char buf[SUBJ_BUF];
+        char *heap = NULL;
+        nd_proto_cmd_t icmd = *cmd;
+        icmd.subject.ptr = import_subject(im->xf, im->to, im->to_len, cmd->subject.ptr,
+                                          cmd->subject.len, buf, &heap, &icmd.subject.len);
+        deliver_in(ctx, c, pc, im->acct, &icmd);
+        nd_free(heap);
+    }
+}
+
+void
+nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    pub_ctx_t pc = {.cmd = cmd};
+    char mbuf[SUBJ_BUF];
+    char *mheap = NULL;
+    nd_proto_cmd_t mcmd;
+    nd_epoch_enter(ctx);
+    /* acquire: pairs with the release store of nd_acct_route_install (a complete route). */
+    const nd_acct_route_t *rt = atomic_load_explicit(&c->acct->route, memory_order_acquire);
+    if (rt != NULL && rt->map != NULL) {
+        size_t n;
+        uint32_t rnd = (uint32_t)(nd_ctx_rand(ctx) >> 32);
+        nd_xf_map_t m = nd_xf_table_map(rt->map, cmd->subject.ptr, cmd->subject.len, NULL, rnd,
+                                        mbuf, sizeof mbuf, &n);
+        if (m == ND_XF_MAP_MAPPED && n >= sizeof mbuf) {
+            mheap = nd_xmalloc(n + 1);
+            m = nd_xf_table_map(rt->map, cmd->subject.ptr, cmd->subject.len, NULL, rnd, mheap,
+                                n + 1, &n);
+        }
+        if (m == ND_XF_MAP_DROP) {
+            nd_epoch_exit(ctx);
+            return;
+        }
+        if (m == ND_XF_MAP_MAPPED) {
+            mcmd = *cmd;
+            mcmd.subject.ptr = mheap != NULL ? mheap : mbuf;
+            mcmd.subject.len = n;
+            cmd = &mcmd;
+            pc.cmd = cmd;
+        }
+    }
+    const nd_sl_result_t *r = nd_slcache_match(ctx, &c->cache, nd_acct_sublist(c->acct),
+                                               cmd->subject.ptr, cmd->subject.len, scratch_of(c));
+    deliver_result(ctx, c, &pc, r);
+    if (rt != NULL) {
+        if (rt->nstreams > 0)
+            deliver_imports(ctx, c, &pc, rt);
+        if (rt->nsvcs > 0)
+            deliver_services(ctx, c, &pc, rt);
+        if (rt->resp != NULL && cmd->subject.len == ND_ACCT_RESP_SUBJ_LEN &&
+            memcmp(cmd->subject.ptr, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN) == 0)
+            deliver_response(ctx, c, &pc, rt);
     }
     if (pc.matched == 0 && cmd->reply.len > 0 && c->no_responders)
         no_responders(ctx, c, cmd);
     nd_epoch_exit(ctx);
+    nd_free(mheap);
     if (pc.payload != NULL)
         nd_payload_unref(pc.payload);
 }

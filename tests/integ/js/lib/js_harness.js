@@ -13,6 +13,9 @@
 // readable failure.
 
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import assert from "node:assert/strict";
 import { connect } from "@nats-io/transport-node";
 
@@ -54,6 +57,22 @@ export function latch() {
     resolve = r;
   });
   return { promise, resolve };
+}
+
+// Makes a fresh temporary directory for a test's config files, keys and
+// certificates and removes it when the test ends. `dir.file(name, text)`
+// writes a file there and returns its path.
+export function tempDir(t) {
+  const path = mkdtempSync(join(tmpdir(), "natsd-js-"));
+  t.after(() => rmSync(path, { recursive: true, force: true }));
+  return {
+    path,
+    file(name, text) {
+      const p = join(path, name);
+      writeFileSync(p, text);
+      return p;
+    },
+  };
 }
 
 // A running server process. `log` accumulates everything the server wrote so
