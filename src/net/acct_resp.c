@@ -152,8 +152,7 @@ nd_acct_resp_add(nd_ctx_t *ctx, nd_acct_resp_t *t, char *subj, nd_acct_t *import
 }
 
 nd_acct_t *
-nd_acct_resp_take(nd_acct_resp_t *t, const char *subj, size_t len, char **reply,
-                  size_t *reply_len)
+nd_acct_resp_take(nd_acct_resp_t *t, const char *subj, size_t len, char **reply, size_t *reply_len)
 {
     if (len != ND_ACCT_RESP_SUBJ_LEN)
         return NULL;

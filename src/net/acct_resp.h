@@ -27,10 +27,10 @@
 #include "natsd/account.h"
 #include "natsd/ctx.h"
 
-#define ND_ACCT_RESP_PREFIX      "_R_."
-#define ND_ACCT_RESP_PREFIX_LEN  4
-#define ND_ACCT_RESP_SUBJ_LEN    (ND_ACCT_RESP_PREFIX_LEN + 10 + 1 + 10) /* _R_.<10>.<10> */
-#define ND_ACCT_RESP_DEFAULT_NS  (120LL * 1000000000LL)
+#define ND_ACCT_RESP_PREFIX     "_R_."
+#define ND_ACCT_RESP_PREFIX_LEN 4
+#define ND_ACCT_RESP_SUBJ_LEN   (ND_ACCT_RESP_PREFIX_LEN + 10 + 1 + 10) /* _R_.<10>.<10> */
+#define ND_ACCT_RESP_DEFAULT_NS (120LL * 1000000000LL)
 
 typedef struct nd_acct_resp nd_acct_resp_t;
 

@@ -173,8 +173,8 @@ add_service_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *import
     }
     nd_auth_acct_t *ex = entry_of(a, im->account);
     if (ex == NULL || ex == importer) {
-        nd_log_warn("Account %s: service import from unknown account %s: ignored",
-                    importer->name, im->account);
+        nd_log_warn("Account %s: service import from unknown account %s: ignored", importer->name,
+                    im->account);
         return;
     }
     const nd_export_t *x = service_export(opts_of(o, ex->name), importer->name, subj);
@@ -207,7 +207,8 @@ add_service_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *import
         er->resp = nd_acct_resp_new();
     e.resp = er->resp;
     e.singleton = x->resp_type == ND_RESP_SINGLETON;
-    e.ttl_ns = x->resp_threshold_ms > 0 ? x->resp_threshold_ms * 1000000LL : ND_ACCT_RESP_DEFAULT_NS;
+    e.ttl_ns =
+        x->resp_threshold_ms > 0 ? x->resp_threshold_ms * 1000000LL : ND_ACCT_RESP_DEFAULT_NS;
     nd_acct_route_t *r = route_of(importer);
     r->svcs = nd_xrealloc(r->svcs, (r->nsvcs + 1) * sizeof(*r->svcs));
     r->svcs[r->nsvcs++] = e;
@@ -226,8 +227,7 @@ nd_acct_route_build(struct nd_auth *a, const nd_opts_t *o)
             for (size_t k = 0; k < ao->nmappings; k++) {
                 /* One at a time, so a refused mapping skips only itself. */
                 char err[256];
-                if (nd_xf_table_add_opts(t, &ao->mappings[k], 1, NULL, err, sizeof err) !=
-                    ND_XF_OK)
+                if (nd_xf_table_add_opts(t, &ao->mappings[k], 1, NULL, err, sizeof err) != ND_XF_OK)
                     nd_log_warn("Account %s: error adding mapping for %s: %s: ignored", ao->name,
                                 ao->mappings[k].src, err);
             }

@@ -59,8 +59,8 @@ typedef struct nd_acct_svc_imp {
     size_t from_len;
     char *to; /* from is literal: the subject in the exporter; NULL = the same subject */
     size_t to_len;
-    nd_xf_t *xf;     /* from has wildcards and is remapped: the transform, else NULL */
-    nd_acct_t *acct; /* the exporter; borrowed from the snapshot */
+    nd_xf_t *xf;               /* from has wildcards and is remapped: the transform, else NULL */
+    nd_acct_t *acct;           /* the exporter; borrowed from the snapshot */
     struct nd_acct_resp *resp; /* the exporter's response routes (its route owns them) */
     bool singleton;            /* response_type singleton (stream and chunked keep the route) */
     int64_t ttl_ns;            /* response threshold */

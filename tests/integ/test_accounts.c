@@ -23,6 +23,7 @@
 #include <criterion/criterion.h>
 
 #include <nats/nats.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,22 @@ start_conf(conf_t *c, const char *text)
     cr_assert(fclose(f) == 0);
     const char *args[] = {"-c", c->path, NULL};
     return nd_integ_server_start(0, args);
+}
+
+/* Rewrites the configuration (atomically) and has the server reload it. */
+static void
+conf_reload(conf_t *c, nd_integ_server_t *srv, const char *text)
+{
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
+    FILE *f = fopen(tmp, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    cr_assert(fclose(f) == 0);
+    cr_assert(rename(tmp, c->path) == 0);
+    size_t mark = nd_integ_server_log_mark(srv);
+    nd_integ_server_signal(srv, SIGHUP);
+    nd_integ_server_wait_log(srv, mark, "Reloaded server configuration");
 }
 
 static void
@@ -120,8 +137,7 @@ expect_msg_at(const char *file, int line, natsSubscription *sub, const char *sub
     natsStatus s = natsSubscription_NextMsg(&m, sub, ND_INTEG_TIMEOUT_MS);
     cr_assert(s == NATS_OK, "%s:%d: no message (wanted %s %s): %s", file, line, subject, data,
               natsStatus_GetText(s));
-    cr_assert(strcmp(natsMsg_GetSubject(m), subject) == 0 &&
-                  strcmp(natsMsg_GetData(m), data) == 0,
+    cr_assert(strcmp(natsMsg_GetSubject(m), subject) == 0 && strcmp(natsMsg_GetData(m), data) == 0,
               "%s:%d: got %s '%s', wanted %s '%s'", file, line, natsMsg_GetSubject(m),
               natsMsg_GetData(m), subject, data);
     natsMsg_Destroy(m);
@@ -143,17 +159,18 @@ expect_nothing_at(const char *file, int line, natsSubscription *sub, natsConnect
 Test(integ_accounts, mapping_simple_and_wildcard)
 {
     conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, "accounts {\n"
-                                             "  A {\n"
-                                             "    users: [ {user: a, password: p} ]\n"
-                                             "    mappings: {\n"
-                                             "      \"foo\": \"bar\"\n"
-                                             "      \"in.*.*\": \"out.$2.$1\"\n"
-                                             "      \"fn.*.*\": \"fnout.{{wildcard(2)}}.{{wildcard(1)}}\"\n"
-                                             "    }\n"
-                                             "  }\n"
-                                             "  B { users: [ {user: b, password: p} ] }\n"
-                                             "}\n");
+    nd_integ_server_t *srv =
+        start_conf(&cf, "accounts {\n"
+                        "  A {\n"
+                        "    users: [ {user: a, password: p} ]\n"
+                        "    mappings: {\n"
+                        "      \"foo\": \"bar\"\n"
+                        "      \"in.*.*\": \"out.$2.$1\"\n"
+                        "      \"fn.*.*\": \"fnout.{{wildcard(2)}}.{{wildcard(1)}}\"\n"
+                        "    }\n"
+                        "  }\n"
+                        "  B { users: [ {user: b, password: p} ] }\n"
+                        "}\n");
     natsConnection *sa = cconnect(srv, "a");
     natsConnection *pa = cconnect(srv, "a");
     natsConnection *sb = cconnect(srv, "b");
@@ -269,12 +286,12 @@ Test(integ_accounts, mapping_weighted_50_50)
     "  }\n"                                                                                        \
     "  B {\n"                                                                                      \
     "    users: [ {user: b, password: p} ]\n"                                                      \
-    "    imports: [ {stream: {account: A, subject: \"foo.>\"}, prefix: \"fromA\"},\n"             \
+    "    imports: [ {stream: {account: A, subject: \"foo.>\"}, prefix: \"fromA\"},\n"              \
     "               {stream: {account: A, subject: \"priv.>\"}} ]\n"                               \
     "  }\n"                                                                                        \
     "  C {\n"                                                                                      \
     "    users: [ {user: c, password: p} ]\n"                                                      \
-    "    imports: [ {stream: {account: A, subject: \"foo.x\"}, to: \"bar.x\"},\n"                 \
+    "    imports: [ {stream: {account: A, subject: \"foo.x\"}, to: \"bar.x\"},\n"                  \
     "               {stream: {account: A, subject: \"foo.*.w\"}, to: \"w.*\"} ]\n"                 \
     "  }\n"                                                                                        \
     "  D { users: [ {user: d, password: p} ] }\n"
@@ -414,7 +431,7 @@ Test(integ_accounts, stream_import_not_authorized)
     "  }\n"                                                                                        \
     "  B {\n"                                                                                      \
     "    users: [ {user: b, password: p} ]\n"                                                      \
-    "    imports: [ {service: {account: A, subject: \"req.>\"}, to: \"breq.>\"},\n"               \
+    "    imports: [ {service: {account: A, subject: \"req.>\"}, to: \"breq.>\"},\n"                \
     "               {service: {account: A, subject: \"multi\"}},\n"                                \
     "               {service: {account: A, subject: \"short\"}} ]\n"                               \
     "  }\n"                                                                                        \
@@ -539,4 +556,48 @@ Test(integ_accounts, service_stream_many_responses)
 Test(integ_accounts, service_response_threshold)
 {
     cr_assert_eq(responses("short", "short", 1, 1500), 0);
+}
+
+/* ---- reload ------------------------------------------------------------------------------ */
+
+/* A reload replaces the routes: a changed mapping applies to connected clients, and a removed
+ * import stops the flow. */
+Test(integ_accounts, reload_routes)
+{
+    conf_t cf = {0};
+    nd_integ_server_t *srv =
+        start_conf(&cf, "accounts {\n"
+                        "  A { users: [ {user: a, password: p} ]\n"
+                        "      exports: [ {stream: \"foo.>\"} ]\n"
+                        "      mappings: { \"m\": \"m.one\" } }\n"
+                        "  B { users: [ {user: b, password: p} ]\n"
+                        "      imports: [ {stream: {account: A, subject: \"foo.>\"}} ] }\n"
+                        "}\n");
+    natsConnection *pa = cconnect(srv, "a"), *sa = cconnect(srv, "a");
+    natsConnection *sb = cconnect(srv, "b"), *mb = cconnect(srv, "b");
+    natsSubscription *a_all = csub(sa, ">");
+    natsSubscription *b_all = csub(sb, ">");
+    cpub(pa, "m", "1");
+    cpub(pa, "foo.x", "2");
+    expect_msg(a_all, "m.one", "1");
+    expect_msg(a_all, "foo.x", "2");
+    expect_msg(b_all, "foo.x", "2");
+    conf_reload(&cf, srv,
+                "accounts {\n"
+                "  A { users: [ {user: a, password: p} ]\n"
+                "      mappings: { \"m\": \"m.two\" } }\n"
+                "  B { users: [ {user: b, password: p} ] }\n"
+                "}\n");
+    cpub(pa, "m", "3");
+    cpub(pa, "foo.x", "4");
+    expect_msg(a_all, "m.two", "3");
+    expect_msg(a_all, "foo.x", "4");
+    expect_nothing(b_all, mb);
+    natsSubscription_Destroy(a_all);
+    natsSubscription_Destroy(b_all);
+    natsConnection *conns[] = {pa, sa, sb, mb};
+    for (size_t i = 0; i < 4; i++)
+        natsConnection_Destroy(conns[i]);
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
 }
