@@ -13,8 +13,8 @@
  * and creates the new ones. Everybody else is in $G (the server's global account). Nothing crosses
  * accounts: each has its own sublist.
  * Mappings and stream and service exports/imports are routed by acct_route.h (installed with
- * the snapshot). TODO(issue 6, item 3): the system account ($SYS, its events and requests) is
- * not built.
+ * the snapshot). The system account (`system_account`) is a configured account like the others;
+ * its events and requests are mon/sysevents.h's.
  *
  * Check order (nats-server server/auth.go processClientOrLeafAuthentication): with users or nkey
  * users configured, a CONNECT without any credential logs in as no_auth_user when set; an "nkey"

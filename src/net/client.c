@@ -15,6 +15,7 @@
 
 #include "conn_int.h"
 #include "log.h"
+#include "mon/sysevents.h"
 #include "natsd/account.h"
 #include "natsd/subject.h"
 
@@ -155,6 +156,7 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     atomic_store_explicit(&c->headers, headers, memory_order_relaxed);
     c->connected = true;
     ok(c);
+    nd_sys_event_client(ctx, c, true); /* the system account's CONNECT advisory (sysevents.h) */
     return true;
 }
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mon/sysevents.h"
 #include "natsd/account.h"
 #include "tls.h"
 
@@ -261,6 +262,8 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_cancel(ctx, &c->auth_timer);
     size_t n = 0;
     nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
+    if (c->connected)
+        nd_sys_event_client(ctx, c, false); /* the DISCONNECT advisory (mon/sysevents.h) */
     mon_closed(c, subs, n);
     if (n > 0)
         nd_acct_send_unsub_all(ctx, c->acct, subs, n);

@@ -26,6 +26,7 @@
 #include "acct_resp.h"
 #include "acct_route.h"
 #include "conn_int.h"
+#include "mon/sysevents.h"
 #include "natsd/account.h"
 #include "natsd/epoch.h"
 #include "natsd/subject.h"
@@ -665,9 +666,17 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
             memcmp(cmd->subject.ptr, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN) == 0)
             deliver_response(ctx, c, &pc, rt);
     }
-    if (pc.matched == 0 && cmd->reply.len > 0 && c->no_responders)
+    /* A `$SYS.REQ.` request in the system account is answered by the server itself
+     * (mon/sysevents.h) after the section: it counts as a responder. One byte compare for
+     * every other publish. */
+    bool sysreq = cmd->subject.len > 0 && cmd->subject.ptr[0] == '$' &&
+                  nd_sys_is_request(c->srv, c->acct, cmd->subject.ptr, cmd->subject.len);
+    if (pc.matched == 0 && !sysreq && cmd->reply.len > 0 && c->no_responders)
         no_responders(ctx, c, cmd);
     nd_epoch_exit(ctx);
+    if (sysreq)
+        nd_sys_request(ctx, c->srv, c->acct, cmd->subject.ptr, cmd->subject.len, cmd->reply.ptr,
+                       cmd->reply.len);
     nd_free(mheap);
     if (pc.payload != NULL)
         nd_payload_unref(pc.payload);

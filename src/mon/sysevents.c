@@ -1,0 +1,321 @@
+/* System account events and requests: see sysevents.h. */
+#include "sysevents.h"
+
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "mon_int.h"
+#include "natsd/natsd.h"
+#include "net/auth.h"
+#include "net/conn_int.h"
+#include "net/sysclient.h"
+
+#define REQ_PREFIX     "$SYS.REQ.SERVER."
+#define REQ_PREFIX_LEN (sizeof REQ_PREFIX - 1)
+#define ACC_PREFIX     "$SYS.REQ.ACCOUNT."
+#define ACC_PREFIX_LEN (sizeof ACC_PREFIX - 1)
+#define ACC_CONNZ      ".CONNZ"
+#define ACC_CONNZ_LEN  (sizeof ACC_CONNZ - 1)
+
+/* The "seq" of the server block: one sequence for every message the server sends. */
+static _Atomic uint64_t sys_seq;
+
+static int64_t
+wall_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A 22-character base62 id, in the form of nats-server's NUIDs. */
+static void
+event_id(nd_ctx_t *ctx, char out[23])
+{
+    static const char digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    for (int i = 0; i < 22; i++)
+        out[i] = digits[nd_ctx_rand(ctx) % 62];
+    out[22] = '\0';
+}
+
+/* Returns: a reference on the system account, or NULL when none is configured (or the
+ * authorization is gone: shutdown). */
+static nd_acct_t *
+sys_acct(nd_ctx_t *ctx, nd_server_t *s)
+{
+    const char *name = s->opts.system_account;
+    if (name == NULL || name[0] == '\0' || s->auth == NULL)
+        return NULL;
+    nd_auth_t *a = nd_auth_slot_get(s->auth);
+    if (a == NULL)
+        return NULL;
+    nd_acct_t *r = NULL;
+    for (size_t i = 0; i < a->naccts; i++) {
+        if (a->accts[i].acct != NULL && strcmp(nd_acct_name(a->accts[i].acct), name) == 0) {
+            r = a->accts[i].acct;
+            nd_actor_ref(&r->actor);
+            break;
+        }
+    }
+    nd_auth_unref(ctx, a);
+    return r;
+}
+
+/* nats-server's ServerInfo block. */
+static json_t *
+server_block(const nd_server_t *s, int64_t now)
+{
+    const nd_opts_t *o = &s->opts;
+    json_t *b = json_object();
+    json_object_set_new(b, "name", json_string(o->server_name ? o->server_name : s->server_id));
+    json_object_set_new(b, "host", json_string(o->host ? o->host : "0.0.0.0"));
+    json_object_set_new(b, "id", json_string(s->server_id));
+    json_object_set_new(b, "ver", json_string(NATSD_COMPAT_VERSION));
+    uint64_t seq = atomic_fetch_add_explicit(&sys_seq, 1, memory_order_relaxed) + 1;
+    json_object_set_new(b, "seq", json_integer((json_int_t)seq));
+    json_object_set_new(b, "jetstream", json_false());
+    json_object_set_new(b, "time", nd_mon_json_time(now));
+    return b;
+}
+
+static void
+set_str(json_t *o, const char *key, const char *v)
+{
+    if (v != NULL && v[0] != '\0') /* Go's omitempty */
+        json_object_set_new(o, key, json_string(v));
+}
+
+static json_t *
+msgs_bytes(uint64_t msgs, uint64_t bytes)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "msgs", json_integer((json_int_t)msgs));
+    json_object_set_new(o, "bytes", json_integer((json_int_t)bytes));
+    return o;
+}
+
+/* Publishes o (stolen) as compact JSON on subj in acct. */
+static void
+publish_json(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, const char *reply, json_t *o)
+{
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    if (js == NULL)
+        return;
+    nd_sys_publish(ctx, acct, subj, strlen(subj), reply, reply ? strlen(reply) : 0, NULL, 0, js,
+                   strlen(js));
+    free(js);
+}
+
+void
+nd_sys_event_client(nd_ctx_t *ctx, nd_conn_t *c, bool connect)
+{
+    if (c->acct == NULL)
+        return;
+    nd_acct_t *sys = sys_acct(ctx, c->srv);
+    if (sys == NULL)
+        return;
+    int64_t now = wall_ns();
+    char id[23];
+    event_id(ctx, id);
+    json_t *o = json_object();
+    json_object_set_new(o, "type",
+                        json_string(connect ? "io.nats.server.advisory.v1.client_connect"
+                                            : "io.nats.server.advisory.v1.client_disconnect"));
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o, "timestamp", nd_mon_json_time(now));
+    json_object_set_new(o, "server", server_block(c->srv, now));
+    json_t *cl = json_object();
+    json_object_set_new(cl, "start", nd_mon_json_time(c->mon.start_ns));
+    json_object_set_new(cl, "host", json_string(c->ip));
+    json_object_set_new(cl, "id", json_integer((json_int_t)c->cid));
+    json_object_set_new(cl, "acc", json_string(nd_acct_name(c->acct)));
+    /* The owner is the only writer of its registry strings, so it may read them unlocked. */
+    set_str(cl, "user", c->mon.meta != NULL ? c->mon.meta->user : NULL);
+    set_str(cl, "name", c->name);
+    set_str(cl, "lang", c->lang);
+    set_str(cl, "ver", c->version);
+    if (!connect) {
+        int64_t rtt = atomic_load_explicit(&c->mon.rtt_ns, memory_order_relaxed);
+        if (rtt > 0)
+            json_object_set_new(cl, "rtt", json_integer((json_int_t)rtt));
+        json_object_set_new(cl, "stop", nd_mon_json_time(now));
+    }
+    json_object_set_new(cl, "kind", json_string("Client"));
+    json_object_set_new(cl, "client_type", json_string("nats"));
+    json_object_set_new(o, "client", cl);
+    if (!connect) {
+        /* The client's view, as nats-server: "sent" is what it published (our in_*). */
+        json_object_set_new(o, "sent", msgs_bytes(c->in_msgs, c->in_bytes));
+        json_object_set_new(o, "received", msgs_bytes(c->out_msgs, c->out_bytes));
+        json_object_set_new(o, "reason", json_string(nd_close_reason_text(c->reason)));
+    }
+    char subj[ND_ACCT_NAME_MAX + 32];
+    snprintf(subj, sizeof subj, "$SYS.ACCOUNT.%s.%s", nd_acct_name(c->acct),
+             connect ? "CONNECT" : "DISCONNECT");
+    publish_json(ctx, sys, subj, NULL, o);
+    nd_actor_unref(ctx, &sys->actor);
+}
+
+typedef enum { REQ_NONE, REQ_STATSZ, REQ_VARZ, REQ_CONNZ, REQ_HEALTHZ, REQ_ACC_CONNZ } req_kind_t;
+
+/* Returns: which request subj names: REQ_PREFIX followed by PING, PING.<X> or <our id>.<X>, or
+ * ACC_PREFIX<acc>.CONNZ. */
+static req_kind_t
+req_kind(const nd_server_t *s, const char *subj, size_t len)
+{
+    if (len > ACC_PREFIX_LEN + ACC_CONNZ_LEN && memcmp(subj, ACC_PREFIX, ACC_PREFIX_LEN) == 0) {
+        size_t alen = len - ACC_PREFIX_LEN - ACC_CONNZ_LEN;
+        bool ok = memcmp(subj + len - ACC_CONNZ_LEN, ACC_CONNZ, ACC_CONNZ_LEN) == 0 &&
+                  memchr(subj + ACC_PREFIX_LEN, '.', alen) == NULL;
+        return ok ? REQ_ACC_CONNZ : REQ_NONE;
+    }
+    if (len <= REQ_PREFIX_LEN || memcmp(subj, REQ_PREFIX, REQ_PREFIX_LEN) != 0)
+        return REQ_NONE;
+    const char *rest = subj + REQ_PREFIX_LEN;
+    size_t rlen = len - REQ_PREFIX_LEN;
+    size_t idlen = strlen(s->server_id);
+    if (rlen == 4 && memcmp(rest, "PING", 4) == 0)
+        return REQ_STATSZ;
+    const char *what;
+    size_t wlen;
+    if (rlen > 5 && memcmp(rest, "PING.", 5) == 0) {
+        what = rest + 5;
+        wlen = rlen - 5;
+    } else if (rlen > idlen + 1 && memcmp(rest, s->server_id, idlen) == 0 && rest[idlen] == '.') {
+        what = rest + idlen + 1;
+        wlen = rlen - idlen - 1;
+    } else {
+        return REQ_NONE;
+    }
+    static const struct {
+        const char *name;
+        req_kind_t kind;
+    } names[] = {
+        {"STATSZ", REQ_STATSZ}, {"VARZ", REQ_VARZ}, {"CONNZ", REQ_CONNZ}, {"HEALTHZ", REQ_HEALTHZ}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (wlen == strlen(names[i].name) && memcmp(what, names[i].name, wlen) == 0)
+            return names[i].kind;
+    return REQ_NONE;
+}
+
+bool
+nd_sys_is_request(const nd_server_t *s, const nd_acct_t *acct, const char *subj, size_t len)
+{
+    const char *name = s->opts.system_account;
+    return len > 9 && memcmp(subj, "$SYS.REQ.", 9) == 0 && name != NULL &&
+           strcmp(nd_acct_name(acct), name) == 0 && req_kind(s, subj, len) != REQ_NONE;
+}
+
+static json_t *
+statsz(nd_ctx_t *ctx, nd_server_t *s, int64_t now)
+{
+    nd_connreg_totals_t t;
+    nd_connreg_totals(s->connreg, &t);
+    json_t *z = json_object();
+    json_object_set_new(z, "start", nd_mon_json_time(s->start_wall_ns));
+    json_object_set_new(z, "mem", json_integer(nd_mon_rss_bytes()));
+    json_object_set_new(z, "cores", json_integer(nd_mon_cores()));
+    double cpu = nd_mon_cpu_percent(s, now);
+    /* Go encodes a whole float64 without a fraction ("1", not "1.0"). */
+    json_object_set_new(
+        z, "cpu", cpu == (double)(int64_t)cpu ? json_integer((json_int_t)cpu) : json_real(cpu));
+    json_object_set_new(z, "connections", json_integer(t.live));
+    json_object_set_new(z, "total_connections", json_integer((json_int_t)t.total_conns));
+    size_t naccts = 1;
+    nd_auth_t *a = s->auth != NULL ? nd_auth_slot_get(s->auth) : NULL;
+    if (a != NULL) {
+        naccts = a->naccts;
+        nd_auth_unref(ctx, a);
+    }
+    json_object_set_new(z, "active_accounts", json_integer((json_int_t)naccts));
+    json_object_set_new(z, "subscriptions", json_integer((json_int_t)t.live_subs));
+    json_object_set_new(z, "sent", msgs_bytes(t.out_msgs, t.out_bytes));
+    json_object_set_new(z, "received", msgs_bytes(t.in_msgs, t.in_bytes));
+    json_object_set_new(z, "slow_consumers", json_integer((json_int_t)t.slow_consumers));
+    json_object_set_new(z, "active_servers", json_integer(1));
+    return z;
+}
+
+/* Runs a monitoring endpoint as the HTTP server would, without a monitor: returns its body, or
+ * NULL when it needs the connections' answers (asynchronous). */
+static json_t *
+endpoint(nd_ctx_t *ctx, nd_server_t *s, nd_mon_ep_t ep, int64_t now, const char *acc,
+         size_t acc_len)
+{
+    nd_mon_t mon = {.srv = s, .listen_fd = -1};
+    snprintf(mon.host, sizeof mon.host, "%s", s->opts.host ? s->opts.host : "0.0.0.0");
+    nd_mon_req_t req = {.mon = &mon, .ctx = ctx, .ep = ep, .now_ns = now};
+    if (acc != NULL) {
+        /* The account's connections only: /connz?acc=<acc> (freed by nd_mon_req_fini). */
+        req.params = nd_xmalloc(sizeof *req.params);
+        req.params[0].key = nd_xstrdup("acc");
+        req.params[0].val = nd_xmalloc(acc_len + 1);
+        memcpy(req.params[0].val, acc, acc_len);
+        req.params[0].val[acc_len] = '\0';
+        req.nparams = 1;
+    }
+    switch (ep) {
+    case ND_MON_EP_VARZ:
+        nd_mon_varz(&req);
+        break;
+    case ND_MON_EP_CONNZ:
+        nd_mon_connz(&req);
+        break;
+    case ND_MON_EP_HEALTHZ:
+        nd_mon_healthz(&req);
+        break;
+    default:
+        break;
+    }
+    json_t *data = NULL;
+    if (!req.need_subs && req.body != NULL)
+        data = json_loadb(req.body, req.body_len, 0, NULL);
+    nd_mon_req_fini(&req);
+    return data;
+}
+
+void
+nd_sys_request(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *acct, const char *subj, size_t len,
+               const char *reply, size_t reply_len)
+{
+    if (reply == NULL || reply_len == 0 || reply_len > 1024)
+        return;
+    int64_t now = wall_ns();
+    json_t *body = NULL;
+    const char *key = "data";
+    switch (req_kind(s, subj, len)) {
+    case REQ_STATSZ:
+        body = statsz(ctx, s, now);
+        key = "statsz";
+        break;
+    case REQ_VARZ:
+        body = endpoint(ctx, s, ND_MON_EP_VARZ, now, NULL, 0);
+        break;
+    case REQ_CONNZ:
+        body = endpoint(ctx, s, ND_MON_EP_CONNZ, now, NULL, 0);
+        break;
+    case REQ_HEALTHZ:
+        body = endpoint(ctx, s, ND_MON_EP_HEALTHZ, now, NULL, 0);
+        break;
+    case REQ_ACC_CONNZ:
+        body = endpoint(ctx, s, ND_MON_EP_CONNZ, now, subj + ACC_PREFIX_LEN,
+                        len - ACC_PREFIX_LEN - ACC_CONNZ_LEN);
+        break;
+    case REQ_NONE:
+        break;
+    }
+    if (body == NULL)
+        return;
+    json_t *o = json_object();
+    json_object_set_new(o, "server", server_block(s, now));
+    json_object_set_new(o, key, body);
+    char r[1025];
+    memcpy(r, reply, reply_len);
+    r[reply_len] = '\0';
+    publish_json(ctx, acct, r, NULL, o);
+}

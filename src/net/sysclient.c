@@ -1,0 +1,144 @@
+/* The server's internal publisher: see sysclient.h. */
+#include "sysclient.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "conn_int.h"
+#include "natsd/epoch.h"
+#include "natsd/sublist.h"
+#include "payload.h"
+
+typedef struct sys_out {
+    nd_conn_t *t; /* a reference */
+    nd_conn_msg_deliver_t *m;
+} sys_out_t;
+
+typedef struct sys_pub {
+    const char *subj, *reply;
+    size_t subj_len, reply_len;
+    size_t hdr_len;
+    nd_payload_t *pl; /* headers and payload */
+    uint32_t total;
+    sys_out_t *outs;
+    size_t n, cap;
+} sys_pub_t;
+
+/* Builds the delivery for sub. Returns: false when sub cannot take it. Ctx: in the section. */
+static bool
+sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
+{
+    if (sub->conn == NULL || nd_sub_cancelled(sub))
+        return false;
+    nd_conn_t *t = (nd_conn_t *)sub->conn;
+    if (atomic_load_explicit(&t->slow, memory_order_relaxed))
+        return false;
+    uint64_t max = atomic_load_explicit(&sub->max_msgs, memory_order_relaxed);
+    uint64_t cnt = nd_sub_count_delivery(sub);
+    if (max != 0 && cnt > max)
+        return false;
+    bool hmsg = p->hdr_len > 0 && atomic_load_explicit(&t->headers, memory_order_relaxed);
+    uint32_t off = hmsg ? 0 : (uint32_t)p->hdr_len; /* no headers for a client without them */
+    uint32_t size = p->total - off;
+    /* "HMSG " + three separators + "<hdr> <size>\r\n" (at most 20 + 1 + 10 + 2) < 64 */
+    size_t room = 64 + p->subj_len + sub->sid_len + p->reply_len;
+    nd_conn_msg_deliver_t *m =
+        (nd_conn_msg_deliver_t *)nd_msg_new(ctx, sizeof(*m) + room, ND_CONN_MSG_DELIVER);
+    char *l = m->line;
+    size_t k = 0;
+    memcpy(l, hmsg ? "HMSG " : "MSG ", hmsg ? 5 : 4);
+    k += hmsg ? 5 : 4;
+    memcpy(l + k, p->subj, p->subj_len);
+    k += p->subj_len;
+    l[k++] = ' ';
+    m->sid_off = (uint16_t)k;
+    memcpy(l + k, sub->sid, sub->sid_len);
+    k += sub->sid_len;
+    l[k++] = ' ';
+    if (p->reply_len > 0) {
+        memcpy(l + k, p->reply, p->reply_len);
+        k += p->reply_len;
+        l[k++] = ' ';
+    }
+    int w = hmsg ? snprintf(l + k, room - k, "%zu %u\r\n", p->hdr_len, size)
+                 : snprintf(l + k, room - k, "%u\r\n", size);
+    k += (size_t)w;
+    m->line_len = (uint16_t)k;
+    m->sid_len = (uint16_t)sub->sid_len;
+    m->pl_off = off;
+    m->pl_len = size + 2;
+    m->sub = sub;
+    m->last = max != 0 && cnt == max;
+    nd_payload_ref(p->pl);
+    m->payload = p->pl;
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 8;
+        p->outs = nd_xrealloc(p->outs, p->cap * sizeof(*p->outs));
+    }
+    /* The sub keeps t alive only until our section ends; the send comes after it. */
+    nd_actor_ref(&t->base);
+    p->outs[p->n++] = (sys_out_t){.t = t, .m = m};
+    return true;
+}
+
+size_t
+nd_sys_publish(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t subj_len, const char *reply,
+               size_t reply_len, const char *hdr, size_t hdr_len, const char *payload,
+               size_t payload_len)
+{
+    sys_pub_t p = {.subj = subj,
+                   .subj_len = subj_len,
+                   .reply = reply,
+                   .reply_len = reply != NULL ? reply_len : 0,
+                   .hdr_len = hdr != NULL ? hdr_len : 0};
+    p.total = (uint32_t)(p.hdr_len + payload_len);
+    /* The payload buffer holds both parts together (nd_payload_new adds the CRLF). */
+    char *buf = nd_xmalloc((size_t)p.total + 1);
+    if (p.hdr_len > 0)
+        memcpy(buf, hdr, p.hdr_len);
+    if (payload_len > 0)
+        memcpy(buf + p.hdr_len, payload, payload_len);
+    p.pl = nd_payload_new(buf, p.total);
+    nd_free(buf);
+
+    nd_sl_result_t r;
+    nd_sl_result_init(&r);
+    nd_epoch_enter(ctx);
+    nd_sl_match(ctx, nd_acct_sublist(acct), subj, subj_len, &r);
+    for (uint32_t v = 0; v < r.npvecs; v++) {
+        const nd_sl_vec_t *vec = r.pvecs[v];
+        uint32_t n = nd_sl_vec_len(vec);
+        for (uint32_t i = 0; i < n; i++) {
+            nd_sub_t *sub = nd_sl_vec_get(vec, i);
+            if (sub != NULL)
+                sys_deliver(ctx, &p, sub);
+        }
+    }
+    for (uint32_t g = 0; g < r.nqgroups; g++) {
+        for (int tries = 0; tries < 4; tries++) {
+            nd_sub_t *sub = nd_sl_result_qpick(ctx, &r, g);
+            if (sub == NULL || sys_deliver(ctx, &p, sub))
+                break;
+        }
+    }
+    nd_epoch_exit(ctx);
+    nd_sl_result_fini(&r);
+
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < p.n; i++) {
+        nd_conn_t *t = p.outs[i].t;
+        nd_conn_msg_deliver_t *m = p.outs[i].m;
+        atomic_fetch_add_explicit(&t->pending, (int64_t)m->line_len + m->pl_len,
+                                  memory_order_relaxed);
+        bytes += m->pl_len - 2;
+        nd_actor_send(ctx, &t->base, &m->hdr);
+        nd_actor_unref(ctx, &t->base);
+    }
+    nd_acct_count_in(acct, 1, p.total);
+    if (p.n > 0)
+        nd_acct_count_out(acct, p.n, bytes);
+    size_t n = p.n;
+    nd_free(p.outs);
+    nd_payload_unref(p.pl);
+    return n;
+}
