@@ -3,6 +3,7 @@
  * touching the message path. */
 #include "mon_int.h"
 #include "natsd/natsd.h"
+#include "net/auth.h"
 #include "net/tls.h"
 
 static json_t *
@@ -34,8 +35,13 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "go", json_string("natsd " NATSD_VERSION));
     json_object_set_new(v, "host", json_string(o->host ? o->host : "0.0.0.0"));
     json_object_set_new(v, "port", json_integer(s->port));
-    if (o->user != NULL || o->token != NULL)
+    /* INFO's rule (server.c): some credential is configured and there is no no_auth_user. */
+    nd_auth_t *auth = s->auth != NULL ? nd_auth_slot_get(s->auth) : NULL;
+    if (auth != NULL && auth->info_auth_required)
         json_object_set_new(v, "auth_required", json_true());
+    nd_auth_unref(req->ctx, auth);
+    if (o->system_account != NULL)
+        json_object_set_new(v, "system_account", json_string(o->system_account));
     if (s->tls != NULL) {
         /* As in INFO (server.c): allow_non_tls makes TLS optional. */
         if (!o->allow_non_tls)
