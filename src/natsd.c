@@ -4,6 +4,7 @@
 #include "natsd/alloc.h"
 #include "natsd/pool.h"
 #include "mon/monitor.h"
+#include "mon/sysevents.h"
 #include "net/lameduck.h"
 #include "net/reload.h"
 #include "net/server.h"
@@ -46,6 +47,7 @@ natsd_start(const nd_opts_t *opts)
     }
     nd_mon_attach(s->mon, s->server);
     nd_pool_start(s->pool);
+    nd_sys_start(s->server); /* the periodic STATSZ, when a system account is configured */
     return s;
 }
 

@@ -73,6 +73,9 @@ typedef struct nd_acct {
     /* any thread, atomic: client connections bound by operator-mode logins, for the account
      * JWT's conn limit (src/net/conn_auth.c) */
     _Atomic int64_t jwt_conns;
+    /* any thread, atomic: client connections of the account past their CONNECT, for the
+     * system account's connection-count events (src/mon/sysevents.c counts them) */
+    _Atomic int64_t conns;
     /* any thread, atomic (its own cache line: every publisher writes it) */
     nd_acct_stats_t stats ND_CACHE_ALIGNED;
 } nd_acct_t;

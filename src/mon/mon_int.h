@@ -110,6 +110,8 @@ void nd_mon_fmt_time(int64_t wall_ns, char out[48]); /* RFC 3339 with nanosecond
 void nd_mon_fmt_uptime(int64_t ns, char out[48]);    /* nats-server's "1d2h3m4s" */
 void nd_mon_fmt_duration(int64_t ns, char out[48]);  /* Go's time.Duration.String() */
 json_t *nd_mon_json_time(int64_t wall_ns);
+/* A float64 as Go encodes it: a whole value without a fraction ("1", not "1.0"). */
+json_t *nd_mon_json_float(double v);
 
 /* One subscription as nats-server's SubDetail (connz.c). */
 json_t *nd_mon_sub_detail(const nd_sub_info_t *si, uint64_t cid, bool with_account);

@@ -69,6 +69,12 @@ nd_mon_json_time(int64_t wall_ns)
     return json_string(buf);
 }
 
+json_t *
+nd_mon_json_float(double v)
+{
+    return v == (double)(int64_t)v ? json_integer((json_int_t)v) : json_real(v);
+}
+
 void
 nd_mon_fmt_uptime(int64_t ns, char out[48])
 {

@@ -41,41 +41,7 @@ env_ms(const char *name, uint64_t dflt)
 static int
 listen_on(nd_mon_t *m, int port)
 {
-    char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", port < 0 ? 0 : port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC,
-                             .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res = NULL;
-    int rc = getaddrinfo(m->host, portstr, &hints, &res);
-    if (rc != 0) {
-        nd_log_error("Error listening on monitoring port: %s:%s, \"%s\"", m->host, portstr,
-                     gai_strerror(rc));
-        return -1;
-    }
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            continue;
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 1024) == 0)
-            break;
-        nd_log_error("Error listening on monitoring port: %s:%s, \"%s\"", m->host, portstr,
-                     strerror(errno));
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
-    m->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                             : ((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
+    return nd_tcp_listen(m->host, port, 1024, "monitoring port", &m->port);
 }
 
 /* "/nats/" -> "/nats"; "nats" -> "/nats"; "/" or "" -> "". */

@@ -13,6 +13,7 @@
 #include "net/auth.h"
 #include "net/conn_int.h"
 #include "net/sysclient.h"
+#include "natsd/timer.h"
 
 #define REQ_PREFIX     "$SYS.REQ.SERVER."
 #define REQ_PREFIX_LEN (sizeof REQ_PREFIX - 1)
@@ -111,15 +112,56 @@ publish_json(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, const char *reply
     free(js);
 }
 
+/* Publishes acct's connection count (nats-server 2.9's sendAccConnsUpdate): the same event on
+ * the current subject and on the old `$SYS.SERVER.ACCOUNT.<acc>.CONNS`, as 2.9.10 does. */
+static void
+publish_conns(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *sys, nd_acct_t *acct, int64_t conns,
+              int64_t now)
+{
+    char id[23];
+    event_id(ctx, id);
+    const char *fmt[] = {"$SYS.SERVER.ACCOUNT.%s.CONNS", "$SYS.ACCOUNT.%s.SERVER.CONNS"};
+    for (size_t i = 0; i < 2; i++) {
+        json_t *o = json_object();
+        json_object_set_new(o, "type",
+                            json_string("io.nats.server.advisory.v1.account_connections"));
+        json_object_set_new(o, "id", json_string(id));
+        json_object_set_new(o, "timestamp", nd_mon_json_time(now));
+        json_object_set_new(o, "server", server_block(s, now));
+        json_object_set_new(o, "acc", json_string(nd_acct_name(acct)));
+        json_object_set_new(o, "conns", json_integer((json_int_t)conns));
+        json_object_set_new(o, "leafnodes", json_integer(0));
+        json_object_set_new(o, "total_conns", json_integer((json_int_t)conns));
+        json_object_set_new(
+            o, "sent",
+            msgs_bytes(atomic_load_explicit(&acct->stats.msgs_out, memory_order_relaxed),
+                       atomic_load_explicit(&acct->stats.bytes_out, memory_order_relaxed)));
+        json_object_set_new(
+            o, "received",
+            msgs_bytes(atomic_load_explicit(&acct->stats.msgs_in, memory_order_relaxed),
+                       atomic_load_explicit(&acct->stats.bytes_in, memory_order_relaxed)));
+        json_object_set_new(o, "slow_consumers", json_integer(0));
+        char subj[ND_ACCT_NAME_MAX + 40];
+        snprintf(subj, sizeof subj, fmt[i], nd_acct_name(acct));
+        publish_json(ctx, sys, subj, NULL, o);
+    }
+}
+
 void
 nd_sys_event_client(nd_ctx_t *ctx, nd_conn_t *c, bool connect)
 {
     if (c->acct == NULL)
         return;
+    /* relaxed: a counter that publishes no other data. Connect and disconnect are both called
+     * for exactly the connections past CONNECT (c->connected), whose account never changes. */
+    int64_t conns =
+        atomic_fetch_add_explicit(&c->acct->conns, connect ? 1 : -1, memory_order_relaxed) +
+        (connect ? 1 : -1);
     nd_acct_t *sys = sys_acct(ctx, c->srv);
     if (sys == NULL)
         return;
     int64_t now = wall_ns();
+    publish_conns(ctx, c->srv, sys, c->acct, conns, now);
     char id[23];
     event_id(ctx, id);
     json_t *o = json_object();
@@ -220,10 +262,7 @@ statsz(nd_ctx_t *ctx, nd_server_t *s, int64_t now)
     json_object_set_new(z, "start", nd_mon_json_time(s->start_wall_ns));
     json_object_set_new(z, "mem", json_integer(nd_mon_rss_bytes()));
     json_object_set_new(z, "cores", json_integer(nd_mon_cores()));
-    double cpu = nd_mon_cpu_percent(s, now);
-    /* Go encodes a whole float64 without a fraction ("1", not "1.0"). */
-    json_object_set_new(
-        z, "cpu", cpu == (double)(int64_t)cpu ? json_integer((json_int_t)cpu) : json_real(cpu));
+    json_object_set_new(z, "cpu", nd_mon_json_float(nd_mon_cpu_percent(s, now)));
     json_object_set_new(z, "connections", json_integer(t.live));
     json_object_set_new(z, "total_connections", json_integer((json_int_t)t.total_conns));
     size_t naccts = 1;
@@ -318,4 +357,93 @@ nd_sys_request(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *acct, const char *subj,
     memcpy(r, reply, reply_len);
     r[reply_len] = '\0';
     publish_json(ctx, acct, r, NULL, o);
+}
+
+/* The periodic STATSZ (nats-server 2.9's startStatszTimer/heartbeatStatsz): one actor whose
+ * one-shot timer first fires STATSZ_FIRST_NS after the start, then waits twice as long each time
+ * up to STATSZ_MAX_NS (eventsHBInterval), so a new server is seen quickly and a settled one
+ * sends little. Each firing publishes {"server":{...},"statsz":{...}} on
+ * `$SYS.SERVER.<id>.STATSZ` in the system account. The actor lives until the pool's shutdown
+ * closes it (its final cancels the timer); after nd_server_stop_accepting the authorization is
+ * gone, sys_acct finds no system account and a late firing publishes nothing. */
+#define STATSZ_FIRST_NS 250000000ull
+#define STATSZ_MAX_NS   30000000000ull
+
+enum { STATSZ_MSG_TIMER = ND_MSG_USER_BASE, STATSZ_MSG_START };
+
+typedef struct statsz_actor {
+    nd_actor_t base;
+    nd_server_t *srv; /* immutable after spawn */
+    /* owner only */
+    nd_timer_t timer;
+    uint64_t interval_ns;
+} statsz_actor_t;
+
+static void
+statsz_send(nd_ctx_t *ctx, nd_server_t *s)
+{
+    nd_acct_t *sys = sys_acct(ctx, s);
+    if (sys == NULL)
+        return;
+    int64_t now = wall_ns();
+    json_t *o = json_object();
+    json_object_set_new(o, "server", server_block(s, now));
+    json_object_set_new(o, "statsz", statsz(ctx, s, now));
+    char subj[sizeof s->server_id + 32];
+    snprintf(subj, sizeof subj, "$SYS.SERVER.%s.STATSZ", s->server_id);
+    publish_json(ctx, sys, subj, NULL, o);
+    nd_actor_unref(ctx, &sys->actor);
+}
+
+static void
+statsz_dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
+{
+    statsz_actor_t *a = (statsz_actor_t *)self;
+    switch (msg->id) {
+    case STATSZ_MSG_START:
+        a->interval_ns = STATSZ_FIRST_NS;
+        nd_timer_start(ctx, &a->timer, a->interval_ns, 0);
+        return;
+    case STATSZ_MSG_TIMER:
+        if (!nd_timer_fired(&a->timer, msg))
+            return;
+        statsz_send(ctx, a->srv);
+        if (a->interval_ns < STATSZ_MAX_NS) {
+            a->interval_ns *= 2;
+            if (a->interval_ns > STATSZ_MAX_NS)
+                a->interval_ns = STATSZ_MAX_NS;
+        }
+        nd_timer_start(ctx, &a->timer, a->interval_ns, 0);
+        return;
+    default:
+        nd_fatal("sysevents: unknown message id %u", msg->id);
+    }
+}
+
+static void
+statsz_final(nd_ctx_t *ctx, nd_actor_t *self)
+{
+    nd_timer_cancel(ctx, &((statsz_actor_t *)self)->timer);
+}
+
+static const nd_actor_type_t statsz_type = {
+    .name = "statsz",
+    .size = sizeof(statsz_actor_t),
+    .dispatch = statsz_dispatch,
+    .final = statsz_final,
+};
+
+void
+nd_sys_start(nd_server_t *s)
+{
+    const char *name = s->opts.system_account;
+    if (name == NULL || name[0] == '\0')
+        return;
+    nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
+    statsz_actor_t *a = (statsz_actor_t *)nd_actor_spawn(ctx, &statsz_type);
+    a->srv = s;
+    nd_timer_init(&a->timer, &a->base, STATSZ_MSG_TIMER);
+    nd_actor_send(ctx, &a->base, nd_msg_new(ctx, sizeof(nd_msg_t), STATSZ_MSG_START));
+    nd_actor_unref(ctx, &a->base); /* it lives until the pool's shutdown closes it */
+    nd_ctx_external_free(ctx);
 }

@@ -13,7 +13,13 @@
  * account's connections): {"server":{...},"statsz":{...}} or {"server":{...},"data":{...}} with
  * the /varz, /connz, /healthz bodies of src/mon. Any other `$SYS.REQ.` subject gets the
  * no-responders status, as from nats-server.
- * Not implemented: account connection counts (`.SERVER.CONNS`), the periodic STATSZ, shutdown,
+ * Periodic: `$SYS.SERVER.<id>.STATSZ` ({"server":{...},"statsz":{...}}), 250 ms after the start,
+ * then at doubling intervals up to 30 s, as nats-server 2.9.
+ * Before each CONNECT and DISCONNECT advisory: the account's connection count
+ * (io.nats.server.advisory.v1.account_connections) on `$SYS.ACCOUNT.<acc>.SERVER.CONNS` and on
+ * the old `$SYS.SERVER.ACCOUNT.<acc>.CONNS`, as nats-server 2.9.10 sends it (no leafnodes or
+ * per-account slow consumers here: those are 0).
+ * Not implemented: shutdown,
  * lame duck and auth error events, the other `$SYS.REQ.ACCOUNT.` requests and the imports every
  * account gets of the PING.CONNZ/STATZ services, SUBSZ (it needs the connections' answers), request
  * options in the payload. References: nats-server server/events.go (sendConnectEvent,
@@ -31,9 +37,15 @@
 
 struct nd_conn;
 
-/* Publishes c's CONNECT (connect) or DISCONNECT advisory when a system account is configured.
+/* Counts c in (connect) or out of its account's live connections (acct->conns), then, when a
+ * system account is configured, publishes the account's connection count and c's CONNECT or
+ * DISCONNECT advisory. Called exactly once each way for a connection past its CONNECT.
  * Ctx: c's turn. */
 void nd_sys_event_client(nd_ctx_t *ctx, struct nd_conn *c, bool connect);
+
+/* Starts the periodic STATSZ when a system account is configured. Ctx: the thread that starts
+ * the server, after nd_server_start; the pool's shutdown stops it. */
+void nd_sys_start(nd_server_t *s);
 
 /* Returns: whether a publish by a client of acct on subj is a request the server answers (acct is
  * the system account and subj one of the requests above; any other `$SYS.REQ.` subject is a

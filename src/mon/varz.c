@@ -81,7 +81,7 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "mem", json_integer(nd_mon_rss_bytes()));
     json_object_set_new(v, "cores", json_integer(nd_mon_cores()));
     json_object_set_new(v, "gomaxprocs", json_integer(nd_pool_workers(s->pool)));
-    json_object_set_new(v, "cpu", json_real(nd_mon_cpu_percent(s, now)));
+    json_object_set_new(v, "cpu", nd_mon_json_float(nd_mon_cpu_percent(s, now)));
     json_object_set_new(v, "connections", json_integer(t.live));
     json_object_set_new(v, "total_connections", json_integer((json_int_t)t.total_conns));
     json_object_set_new(v, "routes", json_integer(0));

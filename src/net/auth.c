@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "acct_route.h"
+#include "dn.h"
 #include "jwt.h"
 #include "natsd/epoch.h"
 #include "log.h"
@@ -393,7 +394,9 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
             for (size_t k = 0; cr->tls_names != NULL && k < cr->tls_names->n; k++) {
                 for (size_t i = 0; i < a->nusers; i++) {
                     const nd_auth_user_t *u = &a->users[i];
-                    if (u->name != NULL && strcmp(u->name, cr->tls_names->v[k]) == 0) {
+                    /* A DN matches structurally (dn.h), as nats-server's ldap.DN compare. */
+                    if (u->name != NULL && (strcmp(u->name, cr->tls_names->v[k]) == 0 ||
+                                            nd_dn_match(u->name, cr->tls_names->v[k]))) {
                         if (!type_ok(u))
                             return false;
                         grant(g, u);

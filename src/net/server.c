@@ -103,39 +103,8 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
 static int
 listen_on(nd_server_t *s)
 {
-    char portstr[16];
-    snprintf(portstr, sizeof portstr, "%d", s->opts.port < 0 ? 0 : s->opts.port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
-                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
-    struct addrinfo *res = NULL;
     const char *host = s->opts.host && *s->opts.host ? s->opts.host : "0.0.0.0";
-    int rc = getaddrinfo(host, portstr, &hints, &res);
-    if (rc != 0) {
-        nd_log_error("Error listening on port: %s:%s, \"%s\"", host, portstr, gai_strerror(rc));
-        return -1;
-    }
-    int fd = -1;
-    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
-        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-        if (fd < 0)
-            continue;
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 4096) == 0)
-            break;
-        nd_log_error("Error listening on port: %s:%s, \"%s\"", host, portstr, strerror(errno));
-        close(fd);
-        fd = -1;
-    }
-    freeaddrinfo(res);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
-    s->port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
-                                             : ((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
+    return nd_tcp_listen(host, s->opts.port, 4096, "port", &s->port);
 }
 
 static void

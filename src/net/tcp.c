@@ -1,7 +1,13 @@
 /* Plain TCP transport; see transport.h. */
 #include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
+#include "log.h"
 #include "transport.h"
 
 static ssize_t
@@ -51,4 +57,44 @@ nd_tcp_init(nd_transport_t *t, int fd)
     t->vt = &tcp_vt;
     t->fd = fd;
     t->impl = NULL;
+}
+
+int
+nd_tcp_listen(const char *host, int port, int backlog, const char *what, int *bound_port)
+{
+    char portstr[16];
+    snprintf(portstr, sizeof portstr, "%d", port < 0 ? 0 : port);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC,
+                             .ai_socktype = SOCK_STREAM,
+                             .ai_flags = AI_PASSIVE | AI_NUMERICSERV};
+    struct addrinfo *res = NULL;
+    int rc = getaddrinfo(host, portstr, &hints, &res);
+    if (rc != 0) {
+        nd_log_error("Error listening on %s: %s:%s, \"%s\"", what, host, portstr,
+                     gai_strerror(rc));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next) {
+        fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, backlog) == 0)
+            break;
+        nd_log_error("Error listening on %s: %s:%s, \"%s\"", what, host, portstr,
+                     strerror(errno));
+        close(fd);
+        fd = -1;
+    }
+    freeaddrinfo(res);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    getsockname(fd, (struct sockaddr *)&ss, &sl);
+    *bound_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+                                                 : ((struct sockaddr_in *)&ss)->sin_port);
+    return fd;
 }

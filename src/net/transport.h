@@ -31,6 +31,11 @@ struct nd_transport {
 /* Plain TCP over fd; lives inside the connection (no allocation). */
 void nd_tcp_init(nd_transport_t *t, int fd);
 
+/* A non-blocking listening socket on host:port (port 0 or negative = any free port), trying each
+ * address getaddrinfo gives. On failure logs nats-server's text, "Error listening on <what>:
+ * host:port, "<reason>"", and returns -1. Otherwise returns the socket and the bound port. */
+int nd_tcp_listen(const char *host, int port, int backlog, const char *what, int *bound_port);
+
 static inline ssize_t
 nd_transport_write(nd_transport_t *t, const void *buf, size_t len)
 {

@@ -6,7 +6,8 @@
  * `$SYS.REQ.SERVER.<id>.VARZ` and `$SYS.REQ.ACCOUNT.A.CONNZ` are answered with this server's id (an
  * unknown request gets the no-responders status); a client of A subscribed to
  * `$SYS.>` sees none of the system account's traffic, and its `$SYS.REQ.SERVER.PING` gets the
- * no-responders status.
+ * no-responders status. The periodic `$SYS.SERVER.<id>.STATSZ` reaches a subscribed system
+ * client, and `$SYS.ACCOUNT.A.SERVER.CONNS` counts A's client in (1) and out (0).
  * Every case passes unchanged against nats-server 2.9.10 (NATSD_TEST_SERVER), which is how the
  * JSON fields were checked; tests/CMakeLists.txt registers that run.
  *
@@ -248,6 +249,66 @@ Test(integ_system, other_accounts_see_nothing)
     ND_EXPECT(a, "HMSG _INBOX.a 3 16 16\r\nNATS/1.0 503\r\n\r\n\r\n");
 
     nd_integ_conn_close(a);
+    nd_integ_conn_close(sys);
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
+}
+
+/* The periodic STATSZ: a system client subscribed to `$SYS.SERVER.<id>.STATSZ` gets one with this
+ * server's id (nats-server sends the first after 250 ms, then at doubling intervals: the read's
+ * hang guard covers several). */
+Test(integ_system, periodic_statsz)
+{
+    conf_t cf;
+    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conn_t *sys = login(srv, "sys");
+    char *id = info_id(sys);
+    char subj[128];
+    snprintf(subj, sizeof subj, "$SYS.SERVER.%s.STATSZ", id);
+    char buf[200];
+    snprintf(buf, sizeof buf, "SUB %s 1\r\n", subj);
+    ND_SENDS(sys, buf);
+    ND_PING(sys);
+
+    json_t *j = read_json(sys, subj);
+    cr_assert_str_eq(jpath(j, "server", "id"), id);
+    json_t *z = json_object_get(j, "statsz");
+    cr_assert(json_is_object(z), "no statsz");
+    cr_assert(json_integer_value(json_object_get(z, "connections")) >= 1);
+    cr_assert(strlen(jpath(z, NULL, "start")) > 0);
+    json_decref(j);
+
+    free(id);
+    nd_integ_conn_close(sys);
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
+}
+
+/* The account connection count: `$SYS.ACCOUNT.A.SERVER.CONNS` says 1 when A's client connects
+ * and 0 when it leaves (type account_connections, this server's id). */
+Test(integ_system, account_conns)
+{
+    conf_t cf;
+    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conn_t *sys = login(srv, "sys");
+    char *id = info_id(sys);
+    ND_SEND(sys, "SUB $SYS.ACCOUNT.A.SERVER.CONNS 1\r\n");
+    ND_PING(sys);
+
+    nd_integ_conn_t *a = login(srv, "a");
+    for (int want = 1; want >= 0; want--) {
+        json_t *j = read_json(sys, "$SYS.ACCOUNT.A.SERVER.CONNS");
+        cr_assert_str_eq(jpath(j, NULL, "type"), "io.nats.server.advisory.v1.account_connections");
+        cr_assert_str_eq(jpath(j, "server", "id"), id);
+        cr_assert_str_eq(jpath(j, NULL, "acc"), "A");
+        cr_assert_eq(json_integer_value(json_object_get(j, "conns")), want);
+        cr_assert_eq(json_integer_value(json_object_get(j, "total_conns")), want);
+        json_decref(j);
+        if (want == 1)
+            nd_integ_conn_close(a);
+    }
+
+    free(id);
     nd_integ_conn_close(sys);
     nd_integ_server_stop(srv);
     conf_remove(&cf);

@@ -679,6 +679,28 @@ Test(tls, verify_and_map_names)
     nd_integ_server_stop(srv);
 }
 
+/* verify_and_map with a user named by a DN: it matches the certificate's subject compared as a
+ * DN (dn.h), not byte for byte: here in reverse order, with spaces after the commas and the
+ * escaped comma spelled in hex; a DN that differs in one value is refused. */
+Test(tls, verify_and_map_dn)
+{
+    nd_integ_server_t *srv = start("  verify_and_map: true",
+                                   "authorization { users = [{user: 'C=US, O=Synadia\\2C Inc., "
+                                   "OU=NATS, CN=alice'}] }");
+    natsConnection *nc = NULL;
+    OK(try_connect(srv, true, "client.pem", "client.key", &nc));
+    OK(natsConnection_Flush(nc));
+    natsConnection_Destroy(nc);
+    nd_integ_server_stop(srv);
+
+    srv = start("  verify_and_map: true",
+                "authorization { users = [{user: 'C=US, O=Synadia\\2C Inc., OU=NATS, CN=bob'}] }");
+    nc = NULL;
+    cr_assert_neq(try_connect(srv, true, "client.pem", "client.key", &nc), NATS_OK);
+    natsConnection_Destroy(nc);
+    nd_integ_server_stop(srv);
+}
+
 Test(tls, versions_ciphers_curves)
 {
     nd_integ_server_t *srv =
