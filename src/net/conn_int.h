@@ -230,6 +230,11 @@ bool nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
 
 /* deliver.c */
 void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
+/* The DELIVER message of cmd for sub (hmsg: with its headers, else the payload alone), holding
+ * a new reference on payload (cmd's payload bytes). Used by the server's own publisher. */
+nd_conn_msg_deliver_t *nd_deliver_msg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd,
+                                          const nd_sub_t *sub, bool hmsg, bool last,
+                                          nd_payload_t *payload);
 void nd_deliver_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_deliver_t *m);
 void nd_deliver_receive_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch);
 /* Sends every open chunk; called at the end of each read batch. */

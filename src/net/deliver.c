@@ -70,20 +70,25 @@ typedef struct pub_ctx {
     line_tail_t tail[2];   /* [0]: as published; [1]: headers stripped (MSG with the payload) */
 } pub_ctx_t;
 
+static void
+format_tail(line_tail_t *t, bool hmsg, int64_t hdr_len, uint32_t size)
+{
+    char *p = t->s;
+    if (hmsg) {
+        p = put_u64(p, (uint64_t)hdr_len);
+        *p++ = ' ';
+    }
+    p = put_u64(p, size);
+    p = put(p, "\r\n", 2);
+    t->len = (uint8_t)(p - t->s);
+}
+
 static const line_tail_t *
 tail_of(pub_ctx_t *pc, bool hmsg, bool stripped, uint32_t size)
 {
     line_tail_t *t = &pc->tail[stripped];
-    if (t->len == 0) {
-        char *p = t->s;
-        if (hmsg) {
-            p = put_u64(p, (uint64_t)pc->cmd->hdr_len);
-            *p++ = ' ';
-        }
-        p = put_u64(p, size);
-        p = put(p, "\r\n", 2);
-        t->len = (uint8_t)(p - t->s);
-    }
+    if (t->len == 0)
+        format_tail(t, hmsg, pc->cmd->hdr_len, size);
     return t;
 }
 
@@ -122,7 +127,7 @@ charge(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, int64_t bytes)
     if (prev + bytes <= max) {
         /* Fast-producer throttle: a recipient past 75% stalls its producer briefly. */
         if (prev + bytes > max - max / 4 && t != c &&
-            !atomic_load_explicit(&c->srv->live.no_fast_producer_stall, memory_order_relaxed))
+            !nd_server_live_get(c->srv, no_fast_producer_stall))
             c->stall_due = true;
         return true;
     }
@@ -135,8 +140,9 @@ charge(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, int64_t bytes)
 /* ---- the outbox: per recipient, the messages of this read batch, in order ----
  *
  * Each slot holds a reference on its recipient, an open chunk and a list of finished messages
- * (chunks and DELIVERs) linked through nd_msg_t.next, which is free until the message is pushed. Nothing is sent while the
- * publisher is inside an epoch section: nd_deliver_flush() sends everything afterwards. */
+ * (chunks and DELIVERs) linked through nd_msg_t.next, which is free until the message is
+ * pushed. Nothing is sent while the publisher is inside an epoch section: nd_deliver_flush()
+ * sends everything afterwards. */
 
 static inline uint32_t
 ptr_hash(const void *p)
@@ -347,6 +353,28 @@ recipient_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, const nd_permset_t *t
     return true;
 }
 
+/* The DELIVER message of one delivery: sub's MSG/HMSG line, then payload bytes from pl_off on
+ * (with their CRLF), holding a new reference on payload. */
+static nd_conn_msg_deliver_t *
+deliver_msg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, const nd_sub_t *sub, bool hmsg,
+                const line_tail_t *tail, uint32_t pl_off, bool last, nd_payload_t *payload)
+{
+    nd_conn_msg_deliver_t *m =
+        (nd_conn_msg_deliver_t *)nd_msg_new(ctx, sizeof(*m) + line_room(cmd, sub),
+                                            ND_CONN_MSG_DELIVER);
+    uint16_t sid_off;
+    m->line_len = (uint16_t)format_line(m->line, cmd, sub, hmsg, tail, &sid_off);
+    m->sid_off = sid_off;
+    m->sid_len = (uint16_t)sub->sid_len;
+    m->pl_off = pl_off;
+    m->pl_len = (uint32_t)cmd->payload.len - pl_off + 2;
+    m->sub = sub;
+    m->last = last;
+    nd_payload_ref(payload);
+    m->payload = payload;
+    return m;
+}
+
 /* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush).
  * Returns: false when the sub cannot take it (unsubscribed, its connection slow, its
  * auto-unsubscribe count reached), so a queue group can pick another member. */
@@ -419,22 +447,22 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
      * recipient's open chunk. */
     nd_outbox_slot_t *sl = outbox_slot(&c->outbox, t);
     slot_close_chunk(sl);
-    nd_conn_msg_deliver_t *m =
-        (nd_conn_msg_deliver_t *)nd_msg_new(ctx, sizeof(*m) + line_room(cmd, sub),
-                                            ND_CONN_MSG_DELIVER);
-    m->line_len = (uint16_t)format_line(m->line, cmd, sub, hmsg, tail, &sid_off);
-    m->sid_off = sid_off;
-    m->sid_len = (uint16_t)sub->sid_len;
-    m->pl_off = pl_off;
-    m->pl_len = size + 2;
-    m->sub = sub;
-    m->last = last;
     if (pc->payload == NULL)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
-    nd_payload_ref(pc->payload);
-    m->payload = pc->payload;
+    nd_conn_msg_deliver_t *m =
+        deliver_msg_new(ctx, cmd, sub, hmsg, tail, pl_off, last, pc->payload);
     slot_append(sl, &m->hdr);
     return true;
+}
+
+nd_conn_msg_deliver_t *
+nd_deliver_msg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, const nd_sub_t *sub, bool hmsg,
+                   bool last, nd_payload_t *payload)
+{
+    uint32_t pl_off = hmsg ? 0 : (uint32_t)cmd->hdr_len;
+    line_tail_t tail;
+    format_tail(&tail, hmsg, cmd->hdr_len, (uint32_t)cmd->payload.len - pl_off);
+    return deliver_msg_new(ctx, cmd, sub, hmsg, &tail, pl_off, last, payload);
 }
 
 static nd_sl_result_t *

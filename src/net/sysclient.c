@@ -1,7 +1,6 @@
 /* The server's internal publisher: see sysclient.h. */
 #include "sysclient.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "conn_int.h"
@@ -15,11 +14,8 @@ typedef struct sys_out {
 } sys_out_t;
 
 typedef struct sys_pub {
-    const char *subj, *reply;
-    size_t subj_len, reply_len;
-    size_t hdr_len;
-    nd_payload_t *pl; /* headers and payload */
-    uint32_t total;
+    nd_proto_cmd_t cmd; /* the publish, as if a client had sent it (HPUB when it has headers) */
+    nd_payload_t *pl;   /* headers and payload */
     sys_out_t *outs;
     size_t n, cap;
 } sys_pub_t;
@@ -37,40 +33,10 @@ sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
     uint64_t cnt = nd_sub_count_delivery(sub);
     if (max != 0 && cnt > max)
         return false;
-    bool hmsg = p->hdr_len > 0 && atomic_load_explicit(&t->headers, memory_order_relaxed);
-    uint32_t off = hmsg ? 0 : (uint32_t)p->hdr_len; /* no headers for a client without them */
-    uint32_t size = p->total - off;
-    /* "HMSG " + three separators + "<hdr> <size>\r\n" (at most 20 + 1 + 10 + 2) < 64 */
-    size_t room = 64 + p->subj_len + sub->sid_len + p->reply_len;
+    /* No headers for a client without header support. */
+    bool hmsg = p->cmd.hdr_len > 0 && atomic_load_explicit(&t->headers, memory_order_relaxed);
     nd_conn_msg_deliver_t *m =
-        (nd_conn_msg_deliver_t *)nd_msg_new(ctx, sizeof(*m) + room, ND_CONN_MSG_DELIVER);
-    char *l = m->line;
-    size_t k = 0;
-    memcpy(l, hmsg ? "HMSG " : "MSG ", hmsg ? 5 : 4);
-    k += hmsg ? 5 : 4;
-    memcpy(l + k, p->subj, p->subj_len);
-    k += p->subj_len;
-    l[k++] = ' ';
-    m->sid_off = (uint16_t)k;
-    memcpy(l + k, sub->sid, sub->sid_len);
-    k += sub->sid_len;
-    l[k++] = ' ';
-    if (p->reply_len > 0) {
-        memcpy(l + k, p->reply, p->reply_len);
-        k += p->reply_len;
-        l[k++] = ' ';
-    }
-    int w = hmsg ? snprintf(l + k, room - k, "%zu %u\r\n", p->hdr_len, size)
-                 : snprintf(l + k, room - k, "%u\r\n", size);
-    k += (size_t)w;
-    m->line_len = (uint16_t)k;
-    m->sid_len = (uint16_t)sub->sid_len;
-    m->pl_off = off;
-    m->pl_len = size + 2;
-    m->sub = sub;
-    m->last = max != 0 && cnt == max;
-    nd_payload_ref(p->pl);
-    m->payload = p->pl;
+        nd_deliver_msg_new(ctx, &p->cmd, sub, hmsg, max != 0 && cnt == max, p->pl);
     if (p->n == p->cap) {
         p->cap = p->cap ? p->cap * 2 : 8;
         p->outs = nd_xrealloc(p->outs, p->cap * sizeof(*p->outs));
@@ -86,20 +52,22 @@ nd_sys_publish(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t subj_len
                size_t reply_len, const char *hdr, size_t hdr_len, const char *payload,
                size_t payload_len)
 {
-    sys_pub_t p = {.subj = subj,
-                   .subj_len = subj_len,
-                   .reply = reply,
-                   .reply_len = reply != NULL ? reply_len : 0,
-                   .hdr_len = hdr != NULL ? hdr_len : 0};
-    p.total = (uint32_t)(p.hdr_len + payload_len);
+    size_t hlen = hdr != NULL ? hdr_len : 0;
+    size_t total = hlen + payload_len;
     /* The payload buffer holds both parts together (nd_payload_new adds the CRLF). */
-    char *buf = nd_xmalloc((size_t)p.total + 1);
-    if (p.hdr_len > 0)
-        memcpy(buf, hdr, p.hdr_len);
+    char *buf = nd_xmalloc(total + 1);
+    if (hlen > 0)
+        memcpy(buf, hdr, hlen);
     if (payload_len > 0)
-        memcpy(buf + p.hdr_len, payload, payload_len);
-    p.pl = nd_payload_new(buf, p.total);
+        memcpy(buf + hlen, payload, payload_len);
+    sys_pub_t p = {.pl = nd_payload_new(buf, (uint32_t)total)};
     nd_free(buf);
+    p.cmd.op = hlen > 0 ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB;
+    p.cmd.subject = (nd_proto_slice_t){.ptr = subj, .len = subj_len};
+    if (reply != NULL)
+        p.cmd.reply = (nd_proto_slice_t){.ptr = reply, .len = reply_len};
+    p.cmd.payload = (nd_proto_slice_t){.ptr = p.pl->data, .len = total};
+    p.cmd.hdr_len = (int64_t)hlen;
 
     nd_sl_result_t r;
     nd_sl_result_init(&r);
@@ -134,7 +102,7 @@ nd_sys_publish(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t subj_len
         nd_actor_send(ctx, &t->base, &m->hdr);
         nd_actor_unref(ctx, &t->base);
     }
-    nd_acct_count_in(acct, 1, p.total);
+    nd_acct_count_in(acct, 1, total);
     if (p.n > 0)
         nd_acct_count_out(acct, p.n, bytes);
     size_t n = p.n;
