@@ -162,7 +162,7 @@ flush(nd_ctx_t *ctx, nd_conn_t *c)
         }
         if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             int64_t wd =
-                atomic_load_explicit(&c->srv->live.write_deadline_ms, memory_order_relaxed);
+                nd_server_live_get(c->srv, write_deadline_ms);
             if (!c->wdeadline_armed && wd > 0) {
                 nd_timer_start(ctx, &c->wdeadline_timer, ms_to_ns(wd), 0);
                 c->wdeadline_armed = true;
@@ -484,7 +484,7 @@ on_ping_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
         return;
     refresh_live(ctx, c); /* a reload may have changed ping_interval */
     if (c->pings_out + 1 >
-        (uint32_t)atomic_load_explicit(&c->srv->live.ping_max, memory_order_relaxed)) {
+        (uint32_t)nd_server_live_get(c->srv, ping_max)) {
         nd_log_debug("%s:%d - cid:%llu - Stale Client Connection - Closing", c->ip, c->port,
                      (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_STALE);
@@ -514,7 +514,7 @@ on_wdeadline(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
             "%s:%d - cid:%llu - \"Slow Consumer Detected: WriteDeadline of %lldms "
             "exceeded with %zu bytes pending\"",
             c->ip, c->port, (unsigned long long)c->cid,
-            (long long)atomic_load_explicit(&c->srv->live.write_deadline_ms, memory_order_relaxed),
+            (long long)nd_server_live_get(c->srv, write_deadline_ms),
             c->wlen - c->woff);
         drop_output(c); /* nothing more is sent to a slow consumer */
         nd_conn_close(ctx, c, ND_CLOSE_SLOW_DEADLINE);
@@ -546,7 +546,7 @@ write_info(nd_ctx_t *ctx, nd_conn_t *c, bool ldm)
 static void
 arm_ping(nd_ctx_t *ctx, nd_conn_t *c, bool first)
 {
-    int64_t ms = atomic_load_explicit(&c->srv->live.ping_interval_ms, memory_order_relaxed);
+    int64_t ms = nd_server_live_get(c->srv, ping_interval_ms);
     c->ping_ms = ms > 0 ? ms : 0;
     if (ms <= 0) {
         nd_timer_cancel(ctx, &c->ping_timer);
@@ -601,7 +601,7 @@ bool
 nd_conn_greet(nd_ctx_t *ctx, nd_conn_t *c, int32_t conns)
 {
     write_info(ctx, c, c->ldm_sent);
-    if (conns > atomic_load_explicit(&c->srv->live.max_connections, memory_order_relaxed)) {
+    if (conns > nd_server_live_get(c->srv, max_connections)) {
         nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", c->ip, c->port,
                      (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_CONNECTIONS);
@@ -729,7 +729,8 @@ static void
 discard(nd_ctx_t *ctx, nd_msg_t *msg)
 {
     if (msg->id == ND_CONN_MSG_MON_SUBS) {
-        mon_subs(ctx, NULL, (nd_mon_msg_subs_t *)msg); /* closed: the monitor still gets an answer */
+        /* closed: the monitor still gets an answer */
+        mon_subs(ctx, NULL, (nd_mon_msg_subs_t *)msg);
         return;
     }
     nd_deliver_discard(ctx, msg);
@@ -761,8 +762,8 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
     nd_proto_parser_init(
-        &c->parser, (size_t)atomic_load_explicit(&srv->live.max_control_line, memory_order_relaxed),
-        atomic_load_explicit(&srv->live.max_payload, memory_order_relaxed));
+        &c->parser, (size_t)nd_server_live_get(srv, max_control_line),
+        nd_server_live_get(srv, max_payload));
     nd_sidmap_init(&c->subs);
     nd_slcache_init(&c->cache);
     nd_timer_init(&c->ping_timer, &c->base, ND_CONN_MSG_PING);

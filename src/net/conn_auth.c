@@ -142,7 +142,7 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     if (g->max_payload >= 0) {
         /* +1 so that 0 stays "none" in a zeroed connection; a limit of 0 refuses any payload. */
         c->jwt_max_payload = g->max_payload + 1;
-        int64_t server = atomic_load_explicit(&c->srv->live.max_payload, memory_order_relaxed);
+        int64_t server = nd_server_live_get(c->srv, max_payload);
         int64_t eff = nd_conn_auth_max_payload(c, server);
         nd_proto_parser_set_limits(&c->parser, c->parser.max_control_line, eff);
         if (eff != server && c->protocol >= 1)

@@ -83,7 +83,7 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
     }
     json_object_set_new(
         o, "max_payload",
-        json_integer(atomic_load_explicit(&s->live.max_payload, memory_order_relaxed)));
+        json_integer(nd_server_live_get(s, max_payload)));
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     /* Keep "INFO {...", dropping the closing brace: each connection appends its own fields. */
