@@ -48,11 +48,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "natsd/actor.h"
-#include "natsd/alloc.h"
-#include "natsd/ctx.h"
-#include "natsd/mbox.h"
-#include "natsd/pool.h"
+#include "actors/actor.h"
+#include "actors/alloc.h"
+#include "actors/ctx.h"
+#include "actors/mbox.h"
+#include "actors/pool.h"
 
 #define MSG_WORK     (ND_MSG_USER_BASE + 0)
 #define MSG_GO       (ND_MSG_USER_BASE + 1)

@@ -1,7 +1,7 @@
 /* bench_perms: ns per publish-permission decision, to choose how permission lists are matched.
  * For allow lists of N wildcard patterns ("svc.<i>.*") and of N literal subjects, it times a
  * probe that matches no entry (the worst case: every entry is looked at) with
- *  - the permission list itself (src/net/perms.c: a token trie),
+ *  - the permission list itself (src/auth/perms.c: a token trie),
  *  - the account sublist holding the same patterns (nd_sl_match inside an epoch section),
  *  - the per-connection decision cache (a repeat subject: one hash probe).
  * Usage: bench_perms [iterations]   (single thread; numbers depend on the machine). */
@@ -10,9 +10,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "natsd/pool.h"
-#include "natsd/sublist.h"
-#include "net/perms.h"
+#include "actors/pool.h"
+#include "subj/sublist.h"
+#include "auth/perms.h"
 
 static double
 now_ns(void)

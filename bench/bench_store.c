@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "natsd/store.h"
+#include "js/store/store.h"
 
 /* The file store is part of the build once its source exists. */
-#if __has_include("../src/js/filestore.c")
+#if __has_include("../src/js/store/filestore.c")
 #define HAVE_FILESTORE 1
 #else
 #define HAVE_FILESTORE 0

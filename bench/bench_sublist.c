@@ -8,9 +8,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "natsd/pool.h"
-#include "natsd/slcache.h"
-#include "natsd/sublist.h"
+#include "actors/pool.h"
+#include "subj/slcache.h"
+#include "subj/sublist.h"
 
 static double
 now_ns(void)

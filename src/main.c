@@ -9,9 +9,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cfg/opts.h"
 #include "natsd/natsd.h"
-#include "net/log.h"
-#include "net/pidfile.h"
+#include "util/log.h"
+#include "server/pidfile.h"
 
 /* Go's names for the signals, which nats-server logs ("Trapped \"hangup\" signal"). */
 static const char *
@@ -91,7 +92,7 @@ main(int argc, char **argv)
         return rc == 2 ? 0 : 1;
     }
     char err[1024];
-    if (nd_log_configure(&opts, err, sizeof err) != 0) {
+    if (nd_opts_configure_log(&opts, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         nd_opts_free(&opts);
         return 1;
@@ -118,7 +119,7 @@ main(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &stop, NULL);
     signal(SIGPIPE, SIG_IGN);
 
-    /* Process files (src/net/pidfile.h): the pid file before the listener opens, the ports file
+    /* Process files (src/server/pidfile.h): the pid file before the listener opens, the ports file
      * once it is bound, as nats-server's Start does. */
     char *pid_file = opts.pid_file && *opts.pid_file ? strdup(opts.pid_file) : NULL;
     if (pid_file != NULL && nd_pidfile_write(pid_file, err, sizeof err) != 0) {

@@ -10,7 +10,8 @@
 
 #include <stdbool.h>
 
-#include "natsd/opts.h"
+/* The options are opaque to an embedding program: build them with the natsd_opts_* functions. */
+typedef struct nd_opts natsd_opts_t;
 
 #define NATSD_VERSION "0.1.0"
 /* The nats-server version natsd reports to clients (INFO "version", --version). */
@@ -19,7 +20,7 @@
 typedef struct natsd natsd_t;
 
 /* Starts a server with opts (copied; NULL = defaults). Returns: NULL after logging why. */
-natsd_t *natsd_start(const nd_opts_t *opts);
+natsd_t *natsd_start(const natsd_opts_t *opts);
 void natsd_stop(natsd_t *s);
 
 /* The command line whose flags natsd_reload re-applies over the re-read file, so that flags keep

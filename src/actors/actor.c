@@ -10,10 +10,10 @@
  *    exactly once. CLOSED is set before the release CAS that marks the mailbox idle, so the pusher
  *    (acquire XCHG) always sees it.
  */
-#include "natsd/actor.h"
+#include "actors/actor.h"
 
-#include "natsd/alloc.h"
-#include "sched.h"
+#include "actors/alloc.h"
+#include "actors/sched.h"
 
 nd_msg_t *
 nd_msg_new(nd_ctx_t *ctx, size_t size, uint32_t id)

@@ -1,5 +1,5 @@
-/* Allocation helpers that abort on out-of-memory; see include/natsd/alloc.h. */
-#include "natsd/alloc.h"
+/* Allocation helpers that abort on out-of-memory; see src/actors/alloc.h. */
+#include "actors/alloc.h"
 
 #include <stdarg.h>
 #include <stdio.h>

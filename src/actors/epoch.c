@@ -1,10 +1,10 @@
-/* Epoch-based reclamation over ck_epoch; see include/natsd/epoch.h for the rules. */
-#include "natsd/epoch.h"
+/* Epoch-based reclamation over ck_epoch; see src/actors/epoch.h for the rules. */
+#include "actors/epoch.h"
 
 #include <stddef.h>
 #include <stdlib.h>
 
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
 
 #ifdef ND_TSAN
 #include <sanitizer/tsan_interface.h>

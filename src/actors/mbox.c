@@ -25,7 +25,7 @@
  * pusher that reschedules the actor sees everything the previous consumer did. The link store
  * prev->next = n is release and pairs with the acquire load of next in pop.
  */
-#include "natsd/mbox.h"
+#include "actors/mbox.h"
 
 #include <stddef.h>
 

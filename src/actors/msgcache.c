@@ -5,11 +5,11 @@
  * their top block. Blocks never change class. The depot is bounded (DEPOT_MAX magazines per class);
  * beyond that, magazines go back to malloc.
  */
-#include "natsd/msgcache.h"
+#include "actors/msgcache.h"
 
 #include <stdlib.h>
 
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
 
 struct nd_msgcache_free {
     nd_msgcache_free_t *next;     /* next block in this magazine */

@@ -35,7 +35,7 @@
  * (repeating for actors spawned meanwhile), then stop and join the workers and the timer thread,
  * and run every pending epoch destructor.
  */
-#include "natsd/pool.h"
+#include "actors/pool.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -43,9 +43,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "natsd/alloc.h"
-#include "runq.h"
-#include "sched.h"
+#include "actors/alloc.h"
+#include "actors/runq.h"
+#include "actors/sched.h"
 
 #define REG_SHARDS     16
 #define FAIR_INTERVAL  61

@@ -17,7 +17,7 @@
  * that workers can test emptiness without the lock. It is used by non-worker threads (poller,
  * timer, main) and when a worker's ring is full.
  */
-#include "runq.h"
+#include "actors/runq.h"
 
 #include <stddef.h>
 

@@ -10,8 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "natsd/actor.h"
-#include "natsd/alloc.h"
+#include "actors/actor.h"
+#include "actors/alloc.h"
 
 #define ND_RUNQ_SIZE 256u /* power of two */
 

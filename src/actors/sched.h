@@ -3,7 +3,7 @@
 #ifndef ND_SCHED_H
 #define ND_SCHED_H
 
-#include "natsd/actor.h"
+#include "actors/actor.h"
 
 /* Puts a runnable actor on a run queue: the current worker's, or the inject queue off-worker.
  * Ctx: any thread with a ctx. */

@@ -8,14 +8,14 @@
  * A periodic timer's next deadline is computed from the previous deadline (no drift); when the
  * service is behind by more than one period it skips to now + period instead of bursting.
  */
-#include "natsd/timer.h"
+#include "actors/timer.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
 
-#include "natsd/alloc.h"
-#include "natsd/pool.h"
+#include "actors/alloc.h"
+#include "actors/pool.h"
 
 struct nd_timers {
     nd_pool_t *pool;

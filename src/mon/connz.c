@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon_int.h"
-#include "natsd/alloc.h"
+#include "mon/mon_int.h"
+#include "actors/alloc.h"
 #include "net/conn.h"
 
 typedef enum {

@@ -5,7 +5,7 @@
  */
 #include <string.h>
 
-#include "mon_int.h"
+#include "mon/mon_int.h"
 
 static void
 error(nd_mon_req_t *req, int code, const char *status, const char *text)

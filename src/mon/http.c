@@ -37,13 +37,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "httpparse.h"
-#include "mon_int.h"
-#include "natsd/alloc.h"
-#include "natsd/timer.h"
+#include "mon/httpparse.h"
+#include "mon/mon_int.h"
+#include "actors/alloc.h"
+#include "actors/timer.h"
 #include "net/conn_int.h"
-#include "net/log.h"
-#include "net/passwd.h"
+#include "util/log.h"
+#include "auth/passwd.h"
 #include "net/tls.h"
 #include "net/transport.h"
 
@@ -272,7 +272,7 @@ parse_query(nd_mon_req_t *req, const char *q, size_t n)
 
 /* Access control for the monitoring port (off unless configured): HTTP Basic with the configured
  * user and password, or "Authorization: Bearer <token>". Passwords and tokens may be bcrypt
- * hashes, checked as client passwords are (net/passwd.h: constant-time compare otherwise).
+ * hashes, checked as client passwords are (auth/passwd.h: constant-time compare otherwise).
  * /healthz stays open so that orchestrators' probes need no secret. */
 static bool
 authorized(const nd_mon_t *m, nd_mon_ep_t ep, const char *authz, size_t len)

@@ -1,5 +1,5 @@
 /* HTTP/1.x request parsing; see httpparse.h. */
-#include "httpparse.h"
+#include "mon/httpparse.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -10,8 +10,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mon_int.h"
-#include "natsd/alloc.h"
+#include "mon/mon_int.h"
+#include "actors/alloc.h"
+#include "cfg/opts.h"
 #include "natsd/natsd.h"
 
 typedef struct out {

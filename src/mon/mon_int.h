@@ -9,8 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "connreg.h"
-#include "monitor.h"
+#include "net/connreg.h"
+#include "mon/monitor.h"
 #include "net/poller.h"
 #include "net/server.h"
 

@@ -11,8 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mon_int.h"
-#include "natsd/alloc.h"
+#include "mon/mon_int.h"
+#include "actors/alloc.h"
 
 /* ---- formats ---- */
 

@@ -1,5 +1,5 @@
 /* The monitoring listener and the routing of requests to endpoints; see monitor.h. */
-#include "monitor.h"
+#include "mon/monitor.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -11,9 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "mon_int.h"
-#include "natsd/alloc.h"
-#include "net/log.h"
+#include "mon/mon_int.h"
+#include "actors/alloc.h"
+#include "util/log.h"
 #include "net/tls.h"
 
 #define HEADER_TIMEOUT_MS 5000

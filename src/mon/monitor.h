@@ -1,7 +1,7 @@
 /* HTTP monitoring: the listener of the monitoring port and its lifetime (the HTTP connections and
  * the endpoints are in http.c and the endpoint files of src/mon).
  *
- * natsd.c binds the port before the server starts (so a client that sees the server ready can
+ * server/natsd.c binds the port before the server starts (so a client that sees the server ready can
  * reach the monitoring port too, as with nats-server, and a port in use fails the start cleanly),
  * attaches it to the server's poller after the server started and before the pool starts, stops it
  * before the pool's shutdown, which closes every HTTP connection actor, and frees it after.
@@ -10,7 +10,7 @@
 #ifndef ND_MONITOR_H
 #define ND_MONITOR_H
 
-#include "natsd/opts.h"
+#include "cfg/opts.h"
 
 typedef struct nd_mon nd_mon_t;
 struct nd_server;

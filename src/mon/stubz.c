@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mon_int.h"
-#include "natsd/alloc.h"
+#include "mon/mon_int.h"
+#include "actors/alloc.h"
 #include "natsd/natsd.h"
 
 static json_t *

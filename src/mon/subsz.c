@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon_int.h"
-#include "natsd/alloc.h"
-#include "natsd/subject.h"
+#include "mon/mon_int.h"
+#include "actors/alloc.h"
+#include "subj/subject.h"
 
 typedef struct subsz_state {
     bool list;

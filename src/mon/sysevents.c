@@ -1,5 +1,5 @@
 /* System account events and requests: see sysevents.h. */
-#include "sysevents.h"
+#include "mon/sysevents.h"
 
 #include <jansson.h>
 #include <stdatomic.h>
@@ -8,12 +8,13 @@
 #include <string.h>
 #include <time.h>
 
-#include "mon_int.h"
+#include "mon/mon_int.h"
+#include "cfg/opts.h"
 #include "natsd/natsd.h"
-#include "net/auth.h"
+#include "auth/auth.h"
 #include "net/conn_int.h"
 #include "net/sysclient.h"
-#include "natsd/timer.h"
+#include "actors/timer.h"
 
 #define REQ_PREFIX     "$SYS.REQ.SERVER."
 #define REQ_PREFIX_LEN (sizeof REQ_PREFIX - 1)

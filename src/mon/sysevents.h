@@ -31,8 +31,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "natsd/account.h"
-#include "natsd/ctx.h"
+#include "subj/account.h"
+#include "actors/ctx.h"
 #include "net/server.h"
 
 struct nd_conn;

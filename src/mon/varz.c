@@ -1,9 +1,10 @@
 /* /varz: the server's configuration and counters, with nats-server 2.10's field names and order
  * (inventory §4). Counters come from the connection registry (connreg.h): exact totals without
  * touching the message path. */
-#include "mon_int.h"
+#include "mon/mon_int.h"
+#include "cfg/opts.h"
 #include "natsd/natsd.h"
-#include "net/auth.h"
+#include "auth/auth.h"
 #include "net/tls.h"
 
 static json_t *

@@ -13,11 +13,11 @@
 #include <string.h>
 #include <strings.h>
 
-#include "conn_int.h"
-#include "log.h"
+#include "net/conn_int.h"
+#include "util/log.h"
 #include "mon/sysevents.h"
-#include "natsd/account.h"
-#include "natsd/subject.h"
+#include "subj/account.h"
+#include "subj/subject.h"
 
 static void
 ok(nd_conn_t *c)

@@ -16,7 +16,7 @@
  * stuck. `pending` counts bytes queued for this client anywhere (deliveries in the mailbox and
  * unwritten output); publishers add to it and close us as a slow consumer past max_pending.
  */
-#include "conn_int.h"
+#include "net/conn_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -27,10 +27,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "util/log.h"
 #include "mon/sysevents.h"
-#include "natsd/account.h"
-#include "tls.h"
+#include "subj/account.h"
+#include "net/tls.h"
 
 #define SCRATCH_READ  (64 * 1024)
 #define SCRATCH_KEEP  (1024 * 1024) /* a write scratch grown past this is shrunk after the turn */
@@ -194,7 +194,7 @@ nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub)
     nd_acct_send_unsub(ctx, c->acct, sub);
 }
 
-/* ---- monitoring (src/mon/connreg.h) ---- */
+/* ---- monitoring (src/net/connreg.h) ---- */
 
 /* Publishes this turn's counters for monitors. */
 static void

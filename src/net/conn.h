@@ -4,7 +4,7 @@
 #ifndef ND_CONN_H
 #define ND_CONN_H
 
-#include "natsd/actor.h"
+#include "actors/actor.h"
 
 typedef struct nd_server nd_server_t;
 
@@ -50,7 +50,7 @@ typedef enum {
 
 const char *nd_close_reason_text(nd_close_reason_t r);
 
-/* The connection registry's ident function (src/mon/connreg.h): fills the identity of the
+/* The connection registry's ident function (src/net/connreg.h): fills the identity of the
  * connection embedding mc and returns its actor. Ctx: under the registry's mutex. */
 struct nd_mon_conn;
 struct nd_conn_info;

@@ -39,11 +39,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "auth.h"
-#include "conn_int.h"
-#include "jwt.h"
-#include "log.h"
-#include "tls.h"
+#include "auth/auth.h"
+#include "net/conn_int.h"
+#include "auth/jwt.h"
+#include "util/log.h"
+#include "net/tls.h"
 
 /* deliver.c reads rperms for every delivery: it must share the cache line of `slow`, which it
  * reads anyway, so recipients without permissions cost no extra cache miss. */

@@ -8,21 +8,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "conn.h"
-#include "mon/connreg.h"
-#include "natsd/account.h"
-#include "natsd/alloc.h"
-#include "natsd/err.h"
-#include "payload.h"
-#include "natsd/slcache.h"
-#include "natsd/sub.h"
-#include "natsd/timer.h"
-#include "parser.h"
-#include "perms.h"
-#include "poller.h"
-#include "server.h"
-#include "sidmap.h"
-#include "transport.h"
+#include "net/conn.h"
+#include "net/connreg.h"
+#include "subj/account.h"
+#include "actors/alloc.h"
+#include "util/err.h"
+#include "util/payload.h"
+#include "subj/slcache.h"
+#include "subj/sub.h"
+#include "actors/timer.h"
+#include "net/parser.h"
+#include "auth/perms.h"
+#include "net/poller.h"
+#include "net/server.h"
+#include "net/sidmap.h"
+#include "net/transport.h"
 
 enum {
     ND_CONN_MSG_START = ND_MSG_USER_BASE,
@@ -164,7 +164,7 @@ typedef struct nd_conn {
     /* statistics, owner only */
     uint64_t in_msgs, in_bytes, out_msgs, out_bytes;
 
-    /* monitoring (src/mon/connreg.h): registry links; the statistics above and the subscription
+    /* monitoring (src/net/connreg.h): registry links; the statistics above and the subscription
      * count, republished with relaxed stores at the end of each turn for monitors to sample */
     nd_mon_conn_t mon;
 } nd_conn_t;

@@ -17,13 +17,13 @@
  * (garbage, a plain-text CONNECT, a refused certificate) closes the same way at once.
  * Handshake steps run on the connection's own turns from its I/O messages and never block.
  */
-#include "conn_int.h"
+#include "net/conn_int.h"
 
 #include <errno.h>
 #include <sys/socket.h>
 
-#include "log.h"
-#include "tls.h"
+#include "util/log.h"
+#include "net/tls.h"
 
 #define TLS_RECORD_HANDSHAKE 0x16
 

@@ -23,14 +23,14 @@
 #include <string.h>
 #include <time.h>
 
-#include "acct_resp.h"
-#include "acct_route.h"
-#include "conn_int.h"
+#include "subj/acct_resp.h"
+#include "auth/acct_route.h"
+#include "net/conn_int.h"
 #include "mon/sysevents.h"
-#include "natsd/account.h"
-#include "natsd/epoch.h"
-#include "natsd/subject.h"
-#include "natsd/sublist.h"
+#include "subj/account.h"
+#include "actors/epoch.h"
+#include "subj/subject.h"
+#include "subj/sublist.h"
 
 /* Appends the decimal form of v; returns the new end. */
 static inline char *

@@ -6,7 +6,7 @@
  * which the message may be sent again: an embedded message is never in a mailbox twice.
  * Removal: requests queue under `lock` and are applied between epoll_wait batches, on this thread.
  */
-#include "poller.h"
+#include "net/poller.h"
 
 #include <errno.h>
 #include <string.h>
@@ -17,9 +17,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "natsd/alloc.h"
-#include "natsd/pool.h"
+#include "util/log.h"
+#include "actors/alloc.h"
+#include "actors/pool.h"
 
 #define MAX_EVENTS 256
 

@@ -25,8 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "natsd/actor.h"
-#include "natsd/pool.h"
+#include "actors/actor.h"
+#include "actors/pool.h"
 
 #define ND_IO_READ  0x1u
 #define ND_IO_WRITE 0x2u

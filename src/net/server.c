@@ -1,5 +1,5 @@
 /* The server: listener, INFO template and accept; see server.h. */
-#include "server.h"
+#include "net/server.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -13,15 +13,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "auth.h"
-#include "conn.h"
-#include "log.h"
-#include "mon/connreg.h"
-#include "natsd/account.h"
-#include "natsd/alloc.h"
+#include "auth/auth.h"
+#include "net/conn.h"
+#include "util/log.h"
+#include "net/connreg.h"
+#include "subj/account.h"
+#include "actors/alloc.h"
+#include "cfg/opts.h"
 #include "natsd/natsd.h"
-#include "nkey.h"
-#include "tls.h"
+#include "util/nkey.h"
+#include "net/tls.h"
 
 static void
 make_server_id(char out[57])

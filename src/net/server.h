@@ -9,12 +9,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "natsd/actor.h"
-#include "natsd/alloc.h"
-#include "natsd/epoch.h"
-#include "natsd/opts.h"
-#include "natsd/pool.h"
-#include "poller.h"
+#include "actors/actor.h"
+#include "actors/alloc.h"
+#include "actors/epoch.h"
+#include "cfg/opts.h"
+#include "actors/pool.h"
+#include "net/poller.h"
 
 /* A worker's I/O scratch buffer (see conn.c): only the connection running on that worker uses
  * it, during its turn. */
@@ -33,7 +33,7 @@ typedef struct nd_server_info {
 } nd_server_info_t;
 
 /* The options that a config reload changes live and connections read on their own workers
- * (src/net/reload.c). Each is an independent scalar read with a relaxed load where it is used:
+ * (src/server/reload.c). Each is an independent scalar read with a relaxed load where it is used:
  * the cost on the message path is a plain load, and no connection needs two of them to be from
  * the same reload (a connection that sees a new max_payload with an old ping_max is harmless).
  * `gen` is bumped (release) after every reload that changed one; a connection compares it
@@ -60,7 +60,7 @@ typedef struct nd_server {
     nd_pool_t *pool;
     nd_poller_t *poller;
     struct nd_acct *gacct; /* the global account ($G) */
-    struct nd_auth_slot *auth; /* the auth snapshot in force (net/auth.h); locks itself */
+    struct nd_auth_slot *auth; /* the auth snapshot in force (auth/auth.h); locks itself */
     char server_id[57];
     int port;          /* the bound client port */
     int listen_fd;
@@ -74,7 +74,7 @@ typedef struct nd_server {
     _Atomic bool ldm;               /* lame duck mode: every INFO carries "ldm":true */
     nd_server_live_t live ND_CACHE_ALIGNED;
 
-    /* reload and lame duck (src/net/reload.c, lameduck.c): their own locking */
+    /* reload and lame duck (src/server/reload.c, lameduck.c): their own locking */
     struct nd_reload *reload;
     struct nd_lameduck *lameduck;
 

@@ -1,11 +1,11 @@
 /* A connection's subscriptions by sid; see sidmap.h.
  * Invariants: cap is 0 or a power of two; used <= 3/4 cap after every insert (rehash otherwise);
  * a lookup probes from hash(sid) until an empty slot, skipping tombstones. */
-#include "sidmap.h"
+#include "net/sidmap.h"
 
 #include <string.h>
 
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
 
 #define TOMB ((nd_sub_t *)(uintptr_t)1)
 

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "natsd/sub.h"
+#include "subj/sub.h"
 
 typedef struct nd_sidmap {
     nd_sub_t **slots; /* NULL = empty, ND_SIDMAP_TOMB = deleted */

@@ -1,12 +1,12 @@
 /* The server's internal publisher: see sysclient.h. */
-#include "sysclient.h"
+#include "net/sysclient.h"
 
 #include <string.h>
 
-#include "conn_int.h"
-#include "natsd/epoch.h"
-#include "natsd/sublist.h"
-#include "payload.h"
+#include "net/conn_int.h"
+#include "actors/epoch.h"
+#include "subj/sublist.h"
+#include "util/payload.h"
 
 typedef struct sys_out {
     nd_conn_t *t; /* a reference */

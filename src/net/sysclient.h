@@ -18,8 +18,8 @@
 
 #include <stddef.h>
 
-#include "natsd/account.h"
-#include "natsd/ctx.h"
+#include "subj/account.h"
+#include "actors/ctx.h"
 
 /* Publishes into acct: subject, reply (NULL/0 = none), headers (NULL/0 = none; the full
  * "NATS/1.0\r\n...\r\n\r\n" block) and payload. Ctx: any thread with a ctx, outside an epoch

@@ -7,8 +7,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "log.h"
-#include "transport.h"
+#include "util/log.h"
+#include "net/transport.h"
 
 static ssize_t
 tcp_read(nd_transport_t *t, void *buf, size_t len)

@@ -25,7 +25,7 @@
  * with a timer (tls `timeout`, nats-server's default 2 s) and closes the connection with "TLS
  * Handshake Failure" when it expires, as nats-server does.
  */
-#include "tls.h"
+#include "net/tls.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -38,8 +38,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 
-#include "natsd/alloc.h"
-#include "opts_parse.h"
+#include "actors/alloc.h"
+#include "cfg/opts_parse.h"
 
 typedef struct tls_conn {
     SSL *ssl;

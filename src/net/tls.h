@@ -16,8 +16,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "natsd/opts.h"
-#include "transport.h"
+#include "cfg/opts.h"
+#include "net/transport.h"
 
 /* nats-server's TLS_TIMEOUT default (seconds) for the handshake. */
 #define ND_TLS_DEFAULT_TIMEOUT_MS 2000

@@ -1,4 +1,4 @@
-/* The account actor: the only writer of its sublist. See include/natsd/account.h.
+/* The account actor: the only writer of its sublist. See src/subj/account.h.
  *
  * Reference discipline for subscriptions: a sub inside the sublist holds one reference for it,
  * taken by nd_acct_send_sub before the message leaves the sender (so a sub never vanishes while
@@ -9,11 +9,11 @@
  * references they carry are dropped there (final() already emptied the sublist, so a discarded
  * UNSUB never touches the sublist).
  */
-#include "natsd/account.h"
+#include "subj/account.h"
 
 #include <string.h>
 
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
 
 static void
 notify_send(nd_ctx_t *ctx, nd_actor_t *notify, uint32_t id)

@@ -1,4 +1,4 @@
-/* The per-connection L1 match cache (see include/natsd/slcache.h).
+/* The per-connection L1 match cache (see src/subj/slcache.h).
  *
  * Structure: nsets * 4 slots of entry pointers, nsets a power of two growing from
  * ND_SLCACHE_MIN_SETS to ND_SLCACHE_MAX / 4 as the cache fills (so an idle connection costs a few
@@ -32,12 +32,12 @@
  * new section; a result validated in an earlier section proves nothing about the next one.
  * The entries themselves are owned by the cache (one connection), never shared.
  */
-#include "natsd/slcache.h"
+#include "subj/slcache.h"
 
 #include <string.h>
 
-#include "natsd/alloc.h"
-#include "sltab.h"
+#include "actors/alloc.h"
+#include "subj/sltab.h"
 
 #define MAX_SETS (ND_SLCACHE_MAX / ND_SLCACHE_WAYS)
 

@@ -1,9 +1,9 @@
 /* SPMC open-addressing hash set for the sublist; the algorithm and invariants are in sltab.h. */
-#include "sltab.h"
+#include "subj/sltab.h"
 
 #include <string.h>
 
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
 
 /* A node with one child gets a 2-slot table: half full, so a miss meets NULL within two probes,
  * and 32 bytes instead of 48 for the most common interior node. */

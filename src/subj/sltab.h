@@ -25,8 +25,8 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "natsd/epoch.h"
-#include "natsd/sublist.h"
+#include "actors/epoch.h"
+#include "subj/sublist.h"
 
 /* A key: the bytes follow the struct directly (an embedding struct declares `char name[]` right
  * after its nd_sl_key_t member), so a key costs 8 bytes and no pointer. */

@@ -1,9 +1,9 @@
 /* Subscriptions: construction, reference counting and epoch-deferred free. See natsd/sub.h. */
-#include "natsd/sub.h"
+#include "subj/sub.h"
 
 #include <string.h>
 
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
 
 /* The size the header comment promises; a field added outside the union costs every sub. */
 _Static_assert(sizeof(nd_sub_t) == 96, "nd_sub_t grew");

@@ -1,9 +1,9 @@
-/* Subject rules: validation, token counting, matching and subsets. See include/natsd/subject.h.
+/* Subject rules: validation, token counting, matching and subsets. See src/subj/subject.h.
  *
  * Every scan is one pass over the bytes with a 256-entry class table, so a validation costs about
  * a cycle or two per byte and no function calls. Tokens are walked as [start, end) byte ranges.
  */
-#include "natsd/subject.h"
+#include "subj/subject.h"
 
 #include <stdint.h>
 #include <string.h>

@@ -57,13 +57,13 @@
  * References: nats-server server/sublist.go (semantics), Concurrency Kit ck_epoch and ck_hs (the
  * SPMC discipline), Mosquitto src/subs.c (topic tree essay).
  */
-#include "natsd/sublist.h"
+#include "subj/sublist.h"
 
 #include <string.h>
 
-#include "natsd/alloc.h"
-#include "natsd/subject.h"
-#include "sltab.h"
+#include "actors/alloc.h"
+#include "subj/subject.h"
+#include "subj/sltab.h"
 
 typedef struct sl_node sl_node_t;
 

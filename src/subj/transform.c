@@ -1,4 +1,4 @@
-/* Subject transforms and mapping tables. See include/natsd/transform.h for the functions.
+/* Subject transforms and mapping tables. See src/subj/transform.h for the functions.
  *
  * Compilation follows nats-server 2.11 (server/subject_transform.go) step by step, because the
  * errors and their order are visible to users in config errors. Versions: 2.10.16 to 2.10.x are
@@ -42,16 +42,16 @@
  * a literal hit added before the wildcards, ~100 ns for a miss (every wildcard source tried,
  * ~8 ns each) and 75-170 ns for wildcard hits. Reproduce with a loop over nd_xf_table_map.
  */
-#include "natsd/transform.h"
+#include "subj/transform.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
-#include "natsd/alloc.h"
-#include "natsd/opts.h"
-#include "natsd/subject.h"
+#include "actors/alloc.h"
+#include "cfg/opts.h"
+#include "subj/subject.h"
 
 /* ---- errors ------------------------------------------------------------------------------ */
 

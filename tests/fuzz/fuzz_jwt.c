@@ -1,5 +1,5 @@
-/* libFuzzer driver for NATS JWTs, creds files, nonce signatures (src/net/jwt.c, nkey.c,
- * base64.c) and permission entries (src/net/perms.c): reliability.md §7 item 3 (truncated or
+/* libFuzzer driver for NATS JWTs, creds files, nonce signatures (src/auth/jwt.c, nkey.c,
+ * base64.c) and permission entries (src/auth/perms.c): reliability.md §7 item 3 (truncated or
  * wrong-length keys, bad base32 or CRC, nil fields, malformed tokens: refused, never a crash).
  *
  * Input layout: byte 0 picks the mode, the rest is the text.
@@ -16,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "natsd/alloc.h"
-#include "net/jwt.h"
-#include "net/nkey.h"
-#include "net/perms.h"
+#include "actors/alloc.h"
+#include "auth/jwt.h"
+#include "util/nkey.h"
+#include "auth/perms.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -20,7 +20,7 @@
  * what gets fuzzed; random index bytes alone would only ever fail the checksum. A lying index
  * that passes validation may make loads fail (ERR_CORRUPT), so in this mode only crashes,
  * leaks, hangs and sanitizer reports count, not the consistency checks. Offsets are those of
- * src/js/fs_index.c (a 48-byte header, 56-byte block entries).
+ * src/js/store/fs_index.c (a 48-byte header, 56-byte block entries).
  *
  * Pass: no crash, leak, hang or sanitizer report; an open either succeeds or fails with
  * ERR_CORRUPT / ERR_VERSION / ERR_IO (a clear error).
@@ -35,8 +35,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "js/filestore.h"
-#include "natsd/store.h"
+#include "js/store/filestore.h"
+#include "js/store/store.h"
 
 #define NCFG 4
 

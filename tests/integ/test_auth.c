@@ -43,7 +43,7 @@ TestSuite(integ_auth, .fini = suite_fini, .timeout = 240);
 
 /* "bob", bcrypt cost 4 ($2b$, libxcrypt). */
 #define BOB_HASH "$2b$04$D.QqIczmLa33xnA902zkAOsizFQ4WembSp8nTxHkR6onng.39lQD."
-/* A user seed and its public key (nats.c's test key, as in tests/unit/net/test_jwt.c), and the
+/* A user seed and its public key (nats.c's test key, as in tests/unit/auth/test_jwt.c), and the
  * public key of another user. */
 #define USEED "SUAMK2FG4MI6UE3ACF3FK3OIQBCEIEZV7NSWFFEW63UXMRLFM2XLAXK4GY"
 #define UPUB  "UAT6BWCSCWLUKJT6K6MBJJOEOTXZ5AJDOYKNEVRFC7VNO6OA43N4TRNO"

@@ -1,7 +1,7 @@
 /* Integration tests: operator mode (issue 6, item 4; inventory §5.3) with the MEMORY resolver.
  *
  * Every test makes fresh operator, account and user keys and signs the JWTs itself with natsd's
- * own encoder (src/net/jwt.h, linked from nd_core), writes the operator JWT and the config
+ * own encoder (src/auth/jwt.h, linked from nd_core), writes the operator JWT and the config
  * (resolver: MEMORY, resolver_preload), and logs in either with the C client and a creds file
  * (natsOptions_SetUserCredentialsFromFiles) or on a raw socket that signs INFO's nonce itself,
  * so the exact -ERR texts and the close can be checked.
@@ -34,8 +34,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "../../src/net/jwt.h"
-#include "../../src/net/nkey.h"
+#include "auth/jwt.h"
+#include "util/nkey.h"
 
 static void
 suite_fini(void)

@@ -29,10 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "natsd/actor.h"
-#include "natsd/alloc.h"
-#include "natsd/pool.h"
-#include "natsd/timer.h"
+#include "actors/actor.h"
+#include "actors/alloc.h"
+#include "actors/pool.h"
+#include "actors/timer.h"
 #include "stress_util.h"
 
 #define WORKERS       4

@@ -28,10 +28,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "natsd/actor.h"
-#include "natsd/alloc.h"
-#include "natsd/epoch.h"
-#include "natsd/pool.h"
+#include "actors/actor.h"
+#include "actors/alloc.h"
+#include "actors/epoch.h"
+#include "actors/pool.h"
 #include "stress_util.h"
 
 #define WORKERS         3

@@ -1,4 +1,4 @@
-/* Stress program for the server log (src/net/log.c), meant for TSan: several threads log into a
+/* Stress program for the server log (src/util/log.c), meant for TSan: several threads log into a
  * file with a small size limit (so it rotates often) while another thread reopens the file,
  * toggles the levels and reconfigures the sink. At the end every line written must be found
  * exactly once across the live file and its backups, and no line may be torn.
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "natsd/opts.h"
-#include "net/log.h"
+#include "cfg/opts.h"
+#include "util/log.h"
 
 #define THREADS 4
 #define LINES   3000
@@ -49,7 +49,7 @@ meddler(void *arg)
             break;
         default: {
             char err[256];
-            if (nd_log_configure(&o, err, sizeof err) != 0) {
+            if (nd_opts_configure_log(&o, err, sizeof err) != 0) {
                 fprintf(stderr, "configure: %s\n", err);
                 exit(1);
             }
@@ -73,7 +73,7 @@ main(void)
     o.log_file = strdup(path);
     o.log_size_limit = 4096;
     char err[256];
-    if (nd_log_configure(&o, err, sizeof err) != 0) {
+    if (nd_opts_configure_log(&o, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return 1;
     }

@@ -26,10 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "natsd/actor.h"
-#include "natsd/alloc.h"
-#include "natsd/mbox.h"
-#include "natsd/pool.h"
+#include "actors/actor.h"
+#include "actors/alloc.h"
+#include "actors/mbox.h"
+#include "actors/pool.h"
 #include "stress_util.h"
 
 #define MAX_PRODUCERS 32

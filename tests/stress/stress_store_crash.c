@@ -78,8 +78,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "js/filestore.h"
-#include "natsd/store.h"
+#include "js/store/filestore.h"
+#include "js/store/store.h"
 
 /* ---- plumbing ---------------------------------------------------------------------------- */
 

@@ -15,10 +15,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "natsd/pool.h"
-#include "natsd/slcache.h"
-#include "natsd/subject.h"
-#include "natsd/sublist.h"
+#include "actors/pool.h"
+#include "subj/slcache.h"
+#include "subj/subject.h"
+#include "subj/sublist.h"
 
 #define WORKERS    4
 #define READERS    3

@@ -18,8 +18,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "natsd/actor.h"
-#include "natsd/pool.h"
+#include "actors/actor.h"
+#include "actors/pool.h"
 #include "test_wait.h"
 
 enum {

@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
 
 #ifdef ND_SANITIZED
 const char *__asan_default_options(void);

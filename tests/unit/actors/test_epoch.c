@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "natsd/epoch.h"
-#include "natsd/pool.h"
+#include "actors/epoch.h"
+#include "actors/pool.h"
 #include "test_wait.h"
 
 #define MAGIC  0x5EC7105Eu

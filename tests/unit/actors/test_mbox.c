@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "natsd/mbox.h"
+#include "actors/mbox.h"
 #include "test_wait.h"
 
 typedef struct tmsg {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "natsd/msgcache.h"
+#include "actors/msgcache.h"
 
 /* Mirrors DEPOT_MAX in src/actors/msgcache.c: full magazines the depot keeps per class. */
 #define DEPOT_BOUND 256

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "natsd/pool.h"
+#include "actors/pool.h"
 #include "test_wait.h"
 
 enum {

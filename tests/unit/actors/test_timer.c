@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "natsd/pool.h"
-#include "natsd/timer.h"
+#include "actors/pool.h"
+#include "actors/timer.h"
 #include "test_wait.h"
 
 #define MS 1000000ull

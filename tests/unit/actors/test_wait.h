@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <time.h>
 
-#include "natsd/timer.h"
+#include "actors/timer.h"
 
 /* Returns: true when s was posted within 10 s. */
 static inline bool

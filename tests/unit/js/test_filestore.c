@@ -14,8 +14,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "js/filestore.h"
-#include "natsd/store.h"
+#include "js/store/filestore.h"
+#include "js/store/store.h"
 
 static char root[64];
 static char sdir[128];

@@ -4,7 +4,7 @@
  * a missing or damaged index is rebuilt to the same state; a newer format version is refused;
  * garbage, empty blocks and a directory that is a file neither crash nor hang.
  *
- * Offsets come from the documented format (src/js/filestore.h): a block is a 48-byte header
+ * Offsets come from the documented format (src/js/store/filestore.h): a block is a 48-byte header
  * followed by records of a 40-byte header, the body (subject, headers, payload) and an 8-byte
  * XXH64 of header + body. Records are walked with nd_fs_rec_header so that the test follows
  * the codec, and the damage is done with plain file I/O.
@@ -22,9 +22,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "js/filestore.h"
-#include "js/fs_crypt.h"
-#include "natsd/store.h"
+#include "js/store/filestore.h"
+#include "js/store/fs_crypt.h"
+#include "js/store/store.h"
 
 /* ---- helpers -------------------------------------------------------------------------------- */
 

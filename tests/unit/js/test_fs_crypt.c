@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "js/fs_crypt.h"
+#include "js/store/fs_crypt.h"
 
 static const nd_store_cipher_t ciphers[] = {ND_CIPHER_AES_GCM, ND_CIPHER_CHACHA};
 #define NCIPHERS (sizeof(ciphers) / sizeof(ciphers[0]))

@@ -15,12 +15,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "js/cstate.h"
-#include "js/store_snapshot.h"
-#include "natsd/store.h"
+#include "js/store/cstate.h"
+#include "js/store/store_snapshot.h"
+#include "js/store/store.h"
 
 /* The file store is another file of src/js; until it exists its half of the suite is skipped. */
-#if __has_include("js/filestore.c")
+#if __has_include("js/store/filestore.c")
 #define HAVE_FILESTORE 1
 #else
 #define HAVE_FILESTORE 0

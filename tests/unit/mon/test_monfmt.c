@@ -5,9 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mon/connreg.h"
+#include "net/connreg.h"
 #include "mon/mon_int.h"
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
 
 static const char *
 dur(int64_t ns)

@@ -5,8 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "natsd/account.h"
-#include "natsd/pool.h"
+#include "subj/account.h"
+#include "actors/pool.h"
 
 #define NOTIFY_ID (ND_MSG_USER_BASE + 7)
 

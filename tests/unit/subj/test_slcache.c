@@ -3,8 +3,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "natsd/pool.h"
-#include "natsd/slcache.h"
+#include "actors/pool.h"
+#include "subj/slcache.h"
 
 static nd_pool_t *pool;
 static nd_ctx_t *ctx;

@@ -2,7 +2,7 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "natsd/subject.h"
+#include "subj/subject.h"
 
 typedef struct {
     const char *s;

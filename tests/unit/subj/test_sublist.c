@@ -5,8 +5,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "natsd/pool.h"
-#include "natsd/sublist.h"
+#include "actors/pool.h"
+#include "subj/sublist.h"
 #include "subj/sltab.h"
 
 static nd_pool_t *pool;

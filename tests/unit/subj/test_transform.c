@@ -1,4 +1,4 @@
-/* Subject transforms and mapping tables (include/natsd/transform.h), table driven.
+/* Subject transforms and mapping tables (src/subj/transform.h), table driven.
  *
  * Expected outputs: the "Go" tables are nats-server's own test data
  * (server/subject_transform_test.go, server/sublist_test.go TestValidateDestinationSubject,
@@ -10,8 +10,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "natsd/opts.h"
-#include "natsd/transform.h"
+#include "cfg/opts.h"
+#include "subj/transform.h"
 
 typedef struct {
     const char *src, *dest, *subj, *want;
