@@ -13,6 +13,7 @@
 #include "natsd/natsd.h"
 #include "util/log.h"
 #include "server/pidfile.h"
+#include "server/sigctl.h"
 
 /* Go's names for the signals, which nats-server logs ("Trapped \"hangup\" signal"). */
 static const char *
@@ -87,6 +88,8 @@ main(int argc, char **argv)
     nd_opts_t opts;
     nd_opts_defaults(&opts);
     int rc = nd_opts_parse_args(&opts, argc, argv);
+    if (rc == ND_OPTS_SIGNAL)
+        rc = nd_sigctl_cli(opts.signal);
     if (rc != 0) {
         nd_opts_free(&opts);
         return rc == 2 ? 0 : 1;

@@ -35,7 +35,6 @@
 
 #include "actors/alloc.h"
 #include "natsd/natsd.h"
-#include "server/sigctl.h"
 
 void
 nd_opts_defaults(nd_opts_t *o)
@@ -600,14 +599,8 @@ nd_opts_parse_args(nd_opts_t *o, int argc, char **argv)
         fputc('\n', stderr);
         return 1;
     }
-    if (o->signal != NULL && o->signal[0] != '\0') {
-        char err[1024];
-        if (nd_sigctl_send(o->signal, err, sizeof err) != 0) {
-            fprintf(stderr, "nats-server: %s\n", err);
-            return 1;
-        }
-        return 2;
-    }
+    if (o->signal != NULL && o->signal[0] != '\0')
+        return ND_OPTS_SIGNAL; /* the caller sends it (server/sigctl.h) */
     if (o->config_file == NULL || o->config_file[0] == '\0') {
         if (o->check_config) {
             fprintf(stderr, "nats-server: must specify [-c, --config] option to check "

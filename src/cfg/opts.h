@@ -475,7 +475,9 @@ void nd_auth_callout_opts_free(nd_auth_callout_opts_t *c);
  * the defaults, the file is applied (nd_opts_apply_config) and the flags then override it, as in
  * nats-server; with -t the file is checked, the verdict printed and 2 (valid) or 1 returned.
  * Returns: 0 to run, 1 for a usage error (message printed), 2 when a flag like --help or
- * --version printed its answer and the process should exit 0. */
+ * --version printed its answer and the process should exit 0, ND_OPTS_SIGNAL when -sl asks to
+ * signal a running server (o->signal; the caller sends it with nd_sigctl_send). */
+#define ND_OPTS_SIGNAL 3
 int nd_opts_parse_args(nd_opts_t *o, int argc, char **argv);
 /* Applies the flags of a command line that nd_opts_parse_args already accepted over o, without
  * reading any file: config reload re-applies the flags over the re-read file (flags win, as

@@ -262,3 +262,13 @@ out:
     nd_free(cmd);
     return rc;
 }
+
+int
+nd_sigctl_cli(const char *arg)
+{
+    char err[1024];
+    if (nd_sigctl_send(arg, err, sizeof err) == 0)
+        return 2;
+    fprintf(stderr, "nats-server: %s\n", err);
+    return 1;
+}

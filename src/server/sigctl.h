@@ -20,4 +20,8 @@ int nd_sigctl_signal(const char *cmd);
  * `invalid signal parameters: [a b]`. */
 int nd_sigctl_send(const char *arg, char *err, size_t errlen);
 
+/* -sl on the command line: nd_sigctl_send, printing "nats-server: <err>" on stderr on failure.
+ * Returns: the result code of nd_opts_parse_args, 2 (sent: exit 0) or 1 (error: exit 1). */
+int nd_sigctl_cli(const char *arg);
+
 #endif

@@ -11,6 +11,7 @@
 
 #include "natsd/natsd.h"
 #include "cfg/opts.h"
+#include "server/sigctl.h"
 
 static char dir[64];
 static char path[128];
@@ -299,6 +300,8 @@ parse_captured(nd_opts_t *o, int argc, char **argv, char **out, char **errs)
     dup2(fileno(fe), 2);
     nd_opts_defaults(o);
     int rc = nd_opts_parse_args(o, argc, argv);
+    if (rc == ND_OPTS_SIGNAL)
+        rc = nd_sigctl_cli(o->signal); /* as src/main.c does */
     fflush(stdout);
     fflush(stderr);
     dup2(so, 1);
