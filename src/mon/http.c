@@ -41,7 +41,7 @@
 #include "mon/mon_int.h"
 #include "actors/alloc.h"
 #include "actors/timer.h"
-#include "net/conn_int.h"
+#include "net/connreg.h"
 #include "util/log.h"
 #include "auth/passwd.h"
 #include "net/tls.h"
@@ -443,14 +443,7 @@ send_gather(nd_ctx_t *ctx, http_conn_t *h)
         nd_conn_info_t *ci = req->conns[i];
         if (ci->actor == NULL || ci->subs_known)
             continue;
-        nd_mon_msg_subs_t *m = ND_MSG_NEW(ctx, nd_mon_msg_subs_t, ND_CONN_MSG_MON_SUBS);
-        m->reply_to = &h->base;
-        nd_actor_ref(&h->base);
-        m->reply_id = HTTP_MSG_SUBS_REPLY;
-        m->tag = h->tag;
-        m->info = ci;
-        nd_conn_info_ref(ci);
-        nd_actor_send(ctx, ci->actor, &m->hdr);
+        nd_connreg_ask_subs(ctx, ci, &h->base, HTTP_MSG_SUBS_REPLY, h->tag);
         h->awaiting++;
     }
     if (h->awaiting == 0) {

@@ -12,7 +12,7 @@
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 #include "auth/auth.h"
-#include "net/conn_int.h"
+#include "net/iclient.h"
 #include "net/sysclient.h"
 #include "actors/timer.h"
 
@@ -148,21 +148,17 @@ publish_conns(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *sys, nd_acct_t *acct, in
     }
 }
 
-void
-nd_sys_event_client(nd_ctx_t *ctx, nd_conn_t *c, bool connect)
+/* The client-event hook (net/server.h): the account's connection count, then the CONNECT or
+ * DISCONNECT advisory, when a system account is configured. Ctx: the connection's turn. */
+static void
+on_client_event(nd_ctx_t *ctx, const nd_client_event_t *ev)
 {
-    if (c->acct == NULL)
-        return;
-    /* relaxed: a counter that publishes no other data. Connect and disconnect are both called
-     * for exactly the connections past CONNECT (c->connected), whose account never changes. */
-    int64_t conns =
-        atomic_fetch_add_explicit(&c->acct->conns, connect ? 1 : -1, memory_order_relaxed) +
-        (connect ? 1 : -1);
-    nd_acct_t *sys = sys_acct(ctx, c->srv);
+    nd_acct_t *sys = sys_acct(ctx, ev->srv);
     if (sys == NULL)
         return;
+    bool connect = ev->connect;
     int64_t now = wall_ns();
-    publish_conns(ctx, c->srv, sys, c->acct, conns, now);
+    publish_conns(ctx, ev->srv, sys, ev->acct, ev->acct_conns, now);
     char id[23];
     event_id(ctx, id);
     json_t *o = json_object();
@@ -171,21 +167,19 @@ nd_sys_event_client(nd_ctx_t *ctx, nd_conn_t *c, bool connect)
                                             : "io.nats.server.advisory.v1.client_disconnect"));
     json_object_set_new(o, "id", json_string(id));
     json_object_set_new(o, "timestamp", nd_mon_json_time(now));
-    json_object_set_new(o, "server", server_block(c->srv, now));
+    json_object_set_new(o, "server", server_block(ev->srv, now));
     json_t *cl = json_object();
-    json_object_set_new(cl, "start", nd_mon_json_time(c->mon.start_ns));
-    json_object_set_new(cl, "host", json_string(c->ip));
-    json_object_set_new(cl, "id", json_integer((json_int_t)c->cid));
-    json_object_set_new(cl, "acc", json_string(nd_acct_name(c->acct)));
-    /* The owner is the only writer of its registry strings, so it may read them unlocked. */
-    set_str(cl, "user", c->mon.meta != NULL ? c->mon.meta->user : NULL);
-    set_str(cl, "name", c->name);
-    set_str(cl, "lang", c->lang);
-    set_str(cl, "ver", c->version);
+    json_object_set_new(cl, "start", nd_mon_json_time(ev->start_ns));
+    json_object_set_new(cl, "host", json_string(ev->ip));
+    json_object_set_new(cl, "id", json_integer((json_int_t)ev->cid));
+    json_object_set_new(cl, "acc", json_string(nd_acct_name(ev->acct)));
+    set_str(cl, "user", ev->user);
+    set_str(cl, "name", ev->name);
+    set_str(cl, "lang", ev->lang);
+    set_str(cl, "ver", ev->version);
     if (!connect) {
-        int64_t rtt = atomic_load_explicit(&c->mon.rtt_ns, memory_order_relaxed);
-        if (rtt > 0)
-            json_object_set_new(cl, "rtt", json_integer((json_int_t)rtt));
+        if (ev->rtt_ns > 0)
+            json_object_set_new(cl, "rtt", json_integer((json_int_t)ev->rtt_ns));
         json_object_set_new(cl, "stop", nd_mon_json_time(now));
     }
     json_object_set_new(cl, "kind", json_string("Client"));
@@ -193,12 +187,12 @@ nd_sys_event_client(nd_ctx_t *ctx, nd_conn_t *c, bool connect)
     json_object_set_new(o, "client", cl);
     if (!connect) {
         /* The client's view, as nats-server: "sent" is what it published (our in_*). */
-        json_object_set_new(o, "sent", msgs_bytes(c->in_msgs, c->in_bytes));
-        json_object_set_new(o, "received", msgs_bytes(c->out_msgs, c->out_bytes));
-        json_object_set_new(o, "reason", json_string(nd_close_reason_text(c->reason)));
+        json_object_set_new(o, "sent", msgs_bytes(ev->in_msgs, ev->in_bytes));
+        json_object_set_new(o, "received", msgs_bytes(ev->out_msgs, ev->out_bytes));
+        json_object_set_new(o, "reason", json_string(ev->reason));
     }
     char subj[ND_ACCT_NAME_MAX + 32];
-    snprintf(subj, sizeof subj, "$SYS.ACCOUNT.%s.%s", nd_acct_name(c->acct),
+    snprintf(subj, sizeof subj, "$SYS.ACCOUNT.%s.%s", nd_acct_name(ev->acct),
              connect ? "CONNECT" : "DISCONNECT");
     publish_json(ctx, sys, subj, NULL, o);
     nd_actor_unref(ctx, &sys->actor);
@@ -246,13 +240,6 @@ req_kind(const nd_server_t *s, const char *subj, size_t len)
     return REQ_NONE;
 }
 
-bool
-nd_sys_is_request(const nd_server_t *s, const nd_acct_t *acct, const char *subj, size_t len)
-{
-    const char *name = s->opts.system_account;
-    return len > 9 && memcmp(subj, "$SYS.REQ.", 9) == 0 && name != NULL &&
-           strcmp(nd_acct_name(acct), name) == 0 && req_kind(s, subj, len) != REQ_NONE;
-}
 
 static json_t *
 statsz(nd_ctx_t *ctx, nd_server_t *s, int64_t now)
@@ -319,11 +306,15 @@ endpoint(nd_ctx_t *ctx, nd_server_t *s, nd_mon_ep_t ep, int64_t now, const char 
     return data;
 }
 
-void
-nd_sys_request(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *acct, const char *subj, size_t len,
-               const char *reply, size_t reply_len)
+/* The $SYS request service's handler: answers the request (see sysevents.h) on its reply
+ * subject, through the internal client's own publish. Ctx: the internal client's turn. */
+static void
+on_request(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
 {
-    if (reply == NULL || reply_len == 0 || reply_len > 1024)
+    nd_server_t *s = arg;
+    const char *subj = m->subject, *reply = m->reply;
+    size_t len = m->subject_len, reply_len = m->reply_len;
+    if (reply_len == 0 || reply_len > 1024)
         return;
     int64_t now = wall_ns();
     json_t *body = NULL;
@@ -354,10 +345,12 @@ nd_sys_request(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *acct, const char *subj,
     json_t *o = json_object();
     json_object_set_new(o, "server", server_block(s, now));
     json_object_set_new(o, key, body);
-    char r[1025];
-    memcpy(r, reply, reply_len);
-    r[reply_len] = '\0';
-    publish_json(ctx, acct, r, NULL, o);
+    char *text = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    json_decref(o);
+    if (text == NULL)
+        return;
+    nd_iclient_publish(ctx, ic, reply, NULL, NULL, 0, text, strlen(text));
+    free(text);
 }
 
 /* The periodic STATSZ (nats-server 2.9's startStatszTimer/heartbeatStatsz): one actor whose
@@ -435,11 +428,47 @@ static const nd_actor_type_t statsz_type = {
 };
 
 void
+nd_sys_init(nd_server_t *s)
+{
+    nd_server_on_client_event(s, on_client_event);
+}
+
+/* Starts the request service: an internal client of the system account subscribed to exactly
+ * the requests it answers, so any other `$SYS.REQ.` subject has no responders. */
+static void
+start_requests(nd_server_t *s)
+{
+    nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
+    nd_acct_t *sys = sys_acct(ctx, s);
+    nd_ctx_external_free(ctx);
+    if (sys == NULL)
+        return;
+    static const char *const what[] = {"STATSZ", "VARZ", "CONNZ", "HEALTHZ"};
+    char subj[9][96];
+    const char *subjects[10];
+    size_t n = 0;
+    subjects[n++] = REQ_PREFIX "PING";
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(subj[2 * i], sizeof subj[0], REQ_PREFIX "PING.%s", what[i]);
+        snprintf(subj[2 * i + 1], sizeof subj[0], REQ_PREFIX "%s.%s", s->server_id, what[i]);
+        subjects[n++] = subj[2 * i];
+        subjects[n++] = subj[2 * i + 1];
+    }
+    subjects[n++] = ACC_PREFIX "*" ACC_CONNZ;
+    (void)nd_iclient_start(s, sys, ND_CONN_SYSTEM, "$SYS requests", subjects, n,
+                           ND_ICLIENT_QUEUE_LIMIT, on_request, s);
+    ctx = nd_ctx_external_new(s->pool);
+    nd_actor_unref(ctx, &sys->actor); /* the internal client holds its own reference */
+    nd_ctx_external_free(ctx);
+}
+
+void
 nd_sys_start(nd_server_t *s)
 {
     const char *name = s->opts.system_account;
     if (name == NULL || name[0] == '\0')
         return;
+    start_requests(s);
     nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
     statsz_actor_t *a = (statsz_actor_t *)nd_actor_spawn(ctx, &statsz_type);
     a->srv = s;

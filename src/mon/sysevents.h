@@ -7,8 +7,9 @@
  * completed its CONNECT, with nats-server 2.9's JSON (io.nats.server.advisory.v1.client_connect
  * / client_disconnect: the server block, the client block, and for a disconnect the counters and
  * the close reason).
- * Requests: a publish by a client of the system account on `$SYS.REQ.SERVER.PING[.<X>]` or
- * `$SYS.REQ.SERVER.<our id>.<X>` with a reply subject is answered into the system account, X one
+ * Requests: an internal client of the system account (net/iclient.h) subscribes to
+ * `$SYS.REQ.SERVER.PING[.<X>]` and `$SYS.REQ.SERVER.<our id>.<X>` and answers on the reply
+ * subject, X one
  * of STATSZ (also the bare PING), VARZ, CONNZ, HEALTHZ, and `$SYS.REQ.ACCOUNT.<acc>.CONNZ` (the
  * account's connections): {"server":{...},"statsz":{...}} or {"server":{...},"data":{...}} with
  * the /varz, /connz, /healthz bodies of src/mon. Any other `$SYS.REQ.` subject gets the
@@ -35,26 +36,13 @@
 #include "actors/ctx.h"
 #include "net/server.h"
 
-struct nd_conn;
+/* Registers the client-event hook (net/server.h) that counts and reports connections.
+ * Ctx: the starting thread, before the pool starts. */
+void nd_sys_init(nd_server_t *s);
 
-/* Counts c in (connect) or out of its account's live connections (acct->conns), then, when a
- * system account is configured, publishes the account's connection count and c's CONNECT or
- * DISCONNECT advisory. Called exactly once each way for a connection past its CONNECT.
- * Ctx: c's turn. */
-void nd_sys_event_client(nd_ctx_t *ctx, struct nd_conn *c, bool connect);
-
-/* Starts the periodic STATSZ when a system account is configured. Ctx: the thread that starts
- * the server, after nd_server_start; the pool's shutdown stops it. */
+/* Starts the request service (an internal client, net/iclient.h: its subscriptions are in place
+ * when this returns) and the periodic STATSZ, when a system account is configured.
+ * Ctx: the thread that starts the server, after nd_pool_start; the pool's shutdown stops them. */
 void nd_sys_start(nd_server_t *s);
-
-/* Returns: whether a publish by a client of acct on subj is a request the server answers (acct is
- * the system account and subj one of the requests above; any other `$SYS.REQ.` subject is a
- * plain subject, as in nats-server where nobody subscribes to it). Ctx: any thread. */
-bool nd_sys_is_request(const nd_server_t *s, const nd_acct_t *acct, const char *subj, size_t len);
-
-/* Answers the request (see the top comment) on reply in acct, the system account; unknown
- * requests and requests without a reply are ignored. Ctx: a worker, outside an epoch section. */
-void nd_sys_request(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *acct, const char *subj, size_t len,
-                    const char *reply, size_t reply_len);
 
 #endif

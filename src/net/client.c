@@ -15,7 +15,6 @@
 
 #include "net/conn_int.h"
 #include "util/log.h"
-#include "mon/sysevents.h"
 #include "subj/account.h"
 #include "subj/subject.h"
 
@@ -156,7 +155,7 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     atomic_store_explicit(&c->headers, headers, memory_order_relaxed);
     c->connected = true;
     ok(c);
-    nd_sys_event_client(ctx, c, true); /* the system account's CONNECT advisory (sysevents.h) */
+    nd_conn_client_event(ctx, c, true); /* e.g. the $SYS CONNECT advisory */
     return true;
 }
 

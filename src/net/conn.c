@@ -28,7 +28,6 @@
 #include <unistd.h>
 
 #include "util/log.h"
-#include "mon/sysevents.h"
 #include "subj/account.h"
 #include "net/tls.h"
 
@@ -248,6 +247,43 @@ mon_subs(nd_ctx_t *ctx, nd_conn_t *c, nd_mon_msg_subs_t *m)
     nd_connreg_answer_subs(ctx, m);
 }
 
+void
+nd_conn_client_event(nd_ctx_t *ctx, nd_conn_t *c, bool connect)
+{
+    if (c->acct == NULL)
+        return;
+    /* relaxed: a counter that publishes no other data. Connect and disconnect are both called
+     * for exactly the connections past CONNECT (c->connected), whose account never changes. */
+    int64_t conns =
+        atomic_fetch_add_explicit(&c->acct->conns, connect ? 1 : -1, memory_order_relaxed) +
+        (connect ? 1 : -1);
+    nd_client_event_fn fn = c->srv->client_event;
+    if (fn == NULL)
+        return;
+    /* The owner is the only writer of its registry strings, so it may read them unlocked. */
+    const nd_mon_meta_t *meta = c->mon.meta;
+    nd_client_event_t ev = {
+        .connect = connect,
+        .srv = c->srv,
+        .acct = c->acct,
+        .acct_conns = conns,
+        .cid = c->cid,
+        .start_ns = c->mon.start_ns,
+        .rtt_ns = atomic_load_explicit(&c->mon.rtt_ns, memory_order_relaxed),
+        .ip = c->ip,
+        .user = meta != NULL ? meta->user : NULL,
+        .name = c->name,
+        .lang = c->lang,
+        .version = c->version,
+        .in_msgs = c->in_msgs,
+        .in_bytes = c->in_bytes,
+        .out_msgs = c->out_msgs,
+        .out_bytes = c->out_bytes,
+        .reason = nd_close_reason_text(c->reason),
+    };
+    fn(ctx, &ev);
+}
+
 /* Releases the socket, the subscriptions and the timers; idempotent. */
 static void
 teardown(nd_ctx_t *ctx, nd_conn_t *c)
@@ -263,7 +299,7 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     size_t n = 0;
     nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
     if (c->connected)
-        nd_sys_event_client(ctx, c, false); /* the DISCONNECT advisory (mon/sysevents.h) */
+        nd_conn_client_event(ctx, c, false); /* e.g. the $SYS DISCONNECT advisory */
     mon_closed(c, subs, n);
     if (n > 0)
         nd_acct_send_unsub_all(ctx, c->acct, subs, n);
@@ -642,6 +678,12 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_CONN_MSG_DELIVER:
         nd_deliver_receive(ctx, c, (nd_conn_msg_deliver_t *)msg);
         return;
+    case ND_CONN_MSG_IMSG:
+        nd_iclient_receive(ctx, c, (nd_conn_msg_imsg_t *)msg);
+        return;
+    case ND_CONN_MSG_ISTART:
+        nd_iclient_on_start(ctx, c, (nd_conn_msg_istart_t *)msg);
+        return;
     case ND_CONN_MSG_IO: {
         uint32_t ev = nd_io_take(&c->io);
         on_start(ctx, c);
@@ -681,6 +723,8 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         return;
     case ND_CONN_MSG_SUB_ACK:
         c->sub_acks_due--;
+        if (c->sub_acks_due == 0 && c->ic != NULL)
+            nd_iclient_ready(c);
         if (c->sub_acks_due == 0 && c->paused && !c->closing)
             resume(ctx, c);
         return;
@@ -731,6 +775,10 @@ discard(nd_ctx_t *ctx, nd_msg_t *msg)
     if (msg->id == ND_CONN_MSG_MON_SUBS) {
         /* closed: the monitor still gets an answer */
         mon_subs(ctx, NULL, (nd_mon_msg_subs_t *)msg);
+        return;
+    }
+    if (msg->id == ND_CONN_MSG_IMSG || msg->id == ND_CONN_MSG_ISTART) {
+        nd_iclient_discard(ctx, msg);
         return;
     }
     nd_deliver_discard(ctx, msg);
@@ -800,6 +848,53 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
         nd_actor_send(ctx, &c->base, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_START));
     }
     nd_actor_unref(ctx, &c->base); /* the poller registration and the actor's life keep it */
+}
+
+nd_conn_t *
+nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind,
+                       struct nd_iclient *ic)
+{
+    nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
+    c->srv = srv;
+    c->kind = kind;
+    c->ic = ic;
+    c->cid = atomic_fetch_add_explicit(&srv->next_cid, 1, memory_order_relaxed) + 1;
+    c->acct = acct;
+    nd_actor_ref(&acct->actor);
+    atomic_init(&c->pending, 0);
+    atomic_init(&c->slow, false);
+    atomic_init(&c->headers, true);
+    c->io.fd = -1;
+    nd_tcp_init(&c->tr, -1);
+    /* No echo: a service never receives its own publishes (nothing would read MSG text written
+     * to its output). No verbose, no no-responders status (nobody reads its socket). */
+    c->echo = c->verbose = c->pedantic = false;
+    c->headers_requested = true;
+    c->started = c->authed = true;
+    c->protocol = 1;
+    snprintf(c->ip, sizeof c->ip, "%s", "127.0.0.1");
+    nd_sidmap_init(&c->subs);
+    nd_slcache_init(&c->cache);
+    nd_timer_init(&c->ping_timer, &c->base, ND_CONN_MSG_PING);
+    nd_timer_init(&c->wdeadline_timer, &c->base, ND_CONN_MSG_WDEADLINE);
+    nd_timer_init(&c->stall_timer, &c->base, ND_CONN_MSG_UNSTALL);
+    nd_timer_init(&c->tls_timer, &c->base, ND_CONN_MSG_TLS_TIMER);
+    nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
+    return c; /* the caller's reference: it lives until the pool's shutdown */
+}
+
+void
+nd_connreg_ask_subs(nd_ctx_t *ctx, nd_conn_info_t *ci, nd_actor_t *reply_to, uint32_t reply_id,
+                    uint64_t tag)
+{
+    nd_mon_msg_subs_t *m = ND_MSG_NEW(ctx, nd_mon_msg_subs_t, ND_CONN_MSG_MON_SUBS);
+    m->reply_to = reply_to;
+    nd_actor_ref(reply_to);
+    m->reply_id = reply_id;
+    m->tag = tag;
+    m->info = ci;
+    nd_conn_info_ref(ci);
+    nd_actor_send(ctx, ci->actor, &m->hdr);
 }
 
 void

@@ -41,7 +41,30 @@ enum {
     ND_CONN_MSG_AUTH_TIMER, /* no CONNECT within the auth timeout (conn_auth.c) */
     ND_CONN_MSG_REPLY,      /* nd_conn_msg_reply_t: a reply subject we may answer (allow_responses) */
     ND_CONN_MSG_REAUTH,     /* a reload changed the authorization: check our credentials again */
+    ND_CONN_MSG_IMSG,       /* nd_conn_msg_imsg_t: a message for an internal client (iclient.c) */
+    ND_CONN_MSG_ISTART,     /* nd_conn_msg_istart_t: an internal client's subscriptions */
 };
+
+/* A message for an internal client's subscription (iclient.h): the publish itself, not MSG
+ * text, and who sent it. */
+typedef struct nd_conn_msg_imsg {
+    nd_msg_t hdr;
+    nd_payload_t *payload; /* one reference: headers, then the payload (then CRLF) */
+    nd_acct_t *acct;       /* a reference on the publisher's account */
+    uint64_t cid;
+    uint32_t hdr_len, data_len;
+    uint8_t kind; /* nd_conn_kind_t of the publisher */
+    bool imported;
+    uint16_t len[7]; /* of the strings below, in this order */
+    char str[];      /* subject, reply, user, name, lang, version, ip; each NUL-terminated */
+} nd_conn_msg_imsg_t;
+
+/* An internal client's first message: subscribe to these (strings owned by the message). */
+typedef struct nd_conn_msg_istart {
+    nd_msg_t hdr;
+    size_t n;
+    char **subjects;
+} nd_conn_msg_istart_t;
 
 typedef struct nd_conn_msg_chunk {
     nd_msg_t hdr;
@@ -106,6 +129,9 @@ typedef struct nd_conn {
      * subscription that needs delivery-time deny checks is sent to the account. */
     _Atomic(nd_permset_t *) rperms;
     _Atomic bool rdeny;
+    /* immutable after spawn, here because publishers read it next to the fields above: the
+     * internal client this connection is (iclient.c), NULL for a socket */
+    struct nd_iclient *ic;
 
     /* owner only */
     nd_io_t io ND_CACHE_ALIGNED;
@@ -179,6 +205,9 @@ void nd_conn_commit(nd_conn_t *c, size_t n);
 void nd_conn_write_err(nd_conn_t *c, nd_err_t err);
 void nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason);
 void nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub);
+/* Counts c in or out of its account's connections and calls the server's client-event hook
+ * (net/server.h). Called exactly once each way for a connection past its CONNECT. */
+void nd_conn_client_event(nd_ctx_t *ctx, nd_conn_t *c, bool connect);
 
 /* conn.c: writes INFO and refuses the connection over max_connections (conns: the count that
  * includes it). Returns: false when it closed the connection. */
@@ -227,6 +256,22 @@ int64_t nd_conn_auth_max_payload(const nd_conn_t *c, int64_t server);
 /* client.c: one parsed command. Returns: false when processing must stop before consuming cmd
  * (the connection closed, or paused until its subscriptions are acknowledged). */
 bool nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
+
+/* iclient.c: an internal client's side of the connection actor. */
+/* Builds the IMSG for an internal client t of cmd published by c (NULL: the server's own
+ * publisher), holding a new reference on payload. Returns: NULL when t's mailbox is full (the
+ * message is refused). Ctx: a worker (inside an epoch section is fine: nothing is sent). */
+nd_conn_msg_imsg_t *nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c,
+                                       nd_acct_t *from_acct, const nd_proto_cmd_t *cmd,
+                                       nd_payload_t *payload, bool imported);
+void nd_iclient_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_imsg_t *m);
+void nd_iclient_on_start(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_istart_t *m);
+/* The last subscription acknowledgement arrived: wakes nd_iclient_start. */
+void nd_iclient_ready(nd_conn_t *c);
+void nd_iclient_discard(nd_ctx_t *ctx, nd_msg_t *msg);
+/* conn.c: the connection of an internal client (no socket, not in the registry). */
+nd_conn_t *nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct,
+                                  nd_conn_kind_t kind, struct nd_iclient *ic);
 
 /* deliver.c */
 void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);

@@ -216,4 +216,10 @@ void nd_conn_info_set_subs(nd_conn_info_t *ci, nd_sub_t *const *subs, size_t n);
  * connection filled m->info before, or did not (it had closed). Ctx: any thread with a ctx. */
 void nd_connreg_answer_subs(nd_ctx_t *ctx, nd_mon_msg_subs_t *m);
 
+/* Asks the connection of ci for its subscriptions; the answer comes to reply_to as an
+ * nd_mon_msg_subs_reply_t with id reply_id and tag (always, also from a connection that closed
+ * meanwhile). Takes its own references on reply_to and ci. Ctx: any thread with a ctx. */
+void nd_connreg_ask_subs(nd_ctx_t *ctx, nd_conn_info_t *ci, nd_actor_t *reply_to,
+                         uint32_t reply_id, uint64_t tag);
+
 #endif

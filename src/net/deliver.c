@@ -26,7 +26,6 @@
 #include "subj/acct_resp.h"
 #include "auth/acct_route.h"
 #include "net/conn_int.h"
-#include "mon/sysevents.h"
 #include "subj/account.h"
 #include "actors/epoch.h"
 #include "subj/subject.h"
@@ -65,6 +64,7 @@ typedef struct line_tail {
 
 typedef struct pub_ctx {
     const nd_proto_cmd_t *cmd;
+    bool imported;         /* delivering in an exporter's account through a service import */
     nd_payload_t *payload; /* created on the first large delivery */
     uint32_t matched;      /* recipients found, delivered or not */
     line_tail_t tail[2];   /* [0]: as published; [1]: headers stripped (MSG with the payload) */
@@ -375,6 +375,27 @@ deliver_msg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, const nd_sub_t *sub, b
     return m;
 }
 
+/* Hands the publish to an internal client (net/iclient.h) as one IMSG, queued in the outbox
+ * like any delivery. A full mailbox refuses it without counting it as matched, so a request
+ * that nobody else took gets the 503 status (the "overloaded" answer). Ctx: in the section. */
+static bool
+deliver_internal(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_conn_t *t)
+{
+    const nd_proto_cmd_t *cmd = pc->cmd;
+    if (pc->payload == NULL)
+        pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
+    nd_conn_msg_imsg_t *m =
+        nd_iclient_msg_new(ctx, t, c, c->acct, cmd, pc->payload, pc->imported);
+    if (m == NULL)
+        return false;
+    pc->matched++;
+    (void)nd_sub_count_delivery(sub);
+    nd_outbox_slot_t *sl = outbox_slot(&c->outbox, t);
+    slot_close_chunk(sl);
+    slot_append(sl, &m->hdr);
+    return true;
+}
+
 /* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush).
  * Returns: false when the sub cannot take it (unsubscribed, its connection slow, its
  * auto-unsubscribe count reached), so a queue group can pick another member. */
@@ -390,6 +411,8 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     const nd_permset_t *tp = atomic_load_explicit(&t->rperms, memory_order_relaxed);
     if (tp != NULL && !recipient_perms(ctx, c, t, tp, cmd, sub))
         return false;
+    if (t->ic != NULL)
+        return deliver_internal(ctx, c, pc, sub, t);
     pc->matched++;
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))
         return false;
@@ -570,9 +593,9 @@ import_subject(const nd_xf_t *xf, const char *to, size_t to_len, const char *sub
  * to its count. Ctx: in the section. */
 static void
 deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
-           const nd_proto_cmd_t *icmd)
+           const nd_proto_cmd_t *icmd, bool service)
 {
-    pub_ctx_t ipc = {.cmd = icmd, .payload = pc->payload};
+    pub_ctx_t ipc = {.cmd = icmd, .payload = pc->payload, .imported = service};
     nd_sl_result_t r;
     nd_sl_result_init(&r);
     nd_sl_match(ctx, nd_acct_sublist(acct), icmd->subject.ptr, icmd->subject.len, &r);
@@ -605,7 +628,7 @@ deliver_services(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route
             icmd.reply.ptr = rsubj;
             icmd.reply.len = sizeof rsubj;
         }
-        deliver_in(ctx, c, pc, sv->acct, &icmd);
+        deliver_in(ctx, c, pc, sv->acct, &icmd, true);
         nd_free(heap);
         return;
     }
@@ -626,7 +649,7 @@ deliver_response(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route
     nd_proto_cmd_t icmd = *cmd;
     icmd.subject.ptr = reply;
     icmd.subject.len = rlen;
-    deliver_in(ctx, c, pc, imp, &icmd);
+    deliver_in(ctx, c, pc, imp, &icmd, false);
     nd_free(reply);
 }
 
@@ -645,7 +668,7 @@ deliver_imports(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_
         nd_proto_cmd_t icmd = *cmd;
         icmd.subject.ptr = import_subject(im->xf, im->to, im->to_len, cmd->subject.ptr,
                                           cmd->subject.len, buf, &heap, &icmd.subject.len);
-        deliver_in(ctx, c, pc, im->acct, &icmd);
+        deliver_in(ctx, c, pc, im->acct, &icmd, false);
         nd_free(heap);
     }
 }
@@ -694,17 +717,9 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
             memcmp(cmd->subject.ptr, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN) == 0)
             deliver_response(ctx, c, &pc, rt);
     }
-    /* A `$SYS.REQ.` request in the system account is answered by the server itself
-     * (mon/sysevents.h) after the section: it counts as a responder. One byte compare for
-     * every other publish. */
-    bool sysreq = cmd->subject.len > 0 && cmd->subject.ptr[0] == '$' &&
-                  nd_sys_is_request(c->srv, c->acct, cmd->subject.ptr, cmd->subject.len);
-    if (pc.matched == 0 && !sysreq && cmd->reply.len > 0 && c->no_responders)
+    if (pc.matched == 0 && cmd->reply.len > 0 && c->no_responders)
         no_responders(ctx, c, cmd);
     nd_epoch_exit(ctx);
-    if (sysreq)
-        nd_sys_request(ctx, c->srv, c->acct, cmd->subject.ptr, cmd->subject.len, cmd->reply.ptr,
-                       cmd->reply.len);
     nd_free(mheap);
     if (pc.payload != NULL)
         nd_payload_unref(pc.payload);

@@ -262,3 +262,9 @@ nd_server_free(nd_server_t *s)
     nd_opts_free(&s->opts);
     nd_free(s);
 }
+
+void
+nd_server_on_client_event(nd_server_t *s, nd_client_event_fn fn)
+{
+    s->client_event = fn;
+}

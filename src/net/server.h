@@ -53,6 +53,23 @@ typedef struct nd_server_live {
 /* The value of one reloadable option now in force, from any thread. */
 #define nd_server_live_get(s, field) atomic_load_explicit(&(s)->live.field, memory_order_relaxed)
 
+/* A client connection passed its CONNECT (connect) or closed after it: what the server's
+ * services report about it (the $SYS advisories, src/mon/sysevents.c). Borrowed for the call. */
+typedef struct nd_client_event {
+    bool connect;
+    struct nd_server *srv;
+    struct nd_acct *acct;
+    int64_t acct_conns; /* the account's live client connections, this one counted */
+    uint64_t cid;
+    int64_t start_ns, rtt_ns; /* rtt_ns: 0 until measured */
+    const char *ip, *user, *name, *lang, *version; /* NULL when unknown */
+    uint64_t in_msgs, in_bytes, out_msgs, out_bytes;
+    const char *reason; /* the close reason (disconnect) */
+} nd_client_event_t;
+
+/* Ctx: the connection's turn; must not block. */
+typedef void (*nd_client_event_fn)(nd_ctx_t *ctx, const nd_client_event_t *ev);
+
 typedef struct nd_server {
     /* immutable after start. The reloadable fields of opts keep their values at start: read
      * the ones in force from `live` (or, on the reloading thread, from the reload state). */
@@ -81,7 +98,13 @@ typedef struct nd_server {
     /* monitoring (src/mon): immutable after start; the registry locks itself */
     struct nd_connreg *connreg; /* live connections, closed ring, totals */
     int64_t start_wall_ns;      /* when the server started (wall clock) */
+    /* Set once before the first client can connect (nd_server_on_client_event); NULL: none.
+     * This is how higher rooms hear of connections without net including them. */
+    nd_client_event_fn client_event;
 } nd_server_t;
+
+/* Registers the one client-event hook. Ctx: the starting thread, before clients connect. */
+void nd_server_on_client_event(nd_server_t *s, nd_client_event_fn fn);
 
 /* Binds the listener and starts accepting; installs the poller as the pool's idle hook, so call
  * it before nd_pool_start. Returns: NULL after logging why. Ctx: main thread. */

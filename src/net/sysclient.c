@@ -10,15 +10,31 @@
 
 typedef struct sys_out {
     nd_conn_t *t; /* a reference */
-    nd_conn_msg_deliver_t *m;
+    nd_msg_t *m;  /* a DELIVER message, or an IMSG for an internal client */
+    int64_t charge; /* bytes added to t's pending (0 for an internal client) */
+    uint64_t bytes; /* payload bytes delivered */
 } sys_out_t;
 
 typedef struct sys_pub {
     nd_proto_cmd_t cmd; /* the publish, as if a client had sent it (HPUB when it has headers) */
     nd_payload_t *pl;   /* headers and payload */
+    nd_acct_t *acct;    /* where it is published */
     sys_out_t *outs;
     size_t n, cap;
 } sys_pub_t;
+
+static void
+sys_out_add(sys_pub_t *p, nd_conn_t *t, nd_msg_t *m, int64_t charge, uint64_t bytes)
+{
+    if (p->n == p->cap) {
+        p->cap = p->cap ? p->cap * 2 : 8;
+        p->outs = nd_xrealloc(p->outs, p->cap * sizeof(*p->outs));
+    }
+    /* The sub keeps t alive only until our section ends; the send comes after it. */
+    nd_actor_ref(&t->base);
+    p->outs[p->n++] = (sys_out_t){.t = t, .m = m, .charge = charge, .bytes = bytes};
+}
+
 
 /* Builds the delivery for sub. Returns: false when sub cannot take it. Ctx: in the section. */
 static bool
@@ -27,6 +43,14 @@ sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
     if (sub->conn == NULL || nd_sub_cancelled(sub))
         return false;
     nd_conn_t *t = (nd_conn_t *)sub->conn;
+    if (t->ic != NULL) {
+        nd_conn_msg_imsg_t *im = nd_iclient_msg_new(ctx, t, NULL, p->acct, &p->cmd, p->pl, false);
+        if (im == NULL)
+            return false;
+        (void)nd_sub_count_delivery(sub);
+        sys_out_add(p, t, &im->hdr, 0, im->data_len);
+        return true;
+    }
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))
         return false;
     uint64_t max = atomic_load_explicit(&sub->max_msgs, memory_order_relaxed);
@@ -37,13 +61,7 @@ sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
     bool hmsg = p->cmd.hdr_len > 0 && atomic_load_explicit(&t->headers, memory_order_relaxed);
     nd_conn_msg_deliver_t *m =
         nd_deliver_msg_new(ctx, &p->cmd, sub, hmsg, max != 0 && cnt == max, p->pl);
-    if (p->n == p->cap) {
-        p->cap = p->cap ? p->cap * 2 : 8;
-        p->outs = nd_xrealloc(p->outs, p->cap * sizeof(*p->outs));
-    }
-    /* The sub keeps t alive only until our section ends; the send comes after it. */
-    nd_actor_ref(&t->base);
-    p->outs[p->n++] = (sys_out_t){.t = t, .m = m};
+    sys_out_add(p, t, &m->hdr, (int64_t)m->line_len + m->pl_len, m->pl_len - 2);
     return true;
 }
 
@@ -60,7 +78,7 @@ nd_sys_publish(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t subj_len
         memcpy(buf, hdr, hlen);
     if (payload_len > 0)
         memcpy(buf + hlen, payload, payload_len);
-    sys_pub_t p = {.pl = nd_payload_new(buf, (uint32_t)total)};
+    sys_pub_t p = {.pl = nd_payload_new(buf, (uint32_t)total), .acct = acct};
     nd_free(buf);
     p.cmd.op = hlen > 0 ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB;
     p.cmd.subject = (nd_proto_slice_t){.ptr = subj, .len = subj_len};
@@ -95,11 +113,10 @@ nd_sys_publish(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t subj_len
     uint64_t bytes = 0;
     for (size_t i = 0; i < p.n; i++) {
         nd_conn_t *t = p.outs[i].t;
-        nd_conn_msg_deliver_t *m = p.outs[i].m;
-        atomic_fetch_add_explicit(&t->pending, (int64_t)m->line_len + m->pl_len,
-                                  memory_order_relaxed);
-        bytes += m->pl_len - 2;
-        nd_actor_send(ctx, &t->base, &m->hdr);
+        if (p.outs[i].charge > 0)
+            atomic_fetch_add_explicit(&t->pending, p.outs[i].charge, memory_order_relaxed);
+        bytes += p.outs[i].bytes;
+        nd_actor_send(ctx, &t->base, p.outs[i].m);
         nd_actor_unref(ctx, &t->base);
     }
     nd_acct_count_in(acct, 1, total);

@@ -1,0 +1,234 @@
+/* Internal clients: see iclient.h. The internal client is a connection actor (conn.c) whose
+ * `ic` points here; deliver.c and sysclient.c hand it IMSG messages instead of MSG text, and
+ * its dispatch calls the service's handler. */
+#include "net/iclient.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "net/conn_int.h"
+#include "util/log.h"
+
+struct nd_iclient {
+    /* immutable after start */
+    nd_conn_t *c; /* the connection actor (a reference) */
+    nd_acct_t *acct;
+    nd_iclient_fn fn;
+    void *arg;
+    uint32_t limit;
+    char name[32];
+    /* any thread, atomic */
+    _Atomic uint32_t queued;     /* IMSGs in the mailbox */
+    _Atomic uint64_t overloaded; /* refused because queued reached limit */
+    /* start-up: nd_iclient_start waits until every subscription is in place */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool ready;
+};
+
+nd_iclient_t *
+nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, const char *name,
+                 const char *const *subjects, size_t n, uint32_t queue_limit, nd_iclient_fn fn,
+                 void *arg)
+{
+    nd_iclient_t *ic = nd_xcalloc(1, sizeof *ic);
+    ic->acct = acct;
+    ic->fn = fn;
+    ic->arg = arg;
+    ic->limit = queue_limit > 0 ? queue_limit : ND_ICLIENT_QUEUE_LIMIT;
+    snprintf(ic->name, sizeof ic->name, "%s", name);
+    atomic_init(&ic->queued, 0);
+    atomic_init(&ic->overloaded, 0);
+    pthread_mutex_init(&ic->mu, NULL);
+    pthread_cond_init(&ic->cv, NULL);
+
+    nd_ctx_t *ctx = nd_ctx_external_new(srv->pool);
+    ic->c = nd_conn_spawn_internal(ctx, srv, acct, kind, ic);
+    nd_conn_msg_istart_t *m = ND_MSG_NEW(ctx, nd_conn_msg_istart_t, ND_CONN_MSG_ISTART);
+    m->n = n;
+    m->subjects = nd_xcalloc(n > 0 ? n : 1, sizeof(char *));
+    for (size_t i = 0; i < n; i++)
+        m->subjects[i] = nd_xstrdup(subjects[i]);
+    nd_actor_send(ctx, &ic->c->base, &m->hdr);
+    nd_ctx_external_free(ctx);
+
+    pthread_mutex_lock(&ic->mu);
+    while (!ic->ready)
+        pthread_cond_wait(&ic->cv, &ic->mu);
+    pthread_mutex_unlock(&ic->mu);
+    nd_log_debug("Internal client %s ready with %zu subscriptions", ic->name, n);
+    return ic;
+}
+
+nd_acct_t *
+nd_iclient_account(const nd_iclient_t *ic)
+{
+    return ic->acct;
+}
+
+uint64_t
+nd_iclient_overloaded(const nd_iclient_t *ic)
+{
+    return atomic_load_explicit(&ic->overloaded, memory_order_relaxed);
+}
+
+void
+nd_iclient_ready(nd_conn_t *c)
+{
+    nd_iclient_t *ic = c->ic;
+    pthread_mutex_lock(&ic->mu);
+    ic->ready = true;
+    pthread_cond_signal(&ic->cv);
+    pthread_mutex_unlock(&ic->mu);
+}
+
+void
+nd_iclient_on_start(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_istart_t *m)
+{
+    char sid[24];
+    for (size_t i = 0; i < m->n; i++) {
+        int sl = snprintf(sid, sizeof sid, "%zu", i + 1);
+        nd_sub_t *sub = nd_sub_new(ctx, &c->base, m->subjects[i], strlen(m->subjects[i]), NULL,
+                                   0, sid, (size_t)sl);
+        nd_sidmap_put(&c->subs, sub);
+        c->sub_acks_due++;
+        nd_acct_send_sub(ctx, c->acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
+        nd_free(m->subjects[i]);
+    }
+    nd_free(m->subjects);
+    if (m->n == 0)
+        nd_iclient_ready(c);
+}
+
+nd_conn_msg_imsg_t *
+nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c, nd_acct_t *from_acct,
+                   const nd_proto_cmd_t *cmd, nd_payload_t *payload, bool imported)
+{
+    nd_iclient_t *ic = t->ic;
+    /* relaxed: a bound, not a synchronisation; the receiver decrements after handling. */
+    if (atomic_fetch_add_explicit(&ic->queued, 1, memory_order_relaxed) >= ic->limit) {
+        atomic_fetch_sub_explicit(&ic->queued, 1, memory_order_relaxed);
+        atomic_fetch_add_explicit(&ic->overloaded, 1, memory_order_relaxed);
+        return NULL;
+    }
+    const nd_mon_meta_t *meta = c != NULL ? c->mon.meta : NULL;
+    const char *s[7] = {cmd->subject.ptr,
+                        cmd->reply.ptr,
+                        meta != NULL ? meta->user : NULL,
+                        c != NULL ? c->name : NULL,
+                        c != NULL ? c->lang : NULL,
+                        c != NULL ? c->version : NULL,
+                        c != NULL ? c->ip : NULL};
+    size_t l[7] = {cmd->subject.len, cmd->reply.len};
+    size_t total = 0;
+    for (int i = 0; i < 7; i++) {
+        if (i >= 2)
+            l[i] = s[i] != NULL ? strnlen(s[i], 1024) : 0;
+        total += l[i] + 1;
+    }
+    nd_conn_msg_imsg_t *m =
+        (nd_conn_msg_imsg_t *)nd_msg_new(ctx, sizeof(*m) + total, ND_CONN_MSG_IMSG);
+    char *p = m->str;
+    for (int i = 0; i < 7; i++) {
+        if (l[i] > 0)
+            memcpy(p, s[i], l[i]);
+        p[l[i]] = '\0';
+        p += l[i] + 1;
+        m->len[i] = (uint16_t)l[i];
+    }
+    nd_payload_ref(payload);
+    m->payload = payload;
+    nd_actor_ref(&from_acct->actor);
+    m->acct = from_acct;
+    m->cid = c != NULL ? c->cid : 0;
+    m->kind = (uint8_t)(c != NULL ? c->kind : ND_CONN_SYSTEM);
+    m->imported = imported;
+    bool hdrs = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
+    m->hdr_len = hdrs ? (uint32_t)cmd->hdr_len : 0;
+    m->data_len = (uint32_t)cmd->payload.len - (uint32_t)(hdrs ? cmd->hdr_len : 0);
+    if (!hdrs && cmd->hdr_len > 0) /* an HPUB with empty headers: skip them */
+        m->hdr_len = 0;
+    return m;
+}
+
+static void
+imsg_release(nd_ctx_t *ctx, nd_conn_msg_imsg_t *m)
+{
+    nd_payload_unref(m->payload);
+    nd_actor_unref(ctx, &m->acct->actor);
+}
+
+void
+nd_iclient_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_imsg_t *m)
+{
+    nd_iclient_t *ic = c->ic;
+    atomic_fetch_sub_explicit(&ic->queued, 1, memory_order_relaxed);
+    if (!c->closing) {
+        const char *str[7];
+        const char *p = m->str;
+        for (int i = 0; i < 7; i++) {
+            str[i] = p;
+            p += m->len[i] + 1;
+        }
+        nd_sender_t from = {.acct = m->acct,
+                            .cid = m->cid,
+                            .kind = (nd_conn_kind_t)m->kind,
+                            .user = str[2],
+                            .name = str[3],
+                            .lang = str[4],
+                            .version = str[5],
+                            .ip = str[6],
+                            .imported = m->imported};
+        uint32_t skip = m->payload->len - 2 - m->data_len - m->hdr_len; /* empty headers */
+        nd_imsg_t im = {.subject = str[0],
+                        .subject_len = m->len[0],
+                        .reply = str[1],
+                        .reply_len = m->len[1],
+                        .hdr = m->hdr_len > 0 ? m->payload->data : NULL,
+                        .hdr_len = m->hdr_len,
+                        .data = m->payload->data + skip + m->hdr_len,
+                        .data_len = m->data_len,
+                        .from = &from};
+        ic->fn(ctx, ic, &im, ic->arg);
+        nd_deliver_flush(ctx, c); /* what the handler published */
+    }
+    imsg_release(ctx, m);
+}
+
+void
+nd_iclient_discard(nd_ctx_t *ctx, nd_msg_t *msg)
+{
+    if (msg->id == ND_CONN_MSG_IMSG) {
+        imsg_release(ctx, (nd_conn_msg_imsg_t *)msg);
+    } else if (msg->id == ND_CONN_MSG_ISTART) {
+        nd_conn_msg_istart_t *m = (nd_conn_msg_istart_t *)msg;
+        for (size_t i = 0; i < m->n; i++)
+            nd_free(m->subjects[i]);
+        nd_free(m->subjects);
+    }
+}
+
+void
+nd_iclient_publish(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const char *reply,
+                   const char *hdr, size_t hdr_len, const char *data, size_t data_len)
+{
+    size_t hlen = hdr != NULL ? hdr_len : 0;
+    /* The publish path reads the payload as a client's: headers then data, in one buffer. */
+    char *buf = nd_xmalloc(hlen + data_len + 2);
+    if (hlen > 0)
+        memcpy(buf, hdr, hlen);
+    if (data_len > 0)
+        memcpy(buf + hlen, data, data_len);
+    memcpy(buf + hlen + data_len, "\r\n", 2);
+    nd_proto_cmd_t cmd = {.op = hlen > 0 ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB};
+    cmd.subject.ptr = subject;
+    cmd.subject.len = strlen(subject);
+    cmd.reply.ptr = reply != NULL ? reply : "";
+    cmd.reply.len = reply != NULL ? strlen(reply) : 0;
+    cmd.hdr_len = (int64_t)hlen;
+    cmd.payload.ptr = buf;
+    cmd.payload.len = hlen + data_len;
+    nd_deliver_publish(ctx, ic->c, &cmd);
+    nd_free(buf);
+}

@@ -1,0 +1,82 @@
+/* Internal clients (DESIGN.md §6): how the server's own services ($SYS requests now; $JS.API,
+ * Raft and the MQTT bridge later) take part in messaging. An internal client is a connection
+ * actor of kind SYSTEM (or JETSTREAM) without a socket. It subscribes through its account actor
+ * exactly as a socket client does, so a request reaches a service only because the service
+ * subscribed: the publish path has no subject special cases, and imports, exports,
+ * no-responders and permissions apply to services as to any client.
+ *
+ * Receiving: a publish that matches one of its subscriptions arrives in its mailbox as one
+ * message (no MSG text formatting), holding a reference on the shared payload buffer, and the
+ * service's handler runs on the internal client's own turn with an nd_imsg_t: subject, reply,
+ * headers, payload and who sent it (account, user, client id, name, and whether it came
+ * through a service import). Replies go out with nd_iclient_publish, through the same delivery
+ * path as a client's PUB (mappings, imports, `_R_` response routing).
+ *
+ * Back-pressure: at most `queue_limit` messages wait in the mailbox; a message that finds it
+ * full is not queued: a request (it has a reply subject) is answered at once with the status
+ * `NATS/1.0 503 Overloaded`, as nats-server's JetStream answers past `request_queue_limit`.
+ *
+ * Ready: nd_iclient_start returns after every subscription is in its account's sublist, so no
+ * requester sees no-responders right after the server reports that it started.
+ */
+#ifndef ND_ICLIENT_H
+#define ND_ICLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "actors/ctx.h"
+#include "net/conn.h"
+#include "subj/account.h"
+
+typedef struct nd_iclient nd_iclient_t;
+
+/* Who published a message an internal client receives. Borrowed for the handler's call. */
+typedef struct nd_sender {
+    nd_acct_t *acct;     /* the publisher's account */
+    uint64_t cid;        /* its connection id (0 for the server's own publisher) */
+    nd_conn_kind_t kind; /* CLIENT, or SYSTEM for another internal client */
+    const char *user;    /* the authenticated user, or "" */
+    const char *name;    /* the CONNECT name, or "" */
+    const char *lang, *version;
+    const char *ip;
+    bool imported;       /* it came through a service import of the publisher's account */
+} nd_sender_t;
+
+/* One message for a service. Borrowed for the handler's call. */
+typedef struct nd_imsg {
+    const char *subject, *reply; /* reply: "" when none */
+    size_t subject_len, reply_len;
+    const char *hdr; /* the "NATS/1.0\r\n..." block, NULL when none */
+    size_t hdr_len;
+    const char *data;
+    size_t data_len;
+    const nd_sender_t *from;
+} nd_imsg_t;
+
+/* A service's handler. Ctx: the internal client's turn (a worker, outside epoch sections). */
+typedef void (*nd_iclient_fn)(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg);
+
+#define ND_ICLIENT_QUEUE_LIMIT 10000 /* nats-server's JetStream request_queue_limit default */
+
+/* Starts an internal client of kind in acct subscribed to subjects[0..n) (no queue group) and
+ * waits until every subscription is in place. name shows in logs; arg goes to fn.
+ * Ctx: a thread outside the pool (the server's start; it blocks). Returns: the client, alive
+ * until nd_iclient_stop or the pool's shutdown. */
+nd_iclient_t *nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind,
+                               const char *name, const char *const *subjects, size_t n,
+                               uint32_t queue_limit, nd_iclient_fn fn, void *arg);
+
+/* Publishes from the internal client, as a client's PUB/HPUB (hdr NULL: no headers).
+ * Ctx: the internal client's turn (inside its handler). */
+void nd_iclient_publish(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const char *reply,
+                        const char *hdr, size_t hdr_len, const char *data, size_t data_len);
+
+/* The account the internal client lives in. Ctx: any thread. */
+nd_acct_t *nd_iclient_account(const nd_iclient_t *ic);
+
+/* Messages refused because the mailbox was full. Ctx: any thread. */
+uint64_t nd_iclient_overloaded(const nd_iclient_t *ic);
+
+#endif
