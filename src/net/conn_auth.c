@@ -242,13 +242,20 @@ nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
     nd_auth_grant_t g;
     creds_of(c, &cr);
     bool ok = a != NULL && nd_auth_check(a, &cr, &g);
-    nd_auth_unref(ctx, a);
     if (!ok) {
+        nd_auth_unref(ctx, a);
         violation(ctx, c);
         return false;
     }
+    /* g borrows from a (the user's name, the account): a stays referenced until apply_grant has
+     * copied the name and taken its own reference on the account, since a reload may drop every
+     * other reference on a meanwhile. An account that reload removes stays alive through our
+     * reference, and the ND_CONN_MSG_REAUTH the reload sends after installing its snapshot
+     * reaches us after this CONNECT, so nd_conn_auth_recheck closes us then. */
     keep_perms(c, &g);
-    return apply_grant(ctx, c, &g);
+    ok = apply_grant(ctx, c, &g);
+    nd_auth_unref(ctx, a);
+    return ok;
 }
 
 bool
