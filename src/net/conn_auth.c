@@ -24,7 +24,8 @@
  *   exceeded' and the close, as nats-server's registerWithAccount), takes the account's subs
  *   limit (client.c), and re-arms auth_timer for the JWT's expiry: then -ERR 'User
  *   Authentication Expired' and the close (nats-server's userExpired / "Authentication
- *   Expired"). The permission set of a user JWT is kept by the auth slot by JWT id.
+ *   Expired"); the end of the user's connect-time window ("times"), when it comes first, closes
+ *   it the same way (nats-server's setExpiration). The permission set of a user JWT is kept by the auth slot by JWT id.
  * - A reload that changes the authorization sends ND_CONN_MSG_REAUTH to every client: each
  *   re-checks the credentials it connected with against the new snapshot and closes with
  *   -ERR 'Authorization Violation' when they no longer pass (reloadAuthorization). A client that
@@ -148,11 +149,30 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
         if (eff != server && c->protocol >= 1)
             write_payload_info(ctx, c, eff);
     }
+    if (c->jwt_subs_limited && c->jwt_max_subs <= 0) {
+        /* At its subscription limit before any SUB (a user JWT without "subs" has 0):
+         * nats-server's applyAccountLimits sends the error and closes the connection. */
+        nd_log_error("%s:%d - cid:%llu - maximum subscriptions exceeded", c->ip, c->port,
+                     (unsigned long long)c->cid);
+        nd_conn_write_err(c, ND_ERR_MAX_SUBSCRIPTIONS);
+        nd_conn_close(ctx, c, ND_CLOSE_MAX_SUBSCRIPTIONS);
+        return false;
+    }
+    /* The JWT's expiry or the end of the user's connect-time window, whichever comes first,
+     * closes the connection the same way (nats-server's setExpiration). */
+    int64_t left_ns = -1;
     if (g->exp > 0) {
         int64_t left = g->exp - (int64_t)time(NULL);
-        c->jwt_expiring = true;
+        left_ns = left > 0 ? left * 1000000000LL : 1;
         c->jwt_acct_expiry = g->acct_expiry;
-        nd_timer_start(ctx, &c->auth_timer, left > 0 ? (uint64_t)left * 1000000000ull : 1, 0);
+    }
+    if (g->window_ns > 0 && (left_ns < 0 || g->window_ns < left_ns)) {
+        left_ns = g->window_ns;
+        c->jwt_acct_expiry = false;
+    }
+    if (left_ns > 0) {
+        c->jwt_expiring = true;
+        nd_timer_start(ctx, &c->auth_timer, (uint64_t)left_ns, 0);
     }
     return true;
 }
