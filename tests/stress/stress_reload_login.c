@@ -7,10 +7,10 @@
  * closes the connections that logged in before it (conn_auth.c). Meanwhile the main thread
  * rewrites the config file between two versions, one with u in account A and one with u in
  * account B, and reloads it about every 10 ms. Every reload installs a new snapshot and drops
- * the previous one, together with its user names and the last reference on nothing else: a
- * login that reads what its snapshot grants after dropping its reference on it reads freed
- * memory (issue 11, defect 1), which ASan reports; TSan checks the snapshot's reference
- * counting and the account references the logins take.
+ * the previous one with its user names: a login that reads what its snapshot grants (the user
+ * name, the account) after dropping its reference on it reads freed memory (issue 11, defect 1),
+ * which ASan reports; TSan checks the snapshot's reference counting and the account references
+ * the logins take.
  *
  * No timing assertions: every wait is a hang guard (ND_STRESS_STALL_S, default 120 s).
  *
