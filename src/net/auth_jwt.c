@@ -330,8 +330,8 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
         return refuse(u, "connection type not allowed");
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
-    nd_jwt_times_t tr = nd_jwt_check_user_times(
-        lim, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, &g->window_ns);
+    nd_jwt_times_t tr =
+        nd_jwt_check_user_times(lim, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, &g->window_ns);
     if (tr == ND_JWT_TIMES_INVALID)
         return refuse(u, "invalid times or times_location");
     if (tr == ND_JWT_TIMES_OUTSIDE)

@@ -21,11 +21,13 @@
  * - Violations write the exact nats-server texts and never close the connection.
  * - Operator mode (auth_jwt.c): a user JWT login also counts the connection against its
  *   account's conn limit (acct->jwt_conns; over it: -ERR 'maximum account active connections
- *   exceeded' and the close, as nats-server's registerWithAccount), takes the account's subs
- *   limit (client.c), and re-arms auth_timer for the JWT's expiry: then -ERR 'User
- *   Authentication Expired' and the close (nats-server's userExpired / "Authentication
- *   Expired"); the end of the user's connect-time window ("times"), when it comes first, closes
- *   it the same way (nats-server's setExpiration). The permission set of a user JWT is kept by the auth slot by JWT id.
+ *   exceeded' and the close, as nats-server's registerWithAccount), takes the subs limit
+ *   (client.c; a limit of 0 gets -ERR 'maximum subscriptions exceeded' and the close at once,
+ *   as nats-server's applyAccountLimits), and re-arms auth_timer for the JWT's expiry: then
+ *   -ERR 'User Authentication Expired' and the close (nats-server's userExpired /
+ *   "Authentication Expired"); the end of the user's connect-time window ("times"), when it
+ *   comes first, closes it the same way (nats-server's setExpiration). The permission set of a
+ *   user JWT is kept by the auth slot by JWT id.
  * - A reload that changes the authorization sends ND_CONN_MSG_REAUTH to every client: each
  *   re-checks the credentials it connected with against the new snapshot and closes with
  *   -ERR 'Authorization Violation' when they no longer pass (reloadAuthorization). A client that

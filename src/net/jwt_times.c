@@ -149,8 +149,8 @@ zone_parse(zone_t *z, const unsigned char *b, size_t len)
         if (v2 && foot < b + len && *foot == '\n') {
             const unsigned char *nl = memchr(foot + 1, '\n', (size_t)(b + len - foot - 1));
             if (nl != NULL)
-                z->has_tail = footer_fixed((const char *)foot + 1, (size_t)(nl - foot - 1),
-                                           &z->tail_off);
+                z->has_tail =
+                    footer_fixed((const char *)foot + 1, (size_t)(nl - foot - 1), &z->tail_off);
         }
         return true;
     }

@@ -402,9 +402,9 @@ add_all(nd_permset_t *p, nd_perms_kind_t k, const nd_jwt_strlist_t *l, size_t *s
          * for subscribe entries ("subject queue"), none of them empty. */
         const char *sp = memchr(e, ' ', len);
         bool queue_ok = k == ND_PERMS_SUB_ALLOW || k == ND_PERMS_SUB_DENY;
-        bool jwt_ok = len > 0 && (sp == NULL || (queue_ok && sp != e && sp + 1 < e + len &&
-                                                 memchr(sp + 1, ' ', len - (size_t)(sp + 1 - e)) ==
-                                                     NULL));
+        bool jwt_ok =
+            len > 0 && (sp == NULL || (queue_ok && sp != e && sp + 1 < e + len &&
+                                       memchr(sp + 1, ' ', len - (size_t)(sp + 1 - e)) == NULL));
         if (!jwt_ok || nd_perms_add(p, k, e, len) != ND_PERMS_ADD_OK) {
             if (skipped != NULL)
                 (*skipped)++;

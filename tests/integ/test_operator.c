@@ -859,9 +859,9 @@ Test(integ_operator, invalid_permission_entries)
     world_t w;
     world_start(&w, NULL, NULL);
     const char *bad[] = {
-        "{\"pub\":{\"allow\":[\"\"]}}",        "{\"sub\":{\"deny\":[\"\"]}}",
-        "{\"sub\":{\"allow\":[\"a b c\"]}}",   "{\"pub\":{\"deny\":[\"a q\"]}}",
-        "{\"sub\":{\"deny\":[\"a  q\"]}}",     "{\"sub\":{\"deny\":[\" a\"]}}",
+        "{\"pub\":{\"allow\":[\"\"]}}",      "{\"sub\":{\"deny\":[\"\"]}}",
+        "{\"sub\":{\"allow\":[\"a b c\"]}}", "{\"pub\":{\"deny\":[\"a q\"]}}",
+        "{\"sub\":{\"deny\":[\"a  q\"]}}",   "{\"sub\":{\"deny\":[\" a\"]}}",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         nd_integ_context("permissions %s", bad[i]);
