@@ -347,11 +347,18 @@ nd_auth_unref(nd_ctx_t *ctx, nd_auth_t *a)
     nd_free(a);
 }
 
-bool
-nd_auth_creds_empty(const nd_auth_creds_t *cr)
+static bool
+blank(const char *s)
 {
-    return cr->user == NULL && cr->pass == NULL && cr->token == NULL && cr->nkey == NULL &&
-           cr->jwt == NULL;
+    return s == NULL || s[0] == '\0';
+}
+
+bool
+nd_auth_creds_empty(const nd_auth_t *a, const nd_auth_creds_t *cr)
+{
+    /* nats-server 2.9.10 (checked): empty strings count as absent, a JWT outside operator mode
+     * and an nkey without nkey users configured are not looked at. */
+    return blank(cr->user) && blank(cr->pass) && blank(cr->token) && (blank(cr->nkey) || !a->nonce);
 }
 
 static bool
@@ -406,13 +413,13 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
             }
             return false;
         }
-        if (a->no_auth != NULL && nd_auth_creds_empty(cr)) {
+        if (a->no_auth != NULL && nd_auth_creds_empty(a, cr)) {
             if (!type_ok(a->no_auth))
                 return false;
             grant(g, a->no_auth);
             return true;
         }
-        if (cr->nkey != NULL && cr->nkey[0] != '\0') {
+        if (!blank(cr->nkey) && a->nonce) { /* nkey users exist (nats-server's hasNkeys) */
             for (size_t i = 0; i < a->nusers; i++) {
                 const nd_auth_user_t *u = &a->users[i];
                 if (u->nkey == NULL || strcmp(u->nkey, cr->nkey) != 0)

@@ -17,10 +17,11 @@
  * its events and requests are mon/sysevents.h's.
  *
  * Check order (nats-server server/auth.go processClientOrLeafAuthentication): with users or nkey
- * users configured, a CONNECT without any credential logs in as no_auth_user when set; an "nkey"
- * selects an nkey user (its "sig" must sign our nonce), else "user" selects a user whose password
- * must match; with a token configured, auth_token must match; with a single user, user and pass.
- * The config parser refuses mixes of these forms, so at most one applies.
+ * users configured, a CONNECT without any credential (nd_auth_creds_empty) logs in as
+ * no_auth_user when set; an "nkey" (when nkey users exist) selects an nkey user (its "sig" must
+ * sign our nonce), else "user" selects a user whose password must match; with a token
+ * configured, auth_token must match; with a single user, user and pass. The config parser
+ * refuses mixes of these forms, so at most one applies.
  *
  * bcrypt: a bcrypt password or token costs milliseconds of CPU (cost 10-11: ~50-100 ms) and is
  * checked inline on the connection's worker, as nats-server checks it inline on the client's
@@ -116,8 +117,9 @@ typedef struct nd_auth_grant {
     char jwt_id[128]; /* the user JWT's id, and the account JWT's for a scoped user */
     int64_t exp;
     int64_t max_conns, max_subs, max_payload;
-    bool revoked;     /* on failure: the account revokes the user JWT */
-    bool acct_expiry; /* exp is the account JWT's (it expires before the user's) */
+    int64_t window_ns; /* ns until the user's connect-time window closes (0 = no window) */
+    bool revoked;      /* on failure: the account revokes the user JWT */
+    bool acct_expiry;  /* exp is the account JWT's (it expires before the user's) */
 } nd_auth_grant_t;
 
 /* Builds a snapshot of o's authorization. gacct: the global account (referenced). prev: the
@@ -131,8 +133,10 @@ void nd_auth_unref(nd_ctx_t *ctx, nd_auth_t *a);
 
 /* Returns: true when cr authenticates against a; fills *g. */
 bool nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g);
-/* Returns: whether cr carries no credential at all (no_auth_user applies). */
-bool nd_auth_creds_empty(const nd_auth_creds_t *cr);
+/* Returns: whether cr carries no credential that a's users check, so that no_auth_user applies:
+ * no user, password or token (empty strings count as absent), and no nkey when a has nkey users;
+ * a JWT outside operator mode does not count (nats-server 2.9.10). */
+bool nd_auth_creds_empty(const nd_auth_t *a, const nd_auth_creds_t *cr);
 
 /* Operator mode (auth_jwt.c). nd_auth_jwt_load fills a's operators and the accounts of
  * resolver_preload (MEMORY resolver), each verified against the operators; nd_auth_jwt_check

@@ -25,11 +25,14 @@
  *      must be our nonce signed by the user's key (its "sub");
  *   6. the client's address must be inside one of the user's src CIDRs, when given, and
  *      allowed_connection_types, when given, must contain STANDARD (a plain client);
- *   7. the grant carries the user's permissions (nd_perms_from_jwt), expiry, and the account's
- *      conn and subs limits for conn_auth.c to enforce.
+ *   7. now must be inside one of the user's connect-time windows ("times" in "times_location",
+ *      jwt_times.c), when given; a window that is not "hh:mm:ss" or a location that is not a
+ *      zone refuses the user;
+ *   8. the grant carries the user's permissions (nd_perms_from_jwt), expiry, the end of its
+ *      window, and the account's conn and subs limits for conn_auth.c to enforce.
  * Every failure is the same "Authorization Violation" for the client, as nats-server; the cause
  * is logged at debug level only, as there.
- * TODO(issue 6): times/locale, the data limit, URL/full/cache
+ * TODO(issue 6): the data limit, URL/full/cache
  * resolvers, claim updates over $SYS, trusted_keys without an operator JWT.
  */
 #include <arpa/inet.h>
@@ -257,6 +260,16 @@ user_lim_empty(const nd_jwt_user_limits_t *l)
            l->allowed_connection_types.n == 0;
 }
 
+/* Returns: the tighter of a user's and its account's limit, each -1 (any negative) when
+ * unlimited (jwt.NoLimit; applyAccountLimits' minLimit). */
+static int64_t
+min_limit(int64_t user, int64_t acct)
+{
+    if (user < 0)
+        return acct;
+    return acct >= 0 && acct < user ? acct : user;
+}
+
 /* Logs why a user JWT was refused (debug, as nats-server) and fails. */
 static bool
 refuse(nd_jwt_t *u, const char *why)
@@ -315,11 +328,23 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
         return refuse(u, "client address not in the user's src CIDRs");
     if (!standard_allowed(&lim->allowed_connection_types))
         return refuse(u, "connection type not allowed");
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    nd_jwt_times_t tr =
+        nd_jwt_check_user_times(lim, (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec, &g->window_ns);
+    if (tr == ND_JWT_TIMES_INVALID)
+        return refuse(u, "invalid times or times_location");
+    if (tr == ND_JWT_TIMES_OUTSIDE)
+        return refuse(u, "outside connect times");
     size_t skipped = 0;
     g->perms = nd_perms_from_jwt(&lim->perms, &skipped);
+    if (skipped > 0) {
+        /* Skipping an entry would widen access when it is a deny: refuse the user instead. */
+        nd_perms_unref(g->perms);
+        g->perms = NULL;
+        return refuse(u, "invalid permission entries");
+    }
     g->owns_perms = g->perms != NULL;
-    if (skipped > 0)
-        nd_log_warn("User %s: %zu invalid permission entries ignored", u->sub, skipped);
     snprintf(g->jwt_user, sizeof g->jwt_user, "%s", u->sub);
     /* The key of the kept permission set (auth.h): a scoped user's come from the account JWT's
      * template, which a reload may change under the same user JWT. */
@@ -333,16 +358,11 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
         g->acct_expiry = true;
     }
     g->max_conns = ae->max_conns;
-    g->max_subs = ae->max_subs;
-    g->max_payload = ae->max_payload;
-    /* A user's own limits apply when tighter (applyAccountLimits); absent ones do not. */
-    json_t *un = json_object_get(u->claims, "nats");
-    if (lim == &u->u.user.lim && lim->subs >= 0 && json_object_get(un, "subs") != NULL &&
-        (g->max_subs < 0 || lim->subs < g->max_subs))
-        g->max_subs = lim->subs;
-    if (lim == &u->u.user.lim && lim->payload >= 0 && json_object_get(un, "payload") != NULL &&
-        (g->max_payload < 0 || lim->payload < g->max_payload))
-        g->max_payload = lim->payload;
+    /* The user's limits (a scoped user's: the template's) where the account's are not
+     * tighter, as nats-server's applyAccountLimits. An absent limit is Go's zero value, 0: such
+     * a user may neither subscribe nor send a payload; only -1 is unlimited. */
+    g->max_subs = min_limit(lim->subs, ae->max_subs);
+    g->max_payload = min_limit(lim->payload, ae->max_payload);
     nd_jwt_free(u);
     return true;
 }

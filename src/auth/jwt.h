@@ -252,6 +252,19 @@ void nd_jwt_free(nd_jwt_t *jwt);
  * seconds). */
 nd_jwt_err_t nd_jwt_check_times(const nd_jwt_t *jwt, int64_t now);
 
+/* The outcome of a user's connect-time windows (jwt_times.c). */
+typedef enum {
+    ND_JWT_TIMES_OK,      /* no window, or now is inside one */
+    ND_JWT_TIMES_OUTSIDE, /* now is outside every window */
+    ND_JWT_TIMES_INVALID, /* a window is not "hh:mm:ss", or times_location is not a zone */
+} nd_jwt_times_t;
+
+/* Checks lim's "times" and "times_location" at now_ns (Unix nanoseconds), as nats-server's
+ * validateTimes: *left_ns is set to the nanoseconds until the admitting window closes (0 when
+ * lim has no window). Reads zoneinfo files for a named location. */
+nd_jwt_times_t nd_jwt_check_user_times(const nd_jwt_user_limits_t *lim, int64_t now_ns,
+                                       int64_t *left_ns);
+
 /* Returns: true when the revocation list revokes key for a JWT issued at `issued_at` (an entry
  * for key, or for "*", whose time is >= issued_at). */
 bool nd_jwt_revoked(const nd_jwt_revocation_t *list, size_t n, const char *key, int64_t issued_at);

@@ -395,9 +395,21 @@ list_free(nd_perm_list_t *l)
 static void
 add_all(nd_permset_t *p, nd_perms_kind_t k, const nd_jwt_strlist_t *l, size_t *skipped)
 {
-    for (size_t i = 0; i < l->n; i++)
-        if (nd_perms_add(p, k, l->v[i], strlen(l->v[i])) == ND_PERMS_ADD_INVALID && skipped)
-            (*skipped)++;
+    for (size_t i = 0; i < l->n; i++) {
+        const char *e = l->v[i];
+        size_t len = strlen(e);
+        /* The jwt library's checkPermission first: split at single spaces, one token, or two
+         * for subscribe entries ("subject queue"), none of them empty. */
+        const char *sp = memchr(e, ' ', len);
+        bool queue_ok = k == ND_PERMS_SUB_ALLOW || k == ND_PERMS_SUB_DENY;
+        bool jwt_ok =
+            len > 0 && (sp == NULL || (queue_ok && sp != e && sp + 1 < e + len &&
+                                       memchr(sp + 1, ' ', len - (size_t)(sp + 1 - e)) == NULL));
+        if (!jwt_ok || nd_perms_add(p, k, e, len) != ND_PERMS_ADD_OK) {
+            if (skipped != NULL)
+                (*skipped)++;
+        }
+    }
 }
 
 nd_permset_t *

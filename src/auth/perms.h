@@ -121,8 +121,10 @@ struct nd_jwt_perms;
 /* Builds sealed permissions from a JWT's (a user's, a scoped signing key's template, or an
  * account's default_permissions), as nats-server's buildPermissionsFromJwt: a publish or subscribe
  * side is set only when it has allow or deny entries; "resp" enables reply permissions with the
- * defaults for zero values, which also makes the publish allow list present. Invalid entries are
- * skipped and counted in *skipped (may be NULL) for the caller to report.
+ * defaults for zero values, which also makes the publish allow list present. Invalid entries
+ * (the jwt library's rules: no empty subject, a queue only in subscribe entries, single spaces;
+ * then a valid subject) are skipped and counted in *skipped (may be NULL): a user JWT with any
+ * is refused (auth_jwt.c), since skipping a deny entry would widen access.
  * Returns: a new reference, or NULL when the JWT grants no restrictions at all. */
 nd_permset_t *nd_perms_from_jwt(const struct nd_jwt_perms *jp, size_t *skipped);
 

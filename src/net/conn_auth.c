@@ -21,10 +21,13 @@
  * - Violations write the exact nats-server texts and never close the connection.
  * - Operator mode (auth_jwt.c): a user JWT login also counts the connection against its
  *   account's conn limit (acct->jwt_conns; over it: -ERR 'maximum account active connections
- *   exceeded' and the close, as nats-server's registerWithAccount), takes the account's subs
- *   limit (client.c), and re-arms auth_timer for the JWT's expiry: then -ERR 'User
- *   Authentication Expired' and the close (nats-server's userExpired / "Authentication
- *   Expired"). The permission set of a user JWT is kept by the auth slot by JWT id.
+ *   exceeded' and the close, as nats-server's registerWithAccount), takes the subs limit
+ *   (client.c; a limit of 0 gets -ERR 'maximum subscriptions exceeded' and the close at once,
+ *   as nats-server's applyAccountLimits), and re-arms auth_timer for the JWT's expiry: then
+ *   -ERR 'User Authentication Expired' and the close (nats-server's userExpired /
+ *   "Authentication Expired"); the end of the user's connect-time window ("times"), when it
+ *   comes first, closes it the same way (nats-server's setExpiration). The permission set of a
+ *   user JWT is kept by the auth slot by JWT id.
  * - A reload that changes the authorization sends ND_CONN_MSG_REAUTH to every client: each
  *   re-checks the credentials it connected with against the new snapshot and closes with
  *   -ERR 'Authorization Violation' when they no longer pass (reloadAuthorization). A client that
@@ -148,11 +151,30 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
         if (eff != server && c->protocol >= 1)
             write_payload_info(ctx, c, eff);
     }
+    if (c->jwt_subs_limited && c->jwt_max_subs <= 0) {
+        /* At its subscription limit before any SUB (a user JWT without "subs" has 0):
+         * nats-server's applyAccountLimits sends the error and closes the connection. */
+        nd_log_error("%s:%d - cid:%llu - maximum subscriptions exceeded", c->ip, c->port,
+                     (unsigned long long)c->cid);
+        nd_conn_write_err(c, ND_ERR_MAX_SUBSCRIPTIONS);
+        nd_conn_close(ctx, c, ND_CLOSE_MAX_SUBSCRIPTIONS);
+        return false;
+    }
+    /* The JWT's expiry or the end of the user's connect-time window, whichever comes first,
+     * closes the connection the same way (nats-server's setExpiration). */
+    int64_t left_ns = -1;
     if (g->exp > 0) {
         int64_t left = g->exp - (int64_t)time(NULL);
-        c->jwt_expiring = true;
+        left_ns = left > 0 ? left * 1000000000LL : 1;
         c->jwt_acct_expiry = g->acct_expiry;
-        nd_timer_start(ctx, &c->auth_timer, left > 0 ? (uint64_t)left * 1000000000ull : 1, 0);
+    }
+    if (g->window_ns > 0 && (left_ns < 0 || g->window_ns < left_ns)) {
+        left_ns = g->window_ns;
+        c->jwt_acct_expiry = false;
+    }
+    if (left_ns > 0) {
+        c->jwt_expiring = true;
+        nd_timer_start(ctx, &c->auth_timer, (uint64_t)left_ns, 0);
     }
     return true;
 }
@@ -242,13 +264,20 @@ nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
     nd_auth_grant_t g;
     creds_of(c, &cr);
     bool ok = a != NULL && nd_auth_check(a, &cr, &g);
-    nd_auth_unref(ctx, a);
     if (!ok) {
+        nd_auth_unref(ctx, a);
         violation(ctx, c);
         return false;
     }
+    /* g borrows from a (the user's name, the account): a stays referenced until apply_grant has
+     * copied the name and taken its own reference on the account, since a reload may drop every
+     * other reference on a meanwhile. An account that reload removes stays alive through our
+     * reference, and the ND_CONN_MSG_REAUTH the reload sends after installing its snapshot
+     * reaches us after this CONNECT, so nd_conn_auth_recheck closes us then. */
     keep_perms(c, &g);
-    return apply_grant(ctx, c, &g);
+    ok = apply_grant(ctx, c, &g);
+    nd_auth_unref(ctx, a);
+    return ok;
 }
 
 bool

@@ -363,6 +363,56 @@ Test(integ_auth, no_auth_user)
     conf_remove(&cf);
 }
 
+Test(integ_auth, no_auth_user_fallbacks)
+{
+    /* Which CONNECTs count as "no credentials" and log in as no_auth_user (nats-server 2.9.10,
+     * checked): empty strings count as absent, a JWT outside operator mode is not looked at,
+     * and neither is an nkey unless nkey users exist. A password or a token without a user is a
+     * credential: refused. */
+    static const char *const users[] = {
+        "  {user: admin, password: y}\n",
+        "  {user: admin, password: y}\n  {nkey: " UPUB "}\n",
+    };
+    for (int with_nkeys = 0; with_nkeys <= 1; with_nkeys++) {
+        conf_t cf = {0};
+        char text[512];
+        snprintf(text, sizeof text,
+                 "authorization { users: [\n"
+                 "  {user: anon, password: x, permissions: {publish: [\"ok.>\"]}}\n%s"
+                 "] }\nno_auth_user: anon\n",
+                 users[with_nkeys]);
+        nd_integ_server_t *srv = start_conf(&cf, text);
+        const char *anon[] = {
+            "\"user\":\"\"",
+            "\"user\":\"\",\"pass\":\"\"",
+            "\"user\":null",
+            "\"nkey\":\"\"",
+            "\"jwt\":\"abc.def.ghi\"",
+            "\"jwt\":\"\"",
+            with_nkeys ? "\"jwt\":\"\"" : "\"nkey\":\"" UPUB2 "\"",
+            with_nkeys ? "\"jwt\":\"\"" : "\"nkey\":\"bogus\"",
+        };
+        for (size_t i = 0; i < sizeof anon / sizeof anon[0]; i++) {
+            nd_integ_context("nkeys %d, CONNECT fields %s", with_nkeys, anon[i]);
+            nd_integ_conn_t *c = login(srv, anon[i]);
+            /* anon's permissions apply. */
+            ND_SEND(c, "PUB no 0\r\n\r\nPING\r\n");
+            ND_EXPECT(c, "-ERR 'Permissions Violation for Publish to \"no\"'\r\nPONG\r\n");
+            nd_integ_conn_close(c);
+        }
+        login_refused(srv, "\"user\":\"\",\"pass\":\"zz\"");
+        login_refused(srv, "\"pass\":\"x\"");
+        login_refused(srv, "\"auth_token\":\"t\"");
+        login_refused(srv, "\"user\":\"zed\"");
+        if (with_nkeys) {
+            login_refused(srv, "\"nkey\":\"" UPUB2 "\"");
+            login_refused(srv, "\"nkey\":\"bogus\"");
+        }
+        nd_integ_server_stop(srv);
+        conf_remove(&cf);
+    }
+}
+
 Test(integ_auth, auth_timeout)
 {
     conf_t cf = {0};

@@ -678,3 +678,212 @@ Test(integ_operator, scoped_signing_key)
     free(jwt);
     world_stop(&w);
 }
+
+/* ---- connect times (issue 11, defect 5) ---------------------------------------------------- */
+
+/* hh:mm:ss of the wall-clock time t, in UTC or in the local zone. */
+static void
+clock_str(time_t t, bool utc, char out[16])
+{
+    struct tm tm;
+    if (utc)
+        gmtime_r(&t, &tm);
+    else
+        localtime_r(&t, &tm);
+    snprintf(out, 16, "%02d:%02d:%02d", tm.tm_hour, tm.tm_min, tm.tm_sec);
+}
+
+/* A user JWT whose only window is [start, end] (nats "times"), in `loc` (NULL: none). */
+static char *
+times_jwt(world_t *w, const char *start, const char *end, const char *loc)
+{
+    char extra[256];
+    snprintf(extra, sizeof extra, "{\"times\":[{\"start\":\"%s\",\"end\":\"%s\"}]%s%s%s}", start,
+             end, loc ? ",\"times_location\":\"" : "", loc ? loc : "", loc ? "\"" : "");
+    return user_jwt(w, extra, 0, NULL);
+}
+
+Test(integ_operator, connect_times)
+{
+    world_t w;
+    world_start(&w, NULL, NULL);
+    /* Two windows that together cover the whole day (the second one crosses midnight). */
+    char *jwt = user_jwt(&w,
+                         "{\"times\":[{\"start\":\"00:00:00\",\"end\":\"23:59:59\"},"
+                         "{\"start\":\"23:00:00\",\"end\":\"01:00:00\"}]}",
+                         0, NULL);
+    raw_ok(&w, jwt);
+    free(jwt);
+    /* A one-second window twelve hours away: outside it, in the server's zone and in UTC. */
+    for (int utc = 0; utc <= 1; utc++) {
+        char start[16], end[16];
+        time_t t = time(NULL) + 12 * 3600;
+        clock_str(t, utc, start);
+        clock_str(t + 1, utc, end);
+        jwt = times_jwt(&w, start, end, utc ? "UTC" : NULL);
+        raw_refused(&w, jwt, w.user.seed);
+        free(jwt);
+    }
+    /* The whole day in a named zone is fine; a zone that does not exist is refused, and so is a
+     * time that is not hh:mm:ss. */
+    jwt = times_jwt(&w, "00:00:00", "23:59:59", "America/New_York");
+    nd_integ_conn_t *c = raw_login(&w, jwt, w.user.seed);
+    char *f = nd_integ_read_frame(c);
+    /* The last second of New York's day is outside the window: retry once. */
+    if (f != NULL && strcmp(f, "PONG\r\n") != 0) {
+        free(f);
+        nd_integ_conn_close(c);
+        sleep(2);
+        c = raw_login(&w, jwt, w.user.seed);
+        f = nd_integ_read_frame(c);
+    }
+    cr_assert(f != NULL && strcmp(f, "PONG\r\n") == 0, "%s", f ? f : "(closed)");
+    free(f);
+    nd_integ_conn_close(c);
+    free(jwt);
+    jwt = times_jwt(&w, "00:00:00", "23:59:59", "Mars/Olympus_Mons");
+    raw_refused(&w, jwt, w.user.seed);
+    free(jwt);
+    jwt = times_jwt(&w, "00:00:00", "24:00:00", "UTC");
+    raw_refused(&w, jwt, w.user.seed);
+    free(jwt);
+    jwt = times_jwt(&w, "0:00", "23:59:59", "UTC");
+    raw_refused(&w, jwt, w.user.seed);
+    free(jwt);
+    world_stop(&w);
+}
+
+Test(integ_operator, connect_times_window_closes)
+{
+    world_t w;
+    world_start(&w, NULL, NULL);
+    /* The window ends `margin` seconds from now (UTC): the server closes us then, as at the
+     * JWT's expiry. It starts an hour earlier, or at midnight when that is later (nats-server
+     * does not admit the early-morning part of a window that crosses midnight). A margin that a
+     * slow machine used up before the login is retried with a longer one. */
+    for (int margin = 2; margin <= 32; margin *= 4) {
+        time_t now = time(NULL);
+        struct tm tm;
+        gmtime_r(&now, &tm);
+        char start[16], end[16];
+        if (tm.tm_hour == 0)
+            snprintf(start, sizeof start, "00:00:00");
+        else
+            clock_str(now - 3600, true, start);
+        clock_str(now + margin, true, end);
+        char *jwt = times_jwt(&w, start, end, "UTC");
+        nd_integ_conn_t *c = login_or_null(&w, jwt);
+        free(jwt);
+        if (c == NULL)
+            continue;
+        ND_EXPECT(c, "-ERR 'User Authentication Expired'\r\n");
+        nd_integ_expect_close(c);
+        nd_integ_conn_close(c);
+        world_stop(&w);
+        return;
+    }
+    cr_assert_fail("every login came after the window's end");
+}
+
+/* ---- limits and permissions of user JWTs (issue 11, defect 7) ------------------------------ */
+
+/* Logs in with jwt (protocol 1) and reads the PONG and the INFO that tells the client its own
+ * max_payload (natsd sends it before the PONG, nats-server 2.9.10 after it), which must be
+ * `max_payload`. */
+static nd_integ_conn_t *
+login_payload_info(world_t *w, const char *jwt, const char *max_payload)
+{
+    nd_integ_conn_t *c = raw_login(w, jwt, w->user.seed);
+    bool info = false, pong = false;
+    while (!info || !pong) {
+        char *f = nd_integ_read_frame(c);
+        cr_assert_not_null(f, "closed");
+        if (strcmp(f, "PONG\r\n") == 0) {
+            pong = true;
+        } else {
+            cr_assert(!info && strncmp(f, "INFO {", 6) == 0, "%s", f);
+            cr_assert_not_null(strstr(f, max_payload), "%s", f);
+            info = true;
+        }
+        free(f);
+    }
+    return c;
+}
+
+Test(integ_operator, user_without_limits)
+{
+    /* A user JWT without subs/data/payload has limits of 0 (Go's zero values), as nats-server
+     * 2.9.10: at its subscription limit from the start, the connection gets
+     * -ERR 'maximum subscriptions exceeded' and is closed (applyAccountLimits); the PONG and the
+     * INFO with max_payload 0 may come first. */
+    world_t w;
+    world_start(&w, NULL, NULL);
+    char *jwt = sign(json_pack("{s:s, s:s, s:{s:s, s:i}}", "sub", w.user.pub, "name", "u", "nats",
+                               "type", "user", "version", 2),
+                     w.acc.seed);
+    nd_integ_conn_t *c = raw_login(&w, jwt, w.user.seed);
+    for (;;) {
+        char *f = nd_integ_read_frame(c);
+        cr_assert_not_null(f, "closed without the error");
+        bool err = strcmp(f, "-ERR 'maximum subscriptions exceeded'\r\n") == 0;
+        cr_assert(err || strcmp(f, "PONG\r\n") == 0 ||
+                      (strncmp(f, "INFO {", 6) == 0 && strstr(f, "\"max_payload\":0,") != NULL),
+                  "%s", f);
+        free(f);
+        if (err)
+            break;
+    }
+    nd_integ_expect_close(c);
+    nd_integ_conn_close(c);
+    free(jwt);
+    /* subs given, payload not: no payload. */
+    jwt = sign(json_pack("{s:s, s:s, s:{s:s, s:i, s:I}}", "sub", w.user.pub, "name", "u", "nats",
+                         "type", "user", "version", 2, "subs", (json_int_t)-1),
+               w.acc.seed);
+    c = login_payload_info(&w, jwt, "\"max_payload\":0,");
+    ND_SEND(c, "SUB a 1\r\nPUB a 0\r\n\r\nPING\r\n");
+    ND_EXPECT(c, "MSG a 1 0\r\n\r\nPONG\r\n");
+    ND_SEND(c, "PUB a 2\r\nhi\r\n");
+    ND_EXPECT(c, "-ERR 'Maximum Payload Violation'\r\n");
+    nd_integ_expect_close(c);
+    nd_integ_conn_close(c);
+    free(jwt);
+    world_stop(&w);
+}
+
+Test(integ_operator, invalid_permission_entries)
+{
+    /* A user JWT whose permissions the jwt library finds invalid is refused, as nats-server
+     * 2.9.10 refuses it (checked): an empty subject, a queue in a publish entry, more than one
+     * space. natsd never skips an entry: skipping a deny would widen access. */
+    world_t w;
+    world_start(&w, NULL, NULL);
+    const char *bad[] = {
+        "{\"pub\":{\"allow\":[\"\"]}}",      "{\"sub\":{\"deny\":[\"\"]}}",
+        "{\"sub\":{\"allow\":[\"a b c\"]}}", "{\"pub\":{\"deny\":[\"a q\"]}}",
+        "{\"sub\":{\"deny\":[\"a  q\"]}}",   "{\"sub\":{\"deny\":[\" a\"]}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        nd_integ_context("permissions %s", bad[i]);
+        char *jwt = user_jwt(&w, bad[i], 0, NULL);
+        raw_refused(&w, jwt, w.user.seed);
+        free(jwt);
+    }
+    /* A queue entry ("subject queue") in a subscribe permission is valid. */
+    char *jwt = user_jwt(&w, "{\"sub\":{\"deny\":[\"a.* q\"]}}", 0, NULL);
+    raw_ok(&w, jwt);
+    free(jwt);
+    /* Not a valid subject: nats-server 2.9.10 admits the user and its sublist drops the entry
+     * (a deny that no longer denies); natsd refuses the user. natsd only. */
+    if (strstr(nd_integ_server_path(), "nats-server") == NULL) {
+        const char *subj[] = {"{\"sub\":{\"deny\":[\"a..b\"]}}",
+                              "{\"pub\":{\"deny\":[\"foo.>.bar\"]}}"};
+        for (size_t i = 0; i < sizeof subj / sizeof subj[0]; i++) {
+            nd_integ_context("permissions %s", subj[i]);
+            jwt = user_jwt(&w, subj[i], 0, NULL);
+            raw_refused(&w, jwt, w.user.seed);
+            free(jwt);
+        }
+    }
+    world_stop(&w);
+}

@@ -180,9 +180,18 @@ Test(authcheck, no_auth_user_types_and_tls_map)
     cr_assert(!a->info_auth_required);
     nd_auth_grant_t g;
     nd_auth_creds_t none = {0};
-    cr_assert(nd_auth_creds_empty(&none));
+    cr_assert(nd_auth_creds_empty(a, &none));
     cr_assert(nd_auth_check(a, &none, &g));
     cr_assert_str_eq(g.user, "anon");
+    /* Empty strings, a JWT outside operator mode and an nkey without nkey users count as no
+     * credentials (nats-server 2.9.10); a password without a user does not. */
+    nd_auth_creds_t blank = {.user = "", .pass = "", .jwt = "x.y.z", .nkey = "UBOGUS"};
+    cr_assert(nd_auth_creds_empty(a, &blank));
+    cr_assert(nd_auth_check(a, &blank, &g));
+    cr_assert_str_eq(g.user, "anon");
+    blank.pass = "x";
+    cr_assert(!nd_auth_creds_empty(a, &blank));
+    cr_assert(!nd_auth_check(a, &blank, &g));
     cr_assert(!check_user(a, "ws", "x", &g)); /* not a STANDARD connection type */
     char *names_v[] = {"nobody", "CN=client"};
     nd_strlist_t names = {.v = names_v, .n = 2};
