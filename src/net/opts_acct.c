@@ -1140,13 +1140,13 @@ resolve(resolve_t *r)
                     bool wild = !is_literal(im->subject) && strcmp(to, im->subject) != 0;
                     own = wild ? untokenize(to) : nd_xstrdup(to);
                 }
-                added.v[added.n++] = (added_t){.acc = acc,
-                                               .from_acc = ta,
-                                               .service = service,
-                                               .from = service ? im->to : im->subject,
-                                               .to = service ? im->subject
-                                                             : (own != NULL ? own : im->subject),
-                                               .own = own};
+                added.v[added.n++] =
+                    (added_t){.acc = acc,
+                              .from_acc = ta,
+                              .service = service,
+                              .from = service ? im->to : im->subject,
+                              .to = service ? im->subject : (own != NULL ? own : im->subject),
+                              .own = own};
             }
         }
     }

@@ -13,6 +13,12 @@
  * (A sees an `_R_` reply); B on A's own subject and an account without an import get no
  * responders; a singleton export passes one response of three, a stream export all three; past
  * a 200 ms response threshold (the responder waits 1.5 s) the response is dropped.
+ * Nats-Request-Info (issue 11): a header forged by the requester never reaches the exporter; the
+ * server's replaces it, with the fields both servers set (key order checked; "rtt" only in form,
+ * since round trips differ): "acc", the details with `share: true`, "server" for the system
+ * account, and through a chained import (C <- B <- A) the first hop's header plus "svc"; the
+ * answer travels back through the chain. Two-way stream imports with prefixes are accepted and
+ * do not loop.
  * Every case passes unchanged against nats-server 2.9.10 (NATSD_TEST_SERVER), which is how the
  * expectations were checked; tests/CMakeLists.txt registers that run.
  *
@@ -849,15 +855,15 @@ Test(integ_accounts, service_request_info_chained)
 Test(integ_accounts, stream_import_two_way_prefixes)
 {
     conf_t cf = {0};
-    nd_integ_server_t *srv =
-        start_conf(&cf, "accounts {\n"
-                        "  A { users: [ {user: a, password: p} ]\n"
-                        "      exports: [ {stream: \">\"} ]\n"
-                        "      imports: [ {stream: {account: B, subject: \">\"}, prefix: fromb} ] }\n"
-                        "  B { users: [ {user: b, password: p} ]\n"
-                        "      exports: [ {stream: \">\"} ]\n"
-                        "      imports: [ {stream: {account: A, subject: \">\"}, prefix: froma} ] }\n"
-                        "}\n");
+    nd_integ_server_t *srv = start_conf(
+        &cf, "accounts {\n"
+             "  A { users: [ {user: a, password: p} ]\n"
+             "      exports: [ {stream: \">\"} ]\n"
+             "      imports: [ {stream: {account: B, subject: \">\"}, prefix: fromb} ] }\n"
+             "  B { users: [ {user: b, password: p} ]\n"
+             "      exports: [ {stream: \">\"} ]\n"
+             "      imports: [ {stream: {account: A, subject: \">\"}, prefix: froma} ] }\n"
+             "}\n");
     natsConnection *pa = cconnect(srv, "a"), *sa = cconnect(srv, "a");
     natsConnection *pb = cconnect(srv, "b"), *sb = cconnect(srv, "b");
     natsSubscription *a_all = csub(sa, ">"), *b_all = csub(sb, ">");
