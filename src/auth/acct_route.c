@@ -207,6 +207,8 @@ add_service_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *import
         er->resp = nd_acct_resp_new();
     e.resp = er->resp;
     e.singleton = x->resp_type == ND_RESP_SINGLETON;
+    e.share = im->share;
+    e.sys = o->system_account != NULL && strcmp(o->system_account, ex->name) == 0;
     e.ttl_ns =
         x->resp_threshold_ms > 0 ? x->resp_threshold_ms * 1000000LL : ND_ACCT_RESP_DEFAULT_NS;
     nd_acct_route_t *r = route_of(importer);

@@ -19,14 +19,18 @@
  * Service imports: the importer's route lists them; a publish in the importer that matches one is
  * also matched in the exporter under the exported subject, its reply replaced by an `_R_` subject
  * (acct_resp.h) whose publish in the exporter is delivered back in the importer under the
- * original reply. The exporter's route holds the table of those response routes.
+ * original reply, and its Nats-Request-Info header set by the server (acct_reqinfo.h). The
+ * exporter's route holds the table of those response routes. A request arriving in the exporter
+ * goes on through the exporter's own matching service import (a chain A <- B <- C), each import
+ * at most once per request, and a response on an `_R_` subject that leads to another account's
+ * `_R_` subject goes on back the same way.
  *
  * Differences from nats-server: an import that no export authorizes, names an unknown account or
  * has an invalid remapping is skipped with a warning (the config parser already refuses the
  * unauthorized ones and import cycles, as nats-server does);
- * imported messages are not passed on to a third account (no chained stream imports), and the
- * importer's own mappings do not apply to them; service latency tracking, account token
- * positions and `share` are not implemented; a response's own reply subject is passed on as is.
+ * imported stream messages are not passed on to a third account (no chained stream imports), and
+ * the importer's own mappings do not apply to them; service latency tracking and account token
+ * positions are not implemented; a response's own reply subject is passed on as is.
  * References: nats-server server/accounts.go (AddMappedStreamImport, checkStreamImportAuthorized,
  * selectMappedSubject), server/client.go (processInboundClientMsg, processMsgResults).
  */
@@ -63,6 +67,8 @@ typedef struct nd_acct_svc_imp {
     nd_acct_t *acct;           /* the exporter; borrowed from the snapshot */
     struct nd_acct_resp *resp; /* the exporter's response routes (its route owns them) */
     bool singleton;            /* response_type singleton (stream and chunked keep the route) */
+    bool share;                /* the import's `share`: the requester's details (acct_reqinfo.h) */
+    bool sys;                  /* the exporter is the system account */
     int64_t ttl_ns;            /* response threshold */
 } nd_acct_svc_imp_t;
 

@@ -924,6 +924,7 @@ typedef struct added {
     const nd_account_opts_t *from_acc;
     bool service;
     const char *from, *to; /* service: local subject, exporter's subject; stream: its, local */
+    char *own;             /* stream: the local subject when built here (owned), else NULL */
 } added_t;
 
 typedef struct added_list {
@@ -991,6 +992,29 @@ stream_cycle(const added_list_t *l, const nd_account_opts_t *acc, const char *to
             return why;
     }
     return NULL;
+}
+
+/* transformUntokenize: a destination's $N tokens as `*`. Returns: an nd_xmalloc'ed copy. */
+static char *
+untokenize(const char *to)
+{
+    char *out = nd_xstrdup(to);
+    char *w = out;
+    for (const char *p = to; *p != '\0';) {
+        const char *e = strchr(p, '.');
+        size_t n = e != NULL ? (size_t)(e - p) : strlen(p);
+        if (n > 1 && p[0] == '$' && p[1] >= '1' && p[1] <= '9') {
+            *w++ = '*';
+        } else {
+            memcpy(w, p, n);
+            w += n;
+        }
+        p += n;
+        if (*p == '.')
+            *w++ = *p++;
+    }
+    *w = '\0';
+    return out;
 }
 
 static int
@@ -1107,19 +1131,28 @@ resolve(resolve_t *r)
                                      im->subject, why);
                     break;
                 }
+                /* A stream import's local subject as nats-server's AddMappedStreamImport keeps
+                 * it for the cycle checks: the prefixed subject, or `to` with its $N tokens as
+                 * wildcards. Reading a prefixed import as its bare subject would see two-way
+                 * imports with prefixes as a cycle, which they are not. */
+                char *own = NULL;
+                if (!service && to != im->subject) {
+                    bool wild = !is_literal(im->subject) && strcmp(to, im->subject) != 0;
+                    own = wild ? untokenize(to) : nd_xstrdup(to);
+                }
                 added.v[added.n++] =
                     (added_t){.acc = acc,
                               .from_acc = ta,
                               .service = service,
                               .from = service ? im->to : im->subject,
-                              .to = service ? im->subject
-                                            : (im->prefix && im->prefix[0]
-                                                   ? im->subject
-                                                   : (im->to && im->to[0] ? im->to : im->subject))};
+                              .to = service ? im->subject : (own != NULL ? own : im->subject),
+                              .own = own};
             }
         }
     }
     nd_free(vis);
+    for (size_t i = 0; i < added.n; i++)
+        nd_free(added.v[i].own);
     nd_free(added.v);
     return rc;
 }

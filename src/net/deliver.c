@@ -25,6 +25,7 @@
 
 #include "subj/acct_resp.h"
 #include "auth/acct_route.h"
+#include "net/acct_reqinfo.h"
 #include "net/conn_int.h"
 #include "subj/account.h"
 #include "actors/epoch.h"
@@ -605,51 +606,116 @@ deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
     pc->matched += ipc.matched;
 }
 
+/* Service imports a request passes through, at most (a chain A <- B <- C <- ...). */
+#define SVC_CHAIN_MAX 16
+
 /* Service imports of the publisher's account: the first one whose subject matches sends the
- * request to the exporter, under the exported subject and with an `_R_` reply that leads back
- * here. Ctx: in the section. */
+ * request to the exporter, under the exported subject, with an `_R_` reply that leads back here
+ * and with the server's Nats-Request-Info header (acct_reqinfo.h) in place of any the requester
+ * sent. In the exporter the request goes on through the exporter's own first matching service
+ * import (nats-server's chained processServiceImport), each import at most once, so a chain
+ * whose subjects loop ends. Ctx: in the section. */
 static void
 deliver_services(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_t *rt)
 {
-    const nd_proto_cmd_t *cmd = pc->cmd;
-    for (size_t i = 0; i < rt->nsvcs; i++) {
-        const nd_acct_svc_imp_t *sv = &rt->svcs[i];
-        if (!nd_subj_match(sv->from, sv->from_len, cmd->subject.ptr, cmd->subject.len))
-            continue;
-        char buf[SUBJ_BUF];
-        char *heap = NULL;
-        nd_proto_cmd_t icmd = *cmd;
-        icmd.subject.ptr = import_subject(sv->xf, sv->to, sv->to_len, cmd->subject.ptr,
-                                          cmd->subject.len, buf, &heap, &icmd.subject.len);
-        char rsubj[ND_ACCT_RESP_SUBJ_LEN];
-        if (cmd->reply.len > 0) {
-            nd_acct_resp_add(ctx, sv->resp, rsubj, c->acct, cmd->reply.ptr, cmd->reply.len,
+    const nd_acct_svc_imp_t *seen[SVC_CHAIN_MAX];
+    char sbuf[2][SUBJ_BUF];
+    char *sheap[2] = {NULL, NULL};
+    char rsubj[2][ND_ACCT_RESP_SUBJ_LEN];
+    char *body = NULL; /* the current payload, once rewritten */
+    nd_acct_t *from = c->acct;
+    nd_proto_cmd_t icmd = *pc->cmd;
+    nd_acct_reqinfo_t ri = {0};
+    bool prev_share = false;
+    for (size_t hop = 0; hop < SVC_CHAIN_MAX && rt != NULL; hop++) {
+        const nd_acct_svc_imp_t *sv = NULL;
+        for (size_t i = 0; i < rt->nsvcs && sv == NULL; i++)
+            if (nd_subj_match(rt->svcs[i].from, rt->svcs[i].from_len, icmd.subject.ptr,
+                              icmd.subject.len))
+                sv = &rt->svcs[i];
+        for (size_t k = 0; k < hop && sv != NULL; k++)
+            if (seen[k] == sv)
+                sv = NULL;
+        if (sv == NULL)
+            break;
+        seen[hop] = sv;
+        /* Two buffers each for the subject and the reply: this hop's are built from the last
+         * hop's, then the older ones are reused. */
+        int b = (int)(hop & 1);
+        nd_free(sheap[b]);
+        sheap[b] = NULL;
+        icmd.subject.ptr = import_subject(sv->xf, sv->to, sv->to_len, icmd.subject.ptr,
+                                          icmd.subject.len, sbuf[b], &sheap[b], &icmd.subject.len);
+        if (icmd.reply.len > 0) {
+            nd_acct_resp_add(ctx, sv->resp, rsubj[b], from, icmd.reply.ptr, icmd.reply.len,
                              sv->singleton, sv->ttl_ns);
-            icmd.reply.ptr = rsubj;
-            icmd.reply.len = sizeof rsubj;
+            icmd.reply.ptr = rsubj[b];
+            icmd.reply.len = sizeof rsubj[b];
         }
-        deliver_in(ctx, c, pc, sv->acct, &icmd, true);
-        nd_free(heap);
-        return;
+        /* processServiceImport: the first hop writes the requester's info as the import shares
+         * it (and the server's name when it leads to the system account); a later hop keeps that
+         * info, names the account it passes through, and adds the server's name when moving
+         * from an import that did not share to one that does (or to the system account). */
+        if (hop == 0) {
+            ri.detailed = sv->share;
+            ri.server = sv->share || sv->sys;
+        } else {
+            ri.svc = nd_acct_name(from);
+            if (!prev_share && (sv->share || sv->sys))
+                ri.server = true;
+        }
+        prev_share = sv->share;
+        size_t len, hdr_len;
+        char *nb = nd_acct_reqinfo_apply(c, nd_acct_name(c->acct), &ri, icmd.payload.ptr,
+                                         icmd.payload.len, (size_t)icmd.hdr_len, &len, &hdr_len);
+        nd_free(body);
+        body = nb;
+        icmd.op = ND_PROTO_OP_HPUB;
+        icmd.payload.ptr = body;
+        icmd.payload.len = len;
+        icmd.hdr_len = (int64_t)hdr_len;
+        /* The rewritten payload is not the publisher's: a payload buffer of its own. */
+        pub_ctx_t spc = {.cmd = &icmd};
+        deliver_in(ctx, c, &spc, sv->acct, &icmd, true);
+        pc->matched += spc.matched;
+        if (spc.payload != NULL)
+            nd_payload_unref(spc.payload);
+        from = sv->acct;
+        /* acquire: pairs with the release store of nd_acct_route_install. */
+        rt = atomic_load_explicit(&sv->acct->route, memory_order_acquire);
     }
+    nd_free(body);
+    nd_free(sheap[0]);
+    nd_free(sheap[1]);
 }
 
 /* A publish in an exporting account on an `_R_` subject: a response to an imported request,
- * delivered in the importer under the request's original reply. Ctx: in the section. */
+ * delivered in the importer under the request's original reply. When that reply is itself an
+ * `_R_` subject of the importer's (a chained import), the response goes on back the same way.
+ * Ctx: in the section. */
 static void
 deliver_response(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_t *rt)
 {
-    const nd_proto_cmd_t *cmd = pc->cmd;
+    nd_proto_cmd_t icmd = *pc->cmd;
     char *reply = NULL;
-    size_t rlen = 0;
-    nd_acct_t *imp = nd_acct_resp_take(rt->resp, cmd->subject.ptr, cmd->subject.len, &reply,
-                                       &rlen);
-    if (imp == NULL)
-        return;
-    nd_proto_cmd_t icmd = *cmd;
-    icmd.subject.ptr = reply;
-    icmd.subject.len = rlen;
-    deliver_in(ctx, c, pc, imp, &icmd, false);
+    for (size_t hop = 0; hop < SVC_CHAIN_MAX && rt != NULL && rt->resp != NULL; hop++) {
+        if (icmd.subject.len != ND_ACCT_RESP_SUBJ_LEN ||
+            memcmp(icmd.subject.ptr, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN) != 0)
+            break;
+        char *next = NULL;
+        size_t rlen = 0;
+        nd_acct_t *imp =
+            nd_acct_resp_take(rt->resp, icmd.subject.ptr, icmd.subject.len, &next, &rlen);
+        if (imp == NULL)
+            break;
+        nd_free(reply);
+        reply = next;
+        icmd.subject.ptr = reply;
+        icmd.subject.len = rlen;
+        deliver_in(ctx, c, pc, imp, &icmd, false);
+        /* acquire: pairs with the release store of nd_acct_route_install. */
+        rt = atomic_load_explicit(&imp->route, memory_order_acquire);
+    }
     nd_free(reply);
 }
 

@@ -29,7 +29,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "natsd/alloc.h"
+#include "actors/alloc.h"
+#include "cfg/opts.h"
 #include "natsd/natsd.h"
 #include "stress_util.h"
 

@@ -460,6 +460,16 @@ static const struct {
      "   {service: \"b.b\"}\n    ]\n    imports: [\n      {service: {account: A, subject: "
      "\"a.b\"}, to: \"b.b\"}\n    ]\n  }\n}\n",
      "@F@:1:0: Error adding service import \"a.b\": import forms a cycle", false},
+    /* Two-way stream imports: with prefixes the imported subjects do not collide (nats-server
+     * compares the prefixed subject), without them they do. */
+    {"accounts {\n  A: {\n    exports: [ {stream: \">\"} ]\n    imports: [ {stream: {account: B, "
+     "subject: \">\"}, prefix: fromb} ]\n  }\n  B: {\n    exports: [ {stream: \">\"} ]\n    "
+     "imports: [ {stream: {account: A, subject: \">\"}, prefix: froma} ]\n  }\n}\n",
+     "", true},
+    {"accounts {\n  A: {\n    exports: [ {stream: \">\"} ]\n    imports: [ {stream: {account: B, "
+     "subject: \">\"}} ]\n  }\n  B: {\n    exports: [ {stream: \">\"} ]\n    imports: [ {stream: "
+     "{account: A, subject: \">\"}} ]\n  }\n}\n",
+     "@F@:1:0: Error adding stream import \">\": import forms a cycle", true},
     {"accounts {\n  A: {\n    imports: [\n      {service: {account: B, subject: \"x\"}}\n      "
      "{service: {account: C, subject: \"x\"}}\n    ]\n  }\n}\n",
      "@F@:5:44: Duplicate service import subject \"x\", previously used in import for account "

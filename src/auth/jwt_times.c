@@ -23,8 +23,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "jwt.h"
-#include "natsd/alloc.h"
+#include "auth/jwt.h"
+#include "actors/alloc.h"
 
 #define ZONEINFO_DIR    "/usr/share/zoneinfo/"
 #define ZONEINFO_MAX    (1u << 20) /* larger files are not zoneinfo */
