@@ -957,3 +957,38 @@ Test(tls, reload_rotates_certificate)
     SSL_CTX_free(c);
     nd_integ_server_stop(srv);
 }
+
+/* What a tls {} reload logs and refuses, with nats-server 2.9.10's texts: a new timeout is
+ * logged with the authorization timeout derived from it; verify_and_map and
+ * connection_rate_limit cannot change while running, and a refused reload changes nothing. */
+Test(tls, reload_texts)
+{
+    nd_integ_server_t *srv = start(NULL, NULL);
+    rewrite("  timeout: 3");
+    size_t mark = nd_integ_server_log_mark(srv);
+    reload_ok(srv, "Reloaded: tls timeout = 3");
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: authorization timeout = 4"));
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: tls = enabled"));
+
+    static const struct {
+        const char *body, *why;
+    } refused[] = {
+        {"  timeout: 3\n  verify_and_map: true",
+         "config reload not supported for TLSMap: old=false, new=true"},
+        {"  timeout: 3\n  connection_rate_limit: 10",
+         "config reload not supported for TLSRateLimit: old=0, new=10"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        rewrite(refused[i].body);
+        mark = nd_integ_server_log_mark(srv);
+        nd_integ_server_signal(srv, SIGHUP);
+        nd_integ_server_wait_log(srv, mark, "Failed to reload server configuration");
+        cr_assert(nd_integ_server_log_has(srv, mark, refused[i].why), "no \"%s\"",
+                  refused[i].why);
+        cr_assert(!nd_integ_server_log_has(srv, mark, "Reloaded"));
+    }
+    natsConnection *nc = NULL;
+    OK(try_connect(srv, true, NULL, NULL, &nc)); /* still served as before */
+    natsConnection_Destroy(nc);
+    nd_integ_server_stop(srv);
+}
