@@ -275,21 +275,21 @@ parse_query(nd_mon_req_t *req, const char *q, size_t n)
  * hashes, checked as client passwords are (auth/passwd.h: constant-time compare otherwise).
  * /healthz stays open so that orchestrators' probes need no secret. */
 static bool
-authorized(const nd_mon_t *m, nd_mon_ep_t ep, const char *authz, size_t len)
+authorized(const nd_mon_auth_t *m, nd_mon_ep_t ep, const char *authz, size_t len)
 {
-    if (m->auth_user == NULL && m->auth_token == NULL)
+    if (m == NULL)
         return true;
     if (ep == ND_MON_EP_HEALTHZ)
         return true;
     if (authz == NULL)
         return false;
-    if (m->auth_token != NULL && len > 7 && strncasecmp(authz, "Bearer ", 7) == 0) {
+    if (m->token != NULL && len > 7 && strncasecmp(authz, "Bearer ", 7) == 0) {
         const char *t = authz + 7;
         size_t tl = len - 7;
         nd_http_trim(&t, &tl);
-        return nd_passwd_check(m->auth_token, strlen(m->auth_token), t, tl);
+        return nd_passwd_check(m->token, strlen(m->token), t, tl);
     }
-    if (m->auth_user != NULL && len > 6 && strncasecmp(authz, "Basic ", 6) == 0) {
+    if (m->user != NULL && len > 6 && strncasecmp(authz, "Basic ", 6) == 0) {
         const char *b = authz + 6;
         size_t bl = len - 6;
         nd_http_trim(&b, &bl);
@@ -308,8 +308,8 @@ authorized(const nd_mon_t *m, nd_mon_ep_t ep, const char *authz, size_t len)
         bool ok = false;
         if (colon != NULL) {
             size_t ul = (size_t)(colon - dec);
-            bool user_ok = nd_passwd_equal_ct(dec, ul, m->auth_user, strlen(m->auth_user));
-            bool pass_ok = nd_passwd_check(m->auth_pass, strlen(m->auth_pass),
+            bool user_ok = nd_passwd_equal_ct(dec, ul, m->user, strlen(m->user));
+            bool pass_ok = nd_passwd_check(m->pass, strlen(m->pass),
                                            (const char *)colon + 1, (size_t)dn - ul - 1);
             ok = user_ok && pass_ok;
         }
@@ -395,7 +395,11 @@ handle(nd_ctx_t *ctx, http_conn_t *h, const nd_http_req_t *pr)
         respond(h, 404, "text/plain; charset=utf-8", nf, sizeof nf - 1, head, keep, NULL);
         return true;
     }
-    if (!authorized(h->mon, req->ep, pr->authz, pr->authz_len)) {
+    /* The credentials in force now (a reload may replace them; ours stay valid until unref). */
+    nd_mon_auth_t *auth = nd_mon_auth_get(ctx, h->mon);
+    bool ok = authorized(auth, req->ep, pr->authz, pr->authz_len);
+    nd_mon_auth_unref(auth);
+    if (!ok) {
         nd_free(req);
         static const char ua[] = "Unauthorized\n";
         respond(h, 401, "text/plain; charset=utf-8", ua, sizeof ua - 1, head, keep,
@@ -659,9 +663,9 @@ nd_mon_http_accept(nd_ctx_t *ctx, void *arg, int fd)
     h->mon = m;
     h->io.fd = fd;
     nd_tcp_init(&h->tr, fd);
-    if (m->https && m->srv->tls != NULL) {
+    if (m->tls != NULL) {
         /* HTTPS with the server's context; the header deadline also bounds the handshake. */
-        nd_tls_wrap(&h->tr, m->srv->tls, NULL, 0);
+        nd_tls_wrap(&h->tr, m->tls, NULL, 0);
         h->tls_pending = true;
     }
     nd_timer_init(&h->timer, &h->base, HTTP_MSG_TIMER);

@@ -39,23 +39,44 @@ typedef enum {
 
 extern const char *const nd_mon_ep_paths[ND_MON_EP_COUNT];
 
+/* The http_auth credentials in force. Immutable once published; a reload publishes a new one
+ * and retires the monitor's reference through the pool's epoch. A request takes its own
+ * reference inside an epoch section and drops it after the check, so a bcrypt comparison runs
+ * outside the section. */
+typedef struct nd_mon_auth {
+    nd_epoch_entry_t retire;
+    _Atomic uint32_t refs;
+    char *user, *pass, *token; /* NULL: that credential is not configured */
+} nd_mon_auth_t;
+
 struct nd_mon {
     /* immutable after start */
     nd_server_t *srv;
     int listen_fd;
     int port;
     bool https; /* -ms / https_port: connections speak TLS with the server's tls {} context */
+    /* https: the server's TLS context at start (a reference). nats-server's HTTPS listener keeps
+     * the TLS config it started with; a reload changes the client port's only. */
+    struct nd_tls_ctx *tls;
     char host[256];
     char base_path[256];        /* without a trailing slash: "" for the root */
     uint64_t header_timeout_ns; /* a request's line and headers must arrive within this */
     uint64_t idle_timeout_ns;   /* a kept-alive connection with no request is closed after this */
     uint32_t max_conns;         /* HTTP connections at once; more are refused */
-    char *auth_user, *auth_pass, *auth_token; /* NULL: no access control */
+    /* http_auth in force: epoch-protected, replaced by a config reload (nd_mon_set_auth) */
+    nd_mon_auth_t *_Atomic auth;
     nd_io_t listen_io;
     /* any thread, atomic */
     _Atomic uint32_t nconns;
     _Atomic uint64_t req_stats[ND_MON_EP_COUNT];
 };
+
+/* Returns: a reference on the http_auth in force (drop it with nd_mon_auth_unref), or NULL
+ * when the monitoring port needs no credential. Ctx: a worker's or an external ctx, outside any
+ * epoch section. */
+nd_mon_auth_t *nd_mon_auth_get(nd_ctx_t *ctx, nd_mon_t *m);
+/* NULL is fine. Ctx: any thread. */
+void nd_mon_auth_unref(nd_mon_auth_t *a);
 
 typedef struct nd_mon_param {
     char *key, *val; /* owned, percent-decoded */

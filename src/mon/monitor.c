@@ -11,6 +11,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "mon/mon_int.h"
 #include "actors/alloc.h"
 #include "util/log.h"
@@ -61,6 +63,78 @@ normalize_base(const char *in, char out[256])
         out[--n] = '\0';
 }
 
+/* Returns: an owned snapshot of o's http_auth, or NULL when it configures no credential. */
+static nd_mon_auth_t *
+auth_new(const nd_opts_t *o)
+{
+    bool user = o->http_auth_user != NULL && *o->http_auth_user;
+    bool token = o->http_auth_token != NULL && *o->http_auth_token;
+    if (!user && !token)
+        return NULL;
+    nd_mon_auth_t *a = nd_new(nd_mon_auth_t);
+    atomic_init(&a->refs, 1);
+    if (user) {
+        a->user = nd_xstrdup(o->http_auth_user);
+        a->pass = nd_xstrdup(o->http_auth_pass != NULL ? o->http_auth_pass : "");
+    }
+    if (token)
+        a->token = nd_xstrdup(o->http_auth_token);
+    return a;
+}
+
+static void
+wipe_free(char *p)
+{
+    if (p != NULL)
+        OPENSSL_cleanse(p, strlen(p));
+    nd_free(p);
+}
+
+void
+nd_mon_auth_unref(nd_mon_auth_t *a)
+{
+    /* acq_rel: the last holder sees every other holder's reads done before it frees. */
+    if (a == NULL || atomic_fetch_sub_explicit(&a->refs, 1, memory_order_acq_rel) != 1)
+        return;
+    nd_free(a->user);
+    wipe_free(a->pass);
+    wipe_free(a->token);
+    nd_free(a);
+}
+
+nd_mon_auth_t *
+nd_mon_auth_get(nd_ctx_t *ctx, nd_mon_t *m)
+{
+    nd_epoch_enter(ctx);
+    /* acquire: pairs with the release exchange in nd_mon_set_auth. */
+    nd_mon_auth_t *a = atomic_load_explicit(&m->auth, memory_order_acquire);
+    if (a != NULL)
+        atomic_fetch_add_explicit(&a->refs, 1, memory_order_relaxed);
+    nd_epoch_exit(ctx);
+    return a;
+}
+
+static void
+retire_auth(nd_epoch_entry_t *e)
+{
+    nd_mon_auth_unref(ND_EPOCH_CONTAINER(e, nd_mon_auth_t, retire));
+}
+
+bool
+nd_mon_set_auth(nd_ctx_t *ctx, nd_mon_t *m, const nd_opts_t *o)
+{
+    if (m == NULL)
+        return false;
+    nd_mon_auth_t *a = auth_new(o);
+    /* release: a request's acquire load sees the strings written above. */
+    nd_mon_auth_t *old = atomic_exchange_explicit(&m->auth, a, memory_order_release);
+    /* A request may have loaded old without having counted itself yet: the monitor's reference
+     * goes once every epoch section that could have loaded it has ended. */
+    if (old != NULL)
+        nd_epoch_retire(ctx, &old->retire, retire_auth);
+    return true;
+}
+
 int
 nd_mon_listen(const nd_opts_t *o, nd_mon_t **out)
 {
@@ -96,12 +170,7 @@ nd_mon_listen(const nd_opts_t *o, nd_mon_t **out)
     m->header_timeout_ns = env_ms("NATSD_MON_HEADER_TIMEOUT_MS", HEADER_TIMEOUT_MS);
     m->idle_timeout_ns = env_ms("NATSD_MON_IDLE_TIMEOUT_MS", IDLE_TIMEOUT_MS);
     m->max_conns = MAX_HTTP_CONNS;
-    if (o->http_auth_user != NULL && *o->http_auth_user) {
-        m->auth_user = nd_xstrdup(o->http_auth_user);
-        m->auth_pass = nd_xstrdup(o->http_auth_pass != NULL ? o->http_auth_pass : "");
-    }
-    if (o->http_auth_token != NULL && *o->http_auth_token)
-        m->auth_token = nd_xstrdup(o->http_auth_token);
+    atomic_init(&m->auth, auth_new(o));
     atomic_init(&m->nconns, 0);
     for (int i = 0; i < ND_MON_EP_COUNT; i++)
         atomic_init(&m->req_stats[i], 0);
@@ -113,7 +182,7 @@ nd_mon_listen(const nd_opts_t *o, nd_mon_t **out)
     }
     nd_log_info("Starting %s monitor on %s:%d%s", https ? "https" : "http", m->host, m->port,
                 m->base_path);
-    if (m->auth_user != NULL || m->auth_token != NULL)
+    if (atomic_load_explicit(&m->auth, memory_order_relaxed) != NULL)
         nd_log_info("Monitoring port requires authorization (except /healthz)");
     *out = m;
     return 0;
@@ -125,6 +194,9 @@ nd_mon_attach(nd_mon_t *m, struct nd_server *srv)
     if (m == NULL)
         return;
     m->srv = srv;
+    srv->mon = m; /* for config reload (http_auth) */
+    if (m->https)
+        m->tls = nd_tls_ctx_ref(srv->tls); /* before the pool starts: no reload yet */
     nd_poller_listen(srv->poller, &m->listen_io, m->listen_fd, nd_mon_http_accept, m);
 }
 
@@ -147,9 +219,11 @@ nd_mon_free(nd_mon_t *m)
         return;
     if (m->listen_fd >= 0 && m->listen_io.owner == NULL && m->listen_io.on_accept == NULL)
         close(m->listen_fd); /* never handed to the poller */
-    nd_free(m->auth_user);
-    nd_free(m->auth_pass);
-    nd_free(m->auth_token);
+    if (m->srv != NULL)
+        m->srv->mon = NULL;
+    /* Retired snapshots were freed by the pool's shutdown (it runs every pending destructor). */
+    nd_mon_auth_unref(atomic_load_explicit(&m->auth, memory_order_relaxed));
+    nd_tls_ctx_unref(m->tls);
     nd_free(m);
 }
 

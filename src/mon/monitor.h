@@ -14,6 +14,7 @@
 
 typedef struct nd_mon nd_mon_t;
 struct nd_server;
+struct nd_ctx;
 
 /* Listens on opts.http_host (default: opts.host) : opts.http_port (-1: a random port) when
  * http_port is set. Returns: 0 with *out = NULL when monitoring is off, 0 with *out set when
@@ -25,6 +26,10 @@ void nd_mon_attach(nd_mon_t *m, struct nd_server *srv);
 void nd_mon_stop_accepting(nd_mon_t *m);
 /* Frees the monitor after the pool's shutdown. NULL is fine. */
 void nd_mon_free(nd_mon_t *m);
+/* Config reload: installs o's http_auth {} for the requests that follow (a request already
+ * checked is not checked again). Returns: false when m is NULL (monitoring is off). Ctx: the
+ * reloading thread, with its external ctx. */
+bool nd_mon_set_auth(struct nd_ctx *ctx, nd_mon_t *m, const nd_opts_t *o);
 /* The bound monitoring port. */
 int nd_mon_port(const nd_mon_t *m);
 

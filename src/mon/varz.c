@@ -26,6 +26,19 @@ nd_mon_varz(nd_mon_req_t *req)
     int64_t now = req->now_ns;
     char up[48];
     nd_mon_fmt_uptime(now - s->start_wall_ns, up);
+    /* The client TLS in force: a reload may replace it, so read it from the INFO template inside
+     * an epoch section (server.h). */
+    bool tls_on, tls_verify = false;
+    double tls_timeout = ND_TLS_DEFAULT_TIMEOUT_MS / 1000.0;
+    nd_epoch_enter(req->ctx);
+    /* acquire: pairs with the release exchange in nd_server_publish_info. */
+    const nd_tls_ctx_t *tls = atomic_load_explicit(&s->info, memory_order_acquire)->tls;
+    tls_on = tls != NULL;
+    if (tls_on) {
+        tls_verify = tls->verify;
+        tls_timeout = (double)tls->timeout_ms / 1000.0;
+    }
+    nd_epoch_exit(req->ctx);
 
     json_t *v = json_object();
     json_object_set_new(v, "server_id", json_string(s->server_id));
@@ -43,11 +56,11 @@ nd_mon_varz(nd_mon_req_t *req)
     nd_auth_unref(req->ctx, auth);
     if (o->system_account != NULL)
         json_object_set_new(v, "system_account", json_string(o->system_account));
-    if (s->tls != NULL) {
+    if (tls_on) {
         /* As in INFO (server.c): allow_non_tls makes TLS optional. */
         if (!o->allow_non_tls)
             json_object_set_new(v, "tls_required", json_true());
-        if (s->tls->verify)
+        if (tls_verify)
             json_object_set_new(v, "tls_verify", json_true());
     }
     json_object_set_new(v, "max_connections", json_integer(nd_server_live_get(s, max_connections)));
@@ -73,7 +86,7 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "mqtt", json_object());
     json_object_set_new(v, "websocket", json_object());
     json_object_set_new(v, "jetstream", json_object());
-    json_object_set_new(v, "tls_timeout", seconds(s->tls != NULL ? s->tls->timeout_ms / 1000.0 : 2));
+    json_object_set_new(v, "tls_timeout", seconds(tls_timeout));
     json_object_set_new(v, "write_deadline",
                         json_integer(nd_server_live_get(s, write_deadline_ms) * 1000000));
     json_object_set_new(v, "start", nd_mon_json_time(s->start_wall_ns));

@@ -347,6 +347,8 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     nd_free(c->lang);
     nd_free(c->version);
     nd_strlist_free(&c->tls_names);
+    nd_tls_ctx_unref(c->tls);
+    c->tls = NULL;
     nd_conn_auth_fini(c);
     c->rbuf = c->wbuf = NULL;
     if (c->scratch != NULL) {
@@ -626,8 +628,14 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
     /* After registering: lame duck mode sets s->ldm before it lists the registered connections
      * (under the registry's mutex), so we are either on its list or see the flag here. */
     c->ldm_sent = atomic_load_explicit(&s->ldm, memory_order_relaxed);
-    nd_conn_auth_begin(ctx, c); /* before INFO: it carries the nonce */
-    if (s->tls != NULL && nd_conn_tls_begin(ctx, c))
+    /* The TLS context in force now is ours for life, even if a reload replaces it (the template
+     * holds a reference on it, so take ours inside the epoch section). acquire: pairs with the
+     * release exchange in nd_server_publish_info. */
+    nd_epoch_enter(ctx);
+    c->tls = nd_tls_ctx_ref(atomic_load_explicit(&s->info, memory_order_acquire)->tls);
+    nd_epoch_exit(ctx);
+    nd_conn_auth_begin(ctx, c); /* before INFO: it carries the nonce; its timeout reads c->tls */
+    if (c->tls != NULL && nd_conn_tls_begin(ctx, c))
         return; /* INFO and the ping timer wait for TLS (conn_tls.c) */
     if (nd_conn_greet(ctx, c, conns))
         arm_ping(ctx, c, true);

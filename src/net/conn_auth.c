@@ -74,8 +74,8 @@ nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c)
     if (a->nonce && !nd_jwt_nonce(c->nonce))
         c->nonce[0] = '\0'; /* no nonce: nkey users cannot log in on this connection */
     int64_t ms = a->timeout_ms;
-    if (a->timeout_default && c->srv->tls != NULL)
-        ms = c->srv->tls->timeout_ms + 1000; /* nats-server's getDefaultAuthTimeout */
+    if (a->timeout_default && c->tls != NULL)
+        ms = c->tls->timeout_ms + 1000; /* nats-server's getDefaultAuthTimeout */
     nd_timer_start(ctx, &c->auth_timer, (uint64_t)ms * 1000000ull, 0);
     nd_auth_unref(ctx, a);
 }
@@ -224,7 +224,7 @@ creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
     cr->jwt = c->cr_jwt;
     cr->nonce = c->nonce[0] != '\0' ? c->nonce : NULL;
     cr->ip = c->ip;
-    cr->tls_map = c->srv->tls != NULL && c->srv->tls->verify_and_map;
+    cr->tls_map = c->tls != NULL && c->tls->verify_and_map;
     cr->tls_names = &c->tls_names;
 }
 

@@ -147,6 +147,7 @@ typedef struct nd_conn {
     nd_sl_result_t *scratch; /* for cache misses and one-off matches; allocated on first use */
     nd_timer_t ping_timer, wdeadline_timer, stall_timer;
     nd_timer_t tls_timer;      /* conn_tls.c */
+    struct nd_tls_ctx *tls;    /* the client TLS context at our start (a reference), NULL: off */
     uint8_t tls_state;         /* ND_CONN_TLS_* (conn_tls.c) */
     bool tls_info_due;         /* handshake first: INFO goes out once TLS is up */
     bool tls_pings_due;        /* the ping timer starts once TLS is up */

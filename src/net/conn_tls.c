@@ -39,13 +39,13 @@ static void
 wrap(nd_ctx_t *ctx, nd_conn_t *c, bool with_output)
 {
     size_t n = with_output ? c->wlen - c->woff : 0;
-    nd_tls_wrap(&c->tr, c->srv->tls, c->wbuf + c->woff, n);
+    nd_tls_wrap(&c->tr, c->tls, c->wbuf + c->woff, n);
     if (n > 0) {
         atomic_fetch_sub_explicit(&c->pending, (int64_t)n, memory_order_relaxed);
         c->woff = c->wlen = 0;
     }
     c->tls_state = ND_CONN_TLS_HANDSHAKE;
-    nd_timer_start(ctx, &c->tls_timer, ms_ns(c->srv->tls->timeout_ms), 0);
+    nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
     nd_log_debug("%s:%d - cid:%llu - Starting TLS client connection handshake", c->ip, c->port,
                  (unsigned long long)c->cid);
 }
@@ -70,7 +70,7 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
     c->tls_state = ND_CONN_TLS_UP;
     nd_log_debug("%s:%d - cid:%llu - TLS handshake complete (%s, %s)", c->ip, c->port,
                  (unsigned long long)c->cid, nd_tls_version(&c->tr), nd_tls_cipher(&c->tr));
-    if (c->srv->tls->verify_and_map) {
+    if (c->tls->verify_and_map) {
         /* For the auth code: the user names this certificate may map to (tls.h). The auth
          * check that looks them up among the configured users is not wired yet. */
         nd_tls_peer_names(&c->tr, &c->tls_names);
@@ -104,7 +104,7 @@ info_then_tls(nd_ctx_t *ctx, nd_conn_t *c)
 bool
 nd_conn_tls_begin(nd_ctx_t *ctx, nd_conn_t *c)
 {
-    const nd_tls_ctx_t *t = c->srv->tls;
+    const nd_tls_ctx_t *t = c->tls;
     if (t->handshake_first) {
         c->tls_info_due = c->tls_pings_due = true;
         if (t->fallback_ms > 0) {

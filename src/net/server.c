@@ -36,7 +36,9 @@ make_server_id(char out[57])
 static void
 free_info(nd_epoch_entry_t *e)
 {
-    nd_free(ND_EPOCH_CONTAINER(e, nd_server_info_t, retire));
+    nd_server_info_t *info = ND_EPOCH_CONTAINER(e, nd_server_info_t, retire);
+    nd_tls_ctx_unref(info->tls);
+    nd_free(info);
 }
 
 void
@@ -90,6 +92,7 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
     /* Keep "INFO {...", dropping the closing brace: each connection appends its own fields. */
     size_t n = strlen(js);
     nd_server_info_t *info = nd_xmalloc(sizeof(*info) + n + 6);
+    info->tls = nd_tls_ctx_ref(s->tls);
     memcpy(info->text, "INFO ", 5);
     memcpy(info->text + 5, js, n - 1);
     info->len = 5 + n - 1;
@@ -99,6 +102,16 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
     nd_server_info_t *old = atomic_exchange_explicit(&s->info, info, memory_order_release);
     if (old != NULL)
         nd_epoch_retire(ctx, &old->retire, free_info);
+}
+
+void
+nd_server_set_tls(nd_ctx_t *ctx, nd_server_t *s, nd_tls_ctx_t *tls)
+{
+    nd_tls_ctx_t *old = s->tls;
+    s->tls = tls;
+    /* The old template keeps its own reference until no connection can still be reading it. */
+    nd_server_publish_info(ctx, s);
+    nd_tls_ctx_unref(old);
 }
 
 static int
@@ -249,7 +262,10 @@ nd_server_free(nd_server_t *s)
     else if (s->listen_fd >= 0)
         close(s->listen_fd);
     /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */
-    nd_free(atomic_load_explicit(&s->info, memory_order_relaxed));
+    nd_server_info_t *info = atomic_load_explicit(&s->info, memory_order_relaxed);
+    if (info != NULL)
+        nd_tls_ctx_unref(info->tls);
+    nd_free(info);
     for (unsigned i = 0; s->rscratch != NULL && i < nd_pool_workers(s->pool); i++) {
         nd_free(s->rscratch[i].p);
         nd_free(s->wscratch[i].p);
@@ -258,7 +274,7 @@ nd_server_free(nd_server_t *s)
     nd_free(s->wscratch);
     nd_connreg_free(s->connreg);
     nd_auth_slot_free(s->auth);
-    nd_tls_ctx_free(s->tls);
+    nd_tls_ctx_unref(s->tls);
     nd_opts_free(&s->opts);
     nd_free(s);
 }

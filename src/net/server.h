@@ -25,9 +25,12 @@ typedef struct nd_iobuf {
 
 /* The INFO line all new clients get, without the closing brace (per-client fields follow).
  * Immutable once published; a reload that changes it publishes a new one and retires this one
- * through the pool's epoch, so a connection copies it inside an epoch section (conn.c). */
+ * through the pool's epoch, so a connection copies it inside an epoch section (conn.c).
+ * It also carries the client TLS context its tls_required/tls_verify describe, so that a new
+ * connection takes the context and the INFO that goes with it from one load. */
 typedef struct nd_server_info {
     nd_epoch_entry_t retire;
+    struct nd_tls_ctx *tls; /* a reference owned by the template (net/tls.h), NULL: TLS off */
     size_t len;
     char text[]; /* "INFO {...", NUL-terminated */
 } nd_server_info_t;
@@ -83,7 +86,11 @@ typedef struct nd_server {
     int listen_fd;
     nd_io_t listen_io;
     nd_iobuf_t *rscratch, *wscratch; /* one each per worker, indexed by ctx->worker */
-    struct nd_tls_ctx *tls;          /* client TLS (net/tls.h), NULL when off */
+    /* client TLS (net/tls.h), NULL when off: a reference, replaced by a reload. Read and
+     * written only at start and by the reloading thread (under the reload mutex), which
+     * publishes it in the INFO template; other threads read it from there (info->tls) and take
+     * their own reference (a connection keeps the context it started with). */
+    struct nd_tls_ctx *tls;
     /* any thread, atomic */
     _Atomic uint64_t next_cid;
     _Atomic int32_t nconns;
@@ -97,6 +104,7 @@ typedef struct nd_server {
 
     /* monitoring (src/mon): immutable after start; the registry locks itself */
     struct nd_connreg *connreg; /* live connections, closed ring, totals */
+    struct nd_mon *mon;         /* the HTTP monitor (set by nd_mon_attach), NULL when off */
     int64_t start_wall_ns;      /* when the server started (wall clock) */
     /* Set once before the first client can connect (nd_server_on_client_event); NULL: none.
      * This is how higher rooms hear of connections without net including them. */
@@ -116,9 +124,14 @@ void nd_server_stop_listening(nd_server_t *s);
 void nd_server_stop_accepting(nd_server_t *s);
 /* Copies the reloadable options of o into s->live (start and reload). Ctx: the main thread. */
 void nd_server_set_live(nd_server_t *s, const nd_opts_t *o);
-/* Builds the INFO template from the options in force (max_payload from s->live) and publishes
- * it; the previous one is retired through ctx's epoch record. Ctx: a non-worker thread's ctx. */
+/* Builds the INFO template from the options in force (max_payload from s->live, TLS from
+ * s->tls, of which it takes a reference) and publishes it; the previous one is retired through
+ * ctx's epoch record. Ctx: a non-worker thread's ctx (start, or the reloading thread). */
 void nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s);
+/* Installs tls (its reference passes to s; NULL: TLS off) as the client TLS context for new
+ * connections and publishes an INFO template that carries it; connections keep the context they
+ * started with. Ctx: the reloading thread's ctx. */
+void nd_server_set_tls(nd_ctx_t *ctx, nd_server_t *s, struct nd_tls_ctx *tls);
 /* Frees the server after the pool has shut down. */
 void nd_server_free(nd_server_t *s);
 

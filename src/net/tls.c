@@ -204,6 +204,7 @@ nd_tls_ctx_new(const nd_tls_opts_t *t, char *err, size_t errlen)
     }
 
     nd_tls_ctx_t *c = nd_xcalloc(1, sizeof(*c));
+    atomic_init(&c->refs, 1);
     c->ssl_ctx = sc;
     c->timeout_ms =
         t->timeout_s > 0 ? (int64_t)(t->timeout_s * 1000.0 + 0.5) : ND_TLS_DEFAULT_TIMEOUT_MS;
@@ -214,10 +215,19 @@ nd_tls_ctx_new(const nd_tls_opts_t *t, char *err, size_t errlen)
     return c;
 }
 
-void
-nd_tls_ctx_free(nd_tls_ctx_t *c)
+nd_tls_ctx_t *
+nd_tls_ctx_ref(nd_tls_ctx_t *c)
 {
-    if (c == NULL)
+    if (c != NULL)
+        atomic_fetch_add_explicit(&c->refs, 1, memory_order_relaxed);
+    return c;
+}
+
+void
+nd_tls_ctx_unref(nd_tls_ctx_t *c)
+{
+    /* acq_rel: the last holder sees every other holder's reads done before it frees. */
+    if (c == NULL || atomic_fetch_sub_explicit(&c->refs, 1, memory_order_acq_rel) != 1)
         return;
     SSL_CTX_free(c->ssl_ctx);
     nd_free(c);

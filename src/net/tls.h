@@ -13,6 +13,7 @@
 #ifndef ND_TLS_H
 #define ND_TLS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -22,8 +23,11 @@
 /* nats-server's TLS_TIMEOUT default (seconds) for the handshake. */
 #define ND_TLS_DEFAULT_TIMEOUT_MS 2000
 
-/* A server-side TLS context. Immutable after nd_tls_ctx_new; shared by every connection. */
+/* A server-side TLS context. Immutable after nd_tls_ctx_new and reference counted: a config
+ * reload builds a new one for new connections while the connections that took a reference on
+ * the old one keep it (nats-server: a reloaded tls {} applies to new connections only). */
 typedef struct nd_tls_ctx {
+    _Atomic uint32_t refs; /* nd_tls_ctx_ref / nd_tls_ctx_unref */
     void *ssl_ctx;        /* SSL_CTX (opaque outside tls.c) */
     int64_t timeout_ms;   /* handshake timeout */
     int64_t fallback_ms;  /* handshake_first: auto/duration: wait this long for a ClientHello */
@@ -37,10 +41,17 @@ typedef struct nd_tls_ctx {
  * *out an owned copy, or NULL when TLS is off; -1 with nats-server's error text in err. */
 int nd_tls_client_opts(const nd_opts_t *o, nd_tls_opts_t **out, char *err, size_t errlen);
 
-/* Builds the server context from validated options (opts_tls.c checked the files). Returns: an
- * owned context, or NULL with the reason in err. Ctx: main thread. */
+/* Builds the server context from validated options (opts_tls.c checked the files), reading the
+ * certificate, key and CA files now: a reload that builds a new context picks up files rotated
+ * in place. Returns: the context with one reference for the caller, or NULL with the reason in
+ * err. Ctx: a non-worker thread (start or reload: it reads files). */
 nd_tls_ctx_t *nd_tls_ctx_new(const nd_tls_opts_t *t, char *err, size_t errlen);
-void nd_tls_ctx_free(nd_tls_ctx_t *c);
+/* Returns: c with one more reference (c may be NULL). Ctx: any thread. */
+nd_tls_ctx_t *nd_tls_ctx_ref(nd_tls_ctx_t *c);
+/* Drops a reference; the last one frees the context. An SSL object made by nd_tls_wrap holds
+ * OpenSSL's own reference on the SSL_CTX, so a wrapped transport outlives it safely. NULL is
+ * fine. Ctx: any thread. */
+void nd_tls_ctx_unref(nd_tls_ctx_t *c);
 
 /* Switches t, a TCP transport, to TLS on the same fd, as the server side of a handshake that has
  * not started. prefix (copied; may be NULL): plaintext sent before any TLS byte (the INFO line

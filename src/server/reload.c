@@ -28,10 +28,21 @@
  * the user/pass/token fields are compared and logged here, and apply_auth() is where the auth
  * issue swaps its user table and re-checks connected clients (reloadAuthorization).
  *
- * Not compared yet: the insides of nested blocks (cluster, gateway, leafnodes, websocket, mqtt,
- * tls, accounts, users, resolver): only whether a block is present. Their features are not built;
- * the issues that build them extend the table (nats-server refuses gateway/websocket changes and
- * cluster host/port changes, and reloads the rest).
+ * Client TLS (tls {} and the --tls* flags): nats-server's TLSConfig never compares equal to the
+ * previous one (a tls.Config holds functions), so with TLS on before or after, every reload
+ * builds a new context and logs "Reloaded: tls = enabled|disabled". Building it re-reads the
+ * certificate, key and CA files, which is how a certificate rotated in place under the same
+ * path is picked up. The new context reaches new connections through the INFO template that
+ * carries it (server.h); connections keep the context they started with. verify_and_map,
+ * connection_rate_limit and allow_non_tls are refused as nats-server 2.9.10 refuses them.
+ * http_auth {} (natsd's own) is swapped in the monitor for the requests that follow.
+ *
+ * Nested blocks (cluster, gateway, leafnodes, websocket, mqtt, jetstream, tls) are compared
+ * field by field (reload_cmp.c). A change nats-server refuses is refused. A change to a block
+ * of a feature natsd does not run (cluster apart from its listen address, jetstream, tls
+ * pinned_certs) is accepted and kept, as nats-server accepts it, but logged as a warning that
+ * it is not applied: no "Reloaded: ..." line claims it. Not compared here: accounts, users and
+ * the resolver, which apply_auth rebuilds on every reload.
  */
 #include "server/reload.h"
 
@@ -42,9 +53,12 @@
 
 #include "auth/auth.h"
 #include "util/log.h"
+#include "mon/monitor.h"
 #include "cfg/opts_parse.h"
 #include "actors/alloc.h"
 #include "server/pidfile.h"
+#include "server/reload_cmp.h"
+#include "net/tls.h"
 
 typedef struct nd_reload {
     pthread_mutex_t mu;
@@ -61,7 +75,10 @@ typedef enum {
     H_LOG,    /* the log module's */
     H_AUTH,   /* authorization: apply_auth() */
     H_KEEP,   /* accepted and kept (nothing running uses it yet) */
-    H_QUIET,  /* accepted without a log line (features natsd does not run) */
+    H_TLS,    /* the client TLS context: rebuilt (nd_server_set_tls) */
+    H_MON,    /* http_auth: the monitor's (nd_mon_set_auth) */
+    H_UNBUILT, /* accepted and kept, with a warning that it is not applied (features natsd does
+                * not run): the text names it */
 } how_t;
 
 typedef enum {
@@ -76,12 +93,21 @@ typedef enum {
     T_STRLIST,
     T_PTR,
     T_PORT,    /* compared with the bound port: see port_changed */
-    T_CLUSTER, /* only its listen host and port: see cluster_refused */
+    T_CLUSTER, /* its listen host and port: see cluster_refused; the rest: reload_cmp.c */
+    T_BLOCK,   /* a pointer to a nested block, compared field by field (reload_cmp.c) */
+    /* derived from the client TLS options (tls_cfg and the --tls* flags) */
+    T_TLS_TIMEOUT,  /* nats-server's TLSTimeout: the tls timeout, 2 s when unset */
+    T_TLS_MAP,      /* TLSMap: verify_and_map */
+    T_TLS_CONFIG,   /* TLSConfig: "enabled"/"disabled"; never equal while TLS is on */
+    T_TLS_PINNED,   /* TLSPinnedCerts: the pinned_certs list, printed as its length */
+    T_TLS_RATE,     /* TLSRateLimit: connection_rate_limit */
+    T_AUTH_TIMEOUT, /* AuthTimeout as nats-server's setBaselineOptions sets it */
 } type_t;
 
 typedef struct field {
     const char *go;   /* nats-server's Options field, for the refusal text */
-    const char *text; /* "Reloaded: <text> = <v>"; a text without "%" is logged alone */
+    const char *text; /* "Reloaded: <text> = <v>"; a text without "%" is logged alone;
+                       * H_UNBUILT: the name in the warning */
     size_t off;
     type_t type;
     how_t how;
@@ -117,18 +143,21 @@ static const field_t fields[] = {
     {"HTTPPort", NULL, F(http_port), T_INT, H_REFUSE},
     {"HTTPBasePath", NULL, F(http_base_path), T_STR, H_REFUSE},
     {"HTTPSPort", NULL, F(https_port), T_INT, H_REFUSE},
-    {"AuthTimeout", "Reloaded: authorization timeout = %s", F(auth_timeout_s), T_DBL, H_AUTH},
+    {"AuthTimeout", "Reloaded: authorization timeout = %s", 0, T_AUTH_TIMEOUT, H_AUTH},
     {"MaxControlLine", "Reloaded: max_control_line = %s", F(max_control_line), T_I32, H_LIVE},
     {"MaxPayload", "Reloaded: max_payload = %s", F(max_payload), T_I64, H_LIVE},
     {"MaxPending", NULL, F(max_pending), T_I64, H_REFUSE},
-    {"Cluster", NULL, F(cluster), T_CLUSTER, H_QUIET},
-    {"Gateway", NULL, F(gateway), T_PTR, H_REFUSE},
-    {"LeafNode", NULL, F(leaf), T_PTR, H_REFUSE},
-    /* JetStream is not built: enabling it or moving its store is accepted and kept. */
-    {"JetStream", NULL, F(jetstream), T_BOOL, H_QUIET},
-    {"StoreDir", NULL, F(store_dir), T_STR, H_QUIET},
-    {"Websocket", NULL, F(ws), T_PTR, H_REFUSE},
-    {"MQTT", NULL, F(mqtt), T_PTR, H_REFUSE},
+    /* Clustering is not built: a change other than the listen address is kept, not applied. */
+    {"Cluster", "cluster", F(cluster), T_CLUSTER, H_UNBUILT},
+    {"Gateway", NULL, F(gateway), T_BLOCK, H_REFUSE},
+    {"LeafNode", NULL, F(leaf), T_BLOCK, H_REFUSE},
+    /* JetStream is not built: enabling it, moving its store or changing its block is accepted
+     * and kept, not applied. */
+    {"JetStream", "jetstream", F(jetstream), T_BOOL, H_UNBUILT},
+    {"JetStreamOpts", "jetstream {}", F(js), T_BLOCK, H_UNBUILT},
+    {"StoreDir", "store_dir", F(store_dir), T_STR, H_UNBUILT},
+    {"Websocket", NULL, F(ws), T_BLOCK, H_REFUSE},
+    {"MQTT", NULL, F(mqtt), T_BLOCK, H_REFUSE},
     {"ProfPort", NULL, F(prof_port), T_INT, H_REFUSE},
     {"PidFile", "Reloaded: pid_file = %s", F(pid_file), T_STR, H_KEEP},
     {"PortsFileDir", "Reloaded: ports_file_dir = %s", F(ports_file_dir), T_STR, H_KEEP},
@@ -137,6 +166,18 @@ static const field_t fields[] = {
     {"LogMaxFiles", NULL, F(log_max_num), T_I64, H_REFUSE},
     {"Syslog", "Reloaded: syslog = %s", F(syslog), T_BOOL, H_LOG},
     {"RemoteSyslog", "Reloaded: remote_syslog = %s", F(remote_syslog), T_STR, H_LOG},
+    {"TLSTimeout", "Reloaded: tls timeout = %s", 0, T_TLS_TIMEOUT, H_TLS},
+    {"TLS", NULL, F(tls), T_BOOL, H_REFUSE},
+    {"TLSVerify", NULL, F(tls_verify), T_BOOL, H_REFUSE},
+    {"TLSMap", NULL, 0, T_TLS_MAP, H_REFUSE},
+    {"TLSCert", NULL, F(tls_cert), T_STR, H_REFUSE},
+    {"TLSKey", NULL, F(tls_key), T_STR, H_REFUSE},
+    {"TLSCaCert", NULL, F(tls_ca_cert), T_STR, H_REFUSE},
+    {"TLSConfig", "Reloaded: tls = %s", 0, T_TLS_CONFIG, H_TLS},
+    /* natsd does not check pinned certificates (nats-server logs "Reloaded: %d pinned_certs"). */
+    {"TLSPinnedCerts", "tls pinned_certs", 0, T_TLS_PINNED, H_UNBUILT},
+    {"TLSRateLimit", NULL, 0, T_TLS_RATE, H_REFUSE},
+    {"AllowNonTLS", NULL, F(allow_non_tls), T_BOOL, H_REFUSE},
     {"WriteDeadline", "Reloaded: write_deadline = %s", F(write_deadline_ms), T_DUR, H_LIVE},
     {"MaxClosedClients", NULL, F(max_closed_clients), T_INT, H_REFUSE},
     {"LameDuckDuration", NULL, F(lame_duck_duration_ms), T_DUR, H_REFUSE},
@@ -149,9 +190,61 @@ static const field_t fields[] = {
     {"Tags", "Reloaded: tags", F(server_tags), T_STRLIST, H_KEEP},
     {"NoFastProducerStall", "Reloaded: no_fast_producer_stall = %s", F(no_fast_producer_stall),
      T_BOOL, H_LIVE},
-    /* natsd's own: the pool is sized once. */
+    /* natsd's own: the pool is sized once; http_auth {} is swapped in the monitor (secrets are
+     * not printed, as for authorization). */
     {"Workers", NULL, F(workers), T_UINT, H_REFUSE},
+    {"HTTPAuthUser", "Reloaded: http_auth user", F(http_auth_user), T_STR, H_MON},
+    {"HTTPAuthPassword", "Reloaded: http_auth password", F(http_auth_pass), T_STR, H_MON},
+    {"HTTPAuthToken", "Reloaded: http_auth token", F(http_auth_token), T_STR, H_MON},
 };
+
+/* The kind of the nested block a T_BLOCK field points to. */
+static nd_block_t
+block_of(const field_t *f)
+{
+    if (f->off == F(gateway))
+        return ND_BLOCK_GATEWAY;
+    if (f->off == F(leaf))
+        return ND_BLOCK_LEAF;
+    if (f->off == F(ws))
+        return ND_BLOCK_WS;
+    if (f->off == F(mqtt))
+        return ND_BLOCK_MQTT;
+    return ND_BLOCK_JS;
+}
+
+/* nats-server's TLSConfig != nil: the client port speaks TLS (as nd_tls_client_opts decides). */
+static bool
+tls_on(const nd_opts_t *o)
+{
+    return o->tls || o->tls_verify ||
+           (o->tls_cfg != NULL && (o->tls_cfg->cert_file != NULL || o->tls_cfg->ncerts > 0));
+}
+
+/* nats-server's TLSTimeout after setBaselineOptions: the tls timeout, 2 s when unset. */
+static double
+tls_timeout(const nd_opts_t *o)
+{
+    double t = o->tls_cfg != NULL ? o->tls_cfg->timeout_s : 0;
+    return t > 0 ? t : ND_TLS_DEFAULT_TIMEOUT_MS / 1000.0;
+}
+
+/* nats-server's AuthTimeout after setBaselineOptions (getDefaultAuthTimeout): with TLS on and no
+ * timeout of its own, one second more than the TLS handshake's (conn_auth.c does the same). */
+static double
+auth_timeout(const nd_opts_t *o)
+{
+    if (o->auth_timeout_s > 0)
+        return o->auth_timeout_s;
+    return tls_on(o) ? tls_timeout(o) + 1.0 : ND_DEFAULT_AUTH_TIMEOUT_MS / 1000.0;
+}
+
+static const nd_strlist_t *
+tls_pinned(const nd_opts_t *o)
+{
+    static const nd_strlist_t none = {NULL, 0};
+    return o->tls_cfg != NULL ? &o->tls_cfg->pinned_certs : &none;
+}
 
 #define FIELD(o, f) ((const char *)(o) + (f)->off)
 
@@ -199,8 +292,27 @@ format_value(const field_t *f, const nd_opts_t *o, char *buf, size_t len)
     }
     case T_CLUSTER:
     case T_PTR:
-        /* Only presence is compared (see the top of the file). */
+    case T_BLOCK:
+        /* Go prints the whole structure; its presence is what a reader needs here. */
         snprintf(buf, len, "%s", *(void *const *)p ? "{...}" : "{}");
+        break;
+    case T_TLS_TIMEOUT:
+        snprintf(buf, len, "%g", tls_timeout(o));
+        break;
+    case T_AUTH_TIMEOUT:
+        snprintf(buf, len, "%g", auth_timeout(o));
+        break;
+    case T_TLS_MAP:
+        snprintf(buf, len, "%s", o->tls_cfg != NULL && o->tls_cfg->verify_and_map ? "true" : "false");
+        break;
+    case T_TLS_CONFIG:
+        snprintf(buf, len, "%s", tls_on(o) ? "enabled" : "disabled");
+        break;
+    case T_TLS_PINNED:
+        snprintf(buf, len, "%zu", tls_pinned(o)->n);
+        break;
+    case T_TLS_RATE:
+        snprintf(buf, len, "%lld", (long long)(o->tls_cfg != NULL ? o->tls_cfg->rate_limit : 0));
         break;
     }
 }
@@ -244,9 +356,35 @@ field_equal(const field_t *f, const nd_opts_t *a, const nd_opts_t *b)
     }
     case T_PTR:
         return (*(void *const *)pa == NULL) == (*(void *const *)pb == NULL);
-    case T_PORT:
+    case T_BLOCK:
+        return nd_block_equal(block_of(f), *(void *const *)pa, *(void *const *)pb);
     case T_CLUSTER:
-        break; /* diff() asks port_changed and cluster_refused */
+        /* Its listen address was checked first (diff() asks cluster_refused). */
+        return nd_cluster_equal_but_listen(a->cluster, b->cluster);
+    case T_TLS_TIMEOUT:
+        return tls_timeout(a) == tls_timeout(b);
+    case T_AUTH_TIMEOUT:
+        return auth_timeout(a) == auth_timeout(b);
+    case T_TLS_MAP:
+        return (a->tls_cfg != NULL && a->tls_cfg->verify_and_map) ==
+               (b->tls_cfg != NULL && b->tls_cfg->verify_and_map);
+    case T_TLS_CONFIG:
+        /* Never equal while TLS is on: see the top of the file. */
+        return !tls_on(a) && !tls_on(b);
+    case T_TLS_PINNED: {
+        const nd_strlist_t *la = tls_pinned(a), *lb = tls_pinned(b);
+        if (la->n != lb->n)
+            return false;
+        for (size_t i = 0; i < la->n; i++)
+            if (!same_str(la->v[i], lb->v[i]))
+                return false;
+        return true;
+    }
+    case T_TLS_RATE:
+        return (a->tls_cfg != NULL ? a->tls_cfg->rate_limit : 0) ==
+               (b->tls_cfg != NULL ? b->tls_cfg->rate_limit : 0);
+    case T_PORT:
+        break; /* diff() asks port_changed */
     }
     return true;
 }
@@ -297,6 +435,27 @@ load(nd_reload_t *r, const char *path, nd_opts_t *n, char *err, size_t errlen)
     if (n->max_payload > n->max_pending) {
         snprintf(err, errlen, "max_payload (%lld) cannot be higher than max_pending (%lld)",
                  (long long)n->max_payload, (long long)n->max_pending);
+        return -1;
+    }
+    return 0;
+}
+
+/* Builds the client TLS context of n (NULL: TLS off), reading its files again. Returns: 0, or -1
+ * with the reason in err. */
+static int
+build_tls(const nd_opts_t *n, nd_tls_ctx_t **out, char *err, size_t errlen)
+{
+    nd_tls_opts_t *t = NULL;
+    *out = NULL;
+    if (nd_tls_client_opts(n, &t, err, errlen) < 0)
+        return -1;
+    if (t == NULL)
+        return 0;
+    char why[512];
+    *out = nd_tls_ctx_new(t, why, sizeof why);
+    nd_tls_opts_free(t);
+    if (*out == NULL) {
+        snprintf(err, errlen, "TLS: %s", why);
         return -1;
     }
     return 0;
@@ -391,11 +550,8 @@ diff(const nd_server_t *s, const nd_opts_t *cur, const nd_opts_t *n, unsigned *w
                      n->port);
             return -1;
         }
-        if (f->type == T_CLUSTER) {
-            if (cluster_refused(cur, n, err, errlen))
-                return -1;
-            continue; /* the rest of the block is not built, so nothing to apply */
-        }
+        if (f->type == T_CLUSTER && cluster_refused(cur, n, err, errlen))
+            return -1;
         if (field_equal(f, cur, n))
             continue;
         if (f->how == H_REFUSE) {
@@ -418,6 +574,11 @@ log_changes(const nd_opts_t *cur, const nd_opts_t *n)
         const field_t *f = &fields[i];
         if (f->text == NULL || field_equal(f, cur, n))
             continue;
+        if (f->how == H_UNBUILT) {
+            nd_log_warn("Reload: %s changed; not applied (natsd does not implement it yet)",
+                        f->text);
+            continue;
+        }
         if (strchr(f->text, '%') == NULL) {
             nd_log_info("%s", f->text);
             continue;
@@ -440,6 +601,7 @@ nd_reload_run(nd_server_t *s, const char *config)
     int rc = -1;
     nd_opts_t n;
     bool loaded = false;
+    nd_tls_ctx_t *tls = NULL; /* the new client TLS context (H_TLS), until installed */
     pthread_mutex_lock(&r->mu);
     const char *path = config != NULL && *config ? config : r->cur.config_file;
     if (path == NULL || *path == '\0') {
@@ -453,22 +615,33 @@ nd_reload_run(nd_server_t *s, const char *config)
     unsigned what;
     if (diff(s, &r->cur, &n, &what, err, sizeof err) != 0)
         goto out;
+    /* The steps that can fail come first, so that nothing has changed when one does. */
+    if ((what & (1u << H_TLS)) && build_tls(&n, &tls, err, sizeof err) != 0)
+        goto out;
     if (what & (1u << H_LOG)) {
-        /* First, because it is the one step that can fail: then nothing has changed yet. */
         if (nd_opts_configure_log(&n, err, sizeof err) != 0)
             goto out;
     }
     log_changes(&r->cur, &n);
+    bool info = false;
     if (what & (1u << H_LIVE)) {
-        bool info = n.max_payload != r->cur.max_payload;
+        info = n.max_payload != r->cur.max_payload;
         nd_server_set_live(s, &n);
-        if (info) {
-            /* New clients get the new max_payload in their INFO; the old INFO is freed once no
-             * connection can still be copying it (the external ctx's barrier, on free). */
-            nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
+    }
+    if (info || (what & (1u << (unsigned)H_TLS)) || (what & (1u << (unsigned)H_MON))) {
+        /* New clients get the new max_payload and TLS context with their INFO; the old INFO is
+         * freed once no connection can still be copying it (the external ctx's barrier, on
+         * free), and the old context once the last connection that uses it is gone. */
+        nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
+        if (what & (1u << H_TLS)) {
+            nd_server_set_tls(ctx, s, tls); /* publishes the INFO */
+            tls = NULL;
+        } else if (info) {
             nd_server_publish_info(ctx, s);
-            nd_ctx_external_free(ctx);
         }
+        if (what & (1u << H_MON))
+            nd_mon_set_auth(ctx, s->mon, &n);
+        nd_ctx_external_free(ctx);
     }
     apply_auth(s, &n);
     if (!same_str(n.pid_file, r->cur.pid_file) && n.pid_file != NULL && *n.pid_file) {
@@ -487,6 +660,7 @@ nd_reload_run(nd_server_t *s, const char *config)
     rc = 0;
     nd_log_info("Reloaded server configuration");
 out:
+    nd_tls_ctx_unref(tls); /* built but not installed: a later step failed */
     if (rc != 0)
         nd_log_error("Failed to reload server configuration: %s", err);
     if (loaded)

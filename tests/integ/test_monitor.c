@@ -30,6 +30,7 @@
 #include <jansson.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1365,6 +1366,87 @@ Test(integ_monitor, http_auth_and_base_path)
     r = http_get(m.http, "/natsvarz");
     cr_assert_eq(r.status, 404);
     hresp_free(&r);
+    mon_stop(&m);
+}
+
+/* http_auth {} is reloaded (issue 11, defect 4): after a new password and SIGHUP the new one is
+ * let in and the old one refused, on new and on kept-alive HTTP connections alike; the token
+ * can be removed; the reload says what it reloaded, without the secrets. */
+static void
+rewrite_conf(const mon_t *m, const char *text)
+{
+    char tmp[256];
+    snprintf(tmp, sizeof tmp, "%s.tmp", m->conf);
+    FILE *f = fopen(tmp, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    cr_assert(fclose(f) == 0);
+    cr_assert(rename(tmp, m->conf) == 0); /* the server never reads half a file */
+}
+
+static void
+sighup_ok(const mon_t *m)
+{
+    size_t mark = nd_integ_server_log_mark(m->srv);
+    nd_integ_server_signal(m->srv, SIGHUP);
+    nd_integ_server_wait_log(m->srv, mark, "Reloaded server configuration");
+    cr_assert(!nd_integ_server_log_has(m->srv, mark, "Failed to reload"));
+}
+
+static int
+status_of(int port, const char *path, const char *hdr)
+{
+    hresp_t r = http_get_hdr(port, path, hdr);
+    int st = r.status;
+    hresp_free(&r);
+    return st;
+}
+
+Test(integ_monitor, http_auth_reload)
+{
+    /* mon:old-Pass1 and mon:new-Pass2 in base64 */
+    static const char old_pw[] = "Authorization: Basic bW9uOm9sZC1QYXNzMQ==\r\n";
+    static const char new_pw[] = "Authorization: Basic bW9uOm5ldy1QYXNzMg==\r\n";
+    static const char tok[] = "Authorization: Bearer tok-Secret3\r\n";
+    mon_t m = mon_start_with(
+        "http_auth { user: mon, password: \"old-Pass1\", token: \"tok-Secret3\" }\n", NULL);
+    cr_assert_eq(status_of(m.http, "/varz", old_pw), 200);
+    cr_assert_eq(status_of(m.http, "/varz", new_pw), 401);
+    cr_assert_eq(status_of(m.http, "/connz", tok), 200);
+
+    /* A kept-alive connection opened before the reload. */
+    hconn_t h = hc_open(m.http);
+    char req[256];
+    snprintf(req, sizeof req, "GET /varz HTTP/1.1\r\nHost: 127.0.0.1\r\n%s\r\n", old_pw);
+    cr_assert(hc_send(&h, req, strlen(req)));
+    hresp_t r;
+    cr_assert(hc_read(&h, &r, false));
+    cr_assert_eq(r.status, 200);
+    hresp_free(&r);
+
+    size_t mark = nd_integ_server_log_mark(m.srv);
+    rewrite_conf(&m, "http_auth { user: mon, password: \"new-Pass2\" }\n");
+    sighup_ok(&m);
+    cr_assert(nd_integ_server_log_has(m.srv, mark, "Reloaded: http_auth password"));
+    cr_assert(nd_integ_server_log_has(m.srv, mark, "Reloaded: http_auth token"));
+    cr_assert(!nd_integ_server_log_has(m.srv, mark, "Reloaded: http_auth user"));
+    cr_assert(!nd_integ_server_log_has(m.srv, mark, "Pass2"), "a secret in the log");
+
+    cr_assert_eq(status_of(m.http, "/varz", new_pw), 200);
+    cr_assert_eq(status_of(m.http, "/varz", old_pw), 401);
+    cr_assert_eq(status_of(m.http, "/connz", tok), 401); /* the token is gone */
+    cr_assert_eq(status_of(m.http, "/healthz", NULL), 200);
+    /* The kept-alive connection: its next request is checked against the new credentials. */
+    cr_assert(hc_send(&h, req, strlen(req)));
+    cr_assert(hc_read(&h, &r, false));
+    cr_assert_eq(r.status, 401);
+    hresp_free(&r);
+    hc_close(&h);
+
+    /* http_auth removed: open again. */
+    rewrite_conf(&m, "# no http_auth\n");
+    sighup_ok(&m);
+    cr_assert_eq(status_of(m.http, "/varz", NULL), 200);
     mon_stop(&m);
 }
 

@@ -373,6 +373,66 @@ Test(integ_reload, refused_changes_keep_old_config)
     conf_remove(&cf);
 }
 
+/* Nested blocks are compared field by field (issue 11, defect 4). A change inside a block of a
+ * feature natsd does not run (cluster routes, jetstream) is accepted, as nats-server accepts it,
+ * but never logged as reloaded ("Reloaded: cluster" is nats-server's line when it applies it):
+ * natsd warns that it is not applied. A change inside a block nats-server refuses to reload
+ * (websocket, leafnodes) is refused, where comparing only the presence of the block let it
+ * through. A reload that changes nothing logs neither. */
+Test(integ_reload, nested_blocks_compared)
+{
+    static const char base[] =
+        "port: -1\n"
+        "cluster { name: c1, listen: \"127.0.0.1:16222\", routes: [\"nats://127.0.0.1:%d\"] }\n"
+        "jetstream { max_mem: %s }\n"
+        "websocket { port: 18443, no_tls: true, handshake_timeout: \"%s\" }\n"
+        "leafnodes { port: 17422, reconnect: %d }\n";
+    char text[512];
+    conf_t cf = {0};
+    snprintf(text, sizeof text, base, 1, "1MB", "2s", 2);
+    conf_write(&cf, text);
+    const char *args[] = {"-c", cf.path, NULL};
+    nd_integ_server_t *srv = nd_integ_server_start_args(args);
+
+    /* Nothing changed: no claim, no warning. */
+    size_t mark = nd_integ_server_log_mark(srv);
+    reload(srv, true);
+    cr_assert(!nd_integ_server_log_has(srv, mark, "cluster"));
+    cr_assert(!nd_integ_server_log_has(srv, mark, "not applied"));
+
+    /* Only the routes inside cluster {} change. */
+    snprintf(text, sizeof text, base, 2, "1MB", "2s", 2);
+    conf_write(&cf, text);
+    mark = nd_integ_server_log_mark(srv);
+    reload(srv, true);
+    cr_assert(!nd_integ_server_log_has(srv, mark, "Reloaded: cluster"));
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reload: cluster changed; not applied"));
+    cr_assert(!nd_integ_server_log_has(srv, mark, "jetstream"));
+
+    /* Only a limit inside jetstream {} changes. */
+    snprintf(text, sizeof text, base, 2, "2MB", "2s", 2);
+    conf_write(&cf, text);
+    mark = nd_integ_server_log_mark(srv);
+    reload(srv, true);
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reload: jetstream {} changed; not applied"));
+    cr_assert(!nd_integ_server_log_has(srv, mark, "cluster"));
+
+    /* websocket {} and leafnodes {} contents: refused, as nats-server 2.9.10 refuses them. */
+    snprintf(text, sizeof text, base, 2, "2MB", "3s", 2);
+    conf_write(&cf, text);
+    mark = nd_integ_server_log_mark(srv);
+    reload(srv, false);
+    cr_assert(nd_integ_server_log_has(srv, mark, "config reload not supported for Websocket"));
+    snprintf(text, sizeof text, base, 2, "2MB", "2s", 3);
+    conf_write(&cf, text);
+    mark = nd_integ_server_log_mark(srv);
+    reload(srv, false);
+    cr_assert(nd_integ_server_log_has(srv, mark, "config reload not supported for LeafNode"));
+
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
+}
+
 Test(integ_reload, flags_win_over_the_file)
 {
     conf_t cf = {0};

@@ -21,10 +21,12 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <ftw.h>
 #include <nats/nats.h>
 #include <netinet/in.h>
 #include <openssl/err.h>
+#include <openssl/pem.h>
 #include <openssl/ssl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +50,7 @@ suite_init(void)
 {
     snprintf(dir, sizeof dir, "/tmp/natsd-tls-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
-    char cmd[4096];
+    char cmd[4600];
     /* EC keys: quick to make even on a loaded machine. */
     snprintf(cmd, sizeof cmd,
              "set -e; cd %s; "
@@ -60,6 +62,10 @@ suite_init(void)
              "openssl req $K -keyout server.key -out server.csr -subj '/CN=localhost'; "
              "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
              "-out server.pem -days 2 -extfile srv.ext; "
+             /* a second server certificate, for the rotation test */
+             "openssl req $K -keyout server2.key -out server2.csr -subj '/CN=localhost'; "
+             "openssl x509 -req -in server2.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+             "-out server2.pem -days 2 -extfile srv.ext; "
              "printf 'subjectAltName=email:alice@example.com,DNS:alice.example.com\\n' > cli.ext; "
              "openssl req $K -keyout client.key -out client.csr "
              "-subj '/C=US/O=Synadia, Inc./OU=NATS/CN=alice'; "
@@ -73,7 +79,7 @@ suite_init(void)
              "openssl x509 -req -in rogue.csr -CA other-ca.pem -CAkey other-ca.key "
              "-CAcreateserial -out rogue.pem -days 2 -extfile cli.ext",
              dir);
-    char full[4200];
+    char full[4800];
     snprintf(full, sizeof full, "(%s) >/dev/null 2>&1", cmd);
     cr_assert_eq(system(full), 0, "openssl failed: %s", cmd);
 }
@@ -775,5 +781,214 @@ Test(tls, slow_consumer_over_tls)
     SSL_free(s);
     close(fd);
     SSL_CTX_free(c);
+    nd_integ_server_stop(srv);
+}
+
+/* ---- config reload (issue 11, defect 4) ---- */
+
+/* Writes dir/name atomically (a new file renamed over the old one: the server never reads half
+ * a file), with the contents of dir/from. */
+static void
+copy_file(const char *from, const char *name)
+{
+    char src[128], dst[128], tmp[140];
+    path_of(src, sizeof src, from);
+    path_of(dst, sizeof dst, name);
+    snprintf(tmp, sizeof tmp, "%s.tmp", dst);
+    FILE *in = fopen(src, "r"), *out = fopen(tmp, "w");
+    cr_assert(in != NULL && out != NULL);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        cr_assert_eq(fwrite(buf, 1, n, out), n);
+    fclose(in);
+    cr_assert_eq(fclose(out), 0);
+    cr_assert_eq(rename(tmp, dst), 0);
+}
+
+/* Rewrites the config start() wrote, with another tls {} body. */
+static void
+rewrite(const char *tls_body)
+{
+    char conf[128], cert[128], key[128], ca[128], tmp[140];
+    path_of(conf, sizeof conf, "server.conf");
+    path_of(cert, sizeof cert, "server.pem");
+    path_of(key, sizeof key, "server.key");
+    path_of(ca, sizeof ca, "ca.pem");
+    snprintf(tmp, sizeof tmp, "%s.tmp", conf);
+    FILE *f = fopen(tmp, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "tls {\n  cert_file: \"%s\"\n  key_file: \"%s\"\n  ca_file: \"%s\"\n%s\n}\n", cert,
+            key, ca, tls_body ? tls_body : "");
+    cr_assert_eq(fclose(f), 0);
+    cr_assert_eq(rename(tmp, conf), 0);
+}
+
+/* SIGHUP; waits for the outcome and fails unless the reload succeeded and logged want. */
+static void
+reload_ok(nd_integ_server_t *srv, const char *want)
+{
+    size_t mark = nd_integ_server_log_mark(srv);
+    nd_integ_server_signal(srv, SIGHUP);
+    nd_integ_server_wait_log(srv, mark, "Reloaded server configuration");
+    cr_assert(!nd_integ_server_log_has(srv, mark, "Failed to reload"));
+    if (want != NULL)
+        cr_assert(nd_integ_server_log_has(srv, mark, want), "no \"%s\" in the log", want);
+}
+
+/* The SHA-256 of a certificate in DER form, as hex. */
+static void
+fingerprint(X509 *x, char out[65])
+{
+    unsigned char md[32];
+    unsigned int n = 0;
+    cr_assert_eq(X509_digest(x, EVP_sha256(), md, &n), 1);
+    for (unsigned i = 0; i < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", md[i]);
+}
+
+static void
+file_fingerprint(const char *name, char out[65])
+{
+    char p[128];
+    path_of(p, sizeof p, name);
+    FILE *f = fopen(p, "r");
+    cr_assert_not_null(f);
+    X509 *x = PEM_read_X509(f, NULL, NULL, NULL);
+    fclose(f);
+    cr_assert_not_null(x);
+    fingerprint(x, out);
+    X509_free(x);
+}
+
+/* A raw TLS connection (INFO in plain text, then the handshake). Returns: the SSL (*fd set). */
+static SSL *
+raw_tls(nd_integ_server_t *srv, SSL_CTX *c, int *fd)
+{
+    *fd = raw_connect(srv);
+    free(raw_line(*fd));
+    SSL *s = tls_connect(c, *fd);
+    cr_assert_not_null(s, "handshake failed");
+    return s;
+}
+
+/* Adding verify: true is applied on SIGHUP: a client without a certificate is refused from then
+ * on (nats-server 2.9.10 logs "Reloaded: tls = enabled" and refuses it), one with a certificate
+ * of the CA is admitted, and a connection made before the reload keeps working. */
+Test(tls, reload_adds_verify)
+{
+    nd_integ_server_t *srv = start(NULL, NULL);
+    natsConnection *before = NULL, *nc = NULL;
+    OK(try_connect(srv, true, NULL, NULL, &before));
+
+    rewrite("  verify: true");
+    reload_ok(srv, "Reloaded: tls = enabled");
+
+    int fd = raw_connect(srv);
+    char *info = raw_line(fd);
+    cr_assert_not_null(strstr(info, "\"tls_verify\":true"), "%s", info);
+    free(info);
+    close(fd);
+    cr_assert_neq(try_connect(srv, true, NULL, NULL, &nc), NATS_OK,
+                  "a client without a certificate was admitted after the reload");
+    natsConnection_Destroy(nc);
+    nc = NULL;
+    cr_assert_neq(try_connect(srv, true, "rogue.pem", "rogue.key", &nc), NATS_OK);
+    natsConnection_Destroy(nc);
+    nc = NULL;
+    OK(try_connect(srv, true, "client.pem", "client.key", &nc));
+    big_roundtrip(nc, nc, 2, 1000);
+    natsConnection_Destroy(nc);
+    /* The connection made before keeps its session. */
+    big_roundtrip(before, before, 2, 1000);
+    natsConnection_Destroy(before);
+
+    /* And back: verify removed, a client without a certificate is admitted again. */
+    rewrite(NULL);
+    reload_ok(srv, "Reloaded: tls = enabled");
+    nc = NULL;
+    OK(try_connect(srv, true, NULL, NULL, &nc));
+    natsConnection_Destroy(nc);
+    nd_integ_server_stop(srv);
+}
+
+/* Certificate rotation: the certificate and key files are replaced under the same paths and the
+ * config text does not change; after SIGHUP a new connection is served the new certificate
+ * (nats-server treats tls as changed on every reload and loads the files again), while a
+ * connection made before keeps working. Every reload with TLS on says so. */
+Test(tls, reload_rotates_certificate)
+{
+    char fp1[65], fp2[65], got[65];
+    file_fingerprint("server.pem", fp1);
+    file_fingerprint("server2.pem", fp2);
+    cr_assert_str_neq(fp1, fp2);
+    copy_file("server.pem", "rot.pem");
+    copy_file("server.key", "rot.key");
+    char conf[128], cert[128], key[128];
+    path_of(conf, sizeof conf, "rot.conf");
+    path_of(cert, sizeof cert, "rot.pem");
+    path_of(key, sizeof key, "rot.key");
+    FILE *f = fopen(conf, "w");
+    cr_assert_not_null(f);
+    fprintf(f, "tls {\n  cert_file: \"%s\"\n  key_file: \"%s\"\n}\n", cert, key);
+    fclose(f);
+    const char *args[] = {"-c", conf, NULL};
+    nd_integ_server_t *srv = nd_integ_server_start(0, args);
+
+    SSL_CTX *c = client_ctx(NULL, NULL);
+    int fd1, fd2;
+    SSL *s1 = raw_tls(srv, c, &fd1);
+    fingerprint(SSL_get0_peer_certificate(s1), got);
+    cr_assert_str_eq(got, fp1);
+
+    copy_file("server2.key", "rot.key");
+    copy_file("server2.pem", "rot.pem");
+    reload_ok(srv, "Reloaded: tls = enabled");
+
+    SSL *s2 = raw_tls(srv, c, &fd2);
+    fingerprint(SSL_get0_peer_certificate(s2), got);
+    cr_assert_str_eq(got, fp2, "the rotated certificate was not served after the reload");
+    tls_roundtrip(s2, false);
+    tls_roundtrip(s1, false); /* the old connection, on the old certificate */
+    SSL_free(s1);
+    SSL_free(s2);
+    close(fd1);
+    close(fd2);
+    SSL_CTX_free(c);
+    nd_integ_server_stop(srv);
+}
+
+/* What a tls {} reload logs and refuses, with nats-server 2.9.10's texts: a new timeout is
+ * logged with the authorization timeout derived from it; verify_and_map and
+ * connection_rate_limit cannot change while running, and a refused reload changes nothing. */
+Test(tls, reload_texts)
+{
+    nd_integ_server_t *srv = start(NULL, NULL);
+    rewrite("  timeout: 3");
+    size_t mark = nd_integ_server_log_mark(srv);
+    reload_ok(srv, "Reloaded: tls timeout = 3");
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: authorization timeout = 4"));
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: tls = enabled"));
+
+    static const struct {
+        const char *body, *why;
+    } refused[] = {
+        {"  timeout: 3\n  verify_and_map: true",
+         "config reload not supported for TLSMap: old=false, new=true"},
+        {"  timeout: 3\n  connection_rate_limit: 10",
+         "config reload not supported for TLSRateLimit: old=0, new=10"},
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        rewrite(refused[i].body);
+        mark = nd_integ_server_log_mark(srv);
+        nd_integ_server_signal(srv, SIGHUP);
+        nd_integ_server_wait_log(srv, mark, "Failed to reload server configuration");
+        cr_assert(nd_integ_server_log_has(srv, mark, refused[i].why), "no \"%s\"",
+                  refused[i].why);
+        cr_assert(!nd_integ_server_log_has(srv, mark, "Reloaded"));
+    }
+    natsConnection *nc = NULL;
+    OK(try_connect(srv, true, NULL, NULL, &nc)); /* still served as before */
+    natsConnection_Destroy(nc);
     nd_integ_server_stop(srv);
 }
