@@ -44,14 +44,14 @@ typedef enum nd_opt_num {
 #define ND_OPT_TOP ((size_t)-1) /* nd_opt_zero_t.block of a top-level option */
 
 typedef struct nd_opt_zero {
-    const char *key;    /* the config key, "block.key" inside a block */
-    size_t block;       /* ND_OPT_TOP, or offsetof the block's pointer in nd_opts_t (a NULL
-                         * pointer: the block is not configured and the rule does not apply) */
-    size_t off;         /* offsetof the field in nd_opts_t, or in the block's struct */
+    const char *key; /* the config key, "block.key" inside a block */
+    size_t block;    /* ND_OPT_TOP, or offsetof the block's pointer in nd_opts_t (a NULL
+                      * pointer: the block is not configured and the rule does not apply) */
+    size_t off;      /* offsetof the field in nd_opts_t, or in the block's struct */
     nd_opt_num_t type;
     nd_zero_rule_t rule;
-    int64_t def;        /* ND_ZERO_DEFAULT: the value 0 stands for, in the field's unit */
-    const char *note;   /* why, or where an ND_ZERO_DEFAULT_AT_USE is resolved */
+    int64_t def;      /* ND_ZERO_DEFAULT: the value 0 stands for, in the field's unit */
+    const char *note; /* why, or where an ND_ZERO_DEFAULT_AT_USE is resolved */
 } nd_opt_zero_t;
 
 /* The rules, one entry per option where 0 can be written. */

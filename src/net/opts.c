@@ -54,7 +54,7 @@ nd_opts_defaults(nd_opts_t *o)
     nd_opts_cfg_defaults(o);
 }
 
-#define TOP(field) ND_OPT_TOP, offsetof(nd_opts_t, field)
+#define TOP(field)             ND_OPT_TOP, offsetof(nd_opts_t, field)
 #define IN(block, type, field) offsetof(nd_opts_t, block), offsetof(type, field)
 
 /* What 0 means for each numeric option (opts.h), as nats-server 2.9.10's setBaselineOptions
@@ -89,13 +89,13 @@ const nd_opt_zero_t nd_opts_zero_rules[] = {
      ND_DEFAULT_RECONNECT_ERROR_REPORTS, NULL},
     {"authorization.timeout", TOP(auth_timeout_s), ND_OPT_DOUBLE, ND_ZERO_DEFAULT_AT_USE, 0,
      "2s, or the TLS timeout + 1s with TLS: nd_auth_new (auth.c), conn_auth.c, varz.c"},
-    {"tls.timeout", IN(tls_cfg, nd_tls_opts_t, timeout_s), ND_OPT_DOUBLE,
-     ND_ZERO_DEFAULT_AT_USE, 0, "ND_TLS_DEFAULT_TIMEOUT_MS: tls.c, for every tls {} block"},
+    {"tls.timeout", IN(tls_cfg, nd_tls_opts_t, timeout_s), ND_OPT_DOUBLE, ND_ZERO_DEFAULT_AT_USE, 0,
+     "ND_TLS_DEFAULT_TIMEOUT_MS: tls.c, for every tls {} block"},
     {"max_traced_msg_len", TOP(max_traced_msg_len), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, NULL},
     {"logfile_size_limit", TOP(log_size_limit), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, NULL},
     {"logfile_max_num", TOP(log_max_num), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, "keep every file"},
-    {"jetstream.max_memory_store", IN(js, nd_js_opts_t, max_memory), ND_OPT_I64,
-     ND_ZERO_LITERAL, 0, "not written: -1 (automatic), set by the jetstream {} parser"},
+    {"jetstream.max_memory_store", IN(js, nd_js_opts_t, max_memory), ND_OPT_I64, ND_ZERO_LITERAL, 0,
+     "not written: -1 (automatic), set by the jetstream {} parser"},
     {"jetstream.max_file_store", IN(js, nd_js_opts_t, max_store), ND_OPT_I64, ND_ZERO_LITERAL, 0,
      "not written: -1 (automatic), set by the jetstream {} parser"},
 };

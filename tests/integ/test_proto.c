@@ -420,7 +420,8 @@ Test(integ_proto, connect_json_as_go_decodes_it)
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
     static const char ok[] = "+OK\r\nPONG\r\n";
     static const char *const accepted[] = {
-        "{\"verbose\":true,\"name\":\"a\xff" "b\"}",
+        "{\"verbose\":true,\"name\":\"a\xff"
+        "b\"}",
         "{\"verbose\":true,\"name\":\"\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xc3(\"}",
         "{\"verbose\":true,\"name\":\"\\ud800\"}",
         "{\"verbose\":true,\"name\":\"\\udc00x\"}",
@@ -438,7 +439,10 @@ Test(integ_proto, connect_json_as_go_decodes_it)
         expect_connect(srv, accepted[i], ok, false);
     /* Still refused as in Go: other non-objects, and a wrong type under any spelling. */
     static const char *const refused[] = {
-        "true", "\"x\"", "{\"verbose\":false,\"VERBOSE\":1}", "{\"Echo\":\"no\"}",
+        "true",
+        "\"x\"",
+        "{\"verbose\":false,\"VERBOSE\":1}",
+        "{\"Echo\":\"no\"}",
         "{\"name\":\"\\ud80\"}",
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
@@ -456,7 +460,9 @@ Test(integ_proto, connect_keys_match_in_any_case)
     } rows[] = {
         {"{\"VERBOSE\":false}", "PONG\r\n"},
         {"{\"VeRbOsE\":false}", "PONG\r\n"},
-        {"{\"verbo\xc5\xbf" "e\":false}", "PONG\r\n"},
+        {"{\"verbo\xc5\xbf"
+         "e\":false}",
+         "PONG\r\n"},
         {"{\"VERBOSE\":true,\"verbose\":false}", "PONG\r\n"},
         {"{\"verbose\":false,\"VERBOSE\":true}", "+OK\r\nPONG\r\n"},
         {"{\"verbose\":false,\"Verbose\":null}", "PONG\r\n"},
@@ -485,7 +491,9 @@ Test(integ_proto, connect_credentials_in_any_case)
         bool ok;
     } rows[] = {
         {"{\"verbose\":false,\"User\":\"alice\",\"PASS\":\"secret\"}", true},
-        {"{\"verbose\":false,\"u\xc5\xbf" "er\":\"alice\",\"pa\xc5\xbf\xc5\xbf\":\"secret\"}", true},
+        {"{\"verbose\":false,\"u\xc5\xbf"
+         "er\":\"alice\",\"pa\xc5\xbf\xc5\xbf\":\"secret\"}",
+         true},
         {"{\"verbose\":false,\"user\":\"alice\",\"PASS\":\"x\",\"pass\":\"secret\"}", true},
         {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secret\",\"USER\":null}", true},
         {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secr\\u0065t\"}", true},

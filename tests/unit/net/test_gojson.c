@@ -23,14 +23,18 @@ Test(gojson, invalid_utf8_becomes_replacement_per_byte)
     static const struct {
         const char *in, *want;
     } rows[] = {
-        {"{\"s\":\"a\xff" "b\"}", "a\xEF\xBF\xBD" "b"},
-        {"{\"s\":\"\xc0\xaf\"}", "\xEF\xBF\xBD\xEF\xBF\xBD"},             /* overlong */
+        {"{\"s\":\"a\xff"
+         "b\"}",
+         "a\xEF\xBF\xBD"
+         "b"},
+        {"{\"s\":\"\xc0\xaf\"}", "\xEF\xBF\xBD\xEF\xBF\xBD"},                 /* overlong */
         {"{\"s\":\"\xed\xa0\x80\"}", "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* surrogate */
         {"{\"s\":\"\xf4\x90\x80\x80\"}",
          "\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD"}, /* above U+10FFFF */
         {"{\"s\":\"\xc3(\"}", "\xEF\xBF\xBD("},               /* truncated */
         {"{\"s\":\"\xe2\x82\"}", "\xEF\xBF\xBD\xEF\xBF\xBD"}, /* truncated at the quote */
-        {"{\"s\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}", "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
+        {"{\"s\":\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"}",
+         "\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80"},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         json_t *o;
@@ -46,10 +50,12 @@ Test(gojson, surrogates_and_nul_escapes)
     } rows[] = {
         {"{\"s\":\"\\ud800\"}", "\xEF\xBF\xBD"},
         {"{\"s\":\"\\udc00x\"}", "\xEF\xBF\xBDx"},
-        {"{\"s\":\"\\ud800\\u0041\"}", "\xEF\xBF\xBD" "A"},
+        {"{\"s\":\"\\ud800\\u0041\"}", "\xEF\xBF\xBD"
+                                       "A"},
         {"{\"s\":\"\\ud800\\ud800\\udc00\"}", "\xEF\xBF\xBD\xF0\x90\x80\x80"},
         {"{\"s\":\"\\uD83D\\uDE00\"}", "\xF0\x9F\x98\x80"},
-        {"{\"s\":\"a\\u0000b\"}", "a\xEF\xBF\xBD" "b"},
+        {"{\"s\":\"a\\u0000b\"}", "a\xEF\xBF\xBD"
+                                  "b"},
         {"{\"s\":\"\\\\ud800\"}", "\\ud800"}, /* an escaped backslash, not an escape */
         {"{\"s\":\"\\\"\\u00e9\"}", "\"\xc3\xa9"},
     };
@@ -70,8 +76,17 @@ Test(gojson, surrogates_and_nul_escapes)
 Test(gojson, what_go_refuses_or_leaves)
 {
     static const char *const refused[] = {
-        "", "{", "[1]", "true", "1", "\"x\"", "{}x", "{\"s\":\"\\ud80\"}", "{\"s\":\"\\x\"}",
-        "{\"s\":\"a\x01\"}", "{\xff:1}",
+        "",
+        "{",
+        "[1]",
+        "true",
+        "1",
+        "\"x\"",
+        "{}x",
+        "{\"s\":\"\\ud80\"}",
+        "{\"s\":\"\\x\"}",
+        "{\"s\":\"a\x01\"}",
+        "{\xff:1}",
     };
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
         cr_assert_null(nd_gojson_load_object(refused[i], strlen(refused[i])), "%s", refused[i]);
@@ -86,15 +101,19 @@ Test(gojson, key_matching_folds_as_go)
     cr_assert(nd_gojson_key_is("pass", "pass"));
     cr_assert(nd_gojson_key_is("PASS", "pass"));
     cr_assert(nd_gojson_key_is("Auth_Token", "auth_token"));
-    cr_assert(nd_gojson_key_is("pa\xc5\xbf\xc5\xbf", "pass"));       /* U+017F long s */
-    cr_assert(nd_gojson_key_is("n\xe2\x84\xaa" "ey", "nkey"));       /* U+212A Kelvin sign */
-    cr_assert(!nd_gojson_key_is("auth-token", "auth_token"));        /* non-letters exact */
+    cr_assert(nd_gojson_key_is("pa\xc5\xbf\xc5\xbf", "pass")); /* U+017F long s */
+    cr_assert(nd_gojson_key_is("n\xe2\x84\xaa"
+                               "ey",
+                               "nkey"));                      /* U+212A Kelvin sign */
+    cr_assert(!nd_gojson_key_is("auth-token", "auth_token")); /* non-letters exact */
     cr_assert(!nd_gojson_key_is("auth\x7ftoken", "auth_token"));
     cr_assert(!nd_gojson_key_is("pas", "pass"));
     cr_assert(!nd_gojson_key_is("passw", "pass"));
     cr_assert(!nd_gojson_key_is("p\xc3\xa1ss", "pass"));
-    cr_assert(!nd_gojson_key_is("\xc5\xbfig", "jwt"));                /* long s is only 's' */
-    cr_assert(!nd_gojson_key_is("e\xe2\x84\xaa" "ho", "echo"));
+    cr_assert(!nd_gojson_key_is("\xc5\xbfig", "jwt")); /* long s is only 's' */
+    cr_assert(!nd_gojson_key_is("e\xe2\x84\xaa"
+                                "ho",
+                                "echo"));
     cr_assert(!nd_gojson_key_is("", "pass"));
 }
 
@@ -120,10 +139,11 @@ Test(gojson, redaction)
     cr_assert_not_null(o);
     nd_gojson_redact(o);
     char *js = json_dumps(o, JSON_COMPACT);
-    cr_assert_str_eq(js, "{\"name\":\"n\",\"PASS\":\"[REDACTED]\",\"my_password\":\"[REDACTED]\","
-                         "\"Auth_Token\":\"[REDACTED]\",\"SIG\":\"[REDACTED]\",\"x\":{\"Jwt\":"
-                         "\"[REDACTED]\",\"l\":[{\"tokens\":\"[REDACTED]\"}]},\"pa\xc5\xbf\xc5\xbf\":"
-                         "\"[REDACTED]\",\"user_jwt\":\"[REDACTED]\",\"design\":\"[REDACTED]\"}");
+    cr_assert_str_eq(js,
+                     "{\"name\":\"n\",\"PASS\":\"[REDACTED]\",\"my_password\":\"[REDACTED]\","
+                     "\"Auth_Token\":\"[REDACTED]\",\"SIG\":\"[REDACTED]\",\"x\":{\"Jwt\":"
+                     "\"[REDACTED]\",\"l\":[{\"tokens\":\"[REDACTED]\"}]},\"pa\xc5\xbf\xc5\xbf\":"
+                     "\"[REDACTED]\",\"user_jwt\":\"[REDACTED]\",\"design\":\"[REDACTED]\"}");
     free(js);
     json_decref(o);
 }

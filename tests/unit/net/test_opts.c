@@ -137,8 +137,8 @@ Test(opts, durations)
         const char *v;
         int64_t ms;
     } cases[] = {
-        {"\"2m\"", 120000}, {"30s", 30000},        {"\"1h30m\"", 5400000}, {"\"500ms\"", 500},
-        {"\"1.5h\"", 5400000}, {"\"2000us\"", 2},
+        {"\"2m\"", 120000}, {"30s", 30000},        {"\"1h30m\"", 5400000},
+        {"\"500ms\"", 500}, {"\"1.5h\"", 5400000}, {"\"2000us\"", 2},
     };
     /* "0" (Go's one unitless duration) parses too: zero_means_the_default. */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
