@@ -53,6 +53,91 @@ nd_opts_defaults(nd_opts_t *o)
     nd_opts_cfg_defaults(o);
 }
 
+#define TOP(field)             ND_OPT_TOP, offsetof(nd_opts_t, field)
+#define IN(block, type, field) offsetof(nd_opts_t, block), offsetof(type, field)
+
+/* What 0 means for each numeric option (opts.h), as nats-server 2.9.10's setBaselineOptions
+ * decides it (those that its /varz reports were checked there with the option written as 0).
+ * Options whose parser refuses 0 (max_sub_tokens, lame_duck_duration below 30s) still have a
+ * row, so the rule survives a parser change. */
+const nd_opt_zero_t nd_opts_zero_rules[] = {
+    {"max_payload", TOP(max_payload), ND_OPT_I64, ND_ZERO_DEFAULT, ND_DEFAULT_MAX_PAYLOAD, NULL},
+    {"max_control_line", TOP(max_control_line), ND_OPT_I32, ND_ZERO_DEFAULT,
+     ND_DEFAULT_MAX_CONTROL_LINE, NULL},
+    {"max_connections", TOP(max_connections), ND_OPT_I32, ND_ZERO_DEFAULT,
+     ND_DEFAULT_MAX_CONNECTIONS, NULL},
+    {"max_subscriptions", TOP(max_subscriptions), ND_OPT_I32, ND_ZERO_UNLIMITED, 0,
+     "nats-server has no baseline for MaxSubs"},
+    {"max_pending", TOP(max_pending), ND_OPT_I64, ND_ZERO_DEFAULT, ND_DEFAULT_MAX_PENDING, NULL},
+    {"ping_interval", TOP(ping_interval_ms), ND_OPT_I64, ND_ZERO_DEFAULT,
+     ND_DEFAULT_PING_INTERVAL_MS, NULL},
+    {"ping_max", TOP(ping_max), ND_OPT_I32, ND_ZERO_DEFAULT, ND_DEFAULT_PING_MAX, NULL},
+    {"write_deadline", TOP(write_deadline_ms), ND_OPT_I64, ND_ZERO_DEFAULT,
+     ND_DEFAULT_WRITE_DEADLINE_MS, NULL},
+    {"max_sub_tokens", TOP(max_sub_tokens), ND_OPT_INT, ND_ZERO_UNLIMITED, 0,
+     "the parser refuses 0; 0 is the unset value"},
+    {"lame_duck_duration", TOP(lame_duck_duration_ms), ND_OPT_I64, ND_ZERO_DEFAULT,
+     ND_DEFAULT_LAME_DUCK_DURATION_MS, "the parser refuses under 30s"},
+    {"lame_duck_grace_period", TOP(lame_duck_grace_period_ms), ND_OPT_I64, ND_ZERO_DEFAULT,
+     ND_DEFAULT_LAME_DUCK_GRACE_MS, NULL},
+    {"max_closed_clients", TOP(max_closed_clients), ND_OPT_INT, ND_ZERO_DEFAULT,
+     ND_DEFAULT_MAX_CLOSED_CLIENTS, NULL},
+    {"connect_error_reports", TOP(connect_error_reports), ND_OPT_INT, ND_ZERO_DEFAULT,
+     ND_DEFAULT_CONNECT_ERROR_REPORTS, NULL},
+    {"reconnect_error_reports", TOP(reconnect_error_reports), ND_OPT_INT, ND_ZERO_DEFAULT,
+     ND_DEFAULT_RECONNECT_ERROR_REPORTS, NULL},
+    {"authorization.timeout", TOP(auth_timeout_s), ND_OPT_DOUBLE, ND_ZERO_DEFAULT_AT_USE, 0,
+     "2s, or the TLS timeout + 1s with TLS: nd_auth_new (auth.c), conn_auth.c, varz.c"},
+    {"tls.timeout", IN(tls_cfg, nd_tls_opts_t, timeout_s), ND_OPT_DOUBLE, ND_ZERO_DEFAULT_AT_USE, 0,
+     "ND_TLS_DEFAULT_TIMEOUT_MS: tls.c, for every tls {} block"},
+    {"max_traced_msg_len", TOP(max_traced_msg_len), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, NULL},
+    {"logfile_size_limit", TOP(log_size_limit), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, NULL},
+    {"logfile_max_num", TOP(log_max_num), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, "keep every file"},
+    {"jetstream.max_memory_store", IN(js, nd_js_opts_t, max_memory), ND_OPT_I64, ND_ZERO_LITERAL, 0,
+     "not written: -1 (automatic), set by the jetstream {} parser"},
+    {"jetstream.max_file_store", IN(js, nd_js_opts_t, max_store), ND_OPT_I64, ND_ZERO_LITERAL, 0,
+     "not written: -1 (automatic), set by the jetstream {} parser"},
+};
+const size_t nd_opts_zero_nrules = sizeof nd_opts_zero_rules / sizeof nd_opts_zero_rules[0];
+
+#undef TOP
+#undef IN
+
+void
+nd_opts_baseline(nd_opts_t *o)
+{
+    for (size_t i = 0; i < nd_opts_zero_nrules; i++) {
+        const nd_opt_zero_t *r = &nd_opts_zero_rules[i];
+        if (r->rule != ND_ZERO_DEFAULT)
+            continue;
+        char *base = (char *)o;
+        if (r->block != ND_OPT_TOP) {
+            base = *(char **)((char *)o + r->block);
+            if (base == NULL)
+                continue;
+        }
+        void *p = base + r->off;
+        switch (r->type) {
+        case ND_OPT_I32:
+            if (*(int32_t *)p == 0)
+                *(int32_t *)p = (int32_t)r->def;
+            break;
+        case ND_OPT_INT:
+            if (*(int *)p == 0)
+                *(int *)p = (int)r->def;
+            break;
+        case ND_OPT_I64:
+            if (*(int64_t *)p == 0)
+                *(int64_t *)p = r->def;
+            break;
+        case ND_OPT_DOUBLE:
+            if (*(double *)p == 0)
+                *(double *)p = (double)r->def;
+            break;
+        }
+    }
+}
+
 /* Every string option, for copying and freeing. */
 static const size_t string_fields[] = {
     offsetof(nd_opts_t, host),
@@ -615,6 +700,7 @@ nd_opts_parse_args(nd_opts_t *o, int argc, char **argv)
     char err[1024];
     int crc = nd_opts_apply_config(o, path, err, sizeof err);
     rc = parse_flags(o, argc, argv, &seen);
+    nd_opts_baseline(o); /* over the flags too, as nats-server's NewServer does */
     bool check = o->check_config;
     if (crc < 0 || (crc > 0 && check)) {
         fprintf(stderr, "nats-server: %s\n", err);

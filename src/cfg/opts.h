@@ -19,6 +19,45 @@
 #define ND_DEFAULT_WRITE_DEADLINE_MS (10 * 1000)
 #define ND_DEFAULT_AUTH_TIMEOUT_MS  2000
 
+/* ---- What 0 means, per option ---------------------------------------------------------------
+ * A numeric option written as 0 does not always mean 0: nats-server's setBaselineOptions
+ * (server/opts.go), run after the config file and the flags, at start and on every reload,
+ * replaces 0 with the default for most limits and timeouts, while for others 0 is "no limit" or
+ * a literal 0. Each such option's rule is declared once, in the table nd_opts_zero_rules
+ * (src/net/opts.c), and nd_opts_baseline applies it: nothing else in natsd decides what a 0
+ * means. The table is shaped for the options table a later redesign makes of nd_opts_t. */
+typedef enum nd_zero_rule {
+    ND_ZERO_DEFAULT,        /* 0 means the default: nd_opts_baseline writes .def */
+    ND_ZERO_DEFAULT_AT_USE, /* 0 means a default that depends on other options: kept as 0 and
+                             * resolved where it is used (named in .note) */
+    ND_ZERO_UNLIMITED,      /* 0 means no limit: kept */
+    ND_ZERO_LITERAL,        /* an explicit 0 is kept as 0 (the default is for "not written") */
+} nd_zero_rule_t;
+
+typedef enum nd_opt_num {
+    ND_OPT_I32,    /* int32_t */
+    ND_OPT_INT,    /* int */
+    ND_OPT_I64,    /* int64_t (sizes in bytes, durations in ms) */
+    ND_OPT_DOUBLE, /* double (seconds) */
+} nd_opt_num_t;
+
+#define ND_OPT_TOP ((size_t)-1) /* nd_opt_zero_t.block of a top-level option */
+
+typedef struct nd_opt_zero {
+    const char *key; /* the config key, "block.key" inside a block */
+    size_t block;    /* ND_OPT_TOP, or offsetof the block's pointer in nd_opts_t (a NULL
+                      * pointer: the block is not configured and the rule does not apply) */
+    size_t off;      /* offsetof the field in nd_opts_t, or in the block's struct */
+    nd_opt_num_t type;
+    nd_zero_rule_t rule;
+    int64_t def;      /* ND_ZERO_DEFAULT: the value 0 stands for, in the field's unit */
+    const char *note; /* why, or where an ND_ZERO_DEFAULT_AT_USE is resolved */
+} nd_opt_zero_t;
+
+/* The rules, one entry per option where 0 can be written. */
+extern const nd_opt_zero_t nd_opts_zero_rules[];
+extern const size_t nd_opts_zero_nrules;
+
 /* ---- Config-file blocks ---------------------------------------------------------------------
  * Typed forms of nats-server's nested config blocks (inventory §2.2, §5, §6, §7, §8), parsed and
  * validated by src/net/opts_<block>.c and owned by nd_opts_t (deep-copied by nd_opts_copy).
@@ -342,6 +381,7 @@ typedef struct nd_opts {
     char *server_name; /* default: the server id */
     unsigned workers;  /* 0 = online CPUs */
 
+    /* What a 0 means for these, and for the other numeric options below: nd_opts_zero_rules. */
     int64_t max_payload;
     int32_t max_control_line;
     int32_t max_connections;
@@ -436,6 +476,11 @@ typedef struct nd_opts {
 } nd_opts_t;
 
 void nd_opts_defaults(nd_opts_t *o);
+/* nats-server's setBaselineOptions for what natsd has: every ND_ZERO_DEFAULT option of
+ * nd_opts_zero_rules that holds 0 gets its default; the other rules keep the 0. Idempotent.
+ * Ctx: run after the config file and the flags are applied, before the options are validated
+ * (nd_opts_apply_config, nd_opts_parse_args and reload do). */
+void nd_opts_baseline(nd_opts_t *o);
 void nd_opts_free(nd_opts_t *o);
 /* Deep copy: dst owns its own strings. */
 void nd_opts_copy(nd_opts_t *dst, const nd_opts_t *src);

@@ -445,6 +445,9 @@ apply_root(nd_cfg_apply_t *a, const nd_cfg_node_t *root)
         else if (nd_cfg_unknown(a, e) < 0)
             return -1;
     }
+    /* A 0 written in the file means what nd_opts_zero_rules says before anything compares it
+     * (max_pending: 0 is the default 64MB, not a limit max_payload would exceed). */
+    nd_opts_baseline(a->o);
     if (a->o->max_payload > a->o->max_pending) {
         snprintf(a->err, a->errlen, "max_payload (%lld) cannot be higher than max_pending (%lld)",
                  (long long)a->o->max_payload, (long long)a->o->max_pending);

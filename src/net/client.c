@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "net/conn_int.h"
+#include "util/gojson.h"
 #include "util/log.h"
 #include "subj/account.h"
 #include "subj/subject.h"
@@ -49,42 +49,41 @@ static const struct {
     {"version", F_STRING},   {"account", F_STRING},   {"protocol", F_INT},
 };
 
-/* Returns: the value of field `name`, matched as Go does (exact, else case-insensitive). */
+/* The value Go would decode into the CONNECT field `name` (gojson.h: keys in any case). */
 static json_t *
 field(json_t *o, const char *name)
 {
-    json_t *v = json_object_get(o, name);
-    if (v != NULL)
-        return v;
-    const char *key;
-    json_object_foreach(o, key, v)
-    {
-        if (strcasecmp(key, name) == 0)
-            return v;
-    }
-    return NULL;
+    return nd_gojson_field(o, name);
 }
 
+/* Go's decoder checks the type of every key that names a field, the ones a later key of the same
+ * field overrides included: {"verbose":1,"VERBOSE":true} fails too. */
 static bool
 types_ok(json_t *o)
 {
-    for (size_t i = 0; i < sizeof connect_fields / sizeof connect_fields[0]; i++) {
-        json_t *v = field(o, connect_fields[i].name);
-        if (v == NULL || json_is_null(v))
-            continue;
-        switch (connect_fields[i].type) {
-        case F_BOOL:
-            if (!json_is_boolean(v))
-                return false;
-            break;
-        case F_STRING:
-            if (!json_is_string(v))
-                return false;
-            break;
-        case F_INT:
-            if (!json_is_integer(v))
-                return false;
-            break;
+    const char *key;
+    json_t *v;
+    json_object_foreach(o, key, v)
+    {
+        if (json_is_null(v))
+            continue; /* null leaves any field as it is */
+        for (size_t i = 0; i < sizeof connect_fields / sizeof connect_fields[0]; i++) {
+            if (!nd_gojson_key_is(key, connect_fields[i].name))
+                continue;
+            switch (connect_fields[i].type) {
+            case F_BOOL:
+                if (!json_is_boolean(v))
+                    return false;
+                break;
+            case F_STRING:
+                if (!json_is_string(v))
+                    return false;
+                break;
+            case F_INT:
+                if (!json_is_integer(v))
+                    return false;
+                break;
+            }
         }
     }
     return true;
@@ -112,9 +111,8 @@ get_str(json_t *o, const char *key, char **dst)
 static bool
 on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
-    json_error_t jerr;
-    json_t *o = json_loadb(cmd->arg.ptr, cmd->arg.len, 0, &jerr);
-    if (!json_is_object(o) || !types_ok(o)) {
+    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
+    if (o == NULL || !types_ok(o)) {
         /* nats-server closes on a CONNECT that does not decode, without an -ERR. */
         nd_log_error("%s:%d - cid:%llu - Client parser ERROR: malformed CONNECT", c->ip, c->port,
                      (unsigned long long)c->cid);
@@ -163,10 +161,9 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 static bool
 on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
-    json_error_t jerr;
-    json_t *o = json_loadb(cmd->arg.ptr, cmd->arg.len, 0, &jerr);
-    json_t *id = json_is_object(o) ? field(o, "server_id") : NULL;
-    bool good = json_is_object(o) && (id == NULL || json_is_null(id) || json_is_string(id));
+    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
+    json_t *id = o != NULL ? field(o, "server_id") : NULL;
+    bool good = o != NULL && (id == NULL || json_is_null(id) || json_is_string(id));
     json_decref(o);
     if (!good) {
         nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
@@ -232,21 +229,19 @@ on_unsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     ok(c);
 }
 
-/* Traces CONNECT with secrets replaced by "[REDACTED]", as nats-server does. */
+/* Traces CONNECT with secrets replaced by "[REDACTED]", as nats-server does; since Go takes
+ * "PASS" or "Auth_Token" for its fields, and a client may send a secret under a key of its own,
+ * every key that looks like one is redacted, in any case and at any depth (gojson.h). */
 static void
 trace_connect(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
-    static const char *const secrets[] = {"pass", "auth_token", "sig", "jwt"};
-    json_t *o = json_loadb(cmd->arg.ptr, cmd->arg.len, 0, NULL);
-    if (!json_is_object(o)) {
-        json_decref(o);
+    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
+    if (o == NULL) {
         nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [CONNECT (malformed)]", c->ip, c->port,
                (unsigned long long)c->cid);
         return;
     }
-    for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++)
-        if (json_object_get(o, secrets[i]) != NULL)
-            json_object_set_new(o, secrets[i], json_string("[REDACTED]"));
+    nd_gojson_redact(o);
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [CONNECT %s]", c->ip, c->port,

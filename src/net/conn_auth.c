@@ -44,6 +44,7 @@
 
 #include "auth/auth.h"
 #include "net/conn_int.h"
+#include "util/gojson.h"
 #include "auth/jwt.h"
 #include "util/log.h"
 #include "net/tls.h"
@@ -231,7 +232,7 @@ creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
 static void
 take_str(json_t *o, const char *key, char **dst)
 {
-    json_t *v = json_object_get(o, key);
+    json_t *v = nd_gojson_field(o, key);
     nd_free(*dst);
     *dst = json_is_string(v) ? nd_xstrdup(json_string_value(v)) : NULL;
 }
@@ -241,16 +242,16 @@ nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
 {
     /* The legacy "account" and "new_account" fields are refused on every CONNECT, with or
      * without authentication (nats-server 2.9.10, checked): a client never picks its account. */
-    json_t *acc = json_object_get(o, "account");
+    json_t *acc = nd_gojson_field(o, "account");
     if ((json_is_string(acc) && json_string_length(acc) > 0) ||
-        json_is_true(json_object_get(o, "new_account"))) {
+        json_is_true(nd_gojson_field(o, "new_account"))) {
         violation(ctx, c);
         return false;
     }
     if (c->authed)
         return true;
     /* Read ahead of client.c (same value): bind_jwt's INFO goes only to protocol-1 clients. */
-    json_t *proto = json_object_get(o, "protocol");
+    json_t *proto = nd_gojson_field(o, "protocol");
     if (json_is_integer(proto))
         c->protocol = (int)json_integer_value(proto);
     take_str(o, "user", &c->cr_user);

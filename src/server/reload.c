@@ -428,6 +428,9 @@ load(nd_reload_t *r, const char *path, nd_opts_t *n, char *err, size_t errlen)
         return -1;
     if (r->argc > 0)
         nd_opts_apply_flags(n, r->argc, r->argv);
+    /* As at start: a 0 means what nd_opts_zero_rules says (nats-server's ReloadOptions runs
+     * setBaselineOptions too), so `max_payload: 0` reloads the default, not a limit of 0. */
+    nd_opts_baseline(n);
     /* The file read is the one in force from now on, even when the flags named another. */
     nd_free(n->config_file);
     n->config_file = nd_xstrdup(path);

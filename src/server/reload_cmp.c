@@ -2,7 +2,7 @@
  *
  * Each block is described by a table of its members (offset and type); nested structures,
  * pointers to blocks (a tls {} inside a cluster {}) and arrays (gateway remotes, leaf users) have
- * tables of their own. A member added to a block in natsd/opts.h must be added here too, or a
+ * tables of their own. A member added to a block in cfg/opts.h must be added here too, or a
  * reload that changes only it goes unnoticed.
  */
 #include "server/reload_cmp.h"

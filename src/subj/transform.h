@@ -30,7 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct nd_mapping; /* natsd/opts.h */
+struct nd_mapping; /* cfg/opts.h */
 
 /* Compile errors; nd_xf_strerror gives the base text, the err buffer of the compiling call the
  * whole nats-server text ("<base> in <token>" where nats-server names the token). */
@@ -133,7 +133,7 @@ nd_xf_err_t nd_xf_table_add(nd_xf_table_t *t, const char *src, const nd_xf_dest_
                             size_t ndests, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
-/* Adds every mapping of an account's options (natsd/opts.h), in order. On error, *bad (if not
+/* Adds every mapping of an account's options (cfg/opts.h), in order. On error, *bad (if not
  * NULL) is the index of the refused mapping and err holds nats-server's reason (the caller adds
  * its own "Error adding mapping for ..." context). */
 nd_xf_err_t nd_xf_table_add_opts(nd_xf_table_t *t, const struct nd_mapping *m, size_t n,

@@ -52,3 +52,61 @@ Test(integ_config, file_applies)
     unlink(path);
     rmdir(dir);
 }
+
+/* Writes text into a fresh directory's server.conf; path gets the file, dir its directory. */
+static void
+write_conf(char *dir, char *path, size_t pathlen, const char *text)
+{
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(path, pathlen, "%s/server.conf", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    cr_assert(fclose(f) == 0);
+}
+
+/* A 0 written for a limit means its default, as in nats-server 2.9.10 (checked there: INFO's
+ * max_payload is 1048576, the PUB goes through, the connections are admitted); natsd took them
+ * literally and refused every PUB, every command and every connection. */
+Test(integ_config, zero_limits_mean_the_defaults)
+{
+    static const char *const confs[] = {
+        "max_payload: 0\n",
+        "max_control_line: 0\n",
+        "max_connections: 0\n",
+        "max_payload: 0\nmax_control_line: 0\nmax_connections: 0\nmax_pending: 0\n"
+        "ping_max: 0\nping_interval: \"0s\"\nwrite_deadline: \"0s\"\n",
+    };
+    for (size_t i = 0; i < sizeof confs / sizeof confs[0]; i++) {
+        nd_integ_context("config \"%s\"", confs[i]);
+        char dir[] = "/tmp/nd_integ_config_XXXXXX", path[128];
+        write_conf(dir, path, sizeof path, confs[i]);
+        const char *extra[] = {"-c", path, NULL};
+        nd_integ_server_t *srv = nd_integ_server_start(0, extra);
+        nd_integ_conn_t *c = nd_integ_conn_open(srv);
+        const char *info = nd_integ_conn_info(c);
+        json_t *j = json_loads(info + 5, JSON_DISABLE_EOF_CHECK, NULL);
+        cr_assert_not_null(j, "bad INFO: %s", info);
+        cr_assert_eq(json_integer_value(json_object_get(j, "max_payload")), 1048576);
+        json_decref(j);
+        /* A second connection is admitted too (max_connections 0 is not "none"). */
+        nd_integ_conn_t *c2 = nd_integ_conn_open(srv);
+        ND_SEND(c2, "CONNECT {\"verbose\":false}\r\nSUB foo 1\r\nPING\r\n");
+        ND_EXPECT(c2, "PONG\r\n");
+        ND_SEND(c, "CONNECT {\"verbose\":true}\r\nPUB foo 5\r\nhello\r\nPING\r\n");
+        ND_EXPECT(c, "+OK\r\n+OK\r\nPONG\r\n");
+        ND_SEND(c2, "PING\r\n");
+        ND_EXPECT(c2, "MSG foo 1 5\r\nhello\r\nPONG\r\n");
+        /* A payload well above any small limit still fits the default 1MB. */
+        char pub[8192];
+        int n = snprintf(pub, sizeof pub, "PUB foo 5000\r\n%05000d\r\nPING\r\n", 0);
+        nd_integ_send(c, pub, (size_t)n);
+        ND_EXPECT(c, "+OK\r\nPONG\r\n");
+        nd_integ_conn_close(c2);
+        nd_integ_conn_close(c);
+        nd_integ_server_stop(srv);
+        unlink(path);
+        rmdir(dir);
+    }
+    nd_integ_context(NULL);
+}

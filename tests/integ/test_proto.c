@@ -391,6 +391,148 @@ Test(integ_proto, silent_close_on_bad_connect)
     nd_integ_server_stop(srv);
 }
 
+/* One CONNECT on a fresh connection, then PING: expects exactly `reply` and, when closes, the
+ * close right after it. The JSON is sent as raw bytes (invalid UTF-8 included). */
+static void
+expect_connect(nd_integ_server_t *srv, const char *json, const char *reply, bool closes)
+{
+    char *esc = nd_integ_escape(json, strlen(json), 300);
+    nd_integ_context("CONNECT %s", esc);
+    free(esc);
+    nd_integ_conn_t *c = nd_integ_conn_open(srv);
+    char line[1024];
+    int n = snprintf(line, sizeof line, "CONNECT %s\r\nPING\r\n", json);
+    cr_assert(n > 0 && (size_t)n < sizeof line);
+    nd_integ_send(c, line, (size_t)n);
+    nd_integ_expect(c, reply, strlen(reply));
+    if (closes)
+        nd_integ_expect_close(c);
+    nd_integ_conn_close(c);
+    nd_integ_context(NULL);
+}
+
+Test(integ_proto, connect_json_as_go_decodes_it)
+{
+    /* nats-server decodes CONNECT with Go's encoding/json into its options [R]: invalid UTF-8
+     * and lone surrogates in strings become U+FFFD, \u0000 is a character like another, null
+     * leaves a field as it was, and `null` itself leaves every field alone (the defaults are
+     * verbose, so +OK). natsd used to close each of these silently. */
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    static const char ok[] = "+OK\r\nPONG\r\n";
+    static const char *const accepted[] = {
+        "{\"verbose\":true,\"name\":\"a\xff"
+        "b\"}",
+        "{\"verbose\":true,\"name\":\"\xc0\xaf|\xed\xa0\x80|\xf4\x90\x80\x80|\xc3(\"}",
+        "{\"verbose\":true,\"name\":\"\\ud800\"}",
+        "{\"verbose\":true,\"name\":\"\\udc00x\"}",
+        "{\"verbose\":true,\"name\":\"\\ud800\\u0041\"}",
+        "{\"verbose\":true,\"name\":\"\\uDBFF\\uDFFF \\u00e9 \xc3\xa9\"}",
+        "{\"verbose\":true,\"name\":\"a\\u0000b\"}",
+        "{\"verbose\":true,\"\\u0000\":1,\"x\xff\":2,\"\\ud800\":\"\\udfff\"}",
+        "{\"verbose\":true,\"name\":null,\"lang\":null,\"version\":null,\"user\":null,"
+        "\"pass\":null,\"auth_token\":null,\"protocol\":null,\"echo\":null,\"headers\":null}",
+        "null",
+        " null ",
+        "{\"verbose\":null}",
+    };
+    for (size_t i = 0; i < sizeof accepted / sizeof accepted[0]; i++)
+        expect_connect(srv, accepted[i], ok, false);
+    /* Still refused as in Go: other non-objects, and a wrong type under any spelling. */
+    static const char *const refused[] = {
+        "true",
+        "\"x\"",
+        "{\"verbose\":false,\"VERBOSE\":1}",
+        "{\"Echo\":\"no\"}",
+        "{\"name\":\"\\ud80\"}",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        expect_connect(srv, refused[i], "", true);
+    nd_integ_server_stop(srv);
+}
+
+Test(integ_proto, connect_keys_match_in_any_case)
+{
+    /* Go matches a key to a field case-insensitively (and U+017F as 's'); when several keys
+     * name one field, each assigns it in turn, so the last non-null one wins [R]. */
+    nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
+    static const struct {
+        const char *json, *reply;
+    } rows[] = {
+        {"{\"VERBOSE\":false}", "PONG\r\n"},
+        {"{\"VeRbOsE\":false}", "PONG\r\n"},
+        {"{\"verbo\xc5\xbf"
+         "e\":false}",
+         "PONG\r\n"},
+        {"{\"VERBOSE\":true,\"verbose\":false}", "PONG\r\n"},
+        {"{\"verbose\":false,\"VERBOSE\":true}", "+OK\r\nPONG\r\n"},
+        {"{\"verbose\":false,\"Verbose\":null}", "PONG\r\n"},
+        {"{\"verbose\":false,\"PROTOCOL\":2}", "-ERR 'invalid client protocol'\r\n"},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        expect_connect(srv, rows[i].json, rows[i].reply, rows[i].reply[0] == '-');
+    /* "ECHO":false turns echo off: the connection does not get its own message. */
+    nd_integ_conn_t *c = connect_with(srv, "{\"verbose\":false,\"ECHO\":false}");
+    ND_SEND(c, "SUB foo 1\r\nPUB foo 1\r\na\r\nPING\r\n");
+    ND_EXPECT(c, "PONG\r\n");
+    nd_integ_conn_close(c);
+    nd_integ_server_stop(srv);
+}
+
+Test(integ_proto, connect_credentials_in_any_case)
+{
+    /* The credential fields follow the same rules [R]: "User"/"PASS" authenticate, the last
+     * key of a field wins, a null changes nothing, and a password with a NUL or an invalid byte
+     * is not the password. */
+    const char *extra[] = {"--user", "alice", "--pass", "secret", NULL};
+    nd_integ_server_t *srv = nd_integ_server_start(0, extra);
+    static const char viol[] = "-ERR 'Authorization Violation'\r\n";
+    static const struct {
+        const char *json;
+        bool ok;
+    } rows[] = {
+        {"{\"verbose\":false,\"User\":\"alice\",\"PASS\":\"secret\"}", true},
+        {"{\"verbose\":false,\"u\xc5\xbf"
+         "er\":\"alice\",\"pa\xc5\xbf\xc5\xbf\":\"secret\"}",
+         true},
+        {"{\"verbose\":false,\"user\":\"alice\",\"PASS\":\"x\",\"pass\":\"secret\"}", true},
+        {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secret\",\"USER\":null}", true},
+        {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secr\\u0065t\"}", true},
+        {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secret\",\"PASS\":\"x\"}", false},
+        {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secret\\u0000\"}", false},
+        {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secret\xff\"}", false},
+        {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secret\",\"ACCOUNT\":\"x\"}", false},
+        {"{\"verbose\":false,\"user\":\"alice\",\"pass\":\"secret\",\"New_Account\":true}", false},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++)
+        expect_connect(srv, rows[i].json, rows[i].ok ? "PONG\r\n" : viol, !rows[i].ok);
+    nd_integ_server_stop(srv);
+}
+
+Test(integ_proto, connect_trace_redacts_every_secret)
+{
+    /* natsd only: nats-server 2.9.10's trace prints the CONNECT line with only the first
+     * "pass" value cut out. natsd traces the decoded JSON and redacts the value of every key
+     * that contains pass, token, sig or jwt in any case (Go takes "PASS" as pass, so a secret
+     * can come under any spelling), nested objects included. */
+    if (strstr(nd_integ_server_path(), "nats-server") != NULL)
+        cr_skip_test("natsd's own trace format");
+    const char *extra[] = {"-V", NULL};
+    nd_integ_server_t *srv = nd_integ_server_start(0, extra);
+    size_t mark = nd_integ_server_log_mark(srv);
+    nd_integ_conn_t *c = connect_with(
+        srv, "{\"verbose\":false,\"name\":\"visible-name\",\"PASS\":\"hidden-1\","
+             "\"Auth_Token\":\"hidden-2\",\"my_password\":\"hidden-3\",\"SIG\":\"hidden-4\","
+             "\"x\":{\"Jwt\":\"hidden-5\",\"list\":[{\"token\":\"hidden-6\"}]},"
+             "\"pa\xc5\xbf\xc5\xbf\":\"hidden-7\",\"password\":{\"deep\":\"hidden-8\"}}");
+    nd_integ_server_wait_log(srv, mark, "visible-name");
+    cr_assert(nd_integ_server_log_has(srv, mark, "\"PASS\":\"[REDACTED]\""));
+    cr_assert(nd_integ_server_log_has(srv, mark, "\"Auth_Token\":\"[REDACTED]\""));
+    cr_assert(nd_integ_server_log_has(srv, mark, "\"password\":\"[REDACTED]\""));
+    cr_assert(!nd_integ_server_log_has(srv, mark, "hidden-"), "a secret reached the trace");
+    nd_integ_conn_close(c);
+    nd_integ_server_stop(srv);
+}
+
 Test(integ_proto, invalid_client_protocol)
 {
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);

@@ -254,6 +254,39 @@ Test(integ_reload, max_payload)
     conf_remove(&cf);
 }
 
+/* A reload that writes 0 for a limit sets its default, as at start and as nats-server 2.9.10
+ * does (checked there: "Reloaded: max_payload = 1048576"); natsd set a limit of 0. */
+Test(integ_reload, zero_limits_reload_the_defaults)
+{
+    conf_t cf = {0};
+    conf_write(&cf, "max_payload: 1000\nmax_control_line: 512\nmax_connections: 10\n");
+    const char *extra[] = {"-c", cf.path, NULL};
+    nd_integ_server_t *srv = nd_integ_server_start(0, extra);
+    nd_integ_conn_t *old = nd_integ_conn_open(srv);
+    cr_assert_eq(info_int(old, "max_payload"), 1000);
+    conn_ready(old);
+    ND_SEND(old, "SUB big 1\r\n");
+    ND_PING(old);
+
+    conf_write(&cf, "max_payload: 0\nmax_control_line: 0\nmax_connections: 0\n");
+    size_t mark = nd_integ_server_log_mark(srv);
+    reload(srv, true);
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: max_payload = 1048576"));
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: max_control_line = 4096"));
+    cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: max_connections = 65536"));
+
+    /* New connections are admitted and told the default; the existing one takes it too. */
+    nd_integ_conn_t *fresh = nd_integ_conn_open(srv);
+    cr_assert_eq(info_int(fresh, "max_payload"), 1048576);
+    conn_ready(fresh);
+    nd_integ_conn_close(fresh);
+    pub_roundtrip(old, 3000);
+
+    nd_integ_conn_close(old);
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
+}
+
 Test(integ_reload, debug_toggle)
 {
     conf_t cf = {0};

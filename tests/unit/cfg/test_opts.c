@@ -138,9 +138,10 @@ Test(opts, durations)
         const char *v;
         int64_t ms;
     } cases[] = {
-        {"\"2m\"", 120000}, {"30s", 30000},        {"\"1h30m\"", 5400000}, {"\"500ms\"", 500},
-        {"\"0\"", 0},       {"\"1.5h\"", 5400000}, {"\"2000us\"", 2},
+        {"\"2m\"", 120000}, {"30s", 30000},        {"\"1h30m\"", 5400000},
+        {"\"500ms\"", 500}, {"\"1.5h\"", 5400000}, {"\"2000us\"", 2},
     };
+    /* "0" (Go's one unitless duration) parses too: zero_means_the_default. */
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char text[128];
         snprintf(text, sizeof text, "ping_interval: %s\nwrite_deadline: %s\n", cases[i].v,
@@ -194,6 +195,118 @@ Test(opts, payload_above_pending)
     char err[256];
     cr_assert_eq(apply(&o, "max_payload: 100MB\nmax_pending: 1MB\n", err, sizeof err), -1);
     cr_assert_str_eq(err, "max_payload (104857600) cannot be higher than max_pending (1048576)");
+    nd_opts_free(&o);
+}
+
+/* What a 0 in the file means, option by option (nd_opts_zero_rules), as nats-server 2.9.10
+ * decides it: its /varz with all of these written as 0 shows max_payload 1048576,
+ * max_control_line 4096, max_connections 65536, max_pending 67108864, ping_interval 2m,
+ * ping_max 2, write_deadline 10s, auth_timeout 2 and no max_subscriptions (unlimited). */
+Test(opts, zero_means_the_default)
+{
+    nd_opts_t o;
+    expect_ok(&o, "max_payload: 0\n");
+    cr_assert_eq(o.max_payload, ND_DEFAULT_MAX_PAYLOAD);
+    cr_assert_eq(o.max_payload, 1048576);
+    nd_opts_free(&o);
+    expect_ok(&o, "max_control_line: 0\n");
+    cr_assert_eq(o.max_control_line, 4096);
+    nd_opts_free(&o);
+    expect_ok(&o, "max_connections: 0\n");
+    cr_assert_eq(o.max_connections, 65536);
+    nd_opts_free(&o);
+    expect_ok(&o, "max_conn: 0\n"); /* the alias too */
+    cr_assert_eq(o.max_connections, 65536);
+    nd_opts_free(&o);
+    /* max_pending 0 is the default 64MB, so a 2MB max_payload is not above it. */
+    expect_ok(&o, "max_pending: 0\nmax_payload: 2MB\n");
+    cr_assert_eq(o.max_pending, 64LL * 1024 * 1024);
+    cr_assert_eq(o.max_payload, 2 * 1024 * 1024);
+    nd_opts_free(&o);
+    expect_ok(&o, "ping_interval: \"0s\"\nping_max: 0\nwrite_deadline: \"0s\"\n");
+    cr_assert_eq(o.ping_interval_ms, 2 * 60 * 1000);
+    cr_assert_eq(o.ping_max, 2);
+    cr_assert_eq(o.write_deadline_ms, 10 * 1000);
+    nd_opts_free(&o);
+    expect_ok(&o, "ping_interval: \"0\"\nwrite_deadline: \"0\"\n");
+    cr_assert_eq(o.ping_interval_ms, 2 * 60 * 1000);
+    cr_assert_eq(o.write_deadline_ms, 10 * 1000);
+    nd_opts_free(&o);
+    expect_ok(&o, "lame_duck_grace_period: \"0s\"\n");
+    cr_assert_eq(o.lame_duck_grace_period_ms, 10 * 1000);
+    nd_opts_free(&o);
+    expect_ok(&o, "max_closed_clients: 0\nconnect_error_reports: 0\nreconnect_error_reports: 0\n");
+    cr_assert_eq(o.max_closed_clients, 10000);
+    cr_assert_eq(o.connect_error_reports, 3600);
+    cr_assert_eq(o.reconnect_error_reports, 1);
+    nd_opts_free(&o);
+}
+
+Test(opts, zero_kept_where_it_means_no_limit_or_zero)
+{
+    nd_opts_t o;
+    /* max_subscriptions: 0 is unlimited (nats-server has no baseline for it). */
+    expect_ok(&o, "max_subscriptions: 0\nmax_traced_msg_len: 0\n");
+    cr_assert_eq(o.max_subscriptions, 0);
+    cr_assert_eq(o.max_traced_msg_len, 0);
+    nd_opts_free(&o);
+    /* An explicit max_memory_store: 0 stays 0; not written, it is -1 (automatic). */
+    expect_ok(&o, "jetstream { max_memory_store: 0, max_file_store: 0 }\n");
+    cr_assert_not_null(o.js);
+    cr_assert_eq(o.js->max_memory, 0);
+    cr_assert_eq(o.js->max_store, 0);
+    nd_opts_free(&o);
+    expect_ok(&o, "jetstream { store_dir: \"/tmp\" }\n");
+    cr_assert_eq(o.js->max_memory, -1);
+    cr_assert_eq(o.js->max_store, -1);
+    nd_opts_free(&o);
+    /* The authorization timeout's default depends on TLS: 0 stays, resolved where used. */
+    expect_ok(&o, "authorization { timeout: 0 }\n");
+    cr_assert(o.auth_timeout_s == 0);
+    nd_opts_free(&o);
+}
+
+Test(opts, zero_rules_table)
+{
+    /* One row per key; every "0 = the default" row names a default that is not 0 itself. */
+    for (size_t i = 0; i < nd_opts_zero_nrules; i++) {
+        const nd_opt_zero_t *r = &nd_opts_zero_rules[i];
+        if (r->rule == ND_ZERO_DEFAULT)
+            cr_assert_neq(r->def, 0, "%s", r->key);
+        for (size_t j = i + 1; j < nd_opts_zero_nrules; j++)
+            cr_assert_str_neq(r->key, nd_opts_zero_rules[j].key);
+    }
+    /* nd_opts_baseline over options holding 0 everywhere: each rule applied, blocks absent. */
+    nd_opts_t o;
+    memset(&o, 0, sizeof o);
+    nd_opts_baseline(&o);
+    cr_assert_eq(o.max_payload, 1048576);
+    cr_assert_eq(o.max_control_line, 4096);
+    cr_assert_eq(o.max_connections, 65536);
+    cr_assert_eq(o.max_pending, 64LL * 1024 * 1024);
+    cr_assert_eq(o.ping_interval_ms, 120000);
+    cr_assert_eq(o.ping_max, 2);
+    cr_assert_eq(o.write_deadline_ms, 10000);
+    cr_assert_eq(o.lame_duck_duration_ms, 120000);
+    cr_assert_eq(o.max_subscriptions, 0);
+    cr_assert(o.auth_timeout_s == 0);
+    /* Idempotent, and a value that is not 0 is left alone. */
+    o.max_payload = 7;
+    nd_opts_baseline(&o);
+    cr_assert_eq(o.max_payload, 7);
+    cr_assert_eq(o.max_connections, 65536);
+}
+
+/* The flags come after the file: the rule holds for the combined options as well. */
+Test(opts, zero_with_flags)
+{
+    write_conf("max_payload: 0\nmax_connections: 0\n");
+    char *argv[] = {"natsd", "-p", "5000", "-c", path, NULL};
+    nd_opts_t o;
+    nd_opts_defaults(&o);
+    cr_assert_eq(nd_opts_parse_args(&o, 5, argv), 0);
+    cr_assert_eq(o.max_payload, 1048576);
+    cr_assert_eq(o.max_connections, 65536);
     nd_opts_free(&o);
 }
 

@@ -971,7 +971,8 @@ Test(opts_blocks, lame_duck_durations)
     } rows[] = {
         {"lame_duck_duration: \"30s\"\n", 30000, 10000},
         {"lame_duck_duration: \"2h\"\n", 7200000, 10000},
-        {"lame_duck_duration: \"1m30s\"\nlame_duck_grace_period: \"0s\"\n", 90000, 0},
+        /* 0 is the default (nats-server's setBaselineOptions; nd_opts_zero_rules). */
+        {"lame_duck_duration: \"1m30s\"\nlame_duck_grace_period: \"0s\"\n", 90000, 10000},
         {"lame_duck_grace_period: \"250ms\"\n", 120000, 250},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
