@@ -322,17 +322,17 @@ auto_unsub_done(nd_ctx_t *ctx, nd_conn_t *c, const char *sid, size_t sid_len, co
         nd_conn_remove_sub(ctx, c, s);
 }
 
-/* The recipient has permissions (conn_auth.c): a subscribe deny may refuse this delivery (its
- * wildcard or queue subscription overlaps a denied subject: nats-server's checkDenySub in
- * deliverMsg), and with allow_responses the reply subject goes to it ahead of the message, so
- * it may publish the answer. Returns: false when denied. Ctx: in the section. */
+/* The recipient has permissions (conn_auth.c): a subscribe deny may refuse this delivery (one
+ * of its wildcard subscriptions has a deny entry in scope: nats-server's checkDenySub in
+ * deliverMsg, the same for all of its subscriptions), and with allow_responses the reply subject
+ * goes to it ahead of the message, so it may publish the answer. Returns: false when denied.
+ * Ctx: in the section. */
 static bool
 recipient_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, const nd_permset_t *tp,
-                const nd_proto_cmd_t *cmd, const nd_sub_t *sub)
+                const nd_proto_cmd_t *cmd)
 {
     if (atomic_load_explicit(&t->rdeny, memory_order_relaxed) &&
-        nd_perms_deliver_denied(tp, cmd->subject.ptr, cmd->subject.len, sub->queue,
-                                sub->queue_len))
+        nd_perms_deliver_denied(tp, cmd->subject.ptr, cmd->subject.len))
         return false;
     if (cmd->reply.len > 0 && tp->has_resp) {
         if (t == c) {
@@ -388,7 +388,7 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     /* One load of a field next to `slow` and `headers` (read below anyway) for recipients
      * without permissions. */
     const nd_permset_t *tp = atomic_load_explicit(&t->rperms, memory_order_relaxed);
-    if (tp != NULL && !recipient_perms(ctx, c, t, tp, cmd, sub))
+    if (tp != NULL && !recipient_perms(ctx, c, t, tp, cmd))
         return false;
     pc->matched++;
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))
