@@ -323,7 +323,7 @@ auto_unsub_done(nd_ctx_t *ctx, nd_conn_t *c, const char *sid, size_t sid_len, co
 }
 
 /* The recipient has permissions (conn_auth.c): a subscribe deny may refuse this delivery (one
- * of its wildcard subscriptions has a deny entry in scope: nats-server's checkDenySub in
+ * of its wildcard subscriptions collides with a plain deny entry: nats-server's checkDenySub in
  * deliverMsg, the same for all of its subscriptions), and with allow_responses the reply subject
  * goes to it ahead of the message, so it may publish the answer. Returns: false when denied.
  * Ctx: in the section. */
