@@ -194,8 +194,10 @@ offer_cb(nd_sub_t *s, void *arg)
     check_sub(s, o->subj, o->len, o->queue, o->qlen);
     if (s == o->skip)
         fail("queue walk offered the skipped member", o->subj, s);
-    if ((uintptr_t)s->conn_data & STABLE_TAG)
-        o->stable++;
+    /* By address: a removed sub's other fields may already hold its retirement record. */
+    for (int i = 0; i < STABLE; i++)
+        if (stable[i] == s)
+            o->stable++;
     return false; /* nobody takes it: the whole group is walked */
 }
 
