@@ -171,8 +171,10 @@ add_service_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *import
         nd_log_warn("Account %s: service import of an invalid subject: ignored", importer->name);
         return;
     }
+    /* The exporter may be the importer itself: a request then reaches the account's own
+     * subscribers twice, directly and through the import (as with nats-server). */
     nd_auth_acct_t *ex = entry_of(a, im->account);
-    if (ex == NULL || ex == importer) {
+    if (ex == NULL) {
         nd_log_warn("Account %s: service import from unknown account %s: ignored", importer->name,
                     im->account);
         return;

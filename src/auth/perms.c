@@ -645,29 +645,31 @@ collide(const char *a, size_t al, const char *b, size_t bl)
 }
 
 bool
-nd_perms_sub_needs_deny_filter(const nd_permset_t *p, const char *subj, size_t slen, bool has_queue)
+nd_perms_sub_needs_deny_filter(const nd_permset_t *p, const char *subj, size_t slen)
 {
-    if (p == NULL || p->sub_deny.n == 0)
-        return false;
-    if (!has_queue && nd_subj_is_literal(subj, slen))
+    /* Only plain entries filter deliveries, and a literal subscription that one of them matches
+     * was refused, so only a wildcard can receive what the filter drops. */
+    if (p == NULL || p->sub_deny.n == 0 || nd_subj_is_literal(subj, slen))
         return false;
     for (uint32_t i = 0; i < p->sub_deny.n; i++) {
         const nd_perm_entry_t *e = &p->sub_deny.v[i];
-        if (collide(e->subject, e->slen, subj, slen))
+        if (e->queue == NULL && collide(e->subject, e->slen, subj, slen))
             return true;
     }
     return false;
 }
 
 bool
-nd_perms_deliver_denied(const nd_permset_t *p, const char *subj, size_t slen, const char *queue,
-                        size_t qlen)
+nd_perms_deliver_denied(const nd_permset_t *p, const char *subj, size_t slen)
 {
     if (p == NULL || p->sub_deny.n == 0)
         return false;
+    /* Plain entries only: nats-server 2.9.10's delivery filter (loadMsgDenyFilter) holds the
+     * entries as configured, so a "subject queue" one is a subject with a space that no message
+     * matches; such an entry refuses SUBs in its queue and nothing else. */
     mres_t r;
-    list_match(&p->sub_deny, subj, slen, queue, qlen, &r);
-    return r.plain || (qlen > 0 && r.queued && r.q_ok);
+    list_match(&p->sub_deny, subj, slen, NULL, 0, &r);
+    return r.plain;
 }
 
 /* ---- per-connection caches ------------------------------------------------------------------ */
@@ -891,36 +893,22 @@ nd_perms_conn_sub(nd_perms_conn_t *c, const char *subj, size_t slen, const char 
         return true;
     if (!nd_perms_sub_allowed(c->perms, subj, slen, queue, qlen))
         return false;
-    if (!c->deny_filter && nd_perms_sub_needs_deny_filter(c->perms, subj, slen, qlen > 0))
+    if (!c->deny_filter && nd_perms_sub_needs_deny_filter(c->perms, subj, slen))
         c->deny_filter = true;
     return true;
 }
 
 bool
-nd_perms_conn_deliver_denied(nd_perms_conn_t *c, const char *subj, size_t slen, const char *queue,
-                             size_t qlen)
+nd_perms_conn_deliver_denied(nd_perms_conn_t *c, const char *subj, size_t slen)
 {
     if (!c->deny_filter)
         return false;
-    /* Key: subject NUL queue (subjects never hold a NUL once validated). */
-    char stackkey[256];
-    size_t klen = slen + 1 + qlen;
-    char *key = klen <= sizeof stackkey ? stackkey : nd_xmalloc(klen);
-    memcpy(key, subj, slen);
-    key[slen] = '\0';
-    if (qlen > 0)
-        memcpy(key + slen + 1, queue, qlen);
-    uint32_t hash = subj_hash(key, klen);
-    nd_perms_cache_entry_t *e = cache_find(c->deny, ND_PERMS_DENY_CACHE, key, klen, hash);
-    bool denied;
-    if (e != NULL) {
-        denied = e->value;
-    } else {
-        denied = nd_perms_deliver_denied(c->perms, subj, slen, queue, qlen);
-        cache_put(&c->deny, ND_PERMS_DENY_CACHE, &c->deny_clock, key, klen, hash, denied);
-    }
-    if (key != stackkey)
-        nd_free(key);
+    uint32_t hash = subj_hash(subj, slen);
+    nd_perms_cache_entry_t *e = cache_find(c->deny, ND_PERMS_DENY_CACHE, subj, slen, hash);
+    if (e != NULL)
+        return e->value;
+    bool denied = nd_perms_deliver_denied(c->perms, subj, slen);
+    cache_put(&c->deny, ND_PERMS_DENY_CACHE, &c->deny_clock, subj, slen, hash, denied);
     return denied;
 }
 

@@ -10,7 +10,12 @@
  *    (nd_subj_match). So allow "foo.*" permits SUB "foo.*" and also SUB "foo.>" (the `>` token is
  *    one token to the pattern's `*`), and deny "foo.bar" does not refuse SUB "foo.*": deliveries
  *    of foo.bar to that wildcard subscription are then filtered at delivery time
- *    (nd_perms_deliver_denied) instead.
+ *    (nd_perms_deliver_denied) instead. That filter is switched on, for the whole connection,
+ *    by a wildcard SUB that collides with a plain deny entry, and then drops every delivery to
+ *    the connection that a plain deny entry matches. A queue-qualified deny entry ("foo q1")
+ *    refuses SUBs in that queue and never drops a delivery, to any subscription: nats-server
+ *    2.9.10 loads its filter with the entries as configured, "foo q1" as a subject with a
+ *    space, which no message matches.
  *  - Publish: with an allow list, the subject must match one entry; then no deny entry may
  *    match. Deny wins. No allow list = everything allowed. An allow list that is present but
  *    empty (what allow_responses without a publish allow produces) allows nothing.
@@ -136,19 +141,21 @@ void nd_perms_unref(nd_permset_t *p);
 bool nd_perms_pub_allowed(const nd_permset_t *p, const char *subj, size_t len);
 bool nd_perms_sub_allowed(const nd_permset_t *p, const char *subj, size_t slen, const char *queue,
                           size_t qlen);
-/* Returns: true when a new subscription needs delivery-time deny checks (it has a queue or a
- * wildcard and some subscribe deny entry collides with its subject: loadMsgDenyFilterIfNeeded). */
-bool nd_perms_sub_needs_deny_filter(const nd_permset_t *p, const char *subj, size_t slen,
-                                    bool has_queue);
-/* Returns: true when delivering a message on subject (a literal) to a subscription in queue
- * (qlen 0 = plain) must be suppressed because a subscribe deny entry matches (checkDenySub). */
-bool nd_perms_deliver_denied(const nd_permset_t *p, const char *subj, size_t slen, const char *queue,
-                             size_t qlen);
+/* Returns: true when a new (allowed) subscription needs the connection's delivery-time deny
+ * checks: its subject has a wildcard and collides with a plain subscribe deny entry
+ * (loadMsgDenyFilter; nats-server 2.9.10 asks for a subset, which let SUB "*.x" receive foo.x
+ * despite deny "foo.>": later nats-server releases check for a collision, as here). */
+bool nd_perms_sub_needs_deny_filter(const nd_permset_t *p, const char *subj, size_t slen);
+/* Returns: true when delivering a message on subject (a literal) to a connection whose deny
+ * checks are on must be suppressed (checkDenySub): a plain subscribe deny entry matches it. The
+ * check is the same for every subscription of the connection, plain or in any queue; entries with
+ * a queue never filter deliveries (they only refuse SUBs in that queue). */
+bool nd_perms_deliver_denied(const nd_permset_t *p, const char *subj, size_t slen);
 
 /* ---- per connection ---- */
 
 typedef struct nd_perms_cache_entry {
-    char *key; /* subject (pub) or "subject\0queue" (deny), owned */
+    char *key; /* the subject, owned */
     uint32_t hash, len;
     bool value;
 } nd_perms_cache_entry_t;
@@ -193,8 +200,7 @@ bool nd_perms_conn_sub(nd_perms_conn_t *c, const char *subj, size_t slen, const 
                        size_t qlen);
 
 /* Delivery-time deny check, cached; false at once unless some subscription needed it. */
-bool nd_perms_conn_deliver_denied(nd_perms_conn_t *c, const char *subj, size_t slen,
-                                  const char *queue, size_t qlen);
+bool nd_perms_conn_deliver_denied(nd_perms_conn_t *c, const char *subj, size_t slen);
 
 /* Drops reply entries used up or expired (pruneReplyPerms). Called by the two above as needed. */
 void nd_perms_conn_prune_replies(nd_perms_conn_t *c, int64_t now_ns);

@@ -2,7 +2,7 @@
  *
  * The publishing connection matches the subject inside an epoch section (its L1 cache first,
  * validated by the sublist generation) and hands the message to each recipient connection; one
- * member of each queue group is chosen at random.
+ * member of each queue group is chosen at random (the others in turn when it cannot take it).
  * Batching: small messages for one recipient are gathered, for the whole read batch of the
  * publisher, into one chunk of ready-to-write bytes (MSG line, payload, CRLF); at the end of the
  * batch each touched recipient gets one CHUNK message, so the mailbox push, the pending-bytes
@@ -323,17 +323,17 @@ auto_unsub_done(nd_ctx_t *ctx, nd_conn_t *c, const char *sid, size_t sid_len, co
         nd_conn_remove_sub(ctx, c, s);
 }
 
-/* The recipient has permissions (conn_auth.c): a subscribe deny may refuse this delivery (its
- * wildcard or queue subscription overlaps a denied subject: nats-server's checkDenySub in
- * deliverMsg), and with allow_responses the reply subject goes to it ahead of the message, so
- * it may publish the answer. Returns: false when denied. Ctx: in the section. */
+/* The recipient has permissions (conn_auth.c): a subscribe deny may refuse this delivery (one
+ * of its wildcard subscriptions collides with a plain deny entry: nats-server's checkDenySub in
+ * deliverMsg, the same for all of its subscriptions), and with allow_responses the reply subject
+ * goes to it ahead of the message, so it may publish the answer. Returns: false when denied.
+ * Ctx: in the section. */
 static bool
 recipient_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_t *t, const nd_permset_t *tp,
-                const nd_proto_cmd_t *cmd, const nd_sub_t *sub)
+                const nd_proto_cmd_t *cmd)
 {
     if (atomic_load_explicit(&t->rdeny, memory_order_relaxed) &&
-        nd_perms_deliver_denied(tp, cmd->subject.ptr, cmd->subject.len, sub->queue,
-                                sub->queue_len))
+        nd_perms_deliver_denied(tp, cmd->subject.ptr, cmd->subject.len))
         return false;
     if (cmd->reply.len > 0 && tp->has_resp) {
         if (t == c) {
@@ -410,7 +410,7 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     /* One load of a field next to `slow` and `headers` (read below anyway) for recipients
      * without permissions. */
     const nd_permset_t *tp = atomic_load_explicit(&t->rperms, memory_order_relaxed);
-    if (tp != NULL && !recipient_perms(ctx, c, t, tp, cmd, sub))
+    if (tp != NULL && !recipient_perms(ctx, c, t, tp, cmd))
         return false;
     if (t->ic != NULL)
         return deliver_internal(ctx, c, pc, sub, t);
@@ -533,6 +533,23 @@ no_responders(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     nd_conn_write(c, status, sizeof status - 1);
 }
 
+/* A queue group member offered the message by deliver_result. */
+typedef struct qtake {
+    nd_ctx_t *ctx;
+    nd_conn_t *c;
+    pub_ctx_t *pc;
+} qtake_t;
+
+/* Returns: whether sub took the message (nd_sl_result_qeach's callback). */
+static bool
+qmember_take(nd_sub_t *sub, void *arg)
+{
+    qtake_t *q = arg;
+    if (!q->c->echo && sub->conn == &q->c->base)
+        return false;
+    return deliver(q->ctx, q->c, q->pc, sub);
+}
+
 /* Delivers to every plain subscription of r and to one member of each of its queue groups.
  * Ctx: in the section that produced r. */
 static void
@@ -549,17 +566,17 @@ deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t 
         }
     }
     for (uint32_t g = 0; g < r->nqgroups; g++) {
-        /* A few tries to find a member that can take the message: not ourselves when echo is
-         * off, not one just unsubscribed, slow or at its auto-unsubscribe count. */
-        for (int tries = 0; tries < 4; tries++) {
-            nd_sub_t *sub = nd_sl_result_qpick(ctx, r, g);
-            if (sub == NULL)
-                break;
-            if (!c->echo && sub->conn == &c->base)
-                continue;
-            if (deliver(ctx, c, pc, sub))
-                break;
-        }
+        /* One random pick, which nearly always takes the message. When it cannot (ourselves
+         * with echo off, a member whose deny filter drops the subject, one just unsubscribed,
+         * slow or at its auto-unsubscribe count), every other member is offered it in turn, as
+         * nats-server does: never a drop while one could take it. */
+        nd_sub_t *sub = nd_sl_result_qpick(ctx, r, g);
+        if (sub == NULL)
+            continue;
+        if ((c->echo || sub->conn != &c->base) && deliver(ctx, c, pc, sub))
+            continue;
+        qtake_t qt = {ctx, c, pc};
+        nd_sl_result_qeach(ctx, r, g, sub, qmember_take, &qt);
     }
 }
 

@@ -65,6 +65,19 @@ sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
     return true;
 }
 
+typedef struct sys_qtake {
+    nd_ctx_t *ctx;
+    sys_pub_t *p;
+} sys_qtake_t;
+
+/* nd_sl_result_qeach's callback: sys_deliver to a queue group member. */
+static bool
+sys_qmember_take(nd_sub_t *sub, void *arg)
+{
+    sys_qtake_t *q = arg;
+    return sys_deliver(q->ctx, q->p, sub);
+}
+
 size_t
 nd_sys_publish(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t subj_len, const char *reply,
                size_t reply_len, const char *hdr, size_t hdr_len, const char *payload,
@@ -101,11 +114,10 @@ nd_sys_publish(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t subj_len
         }
     }
     for (uint32_t g = 0; g < r.nqgroups; g++) {
-        for (int tries = 0; tries < 4; tries++) {
-            nd_sub_t *sub = nd_sl_result_qpick(ctx, &r, g);
-            if (sub == NULL || sys_deliver(ctx, &p, sub))
-                break;
-        }
+        /* A random member; when it cannot take the message, each other one in turn. */
+        nd_sub_t *sub = nd_sl_result_qpick(ctx, &r, g);
+        if (sub != NULL && !sys_deliver(ctx, &p, sub))
+            nd_sl_result_qeach(ctx, &r, g, sub, sys_qmember_take, &(sys_qtake_t){ctx, &p});
     }
     nd_epoch_exit(ctx);
     nd_sl_result_fini(&r);

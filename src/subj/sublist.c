@@ -272,6 +272,47 @@ nd_sl_result_qpick(nd_ctx_t *ctx, const nd_sl_result_t *r, uint32_t g)
     return NULL;
 }
 
+nd_sub_t *
+nd_sl_result_qeach(nd_ctx_t *ctx, const nd_sl_result_t *r, uint32_t g, const nd_sub_t *skip,
+                   bool (*fn)(nd_sub_t *sub, void *arg), void *arg)
+{
+    const nd_sl_qres_t *q = &r->qgroups[g];
+    const nd_sl_vec_t *const *vs = r->qvecs + q->first;
+    uint64_t total = 0;
+    for (uint32_t k = 0; k < q->nvecs; k++)
+        total += nd_sl_vec_len(vs[k]);
+    if (total == 0)
+        return NULL;
+    /* The start: slot i0 of vector k0, at a random position of the group's used slots. */
+    uint32_t x = pick_below(ctx, total > UINT32_MAX ? UINT32_MAX : (uint32_t)total);
+    uint32_t k0 = 0, i0 = 0;
+    for (uint32_t k = 0; k < q->nvecs; k++) {
+        uint32_t n = nd_sl_vec_len(vs[k]);
+        if (x < n) {
+            k0 = k;
+            i0 = x;
+            break;
+        }
+        x -= n;
+    }
+    /* Once around: [i0, len) of k0, every slot of the vectors after it (wrapping), then [0, i0)
+     * of k0. A length is read when its vector is reached, so slots published meanwhile are
+     * seen and a vector that shrank is not read past its end. */
+    for (uint32_t step = 0; step <= q->nvecs; step++) {
+        uint32_t k = (k0 + step) % q->nvecs;
+        uint32_t from = step == 0 ? i0 : 0;
+        uint32_t to = nd_sl_vec_len(vs[k]);
+        if (step == q->nvecs && i0 < to)
+            to = i0;
+        for (uint32_t i = from; i < to; i++) {
+            nd_sub_t *s = nd_sl_vec_get(vs[k], i);
+            if (s != NULL && s != skip && fn(s, arg))
+                return s;
+        }
+    }
+    return NULL;
+}
+
 bool
 nd_sl_result_each_psub(const nd_sl_result_t *r, bool (*fn)(nd_sub_t *sub, void *arg), void *arg)
 {

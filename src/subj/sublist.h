@@ -98,6 +98,16 @@ nd_sl_result_empty(const nd_sl_result_t *r)
  * Returns: the member, or NULL when every member went away concurrently. */
 nd_sub_t *nd_sl_result_qpick(nd_ctx_t *ctx, const nd_sl_result_t *r, uint32_t g);
 
+/* Offers the members of queue group g of r to fn(sub, arg), each non-NULL slot once, from a
+ * random one on and around (nats-server's processMsgResults: every member from a random index),
+ * until fn takes one by returning true. skip (may be NULL) is not offered: the caller's first
+ * pick, already refused. For the rare case where the pick of nd_sl_result_qpick cannot take the
+ * message (see deliver.c): never a message dropped while a member could take it.
+ * Ctx: as nd_sl_result_qpick. Returns: the member fn took, or NULL when none did. */
+nd_sub_t *nd_sl_result_qeach(nd_ctx_t *ctx, const nd_sl_result_t *r, uint32_t g,
+                             const nd_sub_t *skip, bool (*fn)(nd_sub_t *sub, void *arg),
+                             void *arg);
+
 /* Calls fn(sub, arg) for every plain subscription of r, skipping NULL slots; stops early when fn
  * returns false. Ctx: as nd_sl_result_qpick. Returns: false when stopped early. */
 bool nd_sl_result_each_psub(const nd_sl_result_t *r, bool (*fn)(nd_sub_t *sub, void *arg),

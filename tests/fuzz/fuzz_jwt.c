@@ -69,7 +69,7 @@ perms_lines(const char *s, size_t n)
     for (size_t i = 0; i < ns; i++) {
         for (size_t q = 0; q < ns; q++) {
             (void)nd_perms_conn_sub(&c, subjects[i], slen[i], subjects[q], q == i ? 0 : slen[q]);
-            (void)nd_perms_conn_deliver_denied(&c, subjects[i], slen[i], subjects[q], slen[q]);
+            (void)nd_perms_conn_deliver_denied(&c, subjects[i], slen[i]);
         }
         (void)nd_perms_conn_pub(&c, subjects[i], slen[i], (int64_t)i);
         nd_perms_conn_track_reply(&c, subjects[i], slen[i], (int64_t)i);

@@ -18,7 +18,7 @@
  * since round trips differ): "acc", the details with `share: true`, "server" for the system
  * account, and through a chained import (C <- B <- A) the first hop's header plus "svc"; the
  * answer travels back through the chain. Two-way stream imports with prefixes are accepted and
- * do not loop.
+ * do not loop. An account importing its own export gets each request twice, as nats-server does.
  * Every case passes unchanged against nats-server 2.9.10 (NATSD_TEST_SERVER), which is how the
  * expectations were checked; tests/CMakeLists.txt registers that run.
  *
@@ -930,6 +930,58 @@ Test(integ_accounts, reload_routes)
     natsConnection *conns[] = {pa, sa, sb, mb};
     for (size_t i = 0; i < 4; i++)
         natsConnection_Destroy(conns[i]);
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
+}
+
+/* An account importing its own export (the same subject): a request reaches A's responder
+ * twice, as nats-server 2.9.10 delivers it, once directly (reply as sent) and once through the
+ * import (an `_R_` reply that leads back to the requester). Raw protocol without headers, so
+ * the copy through the import has no Nats-Request-Info header on either server. Issue 11,
+ * defect 7. */
+Test(integ_accounts, service_import_of_own_export)
+{
+    conf_t cf = {0};
+    nd_integ_server_t *srv =
+        start_conf(&cf, "accounts {\n"
+                        "  A { users: [ {user: a, password: p} ]\n"
+                        "      exports: [ {service: \"svc\"} ]\n"
+                        "      imports: [ {service: {account: A, subject: \"svc\"}} ] }\n"
+                        "}\n");
+    nd_integ_conn_t *r = nd_integ_conn_open(srv), *q = nd_integ_conn_open(srv);
+    ND_SEND(r, "CONNECT {\"verbose\":false,\"user\":\"a\",\"pass\":\"p\"}\r\nSUB svc 1\r\n"
+               "PING\r\n");
+    ND_EXPECT(r, "PONG\r\n");
+    ND_SEND(q, "CONNECT {\"verbose\":false,\"user\":\"a\",\"pass\":\"p\"}\r\nSUB inbox 9\r\n"
+               "PUB svc inbox 1\r\ny\r\nPING\r\n");
+    ND_EXPECT(q, "PONG\r\n");
+    char rsubj[128] = "";
+    bool direct = false;
+    for (int i = 0; i < 2; i++) {
+        char *f = nd_integ_read_frame(r);
+        cr_assert_not_null(f);
+        if (strcmp(f, "MSG svc 1 inbox 1\r\ny\r\n") == 0) {
+            cr_assert(!direct, "the direct copy twice");
+            direct = true;
+        } else {
+            int n = 0;
+            cr_assert(sscanf(f, "MSG svc 1 %127s 1\r\n%n", rsubj, &n) == 1 &&
+                          strncmp(rsubj, "_R_.", 4) == 0 && strcmp(f + n, "y\r\n") == 0,
+                      "not the copy through the import: %s", f);
+        }
+        free(f);
+    }
+    cr_assert(direct && rsubj[0] != '\0');
+    ND_PING(r); /* and no third copy */
+    /* Answers on both replies reach the requester. */
+    char buf[192];
+    snprintf(buf, sizeof buf, "PUB inbox 1\r\n1\r\nPUB %s 1\r\n2\r\nPING\r\n", rsubj);
+    ND_SENDS(r, buf);
+    ND_EXPECT(r, "PONG\r\n");
+    ND_SEND(q, "PING\r\n");
+    ND_EXPECT(q, "MSG inbox 9 1\r\n1\r\nMSG inbox 9 1\r\n2\r\nPONG\r\n");
+    nd_integ_conn_close(r);
+    nd_integ_conn_close(q);
     nd_integ_server_stop(srv);
     conf_remove(&cf);
 }

@@ -902,6 +902,47 @@ Test(integ_auth, permission_texts_and_queues)
     conf_remove(&cf);
 }
 
+/* A queue-qualified subscribe deny ("foo.x q1") refuses SUBs to foo.x in queue q1 and drops no
+ * delivery: not to other queues, not to plain subscriptions, and not even to a q1 wildcard
+ * subscription (nats-server 2.9.10 loads its delivery filter with the entries as written, so
+ * "foo.x q1" is a subject with a space that no message matches). A plain deny entry still drops
+ * its subjects from every subscription of the connection once a wildcard switched the filter
+ * on. Issue 11, defect 7. */
+Test(integ_auth, queue_deny_filters_only_its_queue)
+{
+    conf_t cf = {0};
+    nd_integ_server_t *srv = start_conf(
+        &cf, "authorization { users: [\n"
+             "  {user: u, password: p, permissions: {\n"
+             "     subscribe: {deny: [\"foo.x q1\", \"bar.>\"]}}}\n"
+             "  {user: all, password: p}\n"
+             "] }\n");
+    nd_integ_conn_t *c = login(srv, "\"user\":\"u\",\"pass\":\"p\"");
+    ND_SEND(c, "SUB foo.x q1 9\r\nPING\r\n");
+    ND_EXPECT(c, "-ERR 'Permissions Violation for Subscription to \"foo.x\" using queue \"q1\"'"
+                 "\r\nPONG\r\n");
+    ND_SEND(c, "SUB foo.* q1 1\r\nSUB foo.x q2 2\r\nSUB foo.x 3\r\nSUB foo.* 4\r\n"
+               "SUB > q3 5\r\nSUB > 6\r\nPING\r\n");
+    ND_EXPECT(c, "PONG\r\n");
+    nd_integ_conn_t *a = login(srv, "\"user\":\"all\",\"pass\":\"p\"");
+    ND_SEND(a, "PUB foo.x 1\r\nx\r\nPUB bar.y 1\r\ny\r\nPUB foo.z 1\r\nz\r\nPING\r\n");
+    ND_EXPECT(a, "PONG\r\n");
+    /* foo.x: each of the six subscriptions (three queues of one member each, three plain);
+     * bar.y: none; foo.z: the four that match. */
+    static const char *const want[] = {
+        "MSG foo.x 1 1\r\nx\r\n", "MSG foo.x 2 1\r\nx\r\n", "MSG foo.x 3 1\r\nx\r\n",
+        "MSG foo.x 4 1\r\nx\r\n", "MSG foo.x 5 1\r\nx\r\n", "MSG foo.x 6 1\r\nx\r\n",
+        "MSG foo.z 1 1\r\nz\r\n", "MSG foo.z 4 1\r\nz\r\n", "MSG foo.z 5 1\r\nz\r\n",
+        "MSG foo.z 6 1\r\nz\r\n",
+    };
+    nd_integ_expect_unordered(c, want, sizeof want / sizeof want[0]);
+    ND_PING(c);
+    nd_integ_conn_close(c);
+    nd_integ_conn_close(a);
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
+}
+
 /* ---- accounts ---------------------------------------------------------------------------- */
 
 Test(integ_auth, account_isolation)

@@ -6,7 +6,8 @@
  *  - every "stable" sub (inserted before the readers start and never removed) that matches the
  *    subject is returned, exactly once, whatever the writer is doing to the same vectors and
  *    maps (growth, compaction, tombstones, pruning);
- *  - a queue pick returns a member of the group.
+ *  - a queue pick returns a member of the group, and a walk of the group (the fallback when the
+ *    pick cannot take a message) offers every stable member exactly once.
  * Run it under TSan and ASan (scripts/test.sh --sanitize thread|address). Exits non-zero on the
  * first inconsistency. ND_STRESS_OPS overrides the number of writer operations.
  */
@@ -178,6 +179,28 @@ check_sub(const nd_sub_t *s, const char *subj, size_t len, const char *queue, si
         fail("member in the wrong queue group", subj, s);
 }
 
+/* The queue group members nd_sl_result_qeach offers: each must be a live member. */
+typedef struct offer_check {
+    const char *subj, *queue;
+    size_t len, qlen;
+    const nd_sub_t *skip;
+    uint32_t stable; /* stable members offered */
+} offer_check_t;
+
+static bool
+offer_cb(nd_sub_t *s, void *arg)
+{
+    offer_check_t *o = arg;
+    check_sub(s, o->subj, o->len, o->queue, o->qlen);
+    if (s == o->skip)
+        fail("queue walk offered the skipped member", o->subj, s);
+    /* By address: a removed sub's other fields may already hold its retirement record. */
+    for (int i = 0; i < STABLE; i++)
+        if (stable[i] == s)
+            o->stable++;
+    return false; /* nobody takes it: the whole group is walked */
+}
+
 static void
 check_result(reader_t *rd, nd_ctx_t *ctx, const nd_sl_result_t *r, const char *subj, size_t len)
 {
@@ -217,6 +240,19 @@ check_result(reader_t *rd, nd_ctx_t *ctx, const nd_sl_result_t *r, const char *s
         nd_sub_t *pick = nd_sl_result_qpick(ctx, r, g);
         if (pick != NULL)
             check_sub(pick, subj, len, q->name, q->name_len);
+        /* The walk of a delivery whose pick could not take the message: every stable member
+         * (never removed) of the group is offered once, whatever the writer does meanwhile. */
+        offer_check_t oc = {subj, q->name, len, q->name_len, pick, 0};
+        if (nd_sl_result_qeach(ctx, r, g, pick, offer_cb, &oc) != NULL)
+            fail("queue walk took a member nobody took", subj, NULL);
+        uint32_t want = 0;
+        for (int i = 0; i < STABLE; i++)
+            want += stable[i]->queue != NULL && stable[i] != pick &&
+                    stable[i]->queue_len == q->name_len &&
+                    memcmp(stable[i]->queue, q->name, q->name_len) == 0 &&
+                    nd_subj_match(stable[i]->subject, stable[i]->subject_len, subj, len);
+        if (oc.stable != want)
+            fail("queue walk missed or repeated a stable member", subj, NULL);
     }
     /* Completeness for the stable subs. */
     for (int i = 0; i < STABLE; i++) {

@@ -386,6 +386,62 @@ Test(sl, queue_pick_is_roughly_uniform)
     nd_sl_free(ctx, sl, unref_cb, NULL);
 }
 
+typedef struct offers {
+    unsigned n[16];   /* offers per member id */
+    uintptr_t take;   /* the id that takes, or 99: none */
+    uintptr_t first;  /* the id offered first */
+    unsigned total;
+} offers_t;
+
+static bool
+offer_cb(nd_sub_t *s, void *arg)
+{
+    offers_t *o = arg;
+    uintptr_t id = (uintptr_t)s->conn_data;
+    if (o->total++ == 0)
+        o->first = id;
+    o->n[id]++;
+    return id == o->take;
+}
+
+/* The fallback of a queue delivery (deliver.c): every member but the skipped one is offered
+ * the message once, from a random start, until one takes it; members spread over several
+ * vectors (a wildcard and a literal node) and holes left by removals are all covered. */
+Test(sl, queue_each_offers_every_member_once)
+{
+    nd_sl_t *sl = nd_sl_new();
+    nd_sub_t *m[10];
+    for (uintptr_t i = 0; i < 10; i++)
+        m[i] = add(sl, i % 2 ? "job.*" : "job.run", "pool", i);
+    drop(sl, m[4]);
+    drop(sl, m[7]);
+    nd_sl_result_t r;
+    nd_sl_result_init(&r);
+    nd_epoch_enter(ctx);
+    cr_assert(nd_sl_match(ctx, sl, "job.run", 7, &r));
+    cr_assert_eq(r.nqgroups, 1);
+    cr_assert_eq(r.qgroups[0].nvecs, 2);
+    bool first_seen[10] = {false};
+    for (int round = 0; round < 400; round++) {
+        offers_t o = {.take = 99};
+        cr_assert_null(nd_sl_result_qeach(ctx, &r, 0, m[3], offer_cb, &o), "nobody takes it");
+        cr_assert_eq(o.total, 7, "the 8 live members but the skipped one");
+        for (int i = 0; i < 10; i++)
+            cr_assert_eq(o.n[i], i == 3 || i == 4 || i == 7 ? 0u : 1u, "member %d", i);
+        first_seen[o.first] = true;
+        /* A taker ends the walk at once. */
+        offers_t t = {.take = 8};
+        cr_assert_eq(nd_sl_result_qeach(ctx, &r, 0, NULL, offer_cb, &t), m[8]);
+        cr_assert_eq(t.n[8], 1u);
+        cr_assert_leq(t.total, 8u);
+    }
+    for (int i = 0; i < 10; i++)
+        cr_expect_eq(first_seen[i], i != 3 && i != 4 && i != 7, "random start at member %d", i);
+    nd_epoch_exit(ctx);
+    nd_sl_result_fini(&r);
+    nd_sl_free(ctx, sl, unref_cb, NULL);
+}
+
 Test(sl, compaction_keeps_every_live_sub)
 {
     nd_sl_t *sl = nd_sl_new();
