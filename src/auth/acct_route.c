@@ -160,9 +160,15 @@ service_export(const nd_account_opts_t *exp, const char *importer, const char *s
 }
 
 /* AddServiceImportWithClaim: adds im to the importer's route. */
+/* The response type of the server's own exports (system_imports below): CONNZ and STATZ
+ * answers may come from many servers (streamed), USER.INFO has one answer. */
+static const nd_export_t sys_streamed = {.service = true, .resp_type = ND_RESP_STREAM};
+static const nd_export_t sys_singleton = {.service = true, .resp_type = ND_RESP_SINGLETON};
+
+/* x: the export authorizing the import, or NULL to look it up in the exporter's options. */
 static void
-add_service_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *importer,
-                   const nd_import_t *im)
+add_service_import_as(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *importer,
+                      const nd_import_t *im, const nd_export_t *x)
 {
     const char *subj = im->subject;
     const char *from = im->to != NULL && im->to[0] != '\0' ? im->to : subj;
@@ -179,7 +185,8 @@ add_service_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *import
                     im->account);
         return;
     }
-    const nd_export_t *x = service_export(opts_of(o, ex->name), importer->name, subj);
+    if (x == NULL)
+        x = service_export(opts_of(o, ex->name), importer->name, subj);
     if (x == NULL) {
         nd_log_warn("Account %s: service import %s from account %s not authorized: ignored",
                     importer->name, subj, ex->name);
@@ -216,6 +223,72 @@ add_service_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *import
     nd_acct_route_t *r = route_of(importer);
     r->svcs = nd_xrealloc(r->svcs, (r->nsvcs + 1) * sizeof(*r->svcs));
     r->svcs[r->nsvcs++] = e;
+    unsigned char c0 = (unsigned char)from[0];
+    if ((c0 == '*' || c0 == '>') && (from[1] == '\0' || from[1] == '.'))
+        memset(r->svc_first, 0xff, sizeof r->svc_first);
+    else
+        r->svc_first[c0 >> 6] |= 1ull << (c0 & 63);
+}
+
+static void
+add_service_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *importer,
+                   const nd_import_t *im)
+{
+    add_service_import_as(a, o, importer, im, NULL);
+}
+
+/* Returns: whether the importer already imports the local subject from (a configured import
+ * takes precedence over the server's own, as nats-server's serviceImportExists). */
+static bool
+imports_subject(nd_auth_acct_t *importer, const char *from)
+{
+    const nd_acct_route_t *r = importer->route;
+    for (size_t i = 0; r != NULL && i < r->nsvcs; i++)
+        if (strcmp(r->svcs[i].from, from) == 0)
+            return true;
+    return false;
+}
+
+/* nats-server's registerSystemImports (and the system account's own USER.INFO import): with a
+ * system account, every other account imports the server's account-scoped services, the
+ * importer's name put into the subject, so a client of any account can ask for its own
+ * connections, statistics and user info:
+ *   $SYS.REQ.SERVER.PING.CONNZ, $SYS.REQ.ACCOUNT.PING.CONNZ -> $SYS.REQ.ACCOUNT.<acc>.CONNZ
+ *   $SYS.REQ.ACCOUNT.PING.STATZ                             -> $SYS.REQ.ACCOUNT.<acc>.STATZ
+ *   $SYS.REQ.USER.INFO (sharing the requester's details)    -> $SYS.REQ.USER.<acc>.INFO
+ * The services themselves are internal clients of the system account (mon/sysevents.c). */
+static void
+add_system_imports(struct nd_auth *a, const nd_opts_t *o)
+{
+    const char *sys = o->system_account;
+    if (sys == NULL || sys[0] == '\0' || entry_of(a, sys) == NULL)
+        return;
+    for (size_t i = 0; i < a->naccts; i++) {
+        nd_auth_acct_t *e = &a->accts[i];
+        bool is_sys = strcmp(e->name, sys) == 0;
+        struct {
+            const char *from, *fmt;
+            const nd_export_t *x;
+            bool share;
+        } rows[] = {
+            {"$SYS.REQ.ACCOUNT.PING.CONNZ", "$SYS.REQ.ACCOUNT.%s.CONNZ", &sys_streamed, false},
+            {"$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.%s.CONNZ", &sys_streamed, false},
+            {"$SYS.REQ.ACCOUNT.PING.STATZ", "$SYS.REQ.ACCOUNT.%s.STATZ", &sys_streamed, false},
+            {"$SYS.REQ.USER.INFO", "$SYS.REQ.USER.%s.INFO", &sys_singleton, true},
+        };
+        for (size_t k = is_sys ? 3 : 0; k < sizeof rows / sizeof rows[0]; k++) {
+            if (imports_subject(e, rows[k].from))
+                continue;
+            char to[ND_ACCT_NAME_MAX + 32];
+            snprintf(to, sizeof to, rows[k].fmt, e->name);
+            nd_import_t im = {.service = true,
+                              .account = (char *)sys,
+                              .subject = to,
+                              .to = (char *)rows[k].from,
+                              .share = rows[k].share};
+            add_service_import_as(a, o, e, &im, rows[k].x);
+        }
+    }
 }
 
 void
@@ -248,6 +321,7 @@ nd_acct_route_build(struct nd_auth *a, const nd_opts_t *o)
                 add_stream_import(a, o, e, im);
         }
     }
+    add_system_imports(a, o);
 }
 
 void

@@ -78,6 +78,10 @@ typedef struct nd_acct_route {
     size_t nstreams;
     nd_acct_svc_imp_t *svcs; /* service imports this account takes from others */
     size_t nsvcs;
+    /* The first bytes a subject may start with to match one of svcs (bit c of svc_first[c/64]),
+     * every bit when an import starts with a wildcard: one test keeps a publish that cannot
+     * match any (e.g. every subject outside `$SYS.` against the system imports) off the loop. */
+    uint64_t svc_first[4];
     struct nd_acct_resp *resp; /* others import services from this account: their `_R_` routes */
 } nd_acct_route_t;
 

@@ -198,19 +198,48 @@ on_client_event(nd_ctx_t *ctx, const nd_client_event_t *ev)
     nd_actor_unref(ctx, &sys->actor);
 }
 
-typedef enum { REQ_NONE, REQ_STATSZ, REQ_VARZ, REQ_CONNZ, REQ_HEALTHZ, REQ_ACC_CONNZ } req_kind_t;
+typedef enum {
+    REQ_NONE,
+    REQ_STATSZ,
+    REQ_VARZ,
+    REQ_CONNZ,
+    REQ_HEALTHZ,
+    REQ_ACC_CONNZ,
+    REQ_ACC_STATZ,
+    REQ_USER_INFO
+} req_kind_t;
+
+#define ACC_STATZ      ".STATZ"
+#define ACC_STATZ_LEN  (sizeof ACC_STATZ - 1)
+#define USER_PREFIX    "$SYS.REQ.USER."
+#define USER_PREFIX_LEN (sizeof USER_PREFIX - 1)
+#define USER_INFO      ".INFO"
+#define USER_INFO_LEN  (sizeof USER_INFO - 1)
+
+/* Returns: whether subj is prefix<one token>suffix (the account's name in the middle). */
+static bool
+one_token_between(const char *subj, size_t len, const char *prefix, size_t plen,
+                  const char *suffix, size_t slen)
+{
+    if (len <= plen + slen || memcmp(subj, prefix, plen) != 0 ||
+        memcmp(subj + len - slen, suffix, slen) != 0)
+        return false;
+    return memchr(subj + plen, '.', len - plen - slen) == NULL;
+}
 
 /* Returns: which request subj names: REQ_PREFIX followed by PING, PING.<X> or <our id>.<X>, or
  * ACC_PREFIX<acc>.CONNZ. */
 static req_kind_t
 req_kind(const nd_server_t *s, const char *subj, size_t len)
 {
-    if (len > ACC_PREFIX_LEN + ACC_CONNZ_LEN && memcmp(subj, ACC_PREFIX, ACC_PREFIX_LEN) == 0) {
-        size_t alen = len - ACC_PREFIX_LEN - ACC_CONNZ_LEN;
-        bool ok = memcmp(subj + len - ACC_CONNZ_LEN, ACC_CONNZ, ACC_CONNZ_LEN) == 0 &&
-                  memchr(subj + ACC_PREFIX_LEN, '.', alen) == NULL;
-        return ok ? REQ_ACC_CONNZ : REQ_NONE;
-    }
+    if (one_token_between(subj, len, ACC_PREFIX, ACC_PREFIX_LEN, ACC_CONNZ, ACC_CONNZ_LEN))
+        return REQ_ACC_CONNZ;
+    if (one_token_between(subj, len, ACC_PREFIX, ACC_PREFIX_LEN, ACC_STATZ, ACC_STATZ_LEN))
+        return REQ_ACC_STATZ;
+    if (one_token_between(subj, len, USER_PREFIX, USER_PREFIX_LEN, USER_INFO, USER_INFO_LEN))
+        return REQ_USER_INFO;
+    if (len > ACC_PREFIX_LEN && memcmp(subj, ACC_PREFIX, ACC_PREFIX_LEN) == 0)
+        return REQ_NONE;
     if (len <= REQ_PREFIX_LEN || memcmp(subj, REQ_PREFIX, REQ_PREFIX_LEN) != 0)
         return REQ_NONE;
     const char *rest = subj + REQ_PREFIX_LEN;
@@ -306,6 +335,59 @@ endpoint(nd_ctx_t *ctx, nd_server_t *s, nd_mon_ep_t ep, int64_t now, const char 
     return data;
 }
 
+/* $SYS.REQ.ACCOUNT.<acc>.STATZ (what every account imports as $SYS.REQ.ACCOUNT.PING.STATZ):
+ * the account's statistics, in nats-server's AccountStatz shape. NULL for an unknown account. */
+static json_t *
+account_statz(nd_ctx_t *ctx, nd_server_t *s, const char *name, size_t nlen, int64_t now)
+{
+    nd_auth_t *a = s->auth != NULL ? nd_auth_slot_get(s->auth) : NULL;
+    if (a == NULL)
+        return NULL;
+    json_t *entry = NULL;
+    for (size_t i = 0; i < a->naccts && entry == NULL; i++) {
+        nd_acct_t *acct = a->accts[i].acct;
+        if (acct == NULL || strlen(a->accts[i].name) != nlen ||
+            memcmp(a->accts[i].name, name, nlen) != 0)
+            continue;
+        int64_t conns = atomic_load_explicit(&acct->conns, memory_order_relaxed);
+        entry = json_object();
+        json_object_set_new(entry, "acc", json_string(a->accts[i].name));
+        json_object_set_new(entry, "conns", json_integer((json_int_t)conns));
+        json_object_set_new(entry, "leafnodes", json_integer(0));
+        json_object_set_new(entry, "total_conns", json_integer((json_int_t)conns));
+        json_object_set_new(
+            entry, "sent",
+            msgs_bytes(atomic_load_explicit(&acct->stats.msgs_out, memory_order_relaxed),
+                       atomic_load_explicit(&acct->stats.bytes_out, memory_order_relaxed)));
+        json_object_set_new(
+            entry, "received",
+            msgs_bytes(atomic_load_explicit(&acct->stats.msgs_in, memory_order_relaxed),
+                       atomic_load_explicit(&acct->stats.bytes_in, memory_order_relaxed)));
+        json_object_set_new(entry, "slow_consumers", json_integer(0));
+    }
+    nd_auth_unref(ctx, a);
+    if (entry == NULL)
+        return NULL;
+    json_t *z = json_object();
+    json_object_set_new(z, "server_id", json_string(s->server_id));
+    json_object_set_new(z, "now", nd_mon_json_time(now));
+    json_t *list = json_array();
+    json_array_append_new(list, entry);
+    json_object_set_new(z, "account_statz", list);
+    return z;
+}
+
+/* $SYS.REQ.USER.<acc>.INFO (what every account imports as $SYS.REQ.USER.INFO): who the
+ * requester is, from what the delivery says about its sender (nats-server's UserInfo). */
+static json_t *
+user_info(const nd_sender_t *from)
+{
+    json_t *z = json_object();
+    json_object_set_new(z, "user", json_string(from->user != NULL ? from->user : ""));
+    json_object_set_new(z, "account", json_string(nd_acct_name(from->acct)));
+    return z;
+}
+
 /* The $SYS request service's handler: answers the request (see sysevents.h) on its reply
  * subject, through the internal client's own publish. Ctx: the internal client's turn. */
 static void
@@ -336,6 +418,12 @@ on_request(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     case REQ_ACC_CONNZ:
         body = endpoint(ctx, s, ND_MON_EP_CONNZ, now, subj + ACC_PREFIX_LEN,
                         len - ACC_PREFIX_LEN - ACC_CONNZ_LEN);
+        break;
+    case REQ_ACC_STATZ:
+        body = account_statz(ctx, s, subj + ACC_PREFIX_LEN, len - ACC_PREFIX_LEN - ACC_STATZ_LEN, now);
+        break;
+    case REQ_USER_INFO:
+        body = user_info(m->from);
         break;
     case REQ_NONE:
         break;
@@ -445,7 +533,7 @@ start_requests(nd_server_t *s)
         return;
     static const char *const what[] = {"STATSZ", "VARZ", "CONNZ", "HEALTHZ"};
     char subj[9][96];
-    const char *subjects[10];
+    const char *subjects[12];
     size_t n = 0;
     subjects[n++] = REQ_PREFIX "PING";
     for (size_t i = 0; i < 4; i++) {
@@ -455,6 +543,8 @@ start_requests(nd_server_t *s)
         subjects[n++] = subj[2 * i + 1];
     }
     subjects[n++] = ACC_PREFIX "*" ACC_CONNZ;
+    subjects[n++] = ACC_PREFIX "*" ACC_STATZ;
+    subjects[n++] = USER_PREFIX "*" USER_INFO;
     (void)nd_iclient_start(s, sys, ND_CONN_SYSTEM, "$SYS requests", subjects, n,
                            ND_ICLIENT_QUEUE_LIMIT, on_request, s);
     ctx = nd_ctx_external_new(s->pool);

@@ -794,7 +794,8 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     if (rt != NULL) {
         if (rt->nstreams > 0)
             deliver_imports(ctx, c, &pc, rt);
-        if (rt->nsvcs > 0)
+        unsigned char c0 = cmd->subject.len > 0 ? (unsigned char)cmd->subject.ptr[0] : 0;
+        if (rt->nsvcs > 0 && (rt->svc_first[c0 >> 6] >> (c0 & 63) & 1))
             deliver_services(ctx, c, &pc, rt);
         if (rt->resp != NULL && cmd->subject.len == ND_ACCT_RESP_SUBJ_LEN &&
             memcmp(cmd->subject.ptr, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN) == 0)

@@ -313,3 +313,60 @@ Test(integ_system, account_conns)
     nd_integ_server_stop(srv);
     conf_remove(&cf);
 }
+
+/* Every account imports the server's account-scoped services (nats-server's registerSystemImports):
+ * a client of A asking `$SYS.REQ.SERVER.PING.CONNZ` or `$SYS.REQ.ACCOUNT.PING.CONNZ` sees A's
+ * connections only (not the system client's), `$SYS.REQ.ACCOUNT.PING.STATZ` gives A's statistics,
+ * and (2.10, natsd only: 2.9.10 has no such import) `$SYS.REQ.USER.INFO` says who asks. The
+ * services are internal clients of the system account; the requests reach them only through
+ * the imports. */
+Test(integ_system, account_system_imports)
+{
+    conf_t cf;
+    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conn_t *sys = login(srv, "sys");
+    nd_integ_conn_t *a = login(srv, "a");
+    char *id = info_id(a);
+    ND_SEND(a, "SUB _INBOX.a 1\r\n");
+    ND_PING(a);
+
+    const char *connz[] = {"$SYS.REQ.SERVER.PING.CONNZ", "$SYS.REQ.ACCOUNT.PING.CONNZ"};
+    for (size_t i = 0; i < 2; i++) {
+        char buf[200];
+        snprintf(buf, sizeof buf, "PUB %s _INBOX.a 0\r\n\r\n", connz[i]);
+        ND_SENDS(a, buf);
+        json_t *j = read_json(a, "_INBOX.a");
+        cr_assert_str_eq(jpath(j, "server", "id"), id, "%s", connz[i]);
+        json_t *data = json_object_get(j, "data");
+        cr_assert_eq(json_integer_value(json_object_get(data, "num_connections")), 1, "%s",
+                     connz[i]);
+        json_t *conns = json_object_get(data, "connections");
+        cr_assert_eq(json_array_size(conns), 1);
+        json_decref(j);
+    }
+
+    ND_SEND(a, "PUB $SYS.REQ.ACCOUNT.PING.STATZ _INBOX.a 0\r\n\r\n");
+    json_t *j = read_json(a, "_INBOX.a");
+    json_t *list = json_object_get(json_object_get(j, "data"), "account_statz");
+    cr_assert_eq(json_array_size(list), 1);
+    json_t *st = json_array_get(list, 0);
+    cr_assert_str_eq(jpath(st, NULL, "acc"), "A");
+    cr_assert_eq(json_integer_value(json_object_get(st, "conns")), 1);
+    cr_assert(json_is_object(json_object_get(st, "sent")));
+    json_decref(j);
+
+    const char *ref = getenv("NATSD_TEST_SERVER");
+    if (ref == NULL || strstr(ref, "nats-server") == NULL) {
+        ND_SEND(a, "PUB $SYS.REQ.USER.INFO _INBOX.a 0\r\n\r\n");
+        j = read_json(a, "_INBOX.a");
+        cr_assert_str_eq(jpath(j, "data", "user"), "a");
+        cr_assert_str_eq(jpath(j, "data", "account"), "A");
+        json_decref(j);
+    }
+
+    free(id);
+    nd_integ_conn_close(a);
+    nd_integ_conn_close(sys);
+    nd_integ_server_stop(srv);
+    conf_remove(&cf);
+}
