@@ -350,6 +350,8 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     nd_tls_ctx_unref(c->tls);
     c->tls = NULL;
     nd_conn_auth_fini(c);
+    if (c->ic != NULL)
+        nd_iclient_fini(c);
     c->rbuf = c->wbuf = NULL;
     if (c->scratch != NULL) {
         nd_sl_result_fini(c->scratch);
@@ -858,14 +860,36 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
     nd_actor_unref(ctx, &c->base); /* the poller registration and the actor's life keep it */
 }
 
+/* An internal client's connection carries the nd_iclient_t right after it (ic_size bytes), so
+ * the two live and die together: publishers that still hold a subscription of it (and so a
+ * reference on the connection) may read its mailbox bound after it closed. */
+typedef struct conn_internal {
+    nd_conn_t c;
+    max_align_t ic[];
+} conn_internal_t;
+
+#define ICLIENT_ROOM 256 /* bytes for the nd_iclient_t (iclient.c checks its size) */
+
+static const nd_actor_type_t conn_internal_type = {
+    .name = "conn-internal",
+    .size = sizeof(conn_internal_t) + ICLIENT_ROOM,
+    .dispatch = dispatch,
+    .final = on_final,
+    .discard = discard,
+    .turn_end = turn_end,
+};
+
 nd_conn_t *
 nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind,
-                       struct nd_iclient *ic)
+                       size_t ic_size)
 {
-    nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
+    if (ic_size > ICLIENT_ROOM)
+        nd_fatal("conn: internal client state of %zu bytes > %d", ic_size, ICLIENT_ROOM);
+    conn_internal_t *ci = (conn_internal_t *)nd_actor_spawn(ctx, &conn_internal_type);
+    nd_conn_t *c = &ci->c;
     c->srv = srv;
     c->kind = kind;
-    c->ic = ic;
+    c->ic = (struct nd_iclient *)ci->ic;
     c->cid = atomic_fetch_add_explicit(&srv->next_cid, 1, memory_order_relaxed) + 1;
     c->acct = acct;
     nd_actor_ref(&acct->actor);
@@ -888,7 +912,7 @@ nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn
     nd_timer_init(&c->stall_timer, &c->base, ND_CONN_MSG_UNSTALL);
     nd_timer_init(&c->tls_timer, &c->base, ND_CONN_MSG_TLS_TIMER);
     nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
-    return c; /* the caller's reference: it lives until the pool's shutdown */
+    return c; /* the caller's reference; the actor lives until the pool's shutdown closes it */
 }
 
 void

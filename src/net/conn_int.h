@@ -270,9 +270,14 @@ void nd_iclient_on_start(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_istart_t *m);
 /* The last subscription acknowledgement arrived: wakes nd_iclient_start. */
 void nd_iclient_ready(nd_conn_t *c);
 void nd_iclient_discard(nd_ctx_t *ctx, nd_msg_t *msg);
-/* conn.c: the connection of an internal client (no socket, not in the registry). */
+/* The connection's final: releases the internal client's state (its memory is the
+ * connection's). */
+void nd_iclient_fini(nd_conn_t *c);
+/* conn.c: the connection of an internal client (no socket, not in the registry), with ic_size
+ * zeroed bytes for its nd_iclient_t right after it (c->ic). Returns: it, with one reference for
+ * the caller. */
 nd_conn_t *nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct,
-                                  nd_conn_kind_t kind, struct nd_iclient *ic);
+                                  nd_conn_kind_t kind, size_t ic_size);
 
 /* deliver.c */
 void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);

@@ -10,9 +10,11 @@
 #include "net/conn_int.h"
 #include "util/log.h"
 
+/* Lives in the connection's own memory (nd_conn_spawn_internal), so it is valid as long as the
+ * connection is. */
 struct nd_iclient {
     /* immutable after start */
-    nd_conn_t *c; /* the connection actor (a reference) */
+    nd_conn_t *c; /* the connection actor */
     nd_acct_t *acct;
     nd_iclient_fn fn;
     void *arg;
@@ -32,7 +34,10 @@ nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, const c
                  const char *const *subjects, size_t n, uint32_t queue_limit, nd_iclient_fn fn,
                  void *arg)
 {
-    nd_iclient_t *ic = nd_xcalloc(1, sizeof *ic);
+    nd_ctx_t *ctx = nd_ctx_external_new(srv->pool);
+    nd_conn_t *c = nd_conn_spawn_internal(ctx, srv, acct, kind, sizeof(nd_iclient_t));
+    nd_iclient_t *ic = c->ic;
+    ic->c = c;
     ic->acct = acct;
     ic->fn = fn;
     ic->arg = arg;
@@ -43,20 +48,20 @@ nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, const c
     pthread_mutex_init(&ic->mu, NULL);
     pthread_cond_init(&ic->cv, NULL);
 
-    nd_ctx_t *ctx = nd_ctx_external_new(srv->pool);
-    ic->c = nd_conn_spawn_internal(ctx, srv, acct, kind, ic);
     nd_conn_msg_istart_t *m = ND_MSG_NEW(ctx, nd_conn_msg_istart_t, ND_CONN_MSG_ISTART);
     m->n = n;
     m->subjects = nd_xcalloc(n > 0 ? n : 1, sizeof(char *));
     for (size_t i = 0; i < n; i++)
         m->subjects[i] = nd_xstrdup(subjects[i]);
-    nd_actor_send(ctx, &ic->c->base, &m->hdr);
-    nd_ctx_external_free(ctx);
+    nd_actor_send(ctx, &c->base, &m->hdr);
 
     pthread_mutex_lock(&ic->mu);
     while (!ic->ready)
         pthread_cond_wait(&ic->cv, &ic->mu);
     pthread_mutex_unlock(&ic->mu);
+    /* From now on the actor's life keeps it (until the pool's shutdown closes it). */
+    nd_actor_unref(ctx, &c->base);
+    nd_ctx_external_free(ctx);
     nd_log_debug("Internal client %s ready with %zu subscriptions", ic->name, n);
     return ic;
 }
@@ -71,6 +76,14 @@ uint64_t
 nd_iclient_overloaded(const nd_iclient_t *ic)
 {
     return atomic_load_explicit(&ic->overloaded, memory_order_relaxed);
+}
+
+void
+nd_iclient_fini(nd_conn_t *c)
+{
+    /* nd_iclient_start returned long ago (it waits for ready before anything can close us). */
+    pthread_mutex_destroy(&c->ic->mu);
+    pthread_cond_destroy(&c->ic->cv);
 }
 
 void
