@@ -123,8 +123,10 @@ bench_kind(const char *label, bool file, bool sync_always, size_t n16)
         nd_store_t *st = open_store(file, sync_always, dir, sizeof dir);
         double t0 = now_s();
         fill(st, n, payload, len);
-        if (file)
-            (void)st->ops->sync(st);
+        if (file && st->ops->sync(st) != ND_OK) {
+            fprintf(stderr, "sync failed\n");
+            exit(1);
+        }
         double dt = now_s() - t0;
         printf("%-22s store %6zu B: %10.0f msgs/s %9.1f MB/s  (%zu msgs)\n", label, len,
                (double)n / dt, (double)n * (double)len / dt / 1e6, n);

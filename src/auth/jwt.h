@@ -220,7 +220,7 @@ void nd_jwt_free(nd_jwt_t *jwt);
 
 /* Returns: ND_ERR_JWT_EXPIRED, ND_ERR_JWT_NOT_YET_VALID or ND_OK for a check at `now` (Unix
  * seconds). */
-nd_err_t nd_jwt_check_times(const nd_jwt_t *jwt, int64_t now);
+ND_MUST_CHECK nd_err_t nd_jwt_check_times(const nd_jwt_t *jwt, int64_t now);
 
 /* The outcome of a user's connect-time windows (jwt_times.c). */
 typedef enum {

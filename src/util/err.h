@@ -85,6 +85,10 @@ typedef enum {
         ND_ERR__COUNT
 } nd_err_t;
 
+/* Marks a function whose nd_err_t must be looked at. GCC warns even through a (void) cast: a
+ * caller that really drops an error says why and stores it in a variable it then ignores. */
+#define ND_MUST_CHECK __attribute__((warn_unused_result))
+
 /* Returns: the text of err, never NULL ("unknown error" for a value outside the list). */
 const char *nd_strerror(nd_err_t err);
 /* Returns: the code's name as written in the source ("ND_ERR_STORE_EOF"), never NULL

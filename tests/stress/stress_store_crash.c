@@ -530,8 +530,10 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
             in.a = s.first_seq + rnd_below(&rs, s.last_seq - s.first_seq + 1);
             nd_store_msg_t lm;
             memset(&lm, 0, sizeof(lm));
-            if (st->ops->load_next(st, NULL, 0, in.a, &lm) != ND_OK)
-                (void)st->ops->load_next(st, NULL, 0, s.first_seq, &lm);
+            /* With no message at or after in.a, the first one is (the store is not empty). */
+            if (st->ops->load_next(st, NULL, 0, in.a, &lm) != ND_OK &&
+                st->ops->load_next(st, NULL, 0, s.first_seq, &lm) != ND_OK)
+                lm.seq = 0;
             in.a = lm.seq;
             nd_store_msg_free(&lm);
         }

@@ -25,6 +25,6 @@ void nd_cstate_encode(const nd_consumer_state_t *cs, uint8_t **out, size_t *len)
 /* Decodes len bytes at p into *out (zeroed first; free with nd_consumer_state_free).
  * Returns: ND_OK; ND_ERR_STORE_CORRUPT on any malformed or truncated input (never crashes,
  * *out is left empty); ND_ERR_STORE_VERSION for a newer format. */
-__attribute__((warn_unused_result)) nd_err_t nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out);
+ND_MUST_CHECK nd_err_t nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out);
 
 #endif

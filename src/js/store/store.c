@@ -80,7 +80,10 @@ nd_store_restore(const nd_store_cfg_t *cfg, nd_store_read_fn r, void *arg, nd_st
     }
     e = nd_store_snapshot_read(st, r, arg);
     if (e != ND_OK) {
-        (void)st->ops->destroy(st);
+        /* The restore's error is the one to report: a failed removal of the half-restored
+         * store only leaves files behind. */
+        nd_err_t de = st->ops->destroy(st);
+        (void)de;
         return e;
     }
     *out = st;

@@ -26,10 +26,10 @@
 
 /* Writes st's snapshot to w. Returns: ND_OK, ND_ERR_STORE_IO when w returned -1, or the
  * error of a store op. */
-nd_err_t nd_store_snapshot_write(nd_store_t *st, nd_store_write_fn w, void *arg);
+ND_MUST_CHECK nd_err_t nd_store_snapshot_write(nd_store_t *st, nd_store_write_fn w, void *arg);
 
 /* Reads a snapshot from r into st, which must be empty. On an error st holds part of it: the
  * caller discards it (nd_store_restore destroys it). */
-nd_err_t nd_store_snapshot_read(nd_store_t *st, nd_store_read_fn r, void *arg);
+ND_MUST_CHECK nd_err_t nd_store_snapshot_read(nd_store_t *st, nd_store_read_fn r, void *arg);
 
 #endif

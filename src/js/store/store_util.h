@@ -59,7 +59,7 @@ nd_store_num_deleted(uint64_t first_seq, uint64_t last_seq, uint64_t msgs)
  * UINT16_MAX bytes, headers and payload of at most max_field bytes each (the store's record
  * limit) with a pointer when not empty, and the configured max_msg_size. Returns: ND_OK,
  * ND_ERR_STORE_BAD_ARG or ND_ERR_STORE_MSG_TOO_BIG. */
-nd_err_t nd_store_check_msg(const nd_store_cfg_t *cfg, const char *subj, size_t sl,
+ND_MUST_CHECK nd_err_t nd_store_check_msg(const nd_store_cfg_t *cfg, const char *subj, size_t sl,
                                   const void *hdr, size_t hl, const void *data, size_t dl,
                                   uint64_t max_field);
 
@@ -68,7 +68,7 @@ nd_err_t nd_store_check_msg(const nd_store_cfg_t *cfg, const char *subj, size_t 
  * refusal, or ND_OK. With ND_OK, *if_oldest_fits = true means the answer is yes only
  * when the subject's oldest message (which the new one replaces) is at least size bytes: the
  * caller checks that and refuses with ND_ERR_STORE_MAX_BYTES otherwise. */
-nd_err_t nd_store_admit_new(const nd_store_cfg_t *cfg, uint64_t msgs, uint64_t bytes,
+ND_MUST_CHECK nd_err_t nd_store_admit_new(const nd_store_cfg_t *cfg, uint64_t msgs, uint64_t bytes,
                                   uint64_t size, uint64_t subj_msgs, bool *if_oldest_fits);
 
 /* True when msgs or bytes exceeds max_msgs or max_bytes (discard old then drops the oldest). */
@@ -88,7 +88,7 @@ nd_store_purge_kind_t nd_store_purge_all_plan(uint64_t up_to, uint64_t keep, uin
  * the first *max of them in ascending order from *first, none above *last. Returns
  * ND_ERR_STORE_BAD_ARG for an invalid filter; *max = 0 when nothing goes. Uses st's
  * filtered_state. */
-nd_err_t nd_store_purge_filtered_plan(nd_store_t *st, const char *filter, size_t fl,
+ND_MUST_CHECK nd_err_t nd_store_purge_filtered_plan(nd_store_t *st, const char *filter, size_t fl,
                                             uint64_t up_to, uint64_t keep, uint64_t *first,
                                             uint64_t *last, uint64_t *max);
 
@@ -104,7 +104,7 @@ typedef struct nd_store_gaps {
     bool done;
 } nd_store_gaps_t;
 
-nd_err_t nd_store_gaps_begin(nd_store_gaps_t *g, uint64_t first_seq, uint64_t last_seq,
+ND_MUST_CHECK nd_err_t nd_store_gaps_begin(nd_store_gaps_t *g, uint64_t first_seq, uint64_t last_seq,
                                    uint64_t msgs, uint64_t **seqs, size_t *n);
 
 static inline void
