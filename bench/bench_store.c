@@ -96,8 +96,7 @@ fill(nd_store_t *st, size_t n, const uint8_t *payload, size_t len)
 {
     for (size_t i = 0; i < n; i++) {
         size_t s = i % NSUBJ;
-        nd_err_t e =
-            nd_store_put(st, subjects[s], subj_lens[s], NULL, 0, payload, len, NULL, NULL);
+        nd_err_t e = nd_store_put(st, subjects[s], subj_lens[s], NULL, 0, payload, len, NULL, NULL);
         if (e != ND_OK) {
             fprintf(stderr, "store: %s\n", nd_strerror(e));
             exit(1);

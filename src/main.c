@@ -133,7 +133,8 @@ main(int argc, char **argv)
         return 1;
     }
     natsd_t *s = natsd_start(&opts);
-    char *ports_dir = s && opts.ports_file_dir && *opts.ports_file_dir ? nd_xstrdup(opts.ports_file_dir) : NULL;
+    char *ports_dir =
+        s && opts.ports_file_dir && *opts.ports_file_dir ? nd_xstrdup(opts.ports_file_dir) : NULL;
     if (ports_dir != NULL) {
         const char *mon_host = opts.http_host && *opts.http_host ? opts.http_host : opts.host;
         nd_ports_t ports = {.nats = {"nats", opts.host, natsd_port(s)},

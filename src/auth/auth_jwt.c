@@ -119,7 +119,7 @@ nd_auth_jwt_load(nd_ctx_t *ctx, nd_auth_t *a, const nd_opts_t *o, const nd_auth_
         char *tok = read_entry(o->operators.v[i]);
         nd_jwt_t *op = NULL;
         nd_err_t e = tok != NULL ? nd_jwt_decode(tok, strlen(tok), &op, detail, sizeof detail)
-                                     : ND_ERR_JWT_CHUNKS;
+                                 : ND_ERR_JWT_CHUNKS;
         nd_free(tok);
         if (e == ND_OK && op->type != ND_JWT_OPERATOR)
             e = ND_ERR_JWT_CLAIM_TYPE;

@@ -265,7 +265,7 @@ nd_jwt_encode(const json_t *claims, const char *seed, size_t seedlen, unsigned f
  * first line that starts with "SO", "SA" or "SU" after leading blanks.
  * Owns: *jwt and *seed (nd_free; wipe the seed first). Returns: ND_OK or ND_ERR_JWT_CREDS. */
 __attribute__((warn_unused_result)) nd_err_t nd_jwt_creds_parse(const char *text, size_t len,
-                                                                    char **jwt, char **seed);
+                                                                char **jwt, char **seed);
 
 #define ND_JWT_NONCE_LEN 15 /* base64 RawURL of 11 random bytes (server/nkey.go nonceLen) */
 

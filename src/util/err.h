@@ -34,16 +34,16 @@
     X(ND_ERR_STALE, "stale connection", "Stale Connection", true)                                  \
     X(ND_ERR_BAD_CLIENT_PROTOCOL, "bad client protocol", "invalid client protocol", true)          \
     X(ND_ERR_NO_RESPONDERS_HEADERS, "no_responders needs headers",                                 \
-      "no responders requires headers support", true)                                             \
+      "no responders requires headers support", true)                                              \
     X(ND_ERR_AUTH_VIOLATION, "authorization violation", "Authorization Violation", true)           \
     X(ND_ERR_AUTH_TIMEOUT, "authentication timeout", "Authentication Timeout", true)               \
     X(ND_ERR_AUTH_EXPIRED, "user JWT expired", "User Authentication Expired", true)                \
     X(ND_ERR_AUTH_REVOKED, "user JWT revoked", "User Authentication Revoked", true)                \
     X(ND_ERR_ACCT_EXPIRED, "account JWT expired", "Account Authentication Expired", true)          \
-    X(ND_ERR_MAX_ACCOUNT_CONNECTIONS, "too many account connections",                             \
-      "maximum account active connections exceeded", true)                                        \
-    /* JWTs (src/auth/jwt.c): the Go jwt library's wording where it has one; these texts go to   \
-     * the log when an operator, account or user JWT is refused. */                               \
+    X(ND_ERR_MAX_ACCOUNT_CONNECTIONS, "too many account connections",                              \
+      "maximum account active connections exceeded", true)                                         \
+    /* JWTs (src/auth/jwt.c): the Go jwt library's wording where it has one; these texts go to     \
+     * the log when an operator, account or user JWT is refused. */                                \
     X(ND_ERR_JWT_TOO_LARGE, "token too large", NULL, false)                                        \
     X(ND_ERR_JWT_CHUNKS, "expected 3 chunks", NULL, false)                                         \
     X(ND_ERR_JWT_HEADER, "invalid JWT header", NULL, false)                                        \

@@ -98,8 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 1: {
         json_t *c = json_loadb(s, n, 0, NULL);
         char *tok = NULL;
-        if (c != NULL &&
-            nd_jwt_encode(c, ASEED, strlen(ASEED), ND_JWT_ENC_RAW, &tok) == ND_OK) {
+        if (c != NULL && nd_jwt_encode(c, ASEED, strlen(ASEED), ND_JWT_ENC_RAW, &tok) == ND_OK) {
             decode_and_use(tok, strlen(tok));
             nd_free(tok);
         }

@@ -105,8 +105,7 @@ init_once(void)
             rc = nd_filestore_open(c, &st, NULL);
         }
         if (rc != ND_OK) {
-            fprintf(stderr, "fuzz_store_recover: cannot create %s: %s\n", dirs[i],
-                    nd_strerror(rc));
+            fprintf(stderr, "fuzz_store_recover: cannot create %s: %s\n", dirs[i], nd_strerror(rc));
             abort();
         }
         nd_store_close(st);
@@ -319,8 +318,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (can_append) {
         rc = nd_store_put(st, "fuzz.new", 8, NULL, 0, "payload", 7, &seq, &ts);
         if (rc != ND_OK || seq != s.last_seq + 1) {
-            fprintf(stderr, "append after recovery: %s, seq %lu (last was %lu)\n",
-                    nd_strerror(rc), (unsigned long)seq, (unsigned long)s.last_seq);
+            fprintf(stderr, "append after recovery: %s, seq %lu (last was %lu)\n", nd_strerror(rc),
+                    (unsigned long)seq, (unsigned long)s.last_seq);
             abort();
         }
     }

@@ -1047,8 +1047,7 @@ static nd_err_t
 put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
     size_t hl, const void *data, size_t dl)
 {
-    nd_err_t e =
-        nd_store_check_msg(&fs->cfg, subj, sl, hdr, hl, data, dl, ND_FS_REC_MAX_FIELD);
+    nd_err_t e = nd_store_check_msg(&fs->cfg, subj, sl, hdr, hl, data, dl, ND_FS_REC_MAX_FIELD);
     if (e != ND_OK || (e = begin(fs)) != ND_OK)
         return e;
 
@@ -1353,8 +1352,7 @@ fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
         return ND_OK;
     }
     uint64_t first, last, max;
-    nd_err_t e =
-        nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
+    nd_err_t e = nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
     if (e != ND_OK || max == 0 || (e = begin(fs)) != ND_OK)
         return e;
     uint32_t lit =

@@ -287,7 +287,7 @@ ND_MUST_CHECK nd_err_t nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs
 /* ---- Recovery (fs_recover.c). ---- */
 /* Rebuilds fs's blocks and subjects from the block files idxs[0..n) (ascending). */
 ND_MUST_CHECK nd_err_t nd_fs_recover_blocks(nd_filestore_t *fs, const uint32_t *idxs, size_t n,
-                                    nd_store_recovery_t *rep);
+                                            nd_store_recovery_t *rep);
 /* Block list: the block whose slots may hold seq (NULL when none), and appending one. */
 nd_fs_blk_t *nd_fs_find_blk(nd_filestore_t *fs, uint64_t seq);
 size_t nd_fs_find_blk_pos(nd_filestore_t *fs, uint64_t seq);
@@ -296,15 +296,15 @@ void nd_fs_add_blk(nd_filestore_t *fs, nd_fs_blk_t *b);
 /* ---- Record transforms (fs_xform.c): compression and sealing. ---- */
 /* The stored form of a message body for block b: either plain (flags 0: *body points at
  * nothing, the caller stores subj/hdr/data as they are) or transformed into fs->xbuf. */
-ND_MUST_CHECK nd_err_t nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts,
-                                  const char *subj, size_t sl, const void *hdr, size_t hl,
-                                  const void *data, size_t dl, uint8_t *flags, const uint8_t **body,
-                                  size_t *blen);
+ND_MUST_CHECK nd_err_t nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq,
+                                          int64_t ts, const char *subj, size_t sl, const void *hdr,
+                                          size_t hl, const void *data, size_t dl, uint8_t *flags,
+                                          const uint8_t **body, size_t *blen);
 /* Turns a verified transformed record (rec, r) back into plain fields, copied into *buf (grown
  * as needed); r's subj/hdr/data and lengths are replaced by the plain ones.
  * Returns: OK, ERR_CORRUPT (does not open or decompress). */
 ND_MUST_CHECK nd_err_t nd_fs_xform_decode(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec,
-                                  nd_fs_rec_t *r, uint8_t **buf, size_t *cap);
+                                          nd_fs_rec_t *r, uint8_t **buf, size_t *cap);
 /* b's sealing context, made from its header's salt on first use (NULL: no cipher or no salt). */
 struct nd_fs_crypt *nd_fs_blk_crypt(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *hdr);
 

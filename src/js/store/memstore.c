@@ -716,8 +716,7 @@ ms_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
         return ND_OK;
     }
     uint64_t first, last, max;
-    nd_err_t e =
-        nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
+    nd_err_t e = nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
     if (e != ND_OK || max == 0)
         return e;
     bool literal = nd_subj_is_literal(filter, fl);

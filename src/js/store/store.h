@@ -147,15 +147,15 @@ typedef struct nd_store_ops {
      * bytes + size >= max_bytes (nats-server's check: the limit itself is never reached). As in
      * nats-server, a subject at its per-subject limit is not refused by max_msgs (the store
      * replaces that subject's oldest message instead). */
-    ND_MUST_CHECK nd_err_t (*store)(nd_store_t *st, const char *subj, size_t subj_len, const void *hdr,
-                            size_t hdr_len, const void *data, size_t data_len, uint64_t *seq,
-                            int64_t *ts);
+    ND_MUST_CHECK nd_err_t (*store)(nd_store_t *st, const char *subj, size_t subj_len,
+                                    const void *hdr, size_t hdr_len, const void *data,
+                                    size_t data_len, uint64_t *seq, int64_t *ts);
     /* Appends with a given sequence and timestamp (replication, restore): seq must be > last
      * (else ERR_BAD_SEQUENCE); the gap in between becomes deleted sequences, except in a store
      * holding no message, where first_seq simply becomes seq. Limits apply as in store. */
     ND_MUST_CHECK nd_err_t (*store_raw)(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj,
-                                size_t subj_len, const void *hdr, size_t hdr_len,
-                                const void *data, size_t data_len);
+                                        size_t subj_len, const void *hdr, size_t hdr_len,
+                                        const void *data, size_t data_len);
     /* Reserves the next sequence without a message (it becomes a deleted gap). */
     ND_MUST_CHECK nd_err_t (*skip)(nd_store_t *st, uint64_t *seq);
 
@@ -163,10 +163,10 @@ typedef struct nd_store_ops {
     /* First message with seq >= start whose subject matches filter (NULL or ">" = all;
      * wildcards allowed). ERR_EOF when there is none. */
     ND_MUST_CHECK nd_err_t (*load_next)(nd_store_t *st, const char *filter, size_t filter_len,
-                                uint64_t start, nd_store_msg_t *out);
+                                        uint64_t start, nd_store_msg_t *out);
     /* Last message whose subject matches filter (a literal subject or a wildcard filter). */
     ND_MUST_CHECK nd_err_t (*load_last)(nd_store_t *st, const char *filter, size_t filter_len,
-                                nd_store_msg_t *out);
+                                        nd_store_msg_t *out);
 
     /* Removes one message; secure also overwrites its bytes (file store: in place, then synced
      * per policy). ERR_NOT_FOUND when it is not there. */
@@ -176,8 +176,8 @@ typedef struct nd_store_ops {
      * over all of them together, not per subject (nats-server's shape); nothing goes when keep >=
      * their number. With no filter: up_to > 1 is compact(up_to), keep is compact(last - keep + 1),
      * and with neither first_seq becomes last + 1. *purged = how many went. */
-    ND_MUST_CHECK nd_err_t (*purge)(nd_store_t *st, const char *filter, size_t filter_len, uint64_t up_to,
-                            uint64_t keep, uint64_t *purged);
+    ND_MUST_CHECK nd_err_t (*purge)(nd_store_t *st, const char *filter, size_t filter_len,
+                                    uint64_t up_to, uint64_t keep, uint64_t *purged);
     /* Removes every message < seq (seq 0 = purge all). When seq > last, the store empties and
      * first_seq = seq, last_seq = seq - 1 (the next store gets seq). Otherwise first_seq becomes
      * the first remaining message's seq (last + 1 when none remains), as always. */
@@ -240,10 +240,10 @@ struct nd_store {
 /* Opening. A file store recovers whatever cfg->dir holds (report may be NULL). */
 ND_MUST_CHECK nd_err_t nd_memstore_open(const nd_store_cfg_t *cfg, nd_store_t **out);
 ND_MUST_CHECK nd_err_t nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out,
-                                 nd_store_recovery_t *report);
+                                         nd_store_recovery_t *report);
 /* Restores a snapshot into a new, empty store opened with cfg (memstore when cfg->dir is NULL). */
 ND_MUST_CHECK nd_err_t nd_store_restore(const nd_store_cfg_t *cfg, nd_store_read_fn r, void *arg,
-                                nd_store_t **out);
+                                        nd_store_t **out);
 /* For store implementations: records err as st's io_errno and returns ND_ERR_STORE_IO, so an I/O
  * failure reads `return nd_store_io_error(&fs->base, errno);`. */
 nd_err_t nd_store_io_error(nd_store_t *st, int err);

@@ -60,8 +60,8 @@ nd_store_num_deleted(uint64_t first_seq, uint64_t last_seq, uint64_t msgs)
  * limit) with a pointer when not empty, and the configured max_msg_size. Returns: ND_OK,
  * ND_ERR_STORE_BAD_ARG or ND_ERR_STORE_MSG_TOO_BIG. */
 ND_MUST_CHECK nd_err_t nd_store_check_msg(const nd_store_cfg_t *cfg, const char *subj, size_t sl,
-                                  const void *hdr, size_t hl, const void *data, size_t dl,
-                                  uint64_t max_field);
+                                          const void *hdr, size_t hl, const void *data, size_t dl,
+                                          uint64_t max_field);
 
 /* The discard-new admission rule (natsd/store.h, the store op): may a message of size bytes join
  * a store holding msgs messages and bytes bytes, subj_msgs of them on its subject? Returns the
@@ -69,7 +69,7 @@ ND_MUST_CHECK nd_err_t nd_store_check_msg(const nd_store_cfg_t *cfg, const char 
  * when the subject's oldest message (which the new one replaces) is at least size bytes: the
  * caller checks that and refuses with ND_ERR_STORE_MAX_BYTES otherwise. */
 ND_MUST_CHECK nd_err_t nd_store_admit_new(const nd_store_cfg_t *cfg, uint64_t msgs, uint64_t bytes,
-                                  uint64_t size, uint64_t subj_msgs, bool *if_oldest_fits);
+                                          uint64_t size, uint64_t subj_msgs, bool *if_oldest_fits);
 
 /* True when msgs or bytes exceeds max_msgs or max_bytes (discard old then drops the oldest). */
 bool nd_store_over_limits(const nd_store_cfg_t *cfg, uint64_t msgs, uint64_t bytes);
@@ -89,8 +89,8 @@ nd_store_purge_kind_t nd_store_purge_all_plan(uint64_t up_to, uint64_t keep, uin
  * ND_ERR_STORE_BAD_ARG for an invalid filter; *max = 0 when nothing goes. Uses st's
  * filtered_state. */
 ND_MUST_CHECK nd_err_t nd_store_purge_filtered_plan(nd_store_t *st, const char *filter, size_t fl,
-                                            uint64_t up_to, uint64_t keep, uint64_t *first,
-                                            uint64_t *last, uint64_t *max);
+                                                    uint64_t up_to, uint64_t keep, uint64_t *first,
+                                                    uint64_t *last, uint64_t *max);
 
 /* Builds the deleted-sequence list (the deleted op): begin, then gaps_live for each live
  * sequence in ascending order, then end. begin returns ND_ERR_STORE_TOO_MANY_DELETED when the
@@ -104,8 +104,9 @@ typedef struct nd_store_gaps {
     bool done;
 } nd_store_gaps_t;
 
-ND_MUST_CHECK nd_err_t nd_store_gaps_begin(nd_store_gaps_t *g, uint64_t first_seq, uint64_t last_seq,
-                                   uint64_t msgs, uint64_t **seqs, size_t *n);
+ND_MUST_CHECK nd_err_t nd_store_gaps_begin(nd_store_gaps_t *g, uint64_t first_seq,
+                                           uint64_t last_seq, uint64_t msgs, uint64_t **seqs,
+                                           size_t *n);
 
 static inline void
 nd_store_gaps_live(nd_store_gaps_t *g, uint64_t seq)

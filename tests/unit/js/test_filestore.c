@@ -725,8 +725,7 @@ Test(filestore, secure_remove_erases_bytes)
     put_n(st, 3);
     const char *secret = "TOP-SECRET-PAYLOAD";
     uint64_t seq;
-    cr_assert_eq(nd_store_put(st, "s", 1, NULL, 0, secret, strlen(secret), &seq, NULL),
-                 ND_OK);
+    cr_assert_eq(nd_store_put(st, "s", 1, NULL, 0, secret, strlen(secret), &seq, NULL), ND_OK);
     put_n(st, 3);
     cr_assert_eq(st->ops->sync(st), ND_OK);
     cr_assert_eq(st->ops->remove(st, seq, true), ND_OK);
@@ -977,8 +976,7 @@ random_ops_recoverable(bool always)
         } else if (r < 88) {
             char subj[32];
             snprintf(subj, sizeof(subj), "orders.%u", (unsigned)(rnd() % 7));
-            cr_assert_eq(st->ops->purge(st, subj, strlen(subj), 0, rnd() % 2, &purged),
-                         ND_OK);
+            cr_assert_eq(st->ops->purge(st, subj, strlen(subj), 0, rnd() % 2, &purged), ND_OK);
         } else if (r < 93) {
             uint64_t seq;
             cr_assert_eq(st->ops->skip(st, &seq), ND_OK);

@@ -287,8 +287,7 @@ expect_store(uint64_t n, const uint64_t *lost, size_t nlost, uint64_t block_size
                       "seq %" PRIu64 " should be lost, load gave %s", s, nd_strerror(rc));
             continue;
         }
-        cr_assert_eq(rc, ND_OK, "seq %" PRIu64 " should be kept: %s", s,
-                     nd_strerror(rc));
+        cr_assert_eq(rc, ND_OK, "seq %" PRIu64 " should be kept: %s", s, nd_strerror(rc));
         char subj[32];
         uint8_t data[128];
         int sl = subj_of(s, subj, sizeof(subj));
@@ -477,8 +476,7 @@ Test(fs_corrupt, truncation_inside_block_header)
         nd_store_recovery_t rep;
         nd_err_t rc = nd_filestore_open(&c, &st, &rep);
         /* Either recovered as empty or refused with a clear error; never a crash. */
-        cr_assert(rc == ND_OK || rc == ND_ERR_STORE_CORRUPT, "cut %zu: %s", cut,
-                  nd_strerror(rc));
+        cr_assert(rc == ND_OK || rc == ND_ERR_STORE_CORRUPT, "cut %zu: %s", cut, nd_strerror(rc));
         if (rc == ND_OK) {
             nd_store_state_t ss;
             nd_store_state(st, &ss);
@@ -1308,8 +1306,8 @@ Test(fs_corrupt, compressed_lies_dropped)
         cr_assert_neq(rc, ND_OK, "variant %d: the lying record loaded", variant);
         for (uint64_t q2 = 1; q2 <= N; q2++)
             if (q2 != r->seq[i])
-                cr_assert_eq(nd_store_load(st, q2, &m), ND_OK, "variant %d: seq %" PRIu64,
-                             variant, q2);
+                cr_assert_eq(nd_store_load(st, q2, &m), ND_OK, "variant %d: seq %" PRIu64, variant,
+                             q2);
         nd_store_msg_free(&m);
         cr_assert_eq(rep.records_dropped, 1, "variant %d: dropped %" PRIu64, variant,
                      rep.records_dropped);

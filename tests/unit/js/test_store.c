@@ -154,8 +154,7 @@ put(tctx_t *t, const char *subj, const char *data)
 {
     uint64_t seq = 0;
     int64_t ts = 0;
-    nd_err_t e =
-        nd_store_put(t->st, subj, strlen(subj), NULL, 0, data, strlen(data), &seq, &ts);
+    nd_err_t e = nd_store_put(t->st, subj, strlen(subj), NULL, 0, data, strlen(data), &seq, &ts);
     cr_assert_eq(e, ND_OK, "store %s: %s", subj, nd_strerror(e));
     return seq;
 }
@@ -262,8 +261,7 @@ static uint64_t
 purge(tctx_t *t, const char *filter, uint64_t up_to, uint64_t keep)
 {
     uint64_t n = 99999;
-    nd_err_t e =
-        t->st->ops->purge(t->st, filter, filter ? strlen(filter) : 0, up_to, keep, &n);
+    nd_err_t e = t->st->ops->purge(t->st, filter, filter ? strlen(filter) : 0, up_to, keep, &n);
     cr_assert_eq(e, ND_OK, "purge: %s", nd_strerror(e));
     return n;
 }
@@ -2013,8 +2011,7 @@ Test(store, strerror_texts)
     cr_assert_str_eq(nd_strerror(ND_ERR_STORE_MAX_BYTES), "maximum bytes exceeded");
     cr_assert_str_eq(nd_strerror(ND_ERR_STORE_MAX_PER_SUBJECT),
                      "maximum messages per subject exceeded");
-    cr_assert_str_eq(nd_strerror(ND_ERR_STORE_MSG_TOO_BIG),
-                     "message size exceeds maximum allowed");
+    cr_assert_str_eq(nd_strerror(ND_ERR_STORE_MSG_TOO_BIG), "message size exceeds maximum allowed");
     cr_assert_str_eq(nd_strerror(ND_ERR_STORE_BAD_SEQUENCE), "invalid sequence");
     cr_assert_not_null(nd_strerror((nd_err_t)999));
 }
