@@ -88,7 +88,7 @@
  *     block dropped under the interval policy: write only), so what survives a process crash
  *     is always a prefix of the calls, never a later removal without an earlier store.
  *   Errors: a failed or short write (EIO, ENOSPC, ...) returns ERR_IO with errno kept
- *     (nd_store_last_errno); the file is cut back to its last complete record and nothing of the
+ *     (nd_store_io_errno); the file is cut back to its last complete record and nothing of the
  *     failed call is reported stored. Under the interval policy, data that was buffered by
  *     earlier calls stays buffered and is retried by the next flush (a full disk may recover).
  *     A failed fsync is never retried or ignored: the store refuses every later write with

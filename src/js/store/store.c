@@ -4,7 +4,6 @@
 
 #include <stdlib.h>
 
-#include "actors/alloc.h"
 #include "js/store/store_snapshot.h"
 
 /* While the file store was being written it was not in every build: the reference is weak then,

@@ -13,8 +13,9 @@
  * Sequences start at 1; 0 means "none". A store never renumbers: a removed sequence stays a gap
  * ("deleted") until it falls below the first sequence. Timestamps are Unix nanoseconds.
  *
- * Errors are nd_err_t values; nd_strerror gives nats-server's texts where it has one
- * (e.g. "maximum messages exceeded"). I/O errors keep errno in nd_store_last_errno(). After an
+ * Errors are nd_err_t values (ND_ERR_STORE_*, src/util/err.h); nd_strerror gives nats-server's
+ * texts where it has one (e.g. "maximum messages exceeded"). An I/O error keeps its errno in the
+ * store (nd_store_io_errno), or in the recovery report when the open itself failed. After an
  * fsync error the store refuses every further write (ND_ERR_STORE_IO): an fsync error is never
  * retried or ignored (PostgreSQL's "fsyncgate" lesson; shared/spec/reliability.md).
  */
