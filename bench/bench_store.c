@@ -59,7 +59,7 @@ open_store(bool file, bool sync_always, char *dir, size_t dirlen)
 {
     nd_store_cfg_t cfg = {0};
     nd_store_t *st = NULL;
-    nd_store_err_t e;
+    nd_err_t e;
     if (!file) {
         e = nd_memstore_open(&cfg, &st);
     } else {
@@ -73,11 +73,11 @@ open_store(bool file, bool sync_always, char *dir, size_t dirlen)
         cfg.sync_always = sync_always;
         e = nd_filestore_open(&cfg, &st, NULL);
 #else
-        e = ND_STORE_ERR_BAD_ARG;
+        e = ND_ERR_STORE_BAD_ARG;
 #endif
     }
-    if (e != ND_STORE_OK) {
-        fprintf(stderr, "open: %s\n", nd_store_strerror(e));
+    if (e != ND_OK) {
+        fprintf(stderr, "open: %s\n", nd_strerror(e));
         exit(1);
     }
     return st;
@@ -86,9 +86,9 @@ open_store(bool file, bool sync_always, char *dir, size_t dirlen)
 static void
 destroy_store(nd_store_t *st)
 {
-    nd_store_err_t e = st->ops->destroy(st);
-    if (e != ND_STORE_OK)
-        fprintf(stderr, "destroy: %s\n", nd_store_strerror(e));
+    nd_err_t e = st->ops->destroy(st);
+    if (e != ND_OK)
+        fprintf(stderr, "destroy: %s\n", nd_strerror(e));
 }
 
 static void
@@ -96,10 +96,9 @@ fill(nd_store_t *st, size_t n, const uint8_t *payload, size_t len)
 {
     for (size_t i = 0; i < n; i++) {
         size_t s = i % NSUBJ;
-        nd_store_err_t e =
-            nd_store_put(st, subjects[s], subj_lens[s], NULL, 0, payload, len, NULL, NULL);
-        if (e != ND_STORE_OK) {
-            fprintf(stderr, "store: %s\n", nd_store_strerror(e));
+        nd_err_t e = nd_store_put(st, subjects[s], subj_lens[s], NULL, 0, payload, len, NULL, NULL);
+        if (e != ND_OK) {
+            fprintf(stderr, "store: %s\n", nd_strerror(e));
             exit(1);
         }
     }
@@ -123,8 +122,10 @@ bench_kind(const char *label, bool file, bool sync_always, size_t n16)
         nd_store_t *st = open_store(file, sync_always, dir, sizeof dir);
         double t0 = now_s();
         fill(st, n, payload, len);
-        if (file)
-            (void)st->ops->sync(st);
+        if (file && st->ops->sync(st) != ND_OK) {
+            fprintf(stderr, "sync failed\n");
+            exit(1);
+        }
         double dt = now_s() - t0;
         printf("%-22s store %6zu B: %10.0f msgs/s %9.1f MB/s  (%zu msgs)\n", label, len,
                (double)n / dt, (double)n * (double)len / dt / 1e6, n);
@@ -136,7 +137,7 @@ bench_kind(const char *label, bool file, bool sync_always, size_t n16)
         size_t loads = n < 200000 ? n : 200000;
         t0 = now_s();
         for (size_t i = 0; i < loads; i++) {
-            if (nd_store_load(st, 1 + rnd() % n, &m) != ND_STORE_OK)
+            if (nd_store_load(st, 1 + rnd() % n, &m) != ND_OK)
                 abort();
         }
         dt = now_s() - t0;
@@ -144,7 +145,7 @@ bench_kind(const char *label, bool file, bool sync_always, size_t n16)
         t0 = now_s();
         for (size_t i = 0; i < loads; i++) {
             size_t s = rnd() % NSUBJ;
-            if (st->ops->load_last(st, subjects[s], subj_lens[s], &m) != ND_STORE_OK)
+            if (st->ops->load_last(st, subjects[s], subj_lens[s], &m) != ND_OK)
                 abort();
         }
         dt = now_s() - t0;
@@ -163,7 +164,7 @@ bench_memory(size_t n)
     nd_store_cfg_t cfg = {0};
     malloc_trim(0);
     struct mallinfo2 before = mallinfo2();
-    if (nd_memstore_open(&cfg, &st) != ND_STORE_OK)
+    if (nd_memstore_open(&cfg, &st) != ND_OK)
         abort();
     uint8_t payload[16];
     memset(payload, 'x', sizeof payload);
@@ -194,7 +195,7 @@ bench_recovery(size_t n)
     nd_store_cfg_t cfg = {.dir = dir};
     nd_store_recovery_t rep;
     double t0 = now_s();
-    if (nd_filestore_open(&cfg, &st, &rep) != ND_STORE_OK)
+    if (nd_filestore_open(&cfg, &st, &rep) != ND_OK)
         abort();
     double dt = now_s() - t0;
     nd_store_state_t s;
@@ -208,7 +209,7 @@ bench_recovery(size_t n)
     if (unlink(path) != 0)
         perror("unlink index.db");
     t0 = now_s();
-    if (nd_filestore_open(&cfg, &st, &rep) != ND_STORE_OK)
+    if (nd_filestore_open(&cfg, &st, &rep) != ND_OK)
         abort();
     dt = now_s() - t0;
     nd_store_state(st, &s);

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "actors/alloc.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 #include "util/log.h"
@@ -124,7 +125,7 @@ main(int argc, char **argv)
 
     /* Process files (src/server/pidfile.h): the pid file before the listener opens, the ports file
      * once it is bound, as nats-server's Start does. */
-    char *pid_file = opts.pid_file && *opts.pid_file ? strdup(opts.pid_file) : NULL;
+    char *pid_file = opts.pid_file && *opts.pid_file ? nd_xstrdup(opts.pid_file) : NULL;
     if (pid_file != NULL && nd_pidfile_write(pid_file, err, sizeof err) != 0) {
         nd_log(ND_LOG_FATAL, "%s", err);
         free(pid_file);
@@ -132,7 +133,8 @@ main(int argc, char **argv)
         return 1;
     }
     natsd_t *s = natsd_start(&opts);
-    char *ports_dir = s && opts.ports_file_dir && *opts.ports_file_dir ? strdup(opts.ports_file_dir) : NULL;
+    char *ports_dir =
+        s && opts.ports_file_dir && *opts.ports_file_dir ? nd_xstrdup(opts.ports_file_dir) : NULL;
     if (ports_dir != NULL) {
         const char *mon_host = opts.http_host && *opts.http_host ? opts.http_host : opts.host;
         nd_ports_t ports = {.nats = {"nats", opts.host, natsd_port(s)},

@@ -73,7 +73,7 @@ read_entry(const char *entry)
         n = strlen(text);
     }
     char *jwt = NULL;
-    if (nd_jwt_creds_parse(text, n, &jwt, NULL) != ND_JWT_OK)
+    if (nd_jwt_creds_parse(text, n, &jwt, NULL) != ND_OK)
         jwt = NULL;
     nd_free(text);
     return jwt;
@@ -118,15 +118,15 @@ nd_auth_jwt_load(nd_ctx_t *ctx, nd_auth_t *a, const nd_opts_t *o, const nd_auth_
     for (size_t i = 0; i < o->operators.n; i++) {
         char *tok = read_entry(o->operators.v[i]);
         nd_jwt_t *op = NULL;
-        nd_jwt_err_t e = tok != NULL ? nd_jwt_decode(tok, strlen(tok), &op, detail, sizeof detail)
-                                     : ND_JWT_ERR_CHUNKS;
+        nd_err_t e = tok != NULL ? nd_jwt_decode(tok, strlen(tok), &op, detail, sizeof detail)
+                                 : ND_ERR_JWT_CHUNKS;
         nd_free(tok);
-        if (e == ND_JWT_OK && op->type != ND_JWT_OPERATOR)
-            e = ND_JWT_ERR_CLAIM_TYPE;
-        if (e == ND_JWT_OK)
+        if (e == ND_OK && op->type != ND_JWT_OPERATOR)
+            e = ND_ERR_JWT_CLAIM_TYPE;
+        if (e == ND_OK)
             e = nd_jwt_check_times(op, now);
-        if (e != ND_JWT_OK) {
-            nd_log_error("Operator %s refused: %s", o->operators.v[i], nd_jwt_strerror(e));
+        if (e != ND_OK) {
+            nd_log_error("Operator %s refused: %s", o->operators.v[i], nd_strerror(e));
             nd_jwt_free(op);
             continue;
         }
@@ -136,8 +136,8 @@ nd_auth_jwt_load(nd_ctx_t *ctx, nd_auth_t *a, const nd_opts_t *o, const nd_auth_
     for (size_t i = 0; i + 1 < o->resolver_preload.n; i += 2) {
         const char *pub = o->resolver_preload.v[i], *tok = o->resolver_preload.v[i + 1];
         nd_jwt_t *j = NULL;
-        nd_jwt_err_t e = nd_jwt_decode(tok, strlen(tok), &j, detail, sizeof detail);
-        const char *why = e != ND_JWT_OK ? nd_jwt_strerror(e) : NULL;
+        nd_err_t e = nd_jwt_decode(tok, strlen(tok), &j, detail, sizeof detail);
+        const char *why = e != ND_OK ? nd_strerror(e) : NULL;
         if (why == NULL && j->type != ND_JWT_ACCOUNT)
             why = "not an account claim";
         else if (why == NULL && strcmp(j->sub, pub) != 0)
@@ -287,9 +287,9 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
         return false;
     }
     nd_jwt_t *u = NULL;
-    nd_jwt_err_t e = nd_jwt_decode(cr->jwt, strlen(cr->jwt), &u, NULL, 0);
-    if (e != ND_JWT_OK)
-        return refuse(NULL, nd_jwt_strerror(e));
+    nd_err_t e = nd_jwt_decode(cr->jwt, strlen(cr->jwt), &u, NULL, 0);
+    if (e != ND_OK)
+        return refuse(NULL, nd_strerror(e));
     if (u->type != ND_JWT_USER)
         return refuse(u, "not a user claim");
     const char *acct_key = u->u.user.issuer_account != NULL && u->u.user.issuer_account[0] != '\0'
@@ -306,9 +306,9 @@ nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t
     if (scope != NULL && scope->scoped && !user_lim_empty(&u->u.user.lim))
         return refuse(u, "scoped users require no permissions or limits set");
     int64_t now = now_s();
-    if (nd_jwt_check_times(u, now) != ND_JWT_OK)
+    if (nd_jwt_check_times(u, now) != ND_OK)
         return refuse(u, "user JWT expired or not yet valid");
-    if (nd_jwt_check_times(ae->jwt, now) != ND_JWT_OK)
+    if (nd_jwt_check_times(ae->jwt, now) != ND_OK)
         return refuse(u, "account JWT expired or not yet valid");
     if (nd_jwt_user_revoked(ae->jwt, u)) {
         g->revoked = true;

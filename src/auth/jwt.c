@@ -16,35 +16,23 @@
 #include "actors/alloc.h"
 #include "util/nkey.h"
 
-static const char *const err_text[] = {
-#define ND_JWT_ERR_TEXT(name, text) text,
-    ND_JWT_ERR_LIST(ND_JWT_ERR_TEXT)
-#undef ND_JWT_ERR_TEXT
-};
-
-const char *
-nd_jwt_strerror(nd_jwt_err_t err)
-{
-    return (unsigned)err < ND_JWT_ERR__COUNT ? err_text[err] : "unknown JWT error";
-}
-
 /* ---- claim parsing helpers ------------------------------------------------------------------
  * Each getter treats an absent key and JSON null alike (Go leaves the zero value) and fails on
  * any other JSON type than the Go field's, recording the dotted field path for the error text. */
 
 typedef struct pctx {
-    nd_jwt_err_t err;
+    nd_err_t err;
     char *detail;
     size_t cap;
 } pctx_t;
 
-static bool fail(pctx_t *p, nd_jwt_err_t err, const char *fmt, ...)
+static bool fail(pctx_t *p, nd_err_t err, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 static bool
-fail(pctx_t *p, nd_jwt_err_t err, const char *fmt, ...)
+fail(pctx_t *p, nd_err_t err, const char *fmt, ...)
 {
-    if (p->err == ND_JWT_OK) {
+    if (p->err == ND_OK) {
         p->err = err;
         if (p->detail != NULL && p->cap > 0) {
             va_list ap;
@@ -70,7 +58,7 @@ get_str(pctx_t *p, json_t *obj, const char *path, const char *key, char **out)
     if (v == NULL)
         return true;
     if (!json_is_string(v))
-        return fail(p, ND_JWT_ERR_FIELD, "field %s%s: expected a string", path, key);
+        return fail(p, ND_ERR_JWT_FIELD, "field %s%s: expected a string", path, key);
     *out = nd_xstrndup(json_string_value(v), json_string_length(v));
     return true;
 }
@@ -82,7 +70,7 @@ get_int(pctx_t *p, json_t *obj, const char *path, const char *key, int64_t *out)
     if (v == NULL)
         return true;
     if (!json_is_integer(v))
-        return fail(p, ND_JWT_ERR_FIELD, "field %s%s: expected an integer", path, key);
+        return fail(p, ND_ERR_JWT_FIELD, "field %s%s: expected an integer", path, key);
     *out = (int64_t)json_integer_value(v);
     return true;
 }
@@ -94,7 +82,7 @@ get_bool(pctx_t *p, json_t *obj, const char *path, const char *key, bool *out)
     if (v == NULL)
         return true;
     if (!json_is_boolean(v))
-        return fail(p, ND_JWT_ERR_FIELD, "field %s%s: expected a boolean", path, key);
+        return fail(p, ND_ERR_JWT_FIELD, "field %s%s: expected a boolean", path, key);
     *out = json_is_true(v);
     return true;
 }
@@ -107,7 +95,7 @@ get_obj(pctx_t *p, json_t *obj, const char *path, const char *key, json_t **out)
     if (v == NULL)
         return true;
     if (!json_is_object(v))
-        return fail(p, ND_JWT_ERR_FIELD, "field %s%s: expected an object", path, key);
+        return fail(p, ND_ERR_JWT_FIELD, "field %s%s: expected an object", path, key);
     *out = v;
     return true;
 }
@@ -120,7 +108,7 @@ get_arr(pctx_t *p, json_t *obj, const char *path, const char *key, json_t **out)
     if (v == NULL)
         return true;
     if (!json_is_array(v))
-        return fail(p, ND_JWT_ERR_FIELD, "field %s%s: expected an array", path, key);
+        return fail(p, ND_ERR_JWT_FIELD, "field %s%s: expected an array", path, key);
     *out = v;
     return true;
 }
@@ -148,7 +136,7 @@ get_strlist(pctx_t *p, json_t *obj, const char *path, const char *key, nd_jwt_st
     for (size_t i = 0; i < n; i++) {
         json_t *s = json_array_get(a, i);
         if (!json_is_string(s))
-            return fail(p, ND_JWT_ERR_FIELD, "field %s%s[%zu]: expected a string", path, key, i);
+            return fail(p, ND_ERR_JWT_FIELD, "field %s%s[%zu]: expected a string", path, key, i);
         out->v[out->n++] = nd_xstrndup(json_string_value(s), json_string_length(s));
     }
     return true;
@@ -243,7 +231,7 @@ get_user_limits(pctx_t *p, json_t *o, const char *path, nd_jwt_user_limits_t *u)
         for (size_t i = 0; i < n; i++) {
             json_t *t = json_array_get(times, i);
             if (!json_is_object(t))
-                return fail(p, ND_JWT_ERR_FIELD, "field %stimes[%zu]: expected an object", path, i);
+                return fail(p, ND_ERR_JWT_FIELD, "field %stimes[%zu]: expected an object", path, i);
             u->ntimes++;
             if (!get_str(p, t, path, "start", &u->times[i].start) ||
                 !get_str(p, t, path, "end", &u->times[i].end))
@@ -297,7 +285,7 @@ get_revocations(pctx_t *p, json_t *o, const char *path, const char *key, nd_jwt_
     json_object_foreach(r, k, v)
     {
         if (!json_is_integer(v))
-            return fail(p, ND_JWT_ERR_FIELD, "field %s%s.%s: expected an integer", path, key, k);
+            return fail(p, ND_ERR_JWT_FIELD, "field %s%s.%s: expected an integer", path, key, k);
         (*out)[*nout].key = nd_xstrdup(k);
         (*out)[*nout].at = (int64_t)json_integer_value(v);
         (*nout)++;
@@ -316,7 +304,7 @@ get_export_type(pctx_t *p, json_t *o, const char *path, nd_jwt_export_type_t *t)
     else if (json_is_string(v) && strcmp(json_string_value(v), "service") == 0)
         *t = ND_JWT_EXPORT_SERVICE;
     else
-        return fail(p, ND_JWT_ERR_FIELD, "field %stype: unknown export type", path);
+        return fail(p, ND_ERR_JWT_FIELD, "field %stype: unknown export type", path);
     return true;
 }
 
@@ -337,7 +325,7 @@ get_export(pctx_t *p, json_t *o, const char *path, nd_jwt_export_t *e)
     int64_t pos = 0;
     ok = ok && get_int(p, o, path, "account_token_position", &pos);
     if (ok && (pos < 0 || pos > UINT32_MAX))
-        ok = fail(p, ND_JWT_ERR_FIELD, "field %saccount_token_position: out of range", path);
+        ok = fail(p, ND_ERR_JWT_FIELD, "field %saccount_token_position: out of range", path);
     e->account_token_position = (uint32_t)pos;
     if (ok && rt != NULL) {
         if (strcmp(rt, "Singleton") == 0)
@@ -347,7 +335,7 @@ get_export(pctx_t *p, json_t *o, const char *path, nd_jwt_export_t *e)
         else if (strcmp(rt, "Chunked") == 0)
             e->response_type = ND_JWT_RESP_CHUNKED;
         else
-            ok = fail(p, ND_JWT_ERR_FIELD, "field %sresponse_type: unknown response type", path);
+            ok = fail(p, ND_ERR_JWT_FIELD, "field %sresponse_type: unknown response type", path);
     }
     nd_free(rt);
     if (ok && lat != NULL) {
@@ -359,7 +347,7 @@ get_export(pctx_t *p, json_t *o, const char *path, nd_jwt_export_t *e)
         else if (json_is_string(s) && strcasecmp(json_string_value(s), "headers") == 0)
             e->latency_sampling = 0;
         else if (s != NULL)
-            ok = fail(p, ND_JWT_ERR_FIELD, "field %sservice_latency.sampling: bad value", path);
+            ok = fail(p, ND_ERR_JWT_FIELD, "field %sservice_latency.sampling: bad value", path);
         ok = ok && get_str(p, lat, path, "results", &e->latency_results);
     }
     return ok;
@@ -396,10 +384,10 @@ get_signing_keys(pctx_t *p, json_t *o, nd_jwt_account_t *a)
             continue;
         }
         if (!json_is_object(v))
-            return fail(p, ND_JWT_ERR_FIELD, "field nats.signing_keys[%zu]: bad entry", i);
+            return fail(p, ND_ERR_JWT_FIELD, "field nats.signing_keys[%zu]: bad entry", i);
         json_t *kind = field(v, "kind"), *tmpl;
         if (!json_is_string(kind) || strcmp(json_string_value(kind), "user_scope") != 0)
-            return fail(p, ND_JWT_ERR_FIELD,
+            return fail(p, ND_ERR_JWT_FIELD,
                         "field nats.signing_keys[%zu]: unknown signing key scope", i);
         a->nsigning_keys++;
         k->scoped = true;
@@ -409,7 +397,7 @@ get_signing_keys(pctx_t *p, json_t *o, nd_jwt_account_t *a)
             !get_obj(p, v, "nats.signing_keys.", "template", &tmpl))
             return false;
         if (k->key == NULL)
-            return fail(p, ND_JWT_ERR_FIELD, "field nats.signing_keys[%zu]: scope without a key",
+            return fail(p, ND_ERR_JWT_FIELD, "field nats.signing_keys[%zu]: scope without a key",
                         i);
         if (tmpl != NULL && !get_user_limits(p, tmpl, "nats.signing_keys.template.", &k->template))
             return false;
@@ -436,13 +424,13 @@ get_mappings(pctx_t *p, json_t *o, nd_jwt_account_t *a)
         if (json_is_null(v))
             continue;
         if (!json_is_array(v))
-            return fail(p, ND_JWT_ERR_FIELD, "field nats.mappings.%s: expected an array", k);
+            return fail(p, ND_ERR_JWT_FIELD, "field nats.mappings.%s: expected an array", k);
         size_t nd = json_array_size(v);
         mp->dests = nd_xcalloc(nd ? nd : 1, sizeof *mp->dests);
         for (size_t i = 0; i < nd; i++) {
             json_t *d = json_array_get(v, i);
             if (!json_is_object(d))
-                return fail(p, ND_JWT_ERR_FIELD, "field nats.mappings.%s[%zu]: expected an object",
+                return fail(p, ND_ERR_JWT_FIELD, "field nats.mappings.%s[%zu]: expected an object",
                             k, i);
             nd_jwt_mapping_dest_t *dd = &mp->dests[mp->ndests++];
             int64_t w = 0;
@@ -452,7 +440,7 @@ get_mappings(pctx_t *p, json_t *o, nd_jwt_account_t *a)
                 return false;
             /* Weight is a Go uint8: anything outside 0..255 fails to unmarshal. */
             if (w < 0 || w > 255)
-                return fail(p, ND_JWT_ERR_FIELD, "field nats.mappings.%s[%zu].weight: out of range",
+                return fail(p, ND_ERR_JWT_FIELD, "field nats.mappings.%s[%zu].weight: out of range",
                             k, i);
             dd->weight = (uint32_t)w;
         }
@@ -485,7 +473,7 @@ parse_account(pctx_t *p, json_t *nats, nd_jwt_account_t *a)
             json_object_foreach(tiers, k, v)
             {
                 if (!json_is_object(v))
-                    return fail(p, ND_JWT_ERR_FIELD,
+                    return fail(p, ND_ERR_JWT_FIELD,
                                 "field nats.limits.tiered_limits.%s: expected an object", k);
                 nd_jwt_js_tier_t *t = &a->tiers[a->ntiers++];
                 t->name = nd_xstrdup(k);
@@ -505,7 +493,7 @@ parse_account(pctx_t *p, json_t *nats, nd_jwt_account_t *a)
             if (json_is_null(v))
                 continue;
             if (!json_is_object(v))
-                return fail(p, ND_JWT_ERR_FIELD, "field nats.imports[%zu]: expected an object", i);
+                return fail(p, ND_ERR_JWT_FIELD, "field nats.imports[%zu]: expected an object", i);
             if (!get_import(p, v, "nats.imports.", &a->imports[a->nimports++]))
                 return false;
         }
@@ -518,7 +506,7 @@ parse_account(pctx_t *p, json_t *nats, nd_jwt_account_t *a)
             if (json_is_null(v))
                 continue;
             if (!json_is_object(v))
-                return fail(p, ND_JWT_ERR_FIELD, "field nats.exports[%zu]: expected an object", i);
+                return fail(p, ND_ERR_JWT_FIELD, "field nats.exports[%zu]: expected an object", i);
             if (!get_export(p, v, "nats.exports.", &a->exports[a->nexports++]))
                 return false;
         }
@@ -665,29 +653,29 @@ check_header(pctx_t *p, const char *s, size_t len)
     size_t n;
     uint8_t *raw = seg_decode(s, len, &n);
     if (raw == NULL)
-        return fail(p, ND_JWT_ERR_HEADER, "header is not base64url");
+        return fail(p, ND_ERR_JWT_HEADER, "header is not base64url");
     json_t *h = json_loadb((const char *)raw, n, JSON_REJECT_DUPLICATES, NULL);
     nd_free(raw);
     bool ok = false;
     if (!json_is_object(h)) {
-        fail(p, ND_JWT_ERR_HEADER, "header is not a JSON object");
+        fail(p, ND_ERR_JWT_HEADER, "header is not a JSON object");
         goto out;
     }
     json_t *typ = field(h, "typ"), *alg = field(h, "alg");
     if ((typ != NULL && !json_is_string(typ)) || (alg != NULL && !json_is_string(alg))) {
-        fail(p, ND_JWT_ERR_HEADER, "header fields must be strings");
+        fail(p, ND_ERR_JWT_HEADER, "header fields must be strings");
         goto out;
     }
     /* Header.Valid: typ upper-cased is "JWT"; alg lower-cased is "ed25519" or "ed25519-nkey". */
     if (typ == NULL || strcasecmp(json_string_value(typ), "JWT") != 0 ||
         json_string_length(typ) != 3) {
-        fail(p, ND_JWT_ERR_HEADER_TYPE, "not supported type");
+        fail(p, ND_ERR_JWT_HEADER_TYPE, "not supported type");
         goto out;
     }
     const char *a = alg != NULL ? json_string_value(alg) : "";
     if ((strcasecmp(a, "ed25519") != 0 && strcasecmp(a, "ed25519-nkey") != 0) ||
         strlen(a) != json_string_length(alg)) {
-        fail(p, ND_JWT_ERR_HEADER_ALG, "unexpected algorithm");
+        fail(p, ND_ERR_JWT_HEADER_ALG, "unexpected algorithm");
         goto out;
     }
     ok = true;
@@ -748,24 +736,24 @@ subject_role(nd_jwt_type_t t, uint8_t *role)
     }
 }
 
-nd_jwt_err_t
+nd_err_t
 nd_jwt_decode(const char *tok, size_t len, nd_jwt_t **out, char *detail, size_t cap)
 {
-    pctx_t pc = {ND_JWT_OK, detail, cap}, *p = &pc;
+    pctx_t pc = {ND_OK, detail, cap}, *p = &pc;
     nd_jwt_t *j = NULL;
     uint8_t *craw = NULL, *sig = NULL;
     *out = NULL;
     if (detail != NULL && cap > 0)
         detail[0] = '\0';
     if (tok == NULL || len > ND_JWT_MAX_TOKEN) {
-        fail(p, ND_JWT_ERR_TOO_LARGE, "token size %zu exceeds maximum of %d bytes", len,
+        fail(p, ND_ERR_JWT_TOO_LARGE, "token size %zu exceeds maximum of %d bytes", len,
              ND_JWT_MAX_TOKEN);
         return pc.err;
     }
     const char *d1 = memchr(tok, '.', len);
     const char *d2 = d1 ? memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - tok)) : NULL;
     if (d1 == NULL || d2 == NULL || memchr(d2 + 1, '.', len - (size_t)(d2 + 1 - tok)) != NULL) {
-        fail(p, ND_JWT_ERR_CHUNKS, "expected 3 chunks");
+        fail(p, ND_ERR_JWT_CHUNKS, "expected 3 chunks");
         return pc.err;
     }
     size_t hlen = (size_t)(d1 - tok), clen = (size_t)(d2 - d1 - 1);
@@ -776,14 +764,14 @@ nd_jwt_decode(const char *tok, size_t len, nd_jwt_t **out, char *detail, size_t 
     size_t cn;
     craw = seg_decode(d1 + 1, clen, &cn);
     if (craw == NULL) {
-        fail(p, ND_JWT_ERR_CLAIMS, "claims are not base64url");
+        fail(p, ND_ERR_JWT_CLAIMS, "claims are not base64url");
         goto done;
     }
     json_error_t jerr;
     json_t *claims = json_loadb((const char *)craw, cn, JSON_REJECT_DUPLICATES, &jerr);
     if (!json_is_object(claims)) {
         json_decref(claims);
-        fail(p, ND_JWT_ERR_CLAIMS, "claims are not a JSON object");
+        fail(p, ND_ERR_JWT_CLAIMS, "claims are not a JSON object");
         goto done;
     }
     j = nd_new(nd_jwt_t);
@@ -810,13 +798,13 @@ nd_jwt_decode(const char *tok, size_t len, nd_jwt_t **out, char *detail, size_t 
         j->type_name = v2type != NULL ? v2type : nd_xstrdup("");
     }
     if (version > 2) {
-        fail(p, ND_JWT_ERR_VERSION, "JWT was generated by a newer version");
+        fail(p, ND_ERR_JWT_VERSION, "JWT was generated by a newer version");
         goto done;
     }
     int unsupported;
     j->type = type_of(j->type_name, &unsupported);
     if (unsupported) {
-        fail(p, ND_JWT_ERR_CLAIM_TYPE, "%s claims are not supported", j->type_name);
+        fail(p, ND_ERR_JWT_CLAIM_TYPE, "%s claims are not supported", j->type_name);
         goto done;
     }
     if (!get_str(p, claims, "", "jti", &j->jti) || !get_str(p, claims, "", "iss", &j->iss) ||
@@ -831,31 +819,31 @@ nd_jwt_decode(const char *tok, size_t len, nd_jwt_t **out, char *detail, size_t 
     size_t sn;
     sig = seg_decode(d2 + 1, slen, &sn);
     if (sig == NULL) {
-        fail(p, ND_JWT_ERR_SIG_ENCODING, "signature is not base64url");
+        fail(p, ND_ERR_JWT_SIG_ENCODING, "signature is not base64url");
         goto done;
     }
     uint8_t ikey[32], irole;
     if (j->iss == NULL ||
         !nd_nkey_decode_public(j->iss, strlen(j->iss), ND_NKEY_PREFIX_ANY, &irole, ikey)) {
-        fail(p, ND_JWT_ERR_SIGNATURE, "claim failed V%d signature verification: bad issuer key",
+        fail(p, ND_ERR_JWT_SIGNATURE, "claim failed V%d signature verification: bad issuer key",
              j->version <= 1 ? 1 : 2);
         goto done;
     }
     const char *signed_part = j->version <= 1 ? d1 + 1 : tok;
     size_t signed_len = j->version <= 1 ? clen : (size_t)(d2 - tok);
     if (!nd_nkey_verify(ikey, signed_part, signed_len, sig, sn)) {
-        fail(p, ND_JWT_ERR_SIGNATURE, "claim failed V%d signature verification",
+        fail(p, ND_ERR_JWT_SIGNATURE, "claim failed V%d signature verification",
              j->version <= 1 ? 1 : 2);
         goto done;
     }
     if (!issuer_role_ok(j->type, irole)) {
-        fail(p, ND_JWT_ERR_ISSUER, "unable to validate expected prefixes of issuer %s", j->iss);
+        fail(p, ND_ERR_JWT_ISSUER, "unable to validate expected prefixes of issuer %s", j->iss);
         goto done;
     }
     uint8_t srole;
     if (subject_role(j->type, &srole)) {
         if (j->sub == NULL || !nd_nkey_decode_public(j->sub, strlen(j->sub), srole, NULL, NULL)) {
-            fail(p, ND_JWT_ERR_SUBJECT, "subject is not a valid %s key", j->type_name);
+            fail(p, ND_ERR_JWT_SUBJECT, "subject is not a valid %s key", j->type_name);
             goto done;
         }
     }
@@ -878,22 +866,22 @@ nd_jwt_decode(const char *tok, size_t len, nd_jwt_t **out, char *detail, size_t 
 done:
     nd_free(craw);
     nd_free(sig);
-    if (pc.err != ND_JWT_OK) {
+    if (pc.err != ND_OK) {
         nd_jwt_free(j);
         return pc.err;
     }
     *out = j;
-    return ND_JWT_OK;
+    return ND_OK;
 }
 
-nd_jwt_err_t
+nd_err_t
 nd_jwt_check_times(const nd_jwt_t *jwt, int64_t now)
 {
     if (jwt->exp > 0 && now > jwt->exp)
-        return ND_JWT_ERR_EXPIRED;
+        return ND_ERR_JWT_EXPIRED;
     if (jwt->nbf > 0 && jwt->nbf > now)
-        return ND_JWT_ERR_NOT_YET_VALID;
-    return ND_JWT_OK;
+        return ND_ERR_JWT_NOT_YET_VALID;
+    return ND_OK;
 }
 
 bool
@@ -987,24 +975,24 @@ claim_type_name(const json_t *c)
     return json_is_string(t) ? json_string_value(t) : "";
 }
 
-nd_jwt_err_t
+nd_err_t
 nd_jwt_encode(const json_t *claims, const char *seed, size_t seedlen, unsigned flags, char **out)
 {
     *out = NULL;
     if (!json_is_object(claims))
-        return ND_JWT_ERR_ENCODE;
+        return ND_ERR_JWT_ENCODE;
     uint8_t sk[32], pk[32], role;
     if (!nd_nkey_decode_seed(seed, seedlen, &role, sk) || !nd_nkey_seed_public(sk, pk)) {
         nd_nkey_wipe(sk, sizeof sk);
-        return ND_JWT_ERR_SEED;
+        return ND_ERR_JWT_SEED;
     }
-    nd_jwt_err_t err = ND_JWT_OK;
+    nd_err_t err = ND_OK;
     json_t *c = json_deep_copy(claims);
     char *h = NULL, *body = NULL, *cs = NULL, *signing = NULL;
     if (!(flags & ND_JWT_ENC_RAW)) {
         int unsupported;
         if (!issuer_role_ok(type_of(claim_type_name(c), &unsupported), role)) {
-            err = ND_JWT_ERR_SEED_ROLE;
+            err = ND_ERR_JWT_SEED_ROLE;
             goto out;
         }
         char iss[ND_NKEY_PUBLIC_LEN + 1], jti[53];
@@ -1013,7 +1001,7 @@ nd_jwt_encode(const json_t *claims, const char *seed, size_t seedlen, unsigned f
         if (!json_is_integer(json_object_get(c, "iat")))
             json_object_set_new(c, "iat", json_integer((json_int_t)time(NULL)));
         if (!claims_hash(c, jti)) {
-            err = ND_JWT_ERR_ENCODE;
+            err = ND_ERR_JWT_ENCODE;
             goto out;
         }
         json_object_set_new(c, "jti", json_string(jti));
@@ -1029,7 +1017,7 @@ nd_jwt_encode(const json_t *claims, const char *seed, size_t seedlen, unsigned f
     h = b64url(hdr, strlen(hdr));
     cs = json_dumps(c, JSON_COMPACT | JSON_PRESERVE_ORDER);
     if (cs == NULL) {
-        err = ND_JWT_ERR_ENCODE;
+        err = ND_ERR_JWT_ENCODE;
         goto out;
     }
     body = b64url(cs, strlen(cs));
@@ -1043,7 +1031,7 @@ nd_jwt_encode(const json_t *claims, const char *seed, size_t seedlen, unsigned f
     bool ok = (flags & ND_JWT_ENC_V1) ? nd_nkey_sign(sk, body, bl, sig)
                                       : nd_nkey_sign(sk, signing, hl + 1 + bl, sig);
     if (!ok) {
-        err = ND_JWT_ERR_ENCODE;
+        err = ND_ERR_JWT_ENCODE;
         goto out;
     }
     signing[hl + 1 + bl] = '.';
@@ -1119,7 +1107,7 @@ trim(line_t l)
     return l;
 }
 
-nd_jwt_err_t
+nd_err_t
 nd_jwt_creds_parse(const char *text, size_t len, char **jwt, char **seed)
 {
     if (jwt != NULL)
@@ -1127,10 +1115,10 @@ nd_jwt_creds_parse(const char *text, size_t len, char **jwt, char **seed)
     if (seed != NULL)
         *seed = NULL;
     if (text == NULL)
-        return ND_JWT_ERR_CREDS;
+        return ND_ERR_JWT_CREDS;
     /* Split into lines ("\r\n" or "\n"); a creds file is small, but bound the work anyway. */
     if (len > ND_JWT_MAX_TOKEN * 2)
-        return ND_JWT_ERR_CREDS;
+        return ND_ERR_JWT_CREDS;
     size_t nl = 1;
     for (size_t i = 0; i < len; i++)
         nl += text[i] == '\n';
@@ -1173,12 +1161,12 @@ nd_jwt_creds_parse(const char *text, size_t len, char **jwt, char **seed)
     nd_free(lines);
     bool want_jwt = jwt != NULL, want_seed = seed != NULL;
     if ((want_jwt && j.n == 0) || (want_seed && s.n == 0))
-        return ND_JWT_ERR_CREDS;
+        return ND_ERR_JWT_CREDS;
     if (want_jwt)
         *jwt = nd_xstrndup(j.s, j.n);
     if (want_seed)
         *seed = nd_xstrndup(s.s, s.n);
-    return ND_JWT_OK;
+    return ND_OK;
 }
 
 /* ---- nonces --------------------------------------------------------------------------------- */

@@ -1,45 +1,102 @@
-/* natsd's one error enum, generated with nd_strerror() and the exact nats-server -ERR texts from
- * one X-macro list. Outcomes that are not errors ("no subscribers") are return values instead.
- * X(name, description, -ERR text sent to clients or NULL, closes the connection) */
+/* natsd's one error vocabulary (as libuv's include/uv/errno.h behind uv_strerror): every fallible
+ * function outside the config parser returns an nd_err_t, and every code, its name, its text and
+ * the exact nats-server -ERR line it becomes are one row of ND_ERR_LIST. nd_strerror(),
+ * nd_err_name(), nd_err_proto_text() and nd_err_closes() are derived from that list; a new error
+ * is one new row.
+ *
+ * Outcomes that are not errors ("no subscribers", "already exists", a JWT time window that does
+ * not hold now) are return values of their own, not codes here.
+ *
+ * Not here: the config parser's errors (src/cfg). A config error is a position (file, line,
+ * column) and a text built from what was read ("unknown field \"x\""), which nats-server prints
+ * verbatim and `-t` compares; a fixed code could not carry it, so the parser keeps its int + text.
+ *
+ * X(name, text, -ERR text sent to clients or NULL, closes the connection)
+ * Ctx: any thread (the table is immutable). */
 #ifndef NATSD_ERR_H
 #define NATSD_ERR_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
-#define ND_ERR_LIST(X)                                                                            \
-    X(ND_OK, "success", NULL, false)                                                              \
-    X(ND_ERR_UNKNOWN_OP, "unknown protocol operation", "Unknown Protocol Operation", true)        \
-    X(ND_ERR_MAX_CONTROL_LINE, "control line too long", "maximum control line exceeded", true)    \
-    X(ND_ERR_MAX_PAYLOAD, "payload too large", "Maximum Payload Violation", true)                 \
-    X(ND_ERR_PROTO_ARGS, "bad protocol arguments", NULL, true)                                    \
-    X(ND_ERR_BAD_CONNECT, "malformed CONNECT", NULL, true)                                        \
-    X(ND_ERR_INVALID_SUBJECT, "invalid subject", "Invalid Subject", false)                        \
-    X(ND_ERR_INVALID_PUB_SUBJECT, "invalid publish subject", "Invalid Publish Subject", false)    \
-    X(ND_ERR_MAX_CONNECTIONS, "too many connections", "maximum connections exceeded", true)       \
+#define ND_ERR_LIST(X)                                                                             \
+    X(ND_OK, "success", NULL, false)                                                               \
+    /* Client protocol (src/net): the text after -ERR is nats-server's, byte for byte. */          \
+    X(ND_ERR_UNKNOWN_OP, "unknown protocol operation", "Unknown Protocol Operation", true)         \
+    X(ND_ERR_MAX_CONTROL_LINE, "control line too long", "maximum control line exceeded", true)     \
+    X(ND_ERR_MAX_PAYLOAD, "payload too large", "Maximum Payload Violation", true)                  \
+    X(ND_ERR_PROTO_ARGS, "bad protocol arguments", NULL, true)                                     \
+    X(ND_ERR_BAD_CONNECT, "malformed CONNECT", NULL, true)                                         \
+    X(ND_ERR_INVALID_SUBJECT, "invalid subject", "Invalid Subject", false)                         \
+    X(ND_ERR_INVALID_PUB_SUBJECT, "invalid publish subject", "Invalid Publish Subject", false)     \
+    X(ND_ERR_MAX_CONNECTIONS, "too many connections", "maximum connections exceeded", true)        \
     X(ND_ERR_MAX_SUBSCRIPTIONS, "too many subscriptions", "maximum subscriptions exceeded", false) \
-    X(ND_ERR_STALE, "stale connection", "Stale Connection", true)                                 \
-    X(ND_ERR_BAD_CLIENT_PROTOCOL, "bad client protocol", "invalid client protocol", true)         \
-    X(ND_ERR_NO_RESPONDERS_HEADERS, "no_responders needs headers",                                \
-      "no responders requires headers support", true)                                            \
-    X(ND_ERR_AUTH_VIOLATION, "authorization violation", "Authorization Violation", true)          \
-    X(ND_ERR_AUTH_TIMEOUT, "authentication timeout", "Authentication Timeout", true)            \
-    X(ND_ERR_AUTH_EXPIRED, "user JWT expired", "User Authentication Expired", true)              \
-    X(ND_ERR_AUTH_REVOKED, "user JWT revoked", "User Authentication Revoked", true)              \
-    X(ND_ERR_ACCT_EXPIRED, "account JWT expired", "Account Authentication Expired", true)        \
-    X(ND_ERR_MAX_ACCOUNT_CONNECTIONS, "too many account connections",                            \
-      "maximum account active connections exceeded", true)
+    X(ND_ERR_STALE, "stale connection", "Stale Connection", true)                                  \
+    X(ND_ERR_BAD_CLIENT_PROTOCOL, "bad client protocol", "invalid client protocol", true)          \
+    X(ND_ERR_NO_RESPONDERS_HEADERS, "no_responders needs headers",                                 \
+      "no responders requires headers support", true)                                              \
+    X(ND_ERR_AUTH_VIOLATION, "authorization violation", "Authorization Violation", true)           \
+    X(ND_ERR_AUTH_TIMEOUT, "authentication timeout", "Authentication Timeout", true)               \
+    X(ND_ERR_AUTH_EXPIRED, "user JWT expired", "User Authentication Expired", true)                \
+    X(ND_ERR_AUTH_REVOKED, "user JWT revoked", "User Authentication Revoked", true)                \
+    X(ND_ERR_ACCT_EXPIRED, "account JWT expired", "Account Authentication Expired", true)          \
+    X(ND_ERR_MAX_ACCOUNT_CONNECTIONS, "too many account connections",                              \
+      "maximum account active connections exceeded", true)                                         \
+    /* JWTs (src/auth/jwt.c): the Go jwt library's wording where it has one; these texts go to     \
+     * the log when an operator, account or user JWT is refused. */                                \
+    X(ND_ERR_JWT_TOO_LARGE, "token too large", NULL, false)                                        \
+    X(ND_ERR_JWT_CHUNKS, "expected 3 chunks", NULL, false)                                         \
+    X(ND_ERR_JWT_HEADER, "invalid JWT header", NULL, false)                                        \
+    X(ND_ERR_JWT_HEADER_TYPE, "not supported type", NULL, false)                                   \
+    X(ND_ERR_JWT_HEADER_ALG, "unexpected algorithm", NULL, false)                                  \
+    X(ND_ERR_JWT_CLAIMS, "invalid JWT claims", NULL, false)                                        \
+    X(ND_ERR_JWT_FIELD, "claims field of the wrong type", NULL, false)                             \
+    X(ND_ERR_JWT_VERSION, "JWT was generated by a newer version", NULL, false)                     \
+    X(ND_ERR_JWT_CLAIM_TYPE, "unsupported claim type", NULL, false)                                \
+    X(ND_ERR_JWT_SIG_ENCODING, "invalid signature encoding", NULL, false)                          \
+    X(ND_ERR_JWT_ISSUER, "unable to validate expected prefixes", NULL, false)                      \
+    X(ND_ERR_JWT_SIGNATURE, "claim failed signature verification", NULL, false)                    \
+    X(ND_ERR_JWT_SUBJECT, "subject is not a valid key for the claim type", NULL, false)            \
+    X(ND_ERR_JWT_EXPIRED, "claim is expired", NULL, false)                                         \
+    X(ND_ERR_JWT_NOT_YET_VALID, "claim is not yet valid", NULL, false)                             \
+    X(ND_ERR_JWT_SEED, "invalid nkey seed", NULL, false)                                           \
+    X(ND_ERR_JWT_SEED_ROLE, "seed may not issue this claim type", NULL, false)                     \
+    X(ND_ERR_JWT_ENCODE, "claims cannot be encoded", NULL, false)                                  \
+    X(ND_ERR_JWT_CREDS, "no JWT or seed in creds", NULL, false)                                    \
+    /* Message store (src/js/store): nats-server's server/store.go texts where it has one. */      \
+    X(ND_ERR_STORE_NOT_FOUND, "no message found", NULL, false)                                     \
+    X(ND_ERR_STORE_EOF, "stream store EOF", NULL, false)                                           \
+    X(ND_ERR_STORE_CLOSED, "store is closed", NULL, false)                                         \
+    X(ND_ERR_STORE_MAX_MSGS, "maximum messages exceeded", NULL, false)                             \
+    X(ND_ERR_STORE_MAX_BYTES, "maximum bytes exceeded", NULL, false)                               \
+    X(ND_ERR_STORE_MAX_PER_SUBJECT, "maximum messages per subject exceeded", NULL, false)          \
+    X(ND_ERR_STORE_MSG_TOO_BIG, "message size exceeds maximum allowed", NULL, false)               \
+    X(ND_ERR_STORE_BAD_SEQUENCE, "invalid sequence", NULL, false)                                  \
+    X(ND_ERR_STORE_BAD_ARG, "invalid argument", NULL, false)                                       \
+    X(ND_ERR_STORE_IO, "i/o error", NULL, false)                                                   \
+    X(ND_ERR_STORE_CORRUPT, "corrupt state", NULL, false)                                          \
+    X(ND_ERR_STORE_VERSION, "unsupported version", NULL, false)                                    \
+    X(ND_ERR_STORE_TOO_MANY_DELETED, "too many deleted sequences to list", NULL, false)
 
 typedef enum {
-#define ND_ERR_ENUM(name, desc, text, closes) name,
+#define ND_ERR_ENUM(name, text, proto, closes) name,
     ND_ERR_LIST(ND_ERR_ENUM)
 #undef ND_ERR_ENUM
         ND_ERR__COUNT
 } nd_err_t;
 
+/* Marks a function whose nd_err_t must be looked at. GCC warns even through a (void) cast: a
+ * caller that really drops an error says why and stores it in a variable it then ignores. */
+#define ND_MUST_CHECK __attribute__((warn_unused_result))
+
+/* Returns: the text of err, never NULL ("unknown error" for a value outside the list). */
 const char *nd_strerror(nd_err_t err);
+/* Returns: the code's name as written in the source ("ND_ERR_STORE_EOF"), never NULL
+ * ("ND_ERR_UNKNOWN" for a value outside the list). For logs and test messages. */
+const char *nd_err_name(nd_err_t err);
 /* Returns: the text of the -ERR line for err, or NULL when nats-server sends none. */
 const char *nd_err_proto_text(nd_err_t err);
+/* Returns: whether nats-server closes the connection after sending err's -ERR line. */
 bool nd_err_closes(nd_err_t err);
 
 #endif

@@ -31,7 +31,7 @@ decode_and_use(const char *tok, size_t len)
 {
     nd_jwt_t *j = NULL;
     char detail[128];
-    if (nd_jwt_decode(tok, len, &j, detail, sizeof detail) != ND_JWT_OK) {
+    if (nd_jwt_decode(tok, len, &j, detail, sizeof detail) != ND_OK) {
         if (j != NULL)
             abort();
         return;
@@ -98,8 +98,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     case 1: {
         json_t *c = json_loadb(s, n, 0, NULL);
         char *tok = NULL;
-        if (c != NULL &&
-            nd_jwt_encode(c, ASEED, strlen(ASEED), ND_JWT_ENC_RAW, &tok) == ND_JWT_OK) {
+        if (c != NULL && nd_jwt_encode(c, ASEED, strlen(ASEED), ND_JWT_ENC_RAW, &tok) == ND_OK) {
             decode_and_use(tok, strlen(tok));
             nd_free(tok);
         }
@@ -108,7 +107,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     case 2: {
         char *jwt = NULL, *seed = NULL, *sig = NULL;
-        if (nd_jwt_creds_parse(s, n, &jwt, &seed) == ND_JWT_OK) {
+        if (nd_jwt_creds_parse(s, n, &jwt, &seed) == ND_OK) {
             decode_and_use(jwt, strlen(jwt));
             if (nd_jwt_sign_nonce(seed, strlen(seed), "nonce", 5, &sig))
                 nd_free(sig);

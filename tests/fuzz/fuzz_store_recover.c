@@ -97,30 +97,29 @@ init_once(void)
         c->cipher = i == 2 ? ND_CIPHER_AES_GCM : i == 3 ? ND_CIPHER_CHACHA : ND_CIPHER_NONE;
         c->key = c->cipher != ND_CIPHER_NONE ? key : NULL;
         nd_store_t *st = NULL;
-        nd_store_err_t rc = nd_filestore_open(c, &st, NULL);
-        if (rc == ND_STORE_ERR_BAD_ARG) {
+        nd_err_t rc = nd_filestore_open(c, &st, NULL);
+        if (rc == ND_ERR_STORE_BAD_ARG) {
             c->compression = ND_STORE_NONE;
             c->cipher = ND_CIPHER_NONE;
             c->key = NULL;
             rc = nd_filestore_open(c, &st, NULL);
         }
-        if (rc != ND_STORE_OK) {
-            fprintf(stderr, "fuzz_store_recover: cannot create %s: %s\n", dirs[i],
-                    nd_store_strerror(rc));
+        if (rc != ND_OK) {
+            fprintf(stderr, "fuzz_store_recover: cannot create %s: %s\n", dirs[i], nd_strerror(rc));
             abort();
         }
         nd_store_close(st);
         /* The template block for index mode: five messages, the third removed. */
-        if (nd_filestore_open(c, &st, NULL) != ND_STORE_OK)
+        if (nd_filestore_open(c, &st, NULL) != ND_OK)
             abort();
         for (int k = 0; k < 5; k++) {
             uint64_t seq;
             int64_t ts;
             if (nd_store_put(st, k % 2 ? "fuzz.b" : "fuzz.a", 6, NULL, 0, "template", 8, &seq,
-                             &ts) != ND_STORE_OK)
+                             &ts) != ND_OK)
                 abort();
         }
-        if (st->ops->remove(st, 3, false) != ND_STORE_OK)
+        if (st->ops->remove(st, 3, false) != ND_OK)
             abort();
         nd_store_close(st);
         char path[512];
@@ -257,10 +256,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     nd_store_t *st = NULL;
     nd_store_recovery_t rep;
-    nd_store_err_t rc = nd_filestore_open(c, &st, &rep);
-    if (rc != ND_STORE_OK) {
-        if (rc != ND_STORE_ERR_CORRUPT && rc != ND_STORE_ERR_VERSION && rc != ND_STORE_ERR_IO) {
-            fprintf(stderr, "open failed with an unexpected error: %s\n", nd_store_strerror(rc));
+    nd_err_t rc = nd_filestore_open(c, &st, &rep);
+    if (rc != ND_OK) {
+        if (rc != ND_ERR_STORE_CORRUPT && rc != ND_ERR_STORE_VERSION && rc != ND_ERR_STORE_IO) {
+            fprintf(stderr, "open failed with an unexpected error: %s\n", nd_strerror(rc));
             abort();
         }
         if (st != NULL)
@@ -276,7 +275,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         /* A believed index may lie about offsets: read everything, judge nothing. */
         uint64_t next = 0;
         for (uint64_t k = 0; k <= s.msgs; k++) {
-            if (st->ops->load_next(st, NULL, 0, next, &m) != ND_STORE_OK || m.seq == UINT64_MAX)
+            if (st->ops->load_next(st, NULL, 0, next, &m) != ND_OK || m.seq == UINT64_MAX)
                 break;
             next = m.seq + 1;
         }
@@ -293,7 +292,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* Bounded by the message count: a garbage sequence must not make this loop long. */
     while (walked <= s.msgs) {
         rc = st->ops->load_next(st, NULL, 0, next, &m);
-        if (rc != ND_STORE_OK)
+        if (rc != ND_OK)
             break;
         if (m.seq < next || m.seq < s.first_seq || m.seq > s.last_seq)
             abort(); /* load_next went backwards or outside the state */
@@ -307,7 +306,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (unsigned long)s.msgs);
         abort();
     }
-    if (s.msgs > 0 && (nd_store_load(st, s.first_seq, &m) != ND_STORE_OK))
+    if (s.msgs > 0 && (nd_store_load(st, s.first_seq, &m) != ND_OK))
         abort(); /* the first sequence of a non-empty store is a message */
     (void)nd_store_load(st, s.last_seq, &m);
     (void)st->ops->load_last(st, ">", 1, &m);
@@ -318,24 +317,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     bool can_append = s.last_seq < UINT64_MAX - 1;
     if (can_append) {
         rc = nd_store_put(st, "fuzz.new", 8, NULL, 0, "payload", 7, &seq, &ts);
-        if (rc != ND_STORE_OK || seq != s.last_seq + 1) {
-            fprintf(stderr, "append after recovery: %s, seq %lu (last was %lu)\n",
-                    nd_store_strerror(rc), (unsigned long)seq, (unsigned long)s.last_seq);
+        if (rc != ND_OK || seq != s.last_seq + 1) {
+            fprintf(stderr, "append after recovery: %s, seq %lu (last was %lu)\n", nd_strerror(rc),
+                    (unsigned long)seq, (unsigned long)s.last_seq);
             abort();
         }
     }
     nd_store_close(st);
     if (can_append) {
         rc = nd_filestore_open(c, &st, &rep);
-        if (rc != ND_STORE_OK) {
-            fprintf(stderr, "reopen after append: %s\n", nd_store_strerror(rc));
+        if (rc != ND_OK) {
+            fprintf(stderr, "reopen after append: %s\n", nd_strerror(rc));
             abort();
         }
         rc = nd_store_load(st, seq, &m);
-        if (rc != ND_STORE_OK || m.data_len != 7 || memcmp(m.data, "payload", 7) != 0 ||
+        if (rc != ND_OK || m.data_len != 7 || memcmp(m.data, "payload", 7) != 0 ||
             m.subj_len != 8 || memcmp(m.subj, "fuzz.new", 8) != 0) {
             fprintf(stderr, "the appended message %lu did not survive a reopen: %s\n",
-                    (unsigned long)seq, nd_store_strerror(rc));
+                    (unsigned long)seq, nd_strerror(rc));
             abort();
         }
         nd_store_close(st);

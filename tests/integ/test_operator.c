@@ -70,7 +70,7 @@ static char *
 sign(json_t *claims, const char *seed)
 {
     char *tok = NULL;
-    cr_assert_eq(nd_jwt_encode(claims, seed, strlen(seed), 0, &tok), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_encode(claims, seed, strlen(seed), 0, &tok), ND_OK);
     json_decref(claims);
     char *out = strdup(tok);
     free(tok);

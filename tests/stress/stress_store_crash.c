@@ -287,7 +287,7 @@ typedef struct rec {
     uint64_t r;    /* ack: the seq stored/skipped, or the purged count */
     int64_t ts;    /* ack of a store: its timestamp */
     int32_t rc;    /* ack: the call's result (remove may ack NOT_FOUND); fail: the error */
-    uint32_t pad;  /* fail: nd_store_last_errno() */
+    uint32_t pad;  /* fail: the errno behind an ND_ERR_STORE_IO */
 } rec_t;
 
 _Static_assert(sizeof(rec_t) <= 512, "records must be written atomically (PIPE_BUF)");
@@ -390,8 +390,8 @@ cons_read(nd_store_t *st, uint64_t *v)
 {
     char **names = NULL;
     size_t n = 0;
-    nd_store_err_t rc = st->ops->consumer_list(st, &names, &n);
-    CHECK(rc == ND_STORE_OK, "consumer_list: %s", nd_store_strerror(rc));
+    nd_err_t rc = st->ops->consumer_list(st, &names, &n);
+    CHECK(rc == ND_OK, "consumer_list: %s", nd_strerror(rc));
     bool found = false;
     for (size_t i = 0; i < n; i++) {
         found = found || strcmp(names[i], cons_name) == 0;
@@ -402,11 +402,11 @@ cons_read(nd_store_t *st, uint64_t *v)
         return false;
     nd_cstore_t *cs = NULL;
     rc = st->ops->consumer_open(st, cons_name, &cs);
-    CHECK(rc == ND_STORE_OK, "consumer_open: %s", nd_store_strerror(rc));
+    CHECK(rc == ND_OK, "consumer_open: %s", nd_strerror(rc));
     nd_consumer_state_t got;
     memset(&got, 0, sizeof(got));
     rc = st->ops->consumer_state(cs, &got);
-    CHECK(rc == ND_STORE_OK, "consumer_state: %s", nd_store_strerror(rc));
+    CHECK(rc == ND_OK, "consumer_state: %s", nd_strerror(rc));
     CHECK(cons_value(&got, v),
           "the consumer state is not one the writer wrote (delivered %" PRIu64 "/%" PRIu64
           ", %zu pending)",
@@ -418,12 +418,11 @@ cons_read(nd_store_t *st, uint64_t *v)
 
 /* ---- the writer child -------------------------------------------------------------------- */
 
-static void child_fail(int fd, uint32_t op, nd_store_err_t rc) __attribute__((noreturn));
+static void child_fail(int fd, uint32_t op, nd_err_t rc, int err) __attribute__((noreturn));
 static void
-child_fail(int fd, uint32_t op, nd_store_err_t rc)
+child_fail(int fd, uint32_t op, nd_err_t rc, int err)
 {
-    rec_t r = {
-        .kind = REC_FAIL, .op = op, .rc = (int32_t)rc, .pad = (uint32_t)nd_store_last_errno()};
+    rec_t r = {.kind = REC_FAIL, .op = op, .rc = (int32_t)rc, .pad = (uint32_t)err};
     send_rec(fd, &r);
     _exit(3);
 }
@@ -445,8 +444,8 @@ child_io_error(int fd, nd_store_t *st, const rec_t *in, const nd_fs_fault_t *fau
         nd_store_state(st, &s);
         char subj[64];
         int sl = msg_subj(s.last_seq + 1, subj, sizeof(subj));
-        nd_store_err_t rc = nd_store_put(st, subj, (size_t)sl, NULL, 0, "x", 1, &seq, &ts);
-        if (rc == ND_STORE_OK) {
+        nd_err_t rc = nd_store_put(st, subj, (size_t)sl, NULL, 0, "x", 1, &seq, &ts);
+        if (rc == ND_OK) {
             rec_t r = {.kind = REC_FAIL, .op = OP_STORE, .rc = -1};
             send_rec(fd, &r);
             _exit(3);
@@ -460,9 +459,10 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
 {
     nd_store_cfg_t cfg = make_cfg(dc);
     nd_store_t *st = NULL;
-    nd_store_err_t rc = nd_filestore_open(&cfg, &st, NULL);
-    if (rc != ND_STORE_OK)
-        child_fail(fd, 0, rc);
+    nd_store_recovery_t rep;
+    nd_err_t rc = nd_filestore_open(&cfg, &st, &rep);
+    if (rc != ND_OK)
+        child_fail(fd, 0, rc, rep.io_errno);
     rec_t opened = {.kind = REC_OPENED};
     send_rec(fd, &opened);
     /* The consumer's values only grow: go on from what the disk holds. */
@@ -530,8 +530,10 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
             in.a = s.first_seq + rnd_below(&rs, s.last_seq - s.first_seq + 1);
             nd_store_msg_t lm;
             memset(&lm, 0, sizeof(lm));
-            if (st->ops->load_next(st, NULL, 0, in.a, &lm) != ND_STORE_OK)
-                (void)st->ops->load_next(st, NULL, 0, s.first_seq, &lm);
+            /* With no message at or after in.a, the first one is (the store is not empty). */
+            if (st->ops->load_next(st, NULL, 0, in.a, &lm) != ND_OK &&
+                st->ops->load_next(st, NULL, 0, s.first_seq, &lm) != ND_OK)
+                lm.seq = 0;
             in.a = lm.seq;
             nd_store_msg_free(&lm);
         }
@@ -539,7 +541,7 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
 
         rec_t ack = in;
         ack.kind = REC_ACK;
-        rc = ND_STORE_OK;
+        rc = ND_OK;
         switch (in.op) {
         case OP_STORE: {
             int sl = msg_subj(in.a, subj, sizeof(subj));
@@ -557,8 +559,8 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
         case OP_REMOVE_SECURE:
             rc = st->ops->remove(st, in.a, in.op == OP_REMOVE_SECURE);
             ack.rc = (int32_t)rc;
-            if (rc == ND_STORE_ERR_NOT_FOUND || rc == ND_STORE_ERR_EOF)
-                rc = ND_STORE_OK;
+            if (rc == ND_ERR_STORE_NOT_FOUND || rc == ND_ERR_STORE_EOF)
+                rc = ND_OK;
             break;
         case OP_PURGE_SUBJ: {
             int sl = msg_subj(in.a, subj, sizeof(subj));
@@ -586,7 +588,7 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
             rc = st->ops->skip(st, &ack.r);
             break;
         case OP_CONSUMER: {
-            if (cs == NULL && (rc = st->ops->consumer_open(st, cons_name, &cs)) != ND_STORE_OK)
+            if (cs == NULL && (rc = st->ops->consumer_open(st, cons_name, &cs)) != ND_OK)
                 break;
             nd_consumer_state_t cst;
             nd_store_pending_t pend;
@@ -601,7 +603,7 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
             cs = NULL;
             nd_store_close(st);
             st = NULL;
-            rc = nd_filestore_open(&cfg, &st, NULL);
+            rc = nd_filestore_open(&cfg, &st, &rep);
             break;
         case OP_SYNC:
             rc = st->ops->sync(st);
@@ -616,10 +618,10 @@ child_main(int fd, const dircfg_t *dc, uint64_t rs, const nd_fs_fault_t *fault)
             break;
         }
         }
-        if (rc == ND_STORE_ERR_IO && fault != NULL)
+        if (rc == ND_ERR_STORE_IO && fault != NULL)
             child_io_error(fd, st, &in, fault);
-        if (rc != ND_STORE_OK)
-            child_fail(fd, in.op, rc);
+        if (rc != ND_OK)
+            child_fail(fd, in.op, rc, st ? nd_store_io_errno(st) : rep.io_errno);
         send_rec(fd, &ack);
     }
     if (cs != NULL)
@@ -876,9 +878,9 @@ model_apply(model_t *m, effects_t *ef, const rec_t *ack)
             if (ack->op == OP_TRUNCATE) {
                 /* No count to check. */
             } else if (ack->op == OP_REMOVE || ack->op == OP_REMOVE_SECURE) {
-                bool found = ack->rc == ND_STORE_OK;
+                bool found = ack->rc == ND_OK;
                 CHECK(found == (n == 1), "remove(%" PRIu64 ") returned %s but the model says %s",
-                      ack->a, nd_store_strerror((nd_store_err_t)ack->rc), n ? "present" : "absent");
+                      ack->a, nd_strerror((nd_err_t)ack->rc), n ? "present" : "absent");
             } else {
                 CHECK(ack->r == n,
                       "%s(a=%" PRIu64 " b=%" PRIu64 ") purged %" PRIu64 ", the model says %zu",
@@ -964,9 +966,9 @@ observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t 
     nd_store_cfg_t cfg = make_cfg(dc);
     nd_store_t *st = NULL;
     memset(o, 0, sizeof(*o));
-    nd_store_err_t rc = nd_filestore_open(&cfg, &st, &o->rep);
-    CHECK(rc == ND_STORE_OK, "reopen after the kill failed: %s (errno %d)", nd_store_strerror(rc),
-          nd_store_last_errno());
+    nd_err_t rc = nd_filestore_open(&cfg, &st, &o->rep);
+    CHECK(rc == ND_OK, "reopen after the kill failed: %s (errno %d)", nd_strerror(rc),
+          o->rep.io_errno);
     nd_store_state(st, &o->st);
     uint64_t top = o->st.last_seq;
     if (m->max_seq > top)
@@ -981,9 +983,9 @@ observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t 
     memset(&msg, 0, sizeof(msg));
     for (uint64_t s = 1; s <= top; s++) {
         rc = nd_store_load(st, s, &msg);
-        if (rc == ND_STORE_ERR_NOT_FOUND || rc == ND_STORE_ERR_EOF)
+        if (rc == ND_ERR_STORE_NOT_FOUND || rc == ND_ERR_STORE_EOF)
             continue;
-        CHECK(rc == ND_STORE_OK, "load(%" PRIu64 ") failed: %s", s, nd_store_strerror(rc));
+        CHECK(rc == ND_OK, "load(%" PRIu64 ") failed: %s", s, nd_strerror(rc));
         check_content(&msg, s);
         if (s < m->cap && m->ts[s] != 0)
             CHECK(msg.ts == m->ts[s],
@@ -1000,9 +1002,9 @@ observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t 
     uint64_t next = 1, walked = 0;
     for (;;) {
         rc = st->ops->load_next(st, NULL, 0, next, &msg);
-        if (rc == ND_STORE_ERR_EOF)
+        if (rc == ND_ERR_STORE_EOF)
             break;
-        CHECK(rc == ND_STORE_OK, "load_next(%" PRIu64 ") failed: %s", next, nd_store_strerror(rc));
+        CHECK(rc == ND_OK, "load_next(%" PRIu64 ") failed: %s", next, nd_strerror(rc));
         CHECK(msg.seq >= next && msg.seq < o->cap && o->present[msg.seq],
               "load_next(%" PRIu64 ") gave %" PRIu64 ", which load() does not have", next, msg.seq);
         for (uint64_t s = next; s < msg.seq; s++)
@@ -1038,7 +1040,7 @@ observe(const dircfg_t *dc, const model_t *m, uint64_t inflight_seq, observed_t 
     nd_store_close(st);
     nd_store_recovery_t rep2;
     rc = nd_filestore_open(&cfg, &st, &rep2);
-    CHECK(rc == ND_STORE_OK, "reopen after a clean close failed: %s", nd_store_strerror(rc));
+    CHECK(rc == ND_OK, "reopen after a clean close failed: %s", nd_strerror(rc));
     nd_store_state_t s2;
     nd_store_state(st, &s2);
     CHECK(s2.msgs == s->msgs && s2.bytes == s->bytes && s2.first_seq == s->first_seq &&
@@ -1168,8 +1170,8 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
     {
         nd_store_cfg_t cfg = make_cfg(&dc);
         nd_store_t *st = NULL;
-        nd_store_err_t rc = nd_filestore_open(&cfg, &st, NULL);
-        if (rc == ND_STORE_ERR_BAD_ARG && (dc.cipher != ND_CIPHER_NONE || dc.compression)) {
+        nd_err_t rc = nd_filestore_open(&cfg, &st, NULL);
+        if (rc == ND_ERR_STORE_BAD_ARG && (dc.cipher != ND_CIPHER_NONE || dc.compression)) {
             if (!g_cipher_refused)
                 printf("note: the file store refused cipher %d / compression %d; running "
                        "without\n",
@@ -1180,7 +1182,7 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
             cfg = make_cfg(&dc);
             rc = nd_filestore_open(&cfg, &st, NULL);
         }
-        CHECK(rc == ND_STORE_OK, "first open failed: %s", nd_store_strerror(rc));
+        CHECK(rc == ND_OK, "first open failed: %s", nd_strerror(rc));
         nd_store_close(st);
     }
 
@@ -1296,7 +1298,7 @@ run_dir(const char *base, uint64_t *rs, bool always, int crashes, stats_t *stats
                  fault.kind, fault.after);
         if (child_failed)
             fail("the writer's %s failed: %s (errno %d in the child)", op_names[failrec.op],
-                 nd_store_strerror((nd_store_err_t)failrec.rc), (int)failrec.pad);
+                 nd_strerror((nd_err_t)failrec.rc), (int)failrec.pad);
         if (WIFEXITED(status)) {
             CHECK(WEXITSTATUS(status) == 0, "the writer exited with %d", WEXITSTATUS(status));
             stats->exited++;

@@ -19,7 +19,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-int
+#include "actors/alloc.h"
+
+void
 nd_cstate_encode(const nd_consumer_state_t *cs, uint8_t **out, size_t *len)
 {
     msgpack_sbuffer sb;
@@ -47,14 +49,12 @@ nd_cstate_encode(const nd_consumer_state_t *cs, uint8_t **out, size_t *len)
         rc |= msgpack_pack_uint64(&pk, cs->redelivered[i].sseq);
         rc |= msgpack_pack_uint64(&pk, cs->redelivered[i].count);
     }
-    if (rc != 0) {
-        msgpack_sbuffer_destroy(&sb);
-        return -1;
-    }
-    /* An empty sbuffer has no data pointer; a state always encodes to several bytes. */
+    /* The packer fails only when msgpack's own realloc does: out of memory is fatal, as for
+     * nd_xmalloc. An empty sbuffer has no data pointer; a state always encodes to several bytes. */
     *len = sb.size; /* before release, which zeroes it */
     *out = (uint8_t *)msgpack_sbuffer_release(&sb);
-    return *out ? 0 : -1;
+    if (rc != 0 || !*out)
+        nd_fatal("out of memory encoding a consumer state");
 }
 
 /* A bounded cursor over msgpack bytes. Every reader returns false (and sets bad) on malformed or
@@ -189,7 +189,7 @@ rd_array(rd_t *r)
     return n;
 }
 
-nd_store_err_t
+nd_err_t
 nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out)
 {
     rd_t r = {.p = p, .end = p + len, .bad = p == NULL};
@@ -197,14 +197,14 @@ nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out)
 
     size_t n = rd_array(&r);
     if (r.bad || n < 1)
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     uint64_t ver = rd_u64(&r);
     if (r.bad || ver == 0)
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     if (ver > ND_CSTATE_VERSION)
-        return ND_STORE_ERR_VERSION;
+        return ND_ERR_STORE_VERSION;
     if (n != 7)
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     out->delivered_cseq = rd_u64(&r);
     out->delivered_sseq = rd_u64(&r);
     out->ack_floor_cseq = rd_u64(&r);
@@ -215,9 +215,8 @@ nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out)
         goto corrupt;
     np /= 3;
     if (np > 0) {
-        out->pending = malloc(np * sizeof *out->pending);
-        if (!out->pending)
-            goto nomem;
+        /* rd_array bounded np by the bytes left, so this cannot be a huge request. */
+        out->pending = nd_xmalloc(np * sizeof *out->pending);
         out->npending = np;
         for (size_t i = 0; i < np; i++) {
             out->pending[i].sseq = rd_u64(&r);
@@ -230,9 +229,7 @@ nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out)
         goto corrupt;
     nr /= 2;
     if (nr > 0) {
-        out->redelivered = malloc(nr * sizeof *out->redelivered);
-        if (!out->redelivered)
-            goto nomem;
+        out->redelivered = nd_xmalloc(nr * sizeof *out->redelivered);
         out->nredelivered = nr;
         for (size_t i = 0; i < nr; i++) {
             out->redelivered[i].sseq = rd_u64(&r);
@@ -242,12 +239,9 @@ nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out)
     /* Trailing bytes mean the buffer is not what we wrote. */
     if (r.bad || r.p != r.end)
         goto corrupt;
-    return ND_STORE_OK;
+    return ND_OK;
 
 corrupt:
     nd_consumer_state_free(out);
-    return ND_STORE_ERR_CORRUPT;
-nomem:
-    nd_consumer_state_free(out);
-    return ND_STORE_ERR_NOMEM;
+    return ND_ERR_STORE_CORRUPT;
 }

@@ -3,7 +3,7 @@
  * Both stores persist a consumer's state with this codec (the file store in its consumer file, the
  * snapshot format in its consumer records), so one byte format serves both. The encoding is a
  * msgpack array whose first element is a format version; a decoder refuses a newer version
- * (ND_STORE_ERR_VERSION) rather than guessing at fields it does not know.
+ * (ND_ERR_STORE_VERSION) rather than guessing at fields it does not know.
  *
  * Ctx: any thread; pure functions (they only allocate).
  */
@@ -18,13 +18,13 @@
 /* The format version nd_cstate_encode writes. */
 #define ND_CSTATE_VERSION 1
 
-/* Encodes cs. Owns: *out (malloc'd, the caller frees it with free()).
- * Returns: 0, or -1 when memory ran out (*out is then NULL). */
-int nd_cstate_encode(const nd_consumer_state_t *cs, uint8_t **out, size_t *len);
+/* Encodes cs; out of memory aborts, as nd_xmalloc does.
+ * Owns: *out (allocated by msgpack with malloc, the caller frees it with free()). */
+void nd_cstate_encode(const nd_consumer_state_t *cs, uint8_t **out, size_t *len);
 
 /* Decodes len bytes at p into *out (zeroed first; free with nd_consumer_state_free).
- * Returns: ND_STORE_OK; ND_STORE_ERR_CORRUPT on any malformed or truncated input (never crashes,
- * *out is left empty); ND_STORE_ERR_VERSION for a newer format; ND_STORE_ERR_NOMEM. */
-nd_store_err_t nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out);
+ * Returns: ND_OK; ND_ERR_STORE_CORRUPT on any malformed or truncated input (never crashes,
+ * *out is left empty); ND_ERR_STORE_VERSION for a newer format. */
+ND_MUST_CHECK nd_err_t nd_cstate_decode(const uint8_t *p, size_t len, nd_consumer_state_t *out);
 
 #endif

@@ -88,7 +88,7 @@
  *     block dropped under the interval policy: write only), so what survives a process crash
  *     is always a prefix of the calls, never a later removal without an earlier store.
  *   Errors: a failed or short write (EIO, ENOSPC, ...) returns ERR_IO with errno kept
- *     (nd_store_last_errno); the file is cut back to its last complete record and nothing of the
+ *     (nd_store_io_errno); the file is cut back to its last complete record and nothing of the
  *     failed call is reported stored. Under the interval policy, data that was buffered by
  *     earlier calls stays buffered and is retried by the next flush (a full disk may recover).
  *     A failed fsync is never retried or ignored: the store refuses every later write with
@@ -107,6 +107,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "actors/alloc.h"
 #include "js/store/filestore.h"
 #include "js/store/fs_crypt.h"
 #include "js/store/store_snapshot.h"
@@ -129,24 +130,24 @@ active_blk(nd_filestore_t *fs)
     return fs->nblks ? fs->blks[fs->nblks - 1] : NULL;
 }
 
-static nd_store_err_t
+static nd_err_t
 io_fail(nd_filestore_t *fs, int err, bool fatal)
 {
     if (fatal && !fs->failed) {
         fs->failed = true;
         fs->failed_errno = err;
     }
-    return nd_store_io_error(err);
+    return nd_store_io_error(&fs->base, err);
 }
 
-static nd_store_err_t
+static nd_err_t
 writable(nd_filestore_t *fs)
 {
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     if (fs->failed)
-        return nd_store_io_error(fs->failed_errno);
-    return ND_STORE_OK;
+        return nd_store_io_error(&fs->base, fs->failed_errno);
+    return ND_OK;
 }
 
 /* Notes a change of the files. Records made by the limits (fs->deriving) arm no flush or
@@ -171,12 +172,12 @@ slot_rec_len(const nd_fs_blk_t *b, uint32_t i)
 
 /* Writes the buffered bytes of the active block. On failure the file is cut back to its last
  * complete record and the bytes stay buffered (a later flush retries the write). */
-static nd_store_err_t
+static nd_err_t
 flush(nd_filestore_t *fs)
 {
     nd_fs_blk_t *b = active_blk(fs);
     if (!b || !fs->wlen)
-        return ND_STORE_OK;
+        return ND_OK;
     int fd = nd_fs_blk_fd(fs, b);
     if (fd < 0)
         return io_fail(fs, errno, false);
@@ -192,75 +193,75 @@ flush(nd_filestore_t *fs)
     fs->wlen = 0;
     fs->next_flush = 0;
     b->unsynced = true;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 sync_dirs(nd_filestore_t *fs)
 {
     if (!fs->dir_unsynced)
-        return ND_STORE_OK;
+        return ND_OK;
     if (nd_fs_datasync(fs->msgsfd) < 0 || nd_fs_datasync(fs->dirfd) < 0)
         return io_fail(fs, errno, true);
     fs->dir_unsynced = false;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 sync_blk(nd_filestore_t *fs, nd_fs_blk_t *b)
 {
     if (!b->unsynced)
-        return ND_STORE_OK;
+        return ND_OK;
     int fd = nd_fs_blk_fd(fs, b);
     if (fd < 0)
         return io_fail(fs, errno, true);
     if (nd_fs_datasync(fd) < 0)
         return io_fail(fs, errno, true);
     b->unsynced = false;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* Flushes and fsyncs everything: blocks, directories, consumer files. */
-static nd_store_err_t
+static nd_err_t
 sync_all(nd_filestore_t *fs)
 {
     if (fs->failed)
-        return nd_store_io_error(fs->failed_errno);
-    nd_store_err_t e = flush(fs);
-    if (e != ND_STORE_OK)
+        return nd_store_io_error(&fs->base, fs->failed_errno);
+    nd_err_t e = flush(fs);
+    if (e != ND_OK)
         return e;
     for (size_t i = 0; i < fs->nblks; i++)
-        if ((e = sync_blk(fs, fs->blks[i])) != ND_STORE_OK)
+        if ((e = sync_blk(fs, fs->blks[i])) != ND_OK)
             return e;
-    if ((e = sync_dirs(fs)) != ND_STORE_OK)
+    if ((e = sync_dirs(fs)) != ND_OK)
         return e;
     if (nd_fs_consumers_sync(fs) < 0)
         return io_fail(fs, errno, true);
     fs->next_sync = 0;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* Writes and fdatasyncs the active block: what was appended so far is durable before a change
  * made outside the append order (an in-place erase, a rewrite, a block removal). */
-static nd_store_err_t
+static nd_err_t
 barrier(nd_filestore_t *fs)
 {
-    nd_store_err_t e = flush(fs);
-    if (e == ND_STORE_OK && active_blk(fs))
+    nd_err_t e = flush(fs);
+    if (e == ND_OK && active_blk(fs))
         e = sync_blk(fs, active_blk(fs));
     return e;
 }
 
 /* Starts a new active block whose first sequence will be base. */
-static nd_store_err_t
+static nd_err_t
 roll(nd_filestore_t *fs, uint64_t base)
 {
     nd_fs_blk_t *old = active_blk(fs);
-    nd_store_err_t e;
+    nd_err_t e;
     if (old) {
-        if ((e = flush(fs)) != ND_STORE_OK)
+        if ((e = flush(fs)) != ND_OK)
             return e;
-        if (fs->cfg.sync_always && (e = sync_blk(fs, old)) != ND_STORE_OK)
+        if (fs->cfg.sync_always && (e = sync_blk(fs, old)) != ND_OK)
             return e;
     }
     uint32_t idx = fs->next_idx ? fs->next_idx : 1;
@@ -278,13 +279,14 @@ roll(nd_filestore_t *fs, uint64_t base)
     nd_fs_blk_hdr_encode_salt(hdr, (uint32_t)fs->cfg.cipher | (uint32_t)fs->cfg.compression << 8,
                               salt);
     nd_fs_blk_t *b = nd_fs_blk_new(idx);
-    if (!b || nd_fs_pwrite_all(fd, hdr, sizeof(hdr), 0) < 0 || !nd_fs_add_blk(fs, b)) {
-        int err = b ? errno : ENOMEM;
+    if (nd_fs_pwrite_all(fd, hdr, sizeof(hdr), 0) < 0) {
+        int err = errno;
         close(fd);
         unlinkat(fs->msgsfd, name, 0);
         nd_fs_blk_free(b);
         return io_fail(fs, err ? err : EIO, false);
     }
+    nd_fs_add_blk(fs, b);
     if (old && old->fd >= 0 && !old->unsynced && fs->nopen >= ND_FS_MAX_OPEN_FDS / 2)
         nd_fs_blk_close_fd(fs, old);
     b->fd = fd;
@@ -298,30 +300,26 @@ roll(nd_filestore_t *fs, uint64_t base)
     if (fs->cfg.cipher != ND_CIPHER_NONE)
         (void)nd_fs_blk_crypt(fs, b, hdr);
     changed(fs);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static bool
+static void
 wbuf_reserve(nd_filestore_t *fs, size_t n)
 {
     if (fs->wlen + n <= fs->wcap)
-        return true;
+        return;
     size_t nc = fs->wcap ? fs->wcap : (ND_FS_WBUF_FLUSH_AT + (64u << 10));
     while (nc < fs->wlen + n)
         nc *= 2;
-    uint8_t *nb = realloc(fs->wbuf, nc);
-    if (!nb)
-        return false;
-    fs->wbuf = nb;
+    fs->wbuf = nd_xrealloc(fs->wbuf, nc);
     fs->wcap = nc;
-    return true;
 }
 
 /* Appends one record to the active block's buffer (starting a block when there is none, or,
  * when may_roll, when the record does not fit). *off receives its offset in the block. */
 /* Starts a new block when there is none, or (may_roll) when a record of len bytes does not fit
  * the active one or seq is too far past its slots. */
-static nd_store_err_t
+static nd_err_t
 make_room(nd_filestore_t *fs, uint8_t kind, uint64_t seq, size_t len, bool may_roll)
 {
     nd_fs_blk_t *b = active_blk(fs);
@@ -339,21 +337,20 @@ make_room(nd_filestore_t *fs, uint8_t kind, uint64_t seq, size_t len, bool may_r
         roll_now = true;
     if (roll_now)
         return roll(fs, kind == ND_FS_REC_MSG ? seq : fs->last_seq + 1);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 append_flags(nd_filestore_t *fs, uint8_t kind, uint8_t flags, uint64_t seq, int64_t ts,
              const char *subj, size_t sl, const void *hdr, size_t hl, const void *data, size_t dl,
              bool may_roll, uint32_t *off)
 {
     size_t len = nd_fs_rec_len(sl, hl, dl);
-    nd_store_err_t e = make_room(fs, kind, seq, len, may_roll);
-    if (e != ND_STORE_OK)
+    nd_err_t e = make_room(fs, kind, seq, len, may_roll);
+    if (e != ND_OK)
         return e;
     nd_fs_blk_t *b = active_blk(fs);
-    if (!wbuf_reserve(fs, len))
-        return ND_STORE_ERR_NOMEM;
+    wbuf_reserve(fs, len);
     nd_fs_rec_encode_flags(fs->wbuf + fs->wlen, kind, flags, seq, ts, subj, sl, hdr, hl, data, dl);
     if (off)
         *off = (uint32_t)b->size;
@@ -366,10 +363,10 @@ append_flags(nd_filestore_t *fs, uint8_t kind, uint8_t flags, uint64_t seq, int6
     if (!fs->next_flush && !fs->deriving)
         fs->next_flush = nd_fs_now(fs) + ND_FS_FLUSH_NS;
     changed(fs);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 append(nd_filestore_t *fs, uint8_t kind, uint64_t seq, int64_t ts, const char *subj, size_t sl,
        const void *hdr, size_t hl, const void *data, size_t dl, bool may_roll, uint32_t *off)
 {
@@ -377,7 +374,7 @@ append(nd_filestore_t *fs, uint8_t kind, uint64_t seq, int64_t ts, const char *s
 }
 
 /* Appends a message record, compressed and/or sealed when the store says so. */
-static nd_store_err_t
+static nd_err_t
 append_msg(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl,
            const void *hdr, size_t hl, const void *data, size_t dl, uint32_t *off)
 {
@@ -386,15 +383,15 @@ append_msg(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_
     /* The block is chosen first (its salt seals the body); compression only ever shrinks the
      * body, so the uncompressed size plus a tag is a safe estimate for the rollover. */
     size_t est = ND_FS_REC_OVERHEAD + ND_FS_INNER_LEN + sl + hl + dl + ND_FS_TAG_LEN;
-    nd_store_err_t e = make_room(fs, ND_FS_REC_MSG, seq, est, true);
-    if (e != ND_STORE_OK)
+    nd_err_t e = make_room(fs, ND_FS_REC_MSG, seq, est, true);
+    if (e != ND_OK)
         return e;
     uint8_t flags;
     const uint8_t *body;
     size_t blen;
     e = nd_fs_xform_encode(fs, active_blk(fs), seq, ts, subj, sl, hdr, hl, data, dl, &flags, &body,
                            &blen);
-    if (e != ND_STORE_OK)
+    if (e != ND_OK)
         return e;
     if (!flags)
         return append(fs, ND_FS_REC_MSG, seq, ts, subj, sl, hdr, hl, data, dl, false, off);
@@ -404,7 +401,7 @@ append_msg(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_
 
 /* MARK(first): ts holds last_seq, the 8-byte payload last_ts (both survive the loss of every
  * message record). */
-static nd_store_err_t
+static nd_err_t
 append_mark(nd_filestore_t *fs, uint64_t first)
 {
     uint64_t last = fs->last_seq > first - 1 ? fs->last_seq : first - 1;
@@ -412,7 +409,7 @@ append_mark(nd_filestore_t *fs, uint64_t first)
                   sizeof(fs->last_ts), false, NULL);
 }
 
-static nd_store_err_t
+static nd_err_t
 append_tomb(nd_filestore_t *fs, uint64_t seq, int64_t ts)
 {
     return append(fs, ND_FS_REC_TOMB, seq, ts, NULL, 0, NULL, 0, NULL, 0, false, NULL);
@@ -458,88 +455,85 @@ rollback(nd_filestore_t *fs, wmark_t m)
 /* Ends a writing call: with sync_always, writes and fdatasyncs everything appended so far. On
  * failure the records since m are forgotten (and, after an fsync failure, every later write
  * refused). */
-static nd_store_err_t
+static nd_err_t
 commit(nd_filestore_t *fs, wmark_t m)
 {
     if (!fs->cfg.sync_always)
-        return ND_STORE_OK;
-    nd_store_err_t e = flush(fs);
-    if (e == ND_STORE_OK && active_blk(fs))
+        return ND_OK;
+    nd_err_t e = flush(fs);
+    if (e == ND_OK && active_blk(fs))
         e = sync_blk(fs, active_blk(fs));
-    if (e == ND_STORE_OK)
+    if (e == ND_OK)
         e = sync_dirs(fs);
-    if (e != ND_STORE_OK)
+    if (e != ND_OK)
         rollback(fs, m);
     return e;
 }
 
 /* Called at the start of every writing call: refuses when failed or closed, and writes out a
  * full buffer so that the call itself appends to memory only. */
-static nd_store_err_t
+static nd_err_t
 begin(nd_filestore_t *fs)
 {
-    nd_store_err_t e = writable(fs);
-    if (e != ND_STORE_OK)
+    nd_err_t e = writable(fs);
+    if (e != ND_OK)
         return e;
     if (fs->wlen >= ND_FS_WBUF_FLUSH_AT)
         return flush(fs);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* ---- reading ---------------------------------------------------------------------------- */
 
-static nd_store_err_t
+static nd_err_t
 read_at(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t off, void *p, size_t n)
 {
     if (b == active_blk(fs) && off >= b->wsize) {
         memcpy(p, fs->wbuf + (off - b->wsize), n);
-        return ND_STORE_OK;
+        return ND_OK;
     }
     if (off < b->wsize && off + n > b->wsize) {
         /* Straddles the buffer: cannot happen for whole records, but stay correct. */
-        nd_store_err_t e = flush(fs);
-        if (e != ND_STORE_OK)
+        nd_err_t e = flush(fs);
+        if (e != ND_OK)
             return e;
     }
     int fd = nd_fs_blk_fd(fs, b);
     if (fd < 0 || nd_fs_pread_all(fd, p, n, (off_t)off) < 0)
-        return nd_store_io_error(errno);
-    return ND_STORE_OK;
+        return nd_store_io_error(&fs->base, errno);
+    return ND_OK;
 }
 
 /* The length of the record of live slot i, from its header. */
-static nd_store_err_t
+static nd_err_t
 rec_len_of(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, size_t *len)
 {
     uint8_t h[ND_FS_REC_HDR_LEN];
-    nd_store_err_t e = read_at(fs, b, b->off[i], h, sizeof(h));
-    if (e != ND_STORE_OK)
+    nd_err_t e = read_at(fs, b, b->off[i], h, sizeof(h));
+    if (e != ND_OK)
         return e;
     nd_fs_rec_t r;
     if (nd_fs_rec_header(h, sizeof(h), &r) != 1)
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     *len = r.len;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static bool
+/* Sizes come from records whose length was checked against their block's size. */
+static void
 buf_reserve(uint8_t **p, size_t *cap, size_t n)
 {
     if (*cap >= n && *p)
-        return true;
+        return;
     size_t nc = n < 256 ? 256 : n;
-    uint8_t *nb = realloc(*p, nc);
-    if (!nb)
-        return false;
-    *p = nb;
+    *p = nd_xrealloc(*p, nc);
     *cap = nc;
-    return true;
 }
 
 /* Loads live slot i. A plain record's length follows from the message size, so one read
  * fetches it straight into the caller's buffer; a transformed record (compressed or sealed:
  * its header says so, and its length differs) is read whole into scratch and decoded. */
-static nd_store_err_t
+static nd_err_t
 load_slot(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, nd_store_msg_t *out)
 {
     uint64_t off = b->off[i];
@@ -547,42 +541,41 @@ load_slot(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, nd_store_msg_t *out)
     if (off + len > b->size)
         len = (size_t)(b->size - off);
     if (len < ND_FS_REC_HDR_LEN)
-        return ND_STORE_ERR_CORRUPT;
-    if (!buf_reserve(&out->buf, &out->cap, len))
-        return ND_STORE_ERR_NOMEM;
-    nd_store_err_t e = read_at(fs, b, off, out->buf, len);
-    if (e != ND_STORE_OK)
+        return ND_ERR_STORE_CORRUPT;
+    buf_reserve(&out->buf, &out->cap, len);
+    nd_err_t e = read_at(fs, b, off, out->buf, len);
+    if (e != ND_OK)
         return e;
     nd_fs_rec_t r;
     uint64_t seq = b->base + i;
     if (nd_fs_rec_header(out->buf, len, &r) != 1 || r.kind != ND_FS_REC_MSG || r.seq != seq)
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     if (r.flags || r.len != len) {
-        if (off + r.len > b->size || !buf_reserve(&fs->rbuf, &fs->rcap, r.len))
-            return off + r.len > b->size ? ND_STORE_ERR_CORRUPT : ND_STORE_ERR_NOMEM;
+        if (off + r.len > b->size)
+            return ND_ERR_STORE_CORRUPT;
+        buf_reserve(&fs->rbuf, &fs->rcap, r.len);
         if (r.len <= len) {
             memcpy(fs->rbuf, out->buf, r.len);
         } else {
             memcpy(fs->rbuf, out->buf, len);
-            if ((e = read_at(fs, b, off + len, fs->rbuf + len, r.len - len)) != ND_STORE_OK)
+            if ((e = read_at(fs, b, off + len, fs->rbuf + len, r.len - len)) != ND_OK)
                 return e;
         }
         if (!nd_fs_rec_verify(fs->rbuf, &r))
-            return ND_STORE_ERR_CORRUPT;
+            return ND_ERR_STORE_CORRUPT;
         if (r.flags) {
-            if ((e = nd_fs_xform_decode(fs, b, fs->rbuf, &r, &out->buf, &out->cap)) != ND_STORE_OK)
+            if ((e = nd_fs_xform_decode(fs, b, fs->rbuf, &r, &out->buf, &out->cap)) != ND_OK)
                 return e;
         } else {
             size_t n = r.subj_len + r.hdr_len + r.data_len;
-            if (!buf_reserve(&out->buf, &out->cap, n))
-                return ND_STORE_ERR_NOMEM;
+            buf_reserve(&out->buf, &out->cap, n);
             memcpy(out->buf, fs->rbuf + ND_FS_REC_HDR_LEN, n);
             r.subj = (const char *)out->buf;
             r.hdr = out->buf + r.subj_len;
             r.data = out->buf + r.subj_len + r.hdr_len;
         }
     } else if (!nd_fs_rec_verify(out->buf, &r)) {
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     }
     out->seq = seq;
     out->ts = r.ts;
@@ -592,7 +585,7 @@ load_slot(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i, nd_store_msg_t *out)
     out->hdr_len = r.hdr_len;
     out->data = r.data;
     out->data_len = r.data_len;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 static bool
@@ -620,22 +613,20 @@ unlink_index(nd_filestore_t *fs)
 }
 
 /* Reads block b's bytes [0, wsize) (its buffer flushed first when it is the active one). */
-static nd_store_err_t
+static nd_err_t
 read_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint8_t **out)
 {
-    nd_store_err_t e;
-    if (b == active_blk(fs) && (e = flush(fs)) != ND_STORE_OK)
+    nd_err_t e;
+    if (b == active_blk(fs) && (e = flush(fs)) != ND_OK)
         return e;
-    uint8_t *p = malloc(b->wsize ? b->wsize : 1);
-    if (!p)
-        return ND_STORE_ERR_NOMEM;
+    uint8_t *p = nd_xmalloc(b->wsize);
     int fd = nd_fs_blk_fd(fs, b);
     if (fd < 0 || nd_fs_pread_all(fd, p, b->wsize, 0) < 0) {
         free(p);
-        return nd_store_io_error(errno);
+        return nd_store_io_error(&fs->base, errno);
     }
     *out = p;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* Calls fn for each valid TOMB target and returns the highest sequence the block's records
@@ -680,7 +671,6 @@ typedef struct seqvec {
     uint64_t *v;
     size_t n, cap;
     uint64_t lo, hi; /* keep only targets in [lo, hi) */
-    bool oom;
 } seqvec_t;
 
 static void
@@ -688,12 +678,7 @@ seqvec_push(seqvec_t *sv, uint64_t s)
 {
     if (sv->n == sv->cap) {
         size_t nc = sv->cap ? sv->cap * 2 : 64;
-        uint64_t *nv = realloc(sv->v, nc * sizeof(*nv));
-        if (!nv) {
-            sv->oom = true;
-            return;
-        }
-        sv->v = nv;
+        sv->v = nd_xrealloc(sv->v, nc * sizeof(*sv->v));
         sv->cap = nc;
     }
     sv->v[sv->n++] = s;
@@ -720,40 +705,28 @@ old_rec_len(const uint8_t *p, uint64_t n, uint64_t off)
 /* Rewrites block b with: the TOMBs in extra, the TOMBs b holds for earlier blocks, its live
  * messages with seq <= keep_max, and a MARK(first_seq, last). Temp file, fdatasync, rename,
  * fsync of the directory; b's offsets change only once the new file is in place. */
-static nd_store_err_t
+static nd_err_t
 rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_t *extra,
             int64_t last_ts)
 {
     uint8_t *old = NULL;
-    nd_store_err_t e = read_blk(fs, b, &old);
-    if (e != ND_STORE_OK)
+    nd_err_t e = read_blk(fs, b, &old);
+    if (e != ND_OK)
         return e;
     seqvec_t own = {.lo = fs->first_seq, .hi = b->nslots ? b->base : fs->last_seq + 1};
     uint64_t hi = blk_scan_ctl(old, b->wsize, collect_tomb, &own);
     if (hi > keep_max)
         hi = keep_max;
-    if (own.oom) {
-        free(old);
-        free(own.v);
-        return ND_STORE_ERR_NOMEM;
-    }
     size_t nctl = own.n + (extra ? extra->n : 0) + 1;
     size_t ctl = nctl * ND_FS_REC_OVERHEAD + sizeof(last_ts);
     size_t cap = ND_FS_BLK_HDR_LEN + ctl;
     for (uint32_t i = b->first_slot; i < b->nslots; i++)
         if (b->off[i] != ND_FS_NOOFF && b->base + i <= keep_max)
             cap += old_rec_len(old, b->wsize, b->off[i]);
-    uint8_t *nb = malloc(cap);
-    uint32_t *noff = malloc((b->nslots ? b->nslots : 1) * sizeof(*noff));
-    if (!nb || !noff) {
-        free(old);
-        free(own.v);
-        free(nb);
-        free(noff);
-        return ND_STORE_ERR_NOMEM;
-    }
+    uint8_t *nb = nd_xmalloc(cap);
+    uint32_t *noff = nd_xmalloc((b->nslots ? b->nslots : 1) * sizeof(*noff));
     /* The header (and its salt, which the sealed records need) stays as it was. */
-    if (b->wsize >= ND_FS_BLK_HDR_LEN && nd_fs_blk_hdr_check(old, b->wsize) == ND_STORE_OK)
+    if (b->wsize >= ND_FS_BLK_HDR_LEN && nd_fs_blk_hdr_check(old, b->wsize) == ND_OK)
         memcpy(nb, old, ND_FS_BLK_HDR_LEN);
     else
         nd_fs_blk_hdr_encode(nb, 0);
@@ -805,8 +778,8 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
     free(nb);
     /* Every earlier call's buffered records reach the disk before the rewrite does, so that a
      * crash never keeps this later change while losing an earlier append. */
-    nd_store_err_t be = barrier(fs);
-    if (be != ND_STORE_OK) {
+    nd_err_t be = barrier(fs);
+    if (be != ND_OK) {
         close(fd);
         unlinkat(fs->msgsfd, tmp, 0);
         free(noff);
@@ -836,37 +809,33 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
 }
 
 /* Removes block blks[pos] (no live messages, not the active one). */
-static nd_store_err_t
+static nd_err_t
 drop_blk(nd_filestore_t *fs, size_t pos)
 {
     nd_fs_blk_t *b = fs->blks[pos];
     nd_fs_blk_t *act = active_blk(fs);
     bool carry = pos > 0 || act->size <= ND_FS_BLK_HDR_LEN;
-    nd_store_err_t e;
+    nd_err_t e;
     if (carry) {
         /* The TOMBs this block holds for earlier blocks, and the sequence floor and ceiling
          * it records, move to the active block and are synced before the file goes. */
         uint8_t *old = NULL;
-        if ((e = read_blk(fs, b, &old)) != ND_STORE_OK)
+        if ((e = read_blk(fs, b, &old)) != ND_OK)
             return e;
         seqvec_t sv = {.lo = fs->first_seq, .hi = b->nslots ? b->base : fs->last_seq + 1};
         if (pos > 0)
             blk_scan_ctl(old, b->wsize, collect_tomb, &sv);
         free(old);
-        if (sv.oom) {
-            free(sv.v);
-            return ND_STORE_ERR_NOMEM;
-        }
         wmark_t m = wmark(fs);
         e = append_mark(fs, fs->first_seq);
-        for (size_t k = 0; e == ND_STORE_OK && k < sv.n; k++)
+        for (size_t k = 0; e == ND_OK && k < sv.n; k++)
             e = append_tomb(fs, sv.v[k], 0);
         free(sv.v);
-        if (e == ND_STORE_OK)
+        if (e == ND_OK)
             e = flush(fs);
-        if (e == ND_STORE_OK)
+        if (e == ND_OK)
             e = sync_blk(fs, act);
-        if (e != ND_STORE_OK) {
+        if (e != ND_OK) {
             rollback(fs, m);
             return e;
         }
@@ -876,7 +845,7 @@ drop_blk(nd_filestore_t *fs, size_t pos)
      * earlier call. A front block under the interval policy (the steady state of a stream at
      * its limits) needs only the write; the rest also wait for fdatasync. */
     e = fs->cfg.sync_always || pos > 0 ? barrier(fs) : flush(fs);
-    if (e != ND_STORE_OK)
+    if (e != ND_OK)
         return e;
     char name[32];
     nd_fs_blk_name(b->idx, name);
@@ -889,7 +858,7 @@ drop_blk(nd_filestore_t *fs, size_t pos)
     memmove(&fs->blks[pos], &fs->blks[pos + 1], (fs->nblks - pos - 1) * sizeof(fs->blks[0]));
     fs->nblks--;
     changed(fs);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 static bool
@@ -909,11 +878,11 @@ maintain(nd_filestore_t *fs)
     for (size_t i = 0; i + 1 < fs->nblks;) {
         nd_fs_blk_t *b = fs->blks[i];
         if (b->msgs == 0) {
-            if (drop_blk(fs, i) != ND_STORE_OK)
+            if (drop_blk(fs, i) != ND_OK)
                 return;
             continue;
         }
-        if (sparse(fs, b) && rewrite_blk(fs, b, UINT64_MAX, NULL, fs->last_ts) != ND_STORE_OK)
+        if (sparse(fs, b) && rewrite_blk(fs, b, UINT64_MAX, NULL, fs->last_ts) != ND_OK)
             return;
         i++;
     }
@@ -923,21 +892,21 @@ maintain(nd_filestore_t *fs)
 
 /* Removes live seq: a MARK when it is the first message (one record covers any run of them),
  * else a TOMB. The caller commits. */
-static nd_store_err_t
+static nd_err_t
 remove_rec(nd_filestore_t *fs, uint64_t seq)
 {
-    nd_store_err_t e = seq == fs->first_seq ? append_mark(fs, seq + 1) : append_tomb(fs, seq, 0);
-    if (e == ND_STORE_OK)
+    nd_err_t e = seq == fs->first_seq ? append_mark(fs, seq + 1) : append_tomb(fs, seq, 0);
+    if (e == ND_OK)
         nd_fs_state_remove(fs, seq);
     return e;
 }
 
 /* Removes every live message below first with one MARK. */
-static nd_store_err_t
+static nd_err_t
 mark_rec(nd_filestore_t *fs, uint64_t first)
 {
-    nd_store_err_t e = append_mark(fs, first);
-    if (e == ND_STORE_OK)
+    nd_err_t e = append_mark(fs, first);
+    if (e == ND_OK)
         nd_fs_state_mark(fs, first);
     return e;
 }
@@ -945,23 +914,23 @@ mark_rec(nd_filestore_t *fs, uint64_t first)
 /* Replaces every block with a new one that holds only MARK(first, last): the stream is empty
  * and its sequences go on from first. The MARK is synced before the old files go, so a crash
  * leaves either the old state or the new one. */
-static nd_store_err_t
+static nd_err_t
 reset_all(nd_filestore_t *fs, uint64_t first, uint64_t last, int64_t last_ts)
 {
-    nd_store_err_t e = roll(fs, first);
-    if (e != ND_STORE_OK)
+    nd_err_t e = roll(fs, first);
+    if (e != ND_OK)
         return e;
     nd_fs_blk_t *act = active_blk(fs);
     wmark_t m = wmark(fs);
     e = append(fs, ND_FS_REC_MARK, first, (int64_t)last, NULL, 0, NULL, 0, &last_ts,
                sizeof(last_ts), false, NULL);
-    if (e == ND_STORE_OK)
+    if (e == ND_OK)
         e = flush(fs);
-    if (e == ND_STORE_OK)
+    if (e == ND_OK)
         e = sync_blk(fs, act);
-    if (e == ND_STORE_OK)
+    if (e == ND_OK)
         e = sync_dirs(fs);
-    if (e != ND_STORE_OK) {
+    if (e != ND_OK) {
         rollback(fs, m);
         return e;
     }
@@ -1016,7 +985,7 @@ enforce_per_subject(nd_filestore_t *fs, uint32_t sid)
            fs->subj.ents[sid].msgs > (uint64_t)fs->cfg.max_msgs_per_subject) {
         nd_fs_subj_t *e = nd_fs_subj_fresh(fs, sid);
         bool last_one = e->msgs == 1;
-        if (remove_rec(fs, e->first) != ND_STORE_OK || last_one)
+        if (remove_rec(fs, e->first) != ND_OK || last_one)
             break;
     }
     fs->deriving = false;
@@ -1074,13 +1043,12 @@ expire(nd_filestore_t *fs, int64_t now)
 
 /* ---- store ------------------------------------------------------------------------------ */
 
-static nd_store_err_t
+static nd_err_t
 put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
     size_t hl, const void *data, size_t dl)
 {
-    nd_store_err_t e =
-        nd_store_check_msg(&fs->cfg, subj, sl, hdr, hl, data, dl, ND_FS_REC_MAX_FIELD);
-    if (e != ND_STORE_OK || (e = begin(fs)) != ND_STORE_OK)
+    nd_err_t e = nd_store_check_msg(&fs->cfg, subj, sl, hdr, hl, data, dl, ND_FS_REC_MAX_FIELD);
+    if (e != ND_OK || (e = begin(fs)) != ND_OK)
         return e;
 
     uint32_t sid = nd_fs_subj_find(&fs->subj, subj, sl);
@@ -1088,7 +1056,7 @@ put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, c
     bool if_oldest_fits;
     e = nd_store_admit_new(&fs->cfg, fs->msgs, fs->bytes, size,
                            sid != ND_FS_NOSID ? fs->subj.ents[sid].msgs : 0, &if_oldest_fits);
-    if (e != ND_STORE_OK)
+    if (e != ND_OK)
         return e;
     if (if_oldest_fits) {
         /* sid exists: the subject is at its limit. */
@@ -1096,21 +1064,22 @@ put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, c
         nd_fs_blk_t *b;
         uint32_t i;
         if (!nd_fs_locate(fs, se->first, &b, &i) || b->msz[i] < size)
-            return ND_STORE_ERR_MAX_BYTES;
+            return ND_ERR_STORE_MAX_BYTES;
     }
 
     wmark_t m = wmark(fs);
     uint32_t off;
-    if ((e = append_msg(fs, seq, ts, subj, sl, hdr, hl, data, dl, &off)) != ND_STORE_OK)
+    if ((e = append_msg(fs, seq, ts, subj, sl, hdr, hl, data, dl, &off)) != ND_OK)
         return e;
-    if ((e = commit(fs, m)) != ND_STORE_OK)
+    if ((e = commit(fs, m)) != ND_OK)
         return e;
     nd_fs_blk_t *act = active_blk(fs);
     if (!nd_fs_state_add(fs, act, seq, off, subj, sl, sid, (uint32_t)size, ts)) {
-        /* Out of memory after the record was written: forget it on disk too. */
+        /* A sequence the active block cannot hold (make_room rolls before that happens):
+         * forget the record on disk too. */
         m = (wmark_t){act, off};
         rollback(fs, m);
-        return ND_STORE_ERR_NOMEM;
+        return ND_ERR_STORE_BAD_SEQUENCE;
     }
     if (fs->cfg.max_msgs_per_subject > 0 || fs->cfg.max_msgs > 0 || fs->cfg.max_bytes > 0) {
         uint64_t before = fs->msgs;
@@ -1119,20 +1088,20 @@ put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, c
         if (fs->msgs != before)
             maintain(fs);
     }
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl, const void *data,
          size_t dl, uint64_t *seq, int64_t *ts)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     int64_t now = nd_store_stamp(&fs->cfg, fs->last_ts);
     uint64_t s = fs->last_seq + 1;
-    nd_store_err_t e = put(fs, s, now, subj, sl, hdr, hl, data, dl);
-    if (e == ND_STORE_OK) {
+    nd_err_t e = put(fs, s, now, subj, sl, hdr, hl, data, dl);
+    if (e == ND_OK) {
         if (seq)
             *seq = s;
         if (ts)
@@ -1141,29 +1110,29 @@ fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl
     return e;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_store_raw(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
              size_t hl, const void *data, size_t dl)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     if (seq == 0 || seq <= fs->last_seq)
-        return ND_STORE_ERR_BAD_SEQUENCE;
+        return ND_ERR_STORE_BAD_SEQUENCE;
     return put(fs, seq, ts, subj, sl, hdr, hl, data, dl);
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_skip(nd_store_t *st, uint64_t *seq)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
-    nd_store_err_t e = begin(fs);
-    if (e != ND_STORE_OK)
+    nd_err_t e = begin(fs);
+    if (e != ND_OK)
         return e;
     int64_t now = nd_store_stamp(&fs->cfg, fs->last_ts);
     uint64_t s = fs->last_seq + 1;
     wmark_t m = wmark(fs);
-    if ((e = append_tomb(fs, s, now)) != ND_STORE_OK || (e = commit(fs, m)) != ND_STORE_OK)
+    if ((e = append_tomb(fs, s, now)) != ND_OK || (e = commit(fs, m)) != ND_OK)
         return e;
     fs->last_seq = s;
     fs->last_ts = now;
@@ -1171,41 +1140,41 @@ fs_skip(nd_store_t *st, uint64_t *seq)
         fs->first_seq = fs->last_seq + 1;
     if (seq)
         *seq = s;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* ---- load ------------------------------------------------------------------------------- */
 
-static nd_store_err_t
+static nd_err_t
 fs_load(nd_store_t *st, uint64_t seq, nd_store_msg_t *out)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     nd_fs_blk_t *b;
     uint32_t i;
     if (!nd_fs_locate(fs, seq, &b, &i))
-        return seq > fs->last_seq ? ND_STORE_ERR_EOF : ND_STORE_ERR_NOT_FOUND;
+        return seq > fs->last_seq ? ND_ERR_STORE_EOF : ND_ERR_STORE_NOT_FOUND;
     return load_slot(fs, b, i, out);
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_load_next(nd_store_t *st, const char *filter, size_t fl, uint64_t start, nd_store_msg_t *out)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     bool all = nd_store_filter_all(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     uint32_t lit = ND_FS_NOSID;
     if (!all && nd_subj_is_literal(filter, fl)) {
         lit = nd_fs_subj_find(&fs->subj, filter, fl);
         if (lit == ND_FS_NOSID)
-            return ND_STORE_ERR_EOF;
+            return ND_ERR_STORE_EOF;
         nd_fs_subj_t *e = nd_fs_subj_fresh(fs, lit);
         if (start > e->last)
-            return ND_STORE_ERR_EOF;
+            return ND_ERR_STORE_EOF;
         if (start < e->first)
             start = e->first;
     }
@@ -1214,36 +1183,36 @@ fs_load_next(nd_store_t *st, const char *filter, size_t fl, uint64_t start, nd_s
     for (uint64_t s = nd_fs_next_live(fs, start, &b, &i); s; s = nd_fs_next_live(fs, s + 1, &b, &i))
         if (slot_matches(fs, b, i, filter, fl, all, lit))
             return load_slot(fs, b, i, out);
-    return ND_STORE_ERR_EOF;
+    return ND_ERR_STORE_EOF;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     bool all = nd_store_filter_all(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     nd_fs_blk_t *b;
     uint32_t i;
     if (all) {
         if (!nd_fs_prev_live(fs, fs->last_seq, &b, &i))
-            return ND_STORE_ERR_NOT_FOUND;
+            return ND_ERR_STORE_NOT_FOUND;
         return load_slot(fs, b, i, out);
     }
     uint64_t best = 0;
     if (nd_subj_is_literal(filter, fl)) {
         uint32_t sid = nd_fs_subj_find(&fs->subj, filter, fl);
         if (sid == ND_FS_NOSID)
-            return ND_STORE_ERR_NOT_FOUND;
+            return ND_ERR_STORE_NOT_FOUND;
         best = nd_fs_subj_fresh(fs, sid)->last;
     } else {
         best = nd_store_subj_newest(st, walk_subjects, filter, fl);
     }
     if (!best || !nd_fs_locate(fs, best, &b, &i))
-        return ND_STORE_ERR_NOT_FOUND;
+        return ND_ERR_STORE_NOT_FOUND;
     return load_slot(fs, b, i, out);
 }
 
@@ -1251,22 +1220,20 @@ fs_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
 
 /* Overwrites live message seq in place with an ERASED record of the same length (zeroed body,
  * valid checksum), so its bytes are gone from the disk, not only unreferenced. */
-static nd_store_err_t
+static nd_err_t
 erase_in_place(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i)
 {
     size_t len;
-    nd_store_err_t e = rec_len_of(fs, b, i, &len);
-    if (e != ND_STORE_OK)
+    nd_err_t e = rec_len_of(fs, b, i, &len);
+    if (e != ND_OK)
         return e;
     uint64_t off = b->off[i];
-    uint8_t *rec = calloc(1, len);
-    if (!rec)
-        return ND_STORE_ERR_NOMEM;
+    uint8_t *rec = nd_xcalloc(1, len);
     nd_fs_rec_t r;
     e = read_at(fs, b, off, rec, len);
-    if (e != ND_STORE_OK || nd_fs_rec_header(rec, len, &r) != 1) {
+    if (e != ND_OK || nd_fs_rec_header(rec, len, &r) != 1) {
         free(rec);
-        return e != ND_STORE_OK ? e : ND_STORE_ERR_CORRUPT;
+        return e != ND_OK ? e : ND_ERR_STORE_CORRUPT;
     }
     size_t body = r.subj_len + r.hdr_len + r.data_len;
     memset(rec + ND_FS_REC_HDR_LEN, 0, body);
@@ -1278,10 +1245,10 @@ erase_in_place(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i)
     if (b == active_blk(fs) && off >= b->wsize) {
         memcpy(fs->wbuf + (off - b->wsize), rec, len);
         free(rec);
-        return ND_STORE_OK;
+        return ND_OK;
     }
     /* Earlier calls' buffered records first: the erase must not outlive them in a crash. */
-    if ((e = barrier(fs)) != ND_STORE_OK) {
+    if ((e = barrier(fs)) != ND_OK) {
         free(rec);
         return e;
     }
@@ -1295,21 +1262,21 @@ erase_in_place(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i)
     b->unsynced = true;
     if (fs->cfg.sync_always)
         return sync_blk(fs, b);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_remove(nd_store_t *st, uint64_t seq, bool secure)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     nd_fs_blk_t *b;
     uint32_t i;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     if (!nd_fs_locate(fs, seq, &b, &i))
-        return ND_STORE_ERR_NOT_FOUND;
-    nd_store_err_t e = begin(fs);
-    if (e != ND_STORE_OK)
+        return ND_ERR_STORE_NOT_FOUND;
+    nd_err_t e = begin(fs);
+    if (e != ND_OK)
         return e;
     /* The removal record goes first, so that a failure leaves either nothing done or the
      * message removed. With secure, the bytes are then overwritten in place: should that
@@ -1317,9 +1284,9 @@ fs_remove(nd_store_t *st, uint64_t seq, bool secure)
      * erase did not complete. */
     wmark_t m = wmark(fs);
     e = seq == fs->first_seq ? append_mark(fs, seq + 1) : append_tomb(fs, seq, 0);
-    if (e != ND_STORE_OK)
+    if (e != ND_OK)
         return e;
-    if ((e = commit(fs, m)) != ND_STORE_OK)
+    if ((e = commit(fs, m)) != ND_OK)
         return e;
     if (secure)
         e = erase_in_place(fs, b, i);
@@ -1328,35 +1295,35 @@ fs_remove(nd_store_t *st, uint64_t seq, bool secure)
     return e;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_compact(nd_store_t *st, uint64_t seq, uint64_t *purged)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     uint64_t before = fs->msgs;
-    nd_store_err_t e = begin(fs);
-    if (e != ND_STORE_OK)
+    nd_err_t e = begin(fs);
+    if (e != ND_OK)
         return e;
     if (seq != 0 && seq <= fs->first_seq && seq <= fs->last_seq) {
         if (purged)
             *purged = 0;
-        return ND_STORE_OK;
+        return ND_OK;
     }
     if (seq == 0 || seq > fs->last_seq) {
         uint64_t first = seq > fs->last_seq ? seq : fs->last_seq + 1;
         e = reset_all(fs, first, first - 1, fs->last_ts);
     } else {
         wmark_t m = wmark(fs);
-        if ((e = append_mark(fs, seq)) == ND_STORE_OK && (e = commit(fs, m)) == ND_STORE_OK) {
+        if ((e = append_mark(fs, seq)) == ND_OK && (e = commit(fs, m)) == ND_OK) {
             nd_fs_state_mark(fs, seq);
             maintain(fs);
         }
     }
-    if (e == ND_STORE_OK && purged)
+    if (e == ND_OK && purged)
         *purged = before - fs->msgs;
     return e;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t keep,
          uint64_t *purged)
 {
@@ -1366,15 +1333,15 @@ fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
         purged = &dummy;
     *purged = 0;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     if (nd_store_filter_all(filter, fl)) {
         uint64_t below, n = fs->msgs;
-        nd_store_err_t e = ND_STORE_OK;
+        nd_err_t e = ND_OK;
         switch (nd_store_purge_all_plan(up_to, keep, fs->msgs, fs->last_seq, &below)) {
         case ND_STORE_PURGE_ALL:
-            if ((e = begin(fs)) == ND_STORE_OK)
+            if ((e = begin(fs)) == ND_OK)
                 e = reset_all(fs, fs->last_seq + 1, fs->last_seq, fs->last_ts);
-            if (e == ND_STORE_OK)
+            if (e == ND_OK)
                 *purged = n;
             return e;
         case ND_STORE_PURGE_COMPACT:
@@ -1382,12 +1349,11 @@ fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
         case ND_STORE_PURGE_NOTHING:
             break;
         }
-        return ND_STORE_OK;
+        return ND_OK;
     }
     uint64_t first, last, max;
-    nd_store_err_t e =
-        nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
-    if (e != ND_STORE_OK || max == 0 || (e = begin(fs)) != ND_STORE_OK)
+    nd_err_t e = nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
+    if (e != ND_OK || max == 0 || (e = begin(fs)) != ND_OK)
         return e;
     uint32_t lit =
         nd_subj_is_literal(filter, fl) ? nd_fs_subj_find(&fs->subj, filter, fl) : ND_FS_NOSID;
@@ -1398,18 +1364,14 @@ fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
          s = nd_fs_next_live(fs, s + 1, &b, &i))
         if (slot_matches(fs, b, i, filter, fl, false, lit))
             seqvec_push(&sv, s);
-    if (sv.oom) {
-        free(sv.v);
-        return ND_STORE_ERR_NOMEM;
-    }
     wmark_t m = wmark(fs);
-    for (size_t k = 0; e == ND_STORE_OK && k < sv.n; k++)
+    for (size_t k = 0; e == ND_OK && k < sv.n; k++)
         e = append_tomb(fs, sv.v[k], 0);
-    if (e == ND_STORE_OK)
+    if (e == ND_OK)
         e = commit(fs, m);
     else
         rollback(fs, m);
-    if (e == ND_STORE_OK) {
+    if (e == ND_OK) {
         for (size_t k = 0; k < sv.n; k++)
             nd_fs_state_remove(fs, sv.v[k]);
         *purged = sv.n;
@@ -1419,12 +1381,12 @@ fs_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
     return e;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_truncate(nd_store_t *st, uint64_t seq)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
-    nd_store_err_t e = begin(fs);
-    if (e != ND_STORE_OK)
+    nd_err_t e = begin(fs);
+    if (e != ND_OK)
         return e;
     if (seq == 0) {
         return reset_all(fs, 1, 0, 0);
@@ -1432,9 +1394,9 @@ fs_truncate(nd_store_t *st, uint64_t seq)
     nd_fs_blk_t *k;
     uint32_t ki;
     if (!nd_fs_locate(fs, seq, &k, &ki))
-        return ND_STORE_ERR_BAD_SEQUENCE;
+        return ND_ERR_STORE_BAD_SEQUENCE;
     if (seq == fs->last_seq)
-        return ND_STORE_OK;
+        return ND_OK;
     size_t kpos = nd_fs_find_blk_pos(fs, seq);
     /* Deletions inside earlier blocks may be recorded only in the blocks about to go: the
      * rewritten block repeats them. */
@@ -1445,19 +1407,15 @@ fs_truncate(nd_store_t *st, uint64_t seq)
             if (b->off[i] == ND_FS_NOOFF && b->base + i >= fs->first_seq)
                 seqvec_push(&extra, b->base + i);
     }
-    if (extra.oom) {
-        free(extra.v);
-        return ND_STORE_ERR_NOMEM;
-    }
     /* The buffered bytes belong to the active block; write them first so the rewrite reads a
      * complete file and nothing buffered outlives the blocks that go. */
-    if ((e = flush(fs)) != ND_STORE_OK) {
+    if ((e = flush(fs)) != ND_OK) {
         free(extra.v);
         return e;
     }
     e = rewrite_blk(fs, k, seq, &extra, k->ts[ki]);
     free(extra.v);
-    if (e != ND_STORE_OK)
+    if (e != ND_OK)
         return e;
     /* The cut block is the active one now; the later blocks go, oldest first: a later block may
      * hold the tombstones of messages in an earlier one, so unlinking newest first and dying
@@ -1485,14 +1443,14 @@ fs_truncate(nd_store_t *st, uint64_t seq)
     fs->last_seq = seq;
     fs->last_ts = k->ts[ki];
     changed(fs);
-    if ((e = sync_dirs(fs)) != ND_STORE_OK)
+    if ((e = sync_dirs(fs)) != ND_OK)
         return e;
     /* The sequences after seq will be used again: with a cipher, they must be sealed under a
      * new salt, so the next message starts a new block. */
     if (fs->cfg.cipher != ND_CIPHER_NONE)
         fs->force_roll = true;
     maintain(fs);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* ---- state ------------------------------------------------------------------------------ */
@@ -1516,13 +1474,13 @@ fs_state(nd_store_t *st, nd_store_state_t *out)
     out->consumers = fs->nconsumers;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_deleted(nd_store_t *st, uint64_t **seqs, size_t *n)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     nd_store_gaps_t g;
-    nd_store_err_t e = nd_store_gaps_begin(&g, fs->first_seq, fs->last_seq, fs->msgs, seqs, n);
-    if (e != ND_STORE_OK || g.done)
+    nd_err_t e = nd_store_gaps_begin(&g, fs->first_seq, fs->last_seq, fs->msgs, seqs, n);
+    if (e != ND_OK || g.done)
         return e;
     nd_fs_blk_t *b;
     uint32_t i;
@@ -1530,7 +1488,7 @@ fs_deleted(nd_store_t *st, uint64_t **seqs, size_t *n)
          s = nd_fs_next_live(fs, s + 1, &b, &i))
         nd_store_gaps_live(&g, s);
     nd_store_gaps_end(&g, seqs, n);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 static void
@@ -1643,34 +1601,34 @@ set_cfg(nd_filestore_t *fs, const nd_store_cfg_t *cfg)
     fs->xform = fs->cfg.cipher != ND_CIPHER_NONE || fs->cfg.compression != ND_STORE_NONE;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_update_cfg(nd_store_t *st, const nd_store_cfg_t *cfg)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
-    nd_store_err_t e = begin(fs);
-    if (e != ND_STORE_OK)
+    nd_err_t e = begin(fs);
+    if (e != ND_OK)
         return e;
     set_cfg(fs, cfg);
     fs->cfg.dir = fs->dir;
     apply_limits(fs);
     if (fs->cfg.sync_always)
         return commit(fs, wmark(fs));
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 checkpoint(nd_filestore_t *fs)
 {
-    nd_store_err_t e = sync_all(fs);
-    if (e != ND_STORE_OK)
+    nd_err_t e = sync_all(fs);
+    if (e != ND_OK)
         return e;
     if (!fs->index_stale && fs->index_on_disk)
-        return ND_STORE_OK;
-    if (nd_fs_index_write(fs) == ND_STORE_OK) {
+        return ND_OK;
+    if (nd_fs_index_write(fs) == ND_OK) {
         fs->index_on_disk = true;
         fs->index_stale = false;
     }
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 static int64_t
@@ -1708,22 +1666,22 @@ fs_tick(nd_store_t *st, int64_t now)
     return next;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_sync(nd_store_t *st)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
-    nd_store_err_t e = writable(fs);
-    if (e != ND_STORE_OK)
+    nd_err_t e = writable(fs);
+    if (e != ND_OK)
         return e;
     return sync_all(fs);
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_snapshot(nd_store_t *st, nd_store_write_fn w, void *arg)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     return nd_store_snapshot_write(st, w, arg);
 }
 
@@ -1795,20 +1753,19 @@ rm_tree(int dirfd)
     return rc;
 }
 
-static nd_store_err_t
+static nd_err_t
 fs_destroy(nd_store_t *st)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
-    char *dir = strdup(fs->dir);
+    char *dir = nd_xstrdup(fs->dir);
     fs->wlen = 0;
     free_all(fs);
-    if (!dir)
-        return ND_STORE_ERR_NOMEM;
     int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    nd_store_err_t e = ND_STORE_OK;
+    nd_err_t e = ND_OK;
     if (fd >= 0) {
+        /* The store is gone: there is no io_errno to keep. */
         if (rm_tree(fd) < 0 || rmdir(dir) < 0)
-            e = nd_store_io_error(errno);
+            e = ND_ERR_STORE_IO;
     }
     free(dir);
     return e;
@@ -1895,14 +1852,7 @@ list_blocks(nd_filestore_t *fs, uint32_t **out, size_t *n)
             continue; /* "01.blk" and the like are not ours */
         if (cnt == cap) {
             cap = cap ? cap * 2 : 16;
-            uint32_t *nv = realloc(v, cap * sizeof(*nv));
-            if (!nv) {
-                free(v);
-                closedir(d);
-                errno = ENOMEM;
-                return -1;
-            }
-            v = nv;
+            v = nd_xrealloc(v, cap * sizeof(*v));
         }
         v[cnt++] = (uint32_t)idx;
     }
@@ -1915,7 +1865,7 @@ list_blocks(nd_filestore_t *fs, uint32_t **out, size_t *n)
 }
 
 /* meta.dat: magic[8] version u32 cipher u32 compression u32 zero u32 XXH64. */
-static nd_store_err_t
+static nd_err_t
 check_meta(nd_filestore_t *fs)
 {
     uint8_t *p;
@@ -1934,16 +1884,16 @@ check_meta(nd_filestore_t *fs)
         }
         free(p);
         if (ok && ver > ND_FS_VERSION)
-            return ND_STORE_ERR_VERSION;
+            return ND_ERR_STORE_VERSION;
         /* Records sealed with one cipher cannot be read with another (or with none). */
         if (ok && cipher != (uint32_t)fs->cfg.cipher)
-            return ND_STORE_ERR_BAD_ARG;
+            return ND_ERR_STORE_BAD_ARG;
         if (ok)
-            return ND_STORE_OK;
+            return ND_OK;
         /* A damaged meta file says nothing we cannot rewrite: the blocks carry their own
          * versions. */
     } else if (errno != ENOENT) {
-        return nd_store_io_error(errno);
+        return nd_store_io_error(&fs->base, errno);
     }
     uint8_t m[32] = {0};
     memcpy(m, ND_FS_META_MAGIC, 8);
@@ -1954,8 +1904,8 @@ check_meta(nd_filestore_t *fs)
     uint64_t sum = XXH64(m, 24, 0);
     memcpy(m + 24, &sum, 8);
     if (nd_fs_write_file_atomic(fs->dirfd, ND_FS_META_FILE, m, sizeof(m), true) < 0)
-        return nd_store_io_error(errno);
-    return ND_STORE_OK;
+        return nd_store_io_error(&fs->base, errno);
+    return ND_OK;
 }
 
 static void
@@ -1995,13 +1945,13 @@ key_fits(nd_filestore_t *fs)
         if (!s)
             continue;
         any = true;
-        ok = load_slot(fs, b, i, &m) == ND_STORE_OK;
+        ok = load_slot(fs, b, i, &m) == ND_OK;
     }
     nd_store_msg_free(&m);
     return ok || !any;
 }
 
-nd_store_err_t
+nd_err_t
 nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery_t *report)
 {
     *out = NULL;
@@ -2010,22 +1960,16 @@ nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery
         report = &dummy;
     memset(report, 0, sizeof(*report));
     if (!cfg || !cfg->dir || !*cfg->dir)
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     if ((cfg->cipher != ND_CIPHER_NONE && cfg->cipher != ND_CIPHER_AES_GCM &&
          cfg->cipher != ND_CIPHER_CHACHA) ||
         (cfg->cipher != ND_CIPHER_NONE && !cfg->key) ||
         (cfg->compression != ND_STORE_NONE && cfg->compression != ND_STORE_S2))
-        return ND_STORE_ERR_BAD_ARG;
-    nd_filestore_t *fs = calloc(1, sizeof(*fs));
-    if (!fs)
-        return ND_STORE_ERR_NOMEM;
+        return ND_ERR_STORE_BAD_ARG;
+    nd_filestore_t *fs = nd_new(nd_filestore_t);
     fs->base.ops = &filestore_ops;
     fs->dirfd = fs->msgsfd = fs->obsfd = -1;
-    fs->dir = strdup(cfg->dir);
-    if (!fs->dir) {
-        free(fs);
-        return ND_STORE_ERR_NOMEM;
-    }
+    fs->dir = nd_xstrdup(cfg->dir);
     fs->cfg.cipher = cfg->cipher;
     set_cfg(fs, cfg);
     fs->cfg.dir = fs->dir;
@@ -2036,7 +1980,7 @@ nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery
     fs->first_seq = 1;
     fs->next_idx = 1;
 
-    nd_store_err_t e = ND_STORE_OK;
+    nd_err_t e = ND_OK;
     uint32_t *idxs = NULL;
     size_t n = 0;
     if (mkdir_p(fs->dir) < 0 ||
@@ -2045,30 +1989,30 @@ nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery
         (mkdirat(fs->dirfd, ND_FS_OBS_DIR, 0755) < 0 && errno != EEXIST) ||
         (fs->msgsfd = openat(fs->dirfd, ND_FS_MSGS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
         (fs->obsfd = openat(fs->dirfd, ND_FS_OBS_DIR, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-        e = nd_store_io_error(errno);
+        e = nd_store_io_error(&fs->base, errno);
         goto fail;
     }
-    if ((e = check_meta(fs)) != ND_STORE_OK)
+    if ((e = check_meta(fs)) != ND_OK)
         goto fail;
     remove_tmp_files(fs->dirfd);
     remove_tmp_files(fs->msgsfd);
     remove_tmp_files(fs->obsfd);
     if (list_blocks(fs, &idxs, &n) < 0) {
-        e = nd_store_io_error(errno);
+        e = nd_store_io_error(&fs->base, errno);
         goto fail;
     }
     e = nd_fs_index_load(fs, idxs, n);
-    if (e == ND_STORE_OK && fs->cfg.cipher != ND_CIPHER_NONE && !key_fits(fs)) {
-        e = ND_STORE_ERR_CORRUPT;
+    if (e == ND_OK && fs->cfg.cipher != ND_CIPHER_NONE && !key_fits(fs)) {
+        e = ND_ERR_STORE_CORRUPT;
         goto fail;
     }
-    if (e == ND_STORE_OK) {
+    if (e == ND_OK) {
         fs->index_on_disk = true;
-    } else if (e == ND_STORE_ERR_NOT_FOUND) {
+    } else if (e == ND_ERR_STORE_NOT_FOUND) {
         reset_mem(fs);
         unlinkat(fs->dirfd, ND_FS_INDEX_FILE, 0);
         e = nd_fs_recover_blocks(fs, idxs, n, report);
-        if (e != ND_STORE_OK)
+        if (e != ND_OK)
             goto fail;
         report->index_rebuilt = n > 0;
         fs->index_stale = true;
@@ -2079,14 +2023,16 @@ nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery
     idxs = NULL;
     report->msgs = fs->msgs;
     /* The active block's bytes are all on disk: nothing is buffered at open. */
-    if ((e = nd_fs_consumers_load(fs)) != ND_STORE_OK)
+    if ((e = nd_fs_consumers_load(fs)) != ND_OK)
         goto fail;
     apply_limits(fs);
     if (fs->cfg.sync_always && !fs->failed)
         (void)commit(fs, wmark(fs));
     *out = &fs->base;
-    return ND_STORE_OK;
+    return ND_OK;
 fail:
+    if (e == ND_ERR_STORE_IO)
+        report->io_errno = fs->base.io_errno;
     free(idxs);
     free_all(fs);
     return e;

@@ -231,7 +231,7 @@ bool nd_fs_rec_verify(const uint8_t *p, nd_fs_rec_t *rec);
 void nd_fs_blk_hdr_encode(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags);
 void nd_fs_blk_hdr_encode_salt(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags, const uint8_t *salt);
 /* Returns: OK, ERR_CORRUPT (bad header) or ERR_VERSION. */
-nd_store_err_t nd_fs_blk_hdr_check(const uint8_t *p, size_t n);
+ND_MUST_CHECK nd_err_t nd_fs_blk_hdr_check(const uint8_t *p, size_t n);
 
 /* ---- I/O helpers (fs_block.c): each honours the fault hook and sets errno. ---- */
 int nd_fs_write_all(int fd, const void *p, size_t n);             /* 0 or -1 */
@@ -279,46 +279,46 @@ void nd_fs_subj_finish_load(nd_fs_subjtab_t *t);
 
 /* ---- Index (fs_index.c). ---- */
 /* Writes index.db from the current state (blocks flushed and synced first by the caller). */
-nd_store_err_t nd_fs_index_write(nd_filestore_t *fs);
+ND_MUST_CHECK nd_err_t nd_fs_index_write(nd_filestore_t *fs);
 /* Loads index.db into fs when it is present, intact and matches the blocks on disk.
  * Returns: OK (loaded), ERR_NOT_FOUND (missing, corrupt or stale: rebuild), ERR_VERSION. */
-nd_store_err_t nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs, size_t n);
+ND_MUST_CHECK nd_err_t nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs, size_t n);
 
 /* ---- Recovery (fs_recover.c). ---- */
 /* Rebuilds fs's blocks and subjects from the block files idxs[0..n) (ascending). */
-nd_store_err_t nd_fs_recover_blocks(nd_filestore_t *fs, const uint32_t *idxs, size_t n,
-                                    nd_store_recovery_t *rep);
+ND_MUST_CHECK nd_err_t nd_fs_recover_blocks(nd_filestore_t *fs, const uint32_t *idxs, size_t n,
+                                            nd_store_recovery_t *rep);
 /* Block list: the block whose slots may hold seq (NULL when none), and appending one. */
 nd_fs_blk_t *nd_fs_find_blk(nd_filestore_t *fs, uint64_t seq);
 size_t nd_fs_find_blk_pos(nd_filestore_t *fs, uint64_t seq);
-bool nd_fs_add_blk(nd_filestore_t *fs, nd_fs_blk_t *b);
+void nd_fs_add_blk(nd_filestore_t *fs, nd_fs_blk_t *b);
 
 /* ---- Record transforms (fs_xform.c): compression and sealing. ---- */
 /* The stored form of a message body for block b: either plain (flags 0: *body points at
  * nothing, the caller stores subj/hdr/data as they are) or transformed into fs->xbuf. */
-nd_store_err_t nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts,
-                                  const char *subj, size_t sl, const void *hdr, size_t hl,
-                                  const void *data, size_t dl, uint8_t *flags, const uint8_t **body,
-                                  size_t *blen);
+ND_MUST_CHECK nd_err_t nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq,
+                                          int64_t ts, const char *subj, size_t sl, const void *hdr,
+                                          size_t hl, const void *data, size_t dl, uint8_t *flags,
+                                          const uint8_t **body, size_t *blen);
 /* Turns a verified transformed record (rec, r) back into plain fields, copied into *buf (grown
  * as needed); r's subj/hdr/data and lengths are replaced by the plain ones.
- * Returns: OK, ERR_CORRUPT (does not open or decompress), ERR_NOMEM. */
-nd_store_err_t nd_fs_xform_decode(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec,
-                                  nd_fs_rec_t *r, uint8_t **buf, size_t *cap);
+ * Returns: OK, ERR_CORRUPT (does not open or decompress). */
+ND_MUST_CHECK nd_err_t nd_fs_xform_decode(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec,
+                                          nd_fs_rec_t *r, uint8_t **buf, size_t *cap);
 /* b's sealing context, made from its header's salt on first use (NULL: no cipher or no salt). */
 struct nd_fs_crypt *nd_fs_blk_crypt(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *hdr);
 
 /* ---- Consumers (fs_consumer.c). ---- */
-nd_store_err_t nd_fs_consumer_open(nd_store_t *st, const char *name, nd_cstore_t **out);
-nd_store_err_t nd_fs_consumer_update(nd_cstore_t *cs, const nd_consumer_state_t *state);
-nd_store_err_t nd_fs_consumer_state(nd_cstore_t *cs, nd_consumer_state_t *out);
+ND_MUST_CHECK nd_err_t nd_fs_consumer_open(nd_store_t *st, const char *name, nd_cstore_t **out);
+ND_MUST_CHECK nd_err_t nd_fs_consumer_update(nd_cstore_t *cs, const nd_consumer_state_t *state);
+ND_MUST_CHECK nd_err_t nd_fs_consumer_state(nd_cstore_t *cs, nd_consumer_state_t *out);
 void nd_fs_consumer_close(nd_cstore_t *cs);
-nd_store_err_t nd_fs_consumer_delete(nd_cstore_t *cs);
-nd_store_err_t nd_fs_consumer_list(nd_store_t *st, char ***names, size_t *n);
+ND_MUST_CHECK nd_err_t nd_fs_consumer_delete(nd_cstore_t *cs);
+ND_MUST_CHECK nd_err_t nd_fs_consumer_list(nd_store_t *st, char ***names, size_t *n);
 /* fsyncs the consumer files written since the last sync. Returns: 0 or -1 (errno). */
 int nd_fs_consumers_sync(nd_filestore_t *fs);
 /* Makes a handle for every consumer file in obs/ (at open). */
-nd_store_err_t nd_fs_consumers_load(nd_filestore_t *fs);
+ND_MUST_CHECK nd_err_t nd_fs_consumers_load(nd_filestore_t *fs);
 
 /* cfg.now, or CLOCK_REALTIME in ns. */
 int64_t nd_fs_now(nd_filestore_t *fs);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "actors/alloc.h"
 #include "js/store/filestore.h"
 #include "js/store/fs_crypt.h"
 
@@ -200,12 +201,7 @@ nd_fs_read_file(int dirfd, const char *name, uint8_t **out, size_t *n)
         return -1;
     }
     size_t sz = (size_t)sb.st_size;
-    uint8_t *p = malloc(sz ? sz : 1);
-    if (!p) {
-        close(fd);
-        errno = ENOMEM;
-        return -1;
-    }
+    uint8_t *p = nd_xmalloc(sz);
     if (sz && nd_fs_pread_all(fd, p, sz, 0) < 0) {
         int e = errno;
         free(p);
@@ -325,15 +321,15 @@ nd_fs_blk_hdr_encode_salt(uint8_t out[ND_FS_BLK_HDR_LEN], uint32_t flags, const 
     put64(out + 40, XXH64(out, 40, 0));
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_blk_hdr_check(const uint8_t *p, size_t n)
 {
     if (n < ND_FS_BLK_HDR_LEN || memcmp(p, ND_FS_BLK_MAGIC, 8) != 0 ||
         get64(p + 40) != XXH64(p, 40, 0))
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     if (get32(p + 8) > ND_FS_VERSION)
-        return ND_STORE_ERR_VERSION;
-    return ND_STORE_OK;
+        return ND_ERR_STORE_VERSION;
+    return ND_OK;
 }
 
 /* ---- Blocks ---- */
@@ -341,9 +337,7 @@ nd_fs_blk_hdr_check(const uint8_t *p, size_t n)
 nd_fs_blk_t *
 nd_fs_blk_new(uint32_t idx)
 {
-    nd_fs_blk_t *b = calloc(1, sizeof(*b));
-    if (!b)
-        return NULL;
+    nd_fs_blk_t *b = nd_new(nd_fs_blk_t);
     b->idx = idx;
     b->fd = -1;
     return b;
@@ -364,32 +358,19 @@ nd_fs_blk_free(nd_fs_blk_t *b)
     free(b);
 }
 
-static bool
+static void
 blk_grow(nd_fs_blk_t *b, uint32_t need)
 {
     if (need <= b->cap)
-        return true;
+        return;
     uint32_t nc = b->cap ? b->cap : 64;
     while (nc < need)
         nc *= 2;
-    uint32_t *o = realloc(b->off, nc * sizeof(*o));
-    if (!o)
-        return false;
-    b->off = o;
-    uint32_t *s = realloc(b->sid, nc * sizeof(*s));
-    if (!s)
-        return false;
-    b->sid = s;
-    uint32_t *m = realloc(b->msz, nc * sizeof(*m));
-    if (!m)
-        return false;
-    b->msz = m;
-    int64_t *t = realloc(b->ts, nc * sizeof(*t));
-    if (!t)
-        return false;
-    b->ts = t;
+    b->off = nd_xrealloc(b->off, nc * sizeof(*b->off));
+    b->sid = nd_xrealloc(b->sid, nc * sizeof(*b->sid));
+    b->msz = nd_xrealloc(b->msz, nc * sizeof(*b->msz));
+    b->ts = nd_xrealloc(b->ts, nc * sizeof(*b->ts));
     b->cap = nc;
-    return true;
 }
 
 bool
@@ -405,8 +386,7 @@ nd_fs_blk_slot_add(nd_fs_blk_t *b, uint64_t seq, uint32_t off, uint32_t sid, uin
     uint64_t i = seq - b->base;
     if (i >= UINT32_MAX - 1)
         return false;
-    if (!blk_grow(b, (uint32_t)i + 1))
-        return false;
+    blk_grow(b, (uint32_t)i + 1);
     /* Sequences between the previous last and seq are gaps in this block. */
     for (uint32_t k = b->nslots; k < i; k++) {
         b->off[k] = ND_FS_NOOFF;

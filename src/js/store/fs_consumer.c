@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "actors/alloc.h"
 #include "js/store/cstate.h"
 #include "js/store/filestore.h"
 
@@ -50,14 +51,8 @@ find(nd_filestore_t *fs, const char *name)
 static nd_cstore_t *
 add(nd_filestore_t *fs, const char *name)
 {
-    nd_cstore_t *c = calloc(1, sizeof(*c));
-    if (!c)
-        return NULL;
-    c->name = strdup(name);
-    if (!c->name) {
-        free(c);
-        return NULL;
-    }
+    nd_cstore_t *c = nd_new(nd_cstore_t);
+    c->name = nd_xstrdup(name);
     c->fs = fs;
     c->next = fs->consumers;
     fs->consumers = c;
@@ -66,7 +61,7 @@ add(nd_filestore_t *fs, const char *name)
 }
 
 /* Reads obs/<name>.cs into c->enc. Returns: OK, NOT_FOUND, CORRUPT, VERSION or IO. */
-static nd_store_err_t
+static nd_err_t
 read_state(nd_filestore_t *fs, nd_cstore_t *c)
 {
     char fn[256];
@@ -74,8 +69,8 @@ read_state(nd_filestore_t *fs, nd_cstore_t *c)
     uint8_t *p;
     size_t n;
     if (nd_fs_read_file(fs->obsfd, fn, &p, &n) < 0)
-        return errno == ENOENT ? ND_STORE_ERR_NOT_FOUND : nd_store_io_error(errno);
-    nd_store_err_t e = ND_STORE_ERR_CORRUPT;
+        return errno == ENOENT ? ND_ERR_STORE_NOT_FOUND : nd_store_io_error(&fs->base, errno);
+    nd_err_t e = ND_ERR_STORE_CORRUPT;
     uint32_t ver, len;
     uint64_t sum;
     if (n >= CON_HDR + 8 && !memcmp(p, ND_FS_CON_MAGIC, 8)) {
@@ -84,17 +79,13 @@ read_state(nd_filestore_t *fs, nd_cstore_t *c)
         memcpy(&sum, p + n - 8, 8);
         if (sum == XXH64(p, n - 8, 0) && (size_t)len + CON_HDR + 8 == n) {
             if (ver > ND_FS_VERSION) {
-                e = ND_STORE_ERR_VERSION;
+                e = ND_ERR_STORE_VERSION;
             } else {
                 free(c->enc);
-                c->enc = malloc(len ? len : 1);
-                if (!c->enc) {
-                    e = ND_STORE_ERR_NOMEM;
-                } else {
-                    memcpy(c->enc, p + CON_HDR, len);
-                    c->enc_len = len;
-                    e = ND_STORE_OK;
-                }
+                c->enc = nd_xmalloc(len);
+                memcpy(c->enc, p + CON_HDR, len);
+                c->enc_len = len;
+                e = ND_OK;
             }
         }
     }
@@ -102,22 +93,22 @@ read_state(nd_filestore_t *fs, nd_cstore_t *c)
     return e;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_consumers_load(nd_filestore_t *fs)
 {
     int fd = dup(fs->obsfd);
     if (fd < 0)
-        return nd_store_io_error(errno);
+        return nd_store_io_error(&fs->base, errno);
     DIR *d = fdopendir(fd);
     if (!d) {
         close(fd);
-        return nd_store_io_error(errno);
+        return nd_store_io_error(&fs->base, errno);
     }
     /* The dup shares the directory offset with obsfd: start from the beginning. */
     rewinddir(d);
     size_t sl = strlen(ND_FS_OBS_SUFFIX);
     struct dirent *de;
-    nd_store_err_t e = ND_STORE_OK;
+    nd_err_t e = ND_OK;
     while ((de = readdir(d))) {
         size_t n = strlen(de->d_name);
         if (n <= sl || strcmp(de->d_name + n - sl, ND_FS_OBS_SUFFIX) != 0)
@@ -128,12 +119,8 @@ nd_fs_consumers_load(nd_filestore_t *fs)
         if (!name_ok(name) || find(fs, name))
             continue;
         nd_cstore_t *c = add(fs, name);
-        if (!c) {
-            e = ND_STORE_ERR_NOMEM;
-            break;
-        }
-        nd_store_err_t re = read_state(fs, c);
-        if (re == ND_STORE_ERR_VERSION) {
+        nd_err_t re = read_state(fs, c);
+        if (re == ND_ERR_STORE_VERSION) {
             e = re;
             break;
         }
@@ -144,32 +131,30 @@ nd_fs_consumers_load(nd_filestore_t *fs)
     return e;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_consumer_open(nd_store_t *st, const char *name, nd_cstore_t **out)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     *out = NULL;
     if (fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     if (!name_ok(name))
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     nd_cstore_t *c = find(fs, name);
-    if (!c && !(c = add(fs, name)))
-        return ND_STORE_ERR_NOMEM;
+    if (!c)
+        c = add(fs, name);
     *out = c;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 write_state(nd_cstore_t *c)
 {
     nd_filestore_t *fs = c->fs;
     if (fs->failed)
-        return nd_store_io_error(fs->failed_errno);
+        return nd_store_io_error(&fs->base, fs->failed_errno);
     size_t n = CON_HDR + c->enc_len + 8;
-    uint8_t *p = malloc(n);
-    if (!p)
-        return ND_STORE_ERR_NOMEM;
+    uint8_t *p = nd_xmalloc(n);
     memcpy(p, ND_FS_CON_MAGIC, 8);
     uint32_t ver = ND_FS_VERSION, len = (uint32_t)c->enc_len;
     memcpy(p + 8, &ver, 4);
@@ -190,29 +175,28 @@ write_state(nd_cstore_t *c)
             fs->failed = true;
             fs->failed_errno = err;
         }
-        return nd_store_io_error(err);
+        return nd_store_io_error(&fs->base, err);
     }
     c->unsynced = !sync;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_consumer_update(nd_cstore_t *c, const nd_consumer_state_t *state)
 {
     if (c->fs->closed)
-        return ND_STORE_ERR_CLOSED;
+        return ND_ERR_STORE_CLOSED;
     if (c->fs->failed)
-        return nd_store_io_error(c->fs->failed_errno);
+        return nd_store_io_error(&c->fs->base, c->fs->failed_errno);
     uint8_t *enc;
     size_t len;
-    if (nd_cstate_encode(state, &enc, &len) != 0)
-        return ND_STORE_ERR_NOMEM;
+    nd_cstate_encode(state, &enc, &len);
     uint8_t *old = c->enc;
     size_t old_len = c->enc_len;
     c->enc = enc;
     c->enc_len = len;
-    nd_store_err_t e = write_state(c);
-    if (e != ND_STORE_OK) {
+    nd_err_t e = write_state(c);
+    if (e != ND_OK) {
         c->enc = old;
         c->enc_len = old_len;
         free(enc);
@@ -221,15 +205,15 @@ nd_fs_consumer_update(nd_cstore_t *c, const nd_consumer_state_t *state)
     free(old);
     if (c->unsynced && !c->fs->next_sync)
         c->fs->next_sync = nd_fs_now(c->fs) + c->fs->sync_ns;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_consumer_state(nd_cstore_t *c, nd_consumer_state_t *out)
 {
     if (!c->enc) {
         memset(out, 0, sizeof(*out));
-        return ND_STORE_OK;
+        return ND_OK;
     }
     return nd_cstate_decode(c->enc, c->enc_len, out);
 }
@@ -275,16 +259,16 @@ nd_fs_consumer_close(nd_cstore_t *c)
         (void)nd_fs_datasync(c->fs->obsfd);
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_consumer_delete(nd_cstore_t *c)
 {
     nd_filestore_t *fs = c->fs;
     char fn[256];
     file_name(c->name, fn);
     if (unlinkat(fs->obsfd, fn, 0) < 0 && errno != ENOENT)
-        return nd_store_io_error(errno);
+        return nd_store_io_error(&fs->base, errno);
     if (fs->cfg.sync_always && nd_fs_datasync(fs->obsfd) < 0)
-        return nd_store_io_error(errno);
+        return nd_store_io_error(&fs->base, errno);
     for (nd_cstore_t **pp = &fs->consumers; *pp; pp = &(*pp)->next) {
         if (*pp == c) {
             *pp = c->next;
@@ -295,31 +279,22 @@ nd_fs_consumer_delete(nd_cstore_t *c)
     free(c->name);
     free(c->enc);
     free(c);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_consumer_list(nd_store_t *st, char ***names, size_t *n)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     *names = NULL;
     *n = 0;
     if (!fs->nconsumers)
-        return ND_STORE_OK;
-    char **v = calloc(fs->nconsumers, sizeof(*v));
-    if (!v)
-        return ND_STORE_ERR_NOMEM;
+        return ND_OK;
+    char **v = nd_xcalloc(fs->nconsumers, sizeof(*v));
     size_t k = 0;
-    for (nd_cstore_t *c = fs->consumers; c; c = c->next) {
-        if (!(v[k] = strdup(c->name))) {
-            for (size_t j = 0; j < k; j++)
-                free(v[j]);
-            free(v);
-            return ND_STORE_ERR_NOMEM;
-        }
-        k++;
-    }
+    for (nd_cstore_t *c = fs->consumers; c; c = c->next)
+        v[k++] = nd_xstrdup(c->name);
     *names = v;
     *n = k;
-    return ND_STORE_OK;
+    return ND_OK;
 }

@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <xxhash.h>
 
+#include "actors/alloc.h"
 #include "js/store/filestore.h"
 
 #define IDX_HDR_LEN  48u
@@ -78,7 +79,7 @@ mtime_ns(const struct stat *sb)
     return (int64_t)sb->st_mtim.tv_sec * 1000000000 + sb->st_mtim.tv_nsec;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_index_write(nd_filestore_t *fs)
 {
     size_t n = IDX_HDR_LEN + fs->nblks * IDX_BLK_LEN + 8;
@@ -86,9 +87,7 @@ nd_fs_index_write(nd_filestore_t *fs)
         n += (size_t)fs->blks[i]->nslots * IDX_SLOT_LEN;
     for (uint32_t k = 0; k < fs->subj.nents; k++)
         n += 4 + (fs->subj.ents[k].s ? fs->subj.ents[k].len : 0);
-    wr_t w = {malloc(n), 0};
-    if (!w.p)
-        return ND_STORE_ERR_NOMEM;
+    wr_t w = {nd_xmalloc(n), 0};
     memcpy(w.p, ND_FS_IDX_MAGIC, 8);
     w.n = 8;
     w32(&w, ND_FS_VERSION);
@@ -104,7 +103,7 @@ nd_fs_index_write(nd_filestore_t *fs)
         if (blk_stat(fs, b->idx, &sb) < 0 || (uint64_t)sb.st_size != b->size) {
             int e = errno;
             free(w.p);
-            return nd_store_io_error(e ? e : EIO);
+            return nd_store_io_error(&fs->base, e ? e : EIO);
         }
         w32(&w, b->idx);
         w32(&w, b->nslots);
@@ -143,7 +142,7 @@ nd_fs_index_write(nd_filestore_t *fs)
     int rc = nd_fs_write_file_atomic(fs->dirfd, ND_FS_INDEX_FILE, w.p, w.n, true);
     int e = errno;
     free(w.p);
-    return rc < 0 ? nd_store_io_error(e) : ND_STORE_OK;
+    return rc < 0 ? nd_store_io_error(&fs->base, e) : ND_OK;
 }
 
 static bool
@@ -154,12 +153,12 @@ load_arrays(nd_fs_blk_t *b, rd_t *r)
         return true;
     if (r->o + k * IDX_SLOT_LEN > r->n)
         return false;
-    b->off = malloc(k * 4);
-    b->sid = malloc(k * 4);
-    b->msz = malloc(k * 4);
-    b->ts = malloc(k * 8);
-    if (!b->off || !b->sid || !b->msz || !b->ts)
-        return false;
+    /* k was checked against the file's length above, so a damaged count cannot ask for more
+     * memory than the index file holds. */
+    b->off = nd_xmalloc(k * 4);
+    b->sid = nd_xmalloc(k * 4);
+    b->msz = nd_xmalloc(k * 4);
+    b->ts = nd_xmalloc(k * 8);
     b->cap = (uint32_t)k;
     memcpy(b->off, r->p + r->o, k * 4);
     r->o += k * 4;
@@ -172,14 +171,14 @@ load_arrays(nd_fs_blk_t *b, rd_t *r)
     return true;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs, size_t n)
 {
     uint8_t *p;
     size_t len;
     if (nd_fs_read_file(fs->dirfd, ND_FS_INDEX_FILE, &p, &len) < 0)
-        return ND_STORE_ERR_NOT_FOUND;
-    nd_store_err_t res = ND_STORE_ERR_NOT_FOUND;
+        return ND_ERR_STORE_NOT_FOUND;
+    nd_err_t res = ND_ERR_STORE_NOT_FOUND;
     if (len < IDX_HDR_LEN + 8 || memcmp(p, ND_FS_IDX_MAGIC, 8) != 0)
         goto out;
     uint64_t sum;
@@ -189,7 +188,7 @@ nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs, size_t n)
     rd_t r = {p, len - 8, 8, false};
     uint32_t ver = r32(&r);
     if (ver > ND_FS_VERSION) {
-        res = ND_STORE_ERR_VERSION;
+        res = ND_ERR_STORE_VERSION;
         goto out;
     }
     uint32_t nblks = r32(&r), nsubj = r32(&r);
@@ -200,10 +199,7 @@ nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs, size_t n)
         goto out;
     for (uint32_t i = 0; i < nblks; i++) {
         nd_fs_blk_t *b = nd_fs_blk_new(0);
-        if (!b || !nd_fs_add_blk(fs, b)) {
-            nd_fs_blk_free(b);
-            goto out;
-        }
+        nd_fs_add_blk(fs, b);
         b->idx = r32(&r);
         b->nslots = r32(&r);
         b->size = b->wsize = r64(&r);
@@ -274,7 +270,7 @@ nd_fs_index_load(nd_filestore_t *fs, const uint32_t *idxs, size_t n)
     fs->first_seq = fs->msgs ? nd_fs_next_live(fs, 0, NULL, NULL) : last + 1;
     if (fs->first_seq != first)
         goto out;
-    res = ND_STORE_OK;
+    res = ND_OK;
 out:
     free(p);
     return res;

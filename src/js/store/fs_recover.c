@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "actors/alloc.h"
 #include "js/store/filestore.h"
 #include "js/store/fs_crypt.h"
 
@@ -49,7 +50,7 @@ apply(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec, nd_fs_rec_t *r, ui
         /* A transformed body is opened for its subject and lengths (a body that does not open
          * or decompress counts as a damaged record). */
         if (r->flags) {
-            bool ok = nd_fs_xform_decode(fs, b, rec, r, &fs->rbuf, &fs->rcap) == ND_STORE_OK;
+            bool ok = nd_fs_xform_decode(fs, b, rec, r, &fs->rbuf, &fs->rcap) == ND_OK;
             if (r->flags & ND_FS_RECF_SEALED) {
                 if (ok)
                     fs->sealed_ok++;
@@ -103,39 +104,30 @@ apply(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec, nd_fs_rec_t *r, ui
     }
 }
 
-static nd_store_err_t
+static nd_err_t
 recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
 {
     char name[32];
     nd_fs_blk_name(idx, name);
     int fd = openat(fs->msgsfd, name, O_RDWR | O_CLOEXEC);
     if (fd < 0)
-        return nd_store_io_error(errno);
+        return nd_store_io_error(&fs->base, errno);
     struct stat sb;
     if (fstat(fd, &sb) < 0) {
         int e = errno;
         close(fd);
-        return nd_store_io_error(e);
+        return nd_store_io_error(&fs->base, e);
     }
     uint64_t n = (uint64_t)sb.st_size;
-    uint8_t *p = malloc(n ? n : 1);
-    if (!p) {
-        close(fd);
-        return ND_STORE_ERR_NOMEM;
-    }
+    uint8_t *p = nd_xmalloc(n);
     if (n && nd_fs_pread_all(fd, p, n, 0) < 0) {
         int e = errno;
         free(p);
         close(fd);
-        return nd_store_io_error(e);
+        return nd_store_io_error(&fs->base, e);
     }
     nd_fs_blk_t *b = nd_fs_blk_new(idx);
-    if (!b || !nd_fs_add_blk(fs, b)) {
-        nd_fs_blk_free(b);
-        free(p);
-        close(fd);
-        return ND_STORE_ERR_NOMEM;
-    }
+    nd_fs_add_blk(fs, b);
     b->fd = fd;
     fs->nopen++;
     b->base = fs->last_seq + 1;
@@ -147,12 +139,12 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
         /* Created but its header never fully written: an empty block. */
         end = 0;
     } else {
-        nd_store_err_t he = nd_fs_blk_hdr_check(p, n);
-        if (he == ND_STORE_ERR_VERSION) {
+        nd_err_t he = nd_fs_blk_hdr_check(p, n);
+        if (he == ND_ERR_STORE_VERSION) {
             free(p);
-            return ND_STORE_ERR_VERSION;
+            return ND_ERR_STORE_VERSION;
         }
-        if (he != ND_STORE_OK)
+        if (he != ND_OK)
             corrupt = true;
         if (fs->cfg.cipher != ND_CIPHER_NONE)
             (void)nd_fs_blk_crypt(fs, b, p);
@@ -201,12 +193,12 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
             uint8_t hdr[ND_FS_BLK_HDR_LEN], salt[ND_FS_SALT_LEN] = {0};
             if (fs->cfg.cipher != ND_CIPHER_NONE && !nd_fs_salt_random(salt)) {
                 free(p);
-                return nd_store_io_error(EIO);
+                return nd_store_io_error(&fs->base, EIO);
             }
             nd_fs_blk_hdr_encode_salt(hdr, (uint32_t)fs->cfg.cipher, salt);
             if (ftruncate(fd, 0) < 0 || nd_fs_pwrite_all(fd, hdr, sizeof(hdr), 0) < 0) {
                 free(p);
-                return nd_store_io_error(errno);
+                return nd_store_io_error(&fs->base, errno);
             }
             nd_fs_crypt_free(b->crypt);
             b->crypt = NULL;
@@ -214,13 +206,13 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
             end = ND_FS_BLK_HDR_LEN;
         } else if (ftruncate(fd, (off_t)end) < 0) {
             free(p);
-            return nd_store_io_error(errno);
+            return nd_store_io_error(&fs->base, errno);
         }
         if (nd_fs_datasync(fd) < 0) {
             free(p);
-            return nd_store_io_error(errno);
+            return nd_store_io_error(&fs->base, errno);
         }
-    } else if (corrupt && n >= ND_FS_BLK_HDR_LEN && nd_fs_blk_hdr_check(p, n) != ND_STORE_OK &&
+    } else if (corrupt && n >= ND_FS_BLK_HDR_LEN && nd_fs_blk_hdr_check(p, n) != ND_OK &&
                fs->cfg.cipher == ND_CIPHER_NONE) {
         /* Give a damaged block header a fresh one so the next open does not count it again
          * (not with a cipher: the damaged header may still hold the salt its records need). */
@@ -230,16 +222,16 @@ recover_one(nd_filestore_t *fs, uint32_t idx, nd_store_recovery_t *rep)
     }
     b->size = b->wsize = end;
     free(p);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_recover_blocks(nd_filestore_t *fs, const uint32_t *idxs, size_t n, nd_store_recovery_t *rep)
 {
     fs->sealed_ok = fs->sealed_bad = 0;
     for (size_t i = 0; i < n; i++) {
-        nd_store_err_t e = recover_one(fs, idxs[i], rep);
-        if (e != ND_STORE_OK)
+        nd_err_t e = recover_one(fs, idxs[i], rep);
+        if (e != ND_OK)
             return e;
         /* Keep the number of open descriptors bounded on stores with many blocks. */
         if (i + 1 < n && fs->nopen > ND_FS_MAX_OPEN_FDS / 2)
@@ -251,6 +243,6 @@ nd_fs_recover_blocks(nd_filestore_t *fs, const uint32_t *idxs, size_t n, nd_stor
      * damaged alike). Refuse, rather than go on with an empty stream whose blocks would be
      * dropped as empty: the right key must still find everything. */
     if (fs->sealed_bad && !fs->sealed_ok)
-        return ND_STORE_ERR_CORRUPT;
-    return ND_STORE_OK;
+        return ND_ERR_STORE_CORRUPT;
+    return ND_OK;
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/alloc.h"
 #include "js/store/filestore.h"
 
 size_t
@@ -39,21 +40,17 @@ nd_fs_find_blk(nd_filestore_t *fs, uint64_t seq)
     return b;
 }
 
-bool
+void
 nd_fs_add_blk(nd_filestore_t *fs, nd_fs_blk_t *b)
 {
     if (fs->nblks == fs->capblks) {
         size_t nc = fs->capblks ? fs->capblks * 2 : 16;
-        nd_fs_blk_t **nb = realloc(fs->blks, nc * sizeof(*nb));
-        if (!nb)
-            return false;
-        fs->blks = nb;
+        fs->blks = nd_xrealloc(fs->blks, nc * sizeof(*fs->blks));
         fs->capblks = nc;
     }
     fs->blks[fs->nblks++] = b;
     if (b->idx >= fs->next_idx)
         fs->next_idx = b->idx + 1;
-    return true;
 }
 
 bool

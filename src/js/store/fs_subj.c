@@ -5,6 +5,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "actors/alloc.h"
 #include "js/store/filestore.h"
 
 void
@@ -60,9 +61,7 @@ slots_insert(nd_fs_subjtab_t *t, uint32_t sid)
 static void
 slots_resize(nd_fs_subjtab_t *t, size_t n)
 {
-    uint32_t *ns = calloc(n, sizeof(*ns));
-    if (!ns)
-        abort(); /* the subject index cannot work without its table */
+    uint32_t *ns = nd_xcalloc(n, sizeof(*ns));
     free(t->slots);
     t->slots = ns;
     t->mask = n - 1;
@@ -78,10 +77,7 @@ alloc_id(nd_fs_subjtab_t *t)
         return t->freeids[--t->nfree];
     if (t->nents == t->capents) {
         uint32_t nc = t->capents ? t->capents * 2 : 64;
-        nd_fs_subj_t *ne = realloc(t->ents, nc * sizeof(*ne));
-        if (!ne)
-            abort();
-        t->ents = ne;
+        t->ents = nd_xrealloc(t->ents, nc * sizeof(*t->ents));
         t->capents = nc;
     }
     memset(&t->ents[t->nents], 0, sizeof(t->ents[0]));
@@ -99,11 +95,7 @@ nd_fs_subj_intern(nd_fs_subjtab_t *t, const char *s, size_t len)
     sid = alloc_id(t);
     nd_fs_subj_t *e = &t->ents[sid];
     memset(e, 0, sizeof(*e));
-    e->s = malloc(len + 1);
-    if (!e->s)
-        abort();
-    memcpy(e->s, s, len);
-    e->s[len] = 0;
+    e->s = nd_xstrndup(s, len);
     e->len = (uint32_t)len;
     e->hash = hash_of(s, len);
     slots_insert(t, sid);
@@ -111,16 +103,13 @@ nd_fs_subj_intern(nd_fs_subjtab_t *t, const char *s, size_t len)
     return sid;
 }
 
-/* Makes sid reusable by a later subject. Out of memory aborts, as when a subject is added. */
+/* Makes sid reusable by a later subject. */
 static void
 free_id_push(nd_fs_subjtab_t *t, uint32_t sid)
 {
     if (t->nfree == t->capfree) {
         uint32_t nc = t->capfree ? t->capfree * 2 : 64;
-        uint32_t *nf = realloc(t->freeids, nc * sizeof(*nf));
-        if (!nf)
-            abort();
-        t->freeids = nf;
+        t->freeids = nd_xrealloc(t->freeids, nc * sizeof(*t->freeids));
         t->capfree = nc;
     }
     t->freeids[t->nfree++] = sid;
@@ -163,10 +152,7 @@ nd_fs_subj_put_at(nd_fs_subjtab_t *t, uint32_t sid, const char *s, size_t len)
             uint32_t nc = t->capents ? t->capents * 2 : 64;
             while (nc <= sid)
                 nc *= 2;
-            nd_fs_subj_t *ne = realloc(t->ents, nc * sizeof(*ne));
-            if (!ne)
-                return false;
-            t->ents = ne;
+            t->ents = nd_xrealloc(t->ents, nc * sizeof(*t->ents));
             t->capents = nc;
         }
         memset(&t->ents[t->nents], 0, sizeof(t->ents[0]));
@@ -175,9 +161,7 @@ nd_fs_subj_put_at(nd_fs_subjtab_t *t, uint32_t sid, const char *s, size_t len)
     nd_fs_subj_t *e = &t->ents[sid];
     if (e->s)
         return false;
-    e->s = malloc(len + 1);
-    if (!e->s)
-        return false;
+    e->s = nd_xmalloc(len + 1);
     memcpy(e->s, s, len);
     e->s[len] = 0;
     e->len = (uint32_t)len;

@@ -11,26 +11,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "actors/alloc.h"
 #include "js/store/filestore.h"
 #include "js/store/fs_crypt.h"
 
 /* Messages smaller than this are not worth an LZ4 attempt. */
 #define MIN_COMPRESS 64u
 
-static bool
+/* Sizes are a message's (bounded by max_msg_size) or a verified record's (bounded by its block). */
+static void
 grow(uint8_t **p, size_t *cap, size_t n)
 {
     if (*cap >= n && *p)
-        return true;
-    size_t nc = *cap ? *cap : 256;
-    while (nc < n)
-        nc *= 2;
-    uint8_t *np = realloc(*p, nc);
-    if (!np)
-        return false;
-    *p = np;
-    *cap = nc;
-    return true;
+        return;
+    *cap = nd_grow_cap(*cap, n, 256);
+    *p = nd_xrealloc(*p, *cap);
 }
 
 struct nd_fs_crypt *
@@ -50,13 +45,13 @@ nd_fs_blk_crypt(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *hdr)
     /* A damaged header may still hold the right salt (a flipped magic byte, say): try it for
      * reading, since a wrong salt only makes the records fail to open. New records never go
      * into such a block (make_room starts a fresh one), so a doubtful salt is never reused. */
-    if (nd_fs_blk_hdr_check(hdr, ND_FS_BLK_HDR_LEN) != ND_STORE_OK)
+    if (nd_fs_blk_hdr_check(hdr, ND_FS_BLK_HDR_LEN) != ND_OK)
         b->hdr_bad = true;
     b->crypt = nd_fs_crypt_new(fs->cfg.cipher, fs->key, hdr + ND_FS_BLK_SALT_OFF);
     return b->crypt;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts, const char *subj,
                    size_t sl, const void *hdr, size_t hl, const void *data, size_t dl,
                    uint8_t *flags, const uint8_t **body, size_t *blen)
@@ -65,14 +60,13 @@ nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts,
     *body = NULL;
     *blen = 0;
     if (!fs->xform)
-        return ND_STORE_OK;
+        return ND_OK;
     size_t n = ND_FS_INNER_LEN + sl + hl + dl;
     size_t bound = nd_fs_compress_bound(n);
     /* Layout of xbuf: [0, n) the inner body, then room for the compressed form, then room for
      * the sealed form. */
     size_t cap = n + bound + n + bound + ND_FS_TAG_LEN + 64;
-    if (!grow(&fs->xbuf, &fs->xcap, cap))
-        return ND_STORE_ERR_NOMEM;
+    grow(&fs->xbuf, &fs->xcap, cap);
     uint8_t *in = fs->xbuf;
     uint16_t s16 = (uint16_t)sl;
     uint32_t h32 = (uint32_t)hl, d32 = (uint32_t)dl;
@@ -100,42 +94,38 @@ nd_fs_xform_encode(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t seq, int64_t ts,
     if (fs->cfg.cipher != ND_CIPHER_NONE) {
         struct nd_fs_crypt *cr = nd_fs_blk_crypt(fs, b, NULL);
         if (!cr)
-            return nd_store_io_error(EIO);
+            return nd_store_io_error(&fs->base, EIO);
         f |= ND_FS_RECF_SEALED;
         uint8_t aad[32];
         nd_fs_rec_hdr32(aad, ND_FS_REC_MSG, f, seq, ts, 0, 0, curn + ND_FS_TAG_LEN);
         uint8_t *out = in + n + bound;
         size_t on;
         if (!nd_fs_seal(cr, seq, aad, sizeof(aad), cur, curn, out, &on))
-            return nd_store_io_error(EIO);
+            return nd_store_io_error(&fs->base, EIO);
         cur = out;
         curn = on;
     }
     *flags = f;
     *body = cur;
     *blen = curn;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_fs_xform_decode(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec, nd_fs_rec_t *r,
                    uint8_t **buf, size_t *cap)
 {
     const uint8_t *cur = r->data;
     size_t curn = r->data_len;
     uint8_t *opened = NULL, *inflated = NULL;
-    nd_store_err_t e = ND_STORE_ERR_CORRUPT;
+    nd_err_t e = ND_ERR_STORE_CORRUPT;
     if (r->subj_len || r->hdr_len)
         goto out;
     if (r->flags & ND_FS_RECF_SEALED) {
         struct nd_fs_crypt *cr = nd_fs_blk_crypt(fs, b, NULL);
         if (!cr || curn < ND_FS_TAG_LEN)
             goto out;
-        opened = malloc(curn);
-        if (!opened) {
-            e = ND_STORE_ERR_NOMEM;
-            goto out;
-        }
+        opened = nd_xmalloc(curn);
         size_t on;
         if (!nd_fs_open_sealed(cr, r->seq, rec, 32, cur, curn, opened, &on))
             goto out;
@@ -164,10 +154,7 @@ nd_fs_xform_decode(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec, nd_fs
     if ((size_t)ND_FS_INNER_LEN + sl + hl + dl != curn)
         goto out;
     size_t n = curn - ND_FS_INNER_LEN;
-    if (!grow(buf, cap, n ? n : 1)) {
-        e = ND_STORE_ERR_NOMEM;
-        goto out;
-    }
+    grow(buf, cap, n ? n : 1);
     memcpy(*buf, cur + ND_FS_INNER_LEN, n);
     r->subj = (const char *)*buf;
     r->subj_len = sl;
@@ -175,7 +162,7 @@ nd_fs_xform_decode(nd_filestore_t *fs, nd_fs_blk_t *b, const uint8_t *rec, nd_fs
     r->hdr_len = hl;
     r->data = *buf + sl + hl;
     r->data_len = dl;
-    e = ND_STORE_OK;
+    e = ND_OK;
 out:
     free(opened);
     free(inflated);

@@ -37,6 +37,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "actors/alloc.h"
 #include "js/store/cstate.h"
 #include "js/store/store_snapshot.h"
 #include "js/store/store_util.h"
@@ -120,16 +121,13 @@ subj_eq(const mmsg_t *m, const char *s, size_t len)
 }
 
 /* Copies m into out's reusable buffer. */
-static nd_store_err_t
+static nd_err_t
 fill(nd_store_msg_t *out, uint64_t seq, const mmsg_t *m)
 {
     size_t total = (size_t)m->subj_len + m->hdr_len + m->data_len;
     if (out->cap < total || out->buf == NULL) {
         size_t ncap = total < 64 ? 64 : total;
-        uint8_t *nb = realloc(out->buf, ncap);
-        if (!nb)
-            return ND_STORE_ERR_NOMEM;
-        out->buf = nb;
+        out->buf = nd_xrealloc(out->buf, ncap);
         out->cap = ncap;
     }
     memcpy(out->buf, m->subj, total);
@@ -141,7 +139,7 @@ fill(nd_store_msg_t *out, uint64_t seq, const mmsg_t *m)
     out->hdr_len = m->hdr_len;
     out->data = out->buf + m->subj_len + m->hdr_len;
     out->data_len = m->data_len;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* ---- subject index ---------------------------------------------------------------------- */
@@ -175,30 +173,25 @@ stab_place(subj_t **tab, size_t cap, subj_t *e)
     tab[i] = e;
 }
 
-static bool
+static void
 stab_resize(stab_t *t, size_t ncap)
 {
-    subj_t **nt = calloc(ncap, sizeof *nt);
-    if (!nt)
-        return false;
+    subj_t **nt = nd_xcalloc(ncap, sizeof *nt);
     for (size_t i = 0; i < t->cap; i++)
         if (t->tab[i])
             stab_place(nt, ncap, t->tab[i]);
     free(t->tab);
     t->tab = nt;
     t->cap = ncap;
-    return true;
 }
 
 static subj_t *
 stab_add(stab_t *t, const char *s, size_t len, uint64_t h)
 {
     /* Linear probing stays fast below a 0.7 load factor. */
-    if ((t->count + 1) * 10 > t->cap * 7 && !stab_resize(t, t->cap ? t->cap * 2 : 16))
-        return NULL;
-    subj_t *e = calloc(1, sizeof *e + len);
-    if (!e)
-        return NULL;
+    if ((t->count + 1) * 10 > t->cap * 7)
+        stab_resize(t, t->cap ? t->cap * 2 : 16);
+    subj_t *e = nd_xcalloc(1, sizeof *e + len);
     e->hash = h;
     e->len = (uint16_t)len;
     memcpy(e->s, s, len);
@@ -233,7 +226,7 @@ stab_del(stab_t *t, subj_t *e)
         t->tab = NULL;
         t->cap = 0;
     } else if (t->cap > 64 && t->count * 8 < t->cap) {
-        (void)stab_resize(t, t->cap / 2); /* a failed shrink is harmless */
+        stab_resize(t, t->cap / 2);
     }
 }
 
@@ -248,19 +241,16 @@ stab_free(stab_t *t)
 
 /* ---- ring ------------------------------------------------------------------------------- */
 
-static bool
+static void
 ring_resize(memstore_t *ms, size_t ncap)
 {
-    slot_t *nr = malloc(ncap * sizeof *nr);
-    if (!nr)
-        return false;
+    slot_t *nr = nd_xmalloc(ncap * sizeof *nr);
     for (size_t i = 0; i < ms->n; i++)
         nr[i] = *slot_at(ms, i);
     free(ms->ring);
     ms->ring = nr;
     ms->cap = ncap;
     ms->head = 0;
-    return true;
 }
 
 /* Index of the first slot with seq >= seq (n when none). */
@@ -332,7 +322,7 @@ settle(memstore_t *ms)
         size_t ncap = MIN_RING;
         while (ncap < ms->n * 2)
             ncap *= 2;
-        (void)ring_resize(ms, ncap);
+        ring_resize(ms, ncap);
     }
 }
 
@@ -488,12 +478,12 @@ expire(memstore_t *ms, int64_t now)
 
 /* ---- store ------------------------------------------------------------------------------ */
 
-static nd_store_err_t
+static nd_err_t
 put(memstore_t *ms, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
     size_t hl, const void *data, size_t dl)
 {
-    nd_store_err_t err = nd_store_check_msg(&ms->cfg, subj, sl, hdr, hl, data, dl, UINT32_MAX);
-    if (err != ND_STORE_OK)
+    nd_err_t err = nd_store_check_msg(&ms->cfg, subj, sl, hdr, hl, data, dl, UINT32_MAX);
+    if (err != ND_OK)
         return err;
 
     uint64_t h = subj_hash(subj, sl);
@@ -501,27 +491,22 @@ put(memstore_t *ms, uint64_t seq, int64_t ts, const char *subj, size_t sl, const
     uint64_t size = nd_store_msg_size(sl, hl, dl);
     bool if_oldest_fits;
     err = nd_store_admit_new(&ms->cfg, ms->msgs, ms->bytes, size, e ? e->msgs : 0, &if_oldest_fits);
-    if (err != ND_STORE_OK)
+    if (err != ND_OK)
         return err;
     if (if_oldest_fits) {
         /* e exists: the subject is at its limit. */
         subj_fix(ms, e);
         long i = find(ms, e->first);
         if (i < 0 || msize(slot_at(ms, (size_t)i)->m) < size)
-            return ND_STORE_ERR_MAX_BYTES;
+            return ND_ERR_STORE_MAX_BYTES;
     }
 
-    mmsg_t *m = malloc(MMSG_HDR + sl + hl + dl);
-    if (!m)
-        return ND_STORE_ERR_NOMEM;
-    if (ms->n == ms->cap && !ring_resize(ms, ms->cap ? ms->cap * 2 : MIN_RING)) {
-        free(m);
-        return ND_STORE_ERR_NOMEM;
-    }
-    if (!e && !(e = stab_add(&ms->subjects, subj, sl, h))) {
-        free(m);
-        return ND_STORE_ERR_NOMEM;
-    }
+    /* The sizes were checked against max_msg_size (and the server's max_payload) above. */
+    mmsg_t *m = nd_xmalloc(MMSG_HDR + sl + hl + dl);
+    if (ms->n == ms->cap)
+        ring_resize(ms, ms->cap ? ms->cap * 2 : MIN_RING);
+    if (!e)
+        e = stab_add(&ms->subjects, subj, sl, h);
     m->ts = ts;
     m->hdr_len = (uint32_t)hl;
     m->data_len = (uint32_t)dl;
@@ -549,18 +534,18 @@ put(memstore_t *ms, uint64_t seq, int64_t ts, const char *subj, size_t sl, const
     enforce_per_subject(ms, e);
     enforce_limits(ms);
     settle(ms);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl, const void *data,
          size_t dl, uint64_t *seq, int64_t *ts)
 {
     memstore_t *ms = (memstore_t *)st;
     int64_t now = nd_store_stamp(&ms->cfg, ms->last_ts);
     uint64_t s = ms->last_seq + 1;
-    nd_store_err_t e = put(ms, s, now, subj, sl, hdr, hl, data, dl);
-    if (e == ND_STORE_OK) {
+    nd_err_t e = put(ms, s, now, subj, sl, hdr, hl, data, dl);
+    if (e == ND_OK) {
         if (seq)
             *seq = s;
         if (ts)
@@ -569,17 +554,17 @@ ms_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl
     return e;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_store_raw(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
              size_t hl, const void *data, size_t dl)
 {
     memstore_t *ms = (memstore_t *)st;
     if (seq == 0 || seq <= ms->last_seq)
-        return ND_STORE_ERR_BAD_SEQUENCE;
+        return ND_ERR_STORE_BAD_SEQUENCE;
     return put(ms, seq, ts, subj, sl, hdr, hl, data, dl);
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_skip(nd_store_t *st, uint64_t *seq)
 {
     memstore_t *ms = (memstore_t *)st;
@@ -589,36 +574,36 @@ ms_skip(nd_store_t *st, uint64_t *seq)
         ms->first_seq = ms->last_seq + 1;
     if (seq)
         *seq = ms->last_seq;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* ---- load ------------------------------------------------------------------------------- */
 
-static nd_store_err_t
+static nd_err_t
 ms_load(nd_store_t *st, uint64_t seq, nd_store_msg_t *out)
 {
     memstore_t *ms = (memstore_t *)st;
     long i = find(ms, seq);
     if (i < 0)
-        return seq > ms->last_seq ? ND_STORE_ERR_EOF : ND_STORE_ERR_NOT_FOUND;
+        return seq > ms->last_seq ? ND_ERR_STORE_EOF : ND_ERR_STORE_NOT_FOUND;
     return fill(out, seq, slot_at(ms, (size_t)i)->m);
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_load_next(nd_store_t *st, const char *filter, size_t fl, uint64_t start, nd_store_msg_t *out)
 {
     memstore_t *ms = (memstore_t *)st;
     bool all = nd_store_filter_all(filter, fl);
     bool literal = !all && nd_subj_is_literal(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     if (literal) {
         subj_t *e = stab_find(&ms->subjects, filter, fl, subj_hash(filter, fl));
         if (!e)
-            return ND_STORE_ERR_EOF;
+            return ND_ERR_STORE_EOF;
         subj_fix(ms, e);
         if (start > e->last)
-            return ND_STORE_ERR_EOF;
+            return ND_ERR_STORE_EOF;
         if (start < e->first)
             start = e->first;
     }
@@ -630,30 +615,30 @@ ms_load_next(nd_store_t *st, const char *filter, size_t fl, uint64_t start, nd_s
                             : nd_subj_match(filter, fl, s->m->subj, s->m->subj_len)))
             return fill(out, s->seq, s->m);
     }
-    return ND_STORE_ERR_EOF;
+    return ND_ERR_STORE_EOF;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
 {
     memstore_t *ms = (memstore_t *)st;
     bool all = nd_store_filter_all(filter, fl);
     if (!all && !nd_subj_valid_sub(filter, fl))
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     if (all) {
         if (ms->n == 0)
-            return ND_STORE_ERR_NOT_FOUND;
+            return ND_ERR_STORE_NOT_FOUND;
         slot_t *s = slot_at(ms, ms->n - 1);
         return fill(out, s->seq, s->m);
     }
     if (nd_subj_is_literal(filter, fl)) {
         subj_t *e = stab_find(&ms->subjects, filter, fl, subj_hash(filter, fl));
         if (!e)
-            return ND_STORE_ERR_NOT_FOUND;
+            return ND_ERR_STORE_NOT_FOUND;
         subj_fix(ms, e);
         long i = find(ms, e->last);
         if (i < 0)
-            return ND_STORE_ERR_NOT_FOUND;
+            return ND_ERR_STORE_NOT_FOUND;
         return fill(out, e->last, slot_at(ms, (size_t)i)->m);
     }
     /* A wildcard: the newest of the matching subjects' lasts, when there are fewer subjects
@@ -662,7 +647,7 @@ ms_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
         uint64_t best = nd_store_subj_newest(st, walk_subjects, filter, fl);
         long i = best ? find(ms, best) : -1;
         if (i < 0)
-            return ND_STORE_ERR_NOT_FOUND;
+            return ND_ERR_STORE_NOT_FOUND;
         return fill(out, best, slot_at(ms, (size_t)i)->m);
     }
     for (size_t i = ms->n; i-- > 0;) {
@@ -670,24 +655,24 @@ ms_load_last(nd_store_t *st, const char *filter, size_t fl, nd_store_msg_t *out)
         if (s->m && nd_subj_match(filter, fl, s->m->subj, s->m->subj_len))
             return fill(out, s->seq, s->m);
     }
-    return ND_STORE_ERR_NOT_FOUND;
+    return ND_ERR_STORE_NOT_FOUND;
 }
 
 /* ---- remove, purge, compact, truncate --------------------------------------------------- */
 
-static nd_store_err_t
+static nd_err_t
 ms_remove(nd_store_t *st, uint64_t seq, bool secure)
 {
     memstore_t *ms = (memstore_t *)st;
     long i = find(ms, seq);
     if (i < 0)
-        return ND_STORE_ERR_NOT_FOUND;
+        return ND_ERR_STORE_NOT_FOUND;
     remove_at(ms, (size_t)i, secure);
     settle(ms);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_compact(nd_store_t *st, uint64_t seq, uint64_t *purged)
 {
     memstore_t *ms = (memstore_t *)st;
@@ -704,10 +689,10 @@ ms_compact(nd_store_t *st, uint64_t seq, uint64_t *purged)
     }
     if (purged)
         *purged = before - ms->msgs;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t keep,
          uint64_t *purged)
 {
@@ -722,18 +707,17 @@ ms_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
         case ND_STORE_PURGE_ALL:
             *purged = ms->msgs;
             remove_all(ms);
-            return ND_STORE_OK;
+            return ND_OK;
         case ND_STORE_PURGE_COMPACT:
             return ms_compact(st, below, purged);
         case ND_STORE_PURGE_NOTHING:
             break;
         }
-        return ND_STORE_OK;
+        return ND_OK;
     }
     uint64_t first, last, max;
-    nd_store_err_t e =
-        nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
-    if (e != ND_STORE_OK || max == 0)
+    nd_err_t e = nd_store_purge_filtered_plan(st, filter, fl, up_to, keep, &first, &last, &max);
+    if (e != ND_OK || max == 0)
         return e;
     bool literal = nd_subj_is_literal(filter, fl);
     for (size_t i = lower_bound(ms, first); i < ms->n && *purged < max; i++) {
@@ -747,10 +731,10 @@ ms_purge(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to, uint64_t
         }
     }
     settle(ms);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_truncate(nd_store_t *st, uint64_t seq)
 {
     memstore_t *ms = (memstore_t *)st;
@@ -759,18 +743,18 @@ ms_truncate(nd_store_t *st, uint64_t seq)
         ms->last_seq = 0;
         ms->first_seq = 1;
         ms->last_ts = 0;
-        return ND_STORE_OK;
+        return ND_OK;
     }
     long i = find(ms, seq);
     if (i < 0)
-        return ND_STORE_ERR_BAD_SEQUENCE;
+        return ND_ERR_STORE_BAD_SEQUENCE;
     for (size_t j = (size_t)i + 1; j < ms->n; j++)
         if (slot_at(ms, j)->m)
             remove_at(ms, j, false);
     ms->last_seq = seq;
     ms->last_ts = slot_at(ms, (size_t)i)->m->ts;
     settle(ms);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* ---- state ------------------------------------------------------------------------------ */
@@ -791,13 +775,13 @@ ms_state(nd_store_t *st, nd_store_state_t *out)
     out->consumers = ms->ncons;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_deleted(nd_store_t *st, uint64_t **seqs, size_t *n)
 {
     memstore_t *ms = (memstore_t *)st;
     nd_store_gaps_t g;
-    nd_store_err_t e = nd_store_gaps_begin(&g, ms->first_seq, ms->last_seq, ms->msgs, seqs, n);
-    if (e != ND_STORE_OK || g.done)
+    nd_err_t e = nd_store_gaps_begin(&g, ms->first_seq, ms->last_seq, ms->msgs, seqs, n);
+    if (e != ND_OK || g.done)
         return e;
     for (size_t i = 0; i < ms->n; i++) {
         slot_t *s = slot_at(ms, i);
@@ -805,7 +789,7 @@ ms_deleted(nd_store_t *st, uint64_t **seqs, size_t *n)
             nd_store_gaps_live(&g, s->seq);
     }
     nd_store_gaps_end(&g, seqs, n);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* Totals of the messages matching filter with seq >= start. */
@@ -896,7 +880,7 @@ ms_num_pending(nd_store_t *st, const char *filter, size_t fl, uint64_t start, bo
 
 /* ---- config, tick, sync, snapshot ------------------------------------------------------- */
 
-static nd_store_err_t
+static nd_err_t
 ms_update_cfg(nd_store_t *st, const nd_store_cfg_t *cfg)
 {
     memstore_t *ms = (memstore_t *)st;
@@ -916,7 +900,7 @@ ms_update_cfg(nd_store_t *st, const nd_store_cfg_t *cfg)
     enforce_limits(ms);
     expire(ms, nd_store_now(&ms->cfg));
     settle(ms);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 static int64_t
@@ -929,13 +913,13 @@ ms_tick(nd_store_t *st, int64_t now)
     return slot_at(ms, 0)->m->ts + ms->cfg.max_age_ns;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_sync(nd_store_t *st)
 {
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_snapshot(nd_store_t *st, nd_store_write_fn w, void *arg)
 {
     return nd_store_snapshot_write(st, w, arg);
@@ -943,55 +927,46 @@ ms_snapshot(nd_store_t *st, nd_store_write_fn w, void *arg)
 
 /* ---- consumers -------------------------------------------------------------------------- */
 
-static nd_store_err_t
+static nd_err_t
 ms_consumer_open(nd_store_t *st, const char *name, nd_cstore_t **out)
 {
     memstore_t *ms = (memstore_t *)st;
     *out = NULL;
     if (!name || !*name)
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     for (size_t i = 0; i < ms->ncons; i++) {
         if (strcmp(ms->cons[i]->name, name) == 0) {
             *out = ms->cons[i];
-            return ND_STORE_OK;
+            return ND_OK;
         }
     }
-    nd_cstore_t *c = calloc(1, sizeof *c);
-    nd_cstore_t **nc = realloc(ms->cons, (ms->ncons + 1) * sizeof *nc);
-    char *nm = strdup(name);
-    if (nc)
-        ms->cons = nc;
-    if (!c || !nc || !nm) {
-        free(c);
-        free(nm);
-        return ND_STORE_ERR_NOMEM;
-    }
+    nd_cstore_t *c = nd_new(nd_cstore_t);
+    ms->cons = nd_xrealloc(ms->cons, (ms->ncons + 1) * sizeof *ms->cons);
     c->ms = ms;
-    c->name = nm;
+    c->name = nd_xstrdup(name);
     ms->cons[ms->ncons++] = c;
     *out = c;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_consumer_update(nd_cstore_t *c, const nd_consumer_state_t *state)
 {
     uint8_t *enc;
     size_t len;
-    if (nd_cstate_encode(state, &enc, &len) != 0)
-        return ND_STORE_ERR_NOMEM;
+    nd_cstate_encode(state, &enc, &len);
     free(c->enc);
     c->enc = enc;
     c->len = len;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_consumer_state(nd_cstore_t *c, nd_consumer_state_t *out)
 {
     if (!c->enc) {
         memset(out, 0, sizeof *out);
-        return ND_STORE_OK;
+        return ND_OK;
     }
     return nd_cstate_decode(c->enc, c->len, out);
 }
@@ -1010,7 +985,7 @@ cons_free(nd_cstore_t *c)
     free(c);
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_consumer_delete(nd_cstore_t *c)
 {
     memstore_t *ms = c->ms;
@@ -1018,34 +993,26 @@ ms_consumer_delete(nd_cstore_t *c)
         if (ms->cons[i] == c) {
             ms->cons[i] = ms->cons[--ms->ncons];
             cons_free(c);
-            return ND_STORE_OK;
+            return ND_OK;
         }
     }
-    return ND_STORE_ERR_NOT_FOUND;
+    return ND_ERR_STORE_NOT_FOUND;
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_consumer_list(nd_store_t *st, char ***names, size_t *n)
 {
     memstore_t *ms = (memstore_t *)st;
     *names = NULL;
     *n = 0;
     if (ms->ncons == 0)
-        return ND_STORE_OK;
-    char **v = calloc(ms->ncons, sizeof *v);
-    if (!v)
-        return ND_STORE_ERR_NOMEM;
-    for (size_t i = 0; i < ms->ncons; i++) {
-        if (!(v[i] = strdup(ms->cons[i]->name))) {
-            for (size_t j = 0; j < i; j++)
-                free(v[j]);
-            free(v);
-            return ND_STORE_ERR_NOMEM;
-        }
-    }
+        return ND_OK;
+    char **v = nd_xcalloc(ms->ncons, sizeof *v);
+    for (size_t i = 0; i < ms->ncons; i++)
+        v[i] = nd_xstrdup(ms->cons[i]->name);
     *names = v;
     *n = ms->ncons;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* ---- open, close ------------------------------------------------------------------------ */
@@ -1063,20 +1030,18 @@ ms_close(nd_store_t *st)
     free(ms);
 }
 
-static nd_store_err_t
+static nd_err_t
 ms_destroy(nd_store_t *st)
 {
     ms_close(st);
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_memstore_open(const nd_store_cfg_t *cfg, nd_store_t **out)
 {
     *out = NULL;
-    memstore_t *ms = calloc(1, sizeof *ms);
-    if (!ms)
-        return ND_STORE_ERR_NOMEM;
+    memstore_t *ms = nd_new(memstore_t);
     ms->base.ops = &memstore_ops;
     if (cfg)
         ms->cfg = *cfg;
@@ -1085,7 +1050,7 @@ nd_memstore_open(const nd_store_cfg_t *cfg, nd_store_t **out)
     ms->cfg.key = NULL;
     ms->first_seq = 1;
     *out = &ms->base;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 static const nd_store_ops_t memstore_ops = {

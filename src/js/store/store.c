@@ -1,5 +1,5 @@
 /* The parts of the store interface (natsd/store.h) that do not depend on the store kind: error
- * texts, message buffers, the per-thread errno of the last I/O error, and restoring a snapshot. */
+ * recording, message buffers, and restoring a snapshot. */
 #include "js/store/store.h"
 
 #include <stdlib.h>
@@ -12,43 +12,6 @@
 #if !__has_include("filestore.c")
 #pragma weak nd_filestore_open
 #endif
-
-/* The texts are nats-server's (server/store.go) where it has one. */
-const char *
-nd_store_strerror(nd_store_err_t e)
-{
-    switch (e) {
-    case ND_STORE_OK:
-        return "ok";
-    case ND_STORE_ERR_NOT_FOUND:
-        return "no message found";
-    case ND_STORE_ERR_EOF:
-        return "stream store EOF";
-    case ND_STORE_ERR_CLOSED:
-        return "store is closed";
-    case ND_STORE_ERR_MAX_MSGS:
-        return "maximum messages exceeded";
-    case ND_STORE_ERR_MAX_BYTES:
-        return "maximum bytes exceeded";
-    case ND_STORE_ERR_MAX_PER_SUBJECT:
-        return "maximum messages per subject exceeded";
-    case ND_STORE_ERR_MSG_TOO_BIG:
-        return "message size exceeds maximum allowed";
-    case ND_STORE_ERR_BAD_SEQUENCE:
-        return "invalid sequence";
-    case ND_STORE_ERR_BAD_ARG:
-        return "invalid argument";
-    case ND_STORE_ERR_IO:
-        return "i/o error";
-    case ND_STORE_ERR_CORRUPT:
-        return "corrupt state";
-    case ND_STORE_ERR_VERSION:
-        return "unsupported version";
-    case ND_STORE_ERR_NOMEM:
-        return "out of memory";
-    }
-    return "unknown store error";
-}
 
 void
 nd_store_msg_free(nd_store_msg_t *m)
@@ -82,51 +45,46 @@ nd_consumer_state_free(nd_consumer_state_t *cs)
     cs->npending = cs->nredelivered = 0;
 }
 
-static _Thread_local int last_errno;
-
-int
-nd_store_last_errno(void)
+nd_err_t
+nd_store_io_error(nd_store_t *st, int err)
 {
-    return last_errno;
+    st->io_errno = err;
+    return ND_ERR_STORE_IO;
 }
 
-nd_store_err_t
-nd_store_io_error(int err)
-{
-    last_errno = err;
-    return ND_STORE_ERR_IO;
-}
-
-nd_store_err_t
+nd_err_t
 nd_store_restore(const nd_store_cfg_t *cfg, nd_store_read_fn r, void *arg, nd_store_t **out)
 {
     nd_store_t *st = NULL;
-    nd_store_err_t e;
+    nd_err_t e;
 
     *out = NULL;
     if (cfg->dir) {
 #if !__has_include("filestore.c")
         if (!nd_filestore_open)
-            return ND_STORE_ERR_BAD_ARG;
+            return ND_ERR_STORE_BAD_ARG;
 #endif
         e = nd_filestore_open(cfg, &st, NULL);
     } else {
         e = nd_memstore_open(cfg, &st);
     }
-    if (e != ND_STORE_OK)
+    if (e != ND_OK)
         return e;
     /* Restoring into a store that already holds something would mix two histories. */
     nd_store_state_t s;
     st->ops->state(st, &s);
     if (s.msgs != 0 || s.last_seq != 0 || s.consumers != 0) {
         st->ops->close(st);
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     }
     e = nd_store_snapshot_read(st, r, arg);
-    if (e != ND_STORE_OK) {
-        (void)st->ops->destroy(st);
+    if (e != ND_OK) {
+        /* The restore's error is the one to report: a failed removal of the half-restored
+         * store only leaves files behind. */
+        nd_err_t de = st->ops->destroy(st);
+        (void)de;
         return e;
     }
     *out = st;
-    return ND_STORE_OK;
+    return ND_OK;
 }

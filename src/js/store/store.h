@@ -13,9 +13,10 @@
  * Sequences start at 1; 0 means "none". A store never renumbers: a removed sequence stays a gap
  * ("deleted") until it falls below the first sequence. Timestamps are Unix nanoseconds.
  *
- * Errors are nd_store_err_t values; nd_store_strerror gives nats-server's texts where it has one
- * (e.g. "maximum messages exceeded"). I/O errors keep errno in nd_store_last_errno(). After an
- * fsync error the store refuses every further write (ND_STORE_ERR_IO): an fsync error is never
+ * Errors are nd_err_t values (ND_ERR_STORE_*, src/util/err.h); nd_strerror gives nats-server's
+ * texts where it has one (e.g. "maximum messages exceeded"). An I/O error keeps its errno in the
+ * store (nd_store_io_errno), or in the recovery report when the open itself failed. After an
+ * fsync error the store refuses every further write (ND_ERR_STORE_IO): an fsync error is never
  * retried or ignored (PostgreSQL's "fsyncgate" lesson; shared/spec/reliability.md).
  */
 #ifndef NATSD_STORE_H
@@ -25,24 +26,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum nd_store_err {
-    ND_STORE_OK = 0,
-    ND_STORE_ERR_NOT_FOUND,        /* "no message found" */
-    ND_STORE_ERR_EOF,              /* "stream store EOF": nothing at or after the sequence */
-    ND_STORE_ERR_CLOSED,           /* "store is closed" */
-    ND_STORE_ERR_MAX_MSGS,         /* "maximum messages exceeded" (discard new) */
-    ND_STORE_ERR_MAX_BYTES,        /* "maximum bytes exceeded" (discard new) */
-    ND_STORE_ERR_MAX_PER_SUBJECT,  /* "maximum messages per subject exceeded" */
-    ND_STORE_ERR_MSG_TOO_BIG,      /* "message size exceeds maximum allowed" */
-    ND_STORE_ERR_BAD_SEQUENCE,     /* "invalid sequence" (e.g. store_raw going backwards) */
-    ND_STORE_ERR_BAD_ARG,          /* bad subject, filter or config */
-    ND_STORE_ERR_IO,               /* read/write/fsync failed, or ENOSPC; see nd_store_last_errno */
-    ND_STORE_ERR_CORRUPT,          /* checksum or structure error that recovery could not skip */
-    ND_STORE_ERR_VERSION,          /* a file from a newer format version */
-    ND_STORE_ERR_NOMEM,
-} nd_store_err_t;
+#include "util/err.h"
 
-const char *nd_store_strerror(nd_store_err_t e);
+/* The most sequences the deleted op lists (1 GiB of them). */
+#define ND_STORE_MAX_DELETED_LIST ((uint64_t)1 << 27)
 
 typedef enum { ND_DISCARD_OLD = 0, ND_DISCARD_NEW = 1 } nd_store_discard_t;
 typedef enum { ND_STORE_NONE = 0, ND_STORE_S2 = 1 } nd_store_compression_t;
@@ -116,6 +103,7 @@ typedef struct nd_store_recovery {
     uint64_t torn_tails;         /* blocks whose last record was cut short */
     uint64_t blocks_corrupt;     /* blocks with at least one bad record */
     bool index_rebuilt;          /* the index was missing or stale and was rebuilt from the blocks */
+    int io_errno;                /* when the open returned ND_ERR_STORE_IO: the errno behind it */
 } nd_store_recovery_t;
 
 /* Consumer state, persisted alongside the stream (msgpack in the file store). */
@@ -160,49 +148,50 @@ typedef struct nd_store_ops {
      * bytes + size >= max_bytes (nats-server's check: the limit itself is never reached). As in
      * nats-server, a subject at its per-subject limit is not refused by max_msgs (the store
      * replaces that subject's oldest message instead). */
-    nd_store_err_t (*store)(nd_store_t *st, const char *subj, size_t subj_len, const void *hdr,
-                            size_t hdr_len, const void *data, size_t data_len, uint64_t *seq,
-                            int64_t *ts);
+    ND_MUST_CHECK nd_err_t (*store)(nd_store_t *st, const char *subj, size_t subj_len,
+                                    const void *hdr, size_t hdr_len, const void *data,
+                                    size_t data_len, uint64_t *seq, int64_t *ts);
     /* Appends with a given sequence and timestamp (replication, restore): seq must be > last
      * (else ERR_BAD_SEQUENCE); the gap in between becomes deleted sequences, except in a store
      * holding no message, where first_seq simply becomes seq. Limits apply as in store. */
-    nd_store_err_t (*store_raw)(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj,
-                                size_t subj_len, const void *hdr, size_t hdr_len,
-                                const void *data, size_t data_len);
+    ND_MUST_CHECK nd_err_t (*store_raw)(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj,
+                                        size_t subj_len, const void *hdr, size_t hdr_len,
+                                        const void *data, size_t data_len);
     /* Reserves the next sequence without a message (it becomes a deleted gap). */
-    nd_store_err_t (*skip)(nd_store_t *st, uint64_t *seq);
+    ND_MUST_CHECK nd_err_t (*skip)(nd_store_t *st, uint64_t *seq);
 
-    nd_store_err_t (*load)(nd_store_t *st, uint64_t seq, nd_store_msg_t *out);
+    ND_MUST_CHECK nd_err_t (*load)(nd_store_t *st, uint64_t seq, nd_store_msg_t *out);
     /* First message with seq >= start whose subject matches filter (NULL or ">" = all;
      * wildcards allowed). ERR_EOF when there is none. */
-    nd_store_err_t (*load_next)(nd_store_t *st, const char *filter, size_t filter_len,
-                                uint64_t start, nd_store_msg_t *out);
+    ND_MUST_CHECK nd_err_t (*load_next)(nd_store_t *st, const char *filter, size_t filter_len,
+                                        uint64_t start, nd_store_msg_t *out);
     /* Last message whose subject matches filter (a literal subject or a wildcard filter). */
-    nd_store_err_t (*load_last)(nd_store_t *st, const char *filter, size_t filter_len,
-                                nd_store_msg_t *out);
+    ND_MUST_CHECK nd_err_t (*load_last)(nd_store_t *st, const char *filter, size_t filter_len,
+                                        nd_store_msg_t *out);
 
     /* Removes one message; secure also overwrites its bytes (file store: in place, then synced
      * per policy). ERR_NOT_FOUND when it is not there. */
-    nd_store_err_t (*remove)(nd_store_t *st, uint64_t seq, bool secure);
+    ND_MUST_CHECK nd_err_t (*remove)(nd_store_t *st, uint64_t seq, bool secure);
     /* nats-server's PurgeEx: filter NULL/">" = every subject; up_to != 0 removes only sequences
      * < up_to; keep != 0 keeps the newest `keep` of the messages matching the filter, counted
      * over all of them together, not per subject (nats-server's shape); nothing goes when keep >=
      * their number. With no filter: up_to > 1 is compact(up_to), keep is compact(last - keep + 1),
      * and with neither first_seq becomes last + 1. *purged = how many went. */
-    nd_store_err_t (*purge)(nd_store_t *st, const char *filter, size_t filter_len, uint64_t up_to,
-                            uint64_t keep, uint64_t *purged);
+    ND_MUST_CHECK nd_err_t (*purge)(nd_store_t *st, const char *filter, size_t filter_len,
+                                    uint64_t up_to, uint64_t keep, uint64_t *purged);
     /* Removes every message < seq (seq 0 = purge all). When seq > last, the store empties and
      * first_seq = seq, last_seq = seq - 1 (the next store gets seq). Otherwise first_seq becomes
      * the first remaining message's seq (last + 1 when none remains), as always. */
-    nd_store_err_t (*compact)(nd_store_t *st, uint64_t seq, uint64_t *purged);
+    ND_MUST_CHECK nd_err_t (*compact)(nd_store_t *st, uint64_t seq, uint64_t *purged);
     /* Removes every message > seq (Raft log truncation); last_seq becomes seq and last_ts its ts.
      * seq must be a stored message (ERR_BAD_SEQUENCE otherwise, as nats-server's
      * ErrInvalidSequence), or 0, which empties the store back to first_seq 1, last_seq 0. */
-    nd_store_err_t (*truncate)(nd_store_t *st, uint64_t seq);
+    ND_MUST_CHECK nd_err_t (*truncate)(nd_store_t *st, uint64_t seq);
 
     void (*state)(nd_store_t *st, nd_store_state_t *out);
-    /* The deleted sequences between first and last, ascending, malloc'd (caller frees). */
-    nd_store_err_t (*deleted)(nd_store_t *st, uint64_t **seqs, size_t *n);
+    /* The deleted sequences between first and last, ascending, malloc'd (caller frees).
+     * ERR_TOO_MANY_DELETED when there are more than ND_STORE_MAX_DELETED_LIST of them. */
+    ND_MUST_CHECK nd_err_t (*deleted)(nd_store_t *st, uint64_t **seqs, size_t *n);
     /* Totals for the messages matching filter with seq >= start. */
     void (*filtered_state)(nd_store_t *st, const char *filter, size_t filter_len, uint64_t start,
                            nd_store_subj_state_t *out);
@@ -215,58 +204,65 @@ typedef struct nd_store_ops {
                             bool last_per_subject);
 
     /* Changes the limits (a stream update); applies them at once. dir/cipher cannot change. */
-    nd_store_err_t (*update_cfg)(nd_store_t *st, const nd_store_cfg_t *cfg);
+    ND_MUST_CHECK nd_err_t (*update_cfg)(nd_store_t *st, const nd_store_cfg_t *cfg);
     /* Expires by max_age and runs the interval sync that are due at now; returns the next
      * deadline (Unix ns), 0 when nothing is scheduled. */
     int64_t (*tick)(nd_store_t *st, int64_t now);
     /* Makes everything stored so far durable (fsync); no-op for memstore. */
-    nd_store_err_t (*sync)(nd_store_t *st);
+    ND_MUST_CHECK nd_err_t (*sync)(nd_store_t *st);
 
     /* Writes a self-contained snapshot (messages, deleted gaps, consumer states). */
-    nd_store_err_t (*snapshot)(nd_store_t *st, nd_store_write_fn w, void *arg);
+    ND_MUST_CHECK nd_err_t (*snapshot)(nd_store_t *st, nd_store_write_fn w, void *arg);
 
     /* Consumers: open (creating if new) the persisted state of one consumer. */
-    nd_store_err_t (*consumer_open)(nd_store_t *st, const char *name, nd_cstore_t **out);
+    ND_MUST_CHECK nd_err_t (*consumer_open)(nd_store_t *st, const char *name, nd_cstore_t **out);
     /* Replaces the consumer's stored state (durable per the stream's sync policy). */
-    nd_store_err_t (*consumer_update)(nd_cstore_t *cs, const nd_consumer_state_t *state);
+    ND_MUST_CHECK nd_err_t (*consumer_update)(nd_cstore_t *cs, const nd_consumer_state_t *state);
     /* Reads it back (caller frees with nd_consumer_state_free). */
-    nd_store_err_t (*consumer_state)(nd_cstore_t *cs, nd_consumer_state_t *out);
+    ND_MUST_CHECK nd_err_t (*consumer_state)(nd_cstore_t *cs, nd_consumer_state_t *out);
     void (*consumer_close)(nd_cstore_t *cs);
-    nd_store_err_t (*consumer_delete)(nd_cstore_t *cs); /* removes it and closes */
+    ND_MUST_CHECK nd_err_t (*consumer_delete)(nd_cstore_t *cs); /* removes it and closes */
     /* Names of the stored consumers, malloc'd array of malloc'd strings (caller frees all). */
-    nd_store_err_t (*consumer_list)(nd_store_t *st, char ***names, size_t *n);
+    ND_MUST_CHECK nd_err_t (*consumer_list)(nd_store_t *st, char ***names, size_t *n);
 
     /* Syncs and closes (file store: writes its index so the next open is fast). */
     void (*close)(nd_store_t *st);
     /* Closes and deletes everything (the stream's directory too). */
-    nd_store_err_t (*destroy)(nd_store_t *st);
+    ND_MUST_CHECK nd_err_t (*destroy)(nd_store_t *st);
 } nd_store_ops_t;
 
 struct nd_store {
     const nd_store_ops_t *ops;
+    /* The errno behind this store's last ND_ERR_STORE_IO, kept with the store rather than in a
+     * thread-local so that it belongs to the call that failed (owner actor only). */
+    int io_errno;
 };
 
 /* Opening. A file store recovers whatever cfg->dir holds (report may be NULL). */
-nd_store_err_t nd_memstore_open(const nd_store_cfg_t *cfg, nd_store_t **out);
-nd_store_err_t nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out,
-                                 nd_store_recovery_t *report);
+ND_MUST_CHECK nd_err_t nd_memstore_open(const nd_store_cfg_t *cfg, nd_store_t **out);
+ND_MUST_CHECK nd_err_t nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out,
+                                         nd_store_recovery_t *report);
 /* Restores a snapshot into a new, empty store opened with cfg (memstore when cfg->dir is NULL). */
-nd_store_err_t nd_store_restore(const nd_store_cfg_t *cfg, nd_store_read_fn r, void *arg,
-                                nd_store_t **out);
-/* errno of the last ERR_IO on this thread. */
-int nd_store_last_errno(void);
-/* For store implementations: records errno for nd_store_last_errno and returns ND_STORE_ERR_IO,
- * so an I/O failure reads `return nd_store_io_error(errno);`. */
-nd_store_err_t nd_store_io_error(int err);
+ND_MUST_CHECK nd_err_t nd_store_restore(const nd_store_cfg_t *cfg, nd_store_read_fn r, void *arg,
+                                        nd_store_t **out);
+/* For store implementations: records err as st's io_errno and returns ND_ERR_STORE_IO, so an I/O
+ * failure reads `return nd_store_io_error(&fs->base, errno);`. */
+nd_err_t nd_store_io_error(nd_store_t *st, int err);
+/* Returns: the errno of st's last ND_ERR_STORE_IO (ENOSPC, EIO, ...), 0 when it has had none. */
+static inline int
+nd_store_io_errno(const nd_store_t *st)
+{
+    return st->io_errno;
+}
 
 /* Convenience wrappers, so callers read like method calls. */
-static inline nd_store_err_t
+static inline ND_MUST_CHECK nd_err_t
 nd_store_put(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl,
              const void *data, size_t dl, uint64_t *seq, int64_t *ts)
 {
     return st->ops->store(st, subj, sl, hdr, hl, data, dl, seq, ts);
 }
-static inline nd_store_err_t
+static inline ND_MUST_CHECK nd_err_t
 nd_store_load(nd_store_t *st, uint64_t seq, nd_store_msg_t *out)
 {
     return st->ops->load(st, seq, out);

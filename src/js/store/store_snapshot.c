@@ -5,6 +5,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "actors/alloc.h"
 #include "js/store/cstate.h"
 
 enum { REC_STATE = 1, REC_MSG = 2, REC_CONSUMER = 3, REC_END = 255 };
@@ -73,31 +74,27 @@ emit_rec(wr_t *wr, uint8_t type, size_t len)
         wr->records++;
 }
 
-static nd_store_err_t
+static nd_err_t
 write_consumers(nd_store_t *st, wr_t *wr)
 {
     char **names = NULL;
     size_t n = 0;
-    nd_store_err_t e = st->ops->consumer_list(st, &names, &n);
-    if (e != ND_STORE_OK)
+    nd_err_t e = st->ops->consumer_list(st, &names, &n);
+    if (e != ND_OK)
         return e;
-    for (size_t i = 0; i < n && e == ND_STORE_OK && !wr->failed; i++) {
+    for (size_t i = 0; i < n && e == ND_OK && !wr->failed; i++) {
         nd_cstore_t *cs;
         nd_consumer_state_t state = {0};
         e = st->ops->consumer_open(st, names[i], &cs);
-        if (e != ND_STORE_OK)
+        if (e != ND_OK)
             break;
         e = st->ops->consumer_state(cs, &state);
         st->ops->consumer_close(cs);
-        if (e != ND_STORE_OK)
+        if (e != ND_OK)
             break;
         uint8_t *enc;
         size_t elen;
-        if (nd_cstate_encode(&state, &enc, &elen) != 0) {
-            nd_consumer_state_free(&state);
-            e = ND_STORE_ERR_NOMEM;
-            break;
-        }
+        nd_cstate_encode(&state, &enc, &elen);
         nd_consumer_state_free(&state);
         size_t nl = strlen(names[i]);
         uint8_t b[4];
@@ -114,14 +111,22 @@ write_consumers(nd_store_t *st, wr_t *wr)
     return e;
 }
 
-nd_store_err_t
+/* xxHash allocates its state with malloc: out of memory is fatal here as in nd_xmalloc. */
+static XXH64_state_t *
+new_hash(void)
+{
+    XXH64_state_t *h = XXH64_createState();
+    if (!h)
+        nd_fatal("out of memory allocating a hash state");
+    return h;
+}
+
+nd_err_t
 nd_store_snapshot_write(nd_store_t *st, nd_store_write_fn w, void *arg)
 {
-    wr_t wr = {.w = w, .arg = arg, .h = XXH64_createState()};
-    if (!wr.h)
-        return ND_STORE_ERR_NOMEM;
+    wr_t wr = {.w = w, .arg = arg, .h = new_hash()};
     XXH64_reset(wr.h, 0);
-    nd_store_err_t e = ND_STORE_OK;
+    nd_err_t e = ND_OK;
 
     uint8_t b[32];
     memcpy(b, magic, 4);
@@ -141,11 +146,11 @@ nd_store_snapshot_write(nd_store_t *st, nd_store_write_fn w, void *arg)
     uint64_t seq = s.first_seq;
     while (!wr.failed && seq <= s.last_seq) {
         e = st->ops->load_next(st, NULL, 0, seq, &m);
-        if (e == ND_STORE_ERR_EOF) {
-            e = ND_STORE_OK;
+        if (e == ND_ERR_STORE_EOF) {
+            e = ND_OK;
             break;
         }
-        if (e != ND_STORE_OK)
+        if (e != ND_OK)
             break;
         emit_rec(&wr, REC_MSG, 24 + m.subj_len + m.hdr_len + m.data_len);
         put_u64(b, m.seq);
@@ -160,17 +165,17 @@ nd_store_snapshot_write(nd_store_t *st, nd_store_write_fn w, void *arg)
     }
     nd_store_msg_free(&m);
 
-    if (e == ND_STORE_OK && !wr.failed)
+    if (e == ND_OK && !wr.failed)
         e = write_consumers(st, &wr);
-    if (e == ND_STORE_OK && !wr.failed) {
+    if (e == ND_OK && !wr.failed) {
         emit_rec(&wr, REC_END, 16);
         put_u64(b, wr.records);
         put_u64(b + 8, XXH64_digest(wr.h));
         emit(&wr, b, 16, false);
     }
     XXH64_freeState(wr.h);
-    if (e == ND_STORE_OK && wr.failed)
-        e = ND_STORE_ERR_IO;
+    if (e == ND_OK && wr.failed)
+        e = ND_ERR_STORE_IO;
     return e;
 }
 
@@ -184,25 +189,25 @@ typedef struct {
 } rd_t;
 
 /* Reads exactly n bytes into p: OK, CORRUPT when the stream ends first, IO when r fails. */
-static nd_store_err_t
+static nd_err_t
 read_exact(rd_t *rd, void *p, size_t n)
 {
     uint8_t *q = p;
     while (n > 0) {
         long got = rd->r(rd->arg, q, n);
         if (got < 0)
-            return ND_STORE_ERR_IO;
+            return ND_ERR_STORE_IO;
         if (got == 0 || (size_t)got > n)
-            return ND_STORE_ERR_CORRUPT;
+            return ND_ERR_STORE_CORRUPT;
         q += got;
         n -= (size_t)got;
     }
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 /* Reads a len-byte payload into rd->buf, growing the buffer only as bytes arrive so that a lying
  * length in a corrupt snapshot costs no more memory than the data actually there. */
-static nd_store_err_t
+static nd_err_t
 read_payload(rd_t *rd, size_t len)
 {
     size_t have = 0;
@@ -214,49 +219,42 @@ read_payload(rd_t *rd, size_t len)
                 ncap *= 2;
             if (ncap > len)
                 ncap = len;
-            uint8_t *nb = realloc(rd->buf, ncap);
-            if (!nb)
-                return ND_STORE_ERR_NOMEM;
-            rd->buf = nb;
+            rd->buf = nd_xrealloc(rd->buf, ncap);
             rd->cap = ncap;
         }
         if (want > rd->cap - have)
             want = rd->cap - have;
-        nd_store_err_t e = read_exact(rd, rd->buf + have, want);
-        if (e != ND_STORE_OK)
+        nd_err_t e = read_exact(rd, rd->buf + have, want);
+        if (e != ND_OK)
             return e;
         have += want;
     }
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-static nd_store_err_t
+static nd_err_t
 apply_consumer(nd_store_t *st, const uint8_t *p, size_t len)
 {
     if (len < 4)
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     size_t nl = get_u32(p);
     if (nl == 0 || nl > len - 4 || memchr(p + 4, 0, nl))
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     nd_consumer_state_t cs;
     /* A consumer state of another version inside a version-1 snapshot is damage, not a newer
      * writer (that would have changed the snapshot's version). */
-    nd_store_err_t e = nd_cstate_decode(p + 4 + nl, len - 4 - nl, &cs);
-    if (e == ND_STORE_ERR_VERSION)
-        e = ND_STORE_ERR_CORRUPT;
-    if (e != ND_STORE_OK)
+    nd_err_t e = nd_cstate_decode(p + 4 + nl, len - 4 - nl, &cs);
+    if (e == ND_ERR_STORE_VERSION)
+        e = ND_ERR_STORE_CORRUPT;
+    if (e != ND_OK)
         return e;
-    char *name = malloc(nl + 1);
-    if (!name) {
-        nd_consumer_state_free(&cs);
-        return ND_STORE_ERR_NOMEM;
-    }
+    char *name = nd_xmalloc(nl + 1);
     memcpy(name, p + 4, nl);
     name[nl] = '\0';
     nd_cstore_t *c;
     e = st->ops->consumer_open(st, name, &c);
     free(name);
-    if (e == ND_STORE_OK) {
+    if (e == ND_OK) {
         e = st->ops->consumer_update(c, &cs);
         st->ops->consumer_close(c);
     }
@@ -264,49 +262,49 @@ apply_consumer(nd_store_t *st, const uint8_t *p, size_t len)
     return e;
 }
 
-static nd_store_err_t
+static nd_err_t
 read_records(nd_store_t *st, rd_t *rd)
 {
     uint8_t b[16];
-    nd_store_err_t e = read_exact(rd, b, 8);
-    if (e != ND_STORE_OK)
+    nd_err_t e = read_exact(rd, b, 8);
+    if (e != ND_OK)
         return e;
     if (memcmp(b, magic, 4) != 0)
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     uint32_t ver = get_u32(b + 4);
     if (ver == 0)
-        return ND_STORE_ERR_CORRUPT;
+        return ND_ERR_STORE_CORRUPT;
     if (ver > ND_SNAPSHOT_VERSION)
-        return ND_STORE_ERR_VERSION;
+        return ND_ERR_STORE_VERSION;
     XXH64_update(rd->h, b, 8);
 
     uint64_t records = 0, last_seq = 0, prev_seq = 0;
     bool have_state = false;
     for (;;) {
         uint8_t rh[5];
-        if ((e = read_exact(rd, rh, 5)) != ND_STORE_OK)
+        if ((e = read_exact(rd, rh, 5)) != ND_OK)
             return e;
         uint8_t type = rh[0];
         size_t len = get_u32(rh + 1);
         if (type == REC_END) {
             if (len != 16 || !have_state)
-                return ND_STORE_ERR_CORRUPT;
-            if ((e = read_exact(rd, b, 16)) != ND_STORE_OK)
+                return ND_ERR_STORE_CORRUPT;
+            if ((e = read_exact(rd, b, 16)) != ND_OK)
                 return e;
             if (get_u64(b) != records || get_u64(b + 8) != XXH64_digest(rd->h))
-                return ND_STORE_ERR_CORRUPT;
+                return ND_ERR_STORE_CORRUPT;
             /* Nothing may follow the end record. */
             uint8_t extra;
             long got = rd->r(rd->arg, &extra, 1);
             if (got < 0)
-                return ND_STORE_ERR_IO;
+                return ND_ERR_STORE_IO;
             if (got > 0)
-                return ND_STORE_ERR_CORRUPT;
+                return ND_ERR_STORE_CORRUPT;
             break;
         }
         XXH64_update(rd->h, rh, 5);
         records++;
-        if ((e = read_payload(rd, len)) != ND_STORE_OK)
+        if ((e = read_payload(rd, len)) != ND_OK)
             return e;
         XXH64_update(rd->h, rd->buf, len);
         const uint8_t *p = rd->buf;
@@ -314,15 +312,15 @@ read_records(nd_store_t *st, rd_t *rd)
         switch (type) {
         case REC_STATE: {
             if (have_state || records != 1 || len != 32)
-                return ND_STORE_ERR_CORRUPT;
+                return ND_ERR_STORE_CORRUPT;
             have_state = true;
             uint64_t first = get_u64(p);
             last_seq = get_u64(p + 8);
             if (first == 0 || first > last_seq + 1)
-                return ND_STORE_ERR_CORRUPT;
+                return ND_ERR_STORE_CORRUPT;
             if (first > 1) {
                 uint64_t purged;
-                if ((e = st->ops->compact(st, first, &purged)) != ND_STORE_OK)
+                if ((e = st->ops->compact(st, first, &purged)) != ND_OK)
                     return e;
             }
             prev_seq = first - 1;
@@ -330,33 +328,33 @@ read_records(nd_store_t *st, rd_t *rd)
         }
         case REC_MSG: {
             if (!have_state || len < 24)
-                return ND_STORE_ERR_CORRUPT;
+                return ND_ERR_STORE_CORRUPT;
             uint64_t seq = get_u64(p);
             int64_t ts = (int64_t)get_u64(p + 8);
             size_t sl = get_u32(p + 16), hl = get_u32(p + 20);
             if (sl == 0 || sl > len - 24 || hl > len - 24 - sl || seq <= prev_seq || seq > last_seq)
-                return ND_STORE_ERR_CORRUPT;
+                return ND_ERR_STORE_CORRUPT;
             const char *subj = (const char *)p + 24;
             e = st->ops->store_raw(st, seq, ts, subj, sl, p + 24 + sl, hl, p + 24 + sl + hl,
                                    len - 24 - sl - hl);
-            if (e == ND_STORE_ERR_BAD_SEQUENCE || e == ND_STORE_ERR_BAD_ARG)
-                return ND_STORE_ERR_CORRUPT;
+            if (e == ND_ERR_STORE_BAD_SEQUENCE || e == ND_ERR_STORE_BAD_ARG)
+                return ND_ERR_STORE_CORRUPT;
             /* Limits of the new store may refuse what the old one held (discard new): the
              * snapshot is still restored, minus what the new limits keep out. */
-            if (e != ND_STORE_OK && e != ND_STORE_ERR_MAX_MSGS && e != ND_STORE_ERR_MAX_BYTES &&
-                e != ND_STORE_ERR_MAX_PER_SUBJECT && e != ND_STORE_ERR_MSG_TOO_BIG)
+            if (e != ND_OK && e != ND_ERR_STORE_MAX_MSGS && e != ND_ERR_STORE_MAX_BYTES &&
+                e != ND_ERR_STORE_MAX_PER_SUBJECT && e != ND_ERR_STORE_MSG_TOO_BIG)
                 return e;
             prev_seq = seq;
             break;
         }
         case REC_CONSUMER:
             if (!have_state)
-                return ND_STORE_ERR_CORRUPT;
-            if ((e = apply_consumer(st, p, len)) != ND_STORE_OK)
+                return ND_ERR_STORE_CORRUPT;
+            if ((e = apply_consumer(st, p, len)) != ND_OK)
                 return e;
             break;
         default:
-            return ND_STORE_ERR_CORRUPT;
+            return ND_ERR_STORE_CORRUPT;
         }
     }
 
@@ -365,21 +363,19 @@ read_records(nd_store_t *st, rd_t *rd)
     st->ops->state(st, &s);
     while (s.last_seq < last_seq) {
         uint64_t seq;
-        if ((e = st->ops->skip(st, &seq)) != ND_STORE_OK)
+        if ((e = st->ops->skip(st, &seq)) != ND_OK)
             return e;
         s.last_seq = seq;
     }
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_store_snapshot_read(nd_store_t *st, nd_store_read_fn r, void *arg)
 {
-    rd_t rd = {.r = r, .arg = arg, .h = XXH64_createState()};
-    if (!rd.h)
-        return ND_STORE_ERR_NOMEM;
+    rd_t rd = {.r = r, .arg = arg, .h = new_hash()};
     XXH64_reset(rd.h, 0);
-    nd_store_err_t e = read_records(st, &rd);
+    nd_err_t e = read_records(st, &rd);
     XXH64_freeState(rd.h);
     free(rd.buf);
     return e;

@@ -13,7 +13,7 @@
  *   records; a trailing run of deleted sequences by STATE's last_seq.
  *
  * The reader verifies structure as it goes and the checksum at the end; a truncated or corrupt
- * snapshot gives ND_STORE_ERR_CORRUPT (a newer version ND_STORE_ERR_VERSION), never a crash, and
+ * snapshot gives ND_ERR_STORE_CORRUPT (a newer version ND_ERR_STORE_VERSION), never a crash, and
  * never a large allocation from a lying length: a record's buffer grows only as its bytes arrive.
  * Ctx: the store's owner.
  */
@@ -24,12 +24,12 @@
 
 #define ND_SNAPSHOT_VERSION 1
 
-/* Writes st's snapshot to w. Returns: ND_STORE_OK, ND_STORE_ERR_IO when w returned -1, or the
+/* Writes st's snapshot to w. Returns: ND_OK, ND_ERR_STORE_IO when w returned -1, or the
  * error of a store op. */
-nd_store_err_t nd_store_snapshot_write(nd_store_t *st, nd_store_write_fn w, void *arg);
+ND_MUST_CHECK nd_err_t nd_store_snapshot_write(nd_store_t *st, nd_store_write_fn w, void *arg);
 
 /* Reads a snapshot from r into st, which must be empty. On an error st holds part of it: the
  * caller discards it (nd_store_restore destroys it). */
-nd_store_err_t nd_store_snapshot_read(nd_store_t *st, nd_store_read_fn r, void *arg);
+ND_MUST_CHECK nd_err_t nd_store_snapshot_read(nd_store_t *st, nd_store_read_fn r, void *arg);
 
 #endif

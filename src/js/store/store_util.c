@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "actors/alloc.h"
 #include "subj/subject.h"
 
 int64_t
@@ -18,39 +19,39 @@ nd_store_now(const nd_store_cfg_t *cfg)
     return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-nd_store_err_t
+nd_err_t
 nd_store_check_msg(const nd_store_cfg_t *cfg, const char *subj, size_t sl, const void *hdr,
                    size_t hl, const void *data, size_t dl, uint64_t max_field)
 {
     if (!subj || sl == 0 || sl > UINT16_MAX || !nd_subj_valid_pub(subj, sl) || hl > max_field ||
         dl > max_field || (hl && !hdr) || (dl && !data))
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     if (cfg->max_msg_size > 0 && hl + dl > (uint64_t)cfg->max_msg_size)
-        return ND_STORE_ERR_MSG_TOO_BIG;
-    return ND_STORE_OK;
+        return ND_ERR_STORE_MSG_TOO_BIG;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_store_admit_new(const nd_store_cfg_t *cfg, uint64_t msgs, uint64_t bytes, uint64_t size,
                    uint64_t subj_msgs, bool *if_oldest_fits)
 {
     *if_oldest_fits = false;
     if (cfg->discard != ND_DISCARD_NEW)
-        return ND_STORE_OK;
+        return ND_OK;
     bool at_subj_limit =
         cfg->max_msgs_per_subject > 0 && subj_msgs >= (uint64_t)cfg->max_msgs_per_subject;
     if (at_subj_limit && cfg->discard_new_per_subject)
-        return ND_STORE_ERR_MAX_PER_SUBJECT;
+        return ND_ERR_STORE_MAX_PER_SUBJECT;
     /* At its subject limit the message replaces that subject's oldest, so max_msgs is not
      * exceeded; for max_bytes the replaced message must be at least as large. */
     if (cfg->max_msgs > 0 && msgs >= (uint64_t)cfg->max_msgs && !at_subj_limit)
-        return ND_STORE_ERR_MAX_MSGS;
+        return ND_ERR_STORE_MAX_MSGS;
     if (cfg->max_bytes > 0 && bytes + size >= (uint64_t)cfg->max_bytes) {
         if (!at_subj_limit)
-            return ND_STORE_ERR_MAX_BYTES;
+            return ND_ERR_STORE_MAX_BYTES;
         *if_oldest_fits = true;
     }
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 bool
@@ -77,27 +78,27 @@ nd_store_purge_all_plan(uint64_t up_to, uint64_t keep, uint64_t msgs, uint64_t l
     return ND_STORE_PURGE_NOTHING;
 }
 
-nd_store_err_t
+nd_err_t
 nd_store_purge_filtered_plan(nd_store_t *st, const char *filter, size_t fl, uint64_t up_to,
                              uint64_t keep, uint64_t *first, uint64_t *last, uint64_t *max)
 {
     *first = *last = *max = 0;
     if (!nd_subj_valid_sub(filter, fl))
-        return ND_STORE_ERR_BAD_ARG;
+        return ND_ERR_STORE_BAD_ARG;
     nd_store_subj_state_t ss;
     st->ops->filtered_state(st, filter, fl, 0, &ss);
     if (ss.msgs == 0 || keep >= ss.msgs)
-        return ND_STORE_OK;
+        return ND_OK;
     /* keep counts over all the matching messages together, so the oldest msgs - keep go. */
     *max = ss.msgs - keep;
     *first = ss.first_seq;
     *last = up_to > 1 ? up_to - 1 : ss.last_seq;
     if (up_to == 1)
         *last = 0; /* nothing is below 1 */
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
-nd_store_err_t
+nd_err_t
 nd_store_gaps_begin(nd_store_gaps_t *g, uint64_t first_seq, uint64_t last_seq, uint64_t msgs,
                     uint64_t **seqs, size_t *n)
 {
@@ -106,13 +107,14 @@ nd_store_gaps_begin(nd_store_gaps_t *g, uint64_t first_seq, uint64_t last_seq, u
     *n = 0;
     uint64_t nd = nd_store_num_deleted(first_seq, last_seq, msgs);
     if (nd == 0)
-        return ND_STORE_OK;
-    if (nd > SIZE_MAX / sizeof(uint64_t))
-        return ND_STORE_ERR_NOMEM;
-    if (!(g->v = malloc((size_t)nd * sizeof(*g->v))))
-        return ND_STORE_ERR_NOMEM;
+        return ND_OK;
+    /* A replicated or restored sequence can open a gap of any size; refuse to list one that
+     * would not fit in memory rather than abort in the allocator. */
+    if (nd > ND_STORE_MAX_DELETED_LIST)
+        return ND_ERR_STORE_TOO_MANY_DELETED;
+    g->v = nd_xmalloc((size_t)nd * sizeof(*g->v));
     g->done = false;
-    return ND_STORE_OK;
+    return ND_OK;
 }
 
 void

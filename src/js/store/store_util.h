@@ -57,19 +57,19 @@ nd_store_num_deleted(uint64_t first_seq, uint64_t last_seq, uint64_t msgs)
 
 /* Checks a message's arguments before it is stored: a valid publish subject of at most
  * UINT16_MAX bytes, headers and payload of at most max_field bytes each (the store's record
- * limit) with a pointer when not empty, and the configured max_msg_size. Returns: ND_STORE_OK,
- * ND_STORE_ERR_BAD_ARG or ND_STORE_ERR_MSG_TOO_BIG. */
-nd_store_err_t nd_store_check_msg(const nd_store_cfg_t *cfg, const char *subj, size_t sl,
-                                  const void *hdr, size_t hl, const void *data, size_t dl,
-                                  uint64_t max_field);
+ * limit) with a pointer when not empty, and the configured max_msg_size. Returns: ND_OK,
+ * ND_ERR_STORE_BAD_ARG or ND_ERR_STORE_MSG_TOO_BIG. */
+ND_MUST_CHECK nd_err_t nd_store_check_msg(const nd_store_cfg_t *cfg, const char *subj, size_t sl,
+                                          const void *hdr, size_t hl, const void *data, size_t dl,
+                                          uint64_t max_field);
 
 /* The discard-new admission rule (natsd/store.h, the store op): may a message of size bytes join
  * a store holding msgs messages and bytes bytes, subj_msgs of them on its subject? Returns the
- * refusal, or ND_STORE_OK. With ND_STORE_OK, *if_oldest_fits = true means the answer is yes only
+ * refusal, or ND_OK. With ND_OK, *if_oldest_fits = true means the answer is yes only
  * when the subject's oldest message (which the new one replaces) is at least size bytes: the
- * caller checks that and refuses with ND_STORE_ERR_MAX_BYTES otherwise. */
-nd_store_err_t nd_store_admit_new(const nd_store_cfg_t *cfg, uint64_t msgs, uint64_t bytes,
-                                  uint64_t size, uint64_t subj_msgs, bool *if_oldest_fits);
+ * caller checks that and refuses with ND_ERR_STORE_MAX_BYTES otherwise. */
+ND_MUST_CHECK nd_err_t nd_store_admit_new(const nd_store_cfg_t *cfg, uint64_t msgs, uint64_t bytes,
+                                          uint64_t size, uint64_t subj_msgs, bool *if_oldest_fits);
 
 /* True when msgs or bytes exceeds max_msgs or max_bytes (discard old then drops the oldest). */
 bool nd_store_over_limits(const nd_store_cfg_t *cfg, uint64_t msgs, uint64_t bytes);
@@ -86,16 +86,16 @@ nd_store_purge_kind_t nd_store_purge_all_plan(uint64_t up_to, uint64_t keep, uin
 
 /* For a purge with a subject filter: checks the filter, then says which matching messages go:
  * the first *max of them in ascending order from *first, none above *last. Returns
- * ND_STORE_ERR_BAD_ARG for an invalid filter; *max = 0 when nothing goes. Uses st's
+ * ND_ERR_STORE_BAD_ARG for an invalid filter; *max = 0 when nothing goes. Uses st's
  * filtered_state. */
-nd_store_err_t nd_store_purge_filtered_plan(nd_store_t *st, const char *filter, size_t fl,
-                                            uint64_t up_to, uint64_t keep, uint64_t *first,
-                                            uint64_t *last, uint64_t *max);
+ND_MUST_CHECK nd_err_t nd_store_purge_filtered_plan(nd_store_t *st, const char *filter, size_t fl,
+                                                    uint64_t up_to, uint64_t keep, uint64_t *first,
+                                                    uint64_t *last, uint64_t *max);
 
 /* Builds the deleted-sequence list (the deleted op): begin, then gaps_live for each live
- * sequence in ascending order, then end. begin returns ND_STORE_ERR_NOMEM on a failed
- * allocation; when nothing is deleted it sets *seqs = NULL, *n = 0 and g->done, and the caller
- * skips the walk and end. */
+ * sequence in ascending order, then end. begin returns ND_ERR_STORE_TOO_MANY_DELETED when the
+ * list would hold more than ND_STORE_MAX_DELETED_LIST sequences; when nothing is deleted it sets
+ * *seqs = NULL, *n = 0 and g->done, and the caller skips the walk and end. */
 typedef struct nd_store_gaps {
     uint64_t *v;
     size_t k;
@@ -104,8 +104,9 @@ typedef struct nd_store_gaps {
     bool done;
 } nd_store_gaps_t;
 
-nd_store_err_t nd_store_gaps_begin(nd_store_gaps_t *g, uint64_t first_seq, uint64_t last_seq,
-                                   uint64_t msgs, uint64_t **seqs, size_t *n);
+ND_MUST_CHECK nd_err_t nd_store_gaps_begin(nd_store_gaps_t *g, uint64_t first_seq,
+                                           uint64_t last_seq, uint64_t msgs, uint64_t **seqs,
+                                           size_t *n);
 
 static inline void
 nd_store_gaps_live(nd_store_gaps_t *g, uint64_t seq)

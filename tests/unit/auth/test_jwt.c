@@ -104,23 +104,23 @@ new_seed(uint8_t role, char out[ND_NKEY_SEED_LEN + 1])
     nd_nkey_encode_seed(role, sk, out);
 }
 
-static nd_jwt_err_t
+static nd_err_t
 decode(const char *tok, nd_jwt_t **out)
 {
     char detail[256];
-    nd_jwt_err_t e = nd_jwt_decode(tok, strlen(tok), out, detail, sizeof detail);
-    if (e == ND_JWT_OK)
+    nd_err_t e = nd_jwt_decode(tok, strlen(tok), out, detail, sizeof detail);
+    if (e == ND_OK)
         cr_assert_not_null(*out);
     else
         cr_assert_null(*out);
     return e;
 }
 
-static nd_jwt_err_t
+static nd_err_t
 decode_err(const char *tok)
 {
     nd_jwt_t *j = NULL;
-    nd_jwt_err_t e = decode(tok, &j);
+    nd_err_t e = decode(tok, &j);
     nd_jwt_free(j);
     return e;
 }
@@ -132,9 +132,9 @@ encode(const char *claims_json, const char *seed, unsigned flags)
     json_t *c = json_loads(claims_json, JSON_PRESERVE_ORDER, &je);
     cr_assert_not_null(c, "bad test JSON: %s: %s", je.text, claims_json);
     char *tok = NULL;
-    nd_jwt_err_t e = nd_jwt_encode(c, seed, strlen(seed), flags, &tok);
+    nd_err_t e = nd_jwt_encode(c, seed, strlen(seed), flags, &tok);
     json_decref(c);
-    cr_assert_eq(e, ND_JWT_OK, "encode: %s", nd_jwt_strerror(e));
+    cr_assert_eq(e, ND_OK, "encode: %s", nd_strerror(e));
     return tok;
 }
 
@@ -322,11 +322,11 @@ Test(b64, round_trips_and_errors)
 Test(jwt, nsc_v2_user_and_creds)
 {
     char *j = NULL, *s = NULL;
-    cr_assert_eq(nd_jwt_creds_parse(NSC_CREDS, strlen(NSC_CREDS), &j, &s), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_creds_parse(NSC_CREDS, strlen(NSC_CREDS), &j, &s), ND_OK);
     cr_expect_str_eq(j, NSC_UJWT);
     cr_expect_str_eq(s, NSC_USEED);
     nd_jwt_t *u;
-    cr_assert_eq(decode(j, &u), ND_JWT_OK);
+    cr_assert_eq(decode(j, &u), ND_OK);
     cr_expect_eq(u->type, ND_JWT_USER);
     cr_expect_eq(u->version, 2);
     cr_expect_str_eq(u->iss, NSC_APUB);
@@ -341,7 +341,7 @@ Test(jwt, nsc_v2_user_and_creds)
     cr_expect_eq(u->u.user.lim.perms.pub.allow.n, 0);
     cr_expect(!u->u.user.lim.perms.has_resp);
     cr_expect_null(u->u.user.issuer_account);
-    cr_expect_eq(nd_jwt_check_times(u, 1635375561), ND_JWT_OK);
+    cr_expect_eq(nd_jwt_check_times(u, 1635375561), ND_OK);
     /* The user key of the creds signs nonces that verify with the JWT's subject. */
     char *sig = NULL;
     cr_assert(nd_jwt_sign_nonce(s, strlen(s), "abcdefgh", 8, &sig));
@@ -371,7 +371,7 @@ Test(jwt, reencoding_the_nsc_claims_gives_the_same_token)
 Test(jwt, nats_go_v1_tokens)
 {
     nd_jwt_t *a, *u;
-    cr_assert_eq(decode(GO_AJWT, &a), ND_JWT_OK);
+    cr_assert_eq(decode(GO_AJWT, &a), ND_OK);
     cr_expect_eq(a->type, ND_JWT_ACCOUNT);
     cr_expect_eq(a->version, 1);
     cr_expect_str_eq(a->sub, "AAPQJQUPKVXGW5CZH5G2HFJULYSKDELAZRVWJA26VDZO7WSBUNIYRFNQ");
@@ -379,7 +379,7 @@ Test(jwt, nats_go_v1_tokens)
     cr_expect_eq(a->u.acc.subs, -1);
     cr_expect_eq(a->u.acc.payload, -1);
     cr_expect(a->u.acc.wildcards);
-    cr_assert_eq(decode(GO_UJWT, &u), ND_JWT_OK);
+    cr_assert_eq(decode(GO_UJWT, &u), ND_OK);
     cr_expect_eq(u->type, ND_JWT_USER);
     cr_expect_eq(u->version, 1);
     cr_expect_str_eq(u->iss, a->sub);
@@ -392,7 +392,7 @@ Test(jwt, nats_go_v1_tokens)
     char *tok = encode("{\"sub\":\"UAT6BWCSCWLUKJT6K6MBJJOEOTXZ5AJDOYKNEVRFC7VNO6OA43N4TRNO\","
                        "\"type\":\"user\",\"nats\":{\"pub\":{\"allow\":[\"a.>\"]}}}",
                        GO_ASEED, ND_JWT_ENC_V1);
-    cr_assert_eq(decode(tok, &u), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &u), ND_OK);
     cr_expect_eq(u->version, 1);
     cr_expect_eq(u->u.user.lim.perms.pub.allow.n, 1);
     nd_jwt_free(u);
@@ -407,7 +407,7 @@ Test(jwt, creds_variants)
         "-----BEGIN NATS USER JWT----\nsome.user.jwt\n-----END NATS USER JWT-----\n\n"
         "-----BEGIN USER NKEY SEED-----\nSUAMK2FG4MI6UE3ACF3FK3OIQBCEIEZV7NSWFFEW63UXMR"
         "LFM2XLAXK4GY\n-----END USER NKEY SEED-----\n";
-    cr_assert_eq(nd_jwt_creds_parse(c1, strlen(c1), &j, &s), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_creds_parse(c1, strlen(c1), &j, &s), ND_OK);
     cr_expect_str_eq(j, "some.user.jwt");
     cr_expect_str_eq(s, NATSC_SEED);
     nd_free(j);
@@ -416,7 +416,7 @@ Test(jwt, creds_variants)
     const char *c2 =
         "-----BEGIN NATS USER JWT-----\r\nabc.def.ghi\r\n------END NATS USER JWT------\r\n"
         "\r\n-----BEGIN USER NKEY SEED-----\r\nSUXYZ\r\n------END USER NKEY SEED------";
-    cr_assert_eq(nd_jwt_creds_parse(c2, strlen(c2), &j, &s), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_creds_parse(c2, strlen(c2), &j, &s), ND_OK);
     cr_expect_str_eq(j, "abc.def.ghi");
     cr_expect_str_eq(s, "SUXYZ");
     nd_free(j);
@@ -425,28 +425,28 @@ Test(jwt, creds_variants)
     const char *c3 =
         "This file does not have the proper header\nand also has spaces before the seed:\n"
         "  \tSUAMK2FG4MI6UE3ACF3FK3OIQBCEIEZV7NSWFFEW63UXMRLFM2XLAXK4GY\nthis should work\n";
-    cr_assert_eq(nd_jwt_creds_parse(c3, strlen(c3), NULL, &s), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_creds_parse(c3, strlen(c3), NULL, &s), ND_OK);
     cr_expect_str_eq(s, NATSC_SEED);
     nd_free(s);
     /* A bare JWT. */
-    cr_assert_eq(nd_jwt_creds_parse("  a.b.c\n", 8, &j, NULL), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_creds_parse("  a.b.c\n", 8, &j, NULL), ND_OK);
     cr_expect_str_eq(j, "a.b.c");
     nd_free(j);
     /* A JWT block without a seed: asking for the seed fails, the JWT alone works. */
     const char *c4 = "-----BEGIN NATS USER JWT-----\na.b.c\n------END NATS USER JWT------\n";
-    cr_expect_eq(nd_jwt_creds_parse(c4, strlen(c4), &j, &s), ND_JWT_ERR_CREDS);
+    cr_expect_eq(nd_jwt_creds_parse(c4, strlen(c4), &j, &s), ND_ERR_JWT_CREDS);
     cr_expect_null(j);
     cr_expect_null(s);
-    cr_assert_eq(nd_jwt_creds_parse(c4, strlen(c4), &j, NULL), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_creds_parse(c4, strlen(c4), &j, NULL), ND_OK);
     cr_expect_str_eq(j, "a.b.c");
     nd_free(j);
     /* Characters outside [\w-.=] in the token line: not a block. */
     const char *c5 = "-----BEGIN X-----\na b\n------END X------\n";
-    cr_assert_eq(nd_jwt_creds_parse(c5, strlen(c5), &j, NULL), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_creds_parse(c5, strlen(c5), &j, NULL), ND_OK);
     cr_expect_str_eq(j, "-----BEGIN X-----\na b\n------END X------");
     nd_free(j);
-    cr_expect_eq(nd_jwt_creds_parse("", 0, &j, NULL), ND_JWT_ERR_CREDS);
-    cr_expect_eq(nd_jwt_creds_parse(NULL, 0, &j, NULL), ND_JWT_ERR_CREDS);
+    cr_expect_eq(nd_jwt_creds_parse("", 0, &j, NULL), ND_ERR_JWT_CREDS);
+    cr_expect_eq(nd_jwt_creds_parse(NULL, 0, &j, NULL), ND_ERR_JWT_CREDS);
 }
 
 /* ---- JWT: our own tokens -------------------------------------------------------------------- */
@@ -489,7 +489,7 @@ Test(jwt, operator_round_trip)
         c.opub, c.opub, c.apub);
     char *tok = encode(claims, c.oseed, 0);
     nd_jwt_t *j;
-    cr_assert_eq(decode(tok, &j), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &j), ND_OK);
     cr_expect_eq(j->type, ND_JWT_OPERATOR);
     cr_expect_eq(j->version, 2);
     cr_expect_str_eq(j->iss, c.opub);
@@ -543,7 +543,7 @@ Test(jwt, account_round_trip)
      * (that is a validation matter for the trust chain). */
     char *tok = encode(claims, c.oseed, 0);
     nd_jwt_t *j;
-    cr_assert_eq(decode(tok, &j), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &j), ND_OK);
     nd_jwt_account_t *a = &j->u.acc;
     cr_expect_eq(j->type, ND_JWT_ACCOUNT);
     cr_expect_eq(a->subs, 10);
@@ -601,11 +601,11 @@ Test(jwt, account_round_trip)
     cr_expect_str_eq(a->auth_users.v[0], c.upub);
     cr_expect_str_eq(a->cluster_traffic, "owner");
     /* Times: valid inside [nbf, exp]. */
-    cr_expect_eq(nd_jwt_check_times(j, 1500000000), ND_JWT_OK);
-    cr_expect_eq(nd_jwt_check_times(j, 2000000000), ND_JWT_OK);
-    cr_expect_eq(nd_jwt_check_times(j, 2000000001), ND_JWT_ERR_EXPIRED);
-    cr_expect_eq(nd_jwt_check_times(j, 999), ND_JWT_ERR_NOT_YET_VALID);
-    cr_expect_eq(nd_jwt_check_times(j, 1000), ND_JWT_OK);
+    cr_expect_eq(nd_jwt_check_times(j, 1500000000), ND_OK);
+    cr_expect_eq(nd_jwt_check_times(j, 2000000000), ND_OK);
+    cr_expect_eq(nd_jwt_check_times(j, 2000000001), ND_ERR_JWT_EXPIRED);
+    cr_expect_eq(nd_jwt_check_times(j, 999), ND_ERR_JWT_NOT_YET_VALID);
+    cr_expect_eq(nd_jwt_check_times(j, 1000), ND_OK);
     nd_jwt_free(j);
     nd_free(tok);
     nd_free(skpub);
@@ -629,7 +629,7 @@ Test(jwt, user_round_trip_and_revocation)
         c.upub, c.apub);
     char *tok = encode(claims, c.aseed, 0);
     nd_jwt_t *u;
-    cr_assert_eq(decode(tok, &u), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &u), ND_OK);
     nd_jwt_user_limits_t *l = &u->u.user.lim;
     cr_expect_eq(u->iat, 1000, "a given iat is kept");
     cr_expect_eq(l->perms.pub.allow.n, 2);
@@ -663,7 +663,7 @@ Test(jwt, user_round_trip_and_revocation)
              c.apub, c.upub);
     char *atok = encode(claims, c.oseed, 0);
     nd_jwt_t *a;
-    cr_assert_eq(decode(atok, &a), ND_JWT_OK);
+    cr_assert_eq(decode(atok, &a), ND_OK);
     cr_expect(nd_jwt_user_revoked(a, u));
     u->iat = 1001;
     cr_expect(!nd_jwt_user_revoked(a, u));
@@ -678,7 +678,7 @@ Test(jwt, user_round_trip_and_revocation)
              "{\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"src\":\"1.2.3.4/32, 5.6.7.0/24,\"}}",
              c.upub);
     char *t2 = encode(claims, c.aseed, 0);
-    cr_assert_eq(decode(t2, &u), ND_JWT_OK);
+    cr_assert_eq(decode(t2, &u), ND_OK);
     cr_assert_eq(u->u.user.lim.src.n, 2);
     cr_expect_str_eq(u->u.user.lim.src.v[1], "5.6.7.0/24");
     nd_jwt_free(u);
@@ -696,17 +696,17 @@ Test(jwt, expiry_and_not_before)
              c.upub);
     char *tok = encode(claims, c.aseed, 0);
     nd_jwt_t *u;
-    cr_assert_eq(decode(tok, &u), ND_JWT_OK, "decoding does not check time");
-    cr_expect_eq(nd_jwt_check_times(u, 101), ND_JWT_ERR_EXPIRED);
-    cr_expect_eq(nd_jwt_check_times(u, 100), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &u), ND_OK, "decoding does not check time");
+    cr_expect_eq(nd_jwt_check_times(u, 101), ND_ERR_JWT_EXPIRED);
+    cr_expect_eq(nd_jwt_check_times(u, 100), ND_OK);
     nd_jwt_free(u);
     nd_free(tok);
     snprintf(claims, sizeof claims,
              "{\"sub\":\"%s\",\"nbf\":4000000000,\"nats\":{\"type\":\"user\"}}", c.upub);
     tok = encode(claims, c.aseed, 0);
-    cr_assert_eq(decode(tok, &u), ND_JWT_OK);
-    cr_expect_eq(nd_jwt_check_times(u, 3999999999), ND_JWT_ERR_NOT_YET_VALID);
-    cr_expect_eq(nd_jwt_check_times(u, 4000000000), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &u), ND_OK);
+    cr_expect_eq(nd_jwt_check_times(u, 3999999999), ND_ERR_JWT_NOT_YET_VALID);
+    cr_expect_eq(nd_jwt_check_times(u, 4000000000), ND_OK);
     nd_jwt_free(u);
     nd_free(tok);
     chain_free(&c);
@@ -722,7 +722,7 @@ Test(jwt, tampering)
     snprintf(claims, sizeof claims,
              "{\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"pub\":{\"allow\":[\"a\"]}}}", c.upub);
     char *tok = encode(claims, c.aseed, 0);
-    cr_assert_eq(decode_err(tok), ND_JWT_OK);
+    cr_assert_eq(decode_err(tok), ND_OK);
     char *d1 = strchr(tok, '.'), *d2 = strchr(d1 + 1, '.');
 
     /* Claims changed and re-encoded, old signature kept. */
@@ -733,16 +733,16 @@ Test(jwt, tampering)
     char *d2b = strchr(strchr(t2, '.') + 1, '.');
     char spliced[2048];
     snprintf(spliced, sizeof spliced, "%.*s%s", (int)(d2b - t2), t2, d2);
-    cr_expect_eq(decode_err(spliced), ND_JWT_ERR_SIGNATURE);
+    cr_expect_eq(decode_err(spliced), ND_ERR_JWT_SIGNATURE);
     /* Signature flipped in the middle. */
     char *t3 = nd_xstrdup(tok);
     t3[(d2 - tok) + 20] = t3[(d2 - tok) + 20] == 'A' ? 'B' : 'A';
-    cr_expect_eq(decode_err(t3), ND_JWT_ERR_SIGNATURE);
+    cr_expect_eq(decode_err(t3), ND_ERR_JWT_SIGNATURE);
     nd_free(t3);
     /* Header swapped for the v1 alg: the signature no longer covers the same bytes. */
     char *t4 = forge("{\"typ\":\"JWT\",\"alg\":\"ed25519\"}", "{}", c.aseed);
     snprintf(spliced, sizeof spliced, "%.*s%s", (int)(strchr(t4, '.') - t4), t4, d1);
-    cr_expect_eq(decode_err(spliced), ND_JWT_ERR_SIGNATURE);
+    cr_expect_eq(decode_err(spliced), ND_ERR_JWT_SIGNATURE);
     nd_free(t4);
     /* Signed by another account than "iss" says: raw mode keeps the forged iss. */
     char other[ND_NKEY_SEED_LEN + 1];
@@ -752,7 +752,7 @@ Test(jwt, tampering)
              "\"version\":2}}",
              c.apub, c.upub);
     char *t5 = encode(changed, other, ND_JWT_ENC_RAW);
-    cr_expect_eq(decode_err(t5), ND_JWT_ERR_SIGNATURE);
+    cr_expect_eq(decode_err(t5), ND_ERR_JWT_SIGNATURE);
     nd_free(t5);
     nd_free(t2);
     nd_free(tok);
@@ -768,9 +768,9 @@ Test(jwt, issuer_and_subject_roles)
     snprintf(claims, sizeof claims, "{\"sub\":\"%s\",\"nats\":{\"type\":\"user\"}}", c.upub);
     json_t *j = json_loads(claims, 0, NULL);
     char *tok = NULL;
-    cr_expect_eq(nd_jwt_encode(j, c.oseed, strlen(c.oseed), 0, &tok), ND_JWT_ERR_SEED_ROLE);
+    cr_expect_eq(nd_jwt_encode(j, c.oseed, strlen(c.oseed), 0, &tok), ND_ERR_JWT_SEED_ROLE);
     cr_expect_null(tok);
-    cr_expect_eq(nd_jwt_encode(j, "SUBAD", 5, 0, &tok), ND_JWT_ERR_SEED);
+    cr_expect_eq(nd_jwt_encode(j, "SUBAD", 5, 0, &tok), ND_ERR_JWT_SEED);
     json_decref(j);
     /* ...and the decoder refuses such tokens made in raw mode. */
     char raw[1024];
@@ -778,36 +778,36 @@ Test(jwt, issuer_and_subject_roles)
              "{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2}}", c.opub,
              c.upub);
     tok = encode(raw, c.oseed, ND_JWT_ENC_RAW);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_ISSUER);
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_ISSUER);
     nd_free(tok);
     snprintf(raw, sizeof raw,
              "{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"account\",\"version\":2}}",
              c.apub, c.apub);
     tok = encode(raw, c.aseed, ND_JWT_ENC_RAW);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_ISSUER, "a self-signed account");
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_ISSUER, "a self-signed account");
     nd_free(tok);
     /* Subject of the wrong role, or not a key at all, or missing. */
     snprintf(claims, sizeof claims, "{\"sub\":\"%s\",\"nats\":{\"type\":\"user\"}}", c.apub);
     tok = encode(claims, c.aseed, 0);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_SUBJECT);
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_SUBJECT);
     nd_free(tok);
     tok = encode("{\"sub\":\"bob\",\"nats\":{\"type\":\"user\"}}", c.aseed, 0);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_SUBJECT);
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_SUBJECT);
     nd_free(tok);
     tok = encode("{\"nats\":{\"type\":\"account\"}}", c.oseed, 0);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_SUBJECT);
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_SUBJECT);
     nd_free(tok);
     /* An issuer that is not a valid key at all. */
     snprintf(raw, sizeof raw,
              "{\"iss\":\"%.55s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2}}",
              c.apub, c.upub);
     tok = encode(raw, c.aseed, ND_JWT_ENC_RAW);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_SIGNATURE);
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_SIGNATURE);
     nd_free(tok);
     snprintf(raw, sizeof raw,
              "{\"iss\":null,\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2}}", c.upub);
     tok = encode(raw, c.aseed, ND_JWT_ENC_RAW);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_SIGNATURE);
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_SIGNATURE);
     nd_free(tok);
     chain_free(&c);
 }
@@ -816,32 +816,32 @@ Test(jwt, structure_errors)
 {
     chain_t c;
     chain_new(&c);
-    cr_expect_eq(decode_err(""), ND_JWT_ERR_CHUNKS);
-    cr_expect_eq(decode_err("a.b"), ND_JWT_ERR_CHUNKS);
-    cr_expect_eq(decode_err("a.b.c.d"), ND_JWT_ERR_CHUNKS);
-    cr_expect_eq(decode_err(".."), ND_JWT_ERR_HEADER);
-    cr_expect_eq(decode_err("!!.e30.AA"), ND_JWT_ERR_HEADER);
+    cr_expect_eq(decode_err(""), ND_ERR_JWT_CHUNKS);
+    cr_expect_eq(decode_err("a.b"), ND_ERR_JWT_CHUNKS);
+    cr_expect_eq(decode_err("a.b.c.d"), ND_ERR_JWT_CHUNKS);
+    cr_expect_eq(decode_err(".."), ND_ERR_JWT_HEADER);
+    cr_expect_eq(decode_err("!!.e30.AA"), ND_ERR_JWT_HEADER);
     nd_jwt_t *j = NULL;
-    cr_expect_eq(nd_jwt_decode(NULL, 0, &j, NULL, 0), ND_JWT_ERR_TOO_LARGE);
+    cr_expect_eq(nd_jwt_decode(NULL, 0, &j, NULL, 0), ND_ERR_JWT_TOO_LARGE);
 
     static const struct {
         const char *hdr;
-        nd_jwt_err_t err;
+        nd_err_t err;
     } hdrs[] = {
-        {"{\"typ\":\"JWT\",\"alg\":\"ed25519-nkey\"}", ND_JWT_OK},
-        {"{\"typ\":\"jwt\",\"alg\":\"ED25519-NKEY\"}", ND_JWT_OK},
-        {"{\"typ\":\"JWT\",\"alg\":\"ed25519\"}", ND_JWT_OK},
-        {"{\"typ\":\"JWS\",\"alg\":\"ed25519-nkey\"}", ND_JWT_ERR_HEADER_TYPE},
-        {"{\"alg\":\"ed25519-nkey\"}", ND_JWT_ERR_HEADER_TYPE},
-        {"{\"typ\":\"JWT\",\"alg\":\"HS256\"}", ND_JWT_ERR_HEADER_ALG},
-        {"{\"typ\":\"JWT\",\"alg\":\"ed25519-nkeyx\"}", ND_JWT_ERR_HEADER_ALG},
-        {"{\"typ\":\"JWT\"}", ND_JWT_ERR_HEADER_ALG},
-        {"{\"typ\":\"JWT\",\"alg\":\"none\"}", ND_JWT_ERR_HEADER_ALG},
-        {"{\"typ\":1,\"alg\":\"ed25519-nkey\"}", ND_JWT_ERR_HEADER},
-        {"{\"typ\":\"JWT\",\"alg\":null}", ND_JWT_ERR_HEADER_ALG},
-        {"[]", ND_JWT_ERR_HEADER},
-        {"{", ND_JWT_ERR_HEADER},
-        {"{\"typ\":\"JWT\",\"typ\":\"JWT\",\"alg\":\"ed25519-nkey\"}", ND_JWT_ERR_HEADER},
+        {"{\"typ\":\"JWT\",\"alg\":\"ed25519-nkey\"}", ND_OK},
+        {"{\"typ\":\"jwt\",\"alg\":\"ED25519-NKEY\"}", ND_OK},
+        {"{\"typ\":\"JWT\",\"alg\":\"ed25519\"}", ND_OK},
+        {"{\"typ\":\"JWS\",\"alg\":\"ed25519-nkey\"}", ND_ERR_JWT_HEADER_TYPE},
+        {"{\"alg\":\"ed25519-nkey\"}", ND_ERR_JWT_HEADER_TYPE},
+        {"{\"typ\":\"JWT\",\"alg\":\"HS256\"}", ND_ERR_JWT_HEADER_ALG},
+        {"{\"typ\":\"JWT\",\"alg\":\"ed25519-nkeyx\"}", ND_ERR_JWT_HEADER_ALG},
+        {"{\"typ\":\"JWT\"}", ND_ERR_JWT_HEADER_ALG},
+        {"{\"typ\":\"JWT\",\"alg\":\"none\"}", ND_ERR_JWT_HEADER_ALG},
+        {"{\"typ\":1,\"alg\":\"ed25519-nkey\"}", ND_ERR_JWT_HEADER},
+        {"{\"typ\":\"JWT\",\"alg\":null}", ND_ERR_JWT_HEADER_ALG},
+        {"[]", ND_ERR_JWT_HEADER},
+        {"{", ND_ERR_JWT_HEADER},
+        {"{\"typ\":\"JWT\",\"typ\":\"JWT\",\"alg\":\"ed25519-nkey\"}", ND_ERR_JWT_HEADER},
     };
     char claims[512];
     snprintf(claims, sizeof claims,
@@ -849,67 +849,67 @@ Test(jwt, structure_errors)
              c.upub);
     for (size_t i = 0; i < sizeof hdrs / sizeof hdrs[0]; i++) {
         char *tok = forge(hdrs[i].hdr, claims, c.aseed);
-        nd_jwt_err_t e = decode_err(tok);
+        nd_err_t e = decode_err(tok);
         /* The v1 alg with v2 claims: header accepted, and the claim's version picks the
          * signature form, so it verifies. */
-        cr_expect_eq(e, hdrs[i].err, "%s: got %s", hdrs[i].hdr, nd_jwt_strerror(e));
+        cr_expect_eq(e, hdrs[i].err, "%s: got %s", hdrs[i].hdr, nd_strerror(e));
         nd_free(tok);
     }
 
     static const struct {
         const char *claims;
-        nd_jwt_err_t err;
+        nd_err_t err;
     } bad[] = {
-        {"[]", ND_JWT_ERR_CLAIMS},
-        {"\"x\"", ND_JWT_ERR_CLAIMS},
-        {"{", ND_JWT_ERR_CLAIMS},
+        {"[]", ND_ERR_JWT_CLAIMS},
+        {"\"x\"", ND_ERR_JWT_CLAIMS},
+        {"{", ND_ERR_JWT_CLAIMS},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":3}}",
-         ND_JWT_ERR_VERSION},
+         ND_ERR_JWT_VERSION},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"cluster\",\"version\":2}}",
-         ND_JWT_ERR_CLAIM_TYPE},
-        {"{\"iss\":\"%s\",\"sub\":\"%s\",\"type\":\"server\"}", ND_JWT_ERR_CLAIM_TYPE},
+         ND_ERR_JWT_CLAIM_TYPE},
+        {"{\"iss\":\"%s\",\"sub\":\"%s\",\"type\":\"server\"}", ND_ERR_JWT_CLAIM_TYPE},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":\"2\"}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"exp\":\"soon\",\"nats\":{\"type\":\"user\",\"version\":"
          "2}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"iat\":1.5,\"nats\":{\"type\":\"user\",\"version\":2}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"name\":7,\"nats\":{\"type\":\"user\",\"version\":2}}",
-         ND_JWT_ERR_FIELD},
-        {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":[]}", ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
+        {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":[]}", ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"pub\":[]}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"pub\":{"
          "\"allow\":\"a\"}}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"pub\":{"
          "\"allow\":[1]}}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"subs\":true}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"bearer_"
          "token\":1}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"resp\":{"
          "\"max\":\"1\"}}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"times\":[1]}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"src\":5}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"tags\":{}}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
         {"{\"iss\":\"%s\",\"sub\":\"%s\",\"nats\":{\"type\":\"user\",\"version\":2,\"issuer_"
          "account\":[]}}",
-         ND_JWT_ERR_FIELD},
+         ND_ERR_JWT_FIELD},
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         char txt[1024];
         snprintf(txt, sizeof txt, bad[i].claims, c.apub, c.upub);
         char *tok = forge(HDR, txt, c.aseed);
-        nd_jwt_err_t e = decode_err(tok);
-        cr_expect_eq(e, bad[i].err, "%s: got %s", txt, nd_jwt_strerror(e));
+        nd_err_t e = decode_err(tok);
+        cr_expect_eq(e, bad[i].err, "%s: got %s", txt, nd_strerror(e));
         nd_free(tok);
     }
 
@@ -952,8 +952,8 @@ Test(jwt, structure_errors)
         char txt[1024];
         snprintf(txt, sizeof txt, badacc[i], c.opub, c.apub);
         char *tok = forge(HDR, txt, c.oseed);
-        nd_jwt_err_t e = decode_err(tok);
-        cr_expect_eq(e, ND_JWT_ERR_FIELD, "%s: got %s", txt, nd_jwt_strerror(e));
+        nd_err_t e = decode_err(tok);
+        cr_expect_eq(e, ND_ERR_JWT_FIELD, "%s: got %s", txt, nd_strerror(e));
         nd_free(tok);
     }
     chain_free(&c);
@@ -971,7 +971,7 @@ Test(jwt, nil_fields_are_absent)
              c.apub, c.upub);
     char *tok = forge(HDR, txt, c.aseed);
     nd_jwt_t *u;
-    cr_assert_eq(decode(tok, &u), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &u), ND_OK);
     cr_expect_null(u->jti);
     cr_expect_eq(u->iat, 0);
     cr_expect(!u->u.user.lim.perms.has_resp);
@@ -981,7 +981,7 @@ Test(jwt, nil_fields_are_absent)
     /* No type at all: a generic claim (no roles checked). */
     snprintf(txt, sizeof txt, "{\"iss\":\"%s\",\"sub\":\"x\",\"nats\":{\"version\":2}}", c.apub);
     tok = forge(HDR, txt, c.aseed);
-    cr_assert_eq(decode(tok, &u), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &u), ND_OK);
     cr_expect_eq(u->type, ND_JWT_GENERIC);
     nd_jwt_free(u);
     nd_free(tok);
@@ -989,7 +989,7 @@ Test(jwt, nil_fields_are_absent)
      * then cover the claims segment only, so this v2-signed token fails. */
     snprintf(txt, sizeof txt, "{\"iss\":\"%s\",\"sub\":\"x\",\"nats\":null}", c.apub);
     tok = forge(HDR, txt, c.aseed);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_SIGNATURE);
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_SIGNATURE);
     nd_free(tok);
     chain_free(&c);
 }
@@ -1008,11 +1008,11 @@ Test(jwt, truncations_and_mutations_never_crash)
     nd_jwt_t *j;
     /* Every proper prefix fails; only the whole token decodes. */
     for (size_t l = 0; l < n; l++) {
-        nd_jwt_err_t e = nd_jwt_decode(tok, l, &j, NULL, 0);
-        cr_expect_neq(e, ND_JWT_OK, "prefix of %zu decoded", l);
+        nd_err_t e = nd_jwt_decode(tok, l, &j, NULL, 0);
+        cr_expect_neq(e, ND_OK, "prefix of %zu decoded", l);
         cr_expect_null(j);
     }
-    cr_assert_eq(nd_jwt_decode(tok, n, &j, NULL, 0), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_decode(tok, n, &j, NULL, 0), ND_OK);
     nd_jwt_free(j);
     /* Random byte changes: no crash, no leak; whatever still decodes must carry the same claims
      * (a change in the unused low bits of a base64 character is invisible, as in Go). */
@@ -1025,8 +1025,8 @@ Test(jwt, truncations_and_mutations_never_crash)
         for (int k = 0; k < changes; k++)
             m[rand_r(&seed) % n] = alphabet[rand_r(&seed) % (sizeof alphabet - 1)];
         char detail[128];
-        nd_jwt_err_t e = nd_jwt_decode(m, n, &j, detail, sizeof detail);
-        if (e == ND_JWT_OK) {
+        nd_err_t e = nd_jwt_decode(m, n, &j, detail, sizeof detail);
+        if (e == ND_OK) {
             cr_expect_str_eq(j->sub, c.upub);
             cr_expect_str_eq(j->iss, c.apub);
             nd_jwt_free(j);
@@ -1049,7 +1049,7 @@ Test(jwt, huge_inputs)
     b[10] = '.';
     b[20] = '.';
     nd_jwt_t *j;
-    cr_expect_eq(nd_jwt_decode(b, big, &j, NULL, 0), ND_JWT_ERR_TOO_LARGE);
+    cr_expect_eq(nd_jwt_decode(b, big, &j, NULL, 0), ND_ERR_JWT_TOO_LARGE);
     nd_free(b);
     /* A large but legal token (a 600 KB allow list) round-trips. */
     size_t n = 20000;
@@ -1062,10 +1062,10 @@ Test(jwt, huge_inputs)
     json_t *cl = json_pack("{s:s, s:{s:s, s:{s:o}}}", "sub", c.upub, "nats", "type", "user", "pub",
                            "allow", allow);
     char *tok = NULL;
-    cr_assert_eq(nd_jwt_encode(cl, c.aseed, strlen(c.aseed), 0, &tok), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_encode(cl, c.aseed, strlen(c.aseed), 0, &tok), ND_OK);
     json_decref(cl);
     cr_expect(strlen(tok) < ND_JWT_MAX_TOKEN);
-    cr_assert_eq(decode(tok, &j), ND_JWT_OK);
+    cr_assert_eq(decode(tok, &j), ND_OK);
     cr_expect_eq(j->u.user.lim.perms.pub.allow.n, n);
     cr_expect_str_eq(j->u.user.lim.perms.pub.allow.v[n - 1], "subj.19999.>");
     nd_jwt_free(j);
@@ -1082,7 +1082,7 @@ Test(jwt, huge_inputs)
     deep[o++] = '}';
     deep[o] = '\0';
     tok = forge(HDR, deep, c.aseed);
-    cr_expect_eq(decode_err(tok), ND_JWT_ERR_CLAIMS);
+    cr_expect_eq(decode_err(tok), ND_ERR_JWT_CLAIMS);
     nd_free(tok);
     nd_free(deep);
     chain_free(&c);
@@ -1149,12 +1149,12 @@ Test(jwt, nonces)
 
 Test(jwt, error_texts)
 {
-    cr_expect_str_eq(nd_jwt_strerror(ND_JWT_ERR_CHUNKS), "expected 3 chunks");
-    cr_expect_str_eq(nd_jwt_strerror(ND_JWT_ERR_EXPIRED), "claim is expired");
-    cr_expect_str_eq(nd_jwt_strerror(ND_JWT_ERR_NOT_YET_VALID), "claim is not yet valid");
-    cr_expect_str_eq(nd_jwt_strerror((nd_jwt_err_t)999), "unknown JWT error");
-    for (int e = 0; e < ND_JWT_ERR__COUNT; e++)
-        cr_expect(strlen(nd_jwt_strerror((nd_jwt_err_t)e)) > 0);
+    cr_expect_str_eq(nd_strerror(ND_ERR_JWT_CHUNKS), "expected 3 chunks");
+    cr_expect_str_eq(nd_strerror(ND_ERR_JWT_EXPIRED), "claim is expired");
+    cr_expect_str_eq(nd_strerror(ND_ERR_JWT_NOT_YET_VALID), "claim is not yet valid");
+    cr_expect_str_eq(nd_strerror((nd_err_t)999), "unknown error");
+    for (int e = ND_ERR_JWT_TOO_LARGE; e <= ND_ERR_JWT_CREDS; e++)
+        cr_expect(strlen(nd_strerror((nd_err_t)e)) > 0);
     /* The detail names the field, and holds no secrets (only public keys and field names). */
     chain_t c;
     chain_new(&c);
@@ -1166,7 +1166,7 @@ Test(jwt, error_texts)
     char *tok = forge(HDR, txt, c.aseed);
     nd_jwt_t *j;
     char detail[128];
-    cr_expect_eq(nd_jwt_decode(tok, strlen(tok), &j, detail, sizeof detail), ND_JWT_ERR_FIELD);
+    cr_expect_eq(nd_jwt_decode(tok, strlen(tok), &j, detail, sizeof detail), ND_ERR_JWT_FIELD);
     cr_expect_str_eq(detail, "field nats.pub.deny[1]: expected a string");
     nd_free(tok);
     chain_free(&c);

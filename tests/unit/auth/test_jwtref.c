@@ -57,7 +57,7 @@ enc(const char *json, const keypair_t *issuer)
     json_t *c = json_loads(json, JSON_PRESERVE_ORDER, &je);
     cr_assert_not_null(c, "%s", je.text);
     char *t = NULL;
-    cr_assert_eq(nd_jwt_encode(c, issuer->seed, strlen(issuer->seed), 0, &t), ND_JWT_OK);
+    cr_assert_eq(nd_jwt_encode(c, issuer->seed, strlen(issuer->seed), 0, &t), ND_OK);
     json_decref(c);
     return t;
 }

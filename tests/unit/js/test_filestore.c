@@ -69,8 +69,8 @@ static nd_store_t *
 open_ok(const nd_store_cfg_t *c, nd_store_recovery_t *rep)
 {
     nd_store_t *st = NULL;
-    nd_store_err_t e = nd_filestore_open(c, &st, rep);
-    cr_assert_eq(e, ND_STORE_OK, "open: %s", nd_store_strerror(e));
+    nd_err_t e = nd_filestore_open(c, &st, rep);
+    cr_assert_eq(e, ND_OK, "open: %s", nd_strerror(e));
     return st;
 }
 
@@ -101,8 +101,8 @@ put_n(nd_store_t *st, uint64_t n)
         size_t dl = data_of(seq, data);
         uint64_t got;
         fake_clock += 1000;
-        nd_store_err_t e = nd_store_put(st, subj, strlen(subj), NULL, 0, data, dl, &got, NULL);
-        cr_assert_eq(e, ND_STORE_OK, "put: %s", nd_store_strerror(e));
+        nd_err_t e = nd_store_put(st, subj, strlen(subj), NULL, 0, data, dl, &got, NULL);
+        cr_assert_eq(e, ND_OK, "put: %s", nd_strerror(e));
         cr_assert_eq(got, seq);
     }
 }
@@ -111,8 +111,8 @@ static void
 check_msg(nd_store_t *st, uint64_t seq)
 {
     nd_store_msg_t m = {0};
-    nd_store_err_t e = nd_store_load(st, seq, &m);
-    cr_assert_eq(e, ND_STORE_OK, "load %lu: %s", (unsigned long)seq, nd_store_strerror(e));
+    nd_err_t e = nd_store_load(st, seq, &m);
+    cr_assert_eq(e, ND_OK, "load %lu: %s", (unsigned long)seq, nd_strerror(e));
     if (m.subj_len == 7 && !memcmp(m.subj, "big.one", 7)) {
         nd_store_msg_free(&m);
         return; /* the compression tests' own message, checked there */
@@ -140,7 +140,7 @@ take(nd_store_t *st, snap_t *sn)
 {
     memset(sn, 0, sizeof(*sn));
     nd_store_state(st, &sn->s);
-    cr_assert_eq(st->ops->deleted(st, &sn->del, &sn->ndel), ND_STORE_OK);
+    cr_assert_eq(st->ops->deleted(st, &sn->del, &sn->ndel), ND_OK);
     for (int k = 0; k < 7; k++) {
         char subj[32];
         snprintf(subj, sizeof(subj), "orders.%d", k);
@@ -180,7 +180,7 @@ check_all(nd_store_t *st, const snap_t *sn)
     for (uint64_t seq = sn->s.first_seq; seq <= sn->s.last_seq; seq++) {
         if (d < sn->ndel && sn->del[d] == seq) {
             nd_store_msg_t m = {0};
-            cr_assert_eq(nd_store_load(st, seq, &m), ND_STORE_ERR_NOT_FOUND);
+            cr_assert_eq(nd_store_load(st, seq, &m), ND_ERR_STORE_NOT_FOUND);
             d++;
             continue;
         }
@@ -241,15 +241,15 @@ static void
 build_mixed(nd_store_t *st)
 {
     put_n(st, 200);
-    cr_assert_eq(st->ops->remove(st, 10, false), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, 11, false), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, 1, false), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, 150, true), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 10, false), ND_OK);
+    cr_assert_eq(st->ops->remove(st, 11, false), ND_OK);
+    cr_assert_eq(st->ops->remove(st, 1, false), ND_OK);
+    cr_assert_eq(st->ops->remove(st, 150, true), ND_OK);
     uint64_t seq;
-    cr_assert_eq(st->ops->skip(st, &seq), ND_STORE_OK);
+    cr_assert_eq(st->ops->skip(st, &seq), ND_OK);
     cr_assert_eq(seq, 201);
     uint64_t purged;
-    cr_assert_eq(st->ops->purge(st, "orders.3", 8, 100, 0, &purged), ND_STORE_OK);
+    cr_assert_eq(st->ops->purge(st, "orders.3", 8, 100, 0, &purged), ND_OK);
     cr_assert_gt(purged, 0);
     put_n(st, 20);
 }
@@ -337,7 +337,7 @@ Test(filestore, stale_index_is_rebuilt)
     cr_assert_eq(system(cmd), 0);
     st = open_ok(&c, NULL);
     put_n(st, 5);
-    cr_assert_eq(st->ops->remove(st, 20, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 20, false), ND_OK);
     snap_t a, b;
     take(st, &a);
     nd_store_close(st);
@@ -380,7 +380,7 @@ Test(filestore, mostly_deleted_blocks_are_compacted)
     nd_store_cfg_t c = cfg_of(4096, false);
     nd_store_t *st = open_ok(&c, NULL);
     put_n(st, 600);
-    cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
+    cr_assert_eq(st->ops->sync(st), ND_OK);
     char b1[64];
     snprintf(b1, sizeof(b1), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
     off_t before = file_size(b1);
@@ -389,8 +389,8 @@ Test(filestore, mostly_deleted_blocks_are_compacted)
      * dropped from the front). */
     for (uint64_t s = 2; s <= 500; s++)
         if (s % 10)
-            cr_assert_eq(st->ops->remove(st, s, false), ND_STORE_OK);
-    cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
+            cr_assert_eq(st->ops->remove(st, s, false), ND_OK);
+    cr_assert_eq(st->ops->sync(st), ND_OK);
     /* The first block kept a tenth of its messages (the tombstones live in later blocks). */
     off_t after = file_size(b1);
     cr_assert_lt(after, before / 2, "before %ld after %ld", (long)before, (long)after);
@@ -419,11 +419,11 @@ Test(filestore, fully_deleted_middle_block_is_dropped_and_tombstones_survive)
     /* Tombstones for early messages are written into a middle block, then every message
      * around them goes except the first: the middle blocks are dropped, and the tombstones
      * they held must be carried forward. */
-    cr_assert_eq(st->ops->remove(st, 3, false), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, 5, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 3, false), ND_OK);
+    cr_assert_eq(st->ops->remove(st, 5, false), ND_OK);
     put_n(st, 30);
     for (uint64_t s = 20; s <= 110; s++)
-        cr_assert_eq(st->ops->remove(st, s, false), ND_STORE_OK);
+        cr_assert_eq(st->ops->remove(st, s, false), ND_OK);
     cr_assert_lt(count_blocks(), nblocks + 3);
     snap_t a, b;
     take(st, &a);
@@ -433,9 +433,9 @@ Test(filestore, fully_deleted_middle_block_is_dropped_and_tombstones_survive)
     take(st, &b);
     same(&a, &b);
     nd_store_msg_t m = {0};
-    cr_assert_eq(nd_store_load(st, 3, &m), ND_STORE_ERR_NOT_FOUND);
-    cr_assert_eq(nd_store_load(st, 5, &m), ND_STORE_ERR_NOT_FOUND);
-    cr_assert_eq(nd_store_load(st, 50, &m), ND_STORE_ERR_NOT_FOUND);
+    cr_assert_eq(nd_store_load(st, 3, &m), ND_ERR_STORE_NOT_FOUND);
+    cr_assert_eq(nd_store_load(st, 5, &m), ND_ERR_STORE_NOT_FOUND);
+    cr_assert_eq(nd_store_load(st, 50, &m), ND_ERR_STORE_NOT_FOUND);
     check_msg(st, 4);
     check_msg(st, 111);
     nd_store_close(st);
@@ -449,10 +449,10 @@ Test(filestore, purge_compact_truncate_survive_rebuild)
     nd_store_t *st = open_ok(&c, NULL);
     put_n(st, 100);
     uint64_t purged;
-    cr_assert_eq(st->ops->compact(st, 30, &purged), ND_STORE_OK);
+    cr_assert_eq(st->ops->compact(st, 30, &purged), ND_OK);
     cr_assert_eq(purged, 29);
-    cr_assert_eq(st->ops->remove(st, 40, false), ND_STORE_OK);
-    cr_assert_eq(st->ops->truncate(st, 80), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 40, false), ND_OK);
+    cr_assert_eq(st->ops->truncate(st, 80), ND_OK);
     put_n(st, 10);
     snap_t a, b;
     take(st, &a);
@@ -465,7 +465,7 @@ Test(filestore, purge_compact_truncate_survive_rebuild)
     same(&a, &b);
     check_all(st, &b);
     /* Purge everything: the sequence goes on after a rebuild. */
-    cr_assert_eq(st->ops->purge(st, NULL, 0, 0, 0, &purged), ND_STORE_OK);
+    cr_assert_eq(st->ops->purge(st, NULL, 0, 0, 0, &purged), ND_OK);
     free_snap(&b);
     nd_store_close(st);
     remove_index();
@@ -476,12 +476,12 @@ Test(filestore, purge_compact_truncate_survive_rebuild)
     cr_assert_eq(b.s.last_seq, 90);
     cr_assert_eq(count_blocks(), 1);
     /* Compact past the end: the next store gets that sequence, also after a rebuild. */
-    cr_assert_eq(st->ops->compact(st, 500, &purged), ND_STORE_OK);
+    cr_assert_eq(st->ops->compact(st, 500, &purged), ND_OK);
     nd_store_close(st);
     remove_index();
     st = open_ok(&c, NULL);
     uint64_t seq;
-    cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, NULL), ND_OK);
     cr_assert_eq(seq, 500);
     nd_store_close(st);
     free_snap(&a);
@@ -570,7 +570,7 @@ flipped_loses_exactly(size_t where_in_record)
     cr_assert_eq(rep.bytes_dropped, rec_len_of(k));
     cr_assert_eq(rep.msgs, 19);
     nd_store_msg_t m = {0};
-    cr_assert_eq(nd_store_load(st, k, &m), ND_STORE_ERR_NOT_FOUND);
+    cr_assert_eq(nd_store_load(st, k, &m), ND_ERR_STORE_NOT_FOUND);
     for (uint64_t s = 1; s <= 20; s++)
         if (s != k)
             check_msg(st, s);
@@ -621,7 +621,7 @@ Test(filestore, future_version_is_refused)
     nd_store_close(st);
     rewrite_version(ND_FS_META_FILE, 8, 24, 24);
     nd_store_t *st2 = NULL;
-    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_VERSION);
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_ERR_STORE_VERSION);
     /* Back to our version in meta.dat, then a block from the future. */
     char p[256];
     path_of(p, sizeof(p), ND_FS_META_FILE);
@@ -630,7 +630,7 @@ Test(filestore, future_version_is_refused)
     char b[64];
     snprintf(b, sizeof(b), "%s/1%s", ND_FS_MSGS_DIR, ND_FS_BLK_SUFFIX);
     rewrite_version(b, 8, 40, 40);
-    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_VERSION);
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_ERR_STORE_VERSION);
 }
 
 Test(filestore, write_error_is_returned_and_nothing_is_stored)
@@ -643,20 +643,20 @@ Test(filestore, write_error_is_returned_and_nothing_is_stored)
     off_t sz = file_size(p);
     nd_fs_fault_set(&(nd_fs_fault_t){.kind = 1, .err = ENOSPC, .short_write = true});
     uint64_t seq = 0;
-    nd_store_err_t e = nd_store_put(st, "a.b", 3, NULL, 0, "data", 4, &seq, NULL);
-    cr_assert_eq(e, ND_STORE_ERR_IO);
-    cr_assert_eq(nd_store_last_errno(), ENOSPC);
+    nd_err_t e = nd_store_put(st, "a.b", 3, NULL, 0, "data", 4, &seq, NULL);
+    cr_assert_eq(e, ND_ERR_STORE_IO);
+    cr_assert_eq(nd_store_io_errno(st), ENOSPC);
     cr_assert_eq(file_size(p), sz, "the partial record is cut off");
     nd_store_state_t s;
     nd_store_state(st, &s);
     cr_assert_eq(s.msgs, 5);
     cr_assert_eq(s.last_seq, 5);
-    cr_assert_eq(st->ops->remove(st, 2, false), ND_STORE_ERR_IO);
+    cr_assert_eq(st->ops->remove(st, 2, false), ND_ERR_STORE_IO);
     /* Space is back: writes resume, with the next sequence. */
     nd_fs_fault_set(NULL);
-    cr_assert_eq(nd_store_put(st, "a.b", 3, NULL, 0, "data", 4, &seq, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_store_put(st, "a.b", 3, NULL, 0, "data", 4, &seq, NULL), ND_OK);
     cr_assert_eq(seq, 6);
-    cr_assert_eq(st->ops->remove(st, 2, false), ND_STORE_OK);
+    cr_assert_eq(st->ops->remove(st, 2, false), ND_OK);
     nd_store_close(st);
     remove_index();
     nd_store_recovery_t rep;
@@ -673,13 +673,13 @@ Test(filestore, fsync_error_refuses_every_later_write)
     put_n(st, 3);
     nd_fs_fault_set(&(nd_fs_fault_t){.kind = 2, .err = EIO});
     uint64_t seq;
-    cr_assert_eq(nd_store_put(st, "a", 1, NULL, 0, "x", 1, &seq, NULL), ND_STORE_ERR_IO);
-    cr_assert_eq(nd_store_last_errno(), EIO);
+    cr_assert_eq(nd_store_put(st, "a", 1, NULL, 0, "x", 1, &seq, NULL), ND_ERR_STORE_IO);
+    cr_assert_eq(nd_store_io_errno(st), EIO);
     nd_fs_fault_set(NULL);
     /* Never retried, never ignored: the store stays read-only. */
-    cr_assert_eq(nd_store_put(st, "a", 1, NULL, 0, "x", 1, &seq, NULL), ND_STORE_ERR_IO);
-    cr_assert_eq(st->ops->remove(st, 1, false), ND_STORE_ERR_IO);
-    cr_assert_eq(st->ops->sync(st), ND_STORE_ERR_IO);
+    cr_assert_eq(nd_store_put(st, "a", 1, NULL, 0, "x", 1, &seq, NULL), ND_ERR_STORE_IO);
+    cr_assert_eq(st->ops->remove(st, 1, false), ND_ERR_STORE_IO);
+    cr_assert_eq(st->ops->sync(st), ND_ERR_STORE_IO);
     nd_store_state_t s;
     nd_store_state(st, &s);
     cr_assert_eq(s.msgs, 3);
@@ -707,9 +707,9 @@ Test(filestore, interval_policy_buffers_until_tick)
      * space is back, nothing was lost. */
     put_n(st, 3);
     nd_fs_fault_set(&(nd_fs_fault_t){.kind = 1, .err = ENOSPC});
-    cr_assert_eq(st->ops->sync(st), ND_STORE_ERR_IO);
+    cr_assert_eq(st->ops->sync(st), ND_ERR_STORE_IO);
     nd_fs_fault_set(NULL);
-    cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
+    cr_assert_eq(st->ops->sync(st), ND_OK);
     nd_store_close(st);
     remove_index();
     nd_store_recovery_t rep;
@@ -725,11 +725,10 @@ Test(filestore, secure_remove_erases_bytes)
     put_n(st, 3);
     const char *secret = "TOP-SECRET-PAYLOAD";
     uint64_t seq;
-    cr_assert_eq(nd_store_put(st, "s", 1, NULL, 0, secret, strlen(secret), &seq, NULL),
-                 ND_STORE_OK);
+    cr_assert_eq(nd_store_put(st, "s", 1, NULL, 0, secret, strlen(secret), &seq, NULL), ND_OK);
     put_n(st, 3);
-    cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, seq, true), ND_STORE_OK);
+    cr_assert_eq(st->ops->sync(st), ND_OK);
+    cr_assert_eq(st->ops->remove(st, seq, true), ND_OK);
     nd_store_close(st);
     char p[256];
     path_of(p, sizeof(p), ND_FS_MSGS_DIR "/1" ND_FS_BLK_SUFFIX);
@@ -745,7 +744,7 @@ Test(filestore, secure_remove_erases_bytes)
     cr_assert_eq(rep.records_dropped, 0);
     cr_assert_eq(rep.msgs, 6);
     nd_store_msg_t m = {0};
-    cr_assert_eq(nd_store_load(st, seq, &m), ND_STORE_ERR_NOT_FOUND);
+    cr_assert_eq(nd_store_load(st, seq, &m), ND_ERR_STORE_NOT_FOUND);
     nd_store_close(st);
 }
 
@@ -775,10 +774,10 @@ Test(filestore, consumer_names_cannot_escape)
     nd_store_cfg_t c = cfg_of(0, false);
     nd_store_t *st = open_ok(&c, NULL);
     nd_cstore_t *cs;
-    cr_assert_eq(st->ops->consumer_open(st, "../x", &cs), ND_STORE_ERR_BAD_ARG);
-    cr_assert_eq(st->ops->consumer_open(st, "..", &cs), ND_STORE_ERR_BAD_ARG);
-    cr_assert_eq(st->ops->consumer_open(st, "a/b", &cs), ND_STORE_ERR_BAD_ARG);
-    cr_assert_eq(st->ops->consumer_open(st, "ok-name", &cs), ND_STORE_OK);
+    cr_assert_eq(st->ops->consumer_open(st, "../x", &cs), ND_ERR_STORE_BAD_ARG);
+    cr_assert_eq(st->ops->consumer_open(st, "..", &cs), ND_ERR_STORE_BAD_ARG);
+    cr_assert_eq(st->ops->consumer_open(st, "a/b", &cs), ND_ERR_STORE_BAD_ARG);
+    cr_assert_eq(st->ops->consumer_open(st, "ok-name", &cs), ND_OK);
     nd_store_close(st);
 }
 
@@ -788,10 +787,10 @@ Test(filestore, destroy_removes_directory)
     nd_store_t *st = open_ok(&c, NULL);
     put_n(st, 100);
     nd_cstore_t *cs;
-    cr_assert_eq(st->ops->consumer_open(st, "d", &cs), ND_STORE_OK);
+    cr_assert_eq(st->ops->consumer_open(st, "d", &cs), ND_OK);
     nd_consumer_state_t state = {.delivered_cseq = 3};
-    cr_assert_eq(st->ops->consumer_update(cs, &state), ND_STORE_OK);
-    cr_assert_eq(st->ops->destroy(st), ND_STORE_OK);
+    cr_assert_eq(st->ops->consumer_update(cs, &state), ND_OK);
+    cr_assert_eq(st->ops->destroy(st), ND_OK);
     struct stat sb;
     cr_assert_neq(stat(sdir, &sb), 0);
 }
@@ -827,16 +826,16 @@ xform_round_trip(nd_store_cipher_t cipher, nd_store_compression_t comp)
     memcpy(big, "SECRET-MARKER", 13);
     uint64_t bigseq;
     cr_assert_eq(nd_store_put(st, "big.one", 7, "H: v\r\n", 6, big, sizeof(big), &bigseq, NULL),
-                 ND_STORE_OK);
+                 ND_OK);
     /* Truncate and store again: the reused sequences go to a new block (new salt). */
-    cr_assert_eq(st->ops->truncate(st, bigseq - 3), ND_STORE_OK);
+    cr_assert_eq(st->ops->truncate(st, bigseq - 3), ND_OK);
     put_n(st, 2);
     cr_assert_eq(nd_store_put(st, "big.one", 7, "H: v\r\n", 6, big, sizeof(big), &bigseq, NULL),
-                 ND_STORE_OK);
+                 ND_OK);
     snap_t a, b, d;
     take(st, &a);
     nd_store_msg_t m = {0};
-    cr_assert_eq(nd_store_load(st, bigseq, &m), ND_STORE_OK);
+    cr_assert_eq(nd_store_load(st, bigseq, &m), ND_OK);
     cr_assert_eq(m.data_len, sizeof(big));
     cr_assert_eq(memcmp(m.data, big, sizeof(big)), 0);
     cr_assert_eq(m.hdr_len, 6);
@@ -856,7 +855,7 @@ xform_round_trip(nd_store_cipher_t cipher, nd_store_compression_t comp)
     take(st, &d);
     same(&a, &d);
     check_all(st, &d);
-    cr_assert_eq(nd_store_load(st, bigseq, &m), ND_STORE_OK);
+    cr_assert_eq(nd_store_load(st, bigseq, &m), ND_OK);
     cr_assert_eq(memcmp(m.data, big, sizeof(big)), 0);
     nd_store_msg_free(&m);
     nd_store_close(st);
@@ -910,18 +909,18 @@ Test(filestore, wrong_key_or_no_key)
     /* Without the cipher the store refuses to open. */
     nd_store_cfg_t plain = cfg_of(0, false);
     nd_store_t *st2 = NULL;
-    cr_assert_eq(nd_filestore_open(&plain, &st2, NULL), ND_STORE_ERR_BAD_ARG);
+    cr_assert_eq(nd_filestore_open(&plain, &st2, NULL), ND_ERR_STORE_BAD_ARG);
     c.key = NULL;
-    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_BAD_ARG);
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_ERR_STORE_BAD_ARG);
     /* With another key nothing opens: refused, with or without the index, and nothing is
      * lost for the right key. */
     uint8_t other[32];
     memcpy(other, test_key, 32);
     other[0] ^= 1;
     c.key = other;
-    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_CORRUPT);
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_ERR_STORE_CORRUPT);
     remove_index();
-    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_STORE_ERR_CORRUPT);
+    cr_assert_eq(nd_filestore_open(&c, &st2, NULL), ND_ERR_STORE_CORRUPT);
     c.key = test_key;
     nd_store_recovery_t rep;
     st = open_ok(&c, &rep);
@@ -970,29 +969,28 @@ random_ops_recoverable(bool always)
             put_n(st, 1 + rnd() % 4);
         } else if (r < 75) {
             uint64_t seq = s.first_seq + rnd() % (s.last_seq - s.first_seq + 1);
-            nd_store_err_t e = st->ops->remove(st, seq, rnd() % 4 == 0);
-            cr_assert(e == ND_STORE_OK || e == ND_STORE_ERR_NOT_FOUND);
+            nd_err_t e = st->ops->remove(st, seq, rnd() % 4 == 0);
+            cr_assert(e == ND_OK || e == ND_ERR_STORE_NOT_FOUND);
         } else if (r < 82) {
-            cr_assert_eq(st->ops->compact(st, s.first_seq + rnd() % 5, &purged), ND_STORE_OK);
+            cr_assert_eq(st->ops->compact(st, s.first_seq + rnd() % 5, &purged), ND_OK);
         } else if (r < 88) {
             char subj[32];
             snprintf(subj, sizeof(subj), "orders.%u", (unsigned)(rnd() % 7));
-            cr_assert_eq(st->ops->purge(st, subj, strlen(subj), 0, rnd() % 2, &purged),
-                         ND_STORE_OK);
+            cr_assert_eq(st->ops->purge(st, subj, strlen(subj), 0, rnd() % 2, &purged), ND_OK);
         } else if (r < 93) {
             uint64_t seq;
-            cr_assert_eq(st->ops->skip(st, &seq), ND_STORE_OK);
+            cr_assert_eq(st->ops->skip(st, &seq), ND_OK);
         } else if (r < 97) {
             /* Truncate to a live message near the end. */
             nd_store_msg_t m = {0};
-            if (st->ops->load_last(st, "orders.1", 8, &m) == ND_STORE_OK)
-                cr_assert_eq(st->ops->truncate(st, m.seq), ND_STORE_OK);
+            if (st->ops->load_last(st, "orders.1", 8, &m) == ND_OK)
+                cr_assert_eq(st->ops->truncate(st, m.seq), ND_OK);
             nd_store_msg_free(&m);
         } else {
-            cr_assert_eq(st->ops->purge(st, NULL, 0, 0, 0, &purged), ND_STORE_OK);
+            cr_assert_eq(st->ops->purge(st, NULL, 0, 0, 0, &purged), ND_OK);
         }
         if (!always)
-            cr_assert_eq(st->ops->sync(st), ND_STORE_OK);
+            cr_assert_eq(st->ops->sync(st), ND_OK);
         take(st, &want[op]);
         char cmd[600];
         snprintf(cmd, sizeof(cmd), "cp -r %s %s/copy%d && rm -f %s/copy%d/%s", sdir, root, op, root,
@@ -1054,7 +1052,7 @@ failure_points(int kind)
             nd_store_state_t s;
             nd_store_state(st, &s);
             uint64_t r = rnd() % 10, purged, seq;
-            nd_store_err_t e;
+            nd_err_t e;
             char subj[32], data[64];
             subj_of(s.last_seq + 1, subj, sizeof(subj));
             size_t dl = data_of(s.last_seq + 1, data);
@@ -1067,10 +1065,10 @@ failure_points(int kind)
                 e = st->ops->compact(st, s.first_seq + 2, &purged);
             else
                 e = st->ops->skip(st, &seq);
-            cr_assert(e == ND_STORE_OK || e == ND_STORE_ERR_IO || e == ND_STORE_ERR_NOT_FOUND,
-                      "k %ld op %d: %s", k, op, nd_store_strerror(e));
-            if (e == ND_STORE_ERR_IO) {
-                cr_assert_eq(nd_store_last_errno(), kind == 1 ? ENOSPC : EIO);
+            cr_assert(e == ND_OK || e == ND_ERR_STORE_IO || e == ND_ERR_STORE_NOT_FOUND,
+                      "k %ld op %d: %s", k, op, nd_strerror(e));
+            if (e == ND_ERR_STORE_IO) {
+                cr_assert_eq(nd_store_io_errno(st), kind == 1 ? ENOSPC : EIO);
                 failed++;
             }
         }

@@ -106,7 +106,7 @@ make_store(uint64_t n, uint64_t block_size)
 {
     nd_store_cfg_t c = cfg_for(block_size);
     nd_store_t *st = NULL;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
     char subj[32];
     uint8_t data[128];
     for (uint64_t s = 1; s <= n; s++) {
@@ -117,7 +117,7 @@ make_store(uint64_t n, uint64_t block_size)
         const char *hdr = (s % 5 == 0) ? "NATS/1.0\r\nX: y\r\n\r\n" : NULL;
         cr_assert_eq(
             nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl, &seq, &ts),
-            ND_STORE_OK);
+            ND_OK);
         cr_assert_eq(seq, s);
     }
     nd_store_close(st);
@@ -271,8 +271,8 @@ expect_store(uint64_t n, const uint64_t *lost, size_t nlost, uint64_t block_size
     nd_store_t *st = NULL;
     nd_store_recovery_t rep;
     memset(&rep, 0, sizeof(rep));
-    nd_store_err_t rc = nd_filestore_open(&c, &st, &rep);
-    cr_assert_eq(rc, ND_STORE_OK, "open: %s", nd_store_strerror(rc));
+    nd_err_t rc = nd_filestore_open(&c, &st, &rep);
+    cr_assert_eq(rc, ND_OK, "open: %s", nd_strerror(rc));
     nd_store_msg_t m;
     memset(&m, 0, sizeof(m));
     uint64_t count = 0, bytes = 0, lo = 0;
@@ -283,12 +283,11 @@ expect_store(uint64_t n, const uint64_t *lost, size_t nlost, uint64_t block_size
                 want = false;
         rc = nd_store_load(st, s, &m);
         if (!want) {
-            cr_assert(rc == ND_STORE_ERR_NOT_FOUND || rc == ND_STORE_ERR_EOF,
-                      "seq %" PRIu64 " should be lost, load gave %s", s, nd_store_strerror(rc));
+            cr_assert(rc == ND_ERR_STORE_NOT_FOUND || rc == ND_ERR_STORE_EOF,
+                      "seq %" PRIu64 " should be lost, load gave %s", s, nd_strerror(rc));
             continue;
         }
-        cr_assert_eq(rc, ND_STORE_OK, "seq %" PRIu64 " should be kept: %s", s,
-                     nd_store_strerror(rc));
+        cr_assert_eq(rc, ND_OK, "seq %" PRIu64 " should be kept: %s", s, nd_strerror(rc));
         char subj[32];
         uint8_t data[128];
         int sl = subj_of(s, subj, sizeof(subj));
@@ -439,7 +438,7 @@ Test(fs_corrupt, truncation_at_every_offset_of_last_record)
         /* Appending after a torn tail must not leave the garbage in front of the new record. */
         nd_store_cfg_t c = cfg_for(0);
         nd_store_t *st;
-        cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+        cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
         char subj[32];
         uint8_t data[128];
         int sl = subj_of(N, subj, sizeof(subj));
@@ -449,7 +448,7 @@ Test(fs_corrupt, truncation_at_every_offset_of_last_record)
         const char *hdr = (N % 5 == 0) ? "NATS/1.0\r\nX: y\r\n\r\n" : NULL;
         cr_assert_eq(
             nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl, &seq, &ts),
-            ND_STORE_OK);
+            ND_OK);
         cr_assert_eq(seq, N, "cut at %zu: the next message got seq %" PRIu64, cut, seq);
         nd_store_close(st);
         unlink(idx); /* force a scan of the blocks, not a read of the index */
@@ -475,11 +474,10 @@ Test(fs_corrupt, truncation_inside_block_header)
         nd_store_cfg_t c = cfg_for(0);
         nd_store_t *st = NULL;
         nd_store_recovery_t rep;
-        nd_store_err_t rc = nd_filestore_open(&c, &st, &rep);
+        nd_err_t rc = nd_filestore_open(&c, &st, &rep);
         /* Either recovered as empty or refused with a clear error; never a crash. */
-        cr_assert(rc == ND_STORE_OK || rc == ND_STORE_ERR_CORRUPT, "cut %zu: %s", cut,
-                  nd_store_strerror(rc));
-        if (rc == ND_STORE_OK) {
+        cr_assert(rc == ND_OK || rc == ND_ERR_STORE_CORRUPT, "cut %zu: %s", cut, nd_strerror(rc));
+        if (rc == ND_OK) {
             nd_store_state_t ss;
             nd_store_state(st, &ss);
             cr_assert_eq(ss.msgs, 0);
@@ -578,9 +576,9 @@ Test(fs_corrupt, block_replaced_by_garbage)
     nd_store_cfg_t c = cfg_for(512);
     nd_store_t *st = NULL;
     nd_store_recovery_t rep;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, &rep);
-    cr_assert(rc == ND_STORE_OK || rc == ND_STORE_ERR_CORRUPT, "%s", nd_store_strerror(rc));
-    if (rc == ND_STORE_OK) {
+    nd_err_t rc = nd_filestore_open(&c, &st, &rep);
+    cr_assert(rc == ND_OK || rc == ND_ERR_STORE_CORRUPT, "%s", nd_strerror(rc));
+    if (rc == ND_OK) {
         cr_assert_geq(rep.blocks_corrupt, 1);
         cr_assert_eq(rep.msgs, N - nlost);
         nd_store_close(st);
@@ -604,13 +602,13 @@ Test(fs_corrupt, empty_block_file)
     /* And the store keeps working: the next message is N + 1 and survives a reopen. */
     nd_store_cfg_t c = cfg_for(512);
     nd_store_t *st;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
     uint64_t seq;
     int64_t ts;
-    cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, &ts), ND_STORE_OK);
+    cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, &ts), ND_OK);
     cr_assert_eq(seq, N + 1);
     nd_store_close(st);
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
     nd_store_state_t ss;
     nd_store_state(st, &ss);
     cr_assert_eq(ss.msgs, N + 1);
@@ -632,9 +630,9 @@ Test(fs_corrupt, block_truncated_to_zero)
     truncate_to(b.path[b.n - 1], 0);
     nd_store_cfg_t c = cfg_for(512);
     nd_store_t *st = NULL;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, NULL);
-    cr_assert(rc == ND_STORE_OK || rc == ND_STORE_ERR_CORRUPT, "%s", nd_store_strerror(rc));
-    if (rc == ND_STORE_OK) {
+    nd_err_t rc = nd_filestore_open(&c, &st, NULL);
+    cr_assert(rc == ND_OK || rc == ND_ERR_STORE_CORRUPT, "%s", nd_strerror(rc));
+    if (rc == ND_OK) {
         nd_store_close(st);
         expect_store(N, lost, nlost, 512);
     }
@@ -650,12 +648,12 @@ make_store_with_gaps(nd_store_state_t *out)
     make_store(N, 512);
     nd_store_cfg_t c = cfg_for(512);
     nd_store_t *st;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, 5, false), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, 17, true), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, N, false), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
+    cr_assert_eq(st->ops->remove(st, 5, false), ND_OK);
+    cr_assert_eq(st->ops->remove(st, 17, true), ND_OK);
+    cr_assert_eq(st->ops->remove(st, N, false), ND_OK);
     uint64_t purged;
-    cr_assert_eq(st->ops->purge(st, "corrupt.3", 9, 0, 0, &purged), ND_STORE_OK);
+    cr_assert_eq(st->ops->purge(st, "corrupt.3", 9, 0, 0, &purged), ND_OK);
     nd_store_state(st, out);
     nd_store_close(st);
 }
@@ -666,7 +664,7 @@ expect_same_state(const nd_store_state_t *want, bool rebuilt)
     nd_store_cfg_t c = cfg_for(512);
     nd_store_t *st;
     nd_store_recovery_t rep;
-    cr_assert_eq(nd_filestore_open(&c, &st, &rep), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, &rep), ND_OK);
     nd_store_state_t s;
     nd_store_state(st, &s);
     cr_assert_eq(s.msgs, want->msgs);
@@ -684,11 +682,11 @@ expect_same_state(const nd_store_state_t *want, bool rebuilt)
     memset(&m, 0, sizeof(m));
     for (uint64_t q = 1; q <= N; q++) {
         bool gone = q == 5 || q == 17 || q == N || q % 4 == 3;
-        nd_store_err_t rc = nd_store_load(st, q, &m);
+        nd_err_t rc = nd_store_load(st, q, &m);
         if (gone) {
-            cr_assert_neq(rc, ND_STORE_OK, "seq %" PRIu64 " came back", q);
+            cr_assert_neq(rc, ND_OK, "seq %" PRIu64 " came back", q);
         } else {
-            cr_assert_eq(rc, ND_STORE_OK, "seq %" PRIu64 ": %s", q, nd_store_strerror(rc));
+            cr_assert_eq(rc, ND_OK, "seq %" PRIu64 ": %s", q, nd_strerror(rc));
             uint8_t data[128];
             size_t dl = data_of(q, data);
             cr_assert_eq(m.data_len, dl);
@@ -761,7 +759,7 @@ Test(fs_corrupt, index_deleted_after_compaction_is_rebuilt)
     uint64_t x = 42;
     uint64_t next = 1;
     for (int step = 0; step < 60; step++) {
-        cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+        cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
         /* A few stores, then a few removals (the first message and random ones). */
         char subj[32];
         uint8_t data[128];
@@ -773,7 +771,7 @@ Test(fs_corrupt, index_deleted_after_compaction_is_rebuilt)
             const char *hdr = (next % 5 == 0) ? "NATS/1.0\r\nX: y\r\n\r\n" : NULL;
             cr_assert_eq(
                 nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl, &seq, &ts),
-                ND_STORE_OK);
+                ND_OK);
             cr_assert_eq(seq, next);
         }
         nd_store_state_t s;
@@ -783,7 +781,8 @@ Test(fs_corrupt, index_deleted_after_compaction_is_rebuilt)
             uint64_t victim = (x >> 33) % 3 == 0
                                   ? s.first_seq
                                   : s.first_seq + (x >> 20) % (s.last_seq - s.first_seq + 1);
-            (void)st->ops->remove(st, victim, (x >> 40) % 4 == 0);
+            nd_err_t re = st->ops->remove(st, victim, (x >> 40) % 4 == 0);
+            cr_assert(re == ND_OK || re == ND_ERR_STORE_NOT_FOUND, "%s", nd_strerror(re));
             nd_store_state(st, &s);
         }
         nd_store_state_t before;
@@ -793,12 +792,12 @@ Test(fs_corrupt, index_deleted_after_compaction_is_rebuilt)
         nd_store_msg_t m;
         memset(&m, 0, sizeof(m));
         for (uint64_t q = 1; q < next; q++)
-            live[q] = nd_store_load(st, q, &m) == ND_STORE_OK;
+            live[q] = nd_store_load(st, q, &m) == ND_OK;
         nd_store_close(st);
         unlink(idx);
 
         nd_store_recovery_t rep;
-        cr_assert_eq(nd_filestore_open(&c, &st, &rep), ND_STORE_OK);
+        cr_assert_eq(nd_filestore_open(&c, &st, &rep), ND_OK);
         cr_assert(rep.index_rebuilt);
         cr_assert_eq(rep.records_dropped, 0,
                      "step %d: a rebuild from intact blocks dropped %" PRIu64 " records", step,
@@ -806,11 +805,11 @@ Test(fs_corrupt, index_deleted_after_compaction_is_rebuilt)
         nd_store_state_t after;
         nd_store_state(st, &after);
         for (uint64_t q = 1; q < next; q++) {
-            nd_store_err_t rc = nd_store_load(st, q, &m);
-            cr_assert_eq(rc == ND_STORE_OK, live[q] != 0,
+            nd_err_t rc = nd_store_load(st, q, &m);
+            cr_assert_eq(rc == ND_OK, live[q] != 0,
                          "step %d: seq %" PRIu64 " was %s before the rebuild, now %s", step, q,
-                         live[q] ? "present" : "absent", nd_store_strerror(rc));
-            if (rc == ND_STORE_OK) {
+                         live[q] ? "present" : "absent", nd_strerror(rc));
+            if (rc == ND_OK) {
                 size_t dl = data_of(q, data);
                 cr_assert_eq(m.data_len, dl);
                 cr_assert_eq(memcmp(m.data, data, dl), 0);
@@ -838,7 +837,7 @@ Test(fs_corrupt, stale_index_is_not_believed)
     /* Append the rest. */
     nd_store_cfg_t c = cfg_for(512);
     nd_store_t *st;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
     char subj[32];
     uint8_t data[128];
     for (uint64_t s = N / 2 + 1; s <= N; s++) {
@@ -849,7 +848,7 @@ Test(fs_corrupt, stale_index_is_not_believed)
         const char *hdr = (s % 5 == 0) ? "NATS/1.0\r\nX: y\r\n\r\n" : NULL;
         cr_assert_eq(
             nd_store_put(st, subj, (size_t)sl, hdr, hdr ? strlen(hdr) : 0, data, dl, &seq, &ts),
-            ND_STORE_OK);
+            ND_OK);
     }
     nd_store_close(st);
     write_file(idx, old, n);
@@ -876,13 +875,13 @@ Test(fs_corrupt, future_block_version_refused)
     index_path(idx, sizeof(idx));
     nd_store_cfg_t c = cfg_for(0);
     nd_store_t *st = NULL;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, NULL);
-    cr_assert_eq(rc, ND_STORE_ERR_VERSION, "got %s", nd_store_strerror(rc));
+    nd_err_t rc = nd_filestore_open(&c, &st, NULL);
+    cr_assert_eq(rc, ND_ERR_STORE_VERSION, "got %s", nd_strerror(rc));
     cr_assert_null(st);
     /* Also when the index is gone and the blocks must be scanned. */
     unlink(idx);
     rc = nd_filestore_open(&c, &st, NULL);
-    cr_assert_eq(rc, ND_STORE_ERR_VERSION, "got %s", nd_store_strerror(rc));
+    cr_assert_eq(rc, ND_ERR_STORE_VERSION, "got %s", nd_strerror(rc));
 }
 
 Test(fs_corrupt, future_index_version_not_misread)
@@ -901,12 +900,12 @@ Test(fs_corrupt, future_index_version_not_misread)
     nd_store_cfg_t c = cfg_for(0);
     nd_store_t *st = NULL;
     nd_store_recovery_t rep;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, &rep);
+    nd_err_t rc = nd_filestore_open(&c, &st, &rep);
     /* The index is a cache: refusing (ERR_VERSION) or rebuilding from the blocks are both
      * right; reading it as version 1 is not. */
-    cr_assert(rc == ND_STORE_ERR_VERSION || (rc == ND_STORE_OK && rep.index_rebuilt), "%s",
-              nd_store_strerror(rc));
-    if (rc == ND_STORE_OK)
+    cr_assert(rc == ND_ERR_STORE_VERSION || (rc == ND_OK && rep.index_rebuilt), "%s",
+              nd_strerror(rc));
+    if (rc == ND_OK)
         nd_store_close(st);
 }
 
@@ -915,10 +914,10 @@ Test(fs_corrupt, dir_is_a_file)
     write_file(sdir, "not a directory", 15);
     nd_store_cfg_t c = cfg_for(0);
     nd_store_t *st = NULL;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, NULL);
-    cr_assert_neq(rc, ND_STORE_OK);
+    nd_err_t rc = nd_filestore_open(&c, &st, NULL);
+    cr_assert_neq(rc, ND_OK);
     cr_assert_null(st);
-    cr_assert(rc == ND_STORE_ERR_IO || rc == ND_STORE_ERR_BAD_ARG, "%s", nd_store_strerror(rc));
+    cr_assert(rc == ND_ERR_STORE_IO || rc == ND_ERR_STORE_BAD_ARG, "%s", nd_strerror(rc));
 }
 
 Test(fs_corrupt, msgs_dir_is_a_file)
@@ -930,8 +929,8 @@ Test(fs_corrupt, msgs_dir_is_a_file)
     write_file(md, "x", 1);
     nd_store_cfg_t c = cfg_for(0);
     nd_store_t *st = NULL;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, NULL);
-    cr_assert_neq(rc, ND_STORE_OK);
+    nd_err_t rc = nd_filestore_open(&c, &st, NULL);
+    cr_assert_neq(rc, ND_OK);
     cr_assert_null(st);
 }
 
@@ -949,8 +948,8 @@ Test(fs_corrupt, odd_names_in_msgs)
     cr_assert_eq(mkdir(p, 0755), 0);
     nd_store_cfg_t c = cfg_for(512);
     nd_store_t *st = NULL;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, NULL);
-    if (rc == ND_STORE_OK)
+    nd_err_t rc = nd_filestore_open(&c, &st, NULL);
+    if (rc == ND_OK)
         nd_store_close(st);
 }
 
@@ -978,8 +977,8 @@ Test(fs_corrupt, meta_future_version_refused)
     meta_rewrite(ND_FS_VERSION + 1, ND_CIPHER_NONE);
     nd_store_cfg_t c = cfg_for(0);
     nd_store_t *st = NULL;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, NULL);
-    cr_assert_eq(rc, ND_STORE_ERR_VERSION, "got %s", nd_store_strerror(rc));
+    nd_err_t rc = nd_filestore_open(&c, &st, NULL);
+    cr_assert_eq(rc, ND_ERR_STORE_VERSION, "got %s", nd_strerror(rc));
     cr_assert_null(st);
 }
 
@@ -991,8 +990,8 @@ Test(fs_corrupt, meta_other_cipher_refused)
     meta_rewrite(ND_FS_VERSION, ND_CIPHER_AES_GCM);
     nd_store_cfg_t c = cfg_for(0);
     nd_store_t *st = NULL;
-    nd_store_err_t rc = nd_filestore_open(&c, &st, NULL);
-    cr_assert_neq(rc, ND_STORE_OK);
+    nd_err_t rc = nd_filestore_open(&c, &st, NULL);
+    cr_assert_neq(rc, ND_OK);
     cr_assert_null(st);
 }
 
@@ -1053,8 +1052,8 @@ Test(fs_corrupt, tomb_flip_reported)
     make_store(N, 0);
     nd_store_cfg_t c = cfg_for(0);
     nd_store_t *st;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
-    cr_assert_eq(st->ops->remove(st, 20, false), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
+    cr_assert_eq(st->ops->remove(st, 20, false), ND_OK);
     /* One more message, so the TOMB is not the last record (a damaged last record is a torn
      * tail, tested above). */
     char subj[32];
@@ -1063,7 +1062,7 @@ Test(fs_corrupt, tomb_flip_reported)
     size_t dl = data_of(N + 1, data);
     uint64_t seq;
     int64_t ts;
-    cr_assert_eq(nd_store_put(st, subj, (size_t)sl, NULL, 0, data, dl, &seq, &ts), ND_STORE_OK);
+    cr_assert_eq(nd_store_put(st, subj, (size_t)sl, NULL, 0, data, dl, &seq, &ts), ND_OK);
     cr_assert_eq(seq, N + 1);
     nd_store_close(st);
     blocks_t b;
@@ -1073,7 +1072,7 @@ Test(fs_corrupt, tomb_flip_reported)
     size_t tomb = r->off[N] - ND_FS_REC_OVERHEAD; /* the record before message N + 1 */
     flip(b.path[0], tomb + 17, 0x01);             /* inside its seq */
     nd_store_recovery_t rep;
-    cr_assert_eq(nd_filestore_open(&c, &st, &rep), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, &rep), ND_OK);
     cr_assert_eq(rep.records_dropped, 1);
     cr_assert_eq(rep.blocks_corrupt, 1);
     cr_assert_eq(rep.torn_tails, 0);
@@ -1091,9 +1090,9 @@ Test(fs_corrupt, consumer_file_damaged)
     make_store(N, 0);
     nd_store_cfg_t c = cfg_for(0);
     nd_store_t *st;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
     nd_cstore_t *cs;
-    cr_assert_eq(st->ops->consumer_open(st, "dur", &cs), ND_STORE_OK);
+    cr_assert_eq(st->ops->consumer_open(st, "dur", &cs), ND_OK);
     nd_store_pending_t pend[2] = {{.sseq = 5, .dseq = 3, .ts = 77},
                                   {.sseq = 9, .dseq = 4, .ts = 78}};
     nd_consumer_state_t cst = {.delivered_cseq = 4,
@@ -1102,7 +1101,7 @@ Test(fs_corrupt, consumer_file_damaged)
                                .ack_floor_sseq = 4,
                                .pending = pend,
                                .npending = 2};
-    cr_assert_eq(st->ops->consumer_update(cs, &cst), ND_STORE_OK);
+    cr_assert_eq(st->ops->consumer_update(cs, &cst), ND_OK);
     st->ops->consumer_close(cs);
     nd_store_close(st);
 
@@ -1113,17 +1112,17 @@ Test(fs_corrupt, consumer_file_damaged)
     for (size_t off = 0; off < n; off += 5) {
         write_file(path, orig, n);
         flip(path, off, 0x08);
-        cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK, "flip at %zu", off);
+        cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK, "flip at %zu", off);
         nd_store_state_t s;
         nd_store_state(st, &s);
         cr_assert_eq(s.msgs, N);
         nd_cstore_t *cs2 = NULL;
-        nd_store_err_t rc = st->ops->consumer_open(st, "dur", &cs2);
-        if (rc == ND_STORE_OK) {
+        nd_err_t rc = st->ops->consumer_open(st, "dur", &cs2);
+        if (rc == ND_OK) {
             nd_consumer_state_t got;
             memset(&got, 0, sizeof(got));
             rc = st->ops->consumer_state(cs2, &got);
-            if (rc == ND_STORE_OK) {
+            if (rc == ND_OK) {
                 /* Either empty (started over) or exactly what was written: never garbage. */
                 bool empty = got.delivered_sseq == 0 && got.npending == 0;
                 bool same =
@@ -1131,7 +1130,7 @@ Test(fs_corrupt, consumer_file_damaged)
                 cr_assert(empty || same, "flip at %zu: consumer state is garbage", off);
             }
             nd_consumer_state_free(&got);
-            cr_assert_eq(st->ops->consumer_update(cs2, &cst), ND_STORE_OK);
+            cr_assert_eq(st->ops->consumer_update(cs2, &cst), ND_OK);
             st->ops->consumer_close(cs2);
         }
         nd_store_close(st);
@@ -1151,7 +1150,7 @@ make_sealed_store(uint64_t n, const uint8_t *key, uint64_t block_size)
     c.cipher = ND_CIPHER_AES_GCM;
     c.key = key;
     nd_store_t *st = NULL;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
     char subj[32];
     uint8_t data[128];
     for (uint64_t s = 1; s <= n; s++) {
@@ -1159,13 +1158,13 @@ make_sealed_store(uint64_t n, const uint8_t *key, uint64_t block_size)
         size_t dl = data_of(s, data);
         uint64_t seq;
         int64_t ts;
-        cr_assert_eq(nd_store_put(st, subj, (size_t)sl, NULL, 0, data, dl, &seq, &ts), ND_STORE_OK);
+        cr_assert_eq(nd_store_put(st, subj, (size_t)sl, NULL, 0, data, dl, &seq, &ts), ND_OK);
     }
     nd_store_close(st);
 }
 
 static uint64_t
-sealed_msgs(const uint8_t *key, nd_store_err_t *rc, nd_store_recovery_t *rep)
+sealed_msgs(const uint8_t *key, nd_err_t *rc, nd_store_recovery_t *rep)
 {
     nd_store_cfg_t c = cfg_for(512);
     c.cipher = ND_CIPHER_AES_GCM;
@@ -1173,13 +1172,13 @@ sealed_msgs(const uint8_t *key, nd_store_err_t *rc, nd_store_recovery_t *rep)
     nd_store_t *st = NULL;
     memset(rep, 0, sizeof(*rep));
     *rc = nd_filestore_open(&c, &st, rep);
-    if (*rc != ND_STORE_OK)
+    if (*rc != ND_OK)
         return 0;
     uint64_t ok = 0;
     nd_store_msg_t m;
     memset(&m, 0, sizeof(m));
     for (uint64_t s = 1; s <= N; s++) {
-        if (nd_store_load(st, s, &m) != ND_STORE_OK)
+        if (nd_store_load(st, s, &m) != ND_OK)
             continue;
         uint8_t data[128];
         size_t dl = data_of(s, data);
@@ -1210,10 +1209,10 @@ Test(fs_corrupt, sealed_body_flip_loses_one_record)
     memcpy(p + body, &h, 8);
     write_file(b.path[1], p, n);
     free(p);
-    nd_store_err_t rc;
+    nd_err_t rc;
     nd_store_recovery_t rep;
     uint64_t got = sealed_msgs(key_a, &rc, &rep);
-    cr_assert_eq(rc, ND_STORE_OK);
+    cr_assert_eq(rc, ND_OK);
     cr_assert_eq(got, N - 1);
     cr_assert_eq(rep.records_dropped, 1);
 }
@@ -1230,12 +1229,12 @@ Test(fs_corrupt, wrong_key_does_not_destroy)
     for (int pass = 0; pass < 2; pass++) {
         if (pass == 1)
             unlink(idx);
-        nd_store_err_t rc;
+        nd_err_t rc;
         nd_store_recovery_t rep;
         uint64_t got = sealed_msgs(key_b, &rc, &rep);
         cr_assert_eq(got, 0, "pass %d: the wrong key opened %" PRIu64 " messages", pass, got);
         got = sealed_msgs(key_a, &rc, &rep);
-        cr_assert_eq(rc, ND_STORE_OK, "pass %d: %s", pass, nd_store_strerror(rc));
+        cr_assert_eq(rc, ND_OK, "pass %d: %s", pass, nd_strerror(rc));
         cr_assert_eq(got, N,
                      "pass %d: after an open with the wrong key, the right key finds %" PRIu64
                      " of %d messages",
@@ -1299,16 +1298,16 @@ Test(fs_corrupt, compressed_lies_dropped)
         c.compression = ND_STORE_S2;
         nd_store_t *st = NULL;
         nd_store_recovery_t rep;
-        nd_store_err_t rc = nd_filestore_open(&c, &st, &rep);
-        cr_assert_eq(rc, ND_STORE_OK, "variant %d: %s", variant, nd_store_strerror(rc));
+        nd_err_t rc = nd_filestore_open(&c, &st, &rep);
+        cr_assert_eq(rc, ND_OK, "variant %d: %s", variant, nd_strerror(rc));
         nd_store_msg_t m;
         memset(&m, 0, sizeof(m));
         rc = nd_store_load(st, r->seq[i], &m);
-        cr_assert_neq(rc, ND_STORE_OK, "variant %d: the lying record loaded", variant);
+        cr_assert_neq(rc, ND_OK, "variant %d: the lying record loaded", variant);
         for (uint64_t q2 = 1; q2 <= N; q2++)
             if (q2 != r->seq[i])
-                cr_assert_eq(nd_store_load(st, q2, &m), ND_STORE_OK, "variant %d: seq %" PRIu64,
-                             variant, q2);
+                cr_assert_eq(nd_store_load(st, q2, &m), ND_OK, "variant %d: seq %" PRIu64, variant,
+                             q2);
         nd_store_msg_free(&m);
         cr_assert_eq(rep.records_dropped, 1, "variant %d: dropped %" PRIu64, variant,
                      rep.records_dropped);
@@ -1334,10 +1333,10 @@ Test(fs_corrupt, sealed_block_torn)
     cr_assert_eq(rep.records_dropped, 0);
     nd_store_cfg_t c = cfg_for(512);
     nd_store_t *st;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
     uint64_t seq;
     int64_t ts;
-    cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, &ts), ND_STORE_OK);
+    cr_assert_eq(nd_store_put(st, "x", 1, NULL, 0, "y", 1, &seq, &ts), ND_OK);
     cr_assert_eq(seq, N + 1, "a torn sealed block must not move last_seq back");
     nd_store_close(st);
 }
@@ -1369,7 +1368,7 @@ interval_case(int which)
     if (pid == 0) {
         nd_store_cfg_t c = cfg_for(2048);
         nd_store_t *st;
-        if (nd_filestore_open(&c, &st, NULL) != ND_STORE_OK)
+        if (nd_filestore_open(&c, &st, NULL) != ND_OK)
             _exit(10);
         char subj[32];
         uint8_t data[128];
@@ -1377,22 +1376,22 @@ interval_case(int which)
         size_t dl = data_of(N + 1, data);
         uint64_t seq;
         int64_t ts;
-        if (nd_store_put(st, subj, (size_t)sl, NULL, 0, data, dl, &seq, &ts) != ND_STORE_OK ||
+        if (nd_store_put(st, subj, (size_t)sl, NULL, 0, data, dl, &seq, &ts) != ND_OK ||
             seq != N + 1)
             _exit(11);
         if (which == 0) {
             /* A secure erase of a message in the first (sealed) block. */
-            if (st->ops->remove(st, first_blk[n0 - 1], true) != ND_STORE_OK)
+            if (st->ops->remove(st, first_blk[n0 - 1], true) != ND_OK)
                 _exit(12);
         } else if (which == 1) {
             /* Enough removals (not of the first message) to make the first block sparse. */
             for (int i = 1; i < n0; i++)
-                if (st->ops->remove(st, first_blk[i], false) != ND_STORE_OK)
+                if (st->ops->remove(st, first_blk[i], false) != ND_OK)
                     _exit(13);
         } else {
             /* Every message of the first block: it is dropped. */
             for (int i = 0; i < n0; i++)
-                if (st->ops->remove(st, first_blk[i], false) != ND_STORE_OK)
+                if (st->ops->remove(st, first_blk[i], false) != ND_OK)
                     _exit(14);
         }
         _exit(0); /* no close: the write buffer dies with the process */
@@ -1404,14 +1403,14 @@ interval_case(int which)
 
     nd_store_cfg_t c = cfg_for(2048);
     nd_store_t *st;
-    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_STORE_OK);
+    cr_assert_eq(nd_filestore_open(&c, &st, NULL), ND_OK);
     nd_store_msg_t m;
     memset(&m, 0, sizeof(m));
-    bool stored = nd_store_load(st, N + 1, &m) == ND_STORE_OK;
+    bool stored = nd_store_load(st, N + 1, &m) == ND_OK;
     int removed = 0, expect_removed = which == 0 ? 1 : which == 1 ? n0 - 1 : n0;
     for (int i = 0; i < n0; i++) {
         bool targeted = which == 0 ? i == n0 - 1 : which == 1 ? i > 0 : true;
-        if (targeted && nd_store_load(st, first_blk[i], &m) != ND_STORE_OK)
+        if (targeted && nd_store_load(st, first_blk[i], &m) != ND_OK)
             removed++;
     }
     nd_store_msg_free(&m);
