@@ -1047,6 +1047,28 @@ nd_integ_expect_close_at(const char *file, int line, nd_integ_conn_t *c)
             c->out_len, got);
 }
 
+size_t
+nd_integ_drain_until_close_at(const char *file, int line, nd_integ_conn_t *c)
+{
+    size_t n = c->in_len + c->out_len;
+    c->in_len = c->out_len = 0;
+    int64_t deadline = now_ms() + ND_INTEG_TIMEOUT_MS;
+    for (;;) {
+        int r = read_some(c, remaining_ms(deadline));
+        if (r == 0)
+            return n;
+        if (r < 0)
+            fail_at(file, line,
+                    "expected the server to close the connection; it is still open after %d ms "
+                    "(%zu bytes read)",
+                    ND_INTEG_TIMEOUT_MS, n);
+        /* A steady stream is not a hang: each chunk renews the guard. */
+        n += c->in_len;
+        c->in_len = 0;
+        deadline = now_ms() + ND_INTEG_TIMEOUT_MS;
+    }
+}
+
 /* ---- the server under test and the reference ------------------------------------------------ */
 
 bool

@@ -132,6 +132,13 @@ char *nd_integ_read_frame_at(const char *file, int line, nd_integ_conn_t *c);
 void nd_integ_expect_close_at(const char *file, int line, nd_integ_conn_t *c);
 #define nd_integ_expect_close(c) nd_integ_expect_close_at(__FILE__, __LINE__, (c))
 
+/* Reads and discards everything until the server closes the connection (a reset counts), for a
+ * connection the server is expected to give up on mid-stream (a slow consumer: what it had
+ * written may end inside a frame). Fails the test if the stream stays silent for the hang
+ * guard. Returns: the bytes discarded. */
+size_t nd_integ_drain_until_close_at(const char *file, int line, nd_integ_conn_t *c);
+#define nd_integ_drain_until_close(c) nd_integ_drain_until_close_at(__FILE__, __LINE__, (c))
+
 /* One PING/PONG round trip: fails unless the next bytes are exactly PONG. */
 #define ND_PING(c) (ND_SEND((c), "PING\r\n"), ND_EXPECT((c), "PONG\r\n"))
 
