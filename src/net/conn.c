@@ -356,6 +356,8 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
         nd_free(c->scratch);
     }
     nd_actor_unref(ctx, &c->acct->actor);
+    if (c->ic != NULL)
+        nd_iclient_free(c->ic);
 }
 
 /* ---- read side ---- */
@@ -888,7 +890,7 @@ nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn
     nd_timer_init(&c->stall_timer, &c->base, ND_CONN_MSG_UNSTALL);
     nd_timer_init(&c->tls_timer, &c->base, ND_CONN_MSG_TLS_TIMER);
     nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
-    return c; /* the caller's reference: it lives until the pool's shutdown */
+    return c; /* the caller's reference; the actor's life keeps it until the pool's shutdown */
 }
 
 void

@@ -270,6 +270,8 @@ void nd_iclient_on_start(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_istart_t *m);
 /* The last subscription acknowledgement arrived: wakes nd_iclient_start. */
 void nd_iclient_ready(nd_conn_t *c);
 void nd_iclient_discard(nd_ctx_t *ctx, nd_msg_t *msg);
+/* The connection actor of an internal client is being freed (the pool's shutdown): frees ic. */
+void nd_iclient_free(struct nd_iclient *ic);
 /* conn.c: the connection of an internal client (no socket, not in the registry). */
 nd_conn_t *nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct,
                                   nd_conn_kind_t kind, struct nd_iclient *ic);

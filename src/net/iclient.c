@@ -12,7 +12,7 @@
 
 struct nd_iclient {
     /* immutable after start */
-    nd_conn_t *c; /* the connection actor (a reference) */
+    nd_conn_t *c; /* the connection actor (alive until the pool's shutdown; it frees us) */
     nd_acct_t *acct;
     nd_iclient_fn fn;
     void *arg;
@@ -51,6 +51,9 @@ nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, const c
     for (size_t i = 0; i < n; i++)
         m->subjects[i] = nd_xstrdup(subjects[i]);
     nd_actor_send(ctx, &ic->c->base, &m->hdr);
+    /* The actor's life keeps it until the pool's shutdown closes it; holding our reference
+     * as well would keep it (and the shutdown) waiting forever. Its final frees ic. */
+    nd_actor_unref(ctx, &ic->c->base);
     nd_ctx_external_free(ctx);
 
     pthread_mutex_lock(&ic->mu);
@@ -59,6 +62,14 @@ nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, const c
     pthread_mutex_unlock(&ic->mu);
     nd_log_debug("Internal client %s ready with %zu subscriptions", ic->name, n);
     return ic;
+}
+
+void
+nd_iclient_free(nd_iclient_t *ic)
+{
+    pthread_mutex_destroy(&ic->mu);
+    pthread_cond_destroy(&ic->cv);
+    nd_free(ic);
 }
 
 nd_acct_t *
@@ -180,7 +191,8 @@ nd_iclient_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_imsg_t *m)
                             .version = str[5],
                             .ip = str[6],
                             .imported = m->imported};
-        uint32_t skip = m->payload->len - 2 - m->data_len - m->hdr_len; /* empty headers */
+        /* An empty header block that was left out; payload->len has no CRLF (util/payload.h). */
+        uint32_t skip = m->payload->len - m->data_len - m->hdr_len;
         nd_imsg_t im = {.subject = str[0],
                         .subject_len = m->len[0],
                         .reply = str[1],
