@@ -7,9 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "actors/pool.h"
 #include "net/iclient.h"
-#include "net/server.h"
 #include "test_inproc.h"
 
 TestSuite(iclient, .fini = nd_integ_cleanup, .timeout = 120);
@@ -82,17 +80,8 @@ on_svc(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
  * released, the service answers the first two, and nothing comes for the third. */
 Test(iclient, queue_limit_answers_503)
 {
-    nd_opts_t o;
-    nd_opts_defaults(&o);
-    nd_free(o.host);
-    o.host = nd_xstrdup("127.0.0.1");
-    o.port = -1;
-    o.workers = 4; /* the handler holds one of them */
-    nd_pool_t *pool = nd_pool_new(o.workers);
-    nd_server_t *srv = nd_server_start(&o, pool);
-    nd_opts_free(&o);
-    cr_assert_not_null(srv);
-    nd_pool_start(pool);
+    inproc_bare_t b = inproc_bare_start(4); /* the handler holds one worker */
+    nd_server_t *srv = b.srv;
 
     svc_t s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     const char *subjects[] = {"svc.echo"};
@@ -126,10 +115,7 @@ Test(iclient, queue_limit_answers_503)
     pthread_mutex_unlock(&s.mu);
     nd_integ_conn_close(c);
 
-    nd_server_stop_accepting(srv);
-    nd_pool_shutdown(pool);
-    nd_server_free(srv);
-    nd_pool_free(pool);
+    inproc_bare_stop(&b);
 }
 
 /* What a service receives: the payload bytes as published, with the header block apart (HPUB;
@@ -147,16 +133,8 @@ on_echo(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
 
 Test(iclient, receives_payload_and_sender)
 {
-    nd_opts_t o;
-    nd_opts_defaults(&o);
-    nd_free(o.host);
-    o.host = nd_xstrdup("127.0.0.1");
-    o.port = -1;
-    nd_pool_t *pool = nd_pool_new(o.workers);
-    nd_server_t *srv = nd_server_start(&o, pool);
-    nd_opts_free(&o);
-    cr_assert_not_null(srv);
-    nd_pool_start(pool);
+    inproc_bare_t b = inproc_bare_start(0);
+    nd_server_t *srv = b.srv;
     const char *subjects[] = {"svc.>"};
     (void)nd_iclient_start(srv, srv->gacct, ND_CONN_SYSTEM, "echo", subjects, 1, 0, on_echo, NULL);
 
@@ -169,8 +147,5 @@ Test(iclient, receives_payload_and_sender)
                  "MSG r 1 14\r\nxyz|18||client\r\nMSG r 1 13\r\nhi|12||client\r\n");
     nd_integ_conn_close(c);
 
-    nd_server_stop_accepting(srv);
-    nd_pool_shutdown(pool);
-    nd_server_free(srv);
-    nd_pool_free(pool);
+    inproc_bare_stop(&b);
 }

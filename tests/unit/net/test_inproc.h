@@ -16,9 +16,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "actors/pool.h"
 #include "cfg/opts.h"
 #include "harness.h"
 #include "natsd/natsd.h"
+#include "net/server.h"
 
 typedef struct inproc {
     natsd_t *natsd;
@@ -89,6 +91,41 @@ inproc_count_msgs(nd_integ_conn_t *c, const char *subj)
             return n;
         n++;
     }
+}
+
+/* A bare server: the pool and the client listener only (no monitoring, no $SYS services), for
+ * a test that needs nd_server_t itself (to start its own internal clients). */
+typedef struct inproc_bare {
+    nd_pool_t *pool;
+    nd_server_t *srv;
+} inproc_bare_t;
+
+static inline inproc_bare_t
+inproc_bare_start(unsigned workers)
+{
+    inproc_bare_t b;
+    nd_opts_t o;
+    nd_opts_defaults(&o);
+    nd_free(o.host);
+    o.host = nd_xstrdup("127.0.0.1");
+    o.port = -1;
+    if (workers > 0)
+        o.workers = workers;
+    b.pool = nd_pool_new(o.workers);
+    b.srv = nd_server_start(&o, b.pool);
+    nd_opts_free(&o);
+    cr_assert_not_null(b.srv, "nd_server_start failed");
+    nd_pool_start(b.pool);
+    return b;
+}
+
+static inline void
+inproc_bare_stop(inproc_bare_t *b)
+{
+    nd_server_stop_accepting(b->srv);
+    nd_pool_shutdown(b->pool);
+    nd_server_free(b->srv);
+    nd_pool_free(b->pool);
 }
 
 #endif
