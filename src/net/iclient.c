@@ -160,8 +160,6 @@ nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c, nd_acct_t *f
     bool hdrs = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
     m->hdr_len = hdrs ? (uint32_t)cmd->hdr_len : 0;
     m->data_len = (uint32_t)cmd->payload.len - (uint32_t)(hdrs ? cmd->hdr_len : 0);
-    if (!hdrs && cmd->hdr_len > 0) /* an HPUB with empty headers: skip them */
-        m->hdr_len = 0;
     return m;
 }
 
@@ -193,14 +191,13 @@ nd_iclient_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_imsg_t *m)
                             .version = str[5],
                             .ip = str[6],
                             .imported = m->imported};
-        uint32_t skip = m->payload->len - 2 - m->data_len - m->hdr_len; /* empty headers */
         nd_imsg_t im = {.subject = str[0],
                         .subject_len = m->len[0],
                         .reply = str[1],
                         .reply_len = m->len[1],
                         .hdr = m->hdr_len > 0 ? m->payload->data : NULL,
                         .hdr_len = m->hdr_len,
-                        .data = m->payload->data + skip + m->hdr_len,
+                        .data = m->payload->data + m->hdr_len,
                         .data_len = m->data_len,
                         .from = &from};
         ic->fn(ctx, ic, &im, ic->arg);

@@ -13,8 +13,9 @@
  * path as a client's PUB (mappings, imports, `_R_` response routing).
  *
  * Back-pressure: at most `queue_limit` messages wait in the mailbox; a message that finds it
- * full is not queued: a request (it has a reply subject) is answered at once with the status
- * `NATS/1.0 503 Overloaded`, as nats-server's JetStream answers past `request_queue_limit`.
+ * full is refused (counted in nd_iclient_overloaded) and does not count as a responder, so a
+ * request that nobody else took gets the `NATS/1.0 503` status at once, as for no responders,
+ * instead of waiting behind a queue (nats-server's JetStream drops past `request_queue_limit`).
  *
  * Ready: nd_iclient_start returns after every subscription is in its account's sublist, so no
  * requester sees no-responders right after the server reports that it started.
@@ -63,7 +64,7 @@ typedef void (*nd_iclient_fn)(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *
 /* Starts an internal client of kind in acct subscribed to subjects[0..n) (no queue group) and
  * waits until every subscription is in place. name shows in logs; arg goes to fn.
  * Ctx: a thread outside the pool (the server's start; it blocks). Returns: the client, alive
- * until nd_iclient_stop or the pool's shutdown. */
+ * until the pool's shutdown closes it (its state lives in its connection's memory). */
 nd_iclient_t *nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind,
                                const char *name, const char *const *subjects, size_t n,
                                uint32_t queue_limit, nd_iclient_fn fn, void *arg);

@@ -21,8 +21,11 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <arpa/inet.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +36,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -814,15 +818,21 @@ fill_frame(nd_integ_conn_t *c, int64_t deadline)
 nd_integ_conn_t *
 nd_integ_conn_open_at(const char *file, int line, nd_integ_server_t *srv)
 {
+    return nd_integ_conn_open_port_at(file, line, srv->port);
+}
+
+nd_integ_conn_t *
+nd_integ_conn_open_port_at(const char *file, int line, int port)
+{
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         fail_at(file, line, "socket: %s", strerror(errno));
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)srv->port)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
         int e = errno;
         close(fd);
-        fail_at(file, line, "connect to 127.0.0.1:%d: %s", srv->port, strerror(e));
+        fail_at(file, line, "connect to 127.0.0.1:%d: %s", port, strerror(e));
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -1035,4 +1045,201 @@ nd_integ_expect_close_at(const char *file, int line, nd_integ_conn_t *c)
     char *got = defer(nd_integ_escape(c->out, c->out_len, SHOW_BYTES));
     fail_at(file, line, "expected the server to close the connection; got %zu bytes first: \"%s\"",
             c->out_len, got);
+}
+
+size_t
+nd_integ_drain_until_close_at(const char *file, int line, nd_integ_conn_t *c)
+{
+    size_t n = c->in_len + c->out_len;
+    c->in_len = c->out_len = 0;
+    int64_t deadline = now_ms() + ND_INTEG_TIMEOUT_MS;
+    for (;;) {
+        int r = read_some(c, remaining_ms(deadline));
+        if (r == 0)
+            return n;
+        if (r < 0)
+            fail_at(file, line,
+                    "expected the server to close the connection; it is still open after %d ms "
+                    "(%zu bytes read)",
+                    ND_INTEG_TIMEOUT_MS, n);
+        /* A steady stream is not a hang: each chunk renews the guard. */
+        n += c->in_len;
+        c->in_len = 0;
+        deadline = now_ms() + ND_INTEG_TIMEOUT_MS;
+    }
+}
+
+/* ---- the server under test and the reference ------------------------------------------------ */
+
+bool
+nd_integ_is_reference(void)
+{
+    return strstr(nd_integ_server_path(), "nats-server") != NULL;
+}
+
+const char *
+nd_integ_reference_path(void)
+{
+    const char *p = getenv("NATSD_TEST_REFERENCE");
+    if (p != NULL && *p != '\0')
+        return p;
+    return access("/usr/sbin/nats-server", X_OK) == 0 ? "/usr/sbin/nats-server" : NULL;
+}
+
+int
+nd_integ_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(fd >= 0, "socket: %s", strerror(errno));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert(bind(fd, (struct sockaddr *)&a, sizeof a) == 0, "bind: %s", strerror(errno));
+    socklen_t l = sizeof a;
+    cr_assert(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+/* ---- config files ------------------------------------------------------------------------- */
+
+void
+nd_integ_write_file(const char *path, const char *text)
+{
+    char tmp[PATH_MAX];
+    cr_assert((size_t)snprintf(tmp, sizeof tmp, "%s.tmp", path) < sizeof tmp, "path too long");
+    FILE *f = fopen(tmp, "w");
+    cr_assert_not_null(f, "%s: %s", tmp, strerror(errno));
+    fputs(text, f);
+    cr_assert(fclose(f) == 0, "%s: %s", tmp, strerror(errno));
+    cr_assert(rename(tmp, path) == 0, "%s: %s", path, strerror(errno));
+}
+
+static void
+conf_mkdir(nd_integ_conf_t *c)
+{
+    if (c->dir[0] != '\0')
+        return;
+    snprintf(c->dir, sizeof c->dir, "/tmp/nd_integ_XXXXXX");
+    cr_assert_not_null(mkdtemp(c->dir), "mkdtemp: %s", strerror(errno));
+    snprintf(c->path, sizeof c->path, "%s/server.conf", c->dir);
+}
+
+void
+nd_integ_conf_write(nd_integ_conf_t *c, const char *text)
+{
+    conf_mkdir(c);
+    nd_integ_write_file(c->path, text);
+}
+
+void
+nd_integ_conf_file(nd_integ_conf_t *c, const char *name, char *out, size_t cap)
+{
+    conf_mkdir(c);
+    cr_assert((size_t)snprintf(out, cap, "%s/%s", c->dir, name) < cap, "path too long");
+}
+
+nd_integ_server_t *
+nd_integ_conf_start(nd_integ_conf_t *c, const char *text)
+{
+    nd_integ_conf_write(c, text);
+    const char *args[] = {"-c", c->path, NULL};
+    return nd_integ_server_start(0, args);
+}
+
+static int
+rm_entry(const char *p, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+void
+nd_integ_conf_remove(nd_integ_conf_t *c)
+{
+    /* nftw, not system("rm -rf"): a child process in a suite's .fini upsets Criterion. */
+    if (c->dir[0] != '\0')
+        nftw(c->dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    c->dir[0] = '\0';
+    c->path[0] = '\0';
+}
+
+void
+nd_integ_server_reload_at(const char *file, int line, nd_integ_server_t *srv, bool want_ok)
+{
+    static const char ok[] = "Reloaded server configuration";
+    static const char failed[] = "Failed to reload server configuration";
+    size_t mark = nd_integ_server_log_mark(srv);
+    nd_integ_server_signal_at(file, line, srv, SIGHUP);
+    /* Either outcome ends with one of the two lines: wait for the one wanted, then make sure the
+     * other did not come instead. */
+    nd_integ_server_wait_log_at(file, line, srv, mark, want_ok ? ok : failed);
+    if (nd_integ_server_log_has(srv, mark, want_ok ? failed : ok)) {
+        nd_integ_server_dump_log(srv);
+        fail_at(file, line, "the reload logged \"%s\" (log above)", want_ok ? failed : ok);
+    }
+}
+
+/* ---- waiting for callbacks ---------------------------------------------------------------- */
+
+void
+nd_integ_waiter_init(nd_integ_waiter_t *w)
+{
+    pthread_mutex_init(&w->mu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&w->cv, &ca);
+    pthread_condattr_destroy(&ca);
+    w->count = 0;
+}
+
+void
+nd_integ_waiter_destroy(nd_integ_waiter_t *w)
+{
+    pthread_mutex_destroy(&w->mu);
+    pthread_cond_destroy(&w->cv);
+}
+
+void
+nd_integ_waiter_bump(nd_integ_waiter_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    w->count++;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
+int
+nd_integ_waiter_get(nd_integ_waiter_t *w)
+{
+    pthread_mutex_lock(&w->mu);
+    int n = w->count;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+int
+nd_integ_waiter_wait(nd_integ_waiter_t *w, int target, int timeout_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    ts.tv_sec += timeout_ms / 1000;
+    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+    if (ts.tv_nsec >= 1000000000) {
+        ts.tv_sec++;
+        ts.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&w->mu);
+    while (w->count < target && pthread_cond_timedwait(&w->cv, &w->mu, &ts) == 0)
+        ;
+    int n = w->count;
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+/* ---- the C client ------------------------------------------------------------------------- */
+
+void
+nd_integ_nats_url(const nd_integ_server_t *srv, char *out, size_t cap)
+{
+    snprintf(out, cap, "nats://127.0.0.1:%d", nd_integ_server_port(srv));
 }

@@ -20,6 +20,7 @@
 #ifndef ND_INTEG_HARNESS_H
 #define ND_INTEG_HARNESS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 
@@ -82,6 +83,10 @@ void nd_integ_cleanup(void);
 /* Connects to srv and reads the INFO line. Fails the test on error. Returns: an owned handle. */
 nd_integ_conn_t *nd_integ_conn_open_at(const char *file, int line, nd_integ_server_t *srv);
 #define nd_integ_conn_open(srv) nd_integ_conn_open_at(__FILE__, __LINE__, (srv))
+/* The same for a server on 127.0.0.1:port that the harness did not start (one running inside the
+ * test process: the unit tests of src/net). */
+nd_integ_conn_t *nd_integ_conn_open_port_at(const char *file, int line, int port);
+#define nd_integ_conn_open_port(port) nd_integ_conn_open_port_at(__FILE__, __LINE__, (port))
 
 /* Returns the INFO line as received, including the trailing CRLF. Borrows: owned by c. */
 const char *nd_integ_conn_info(const nd_integ_conn_t *c);
@@ -127,6 +132,13 @@ char *nd_integ_read_frame_at(const char *file, int line, nd_integ_conn_t *c);
 void nd_integ_expect_close_at(const char *file, int line, nd_integ_conn_t *c);
 #define nd_integ_expect_close(c) nd_integ_expect_close_at(__FILE__, __LINE__, (c))
 
+/* Reads and discards everything until the server closes the connection (a reset counts), for a
+ * connection the server is expected to give up on mid-stream (a slow consumer: what it had
+ * written may end inside a frame). Fails the test if the stream stays silent for the hang
+ * guard. Returns: the bytes discarded. */
+size_t nd_integ_drain_until_close_at(const char *file, int line, nd_integ_conn_t *c);
+#define nd_integ_drain_until_close(c) nd_integ_drain_until_close_at(__FILE__, __LINE__, (c))
+
 /* One PING/PONG round trip: fails unless the next bytes are exactly PONG. */
 #define ND_PING(c) (ND_SEND((c), "PING\r\n"), ND_EXPECT((c), "PONG\r\n"))
 
@@ -137,5 +149,89 @@ void nd_integ_context(const char *fmt, ...) __attribute__((format(printf, 1, 2))
 /* Appends the escaped form of buf (\r, \n, \t, \\ and \xNN for other non-printables) to a
  * malloc'd string, at most max input bytes, marking any cut. Returns: owned by the caller. */
 char *nd_integ_escape(const void *buf, size_t len, size_t max);
+
+/* ---- the server under test and the reference ---- */
+
+/* Returns: whether the server under test is the reference nats-server (its path names it), for
+ * the few cases that document a known difference instead of asserting one behaviour. */
+bool nd_integ_is_reference(void);
+
+/* Returns the reference binary to compare with (NATSD_TEST_REFERENCE, else /usr/sbin/nats-server
+ * when it is executable), or NULL when there is none. Borrows: static or environment storage. */
+const char *nd_integ_reference_path(void);
+
+/* Returns a TCP port on 127.0.0.1 that was free a moment ago, for a port the test must name
+ * before the server logs it (monitoring). */
+int nd_integ_free_port(void);
+
+/* ---- config files ---- */
+
+/* A config file in a directory of its own (made on the first write), where a test may put the
+ * files the config names (nd_integ_conf_file). Zero-initialise it. */
+typedef struct nd_integ_conf {
+    char dir[64];
+    char path[128]; /* dir/server.conf */
+} nd_integ_conf_t;
+
+/* Writes text to path atomically (a new file renamed over the old one), so a server reloading it
+ * never reads half a file. Fails the test on error. */
+void nd_integ_write_file(const char *path, const char *text);
+
+/* Writes text as c's config file (atomically; makes the directory if needed). */
+void nd_integ_conf_write(nd_integ_conf_t *c, const char *text);
+
+/* Writes into out the path of the file name in c's directory (made if needed), for the files a
+ * config names (keys, JWTs, creds). */
+void nd_integ_conf_file(nd_integ_conf_t *c, const char *name, char *out, size_t cap);
+
+/* Writes text as c's config and starts the server with `-c <path>` on a random port. Returns: an
+ * owned handle, as nd_integ_server_start. */
+nd_integ_server_t *nd_integ_conf_start(nd_integ_conf_t *c, const char *text);
+
+/* Removes c's directory and everything in it; a no-op for a conf never written. */
+void nd_integ_conf_remove(nd_integ_conf_t *c);
+
+/* Stops srv (as nd_integ_server_stop) and then removes c (as nd_integ_conf_remove). */
+#define nd_integ_conf_stop(srv, c)                                                                 \
+    (nd_integ_server_stop_at(__FILE__, __LINE__, (srv)), nd_integ_conf_remove(c))
+
+/* Sends SIGHUP and waits for the reload's outcome line; fails the test unless it is the one
+ * wanted (and the other did not come instead). */
+void nd_integ_server_reload_at(const char *file, int line, nd_integ_server_t *srv, bool want_ok);
+#define nd_integ_server_reload(srv, want_ok)                                                       \
+    nd_integ_server_reload_at(__FILE__, __LINE__, (srv), (want_ok))
+
+/* ---- waiting for callbacks ---- */
+
+/* A counter that callbacks on other threads (a client library's) bump and the test waits on. */
+typedef struct nd_integ_waiter {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+    int count;
+} nd_integ_waiter_t;
+
+void nd_integ_waiter_init(nd_integ_waiter_t *w);
+void nd_integ_waiter_destroy(nd_integ_waiter_t *w);
+/* Ctx: any thread. */
+void nd_integ_waiter_bump(nd_integ_waiter_t *w);
+/* Ctx: any thread. Returns the count now. */
+int nd_integ_waiter_get(nd_integ_waiter_t *w);
+/* Waits until the count reaches at least target or timeout_ms passes. Returns: the count (below
+ * target on timeout). */
+int nd_integ_waiter_wait(nd_integ_waiter_t *w, int target, int timeout_ms);
+
+/* ---- the C client (libnats) ---- */
+
+/* Fails the test unless a libnats call returns NATS_OK, showing its status and last error. Only
+ * for tests that include <nats/nats.h>: the harness itself does not link libnats. */
+#define ND_NATS_OK(call)                                                                           \
+    do {                                                                                           \
+        natsStatus s_ = (call);                                                                    \
+        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                     \
+                  nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");                         \
+    } while (0)
+
+/* Writes srv's client URL ("nats://127.0.0.1:<port>") into out. */
+void nd_integ_nats_url(const nd_integ_server_t *srv, char *out, size_t cap);
 
 #endif

@@ -30,7 +30,6 @@
 
 #include <jansson.h>
 #include <nats/nats.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,54 +49,7 @@ TestSuite(integ_accounts, .fini = suite_fini, .timeout = 240);
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef struct conf {
-    char dir[64];
-    char path[128];
-} conf_t;
-
-static nd_integ_server_t *
-start_conf(conf_t *c, const char *text)
-{
-    snprintf(c->dir, sizeof c->dir, "/tmp/nd_integ_acct_XXXXXX");
-    cr_assert_not_null(mkdtemp(c->dir));
-    snprintf(c->path, sizeof c->path, "%s/server.conf", c->dir);
-    FILE *f = fopen(c->path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    cr_assert(fclose(f) == 0);
-    const char *args[] = {"-c", c->path, NULL};
-    return nd_integ_server_start(0, args);
-}
-
-/* Rewrites the configuration (atomically) and has the server reload it. */
-static void
-conf_reload(conf_t *c, nd_integ_server_t *srv, const char *text)
-{
-    char tmp[160];
-    snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
-    FILE *f = fopen(tmp, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    cr_assert(fclose(f) == 0);
-    cr_assert(rename(tmp, c->path) == 0);
-    size_t mark = nd_integ_server_log_mark(srv);
-    nd_integ_server_signal(srv, SIGHUP);
-    nd_integ_server_wait_log(srv, mark, "Reloaded server configuration");
-}
-
-static void
-conf_remove(conf_t *c)
-{
-    unlink(c->path);
-    rmdir(c->dir);
-}
-
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        natsStatus s_ = (call);                                                                    \
-        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                     \
-                  nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");                         \
-    } while (0)
+#define OK(call) ND_NATS_OK(call)
 
 /* Connects the C client as user (password "p"), or without credentials when user is NULL. */
 static natsConnection *
@@ -105,7 +57,7 @@ cconnect(nd_integ_server_t *srv, const char *user)
 {
     natsOptions *o = NULL;
     char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", nd_integ_server_port(srv));
+    nd_integ_nats_url(srv, url, sizeof url);
     OK(natsOptions_Create(&o));
     OK(natsOptions_SetURL(o, url));
     OK(natsOptions_SetAllowReconnect(o, false));
@@ -166,19 +118,19 @@ expect_nothing_at(const char *file, int line, natsSubscription *sub, natsConnect
 
 Test(integ_accounts, mapping_simple_and_wildcard)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     nd_integ_server_t *srv =
-        start_conf(&cf, "accounts {\n"
-                        "  A {\n"
-                        "    users: [ {user: a, password: p} ]\n"
-                        "    mappings: {\n"
-                        "      \"foo\": \"bar\"\n"
-                        "      \"in.*.*\": \"out.$2.$1\"\n"
-                        "      \"fn.*.*\": \"fnout.{{wildcard(2)}}.{{wildcard(1)}}\"\n"
-                        "    }\n"
-                        "  }\n"
-                        "  B { users: [ {user: b, password: p} ] }\n"
-                        "}\n");
+        nd_integ_conf_start(&cf, "accounts {\n"
+                                 "  A {\n"
+                                 "    users: [ {user: a, password: p} ]\n"
+                                 "    mappings: {\n"
+                                 "      \"foo\": \"bar\"\n"
+                                 "      \"in.*.*\": \"out.$2.$1\"\n"
+                                 "      \"fn.*.*\": \"fnout.{{wildcard(2)}}.{{wildcard(1)}}\"\n"
+                                 "    }\n"
+                                 "  }\n"
+                                 "  B { users: [ {user: b, password: p} ] }\n"
+                                 "}\n");
     natsConnection *sa = cconnect(srv, "a");
     natsConnection *pa = cconnect(srv, "a");
     natsConnection *sb = cconnect(srv, "b");
@@ -205,14 +157,13 @@ Test(integ_accounts, mapping_simple_and_wildcard)
     natsConnection_Destroy(pa);
     natsConnection_Destroy(sb);
     natsConnection_Destroy(pb);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_accounts, mapping_global_account)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, "mappings: { \"g.foo\": \"g.bar\" }\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, "mappings: { \"g.foo\": \"g.bar\" }\n");
     natsConnection *s = cconnect(srv, NULL);
     natsConnection *p = cconnect(srv, NULL);
     natsSubscription *all = csub(s, "g.>");
@@ -221,16 +172,15 @@ Test(integ_accounts, mapping_global_account)
     natsSubscription_Destroy(all);
     natsConnection_Destroy(s);
     natsConnection_Destroy(p);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* Publishes n messages on "w" and counts those arriving on w.a and w.b. */
 static void
 weighted_counts(const char *conf, int n, int *na, int *nb)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, conf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, conf);
     natsConnection *s = cconnect(srv, NULL);
     natsConnection *p = cconnect(srv, NULL);
     natsSubscription *all = csub(s, "w.>");
@@ -259,8 +209,7 @@ weighted_counts(const char *conf, int n, int *na, int *nb)
     natsSubscription_Destroy(end);
     natsConnection_Destroy(s);
     natsConnection_Destroy(p);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_accounts, mapping_weighted_100_0)
@@ -306,8 +255,8 @@ Test(integ_accounts, mapping_weighted_50_50)
 
 Test(integ_accounts, stream_import_prefix_to_and_private)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, STREAM_CONF "}\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, STREAM_CONF "}\n");
     natsConnection *pa = cconnect(srv, "a"), *sa = cconnect(srv, "a");
     natsConnection *sb = cconnect(srv, "b"), *mb = cconnect(srv, "b");
     natsConnection *sc = cconnect(srv, "c"), *mc = cconnect(srv, "c");
@@ -354,16 +303,15 @@ Test(integ_accounts, stream_import_prefix_to_and_private)
     natsConnection *conns[] = {pa, sa, sb, mb, sc, mc, sd, md};
     for (size_t i = 0; i < 8; i++)
         natsConnection_Destroy(conns[i]);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* Queue groups and request/reply in the importer: one member of a queue group gets each
  * imported message, and the reply subject comes along unchanged. */
 Test(integ_accounts, stream_import_queue_and_reply)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, STREAM_CONF "}\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, STREAM_CONF "}\n");
     natsConnection *pa = cconnect(srv, "a");
     natsConnection *b1 = cconnect(srv, "b"), *b2 = cconnect(srv, "b");
     natsSubscription *q1 = NULL, *q2 = NULL;
@@ -399,15 +347,14 @@ Test(integ_accounts, stream_import_queue_and_reply)
     natsConnection_Destroy(pa);
     natsConnection_Destroy(b1);
     natsConnection_Destroy(b2);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* An import that no export authorizes refuses the configuration, as in nats-server (the config
  * parser checks it; acct_route.c would skip such an import too). */
 Test(integ_accounts, stream_import_not_authorized)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     snprintf(cf.dir, sizeof cf.dir, "/tmp/nd_integ_acct_XXXXXX");
     cr_assert_not_null(mkdtemp(cf.dir));
     snprintf(cf.path, sizeof cf.path, "%s/server.conf", cf.dir);
@@ -424,7 +371,7 @@ Test(integ_accounts, stream_import_not_authorized)
     snprintf(cmd, sizeof cmd, "'%s' -t -c '%s' 2>&1 | grep -q 'stream import not authorized'",
              nd_integ_server_path(), cf.path);
     cr_assert(system(cmd) == 0, "the configuration was not refused: %s", cmd);
-    conf_remove(&cf);
+    nd_integ_conf_remove(&cf);
 }
 
 /* ---- service exports and imports ----------------------------------------------------------- */
@@ -464,8 +411,8 @@ on_request(natsConnection *nc, natsSubscription *sub, natsMsg *m, void *arg)
 
 Test(integ_accounts, service_request_reply)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, SERVICE_CONF);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, SERVICE_CONF);
     natsConnection *ra = cconnect(srv, "a");
     natsConnection *nb = cconnect(srv, "b");
     natsConnection *nc = cconnect(srv, "c");
@@ -491,8 +438,7 @@ Test(integ_accounts, service_request_reply)
     natsConnection_Destroy(ra);
     natsConnection_Destroy(nb);
     natsConnection_Destroy(nc);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* Sends one request from B on subject (A's asubject) with reply "inbox.b"; A's synchronous
@@ -502,8 +448,8 @@ Test(integ_accounts, service_request_reply)
 static int
 responses(const char *subject, const char *asubject, int n, int delay_ms)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, SERVICE_CONF);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, SERVICE_CONF);
     natsConnection *ra = cconnect(srv, "a");
     natsConnection *sb = cconnect(srv, "b"), *mb = cconnect(srv, "b");
     natsSubscription *req = csub(ra, asubject);
@@ -545,8 +491,7 @@ responses(const char *subject, const char *asubject, int n, int delay_ms)
     natsConnection_Destroy(ra);
     natsConnection_Destroy(sb);
     natsConnection_Destroy(mb);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
     return got;
 }
 
@@ -688,8 +633,8 @@ expect_details(json_t *o, natsConnection *requester, const char *user)
  * import from the system account the server's name. */
 Test(integ_accounts, service_request_info_not_forgeable)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, REQINFO_CONF);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, REQINFO_CONF);
     natsConnection *ra = cconnect(srv, "a"), *rs = cconnect(srv, "s");
     natsConnection *nb = cconnect(srv, "b");
     natsSubscription *svc = csub(ra, "svc"), *shr = csub(ra, "shr"), *sys = csub(rs, "sys.svc");
@@ -728,8 +673,7 @@ Test(integ_accounts, service_request_info_not_forgeable)
     natsConnection_Destroy(ra);
     natsConnection_Destroy(rs);
     natsConnection_Destroy(nb);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* natsd removes a forged header whatever the case of its name (and every copy of it): clients
@@ -738,11 +682,10 @@ Test(integ_accounts, service_request_info_not_forgeable)
  * skipped against it. */
 Test(integ_accounts, service_request_info_any_case)
 {
-    const char *ref = getenv("NATSD_TEST_SERVER");
-    if (ref != NULL && strstr(ref, "nats-server") != NULL)
+    if (nd_integ_is_reference())
         cr_skip_test("nats-server keeps a forged header in another case");
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, REQINFO_CONF);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, REQINFO_CONF);
     natsConnection *ra = cconnect(srv, "a"), *nb = cconnect(srv, "b");
     natsSubscription *svc = csub(ra, "svc");
     natsMsg *m = NULL;
@@ -772,8 +715,7 @@ Test(integ_accounts, service_request_info_any_case)
     natsSubscription_Destroy(svc);
     natsConnection_Destroy(ra);
     natsConnection_Destroy(nb);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 #define CHAIN_CONF                                                                                 \
@@ -801,8 +743,8 @@ Test(integ_accounts, service_request_info_any_case)
  * answer on its `_R_` reply goes back through B to C's reply subject. */
 Test(integ_accounts, service_request_info_chained)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, CHAIN_CONF);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CHAIN_CONF);
     natsConnection *ra = cconnect(srv, "a"), *rb = cconnect(srv, "b");
     natsConnection *nc = cconnect(srv, "c");
     natsSubscription *a_all = csub(ra, "a.*"), *b_all = csub(rb, "b.*");
@@ -846,16 +788,15 @@ Test(integ_accounts, service_request_info_chained)
     natsConnection_Destroy(ra);
     natsConnection_Destroy(rb);
     natsConnection_Destroy(nc);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* Two accounts importing each other's whole stream export with prefixes: not a cycle (nats-server
  * accepts it), and an imported message is not passed back, so nothing loops. */
 Test(integ_accounts, stream_import_two_way_prefixes)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(
         &cf, "accounts {\n"
              "  A { users: [ {user: a, password: p} ]\n"
              "      exports: [ {stream: \">\"} ]\n"
@@ -886,8 +827,7 @@ Test(integ_accounts, stream_import_two_way_prefixes)
     natsConnection *conns[] = {pa, sa, pb, sb};
     for (size_t i = 0; i < 4; i++)
         natsConnection_Destroy(conns[i]);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* ---- reload ------------------------------------------------------------------------------ */
@@ -896,15 +836,15 @@ Test(integ_accounts, stream_import_two_way_prefixes)
  * import stops the flow. */
 Test(integ_accounts, reload_routes)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     nd_integ_server_t *srv =
-        start_conf(&cf, "accounts {\n"
-                        "  A { users: [ {user: a, password: p} ]\n"
-                        "      exports: [ {stream: \"foo.>\"} ]\n"
-                        "      mappings: { \"m\": \"m.one\" } }\n"
-                        "  B { users: [ {user: b, password: p} ]\n"
-                        "      imports: [ {stream: {account: A, subject: \"foo.>\"}} ] }\n"
-                        "}\n");
+        nd_integ_conf_start(&cf, "accounts {\n"
+                                 "  A { users: [ {user: a, password: p} ]\n"
+                                 "      exports: [ {stream: \"foo.>\"} ]\n"
+                                 "      mappings: { \"m\": \"m.one\" } }\n"
+                                 "  B { users: [ {user: b, password: p} ]\n"
+                                 "      imports: [ {stream: {account: A, subject: \"foo.>\"}} ] }\n"
+                                 "}\n");
     natsConnection *pa = cconnect(srv, "a"), *sa = cconnect(srv, "a");
     natsConnection *sb = cconnect(srv, "b"), *mb = cconnect(srv, "b");
     natsSubscription *a_all = csub(sa, ">");
@@ -914,12 +854,12 @@ Test(integ_accounts, reload_routes)
     expect_msg(a_all, "m.one", "1");
     expect_msg(a_all, "foo.x", "2");
     expect_msg(b_all, "foo.x", "2");
-    conf_reload(&cf, srv,
-                "accounts {\n"
-                "  A { users: [ {user: a, password: p} ]\n"
-                "      mappings: { \"m\": \"m.two\" } }\n"
-                "  B { users: [ {user: b, password: p} ] }\n"
-                "}\n");
+    nd_integ_conf_write(&cf, "accounts {\n"
+                             "  A { users: [ {user: a, password: p} ]\n"
+                             "      mappings: { \"m\": \"m.two\" } }\n"
+                             "  B { users: [ {user: b, password: p} ] }\n"
+                             "}\n");
+    nd_integ_server_reload(srv, true);
     cpub(pa, "m", "3");
     cpub(pa, "foo.x", "4");
     expect_msg(a_all, "m.two", "3");
@@ -930,8 +870,7 @@ Test(integ_accounts, reload_routes)
     natsConnection *conns[] = {pa, sa, sb, mb};
     for (size_t i = 0; i < 4; i++)
         natsConnection_Destroy(conns[i]);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* An account importing its own export (the same subject): a request reaches A's responder
@@ -941,13 +880,13 @@ Test(integ_accounts, reload_routes)
  * defect 7. */
 Test(integ_accounts, service_import_of_own_export)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     nd_integ_server_t *srv =
-        start_conf(&cf, "accounts {\n"
-                        "  A { users: [ {user: a, password: p} ]\n"
-                        "      exports: [ {service: \"svc\"} ]\n"
-                        "      imports: [ {service: {account: A, subject: \"svc\"}} ] }\n"
-                        "}\n");
+        nd_integ_conf_start(&cf, "accounts {\n"
+                                 "  A { users: [ {user: a, password: p} ]\n"
+                                 "      exports: [ {service: \"svc\"} ]\n"
+                                 "      imports: [ {service: {account: A, subject: \"svc\"}} ] }\n"
+                                 "}\n");
     nd_integ_conn_t *r = nd_integ_conn_open(srv), *q = nd_integ_conn_open(srv);
     ND_SEND(r, "CONNECT {\"verbose\":false,\"user\":\"a\",\"pass\":\"p\"}\r\nSUB svc 1\r\n"
                "PING\r\n");
@@ -982,6 +921,5 @@ Test(integ_accounts, service_import_of_own_export)
     ND_EXPECT(q, "MSG inbox 9 1\r\n1\r\nMSG inbox 9 1\r\n2\r\nPONG\r\n");
     nd_integ_conn_close(r);
     nd_integ_conn_close(q);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }

@@ -51,46 +51,6 @@ TestSuite(integ_auth, .fini = suite_fini, .timeout = 240);
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
-typedef struct conf {
-    char dir[64];
-    char path[128];
-} conf_t;
-
-static void
-conf_write(conf_t *c, const char *text)
-{
-    if (c->dir[0] == '\0') {
-        snprintf(c->dir, sizeof c->dir, "/tmp/nd_integ_auth_XXXXXX");
-        cr_assert_not_null(mkdtemp(c->dir));
-        snprintf(c->path, sizeof c->path, "%s/server.conf", c->dir);
-    }
-    char tmp[160];
-    snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
-    FILE *f = fopen(tmp, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    cr_assert(fclose(f) == 0);
-    cr_assert(rename(tmp, c->path) == 0);
-}
-
-static void
-conf_remove(conf_t *c)
-{
-    char p[192];
-    snprintf(p, sizeof p, "%s/seed.nk", c->dir);
-    unlink(p);
-    unlink(c->path);
-    rmdir(c->dir);
-}
-
-static nd_integ_server_t *
-start_conf(conf_t *c, const char *text)
-{
-    conf_write(c, text);
-    const char *args[] = {"-c", c->path, NULL};
-    return nd_integ_server_start(0, args);
-}
-
 /* Opens a raw connection and sends CONNECT (verbose off) with the given JSON fields, then a PING;
  * expects the PONG. */
 static nd_integ_conn_t *
@@ -119,20 +79,7 @@ login_refused(nd_integ_server_t *srv, const char *fields)
     nd_integ_conn_close(c);
 }
 
-static void
-reload(nd_integ_server_t *srv)
-{
-    size_t mark = nd_integ_server_log_mark(srv);
-    nd_integ_server_signal(srv, SIGHUP);
-    nd_integ_server_wait_log(srv, mark, "Reloaded server configuration");
-}
-
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        natsStatus s_ = (call);                                                                    \
-        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                     \
-                  nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");                         \
-    } while (0)
+#define OK(call) ND_NATS_OK(call)
 
 typedef enum { C_USER, C_TOKEN, C_NKEY } ckind_t;
 
@@ -143,7 +90,7 @@ cconnect(nd_integ_server_t *srv, ckind_t kind, const char *a, const char *b, nat
 {
     natsOptions *o = NULL;
     char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", nd_integ_server_port(srv));
+    nd_integ_nats_url(srv, url, sizeof url);
     OK(natsOptions_Create(&o));
     OK(natsOptions_SetURL(o, url));
     OK(natsOptions_SetAllowReconnect(o, false));
@@ -183,8 +130,8 @@ cping(natsConnection *nc)
 
 Test(integ_auth, single_user_raw)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, "authorization { user: u, password: pw }\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, "authorization { user: u, password: pw }\n");
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
     cr_assert_not_null(strstr(nd_integ_conn_info(c), "\"auth_required\":true"), "%s",
                        nd_integ_conn_info(c));
@@ -213,8 +160,7 @@ Test(integ_auth, single_user_raw)
     ND_EXPECT(c, "-ERR 'Authorization Violation'\r\n");
     nd_integ_expect_close(c);
     nd_integ_conn_close(c);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* Without any authentication configured, naming an account is refused all the same. */
@@ -238,22 +184,21 @@ Test(integ_auth, no_auth_account_fields)
 
 Test(integ_auth, connection_types)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(
         &cf, "authorization { users: [\n"
              "  {user: w, password: p, allowed_connection_types: [\"WEBSOCKET\"]}\n"
              "  {user: s, password: p, allowed_connection_types: [\"STANDARD\", \"MQTT\"]}\n"
              "] }\n");
     login_refused(srv, "\"user\":\"w\",\"pass\":\"p\"");
     nd_integ_conn_close(login(srv, "\"user\":\"s\",\"pass\":\"p\""));
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_auth, token_and_users_cclient)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, "authorization { token: \"s3cr3t\" }\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, "authorization { token: \"s3cr3t\" }\n");
     natsConnection *nc = NULL;
     OK(cconnect(srv, C_TOKEN, "s3cr3t", NULL, &nc));
     cping(nc);
@@ -263,10 +208,10 @@ Test(integ_auth, token_and_users_cclient)
     nd_integ_server_stop(srv);
 
     /* A users list: plain and bcrypt passwords. */
-    srv = start_conf(&cf, "authorization { users: [\n"
-                          "  {user: alice, password: \"a-pass\"}\n"
-                          "  {user: bob, password: \"" BOB_HASH "\"}\n"
-                          "] }\n");
+    srv = nd_integ_conf_start(&cf, "authorization { users: [\n"
+                                   "  {user: alice, password: \"a-pass\"}\n"
+                                   "  {user: bob, password: \"" BOB_HASH "\"}\n"
+                                   "] }\n");
     OK(cconnect(srv, C_USER, "alice", "a-pass", &nc));
     cping(nc);
     natsConnection_Destroy(nc);
@@ -277,34 +222,30 @@ Test(integ_auth, token_and_users_cclient)
     cr_assert_neq(cconnect(srv, C_USER, "bob", "bobx", &nc), NATS_OK);
     cr_assert_neq(cconnect(srv, C_USER, "alice", "bob", &nc), NATS_OK);
     cr_assert_neq(cconnect(srv, C_USER, "carol", "a-pass", &nc), NATS_OK);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_auth, token_bcrypt_raw)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, "authorization { token: \"" BOB_HASH "\" }\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv =
+        nd_integ_conf_start(&cf, "authorization { token: \"" BOB_HASH "\" }\n");
     nd_integ_conn_t *c = login(srv, "\"auth_token\":\"bob\"");
     nd_integ_conn_close(c);
     login_refused(srv, "\"auth_token\":\"" BOB_HASH "\"");
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_auth, nkey_user)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, "authorization { users: [\n"
-                                             "  {nkey: " UPUB "}\n"
-                                             "  {user: alice, password: pw}\n"
-                                             "] }\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, "authorization { users: [\n"
+                                                      "  {nkey: " UPUB "}\n"
+                                                      "  {user: alice, password: pw}\n"
+                                                      "] }\n");
     char seed[192];
-    snprintf(seed, sizeof seed, "%s/seed.nk", cf.dir);
-    FILE *f = fopen(seed, "w");
-    cr_assert_not_null(f);
-    fputs(USEED "\n", f);
-    cr_assert(fclose(f) == 0);
+    nd_integ_conf_file(&cf, "seed.nk", seed, sizeof seed);
+    nd_integ_write_file(seed, USEED "\n");
 
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
     const char *info = nd_integ_conn_info(c);
@@ -325,19 +266,18 @@ Test(integ_auth, nkey_user)
     /* The user/password user still works next to nkeys. */
     OK(cconnect(srv, C_USER, "alice", "pw", &nc));
     natsConnection_Destroy(nc);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_auth, no_auth_user)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     nd_integ_server_t *srv =
-        start_conf(&cf, "authorization { users: [\n"
-                        "  {user: anon, password: x, permissions: {publish: [\"ok.>\"]}}\n"
-                        "  {user: admin, password: y}\n"
-                        "] }\n"
-                        "no_auth_user: anon\n");
+        nd_integ_conf_start(&cf, "authorization { users: [\n"
+                                 "  {user: anon, password: x, permissions: {publish: [\"ok.>\"]}}\n"
+                                 "  {user: admin, password: y}\n"
+                                 "] }\n"
+                                 "no_auth_user: anon\n");
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
     cr_assert_null(strstr(nd_integ_conn_info(c), "auth_required"), "%s", nd_integ_conn_info(c));
     /* A first op other than CONNECT logs in as anon, whose permissions then apply. */
@@ -359,8 +299,7 @@ Test(integ_auth, no_auth_user)
     ND_EXPECT(c, "PONG\r\n");
     nd_integ_conn_close(c);
     login_refused(srv, "\"user\":\"admin\",\"pass\":\"x\"");
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_auth, no_auth_user_fallbacks)
@@ -374,14 +313,14 @@ Test(integ_auth, no_auth_user_fallbacks)
         "  {user: admin, password: y}\n  {nkey: " UPUB "}\n",
     };
     for (int with_nkeys = 0; with_nkeys <= 1; with_nkeys++) {
-        conf_t cf = {0};
+        nd_integ_conf_t cf = {0};
         char text[512];
         snprintf(text, sizeof text,
                  "authorization { users: [\n"
                  "  {user: anon, password: x, permissions: {publish: [\"ok.>\"]}}\n%s"
                  "] }\nno_auth_user: anon\n",
                  users[with_nkeys]);
-        nd_integ_server_t *srv = start_conf(&cf, text);
+        nd_integ_server_t *srv = nd_integ_conf_start(&cf, text);
         const char *anon[] = {
             "\"user\":\"\"",
             "\"user\":\"\",\"pass\":\"\"",
@@ -408,16 +347,15 @@ Test(integ_auth, no_auth_user_fallbacks)
             login_refused(srv, "\"nkey\":\"" UPUB2 "\"");
             login_refused(srv, "\"nkey\":\"bogus\"");
         }
-        nd_integ_server_stop(srv);
-        conf_remove(&cf);
+        nd_integ_conf_stop(srv, &cf);
     }
 }
 
 Test(integ_auth, auth_timeout)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     nd_integ_server_t *srv =
-        start_conf(&cf, "authorization { user: u, password: pw, timeout: 0.5 }\n");
+        nd_integ_conf_start(&cf, "authorization { user: u, password: pw, timeout: 0.5 }\n");
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
     /* Nothing sent: the server gives up on its own (the harness's wait is only a hang guard). */
     ND_EXPECT(c, "-ERR 'Authentication Timeout'\r\n");
@@ -428,8 +366,7 @@ Test(integ_auth, auth_timeout)
     usleep(800 * 1000); /* past the timeout: not an assertion on timing, the timer must be off */
     ND_PING(c);
     nd_integ_conn_close(c);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* ---- permissions: property test -------------------------------------------------------- */
@@ -672,7 +609,7 @@ static void
 perm_round(uint64_t seed)
 {
     rng_state = seed * 2654435761u + 1;
-    bool reference = strstr(nd_integ_server_path(), "nats-server") != NULL;
+    bool reference = nd_integ_is_reference();
     uperms_t up[NUSERS];
     char conf[8192] = "authorization { users: [\n  {user: pub, password: p}\n";
     for (int u = 0; u < NUSERS; u++) {
@@ -704,8 +641,8 @@ perm_round(uint64_t seed)
     if (getenv("ND_AUTH_TEST_VERBOSE") != NULL)
         fprintf(stderr, "seed %llu:\n%s", (unsigned long long)seed, conf);
 
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(&cf, conf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, conf);
     nd_integ_conn_t *pub = login(srv, "\"user\":\"pub\",\"pass\":\"p\",\"echo\":false");
     ND_SEND(pub, "SUB > 1\r\nPING\r\n");
     ND_EXPECT(pub, "PONG\r\n");
@@ -832,8 +769,7 @@ perm_round(uint64_t seed)
         nd_integ_conn_close(c);
     }
     nd_integ_conn_close(pub);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
     nd_integ_context(NULL);
 }
 
@@ -846,8 +782,8 @@ Test(integ_auth, permission_matrix, .timeout = 600)
 
 Test(integ_auth, permission_texts_and_queues)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(
         &cf, "authorization { users: [\n"
              "  {user: u, password: p, permissions: {\n"
              "     publish: {allow: [\"foo.>\", \"_INBOX.>\"], deny: [\"foo.bar\"]}\n"
@@ -898,8 +834,7 @@ Test(integ_auth, permission_texts_and_queues)
     ND_EXPECT(a, "MSG _INBOX.r 9 1\r\nA\r\nPONG\r\n");
     nd_integ_conn_close(s);
     nd_integ_conn_close(a);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* A queue-qualified subscribe deny ("foo.x q1") refuses SUBs to foo.x in queue q1 and drops no
@@ -910,13 +845,13 @@ Test(integ_auth, permission_texts_and_queues)
  * on. Issue 11, defect 7. */
 Test(integ_auth, queue_deny_filters_only_its_queue)
 {
-    conf_t cf = {0};
-    nd_integ_server_t *srv = start_conf(
-        &cf, "authorization { users: [\n"
-             "  {user: u, password: p, permissions: {\n"
-             "     subscribe: {deny: [\"foo.x q1\", \"bar.>\"]}}}\n"
-             "  {user: all, password: p}\n"
-             "] }\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv =
+        nd_integ_conf_start(&cf, "authorization { users: [\n"
+                                 "  {user: u, password: p, permissions: {\n"
+                                 "     subscribe: {deny: [\"foo.x q1\", \"bar.>\"]}}}\n"
+                                 "  {user: all, password: p}\n"
+                                 "] }\n");
     nd_integ_conn_t *c = login(srv, "\"user\":\"u\",\"pass\":\"p\"");
     ND_SEND(c, "SUB foo.x q1 9\r\nPING\r\n");
     ND_EXPECT(c, "-ERR 'Permissions Violation for Subscription to \"foo.x\" using queue \"q1\"'"
@@ -939,22 +874,21 @@ Test(integ_auth, queue_deny_filters_only_its_queue)
     ND_PING(c);
     nd_integ_conn_close(c);
     nd_integ_conn_close(a);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* ---- accounts ---------------------------------------------------------------------------- */
 
 Test(integ_auth, account_isolation)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     nd_integ_server_t *srv =
-        start_conf(&cf, "accounts {\n"
-                        "  A { users: [ {user: a1, password: p},"
-                        " {user: a2, password: p} ] }\n"
-                        "  B { users: [ {user: b1, password: p} ] }\n"
-                        "}\n"
-                        "authorization { users: [ {user: g, password: p} ] }\n");
+        nd_integ_conf_start(&cf, "accounts {\n"
+                                 "  A { users: [ {user: a1, password: p},"
+                                 " {user: a2, password: p} ] }\n"
+                                 "  B { users: [ {user: b1, password: p} ] }\n"
+                                 "}\n"
+                                 "authorization { users: [ {user: g, password: p} ] }\n");
     const char *fields = ",\"echo\":false";
     char buf[256];
     snprintf(buf, sizeof buf, "\"user\":\"a1\",\"pass\":\"p\"%s", fields);
@@ -1005,31 +939,30 @@ Test(integ_auth, account_isolation)
     ND_EXPECT(g, "PONG\r\n");
     for (int i = 0; i < 4; i++)
         nd_integ_conn_close(all[i]);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* ---- reload ------------------------------------------------------------------------------ */
 
 Test(integ_auth, reload_users)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     nd_integ_server_t *srv =
-        start_conf(&cf, "authorization { users: [\n"
-                        "  {user: u, password: old}\n"
-                        "  {user: v, password: p, permissions: {publish: [\"x\"]}}\n"
-                        "] }\n");
+        nd_integ_conf_start(&cf, "authorization { users: [\n"
+                                 "  {user: u, password: old}\n"
+                                 "  {user: v, password: p, permissions: {publish: [\"x\"]}}\n"
+                                 "] }\n");
     nd_integ_conn_t *old = login(srv, "\"user\":\"u\",\"pass\":\"old\"");
     nd_integ_conn_t *v = login(srv, "\"user\":\"v\",\"pass\":\"p\"");
     ND_SEND(v, "PUB y 0\r\n\r\nSUB s1 1\r\nSUB s2 2\r\nPING\r\n");
     ND_EXPECT(v, "-ERR 'Permissions Violation for Publish to \"y\"'\r\nPONG\r\n");
 
-    conf_write(&cf,
-               "authorization { users: [\n"
-               "  {user: u, password: new}\n"
-               "  {user: v, password: p, permissions: {publish: [\"y\"], subscribe: [\"s2\"]}}\n"
-               "] }\n");
-    reload(srv);
+    nd_integ_conf_write(
+        &cf, "authorization { users: [\n"
+             "  {user: u, password: new}\n"
+             "  {user: v, password: p, permissions: {publish: [\"y\"], subscribe: [\"s2\"]}}\n"
+             "] }\n");
+    nd_integ_server_reload(srv, true);
     /* The connection that used the old password is closed as nats-server's reload does. */
     ND_EXPECT(old, "-ERR 'Authorization Violation'\r\n");
     nd_integ_expect_close(old);
@@ -1053,6 +986,5 @@ Test(integ_auth, reload_users)
                  "-ERR 'Permissions Violation for Subscription to \"s1\"'\r\nPONG\r\n");
     nd_integ_conn_close(v);
     nd_integ_conn_close(u);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }

@@ -11,11 +11,9 @@
 #include <criterion/criterion.h>
 
 #include <nats/nats.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "harness.h"
 
@@ -29,18 +27,13 @@ suite_fini(void)
 
 TestSuite(integ_nats_c, .fini = suite_fini, .timeout = 180);
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        natsStatus s_ = (call);                                                                    \
-        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                     \
-                  nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");                         \
-    } while (0)
+#define OK(call) ND_NATS_OK(call)
 
 static natsConnection *
 connect_to(nd_integ_server_t *srv)
 {
     char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", nd_integ_server_port(srv));
+    nd_integ_nats_url(srv, url, sizeof url);
     natsConnection *nc = NULL;
     OK(natsConnection_ConnectTo(&nc, url));
     return nc;
@@ -66,72 +59,6 @@ expect_none_queued(natsSubscription *sub)
     int msgs = -1, bytes = -1;
     OK(natsSubscription_GetPending(sub, &msgs, &bytes));
     cr_assert(msgs == 0, "%d unexpected messages queued", msgs);
-}
-
-/* A counter that callbacks bump and tests wait on. */
-typedef struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int count;
-} waiter_t;
-
-static void
-waiter_init(waiter_t *w)
-{
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    w->count = 0;
-}
-
-static void
-waiter_bump(waiter_t *w)
-{
-    pthread_mutex_lock(&w->mu);
-    w->count++;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-static int
-waiter_get(waiter_t *w)
-{
-    pthread_mutex_lock(&w->mu);
-    int n = w->count;
-    pthread_mutex_unlock(&w->mu);
-    return n;
-}
-
-/* Waits until the count reaches at least target; returns the count (below target on timeout). */
-static int
-waiter_wait(waiter_t *w, int target, int timeout_ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    pthread_mutex_lock(&w->mu);
-    while (w->count < target) {
-        if (pthread_cond_timedwait(&w->cv, &w->mu, &ts) != 0)
-            break;
-    }
-    int n = w->count;
-    pthread_mutex_unlock(&w->mu);
-    return n;
-}
-
-static void
-waiter_destroy(waiter_t *w)
-{
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
 }
 
 /* ---- tests -------------------------------------------------------------------------------- */
@@ -364,7 +291,7 @@ Test(integ_nats_c, auto_unsubscribe)
 static void
 on_count(natsConnection *nc, natsSubscription *sub, natsMsg *msg, void *closure)
 {
-    waiter_bump(closure);
+    nd_integ_waiter_bump(closure);
     natsMsg_Destroy(msg);
 }
 
@@ -373,8 +300,8 @@ Test(integ_nats_c, drain)
     enum { N = 200 };
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
     natsConnection *nc = connect_to(srv);
-    waiter_t got;
-    waiter_init(&got);
+    nd_integ_waiter_t got;
+    nd_integ_waiter_init(&got);
     natsSubscription *sub = NULL;
     OK(natsConnection_Subscribe(&sub, nc, "drain.me", on_count, &got));
     OK(natsSubscription_SetPendingLimits(sub, -1, -1));
@@ -385,34 +312,34 @@ Test(integ_nats_c, drain)
     OK(natsSubscription_Drain(sub));
     OK(natsSubscription_WaitForDrainCompletion(sub, ND_INTEG_TIMEOUT_MS));
     OK(natsSubscription_DrainCompletionStatus(sub));
-    cr_assert(waiter_get(&got) == N, "drained subscription handled %d, want %d", waiter_get(&got),
-              N);
+    cr_assert(nd_integ_waiter_get(&got) == N, "drained subscription handled %d, want %d",
+              nd_integ_waiter_get(&got), N);
     /* The server no longer delivers to it. */
     OK(natsConnection_PublishString(nc, "drain.me", "late"));
     OK(natsConnection_FlushTimeout(nc, ND_INTEG_TIMEOUT_MS));
-    cr_assert(waiter_get(&got) == N);
+    cr_assert(nd_integ_waiter_get(&got) == N);
     natsSubscription_Destroy(sub);
     natsConnection_Destroy(nc);
-    waiter_destroy(&got);
+    nd_integ_waiter_destroy(&got);
     nd_integ_server_stop(srv);
 }
 
 static void
 on_closed(natsConnection *nc, void *closure)
 {
-    waiter_bump(closure);
+    nd_integ_waiter_bump(closure);
 }
 
 Test(integ_nats_c, connection_drain)
 {
     enum { N = 200 };
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
-    waiter_t got, closed;
-    waiter_init(&got);
-    waiter_init(&closed);
+    nd_integ_waiter_t got, closed;
+    nd_integ_waiter_init(&got);
+    nd_integ_waiter_init(&closed);
     natsOptions *o = NULL;
     char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", nd_integ_server_port(srv));
+    nd_integ_nats_url(srv, url, sizeof url);
     OK(natsOptions_Create(&o));
     OK(natsOptions_SetURL(o, url));
     OK(natsOptions_SetClosedCB(o, on_closed, &closed));
@@ -428,15 +355,17 @@ Test(integ_nats_c, connection_drain)
     /* Draining the connection lets every message the server already sent be handled, then
      * closes it. */
     OK(natsConnection_DrainTimeout(nc, ND_INTEG_TIMEOUT_MS));
-    cr_assert(waiter_wait(&closed, 1, ND_INTEG_TIMEOUT_MS) == 1, "drained connection not closed");
-    cr_assert(waiter_get(&got) == N, "drained connection handled %d, want %d", waiter_get(&got), N);
+    cr_assert(nd_integ_waiter_wait(&closed, 1, ND_INTEG_TIMEOUT_MS) == 1,
+              "drained connection not closed");
+    cr_assert(nd_integ_waiter_get(&got) == N, "drained connection handled %d, want %d",
+              nd_integ_waiter_get(&got), N);
     cr_assert(natsConnection_IsClosed(nc));
     natsSubscription_Destroy(sub);
     natsConnection_Destroy(nc);
     natsConnection_Destroy(pc);
     natsOptions_Destroy(o);
-    waiter_destroy(&got);
-    waiter_destroy(&closed);
+    nd_integ_waiter_destroy(&got);
+    nd_integ_waiter_destroy(&closed);
     nd_integ_server_stop(srv);
 }
 
@@ -509,22 +438,22 @@ Test(integ_nats_c, headers)
 static void
 on_disconnected(natsConnection *nc, void *closure)
 {
-    waiter_bump(closure);
+    nd_integ_waiter_bump(closure);
 }
 
 static void
 on_reconnected(natsConnection *nc, void *closure)
 {
-    waiter_bump(closure);
+    nd_integ_waiter_bump(closure);
 }
 
 Test(integ_nats_c, reconnect_after_restart)
 {
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
     int port = nd_integ_server_port(srv);
-    waiter_t disc, reco;
-    waiter_init(&disc);
-    waiter_init(&reco);
+    nd_integ_waiter_t disc, reco;
+    nd_integ_waiter_init(&disc);
+    nd_integ_waiter_init(&reco);
     natsOptions *o = NULL;
     char url[64];
     snprintf(url, sizeof url, "nats://127.0.0.1:%d", port);
@@ -545,10 +474,11 @@ Test(integ_nats_c, reconnect_after_restart)
 
     /* Stop with SIGINT (clean exit asserted), then start again on the same port. */
     nd_integ_server_stop(srv);
-    cr_assert(waiter_wait(&disc, 1, ND_INTEG_TIMEOUT_MS) >= 1, "client did not see the disconnect");
+    cr_assert(nd_integ_waiter_wait(&disc, 1, ND_INTEG_TIMEOUT_MS) >= 1,
+              "client did not see the disconnect");
     srv = nd_integ_server_start(port, NULL);
     cr_assert(nd_integ_server_port(srv) == port);
-    cr_assert(waiter_wait(&reco, 1, ND_INTEG_PROC_TIMEOUT_MS) >= 1,
+    cr_assert(nd_integ_waiter_wait(&reco, 1, ND_INTEG_PROC_TIMEOUT_MS) >= 1,
               "client did not reconnect to the restarted server");
 
     /* The library re-sent its SUB on reconnect; after a flush the new server has it, so a
@@ -563,7 +493,7 @@ Test(integ_nats_c, reconnect_after_restart)
     natsConnection_Destroy(nc);
     natsConnection_Destroy(pc);
     natsOptions_Destroy(o);
-    waiter_destroy(&disc);
-    waiter_destroy(&reco);
+    nd_integ_waiter_destroy(&disc);
+    nd_integ_waiter_destroy(&reco);
     nd_integ_server_stop(srv);
 }

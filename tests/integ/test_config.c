@@ -16,20 +16,11 @@ TestSuite(integ_config, .fini = nd_integ_cleanup, .timeout = 180);
 
 Test(integ_config, file_applies)
 {
-    char dir[] = "/tmp/nd_integ_config_XXXXXX";
-    cr_assert_not_null(mkdtemp(dir));
-    char path[128];
-    snprintf(path, sizeof path, "%s/server.conf", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs("# natsd integration test\nserver_name: \"cfg-test\"\nmax_payload: 100\n"
-          "port: 1\nping_interval: \"2m\"\n",
-          f);
-    fclose(f);
-
-    /* The harness adds `-p -1` before these: the flag overrides the file's port 1. */
-    const char *extra[] = {"-c", path, NULL};
-    nd_integ_server_t *srv = nd_integ_server_start(0, extra);
+    nd_integ_conf_t cf = {0};
+    /* The harness adds `-p -1` before `-c`: the flag overrides the file's port 1. */
+    nd_integ_server_t *srv =
+        nd_integ_conf_start(&cf, "# natsd integration test\nserver_name: \"cfg-test\"\n"
+                                 "max_payload: 100\nport: 1\nping_interval: \"2m\"\n");
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
     const char *info = nd_integ_conn_info(c);
     cr_assert(strncmp(info, "INFO ", 5) == 0, "%s", info);
@@ -48,21 +39,7 @@ Test(integ_config, file_applies)
     nd_integ_send(c, pub, (size_t)n);
     ND_EXPECT(c, "-ERR 'Maximum Payload Violation'\r\n");
     nd_integ_conn_close(c);
-    nd_integ_server_stop(srv);
-    unlink(path);
-    rmdir(dir);
-}
-
-/* Writes text into a fresh directory's server.conf; path gets the file, dir its directory. */
-static void
-write_conf(char *dir, char *path, size_t pathlen, const char *text)
-{
-    cr_assert_not_null(mkdtemp(dir));
-    snprintf(path, pathlen, "%s/server.conf", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    cr_assert(fclose(f) == 0);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* A 0 written for a limit means its default, as in nats-server 2.9.10 (checked there: INFO's
@@ -79,10 +56,8 @@ Test(integ_config, zero_limits_mean_the_defaults)
     };
     for (size_t i = 0; i < sizeof confs / sizeof confs[0]; i++) {
         nd_integ_context("config \"%s\"", confs[i]);
-        char dir[] = "/tmp/nd_integ_config_XXXXXX", path[128];
-        write_conf(dir, path, sizeof path, confs[i]);
-        const char *extra[] = {"-c", path, NULL};
-        nd_integ_server_t *srv = nd_integ_server_start(0, extra);
+        nd_integ_conf_t cf = {0};
+        nd_integ_server_t *srv = nd_integ_conf_start(&cf, confs[i]);
         nd_integ_conn_t *c = nd_integ_conn_open(srv);
         const char *info = nd_integ_conn_info(c);
         json_t *j = json_loads(info + 5, JSON_DISABLE_EOF_CHECK, NULL);
@@ -104,9 +79,7 @@ Test(integ_config, zero_limits_mean_the_defaults)
         ND_EXPECT(c, "+OK\r\nPONG\r\n");
         nd_integ_conn_close(c2);
         nd_integ_conn_close(c);
-        nd_integ_server_stop(srv);
-        unlink(path);
-        rmdir(dir);
+        nd_integ_conf_stop(srv, &cf);
     }
     nd_integ_context(NULL);
 }

@@ -52,22 +52,10 @@ TestSuite(integ_monitor, .init = suite_init, .fini = nd_integ_cleanup, .timeout 
 
 /* ---- helpers: ports, servers, clients ---- */
 
-static int
-free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert(bind(fd, (struct sockaddr *)&a, sizeof a) == 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 typedef struct mon {
     nd_integ_server_t *srv;
     int http;
-    char *conf; /* config file to remove, or NULL */
+    nd_integ_conf_t cf; /* the config file, when there is one */
 } mon_t;
 
 /* Starts the server under test with monitoring on a free port; extra: more arguments. */
@@ -75,19 +63,15 @@ static mon_t
 mon_start_with(const char *conf_text, const char *const *extra)
 {
     mon_t m = {0};
-    m.http = free_port();
+    m.http = nd_integ_free_port();
     char port[16];
     snprintf(port, sizeof port, "%d", m.http);
     const char *args[32] = {"-m", port};
     int n = 2;
     if (conf_text != NULL) {
-        m.conf = strdup("/tmp/nd_monitor_XXXXXX.conf");
-        int fd = mkstemps(m.conf, 5);
-        cr_assert(fd >= 0);
-        cr_assert(write(fd, conf_text, strlen(conf_text)) == (ssize_t)strlen(conf_text));
-        close(fd);
+        nd_integ_conf_write(&m.cf, conf_text);
         args[n++] = "-c";
-        args[n++] = m.conf;
+        args[n++] = m.cf.path;
     }
     for (int i = 0; extra != NULL && extra[i] != NULL && n < 30; i++)
         args[n++] = extra[i];
@@ -105,11 +89,7 @@ mon_start(void)
 static void
 mon_stop(mon_t *m)
 {
-    nd_integ_server_stop(m->srv);
-    if (m->conf != NULL) {
-        unlink(m->conf);
-        free(m->conf);
-    }
+    nd_integ_conf_stop(m->srv, &m->cf);
 }
 
 static nd_integ_conn_t *
@@ -1220,15 +1200,6 @@ Test(integ_monitor, passwords_never_shown)
 
 /* ---- key sets against the reference ---- */
 
-static const char *
-reference_path(void)
-{
-    const char *p = getenv("NATSD_TEST_REFERENCE");
-    if (p != NULL && *p)
-        return p;
-    return access("/usr/sbin/nats-server", X_OK) == 0 ? "/usr/sbin/nats-server" : NULL;
-}
-
 /* Keys natsd may lack, and why. */
 static const char *const allowed_missing[] = {
     "varz.system_account", /* natsd has no system account yet */
@@ -1306,7 +1277,7 @@ key_sets(const char *binary)
 
 Test(integ_monitor, keys_match_reference)
 {
-    const char *ref = reference_path();
+    const char *ref = nd_integ_reference_path();
     if (ref == NULL)
         cr_skip_test("no reference nats-server");
     json_t *theirs = key_sets(ref);
@@ -1372,27 +1343,6 @@ Test(integ_monitor, http_auth_and_base_path)
 /* http_auth {} is reloaded (issue 11, defect 4): after a new password and SIGHUP the new one is
  * let in and the old one refused, on new and on kept-alive HTTP connections alike; the token
  * can be removed; the reload says what it reloaded, without the secrets. */
-static void
-rewrite_conf(const mon_t *m, const char *text)
-{
-    char tmp[256];
-    snprintf(tmp, sizeof tmp, "%s.tmp", m->conf);
-    FILE *f = fopen(tmp, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    cr_assert(fclose(f) == 0);
-    cr_assert(rename(tmp, m->conf) == 0); /* the server never reads half a file */
-}
-
-static void
-sighup_ok(const mon_t *m)
-{
-    size_t mark = nd_integ_server_log_mark(m->srv);
-    nd_integ_server_signal(m->srv, SIGHUP);
-    nd_integ_server_wait_log(m->srv, mark, "Reloaded server configuration");
-    cr_assert(!nd_integ_server_log_has(m->srv, mark, "Failed to reload"));
-}
-
 static int
 status_of(int port, const char *path, const char *hdr)
 {
@@ -1425,8 +1375,8 @@ Test(integ_monitor, http_auth_reload)
     hresp_free(&r);
 
     size_t mark = nd_integ_server_log_mark(m.srv);
-    rewrite_conf(&m, "http_auth { user: mon, password: \"new-Pass2\" }\n");
-    sighup_ok(&m);
+    nd_integ_conf_write(&m.cf, "http_auth { user: mon, password: \"new-Pass2\" }\n");
+    nd_integ_server_reload(m.srv, true);
     cr_assert(nd_integ_server_log_has(m.srv, mark, "Reloaded: http_auth password"));
     cr_assert(nd_integ_server_log_has(m.srv, mark, "Reloaded: http_auth token"));
     cr_assert(!nd_integ_server_log_has(m.srv, mark, "Reloaded: http_auth user"));
@@ -1444,8 +1394,8 @@ Test(integ_monitor, http_auth_reload)
     hc_close(&h);
 
     /* http_auth removed: open again. */
-    rewrite_conf(&m, "# no http_auth\n");
-    sighup_ok(&m);
+    nd_integ_conf_write(&m.cf, "# no http_auth\n");
+    nd_integ_server_reload(m.srv, true);
     cr_assert_eq(status_of(m.http, "/varz", NULL), 200);
     mon_stop(&m);
 }

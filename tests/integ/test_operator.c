@@ -88,8 +88,8 @@ nats_limits(void)
 
 typedef struct world {
     tkey_t op, acc, acc_sk, user;
-    char dir[64];
-    char conf[128], creds[128];
+    nd_integ_conf_t cf; /* the config, op.jwt and user.creds */
+    char creds[128];
     char *op_jwt, *acc_jwt;
     nd_integ_server_t *srv;
 } world_t;
@@ -118,15 +118,6 @@ account_jwt(world_t *w, const char *limits, const char *extra, const char *signe
                 signer != NULL ? signer : w->op.seed);
 }
 
-static void
-write_file(const char *path, const char *text)
-{
-    FILE *f = fopen(path, "w");
-    cr_assert_not_null(f, "%s", path);
-    fputs(text, f);
-    cr_assert(fclose(f) == 0);
-}
-
 /* Writes the config: the operator file, resolver MEMORY, and acc as the one preloaded account. */
 static void
 write_conf(world_t *w, const char *acc)
@@ -135,8 +126,8 @@ write_conf(world_t *w, const char *acc)
     char *text = malloc(n);
     snprintf(text, n,
              "operator: \"%s/op.jwt\"\nresolver: MEMORY\nresolver_preload: {\n  %s: \"%s\"\n}\n",
-             w->dir, w->acc.pub, acc);
-    write_file(w->conf, text);
+             w->cf.dir, w->acc.pub, acc);
+    nd_integ_conf_write(&w->cf, text);
     free(text);
 }
 
@@ -154,28 +145,19 @@ world_start(world_t *w, const char *limits, const char *extra)
                                "type", "operator", "version", 2),
                      w->op.seed);
     w->acc_jwt = account_jwt(w, limits, extra, NULL);
-    snprintf(w->dir, sizeof w->dir, "/tmp/nd_integ_op_XXXXXX");
-    cr_assert_not_null(mkdtemp(w->dir));
     char opath[128];
-    snprintf(opath, sizeof opath, "%s/op.jwt", w->dir);
-    write_file(opath, w->op_jwt);
-    snprintf(w->conf, sizeof w->conf, "%s/server.conf", w->dir);
-    snprintf(w->creds, sizeof w->creds, "%s/user.creds", w->dir);
+    nd_integ_conf_file(&w->cf, "op.jwt", opath, sizeof opath);
+    nd_integ_write_file(opath, w->op_jwt);
+    nd_integ_conf_file(&w->cf, "user.creds", w->creds, sizeof w->creds);
     write_conf(w, w->acc_jwt);
-    const char *args[] = {"-c", w->conf, NULL};
+    const char *args[] = {"-c", w->cf.path, NULL};
     w->srv = nd_integ_server_start(0, args);
 }
 
 static void
 world_stop(world_t *w)
 {
-    nd_integ_server_stop(w->srv);
-    char p[192];
-    snprintf(p, sizeof p, "%s/op.jwt", w->dir);
-    unlink(p);
-    unlink(w->conf);
-    unlink(w->creds);
-    rmdir(w->dir);
+    nd_integ_conf_stop(w->srv, &w->cf);
     free(w->op_jwt);
     free(w->acc_jwt);
 }
@@ -243,12 +225,7 @@ raw_refused(world_t *w, const char *jwt, const char *seed)
     nd_integ_conn_close(c);
 }
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        natsStatus s_ = (call);                                                                    \
-        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                     \
-                  nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");                         \
-    } while (0)
+#define OK(call) ND_NATS_OK(call)
 
 /* Writes a creds file for jwt and w->user and connects the C client with it. */
 static natsStatus
@@ -261,11 +238,11 @@ cconnect(world_t *w, const char *jwt, natsConnection **nc)
              "************************* IMPORTANT *************************\n\n"
              "-----BEGIN USER NKEY SEED-----\n%s\n------END USER NKEY SEED------\n",
              jwt, w->user.seed);
-    write_file(w->creds, text);
+    nd_integ_write_file(w->creds, text);
     free(text);
     natsOptions *o = NULL;
     char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", nd_integ_server_port(w->srv));
+    nd_integ_nats_url(w->srv, url, sizeof url);
     OK(natsOptions_Create(&o));
     OK(natsOptions_SetURL(o, url));
     OK(natsOptions_SetAllowReconnect(o, false));
@@ -387,7 +364,7 @@ Test(integ_operator, revoked_user)
     char *acc = account_jwt(&w, NULL, extra, NULL);
     write_conf(&w, acc);
     free(acc);
-    const char *args[] = {"-c", w.conf, NULL};
+    const char *args[] = {"-c", w.cf.path, NULL};
     w.srv = nd_integ_server_start(0, args);
 
     char *jwt = user_jwt(&w, NULL, 0, NULL);
@@ -411,7 +388,7 @@ Test(integ_operator, untrusted_account)
     char *acc = account_jwt(&w, NULL, NULL, other.seed);
     write_conf(&w, acc);
     free(acc);
-    const char *args[] = {"-c", w.conf, NULL};
+    const char *args[] = {"-c", w.cf.path, NULL};
     w.srv = nd_integ_server_start(0, args);
     char *jwt = user_jwt(&w, NULL, 0, NULL);
     raw_refused(&w, jwt, w.user.seed);
@@ -626,7 +603,7 @@ Test(integ_operator, account_expires_while_connected)
                          w.op.seed);
         write_conf(&w, acc);
         free(acc);
-        const char *args[] = {"-c", w.conf, NULL};
+        const char *args[] = {"-c", w.cf.path, NULL};
         w.srv = nd_integ_server_start(0, args);
         char *jwt = user_jwt(&w, NULL, 0, NULL);
         nd_integ_conn_t *c = login_or_null(&w, jwt);
@@ -658,7 +635,7 @@ Test(integ_operator, scoped_signing_key)
     char *acc = account_jwt(&w, NULL, extra, NULL);
     write_conf(&w, acc);
     free(acc);
-    const char *args[] = {"-c", w.conf, NULL};
+    const char *args[] = {"-c", w.cf.path, NULL};
     w.srv = nd_integ_server_start(0, args);
     /* Such a user may set no permissions or limits of its own (-1 "unlimited" counts). */
     snprintf(extra, sizeof extra, "{\"issuer_account\":\"%s\"}", w.acc.pub);
@@ -875,7 +852,7 @@ Test(integ_operator, invalid_permission_entries)
     free(jwt);
     /* Not a valid subject: nats-server 2.9.10 admits the user and its sublist drops the entry
      * (a deny that no longer denies); natsd refuses the user. natsd only. */
-    if (strstr(nd_integ_server_path(), "nats-server") == NULL) {
+    if (!nd_integ_is_reference()) {
         const char *subj[] = {"{\"sub\":{\"deny\":[\"a..b\"]}}",
                               "{\"pub\":{\"deny\":[\"foo.>.bar\"]}}"};
         for (size_t i = 0; i < sizeof subj / sizeof subj[0]; i++) {

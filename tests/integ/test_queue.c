@@ -26,39 +26,13 @@
 
 TestSuite(integ_queue, .fini = nd_integ_cleanup, .timeout = 240);
 
-typedef struct conf {
-    char dir[64];
-    char path[128];
-} conf_t;
-
 /* Users: pub and m without permissions; d denied subscribing to q.deny (plain). */
-static const char CONF[] = "authorization { users: [\n"
-                           "  {user: pub, password: p}\n"
-                           "  {user: m, password: p}\n"
-                           "  {user: d, password: p, permissions: {subscribe: {deny: [\"q.deny\"]}}}\n"
-                           "] }\n";
-
-static nd_integ_server_t *
-start(conf_t *c)
-{
-    snprintf(c->dir, sizeof c->dir, "/tmp/nd_integ_queue_XXXXXX");
-    cr_assert_not_null(mkdtemp(c->dir));
-    snprintf(c->path, sizeof c->path, "%s/server.conf", c->dir);
-    FILE *f = fopen(c->path, "w");
-    cr_assert_not_null(f);
-    fputs(CONF, f);
-    cr_assert(fclose(f) == 0);
-    const char *args[] = {"-c", c->path, NULL};
-    return nd_integ_server_start(0, args);
-}
-
-static void
-stop(nd_integ_server_t *srv, conf_t *c)
-{
-    nd_integ_server_stop(srv);
-    unlink(c->path);
-    rmdir(c->dir);
-}
+static const char CONF[] =
+    "authorization { users: [\n"
+    "  {user: pub, password: p}\n"
+    "  {user: m, password: p}\n"
+    "  {user: d, password: p, permissions: {subscribe: {deny: [\"q.deny\"]}}}\n"
+    "] }\n";
 
 /* Logs in as user (password p), echo on or off, and sends subs (protocol lines, may be ""); one
  * PING/PONG round trip makes sure the server has them all. */
@@ -124,8 +98,8 @@ count_msgs(nd_integ_conn_t *c)
 
 Test(integ_queue, echo_off_publisher_is_a_member)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     nd_integ_conn_t *p = member(srv, "pub", false, "SUB q.echo g 1\r\n");
     nd_integ_conn_t *m = member(srv, "m", true, "SUB q.echo g 1\r\n");
     publish(p, "q.echo", 1000);
@@ -133,13 +107,13 @@ Test(integ_queue, echo_off_publisher_is_a_member)
     cr_expect_eq(count_msgs(p), 0);
     nd_integ_conn_close(p);
     nd_integ_conn_close(m);
-    stop(srv, &cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_queue, deny_filtered_member)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     /* d's wildcard is allowed and switches its delivery filter on: q.deny never reaches it. */
     nd_integ_conn_t *d = member(srv, "d", true, "SUB q.* g 1\r\n");
     nd_integ_conn_t *m = member(srv, "m", true, "SUB q.deny g 1\r\n");
@@ -150,13 +124,13 @@ Test(integ_queue, deny_filtered_member)
     nd_integ_conn_close(d);
     nd_integ_conn_close(m);
     nd_integ_conn_close(p);
-    stop(srv, &cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_queue, three_members_two_unable)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     /* Of three members only m can take q.deny: the publisher (echo off) and d (denied) cannot. */
     nd_integ_conn_t *p = member(srv, "pub", false, "SUB q.deny g 1\r\n");
     nd_integ_conn_t *d = member(srv, "d", true, "SUB q.* g 1\r\n");
@@ -168,13 +142,13 @@ Test(integ_queue, three_members_two_unable)
     nd_integ_conn_close(p);
     nd_integ_conn_close(d);
     nd_integ_conn_close(m);
-    stop(srv, &cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_queue, auto_unsubscribed_member)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     /* a leaves the group after 5000 messages; b and c take the rest. With three members, a is
      * picked about 6700 times in 20000, so it does reach its limit. */
     nd_integ_conn_t *a = member(srv, "m", true, "SUB q.auto g 1\r\nUNSUB 1 5000\r\n");
@@ -189,5 +163,5 @@ Test(integ_queue, auto_unsubscribed_member)
     nd_integ_conn_close(b);
     nd_integ_conn_close(c);
     nd_integ_conn_close(p);
-    stop(srv, &cf);
+    nd_integ_conf_stop(srv, &cf);
 }

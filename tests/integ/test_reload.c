@@ -15,12 +15,10 @@
 
 #include <jansson.h>
 #include <nats/nats.h>
-#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -34,60 +32,9 @@ suite_fini(void)
 
 TestSuite(integ_reload, .fini = suite_fini, .timeout = 240);
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        natsStatus s_ = (call);                                                                    \
-        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                     \
-                  nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");                         \
-    } while (0)
+#define OK(call) ND_NATS_OK(call)
 
 /* ---- helpers ---------------------------------------------------------------------------- */
-
-typedef struct conf {
-    char dir[64];
-    char path[128];
-} conf_t;
-
-static void
-conf_write(conf_t *c, const char *text)
-{
-    if (c->dir[0] == '\0') {
-        snprintf(c->dir, sizeof c->dir, "/tmp/nd_integ_reload_XXXXXX");
-        cr_assert_not_null(mkdtemp(c->dir));
-        snprintf(c->path, sizeof c->path, "%s/server.conf", c->dir);
-    }
-    /* Write a new file and rename it over the old one, so the server never reads half a file. */
-    char tmp[160];
-    snprintf(tmp, sizeof tmp, "%s.tmp", c->path);
-    FILE *f = fopen(tmp, "w");
-    cr_assert_not_null(f);
-    fputs(text, f);
-    cr_assert(fclose(f) == 0);
-    cr_assert(rename(tmp, c->path) == 0);
-}
-
-static void
-conf_remove(conf_t *c)
-{
-    unlink(c->path);
-    rmdir(c->dir);
-}
-
-/* Sends SIGHUP and waits for the outcome line; fails unless it is the expected one. */
-static void
-reload(nd_integ_server_t *srv, bool want_ok)
-{
-    size_t mark = nd_integ_server_log_mark(srv);
-    nd_integ_server_signal(srv, SIGHUP);
-    /* Either outcome ends with one of these two lines; wait for the one we want, then make sure
-     * the other did not come instead. */
-    nd_integ_server_wait_log(srv, mark,
-                             want_ok ? "Reloaded server configuration"
-                                     : "Failed to reload server configuration");
-    cr_assert(!nd_integ_server_log_has(srv, mark,
-                                       want_ok ? "Failed to reload server configuration"
-                                               : "Reloaded server configuration"));
-}
 
 static json_int_t
 info_int(const nd_integ_conn_t *c, const char *key)
@@ -129,74 +76,19 @@ pub_roundtrip(nd_integ_conn_t *c, size_t n)
     free(want);
 }
 
-/* A counter that callbacks bump and the test waits on. */
-typedef struct waiter {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int count;
-} waiter_t;
-
-static void
-waiter_init(waiter_t *w)
-{
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cv, &ca);
-    pthread_condattr_destroy(&ca);
-    w->count = 0;
-}
-
-static void
-waiter_bump(waiter_t *w)
-{
-    pthread_mutex_lock(&w->mu);
-    w->count++;
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
-}
-
-/* Waits until the count reaches target; returns the count (below target on timeout). */
-static int
-waiter_wait(waiter_t *w, int target, int timeout_ms)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    ts.tv_sec += timeout_ms / 1000;
-    ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
-    if (ts.tv_nsec >= 1000000000) {
-        ts.tv_sec++;
-        ts.tv_nsec -= 1000000000;
-    }
-    pthread_mutex_lock(&w->mu);
-    while (w->count < target && pthread_cond_timedwait(&w->cv, &w->mu, &ts) == 0)
-        ;
-    int n = w->count;
-    pthread_mutex_unlock(&w->mu);
-    return n;
-}
-
-static void
-waiter_destroy(waiter_t *w)
-{
-    pthread_mutex_destroy(&w->mu);
-    pthread_cond_destroy(&w->cv);
-}
-
 static void
 on_event(natsConnection *nc, void *closure)
 {
     (void)nc;
-    waiter_bump(closure);
+    nd_integ_waiter_bump(closure);
 }
 
 /* ---- reload ------------------------------------------------------------------------------ */
 
 Test(integ_reload, max_payload)
 {
-    conf_t cf = {0};
-    conf_write(&cf, "max_payload: 1000\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_conf_write(&cf, "max_payload: 1000\n");
     const char *extra[] = {"-c", cf.path, NULL};
     nd_integ_server_t *srv = nd_integ_server_start(0, extra);
 
@@ -207,14 +99,14 @@ Test(integ_reload, max_payload)
     ND_SEND(old, "SUB big 1\r\n");
     ND_PING(old);
     char url[64];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", nd_integ_server_port(srv));
+    nd_integ_nats_url(srv, url, sizeof url);
     natsConnection *nc_old = NULL;
     OK(natsConnection_ConnectTo(&nc_old, url));
     cr_assert_eq(natsConnection_GetMaxPayload(nc_old), 1000);
 
-    conf_write(&cf, "max_payload: 5000\n");
+    nd_integ_conf_write(&cf, "max_payload: 5000\n");
     size_t mark = nd_integ_server_log_mark(srv);
-    reload(srv, true);
+    nd_integ_server_reload(srv, true);
     cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: max_payload = 5000"));
 
     /* New connections get the new INFO ... */
@@ -250,16 +142,15 @@ Test(integ_reload, max_payload)
     natsConnection_Destroy(nc);
     natsConnection_Destroy(nc_old);
     nd_integ_conn_close(old);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* A reload that writes 0 for a limit sets its default, as at start and as nats-server 2.9.10
  * does (checked there: "Reloaded: max_payload = 1048576"); natsd set a limit of 0. */
 Test(integ_reload, zero_limits_reload_the_defaults)
 {
-    conf_t cf = {0};
-    conf_write(&cf, "max_payload: 1000\nmax_control_line: 512\nmax_connections: 10\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_conf_write(&cf, "max_payload: 1000\nmax_control_line: 512\nmax_connections: 10\n");
     const char *extra[] = {"-c", cf.path, NULL};
     nd_integ_server_t *srv = nd_integ_server_start(0, extra);
     nd_integ_conn_t *old = nd_integ_conn_open(srv);
@@ -268,9 +159,9 @@ Test(integ_reload, zero_limits_reload_the_defaults)
     ND_SEND(old, "SUB big 1\r\n");
     ND_PING(old);
 
-    conf_write(&cf, "max_payload: 0\nmax_control_line: 0\nmax_connections: 0\n");
+    nd_integ_conf_write(&cf, "max_payload: 0\nmax_control_line: 0\nmax_connections: 0\n");
     size_t mark = nd_integ_server_log_mark(srv);
-    reload(srv, true);
+    nd_integ_server_reload(srv, true);
     cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: max_payload = 1048576"));
     cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: max_control_line = 4096"));
     cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: max_connections = 65536"));
@@ -283,14 +174,13 @@ Test(integ_reload, zero_limits_reload_the_defaults)
     pub_roundtrip(old, 3000);
 
     nd_integ_conn_close(old);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_reload, debug_toggle)
 {
-    conf_t cf = {0};
-    conf_write(&cf, "debug: false\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_conf_write(&cf, "debug: false\n");
     const char *extra[] = {"-c", cf.path, NULL};
     nd_integ_server_t *srv = nd_integ_server_start(0, extra);
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
@@ -298,9 +188,9 @@ Test(integ_reload, debug_toggle)
     nd_integ_conn_close(c);
     cr_assert(!nd_integ_server_log_has(srv, 0, "[DBG]"), "debug lines before debug was on");
 
-    conf_write(&cf, "debug: true\n");
+    nd_integ_conf_write(&cf, "debug: true\n");
     size_t mark = nd_integ_server_log_mark(srv);
-    reload(srv, true);
+    nd_integ_server_reload(srv, true);
     cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: debug = true"));
     c = nd_integ_conn_open(srv);
     conn_ready(c);
@@ -313,8 +203,8 @@ Test(integ_reload, debug_toggle)
     nd_integ_server_wait_log(srv, mark, "Client connection closed");
 
     /* And off again: nothing more at debug level after this reload. */
-    conf_write(&cf, "debug: false\n");
-    reload(srv, true);
+    nd_integ_conf_write(&cf, "debug: false\n");
+    nd_integ_server_reload(srv, true);
     mark = nd_integ_server_log_mark(srv);
     c = nd_integ_conn_open(srv);
     conn_ready(c);
@@ -323,14 +213,13 @@ Test(integ_reload, debug_toggle)
     conn_ready(probe);
     nd_integ_conn_close(probe);
     cr_assert(!nd_integ_server_log_has(srv, mark, "[DBG]"), "debug lines after debug was off");
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_reload, ping_settings_reach_existing_connection)
 {
-    conf_t cf = {0};
-    conf_write(&cf, "ping_interval: \"3s\"\nping_max: 100\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_conf_write(&cf, "ping_interval: \"3s\"\nping_max: 100\n");
     const char *extra[] = {"-c", cf.path, NULL};
     nd_integ_server_t *srv = nd_integ_server_start(0, extra);
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
@@ -338,22 +227,21 @@ Test(integ_reload, ping_settings_reach_existing_connection)
 
     /* With ping_max 100 this silent client would take minutes to go stale; after the reload it
      * is stale on the second unanswered ping, one new interval after its next tick. */
-    conf_write(&cf, "ping_interval: \"1s\"\nping_max: 1\n");
+    nd_integ_conf_write(&cf, "ping_interval: \"1s\"\nping_max: 1\n");
     size_t mark = nd_integ_server_log_mark(srv);
-    reload(srv, true);
+    nd_integ_server_reload(srv, true);
     cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: ping_interval = 1s"));
     cr_assert(nd_integ_server_log_has(srv, mark, "Reloaded: ping_max = 1"));
     ND_EXPECT(c, "-ERR 'Stale Connection'\r\n");
     nd_integ_expect_close(c);
     nd_integ_conn_close(c);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_reload, refused_changes_keep_old_config)
 {
-    conf_t cf = {0};
-    conf_write(&cf, "host: 127.0.0.1\nport: -1\nmax_payload: 1000\nserver_name: a\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_conf_write(&cf, "host: 127.0.0.1\nport: -1\nmax_payload: 1000\nserver_name: a\n");
     const char *args[] = {"-c", cf.path, NULL};
     nd_integ_server_t *srv = nd_integ_server_start_args(args);
     int port = nd_integ_server_port(srv);
@@ -365,9 +253,9 @@ Test(integ_reload, refused_changes_keep_old_config)
     int other = port == 65000 ? 65001 : 65000;
     snprintf(text, sizeof text, "host: 127.0.0.1\nport: %d\nmax_payload: 2000\nserver_name: a\n",
              other);
-    conf_write(&cf, text);
+    nd_integ_conf_write(&cf, text);
     size_t mark = nd_integ_server_log_mark(srv);
-    reload(srv, false);
+    nd_integ_server_reload(srv, false);
     char want[160];
     snprintf(want, sizeof want,
              "Failed to reload server configuration: config reload not supported for Port: "
@@ -377,15 +265,15 @@ Test(integ_reload, refused_changes_keep_old_config)
     cr_assert(!nd_integ_server_log_has(srv, mark, "Reloaded: max_payload"));
 
     /* server_name cannot change either. */
-    conf_write(&cf, "host: 127.0.0.1\nport: -1\nmax_payload: 2000\nserver_name: b\n");
+    nd_integ_conf_write(&cf, "host: 127.0.0.1\nport: -1\nmax_payload: 2000\nserver_name: b\n");
     mark = nd_integ_server_log_mark(srv);
-    reload(srv, false);
+    nd_integ_server_reload(srv, false);
     cr_assert(nd_integ_server_log_has(srv, mark,
                                       "config reload not supported for ServerName: old=a, new=b"));
 
     /* A file that does not parse: nothing changes. */
-    conf_write(&cf, "host: 127.0.0.1\nport: -1\nmax_payload: 2000\nfoo bar {\n");
-    reload(srv, false);
+    nd_integ_conf_write(&cf, "host: 127.0.0.1\nport: -1\nmax_payload: 2000\nfoo bar {\n");
+    nd_integ_server_reload(srv, false);
 
     /* The old port still serves, with the old options. */
     nd_integ_conn_t *n = nd_integ_conn_open(srv);
@@ -395,15 +283,14 @@ Test(integ_reload, refused_changes_keep_old_config)
     ND_PING(c);
 
     /* And a good file applies after the failures. */
-    conf_write(&cf, "host: 127.0.0.1\nport: -1\nmax_payload: 2000\nserver_name: a\n");
-    reload(srv, true);
+    nd_integ_conf_write(&cf, "host: 127.0.0.1\nport: -1\nmax_payload: 2000\nserver_name: a\n");
+    nd_integ_server_reload(srv, true);
     n = nd_integ_conn_open(srv);
     cr_assert_eq(info_int(n, "max_payload"), 2000);
     nd_integ_conn_close(n);
 
     nd_integ_conn_close(c);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* Nested blocks are compared field by field (issue 11, defect 4). A change inside a block of a
@@ -421,76 +308,74 @@ Test(integ_reload, nested_blocks_compared)
         "websocket { port: 18443, no_tls: true, handshake_timeout: \"%s\" }\n"
         "leafnodes { port: 17422, reconnect: %d }\n";
     char text[512];
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     snprintf(text, sizeof text, base, 1, "1MB", "2s", 2);
-    conf_write(&cf, text);
+    nd_integ_conf_write(&cf, text);
     const char *args[] = {"-c", cf.path, NULL};
     nd_integ_server_t *srv = nd_integ_server_start_args(args);
 
     /* Nothing changed: no claim, no warning. */
     size_t mark = nd_integ_server_log_mark(srv);
-    reload(srv, true);
+    nd_integ_server_reload(srv, true);
     cr_assert(!nd_integ_server_log_has(srv, mark, "cluster"));
     cr_assert(!nd_integ_server_log_has(srv, mark, "not applied"));
 
     /* Only the routes inside cluster {} change. */
     snprintf(text, sizeof text, base, 2, "1MB", "2s", 2);
-    conf_write(&cf, text);
+    nd_integ_conf_write(&cf, text);
     mark = nd_integ_server_log_mark(srv);
-    reload(srv, true);
+    nd_integ_server_reload(srv, true);
     cr_assert(!nd_integ_server_log_has(srv, mark, "Reloaded: cluster"));
     cr_assert(nd_integ_server_log_has(srv, mark, "Reload: cluster changed; not applied"));
     cr_assert(!nd_integ_server_log_has(srv, mark, "jetstream"));
 
     /* Only a limit inside jetstream {} changes. */
     snprintf(text, sizeof text, base, 2, "2MB", "2s", 2);
-    conf_write(&cf, text);
+    nd_integ_conf_write(&cf, text);
     mark = nd_integ_server_log_mark(srv);
-    reload(srv, true);
+    nd_integ_server_reload(srv, true);
     cr_assert(nd_integ_server_log_has(srv, mark, "Reload: jetstream {} changed; not applied"));
     cr_assert(!nd_integ_server_log_has(srv, mark, "cluster"));
 
     /* websocket {} and leafnodes {} contents: refused, as nats-server 2.9.10 refuses them. */
     snprintf(text, sizeof text, base, 2, "2MB", "3s", 2);
-    conf_write(&cf, text);
+    nd_integ_conf_write(&cf, text);
     mark = nd_integ_server_log_mark(srv);
-    reload(srv, false);
+    nd_integ_server_reload(srv, false);
     cr_assert(nd_integ_server_log_has(srv, mark, "config reload not supported for Websocket"));
     snprintf(text, sizeof text, base, 2, "2MB", "2s", 3);
-    conf_write(&cf, text);
+    nd_integ_conf_write(&cf, text);
     mark = nd_integ_server_log_mark(srv);
-    reload(srv, false);
+    nd_integ_server_reload(srv, false);
     cr_assert(nd_integ_server_log_has(srv, mark, "config reload not supported for LeafNode"));
 
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_reload, flags_win_over_the_file)
 {
-    conf_t cf = {0};
-    conf_write(&cf, "max_payload: 1000\n");
+    nd_integ_conf_t cf = {0};
+    nd_integ_conf_write(&cf, "max_payload: 1000\n");
     /* -D on the command line: a reload of a file without debug keeps it on. */
     const char *extra[] = {"-c", cf.path, "-D", NULL};
     nd_integ_server_t *srv = nd_integ_server_start(0, extra);
-    conf_write(&cf, "max_payload: 2000\ndebug: false\n");
+    nd_integ_conf_write(&cf, "max_payload: 2000\ndebug: false\n");
     size_t mark = nd_integ_server_log_mark(srv);
-    reload(srv, true);
+    nd_integ_server_reload(srv, true);
     cr_assert(!nd_integ_server_log_has(srv, mark, "Reloaded: debug"));
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
     cr_assert_eq(info_int(c, "max_payload"), 2000);
     conn_ready(c);
     nd_integ_server_wait_log(srv, mark, "[DBG]");
     nd_integ_conn_close(c);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_reload, without_config_file)
 {
     nd_integ_server_t *srv = nd_integ_server_start(0, NULL);
     size_t mark = nd_integ_server_log_mark(srv);
-    reload(srv, false);
+    nd_integ_server_reload(srv, false);
     cr_assert(nd_integ_server_log_has(
         srv, mark, "can only reload config when a file is provided using -c or --config"));
     nd_integ_conn_t *c = nd_integ_conn_open(srv);
@@ -503,21 +388,21 @@ Test(integ_reload, without_config_file)
 
 Test(integ_reload, lame_duck_moves_client)
 {
-    conf_t cf = {0};
+    nd_integ_conf_t cf = {0};
     /* 30 s is nats-server's minimum duration; with one client the close comes right after the
      * grace period (at most one second apart per client), so the test takes about a second. */
-    conf_write(&cf, "lame_duck_duration: \"30s\"\nlame_duck_grace_period: \"1s\"\n");
+    nd_integ_conf_write(&cf, "lame_duck_duration: \"30s\"\nlame_duck_grace_period: \"1s\"\n");
     const char *extra[] = {"-c", cf.path, NULL};
     nd_integ_server_t *a = nd_integ_server_start(0, extra);
     nd_integ_server_t *b = nd_integ_server_start(0, NULL);
     char ua[64], ub[64];
-    snprintf(ua, sizeof ua, "nats://127.0.0.1:%d", nd_integ_server_port(a));
-    snprintf(ub, sizeof ub, "nats://127.0.0.1:%d", nd_integ_server_port(b));
+    nd_integ_nats_url(a, ua, sizeof ua);
+    nd_integ_nats_url(b, ub, sizeof ub);
     const char *servers[] = {ua, ub};
 
-    waiter_t ldm, reco;
-    waiter_init(&ldm);
-    waiter_init(&reco);
+    nd_integ_waiter_t ldm, reco;
+    nd_integ_waiter_init(&ldm);
+    nd_integ_waiter_init(&reco);
     natsOptions *o = NULL;
     OK(natsOptions_Create(&o));
     OK(natsOptions_SetServers(o, servers, 2));
@@ -539,7 +424,8 @@ Test(integ_reload, lame_duck_moves_client)
     size_t mark = nd_integ_server_log_mark(a);
     nd_integ_server_signal(a, SIGUSR2);
     nd_integ_server_wait_log(a, mark, "Entering lame duck mode, stop accepting new clients");
-    cr_assert(waiter_wait(&ldm, 1, ND_INTEG_PROC_TIMEOUT_MS) == 1, "no lame duck callback");
+    cr_assert(nd_integ_waiter_wait(&ldm, 1, ND_INTEG_PROC_TIMEOUT_MS) == 1,
+              "no lame duck callback");
     char *frame = nd_integ_read_frame(raw);
     cr_assert_not_null(frame);
     cr_assert(strncmp(frame, "INFO ", 5) == 0 && strstr(frame, "\"ldm\":true") != NULL,
@@ -547,7 +433,8 @@ Test(integ_reload, lame_duck_moves_client)
     free(frame);
 
     /* After the grace period the client is closed and reconnects to the other server. */
-    cr_assert(waiter_wait(&reco, 1, ND_INTEG_PROC_TIMEOUT_MS) == 1, "client did not reconnect");
+    cr_assert(nd_integ_waiter_wait(&reco, 1, ND_INTEG_PROC_TIMEOUT_MS) == 1,
+              "client did not reconnect");
     OK(natsConnection_GetConnectedUrl(nc, url, sizeof url));
     cr_assert_str_eq(url, ub);
     OK(natsConnection_PublishString(nc, "after.ldm", "x"));
@@ -561,10 +448,9 @@ Test(integ_reload, lame_duck_moves_client)
 
     natsConnection_Destroy(nc);
     natsOptions_Destroy(o);
-    waiter_destroy(&ldm);
-    waiter_destroy(&reco);
-    nd_integ_server_stop(b);
-    conf_remove(&cf);
+    nd_integ_waiter_destroy(&ldm);
+    nd_integ_waiter_destroy(&reco);
+    nd_integ_conf_stop(b, &cf);
 }
 
 Test(integ_reload, lame_duck_without_clients_exits)

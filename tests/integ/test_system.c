@@ -32,32 +32,6 @@ static const char CONF[] = "system_account: SYS\n"
                            "  A { users: [{user: a, password: a}, {user: a2, password: a2}] }\n"
                            "}\n";
 
-typedef struct conf {
-    char dir[64];
-    char path[128];
-} conf_t;
-
-static nd_integ_server_t *
-start_conf(conf_t *c)
-{
-    snprintf(c->dir, sizeof c->dir, "/tmp/nd_integ_sys_XXXXXX");
-    cr_assert_not_null(mkdtemp(c->dir));
-    snprintf(c->path, sizeof c->path, "%s/server.conf", c->dir);
-    FILE *f = fopen(c->path, "w");
-    cr_assert_not_null(f);
-    fputs(CONF, f);
-    cr_assert(fclose(f) == 0);
-    const char *args[] = {"-c", c->path, NULL};
-    return nd_integ_server_start(0, args);
-}
-
-static void
-conf_remove(conf_t *c)
-{
-    unlink(c->path);
-    rmdir(c->dir);
-}
-
 /* Connects as user (password = user name) and waits for the PONG. */
 static nd_integ_conn_t *
 login(nd_integ_server_t *srv, const char *user)
@@ -119,8 +93,8 @@ jpath(json_t *j, const char *obj, const char *key)
 
 Test(integ_system, connect_disconnect_advisories)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     nd_integ_conn_t *sys = login(srv, "sys");
     char *id = info_id(sys);
     /* Account A only: nats-server announces the system client itself after its SUBs. */
@@ -159,8 +133,7 @@ Test(integ_system, connect_disconnect_advisories)
 
     free(id);
     nd_integ_conn_close(sys);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* Sends a request on subj from the system client and returns the reply's JSON. */
@@ -175,8 +148,8 @@ request(nd_integ_conn_t *sys, const char *subj)
 
 Test(integ_system, ping_statsz_and_varz)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     nd_integ_conn_t *sys = login(srv, "sys");
     char *id = info_id(sys);
     ND_SEND(sys, "SUB _INBOX.sys 1\r\n");
@@ -220,14 +193,13 @@ Test(integ_system, ping_statsz_and_varz)
 
     free(id);
     nd_integ_conn_close(sys);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 Test(integ_system, other_accounts_see_nothing)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     nd_integ_conn_t *a = login(srv, "a");
     ND_SEND(a, "SUB $SYS.> 1\r\nSUB marker 2\r\n");
     ND_PING(a);
@@ -250,8 +222,7 @@ Test(integ_system, other_accounts_see_nothing)
 
     nd_integ_conn_close(a);
     nd_integ_conn_close(sys);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* The periodic STATSZ: a system client subscribed to `$SYS.SERVER.<id>.STATSZ` gets one with this
@@ -259,8 +230,8 @@ Test(integ_system, other_accounts_see_nothing)
  * hang guard covers several). */
 Test(integ_system, periodic_statsz)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     nd_integ_conn_t *sys = login(srv, "sys");
     char *id = info_id(sys);
     char subj[128];
@@ -280,16 +251,15 @@ Test(integ_system, periodic_statsz)
 
     free(id);
     nd_integ_conn_close(sys);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* The account connection count: `$SYS.ACCOUNT.A.SERVER.CONNS` says 1 when A's client connects
  * and 0 when it leaves (type account_connections, this server's id). */
 Test(integ_system, account_conns)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     nd_integ_conn_t *sys = login(srv, "sys");
     char *id = info_id(sys);
     ND_SEND(sys, "SUB $SYS.ACCOUNT.A.SERVER.CONNS 1\r\n");
@@ -310,8 +280,7 @@ Test(integ_system, account_conns)
 
     free(id);
     nd_integ_conn_close(sys);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }
 
 /* Every account imports the server's account-scoped services (nats-server's registerSystemImports):
@@ -322,8 +291,8 @@ Test(integ_system, account_conns)
  * the imports. */
 Test(integ_system, account_system_imports)
 {
-    conf_t cf;
-    nd_integ_server_t *srv = start_conf(&cf);
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *srv = nd_integ_conf_start(&cf, CONF);
     nd_integ_conn_t *sys = login(srv, "sys");
     nd_integ_conn_t *a = login(srv, "a");
     char *id = info_id(a);
@@ -355,8 +324,7 @@ Test(integ_system, account_system_imports)
     cr_assert(json_is_object(json_object_get(st, "sent")));
     json_decref(j);
 
-    const char *ref = getenv("NATSD_TEST_SERVER");
-    if (ref == NULL || strstr(ref, "nats-server") == NULL) {
+    if (!nd_integ_is_reference()) {
         ND_SEND(a, "PUB $SYS.REQ.USER.INFO _INBOX.a 0\r\n\r\n");
         j = read_json(a, "_INBOX.a");
         cr_assert_str_eq(jpath(j, "data", "user"), "a");
@@ -367,6 +335,5 @@ Test(integ_system, account_system_imports)
     free(id);
     nd_integ_conn_close(a);
     nd_integ_conn_close(sys);
-    nd_integ_server_stop(srv);
-    conf_remove(&cf);
+    nd_integ_conf_stop(srv, &cf);
 }

@@ -105,12 +105,7 @@ suite_fini(void)
 
 TestSuite(tls, .init = suite_init, .fini = suite_fini, .timeout = 240);
 
-#define OK(call)                                                                                   \
-    do {                                                                                           \
-        natsStatus s_ = (call);                                                                    \
-        cr_assert(s_ == NATS_OK, "%s: %s (%s)", #call, natsStatus_GetText(s_),                     \
-                  nats_GetLastError(NULL) ? nats_GetLastError(NULL) : "");                         \
-    } while (0)
+#define OK(call) ND_NATS_OK(call)
 
 /* Starts natsd with a config file holding the given tls {} body (after the server's own
  * certificate lines) and top-level extra lines. */
@@ -290,7 +285,7 @@ client_opts(nd_integ_server_t *srv, bool secure, const char *cert, const char *k
 {
     natsOptions *o = NULL;
     char url[64], p[128], k[128];
-    snprintf(url, sizeof url, "nats://127.0.0.1:%d", nd_integ_server_port(srv));
+    nd_integ_nats_url(srv, url, sizeof url);
     OK(natsOptions_Create(&o));
     OK(natsOptions_SetURL(o, url));
     OK(natsOptions_SetAllowReconnect(o, false));
@@ -612,24 +607,9 @@ Test(tls, flags_enable_tls)
     nd_integ_server_stop(srv);
 }
 
-/* A port that was free a moment ago (for the monitoring port, whose number the test must know
- * before the server logs it). */
-static int
-free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof a), 0);
-    socklen_t l = sizeof a;
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 Test(tls, https_monitoring)
 {
-    int mport = free_port();
+    int mport = nd_integ_free_port();
     char top[64];
     snprintf(top, sizeof top, "https_port: %d", mport);
     nd_integ_server_t *srv = start(NULL, top);
@@ -829,9 +809,7 @@ static void
 reload_ok(nd_integ_server_t *srv, const char *want)
 {
     size_t mark = nd_integ_server_log_mark(srv);
-    nd_integ_server_signal(srv, SIGHUP);
-    nd_integ_server_wait_log(srv, mark, "Reloaded server configuration");
-    cr_assert(!nd_integ_server_log_has(srv, mark, "Failed to reload"));
+    nd_integ_server_reload(srv, true);
     if (want != NULL)
         cr_assert(nd_integ_server_log_has(srv, mark, want), "no \"%s\" in the log", want);
 }
@@ -983,8 +961,7 @@ Test(tls, reload_texts)
         mark = nd_integ_server_log_mark(srv);
         nd_integ_server_signal(srv, SIGHUP);
         nd_integ_server_wait_log(srv, mark, "Failed to reload server configuration");
-        cr_assert(nd_integ_server_log_has(srv, mark, refused[i].why), "no \"%s\"",
-                  refused[i].why);
+        cr_assert(nd_integ_server_log_has(srv, mark, refused[i].why), "no \"%s\"", refused[i].why);
         cr_assert(!nd_integ_server_log_has(srv, mark, "Reloaded"));
     }
     natsConnection *nc = NULL;

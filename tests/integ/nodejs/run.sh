@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs natsd's JavaScript integration tests (node's built-in test runner and
 # the official NATS client) against the server named by NATSD_TEST_SERVER, or
-# by the first argument. ctest calls it as the test integ.js.
-#   tests/integ/js/run.sh [path/to/natsd]
+# by the first argument. ctest calls it as the test integ.nodejs.
+#   tests/integ/nodejs/run.sh [path/to/natsd]
 # The dependencies are installed from the committed lockfile with `npm ci`
 # whenever node_modules is missing or older than package-lock.json.
 set -euo pipefail
