@@ -83,8 +83,7 @@ typedef struct nd_server {
     struct nd_auth_slot *auth; /* the auth snapshot in force (auth/auth.h); locks itself */
     char server_id[57];
     int port;          /* the bound client port */
-    int listen_fd;
-    nd_io_t listen_io;
+    struct nd_listener *listener; /* the client port (net/listener.h) */
     nd_iobuf_t *rscratch, *wscratch; /* one each per worker, indexed by ctx->worker */
     /* client TLS (net/tls.h), NULL when off: a reference, replaced by a reload. Read and
      * written only at start and by the reloading thread (under the reload mutex), which
