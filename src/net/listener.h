@@ -45,8 +45,8 @@ typedef enum nd_listener_errlog {
 /* A listener's declaration. Borrowed by nd_listener_bind, which copies what it keeps except the
  * string literals marked static. */
 typedef struct nd_listener_decl {
-    const char *host;  /* as given and as logged; NULL or "" binds 0.0.0.0 */
-    int port;          /* 0 or negative: any free port */
+    const char *host; /* as given and as logged; NULL or "" binds 0.0.0.0 */
+    int port;         /* 0 or negative: any free port */
     int backlog;
     const char *what;  /* static; "Error listening on <what>: host:port, ..." (nd_tcp_listen) */
     const char *ready; /* static; the ready line's words: "Listening for client connections on" */

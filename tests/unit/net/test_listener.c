@@ -296,17 +296,20 @@ exhaust_and_recover(int n, unsigned rounds)
         close(clients[i]);
 }
 
-/* The first `rounds` back-off lines, in order, must be want[0..rounds-1]. */
+/* The first `rounds` back-off lines, in order, are fmt (with the port and the delay in ms)
+ * for delays first_ms, 2 * first_ms, ... */
 static void
-assert_backoff_lines(const char *const *want, int rounds)
+assert_backoff_lines(const char *fmt, int first_ms, int rounds)
 {
     const char *p = slurp_log();
-    for (int i = 0; i < rounds; i++) {
+    for (int i = 0, ms = first_ms; i < rounds; i++, ms *= 2) {
+        char want[192];
+        snprintf(want, sizeof want, fmt, nd_listener_port(lis), ms);
         const char *line = strstr(p, "[ERR] ");
         cr_assert_not_null(line, "line %d missing: %s", i, slurp_log());
         line += strlen("[ERR] ");
-        cr_assert(strncmp(line, want[i], strlen(want[i])) == 0 && line[strlen(want[i])] == '\n',
-                  "line %d: want \"%s\" in\n%s", i, want[i], slurp_log());
+        cr_assert(strncmp(line, want, strlen(want)) == 0 && line[strlen(want)] == '\n',
+                  "line %d: want \"%s\" in\n%s", i, want, slurp_log());
         p = line;
     }
 }
@@ -315,17 +318,9 @@ Test(listener, emfile_backs_off_on_a_timer_and_recovers)
 {
     start(ND_LISTENER_ERRLOG_NATS, "Client");
     exhaust_and_recover(3, 3);
-    char w[3][160];
-    const char *want[3];
-    int ms = 10;
-    for (int i = 0; i < 3; i++, ms *= 2) {
-        snprintf(w[i], sizeof w[i],
-                 "Temporary Client Accept Error(accept tcp 127.0.0.1:%d: accept4: too many open "
-                 "files), sleeping %dms",
-                 nd_listener_port(lis), ms);
-        want[i] = w[i];
-    }
-    assert_backoff_lines(want, 3);
+    assert_backoff_lines("Temporary Client Accept Error(accept tcp 127.0.0.1:%d: accept4: too "
+                         "many open files), sleeping %dms",
+                         10, 3);
     finish();
 }
 
@@ -333,16 +328,8 @@ Test(listener, emfile_http_style)
 {
     start(ND_LISTENER_ERRLOG_HTTP, "monitoring: ");
     exhaust_and_recover(2, 2);
-    char w[2][160];
-    const char *want[2];
-    int ms = 5;
-    for (int i = 0; i < 2; i++, ms *= 2) {
-        snprintf(w[i], sizeof w[i],
-                 "monitoring: Accept error: accept tcp 127.0.0.1:%d: accept4: too many open "
-                 "files; retrying in %dms",
-                 nd_listener_port(lis), ms);
-        want[i] = w[i];
-    }
-    assert_backoff_lines(want, 2);
+    assert_backoff_lines("monitoring: Accept error: accept tcp 127.0.0.1:%d: accept4: too many "
+                         "open files; retrying in %dms",
+                         5, 2);
     finish();
 }
