@@ -651,7 +651,7 @@ static const nd_actor_type_t http_type = {
 };
 
 void
-nd_mon_http_accept(nd_ctx_t *ctx, void *arg, int fd)
+nd_mon_http_accept(nd_ctx_t *ctx, int fd, void *arg)
 {
     nd_mon_t *m = arg;
     if (atomic_fetch_add_explicit(&m->nconns, 1, memory_order_relaxed) >= m->max_conns) {

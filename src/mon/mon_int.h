@@ -52,7 +52,7 @@ typedef struct nd_mon_auth {
 struct nd_mon {
     /* immutable after start */
     nd_server_t *srv;
-    int listen_fd;
+    struct nd_listener *listener; /* the monitoring port (net/listener.h) */
     int port;
     bool https; /* -ms / https_port: connections speak TLS with the server's tls {} context */
     /* https: the server's TLS context at start (a reference). nats-server's HTTPS listener keeps
@@ -65,7 +65,6 @@ struct nd_mon {
     uint32_t max_conns;         /* HTTP connections at once; more are refused */
     /* http_auth in force: epoch-protected, replaced by a config reload (nd_mon_set_auth) */
     nd_mon_auth_t *_Atomic auth;
-    nd_io_t listen_io;
     /* any thread, atomic */
     _Atomic uint32_t nconns;
     _Atomic uint64_t req_stats[ND_MON_EP_COUNT];
@@ -108,8 +107,9 @@ typedef struct nd_mon_req {
  * caller gathers subscriptions and calls finish). Ctx: the HTTP connection's turn. */
 void nd_mon_route(nd_mon_req_t *req);
 
-/* The listener's accept callback (http.c): spawns an HTTP connection actor. Ctx: the poller. */
-void nd_mon_http_accept(nd_ctx_t *ctx, void *arg, int fd);
+/* The listener's accept callback (http.c): spawns an HTTP connection actor. Ctx: the listener
+ * actor's turn. */
+void nd_mon_http_accept(nd_ctx_t *ctx, int fd, void *arg);
 void nd_mon_req_fini(nd_mon_req_t *req);
 
 /* Response helpers. */

@@ -1,21 +1,16 @@
 /* The monitoring listener and the routing of requests to endpoints; see monitor.h. */
 #include "mon/monitor.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <netdb.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <openssl/crypto.h>
 
 #include "mon/mon_int.h"
 #include "actors/alloc.h"
 #include "util/log.h"
+#include "net/listener.h"
 #include "net/tls.h"
 
 #define HEADER_TIMEOUT_MS 5000
@@ -38,12 +33,6 @@ env_ms(const char *name, uint64_t dflt)
     char *end;
     unsigned long long ms = strtoull(v, &end, 10);
     return *end == '\0' && ms > 0 ? ms * 1000000ull : dflt * 1000000ull;
-}
-
-static int
-listen_on(nd_mon_t *m, int port)
-{
-    return nd_tcp_listen(m->host, port, 1024, "monitoring port", &m->port);
 }
 
 /* "/nats/" -> "/nats"; "nats" -> "/nats"; "/" or "" -> "". */
@@ -175,13 +164,24 @@ nd_mon_listen(const nd_opts_t *o, nd_mon_t **out)
     for (int i = 0; i < ND_MON_EP_COUNT; i++)
         atomic_init(&m->req_stats[i], 0);
     m->https = https;
-    m->listen_fd = listen_on(m, port);
-    if (m->listen_fd < 0) {
+    m->listener = nd_listener_bind(&(nd_listener_decl_t){
+        .host = m->host,
+        .port = port,
+        .backlog = 1024,
+        .what = "monitoring port",
+        .ready = https ? "Starting https monitor on" : "Starting http monitor on",
+        .ready_suffix = m->base_path,
+        .accept_name = "monitoring: ",
+        .errlog = ND_LISTENER_ERRLOG_HTTP,
+        .on_accept = nd_mon_http_accept,
+        .arg = m,
+    });
+    if (m->listener == NULL) {
         nd_mon_free(m);
         return -1;
     }
-    nd_log_info("Starting %s monitor on %s:%d%s", https ? "https" : "http", m->host, m->port,
-                m->base_path);
+    m->port = nd_listener_port(m->listener);
+    nd_listener_log_ready(m->listener);
     if (atomic_load_explicit(&m->auth, memory_order_relaxed) != NULL)
         nd_log_info("Monitoring port requires authorization (except /healthz)");
     *out = m;
@@ -197,19 +197,14 @@ nd_mon_attach(nd_mon_t *m, struct nd_server *srv)
     srv->mon = m; /* for config reload (http_auth) */
     if (m->https)
         m->tls = nd_tls_ctx_ref(srv->tls); /* before the pool starts: no reload yet */
-    nd_poller_listen(srv->poller, &m->listen_io, m->listen_fd, nd_mon_http_accept, m);
+    nd_listener_start(m->listener, srv->pool, srv->poller);
 }
 
 void
 nd_mon_stop_accepting(nd_mon_t *m)
 {
-    if (m == NULL || m->listen_fd < 0)
-        return;
-    nd_poller_remove(m->srv->poller, &m->listen_io);
-    m->listen_fd = -1;
-    /* acquire: pairs with the poller's release store once the listener is gone. */
-    while (!atomic_load_explicit(&m->listen_io.removed, memory_order_acquire))
-        usleep(1000);
+    if (m != NULL)
+        nd_listener_stop(m->listener);
 }
 
 void
@@ -217,8 +212,7 @@ nd_mon_free(nd_mon_t *m)
 {
     if (m == NULL)
         return;
-    if (m->listen_fd >= 0 && m->listen_io.owner == NULL && m->listen_io.on_accept == NULL)
-        close(m->listen_fd); /* never handed to the poller */
+    nd_listener_free(m->listener); /* stopped already, or never started */
     if (m->srv != NULL)
         m->srv->mon = NULL;
     /* Retired snapshots were freed by the pool's shutdown (it runs every pending destructor). */

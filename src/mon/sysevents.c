@@ -303,7 +303,7 @@ static json_t *
 endpoint(nd_ctx_t *ctx, nd_server_t *s, nd_mon_ep_t ep, int64_t now, const char *acc,
          size_t acc_len)
 {
-    nd_mon_t mon = {.srv = s, .listen_fd = -1};
+    nd_mon_t mon = {.srv = s};
     snprintf(mon.host, sizeof mon.host, "%s", s->opts.host ? s->opts.host : "0.0.0.0");
     nd_mon_req_t req = {.mon = &mon, .ctx = ctx, .ep = ep, .now_ns = now};
     if (acc != NULL) {

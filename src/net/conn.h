@@ -57,7 +57,7 @@ struct nd_conn_info;
 nd_actor_t *nd_conn_mon_ident(const struct nd_mon_conn *mc, struct nd_conn_info *ci);
 
 /* Creates the client connection actor for an accepted socket and starts it (INFO goes out on its
- * first turn). Owns: fd. Ctx: the poller thread's ctx. */
+ * first turn). Owns: fd. Ctx: a worker (the client listener actor's turn, net/listener.h). */
 void nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd);
 
 /* Lame duck mode (lameduck.c): tells a connection to send its client the INFO with "ldm":true,

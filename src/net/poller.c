@@ -50,28 +50,6 @@ nd_io_again(nd_ctx_t *ctx, nd_io_t *io, uint32_t events)
 }
 
 static void
-accept_all(nd_ctx_t *ctx, nd_io_t *io)
-{
-    for (;;) {
-        int fd = accept4(io->fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (errno == EAGAIN || errno == EWOULDBLOCK)
-                return;
-            nd_log_error("Temporary accept error: %s", strerror(errno));
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                /* The listener is level-triggered: without a pause this would spin. nats-server
-                 * sleeps in its accept loop too; 10 ms on the polling worker is rare enough. */
-                usleep(10000);
-            }
-            return;
-        }
-        io->on_accept(ctx, io->accept_arg, fd);
-    }
-}
-
-static void
 apply_removals(nd_poller_t *p, nd_ctx_t *ctx)
 {
     pthread_mutex_lock(&p->lock);
@@ -85,8 +63,8 @@ apply_removals(nd_poller_t *p, nd_ctx_t *ctx)
         close(io->fd);
         io->fd = -1;
         nd_actor_t *owner = io->owner;
-        /* release: pairs with the acquire in whoever waits for the removal (listeners). After
-         * this store a listener's io may be freed; a connection's io lives until the unref. */
+        /* release: pairs with the acquire in whoever waits for the removal (net/listener.c).
+         * The io lives until the unref below, or longer if the waiter holds a reference. */
         atomic_store_explicit(&io->removed, true, memory_order_release);
         if (owner != NULL)
             nd_actor_unref(ctx, owner);
@@ -104,10 +82,6 @@ nd_poller_poll(nd_ctx_t *ctx, nd_poller_t *p, int timeout_ms)
             uint64_t v;
             ssize_t r = read(p->wakefd, &v, sizeof v);
             (void)r;
-            continue;
-        }
-        if (io->on_accept != NULL) {
-            accept_all(ctx, io);
             continue;
         }
         uint32_t bits = 0;
@@ -211,8 +185,6 @@ nd_poller_add(nd_poller_t *p, nd_io_t *io, int fd, nd_actor_t *owner, uint32_t m
 {
     io->fd = fd;
     io->owner = owner;
-    io->on_accept = NULL;
-    io->accept_arg = NULL;
     atomic_init(&io->events, 0);
     io->msg.id = msg_id;
     io->msg.flags = ND_MSG_F_EMBEDDED;
@@ -226,20 +198,6 @@ nd_poller_add(nd_poller_t *p, nd_io_t *io, int fd, nd_actor_t *owner, uint32_t m
         return err;
     }
     return 0;
-}
-
-int
-nd_poller_listen(nd_poller_t *p, nd_io_t *io, int fd, nd_accept_fn *on_accept, void *arg)
-{
-    io->fd = fd;
-    io->owner = NULL;
-    io->on_accept = on_accept;
-    io->accept_arg = arg;
-    atomic_init(&io->events, 0);
-    io->next_removal = NULL;
-    atomic_init(&io->removed, false);
-    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = io};
-    return epoll_ctl(p->epfd, EPOLL_CTL_ADD, fd, &ev) != 0 ? errno : 0;
 }
 
 void

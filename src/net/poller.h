@@ -35,14 +35,9 @@
 typedef struct nd_poller nd_poller_t;
 typedef struct nd_io nd_io_t;
 
-/* Called on the poller thread for every accepted connection; owns fd. */
-typedef void nd_accept_fn(nd_ctx_t *ctx, void *arg, int fd);
-
 struct nd_io {
     int fd;                  /* immutable while registered */
-    nd_actor_t *owner;       /* immutable; NULL for a listener */
-    nd_accept_fn *on_accept; /* listeners only */
-    void *accept_arg;
+    nd_actor_t *owner;       /* immutable */
     _Atomic uint32_t events; /* any thread: ND_IO_* not yet taken by the owner */
     nd_msg_t msg;            /* embedded message sent to the owner; never freed by the runtime */
     nd_io_t *next_removal;   /* under the poller's lock */
@@ -56,18 +51,16 @@ nd_poller_t *nd_poller_new(nd_pool_t *pool, bool own_thread);
 void nd_poller_free(nd_poller_t *p);
 
 /* Waits up to timeout_ms (-1: until an event or nd_poller_wake), posts readiness to the owners
- * through ctx, accepts on listeners, then applies removals. Ctx: one thread at a time. */
+ * through ctx, then applies removals. Ctx: one thread at a time. */
 void nd_poller_poll(nd_ctx_t *ctx, nd_poller_t *p, int timeout_ms);
 /* Makes a blocked nd_poller_poll return. Ctx: any thread. */
 void nd_poller_wake(nd_poller_t *p);
 /* The pool idle hook that polls this poller (see natsd/pool.h). */
 void nd_poller_idle(nd_pool_idle_t *out, nd_poller_t *p);
 
-/* Registers a connected socket; msg_id is the id of the I/O message sent to owner.
+/* Registers a socket (a connection, or a listener: net/listener.h); msg_id is the id of the I/O message sent to owner.
  * Takes a reference on owner. Returns: 0 or an errno. Ctx: any thread. */
 int nd_poller_add(nd_poller_t *p, nd_io_t *io, int fd, nd_actor_t *owner, uint32_t msg_id);
-/* Registers a listening socket; on_accept runs on the poller thread. */
-int nd_poller_listen(nd_poller_t *p, nd_io_t *io, int fd, nd_accept_fn *on_accept, void *arg);
 /* Unregisters asynchronously, then closes the fd and drops the owner reference. Ctx: any thread. */
 void nd_poller_remove(nd_poller_t *p, nd_io_t *io);
 

@@ -1,20 +1,17 @@
 /* The server: listener, INFO template and accept; see server.h. */
 #include "net/server.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
 #include <jansson.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
 #include "auth/auth.h"
 #include "net/conn.h"
+#include "net/listener.h"
 #include "util/log.h"
 #include "net/connreg.h"
 #include "subj/account.h"
@@ -114,15 +111,9 @@ nd_server_set_tls(nd_ctx_t *ctx, nd_server_t *s, nd_tls_ctx_t *tls)
     nd_tls_ctx_unref(old);
 }
 
-static int
-listen_on(nd_server_t *s)
-{
-    const char *host = s->opts.host && *s->opts.host ? s->opts.host : "0.0.0.0";
-    return nd_tcp_listen(host, s->opts.port, 4096, "port", &s->port);
-}
-
+/* The client port's accept callback. Ctx: the listener actor's turn. */
 static void
-on_accept(nd_ctx_t *ctx, void *arg, int fd)
+on_accept(nd_ctx_t *ctx, int fd, void *arg)
 {
     nd_server_t *s = arg;
     int one = 1;
@@ -193,15 +184,25 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     log_unbuilt(opts);
 
     if (start_tls(s, opts) < 0) {
-        s->listen_fd = -1;
         nd_server_free(s);
         return NULL;
     }
-    s->listen_fd = listen_on(s);
-    if (s->listen_fd < 0) {
+    s->listener = nd_listener_bind(&(nd_listener_decl_t){
+        .host = s->opts.host,
+        .port = s->opts.port,
+        .backlog = 4096,
+        .what = "port",
+        .ready = "Listening for client connections on",
+        .accept_name = "Client",
+        .errlog = ND_LISTENER_ERRLOG_NATS,
+        .on_accept = on_accept,
+        .arg = s,
+    });
+    if (s->listener == NULL) {
         nd_server_free(s);
         return NULL;
     }
+    s->port = nd_listener_port(s->listener);
     nd_server_set_live(s, opts);
     s->rscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     s->wscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
@@ -218,8 +219,8 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         nd_poller_idle(&idle, s->poller);
         nd_pool_set_idle(pool, &idle);
     }
-    nd_poller_listen(s->poller, &s->listen_io, s->listen_fd, on_accept, s);
-    nd_log_info("Listening for client connections on %s:%d", s->opts.host, s->port);
+    nd_listener_start(s->listener, pool, s->poller);
+    nd_listener_log_ready(s->listener);
     if (s->tls != NULL)
         nd_log_info("TLS required for client connections");
     nd_log_info("Server is ready");
@@ -229,14 +230,7 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
 void
 nd_server_stop_listening(nd_server_t *s)
 {
-    if (s->poller != NULL && s->listen_fd >= 0) {
-        nd_poller_remove(s->poller, &s->listen_io);
-        s->listen_fd = -1;
-        /* Wait until no accept can run any more, so nothing spawns after the pool's shutdown
-         * started closing actors. acquire: pairs with the poller's release store. */
-        while (!atomic_load_explicit(&s->listen_io.removed, memory_order_acquire))
-            usleep(1000);
-    }
+    nd_listener_stop(s->listener);
 }
 
 void
@@ -257,10 +251,9 @@ nd_server_stop_accepting(nd_server_t *s)
 void
 nd_server_free(nd_server_t *s)
 {
+    nd_listener_free(s->listener); /* stopped already, or never started */
     if (s->poller != NULL)
         nd_poller_free(s->poller);
-    else if (s->listen_fd >= 0)
-        close(s->listen_fd);
     /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */
     nd_server_info_t *info = atomic_load_explicit(&s->info, memory_order_relaxed);
     if (info != NULL)

@@ -83,8 +83,7 @@ typedef struct nd_server {
     struct nd_auth_slot *auth; /* the auth snapshot in force (auth/auth.h); locks itself */
     char server_id[57];
     int port;          /* the bound client port */
-    int listen_fd;
-    nd_io_t listen_io;
+    struct nd_listener *listener; /* the client port (net/listener.h) */
     nd_iobuf_t *rscratch, *wscratch; /* one each per worker, indexed by ctx->worker */
     /* client TLS (net/tls.h), NULL when off: a reference, replaced by a reload. Read and
      * written only at start and by the reloading thread (under the reload mutex), which
@@ -120,7 +119,7 @@ nd_server_t *nd_server_start(const nd_opts_t *opts, nd_pool_t *pool);
 /* Closes the listener and waits until no accept can run any more (lame duck mode, shutdown).
  * Ctx: a non-worker thread; not concurrently with itself. */
 void nd_server_stop_listening(nd_server_t *s);
-/* Stops accepting; connections are closed by the pool's shutdown. */
+/* Stops accepting, before the pool's shutdown (which closes the connections). */
 void nd_server_stop_accepting(nd_server_t *s);
 /* Copies the reloadable options of o into s->live (start and reload). Ctx: the main thread. */
 void nd_server_set_live(nd_server_t *s, const nd_opts_t *o);
