@@ -803,25 +803,22 @@ static const nd_actor_type_t conn_type = {
     .turn_end = turn_end,
 };
 
-void
-nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
+/* What every connection starts with: identity, account reference, transport over fd (-1: none),
+ * subscriptions, cache and timers. Ctx: the spawner, before anything is sent to c. */
+static void
+conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, int fd,
+          bool headers)
 {
-    nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
     c->srv = srv;
-    c->kind = ND_CONN_CLIENT;
+    c->kind = kind;
     c->cid = atomic_fetch_add_explicit(&srv->next_cid, 1, memory_order_relaxed) + 1;
-    c->acct = srv->gacct;
-    nd_actor_ref(&c->acct->actor);
+    c->acct = acct;
+    nd_actor_ref(&acct->actor);
     atomic_init(&c->pending, 0);
     atomic_init(&c->slow, false);
-    atomic_init(&c->headers, false);
+    atomic_init(&c->headers, headers);
     c->io.fd = fd;
     nd_tcp_init(&c->tr, fd);
-    c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
-    c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
-    nd_proto_parser_init(
-        &c->parser, (size_t)nd_server_live_get(srv, max_control_line),
-        nd_server_live_get(srv, max_payload));
     nd_sidmap_init(&c->subs);
     nd_slcache_init(&c->cache);
     nd_timer_init(&c->ping_timer, &c->base, ND_CONN_MSG_PING);
@@ -829,6 +826,18 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
     nd_timer_init(&c->stall_timer, &c->base, ND_CONN_MSG_UNSTALL);
     nd_timer_init(&c->tls_timer, &c->base, ND_CONN_MSG_TLS_TIMER);
     nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
+}
+
+void
+nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
+{
+    nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
+    conn_init(c, srv, srv->gacct, ND_CONN_CLIENT, fd, false);
+    c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
+    c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
+    nd_proto_parser_init(
+        &c->parser, (size_t)nd_server_live_get(srv, max_control_line),
+        nd_server_live_get(srv, max_payload));
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -887,17 +896,8 @@ nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn
         nd_fatal("conn: internal client state of %zu bytes > %d", ic_size, ICLIENT_ROOM);
     conn_internal_t *ci = (conn_internal_t *)nd_actor_spawn(ctx, &conn_internal_type);
     nd_conn_t *c = &ci->c;
-    c->srv = srv;
-    c->kind = kind;
+    conn_init(c, srv, acct, kind, -1, true);
     c->ic = (struct nd_iclient *)ci->ic;
-    c->cid = atomic_fetch_add_explicit(&srv->next_cid, 1, memory_order_relaxed) + 1;
-    c->acct = acct;
-    nd_actor_ref(&acct->actor);
-    atomic_init(&c->pending, 0);
-    atomic_init(&c->slow, false);
-    atomic_init(&c->headers, true);
-    c->io.fd = -1;
-    nd_tcp_init(&c->tr, -1);
     /* No echo: a service never receives its own publishes (nothing would read MSG text written
      * to its output). No verbose, no no-responders status (nobody reads its socket). */
     c->echo = c->verbose = c->pedantic = false;
@@ -905,13 +905,6 @@ nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn
     c->started = c->authed = true;
     c->protocol = 1;
     snprintf(c->ip, sizeof c->ip, "%s", "127.0.0.1");
-    nd_sidmap_init(&c->subs);
-    nd_slcache_init(&c->cache);
-    nd_timer_init(&c->ping_timer, &c->base, ND_CONN_MSG_PING);
-    nd_timer_init(&c->wdeadline_timer, &c->base, ND_CONN_MSG_WDEADLINE);
-    nd_timer_init(&c->stall_timer, &c->base, ND_CONN_MSG_UNSTALL);
-    nd_timer_init(&c->tls_timer, &c->base, ND_CONN_MSG_TLS_TIMER);
-    nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
     return c; /* the caller's reference; the actor lives until the pool's shutdown closes it */
 }
 
