@@ -456,15 +456,10 @@ apply_root(nd_cfg_apply_t *a, const nd_cfg_node_t *root)
     return 0;
 }
 
-int
-nd_opts_apply_config(nd_opts_t *o, const char *path, char *err, size_t errlen)
+/* Applies a parsed tree (freed here) onto o; see nd_opts_apply_config. */
+static int
+apply_tree(nd_opts_t *o, nd_cfg_node_t *root, char *err, size_t errlen)
 {
-    nd_cfg_node_t *root = NULL;
-    nd_cfg_err_t perr;
-    if (!nd_cfg_parse_file(path, &root, &perr)) {
-        snprintf(err, errlen, "%s", perr.text);
-        return -1;
-    }
     nd_cfg_apply_t a = {.o = o, .err = err, .errlen = errlen};
     if (errlen)
         err[0] = '\0';
@@ -494,6 +489,63 @@ nd_opts_apply_config(nd_opts_t *o, const char *path, char *err, size_t errlen)
         nd_free(a.warns);
     }
     return rc;
+}
+
+int
+nd_opts_apply_config(nd_opts_t *o, const char *path, char *err, size_t errlen)
+{
+    nd_cfg_node_t *root = NULL;
+    nd_cfg_err_t perr;
+    if (!nd_cfg_parse_file(path, &root, &perr)) {
+        snprintf(err, errlen, "%s", perr.text);
+        return -1;
+    }
+    return apply_tree(o, root, err, errlen);
+}
+
+int
+nd_opts_apply_config_string(nd_opts_t *o, const char *text, const char *name, char *err,
+                            size_t errlen)
+{
+    nd_cfg_node_t *root = NULL;
+    nd_cfg_err_t perr;
+    if (!nd_cfg_parse_string(text, name, &root, &perr)) {
+        snprintf(err, errlen, "%s", perr.text);
+        return -1;
+    }
+    return apply_tree(o, root, err, errlen);
+}
+
+int
+nd_opts_set_option(nd_opts_t *o, const char *name, const char *value, char *err, size_t errlen)
+{
+    /* The line `name: value` of a config file; the name is checked so that it cannot carry
+     * another line, and the value must parse as exactly that one entry. */
+    bool ok = name != NULL && *name != '\0' && value != NULL;
+    for (const char *p = name; ok && *p; p++)
+        ok = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+             *p == '_';
+    if (!ok) {
+        snprintf(err, errlen, "invalid option name \"%s\"", name ? name : "");
+        return -1;
+    }
+    size_t len = strlen(name) + strlen(value) + 4;
+    char *text = nd_xmalloc(len);
+    snprintf(text, len, "%s: %s\n", name, value);
+    nd_cfg_node_t *root = NULL;
+    nd_cfg_err_t perr;
+    bool parsed = nd_cfg_parse_string(text, name, &root, &perr);
+    nd_free(text);
+    if (!parsed) {
+        snprintf(err, errlen, "%s", perr.text);
+        return -1;
+    }
+    if (root->u.map.n != 1 || strcasecmp(root->u.map.e[0].key, name) != 0) {
+        nd_cfg_free(root);
+        snprintf(err, errlen, "the value of \"%s\" is not a single value", name);
+        return -1;
+    }
+    return apply_tree(o, root, err, errlen);
 }
 
 void
