@@ -11,6 +11,7 @@
 
 #include "actors/alloc.h"
 #include "cfg/opts.h"
+#include "cfg/opts_table.h"
 
 static char *
 sdup(const char *s)
@@ -49,105 +50,122 @@ nd_strlist_dup(const nd_strlist_t *l)
     return c;
 }
 
-/* ---- tls ---------------------------------------------------------------------------------- */
+/* ---- tables of the structs that no block parser reads by table ----------------------------- */
+
+#define R(T, ...) ND_OPT(T, NULL, __VA_ARGS__)
+
+static const nd_opt_desc_t cert_pair_d[] = {
+    R(nd_tls_cert_pair_t, cert_file, ND_OT_STR),
+    R(nd_tls_cert_pair_t, key_file, ND_OT_STR),
+    ND_OPT_END,
+};
+static const nd_opt_block_t cert_pair_block = {"certs", NULL, sizeof(nd_tls_cert_pair_t),
+                                               cert_pair_d, ND_RL_INHERIT};
+
+/* tls {} is read by nd_cfg_tls (opts_tls.c): its checks span keys. */
+static const nd_opt_desc_t tls_d[] = {
+    R(nd_tls_opts_t, cert_file, ND_OT_STR),
+    R(nd_tls_opts_t, key_file, ND_OT_STR),
+    R(nd_tls_opts_t, ca_file, ND_OT_STR),
+    R(nd_tls_opts_t, certs, ND_OT_ARRAY, .sub = &cert_pair_block,
+      .count_off = offsetof(nd_tls_opts_t, ncerts)),
+    R(nd_tls_opts_t, verify, ND_OT_BOOL),
+    R(nd_tls_opts_t, verify_and_map, ND_OT_BOOL),
+    R(nd_tls_opts_t, check_known_urls, ND_OT_BOOL),
+    R(nd_tls_opts_t, insecure, ND_OT_BOOL),
+    R(nd_tls_opts_t, cipher_suites, ND_OT_STRLIST),
+    R(nd_tls_opts_t, curve_preferences, ND_OT_STRLIST),
+    R(nd_tls_opts_t, pinned_certs, ND_OT_STRLIST),
+    R(nd_tls_opts_t, timeout_s, ND_OT_DBL),
+    R(nd_tls_opts_t, rate_limit, ND_OT_I64),
+    R(nd_tls_opts_t, min_version, ND_OT_INT),
+    R(nd_tls_opts_t, handshake_first, ND_OT_BOOL),
+    R(nd_tls_opts_t, fallback_delay_ms, ND_OT_I64),
+    R(nd_tls_opts_t, ocsp_peer, ND_OT_BOOL),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_tls_block = {"tls", NULL, sizeof(nd_tls_opts_t), tls_d,
+                                         ND_RL_INHERIT};
+
+static const nd_opt_desc_t subj_perm_d[] = {
+    R(nd_subj_perm_t, allow_set, ND_OT_BOOL),
+    R(nd_subj_perm_t, deny_set, ND_OT_BOOL),
+    R(nd_subj_perm_t, allow, ND_OT_STRLIST),
+    R(nd_subj_perm_t, deny, ND_OT_STRLIST),
+    ND_OPT_END,
+};
+static const nd_opt_block_t subj_perm_block = {"permission", NULL, sizeof(nd_subj_perm_t),
+                                               subj_perm_d, ND_RL_INHERIT};
+
+/* permissions {} is read by nd_cfg_perms (opts_auth.c). */
+static const nd_opt_desc_t perms_d[] = {
+    R(nd_perms_t, pub_set, ND_OT_BOOL),
+    R(nd_perms_t, sub_set, ND_OT_BOOL),
+    R(nd_perms_t, resp_set, ND_OT_BOOL),
+    R(nd_perms_t, pub, ND_OT_STRUCT, .sub = &subj_perm_block),
+    R(nd_perms_t, sub, ND_OT_STRUCT, .sub = &subj_perm_block),
+    R(nd_perms_t, resp_max_msgs, ND_OT_I64),
+    R(nd_perms_t, resp_expires_ms, ND_OT_I64),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_perms_block = {"permissions", NULL, sizeof(nd_perms_t), perms_d,
+                                           ND_RL_INHERIT};
+
+/* users are read by nd_cfg_users (opts_auth.c) and leafnodes' own reader (opts_leaf.c). */
+static const nd_opt_desc_t user_d[] = {
+    R(nd_user_t, name, ND_OT_STR),
+    R(nd_user_t, pass, ND_OT_STR),
+    R(nd_user_t, nkey, ND_OT_STR),
+    R(nd_user_t, account, ND_OT_STR),
+    R(nd_user_t, has_perms, ND_OT_BOOL),
+    R(nd_user_t, perms, ND_OT_STRUCT, .sub = &nd_opt_perms_block),
+    R(nd_user_t, conn_types, ND_OT_U32),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_user_block = {"users", NULL, sizeof(nd_user_t), user_d,
+                                          ND_RL_INHERIT};
+
+#undef R
+
+/* ---- tls, permissions and users ----------------------------------------------------------- */
 
 void
 nd_tls_opts_free(nd_tls_opts_t *t)
 {
-    if (t == NULL)
-        return;
-    nd_free(t->cert_file);
-    nd_free(t->key_file);
-    nd_free(t->ca_file);
-    for (size_t i = 0; i < t->ncerts; i++) {
-        nd_free(t->certs[i].cert_file);
-        nd_free(t->certs[i].key_file);
-    }
-    nd_free(t->certs);
-    nd_strlist_free(&t->cipher_suites);
-    nd_strlist_free(&t->curve_preferences);
-    nd_strlist_free(&t->pinned_certs);
-    nd_free(t);
+    nd_opt_free(&nd_opt_tls_block, t);
 }
 
 nd_tls_opts_t *
 nd_tls_opts_dup(const nd_tls_opts_t *t)
 {
-    if (t == NULL)
-        return NULL;
-    nd_tls_opts_t *c = nd_xmalloc(sizeof(*c));
-    *c = *t;
-    DUPS(c, cert_file);
-    DUPS(c, key_file);
-    DUPS(c, ca_file);
-    c->certs = NULL;
-    if (t->ncerts) {
-        c->certs = nd_xmalloc(t->ncerts * sizeof(*c->certs));
-        for (size_t i = 0; i < t->ncerts; i++) {
-            c->certs[i].cert_file = sdup(t->certs[i].cert_file);
-            c->certs[i].key_file = sdup(t->certs[i].key_file);
-        }
-    }
-    c->cipher_suites = nd_strlist_dup(&t->cipher_suites);
-    c->curve_preferences = nd_strlist_dup(&t->curve_preferences);
-    c->pinned_certs = nd_strlist_dup(&t->pinned_certs);
-    return c;
-}
-
-/* ---- permissions and users ---------------------------------------------------------------- */
-
-static void
-subj_perm_clear(nd_subj_perm_t *p)
-{
-    nd_strlist_free(&p->allow);
-    nd_strlist_free(&p->deny);
-}
-
-static nd_subj_perm_t
-subj_perm_dup(const nd_subj_perm_t *p)
-{
-    nd_subj_perm_t c = *p;
-    c.allow = nd_strlist_dup(&p->allow);
-    c.deny = nd_strlist_dup(&p->deny);
-    return c;
+    return nd_opt_dup(&nd_opt_tls_block, t);
 }
 
 void
 nd_perms_clear(nd_perms_t *p)
 {
-    subj_perm_clear(&p->pub);
-    subj_perm_clear(&p->sub);
+    nd_opt_clear(&nd_opt_perms_block, p);
 }
 
 nd_perms_t
 nd_perms_dup(const nd_perms_t *p)
 {
-    nd_perms_t c = *p;
-    c.pub = subj_perm_dup(&p->pub);
-    c.sub = subj_perm_dup(&p->sub);
+    nd_perms_t c;
+    nd_opt_copy(&nd_opt_perms_block, &c, p);
     return c;
 }
 
 void
 nd_user_clear(nd_user_t *u)
 {
-    nd_free(u->name);
-    nd_free(u->pass);
-    nd_free(u->nkey);
-    nd_free(u->account);
-    nd_perms_clear(&u->perms);
-    memset(u, 0, sizeof(*u));
+    nd_opt_clear(&nd_opt_user_block, u);
 }
 
 nd_user_t
 nd_user_dup(const nd_user_t *u)
 {
-    nd_user_t c = *u;
-    DUPS(&c, name);
-    DUPS(&c, pass);
-    DUPS(&c, nkey);
-    DUPS(&c, account);
-    c.perms = nd_perms_dup(&u->perms);
+    nd_user_t c;
+    nd_opt_copy(&nd_opt_user_block, &c, u);
     return c;
 }
 
@@ -242,260 +260,18 @@ account_dup(const nd_account_opts_t *a)
     return c;
 }
 
-/* ---- topology blocks ---------------------------------------------------------------------- */
-
-static void
-cluster_free(nd_cluster_opts_t *c)
-{
-    if (c == NULL)
-        return;
-    nd_free(c->name);
-    nd_free(c->host);
-    nd_free(c->user);
-    nd_free(c->pass);
-    nd_strlist_free(&c->routes);
-    nd_tls_opts_free(c->tls);
-    nd_free(c->advertise);
-    nd_perms_clear(&c->perms);
-    nd_strlist_free(&c->pinned_accounts);
-    nd_free(c->compression);
-    nd_free(c);
-}
-
-static nd_cluster_opts_t *
-cluster_dup(const nd_cluster_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_cluster_opts_t *c = nd_xmalloc(sizeof(*c));
-    *c = *s;
-    DUPS(c, name);
-    DUPS(c, host);
-    DUPS(c, user);
-    DUPS(c, pass);
-    c->routes = nd_strlist_dup(&s->routes);
-    c->tls = nd_tls_opts_dup(s->tls);
-    DUPS(c, advertise);
-    c->perms = nd_perms_dup(&s->perms);
-    c->pinned_accounts = nd_strlist_dup(&s->pinned_accounts);
-    DUPS(c, compression);
-    return c;
-}
+/* ---- topology blocks: their tables are in opts_<block>.c ------------------------------------ */
 
 void
 nd_gateway_remote_clear(nd_gateway_remote_t *r)
 {
-    nd_free(r->name);
-    nd_strlist_free(&r->urls);
-    nd_tls_opts_free(r->tls);
-    memset(r, 0, sizeof(*r));
-}
-
-static void
-gateway_free(nd_gateway_opts_t *g)
-{
-    if (g == NULL)
-        return;
-    nd_free(g->name);
-    nd_free(g->host);
-    nd_free(g->user);
-    nd_free(g->pass);
-    nd_tls_opts_free(g->tls);
-    nd_free(g->advertise);
-    for (size_t i = 0; i < g->ngateways; i++)
-        nd_gateway_remote_clear(&g->gateways[i]);
-    nd_free(g->gateways);
-    nd_free(g);
-}
-
-static nd_gateway_opts_t *
-gateway_dup(const nd_gateway_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_gateway_opts_t *g = nd_xmalloc(sizeof(*g));
-    *g = *s;
-    DUPS(g, name);
-    DUPS(g, host);
-    DUPS(g, user);
-    DUPS(g, pass);
-    g->tls = nd_tls_opts_dup(s->tls);
-    DUPS(g, advertise);
-    g->gateways = s->ngateways ? nd_xmalloc(s->ngateways * sizeof(*g->gateways)) : NULL;
-    for (size_t i = 0; i < s->ngateways; i++) {
-        g->gateways[i].name = sdup(s->gateways[i].name);
-        g->gateways[i].urls = nd_strlist_dup(&s->gateways[i].urls);
-        g->gateways[i].tls = nd_tls_opts_dup(s->gateways[i].tls);
-    }
-    return g;
+    nd_opt_clear(&nd_opt_gw_remote_block, r);
 }
 
 void
 nd_leaf_remote_clear(nd_leaf_remote_t *r)
 {
-    nd_strlist_free(&r->urls);
-    nd_free(r->account);
-    nd_free(r->credentials);
-    nd_tls_opts_free(r->tls);
-    nd_strlist_free(&r->deny_imports);
-    nd_strlist_free(&r->deny_exports);
-    nd_free(r->compression);
-    memset(r, 0, sizeof(*r));
-}
-
-static void
-leaf_free(nd_leaf_opts_t *l)
-{
-    if (l == NULL)
-        return;
-    nd_free(l->host);
-    nd_free(l->user);
-    nd_free(l->pass);
-    nd_free(l->account);
-    nd_users_free(l->users, l->nusers);
-    for (size_t i = 0; i < l->nremotes; i++)
-        nd_leaf_remote_clear(&l->remotes[i]);
-    nd_free(l->remotes);
-    nd_tls_opts_free(l->tls);
-    nd_free(l->advertise);
-    nd_free(l->min_version);
-    nd_free(l->compression);
-    nd_free(l);
-}
-
-static nd_leaf_opts_t *
-leaf_dup(const nd_leaf_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_leaf_opts_t *l = nd_xmalloc(sizeof(*l));
-    *l = *s;
-    DUPS(l, host);
-    DUPS(l, user);
-    DUPS(l, pass);
-    DUPS(l, account);
-    l->users = users_dup(s->users, s->nusers);
-    l->remotes = s->nremotes ? nd_xmalloc(s->nremotes * sizeof(*l->remotes)) : NULL;
-    for (size_t i = 0; i < s->nremotes; i++) {
-        nd_leaf_remote_t *r = &l->remotes[i];
-        *r = s->remotes[i];
-        r->urls = nd_strlist_dup(&s->remotes[i].urls);
-        DUPS(r, account);
-        DUPS(r, credentials);
-        r->tls = nd_tls_opts_dup(s->remotes[i].tls);
-        r->deny_imports = nd_strlist_dup(&s->remotes[i].deny_imports);
-        r->deny_exports = nd_strlist_dup(&s->remotes[i].deny_exports);
-        DUPS(r, compression);
-    }
-    l->tls = nd_tls_opts_dup(s->tls);
-    DUPS(l, advertise);
-    DUPS(l, min_version);
-    DUPS(l, compression);
-    return l;
-}
-
-static void
-js_free(nd_js_opts_t *j)
-{
-    if (j == NULL)
-        return;
-    nd_free(j->domain);
-    nd_free(j->key);
-    nd_free(j->prev_key);
-    nd_free(j->extension_hint);
-    nd_free(j->unique_tag);
-    nd_free(j);
-}
-
-static nd_js_opts_t *
-js_dup(const nd_js_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_js_opts_t *j = nd_xmalloc(sizeof(*j));
-    *j = *s;
-    DUPS(j, domain);
-    DUPS(j, key);
-    DUPS(j, prev_key);
-    DUPS(j, extension_hint);
-    DUPS(j, unique_tag);
-    return j;
-}
-
-static void
-mqtt_free(nd_mqtt_opts_t *m)
-{
-    if (m == NULL)
-        return;
-    nd_free(m->host);
-    nd_tls_opts_free(m->tls);
-    nd_free(m->user);
-    nd_free(m->pass);
-    nd_free(m->token);
-    nd_free(m->no_auth_user);
-    nd_free(m->js_domain);
-    nd_free(m);
-}
-
-static nd_mqtt_opts_t *
-mqtt_dup(const nd_mqtt_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_mqtt_opts_t *m = nd_xmalloc(sizeof(*m));
-    *m = *s;
-    DUPS(m, host);
-    m->tls = nd_tls_opts_dup(s->tls);
-    DUPS(m, user);
-    DUPS(m, pass);
-    DUPS(m, token);
-    DUPS(m, no_auth_user);
-    DUPS(m, js_domain);
-    return m;
-}
-
-static void
-ws_free(nd_ws_opts_t *w)
-{
-    if (w == NULL)
-        return;
-    nd_free(w->host);
-    nd_free(w->advertise);
-    nd_tls_opts_free(w->tls);
-    nd_strlist_free(&w->allowed_origins);
-    nd_free(w->user);
-    nd_free(w->pass);
-    nd_free(w->token);
-    nd_free(w->jwt_cookie);
-    nd_free(w->user_cookie);
-    nd_free(w->pass_cookie);
-    nd_free(w->token_cookie);
-    nd_free(w->no_auth_user);
-    nd_strlist_free(&w->headers);
-    nd_free(w);
-}
-
-static nd_ws_opts_t *
-ws_dup(const nd_ws_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_ws_opts_t *w = nd_xmalloc(sizeof(*w));
-    *w = *s;
-    DUPS(w, host);
-    DUPS(w, advertise);
-    w->tls = nd_tls_opts_dup(s->tls);
-    w->allowed_origins = nd_strlist_dup(&s->allowed_origins);
-    DUPS(w, user);
-    DUPS(w, pass);
-    DUPS(w, token);
-    DUPS(w, jwt_cookie);
-    DUPS(w, user_cookie);
-    DUPS(w, pass_cookie);
-    DUPS(w, token_cookie);
-    DUPS(w, no_auth_user);
-    w->headers = nd_strlist_dup(&s->headers);
-    return w;
+    nd_opt_clear(&nd_opt_leaf_remote_block, r);
 }
 
 static void
@@ -580,13 +356,13 @@ nd_opts_cfg_free(nd_opts_t *o)
     nd_free(o->accounts);
     nd_tls_opts_free(o->tls_cfg);
     nd_strlist_free(&o->ocsp_urls);
-    cluster_free(o->cluster);
-    gateway_free(o->gateway);
-    leaf_free(o->leaf);
-    js_free(o->js);
+    nd_opt_free(&nd_opt_cluster_block, o->cluster);
+    nd_opt_free(&nd_opt_gateway_block, o->gateway);
+    nd_opt_free(&nd_opt_leaf_block, o->leaf);
+    nd_opt_free(&nd_opt_js_block, o->js);
     nd_strlist_free(&o->js_default_domains);
-    mqtt_free(o->mqtt);
-    ws_free(o->ws);
+    nd_opt_free(&nd_opt_mqtt_block, o->mqtt);
+    nd_opt_free(&nd_opt_ws_block, o->ws);
     nd_strlist_free(&o->operators);
     nd_strlist_free(&o->trusted_keys);
     resolver_free(o->resolver);
@@ -623,13 +399,13 @@ nd_opts_cfg_copy(nd_opts_t *dst, const nd_opts_t *src)
         dst->accounts[i] = account_dup(&src->accounts[i]);
     dst->tls_cfg = nd_tls_opts_dup(src->tls_cfg);
     dst->ocsp_urls = nd_strlist_dup(&src->ocsp_urls);
-    dst->cluster = cluster_dup(src->cluster);
-    dst->gateway = gateway_dup(src->gateway);
-    dst->leaf = leaf_dup(src->leaf);
-    dst->js = js_dup(src->js);
+    dst->cluster = nd_opt_dup(&nd_opt_cluster_block, src->cluster);
+    dst->gateway = nd_opt_dup(&nd_opt_gateway_block, src->gateway);
+    dst->leaf = nd_opt_dup(&nd_opt_leaf_block, src->leaf);
+    dst->js = nd_opt_dup(&nd_opt_js_block, src->js);
     dst->js_default_domains = nd_strlist_dup(&src->js_default_domains);
-    dst->mqtt = mqtt_dup(src->mqtt);
-    dst->ws = ws_dup(src->ws);
+    dst->mqtt = nd_opt_dup(&nd_opt_mqtt_block, src->mqtt);
+    dst->ws = nd_opt_dup(&nd_opt_ws_block, src->ws);
     dst->operators = nd_strlist_dup(&src->operators);
     dst->trusted_keys = nd_strlist_dup(&src->trusted_keys);
     dst->resolver = resolver_dup(src->resolver);

@@ -1,0 +1,142 @@
+/* Options declared once: a table per config block describes each member of the block's struct
+ * (its keys and aliases, where it lives, its type, how it is read, what a reload does with it),
+ * and generic functions drive parsing, freeing, deep copying and the reload comparison from it.
+ *
+ * A member is written once, in its block's table (next to the block's special-case readers in
+ * src/cfg/opts_<block>.c); nothing else lists the members of a tabled block. A member that no
+ * key writes directly (a listen port, an authorization user) has keys NULL: it is still freed,
+ * copied and compared, and the reader of the key that fills it (.parse) names it in .aux or
+ * writes it through the block pointer.
+ *
+ * Parsing keeps nats-server's texts: keys are matched ignoring case (nd_cfg_key_is), a key no
+ * row has fails with `unknown field "<key>"` (nd_cfg_unknown), a value that is not a map fails
+ * with the block's own .notmap text, and the readers are those of opts_parse.h.
+ * Ctx: any thread; the tables are immutable.
+ */
+#ifndef ND_CFG_OPTS_TABLE_H
+#define ND_CFG_OPTS_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg/opts_parse.h"
+
+/* The storage of a member. */
+typedef enum nd_opt_type {
+    ND_OT_END = 0, /* ends a table */
+    ND_OT_STR,     /* char *, owned */
+    ND_OT_BOOL,    /* bool */
+    ND_OT_INT,     /* int (and enums) */
+    ND_OT_I32,     /* int32_t */
+    ND_OT_U32,     /* uint32_t */
+    ND_OT_I64,     /* int64_t (sizes in bytes) */
+    ND_OT_DUR,     /* int64_t milliseconds: nats-server's parseDuration */
+    ND_OT_DBL,     /* double */
+    ND_OT_STRLIST, /* nd_strlist_t, owned */
+    ND_OT_STRUCT,  /* a struct embedded at off, described by .sub */
+    ND_OT_PTR,     /* a pointer to a struct described by .sub, owned (NULL: absent) */
+    ND_OT_ARRAY,   /* a pointer to *count_off structs described by .sub, owned */
+    ND_OT_NONE,    /* no storage: a key whose reader (.parse) fills other members */
+} nd_opt_type_t;
+
+/* What a config reload does when the member changed (src/server/reload.c). */
+typedef enum nd_opt_reload {
+    ND_RL_INHERIT = 0, /* as the block that holds it */
+    ND_RL_REFUSE,      /* not reloadable: the reload fails with nats-server's text */
+    ND_RL_LIVE,        /* a limit connections read live (nd_server_live_t) */
+    ND_RL_LOG,         /* the log module's */
+    ND_RL_AUTH,        /* authorization: rebuilt */
+    ND_RL_KEEP,        /* accepted and kept: nothing running uses it yet */
+    ND_RL_TLS,         /* the client TLS context: rebuilt */
+    ND_RL_MON,         /* the monitor's (http_auth) */
+    ND_RL_UNBUILT,     /* accepted and kept, with a warning that it is not applied */
+} nd_opt_reload_t;
+
+/* Member flags. */
+#define ND_OF_LISTEN  1u /* part of the listen address (cluster compares it on its own) */
+#define ND_OF_WRITTEN 2u /* texts name the key as written, not .name */
+
+struct nd_opt_desc;
+struct nd_opt_block;
+
+/* A special-case reader: parses entry e into the block struct blk. seen is a bit set private to
+ * one parse of one block map (zeroed before its first key), for readers that depend on an
+ * earlier key of the same map. Returns: 0, or -1 with the error in a. */
+typedef int (*nd_opt_parse_fn)(nd_cfg_apply_t *a, const nd_cfg_entry_t *e,
+                               const struct nd_opt_desc *d, void *blk, unsigned *seen);
+
+typedef struct nd_opt_desc {
+    const char *keys; /* the config keys: the name, then its aliases, space-separated; NULL:
+                       * filled by another row's reader */
+    const char *name; /* the name in texts (parseDuration's warning, parseStringArray's error);
+                       * NULL: the first key */
+    size_t off;       /* offsetof the member in the block struct */
+    nd_opt_type_t type;
+    nd_opt_parse_fn parse;          /* NULL: the type's reader */
+    const struct nd_opt_block *sub; /* ND_OT_STRUCT, ND_OT_PTR, ND_OT_ARRAY */
+    size_t count_off;               /* ND_OT_ARRAY: offsetof its size_t count */
+    size_t aux;                     /* reader-specific (a listener's port offset) */
+    int arg;                        /* reader-specific (tls: the client context) */
+    unsigned flags;                 /* ND_OF_* */
+    nd_opt_reload_t reload;
+} nd_opt_desc_t;
+
+typedef struct nd_opt_block {
+    const char *name;    /* the block's key, for readers' texts */
+    const char *notmap;  /* nats-server's text when the block is not a map ("%s": Go type) */
+    size_t size;         /* sizeof the block struct */
+    const nd_opt_desc_t *d; /* ends with ND_OT_END */
+    nd_opt_reload_t reload; /* the block's policy (src/server/reload.c) */
+} nd_opt_block_t;
+
+/* A row for member f of struct T: ND_OPT(T, keys, f, type[, .parse = ..., ...]). */
+#define ND_OPT(T, k, f, ...) {.keys = (k), .off = offsetof(T, f), .type = __VA_ARGS__}
+#define ND_OPT_END               {.type = ND_OT_END}
+
+/* The stock special readers. */
+/* nd_cfg_listener: keys ND_CFG_LISTENER_KEYS into the ND_OT_STR host at off, port at aux. */
+int nd_opt_listener(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
+                    void *blk, unsigned *seen);
+/* nd_cfg_tls into the ND_OT_PTR at off; arg: the client context (else cluster and gateway). */
+int nd_opt_tls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+               unsigned *seen);
+
+/* nd_cfg_compression (opts_cluster.c) into the ND_OT_STR at off. */
+int nd_opt_compression(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
+                       void *blk, unsigned *seen);
+
+/* Parses the map v into blk with the table b. Returns: 0, or -1 with the error in a. */
+int nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk,
+                     const nd_cfg_node_t *v);
+/* A block key at entry e: b->notmap unless a map; *pp allocated zeroed when NULL, then parsed
+ * over (a later block of the same key adds to the earlier one, as today). */
+int nd_opt_parse_block(nd_cfg_apply_t *a, const nd_opt_block_t *b, const nd_cfg_entry_t *e,
+                       void **pp);
+
+/* Frees what blk owns (not blk) and zeroes it. */
+void nd_opt_clear(const nd_opt_block_t *b, void *blk);
+/* Frees what blk owns and blk itself (NULL is fine). */
+void nd_opt_free(const nd_opt_block_t *b, void *blk);
+/* Fills dst with a deep copy of src (dst's old contents are overwritten, not freed). */
+void nd_opt_copy(const nd_opt_block_t *b, void *dst, const void *src);
+/* Returns: an owned deep copy of src, or NULL for NULL. */
+void *nd_opt_dup(const nd_opt_block_t *b, const void *src);
+/* Whether x and y (either may be NULL: absent) hold the same values in every member, members
+ * with a flag of skip left out; NULL and "" strings are equal. */
+bool nd_opt_equal(const nd_opt_block_t *b, const void *x, const void *y, unsigned skip);
+
+/* The tables (their files: opts_blocks.c for the storage-only ones). */
+extern const nd_opt_block_t nd_opt_tls_block;      /* nd_tls_opts_t (read by nd_cfg_tls) */
+extern const nd_opt_block_t nd_opt_perms_block;    /* nd_perms_t */
+extern const nd_opt_block_t nd_opt_user_block;     /* nd_user_t */
+extern const nd_opt_block_t nd_opt_cluster_block;  /* cluster {} */
+extern const nd_opt_block_t nd_opt_gateway_block;  /* gateway {} */
+extern const nd_opt_block_t nd_opt_gw_remote_block; /* gateway { gateways: [...] } */
+extern const nd_opt_block_t nd_opt_leaf_block;     /* leafnodes {} */
+extern const nd_opt_block_t nd_opt_leaf_remote_block; /* leafnodes { remotes: [...] } */
+extern const nd_opt_block_t nd_opt_js_block;       /* jetstream {} */
+extern const nd_opt_block_t nd_opt_mqtt_block;     /* mqtt {} */
+extern const nd_opt_block_t nd_opt_ws_block;       /* websocket {} */
+
+#endif
