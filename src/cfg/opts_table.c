@@ -44,6 +44,9 @@ nd_opt_tls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, v
     return nd_cfg_tls(a, e, d->arg != 0, (nd_tls_opts_t **)AT(blk, d));
 }
 
+static int read_bounded(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
+                        void *p);
+
 /* The type's own reader, for rows without .parse. */
 static int
 read_value(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk)
@@ -53,6 +56,8 @@ read_value(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, v
     char name[64];
     void *p = AT(blk, d);
     const char *written = (d->flags & ND_OF_WRITTEN) ? e->key : NULL;
+    if (d->flags & ND_OF_BOUNDED)
+        return read_bounded(a, e, d, p);
     switch (d->type) {
     case ND_OT_STR:
         return nd_cfg_str(a, at, v, (char **)p);
@@ -74,23 +79,60 @@ read_value(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, v
     }
 }
 
+const nd_opt_desc_t *
+nd_opt_find(const nd_opt_block_t *b, const char *key)
+{
+    for (const nd_opt_desc_t *d = b->d; d->type != ND_OT_END; d++)
+        if (d->keys != NULL && nd_cfg_key_is(key, d->keys))
+            return d;
+    return NULL;
+}
+
+/* natsd's own range check of the keys it implemented first. */
+static int
+read_bounded(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *p)
+{
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    const nd_cfg_node_t *v = e->val;
+    char name[64];
+    if (v->type != ND_CFG_INT)
+        return nd_cfg_type_err(a, at, v, ND_CFG_INT);
+    if (v->u.i < d->min || v->u.i > d->max)
+        return nd_cfg_fail(a, at, "invalid value %lld for %s: out of range [%lld, %lld]",
+                           (long long)v->u.i, row_name(d, NULL, name, sizeof name),
+                           (long long)d->min, (long long)d->max);
+    switch (d->type) {
+    case ND_OT_INT:
+        *(int *)p = (int)v->u.i;
+        break;
+    case ND_OT_I32:
+        *(int32_t *)p = (int32_t)v->u.i;
+        break;
+    case ND_OT_UINT:
+        *(unsigned *)p = (unsigned)v->u.i;
+        break;
+    default:
+        *(int64_t *)p = v->u.i;
+        break;
+    }
+    return 0;
+}
+
+int
+nd_opt_parse_row(nd_cfg_apply_t *a, const nd_opt_desc_t *d, void *blk, const nd_cfg_entry_t *e,
+                 unsigned *seen)
+{
+    return d->parse != NULL ? d->parse(a, e, d, blk, seen) : read_value(a, e, d, blk);
+}
+
 int
 nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk, const nd_cfg_node_t *v)
 {
     unsigned seen = 0;
     for (size_t i = 0; i < v->u.map.n; i++) {
         const nd_cfg_entry_t *e = &v->u.map.e[i];
-        const nd_opt_desc_t *d = b->d;
-        while (d->type != ND_OT_END && (d->keys == NULL || !nd_cfg_key_is(e->key, d->keys)))
-            d++;
-        int rc;
-        if (d->type == ND_OT_END)
-            rc = nd_cfg_unknown(a, e);
-        else if (d->parse != NULL)
-            rc = d->parse(a, e, d, blk, &seen);
-        else
-            rc = read_value(a, e, d, blk);
-        if (rc < 0)
+        const nd_opt_desc_t *d = nd_opt_find(b, e->key);
+        if ((d == NULL ? nd_cfg_unknown(a, e) : nd_opt_parse_row(a, d, blk, e, &seen)) < 0)
             return -1;
     }
     return 0;
@@ -109,13 +151,14 @@ nd_opt_parse_block(nd_cfg_apply_t *a, const nd_opt_block_t *b, const nd_cfg_entr
 }
 
 void
-nd_opt_clear(const nd_opt_block_t *b, void *blk)
+nd_opt_release(const nd_opt_block_t *b, void *blk)
 {
     for (const nd_opt_desc_t *d = b->d; d->type != ND_OT_END; d++) {
         void *p = AT(blk, d);
         switch (d->type) {
         case ND_OT_STR:
             nd_free(*(char **)p);
+            *(char **)p = NULL;
             break;
         case ND_OT_STRLIST:
             nd_strlist_free((nd_strlist_t *)p);
@@ -125,19 +168,28 @@ nd_opt_clear(const nd_opt_block_t *b, void *blk)
             break;
         case ND_OT_PTR:
             nd_opt_free(d->sub, *(void **)p);
+            *(void **)p = NULL;
             break;
         case ND_OT_ARRAY: {
             char *arr = *(char **)p;
-            size_t n = *(size_t *)((char *)blk + d->count_off);
-            for (size_t i = 0; i < n; i++)
+            size_t *n = (size_t *)((char *)blk + d->count_off);
+            for (size_t i = 0; i < *n; i++)
                 nd_opt_clear(d->sub, arr + i * d->sub->size);
             nd_free(arr);
+            *(char **)p = NULL;
+            *n = 0;
             break;
         }
         default:
             break;
         }
     }
+}
+
+void
+nd_opt_clear(const nd_opt_block_t *b, void *blk)
+{
+    nd_opt_release(b, blk);
     memset(blk, 0, b->size);
 }
 
@@ -220,6 +272,8 @@ member_eq(const nd_opt_desc_t *d, const char *x, const char *y, const char *bx, 
         return *(const int32_t *)x == *(const int32_t *)y;
     case ND_OT_U32:
         return *(const uint32_t *)x == *(const uint32_t *)y;
+    case ND_OT_UINT:
+        return *(const unsigned *)x == *(const unsigned *)y;
     case ND_OT_I64:
     case ND_OT_DUR:
         return *(const int64_t *)x == *(const int64_t *)y;
@@ -251,6 +305,12 @@ member_eq(const nd_opt_desc_t *d, const char *x, const char *y, const char *bx, 
     default:
         return true;
     }
+}
+
+bool
+nd_opt_row_equal(const nd_opt_desc_t *d, const void *x, const void *y)
+{
+    return member_eq(d, CAT(x, d), CAT(y, d), (const char *)x, (const char *)y, 0);
 }
 
 bool

@@ -30,6 +30,7 @@ typedef enum nd_opt_type {
     ND_OT_INT,     /* int (and enums) */
     ND_OT_I32,     /* int32_t */
     ND_OT_U32,     /* uint32_t */
+    ND_OT_UINT,    /* unsigned */
     ND_OT_I64,     /* int64_t (sizes in bytes) */
     ND_OT_DUR,     /* int64_t milliseconds: nats-server's parseDuration */
     ND_OT_DBL,     /* double */
@@ -56,6 +57,23 @@ typedef enum nd_opt_reload {
 /* Member flags. */
 #define ND_OF_LISTEN  1u /* part of the listen address (cluster compares it on its own) */
 #define ND_OF_WRITTEN 2u /* texts name the key as written, not .name */
+#define ND_OF_BOUNDED 4u /* an integer within [min, max], natsd's range text otherwise */
+#define ND_OF_DEFAULT 8u /* nd_opts_defaults writes .def */
+#define ND_OF_ZERO    16u /* .zero says what a written 0 means (nd_opts_baseline) */
+
+/* Options the reload compares through a view of other members rather than a member of its own
+ * (nats-server's Options has them as fields of their own): src/server/reload.c computes them. */
+typedef enum nd_opt_derived {
+    ND_DV_NONE = 0,
+    ND_DV_PORT,         /* compared with the bound port (0: random) */
+    ND_DV_CLUSTER,      /* the listen address refused on its own, the rest per the policy */
+    ND_DV_AUTH_TIMEOUT, /* AuthTimeout as setBaselineOptions sets it */
+    ND_DV_TLS_TIMEOUT,  /* TLSTimeout: the tls timeout, 2 s when unset */
+    ND_DV_TLS_MAP,      /* TLSMap: tls.verify_and_map */
+    ND_DV_TLS_CONFIG,   /* TLSConfig: "enabled"/"disabled"; never equal while TLS is on */
+    ND_DV_TLS_PINNED,   /* TLSPinnedCerts: tls.pinned_certs, printed as its length */
+    ND_DV_TLS_RATE,     /* TLSRateLimit: tls.connection_rate_limit */
+} nd_opt_derived_t;
 
 struct nd_opt_desc;
 struct nd_opt_block;
@@ -79,7 +97,18 @@ typedef struct nd_opt_desc {
     size_t aux;                     /* reader-specific (a listener's port offset) */
     int arg;                        /* reader-specific (tls: the client context) */
     unsigned flags;                 /* ND_OF_* */
+    int64_t min, max;               /* ND_OF_BOUNDED */
+    int64_t def;         /* ND_OF_DEFAULT, and what 0 stands for under ND_ZERO_DEFAULT, in the
+                          * member's unit */
+    nd_zero_rule_t zero; /* ND_OF_ZERO */
+    const char *note;    /* why, or where an ND_ZERO_DEFAULT_AT_USE is resolved */
+    /* config reload (src/server/reload.c); rows without .go are not compared */
     nd_opt_reload_t reload;
+    const char *go;   /* nats-server's Options field, for the refusal text; table order is the
+                       * order of nats-server's Options struct, the order of its log lines */
+    const char *text; /* "Reloaded: <name> = %s" (a text without "%" is logged alone);
+                       * ND_RL_UNBUILT: the name in the warning */
+    nd_opt_derived_t derive;
 } nd_opt_desc_t;
 
 typedef struct nd_opt_block {
@@ -106,6 +135,9 @@ int nd_opt_tls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *
 int nd_opt_compression(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
                        void *blk, unsigned *seen);
 
+/* Parses entry e into blk with row d (its .parse, or its type's reader). */
+int nd_opt_parse_row(nd_cfg_apply_t *a, const nd_opt_desc_t *d, void *blk,
+                     const nd_cfg_entry_t *e, unsigned *seen);
 /* Parses the map v into blk with the table b. Returns: 0, or -1 with the error in a. */
 int nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk,
                      const nd_cfg_node_t *v);
@@ -114,6 +146,8 @@ int nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk,
 int nd_opt_parse_block(nd_cfg_apply_t *a, const nd_opt_block_t *b, const nd_cfg_entry_t *e,
                        void **pp);
 
+/* Frees what blk owns (not blk) and zeroes those members only (nd_opts_free keeps scalars). */
+void nd_opt_release(const nd_opt_block_t *b, void *blk);
 /* Frees what blk owns (not blk) and zeroes it. */
 void nd_opt_clear(const nd_opt_block_t *b, void *blk);
 /* Frees what blk owns and blk itself (NULL is fine). */
@@ -125,6 +159,9 @@ void *nd_opt_dup(const nd_opt_block_t *b, const void *src);
 /* Whether x and y (either may be NULL: absent) hold the same values in every member, members
  * with a flag of skip left out; NULL and "" strings are equal. */
 bool nd_opt_equal(const nd_opt_block_t *b, const void *x, const void *y, unsigned skip);
+
+/* Whether the member of row d holds the same value in the structs x and y (both non-NULL). */
+bool nd_opt_row_equal(const nd_opt_desc_t *d, const void *x, const void *y);
 
 /* The tables (their files: opts_blocks.c for the storage-only ones). */
 extern const nd_opt_block_t nd_opt_tls_block;      /* nd_tls_opts_t (read by nd_cfg_tls) */
@@ -138,5 +175,12 @@ extern const nd_opt_block_t nd_opt_leaf_remote_block; /* leafnodes { remotes: [.
 extern const nd_opt_block_t nd_opt_js_block;       /* jetstream {} */
 extern const nd_opt_block_t nd_opt_mqtt_block;     /* mqtt {} */
 extern const nd_opt_block_t nd_opt_ws_block;       /* websocket {} */
+extern const nd_opt_block_t nd_opt_account_block;  /* accounts { X {} } */
+extern const nd_opt_block_t nd_opt_resolver_block; /* resolver */
+extern const nd_opt_block_t nd_opt_callout_block;  /* authorization { auth_callout } */
+/* nd_opts_t: the top-level keys (opts_conf.c), in the order of nats-server's Options. */
+extern const nd_opt_block_t nd_opt_top_block;
+/* The row of the top-level key (any alias, any case), or NULL. */
+const nd_opt_desc_t *nd_opt_find(const nd_opt_block_t *b, const char *key);
 
 #endif
