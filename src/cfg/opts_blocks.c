@@ -100,19 +100,22 @@ static const nd_opt_desc_t perms_d[] = {
 const nd_opt_block_t nd_opt_perms_block = {"permissions", NULL, sizeof(nd_perms_t), perms_d,
                                            ND_RL_INHERIT};
 
-/* users are read by nd_cfg_users (opts_auth.c) and leafnodes' own reader (opts_leaf.c). */
+/* users: the keys are those of leafnodes { authorization { users: [...] } }, read with this
+ * table (opts_leaf.c); authorization {} and accounts {} read theirs with nd_cfg_users
+ * (opts_auth.c), whose checks span keys. */
 static const nd_opt_desc_t user_d[] = {
-    R(nd_user_t, name, ND_OT_STR),
-    R(nd_user_t, pass, ND_OT_STR),
+    ND_OPT(nd_user_t, "user username", name, ND_OT_STR),
+    ND_OPT(nd_user_t, "pass password", pass, ND_OT_STR),
     R(nd_user_t, nkey, ND_OT_STR),
-    R(nd_user_t, account, ND_OT_STR),
+    ND_OPT(nd_user_t, "account", account, ND_OT_STR),
     R(nd_user_t, has_perms, ND_OT_BOOL),
     R(nd_user_t, perms, ND_OT_STRUCT, .sub = &nd_opt_perms_block),
     R(nd_user_t, conn_types, ND_OT_U32),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_user_block = {"users", NULL, sizeof(nd_user_t), user_d,
-                                          ND_RL_INHERIT};
+const nd_opt_block_t nd_opt_user_block = {"users",
+                                          "Expected user entry to be a map/struct, got %s",
+                                          sizeof(nd_user_t), user_d, ND_RL_INHERIT};
 
 #undef R
 
@@ -186,14 +189,14 @@ static const nd_opt_block_t export_block = {"exports", NULL, sizeof(nd_export_t)
 
 static const nd_opt_desc_t import_d[] = {
     R(nd_import_t, service, ND_OT_BOOL),
-    R(nd_import_t, account, ND_OT_STR),
-    R(nd_import_t, subject, ND_OT_STR),
+    ND_OPT(nd_import_t, "account", account, ND_OT_STR), /* keys: the {account, subject} map */
+    ND_OPT(nd_import_t, "subject", subject, ND_OT_STR),
     R(nd_import_t, to, ND_OT_STR),
     R(nd_import_t, prefix, ND_OT_STR),
     R(nd_import_t, share, ND_OT_BOOL),
     ND_OPT_END,
 };
-static const nd_opt_block_t import_block = {"imports", NULL, sizeof(nd_import_t), import_d,
+const nd_opt_block_t nd_opt_import_block = {"imports", NULL, sizeof(nd_import_t), import_d,
                                             ND_RL_INHERIT};
 
 static const nd_opt_desc_t dest_d[] = {
@@ -235,7 +238,7 @@ static const nd_opt_desc_t account_d[] = {
     R(nd_account_opts_t, nkey, ND_OT_STR),
     R(nd_account_opts_t, exports, ND_OT_ARRAY, .sub = &export_block,
       .count_off = offsetof(nd_account_opts_t, nexports)),
-    R(nd_account_opts_t, imports, ND_OT_ARRAY, .sub = &import_block,
+    R(nd_account_opts_t, imports, ND_OT_ARRAY, .sub = &nd_opt_import_block,
       .count_off = offsetof(nd_account_opts_t, nimports)),
     R(nd_account_opts_t, mappings, ND_OT_ARRAY, .sub = &mapping_block,
       .count_off = offsetof(nd_account_opts_t, nmappings)),

@@ -56,42 +56,9 @@ static const nd_opt_desc_t remote_d[] = {
 };
 #undef R
 
-const nd_opt_block_t nd_opt_gw_remote_block = {"gateways", NULL, sizeof(nd_gateway_remote_t),
-                                               remote_d, ND_RL_INHERIT};
-
-static int
-remote(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_gateway_remote_t *r)
-{
-    if (v->type != ND_CFG_MAP) {
-        char val[256];
-        nd_cfg_go_value(v, val, sizeof val);
-        return nd_cfg_fail(a, nd_cfg_at_node(v),
-                           "Expected gateway entry to be a map/struct, got %s", val);
-    }
-    return nd_opt_parse_map(a, &nd_opt_gw_remote_block, r, v);
-}
-
-static int
-remotes(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
-        unsigned *seen)
-{
-    (void)d, (void)seen;
-    nd_gateway_opts_t *g = blk;
-    const nd_cfg_node_t *v = e->val;
-    if (v->type != ND_CFG_ARRAY)
-        /* nats-server passes the unwrapped value here: no position. */
-        return nd_cfg_fail(a, (nd_cfg_at_t){0}, "Expected gateways field to be an array, got %s",
-                           nd_cfg_go_type(v));
-    for (size_t i = 0; i < g->ngateways; i++)
-        nd_gateway_remote_clear(&g->gateways[i]);
-    nd_free(g->gateways);
-    g->gateways = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*g->gateways)) : NULL;
-    g->ngateways = 0;
-    for (size_t i = 0; i < v->u.arr.n; i++)
-        if (remote(a, v->u.arr.v[i], &g->gateways[g->ngateways++]) < 0)
-            return -1;
-    return 0;
-}
+const nd_opt_block_t nd_opt_gw_remote_block = {
+    "gateways", "Expected gateway entry to be a map/struct, got %s", sizeof(nd_gateway_remote_t),
+    remote_d, ND_RL_INHERIT};
 
 #define G(...) ND_OPT(nd_gateway_opts_t, __VA_ARGS__)
 static const nd_opt_desc_t gateway_d[] = {
@@ -106,7 +73,9 @@ static const nd_opt_desc_t gateway_d[] = {
     G("advertise", advertise, ND_OT_STR),
     G("connect_retries", connect_retries, ND_OT_INT),
     G("gateways", gateways, ND_OT_ARRAY, .sub = &nd_opt_gw_remote_block,
-      .count_off = offsetof(nd_gateway_opts_t, ngateways), .parse = remotes),
+      .count_off = offsetof(nd_gateway_opts_t, ngateways), .parse = nd_opt_array,
+      /* nats-server passes the unwrapped value here: no position. */
+      .flags = ND_OF_NOPOS, .errfmt = "Expected gateways field to be an array, got %s"),
     G("reject_unknown reject_unknown_cluster", reject_unknown, ND_OT_BOOL),
     ND_OPT_END,
 };

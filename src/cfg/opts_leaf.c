@@ -16,46 +16,11 @@
 #include "cfg/opts_int.h"
 #include "cfg/opts_table.h"
 
-static int
-leaf_users(nd_cfg_apply_t *a, const nd_cfg_entry_t *ue, nd_leaf_opts_t *l)
-{
-    const nd_cfg_node_t *v = ue->val;
-    if (v->type != ND_CFG_ARRAY) {
-        char val[256];
-        nd_cfg_go_value(v, val, sizeof val);
-        return nd_cfg_fail(a, nd_cfg_at_entry(ue), "Expected users field to be an array, got %s",
-                           val);
-    }
-    nd_users_free(l->users, l->nusers);
-    l->users = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*l->users)) : NULL;
-    l->nusers = 0;
-    for (size_t i = 0; i < v->u.arr.n; i++) {
-        const nd_cfg_node_t *um = v->u.arr.v[i];
-        if (um->type != ND_CFG_MAP) {
-            char val[256];
-            nd_cfg_go_value(um, val, sizeof val);
-            return nd_cfg_fail(a, nd_cfg_at_node(um),
-                               "Expected user entry to be a map/struct, got %s", val);
-        }
-        nd_user_t *u = &l->users[l->nusers++];
-        for (size_t k = 0; k < um->u.map.n; k++) {
-            const nd_cfg_entry_t *e = &um->u.map.e[k];
-            nd_cfg_at_t at = nd_cfg_at_entry(e);
-            int rc;
-            if (nd_cfg_key_is(e->key, "user username"))
-                rc = nd_cfg_str(a, at, e->val, &u->name);
-            else if (nd_cfg_key_is(e->key, "pass password"))
-                rc = nd_cfg_str(a, at, e->val, &u->pass);
-            else if (nd_cfg_key_is(e->key, "account"))
-                rc = nd_cfg_str(a, at, e->val, &u->account);
-            else
-                rc = nd_cfg_unknown(a, e);
-            if (rc < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
+/* authorization { users: [{user, password, account}] } */
+static const nd_opt_desc_t leaf_users_row = {
+    .keys = "users", .off = offsetof(nd_leaf_opts_t, users), .type = ND_OT_ARRAY,
+    .sub = &nd_opt_user_block, .count_off = offsetof(nd_leaf_opts_t, nusers),
+    .flags = ND_OF_GOVALUE, .errfmt = "Expected users field to be an array, got %s"};
 
 static int
 leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, const nd_opt_desc_t *d, void *blk,
@@ -86,7 +51,7 @@ leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, const nd_opt_desc_t *d, v
         else if (nd_cfg_key_is(e->key, "timeout"))
             nd_cfg_seconds(e->val, 1, &l->auth_timeout_s);
         else if (nd_cfg_key_is(e->key, "users"))
-            rc = leaf_users(a, e, l);
+            rc = nd_opt_array(a, e, &leaf_users_row, l, seen);
         else if (nd_cfg_key_is(e->key, "account"))
             rc = nd_cfg_str(a, eat, e->val, &l->account);
         else
@@ -202,41 +167,9 @@ static const nd_opt_desc_t remote_d[] = {
 };
 #undef R
 
-const nd_opt_block_t nd_opt_leaf_remote_block = {"remotes", NULL, sizeof(nd_leaf_remote_t),
-                                                 remote_d, ND_RL_INHERIT};
-
-static int
-remote(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_leaf_remote_t *r)
-{
-    if (v->type != ND_CFG_MAP) {
-        char val[256];
-        nd_cfg_go_value(v, val, sizeof val);
-        return nd_cfg_fail(a, nd_cfg_at_node(v),
-                           "Expected remote leafnode entry to be a map/struct, got %s", val);
-    }
-    return nd_opt_parse_map(a, &nd_opt_leaf_remote_block, r, v);
-}
-
-static int
-remotes(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
-        unsigned *seen)
-{
-    (void)d, (void)seen;
-    nd_leaf_opts_t *l = blk;
-    const nd_cfg_node_t *v = e->val;
-    if (v->type != ND_CFG_ARRAY)
-        return nd_cfg_fail(a, nd_cfg_at_entry(e), "Expected remotes field to be an array, got %s",
-                           nd_cfg_go_type(v));
-    for (size_t i = 0; i < l->nremotes; i++)
-        nd_leaf_remote_clear(&l->remotes[i]);
-    nd_free(l->remotes);
-    l->remotes = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*l->remotes)) : NULL;
-    l->nremotes = 0;
-    for (size_t i = 0; i < v->u.arr.n; i++)
-        if (remote(a, v->u.arr.v[i], &l->remotes[l->nremotes++]) < 0)
-            return -1;
-    return 0;
-}
+const nd_opt_block_t nd_opt_leaf_remote_block = {
+    "remotes", "Expected remote leafnode entry to be a map/struct, got %s",
+    sizeof(nd_leaf_remote_t), remote_d, ND_RL_INHERIT};
 
 /* versionAtLeastCheckError(v, 2, 8, 0) with nats-server's semver expression
  * \Av?([0-9]+)\.?([0-9]+)?\.?([0-9]+)? (a missing part fails Atoi: "invalid syntax"). */
@@ -312,7 +245,8 @@ static const nd_opt_desc_t leaf_d[] = {
     L(NULL, users, ND_OT_ARRAY, .sub = &nd_opt_user_block,
       .count_off = offsetof(nd_leaf_opts_t, nusers)),
     L("remotes", remotes, ND_OT_ARRAY, .sub = &nd_opt_leaf_remote_block,
-      .count_off = offsetof(nd_leaf_opts_t, nremotes), .parse = remotes),
+      .count_off = offsetof(nd_leaf_opts_t, nremotes), .parse = nd_opt_array,
+      .errfmt = "Expected remotes field to be an array, got %s"),
     L("reconnect reconnect_delay reconnect_interval", reconnect_ms, ND_OT_I64,
       .parse = reconnect),
     L("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),

@@ -47,6 +47,40 @@ nd_opt_tls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, v
 static int read_bounded(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
                         void *p);
 
+int
+nd_opt_array(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+             unsigned *seen)
+{
+    (void)seen;
+    const nd_cfg_node_t *v = e->val;
+    char val[256];
+    if (v->type != ND_CFG_ARRAY) {
+        if (d->flags & ND_OF_GOVALUE)
+            nd_cfg_go_value(v, val, sizeof val);
+        nd_cfg_at_t at = (d->flags & ND_OF_NOPOS) ? (nd_cfg_at_t){0} : nd_cfg_at_entry(e);
+        return nd_cfg_fail(a, at, d->errfmt,
+                           (d->flags & ND_OF_GOVALUE) ? val : nd_cfg_go_type(v));
+    }
+    const nd_opt_block_t *sub = d->sub;
+    char **arr = (char **)AT(blk, d);
+    size_t *n = (size_t *)((char *)blk + d->count_off);
+    for (size_t i = 0; i < *n; i++)
+        nd_opt_clear(sub, *arr + i * sub->size);
+    nd_free(*arr);
+    *arr = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sub->size) : NULL;
+    *n = 0;
+    for (size_t i = 0; i < v->u.arr.n; i++) {
+        const nd_cfg_node_t *m = v->u.arr.v[i];
+        if (m->type != ND_CFG_MAP) {
+            nd_cfg_go_value(m, val, sizeof val);
+            return nd_cfg_fail(a, nd_cfg_at_node(m), sub->notmap, val);
+        }
+        if (nd_opt_parse_map(a, sub, *arr + (*n)++ * sub->size, m) < 0)
+            return -1;
+    }
+    return 0;
+}
+
 /* The type's own reader, for rows without .parse. */
 static int
 read_value(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk)

@@ -60,6 +60,8 @@ typedef enum nd_opt_reload {
 #define ND_OF_BOUNDED 4u /* an integer within [min, max], natsd's range text otherwise */
 #define ND_OF_DEFAULT 8u /* nd_opts_defaults writes .def */
 #define ND_OF_ZERO    16u /* .zero says what a written 0 means (nd_opts_baseline) */
+#define ND_OF_NOPOS   32u /* nd_opt_array: the "not an array" error has no position */
+#define ND_OF_GOVALUE 64u /* nd_opt_array: that error prints the value (Go's %v), not its type */
 
 /* Options the reload compares through a view of other members rather than a member of its own
  * (nats-server's Options has them as fields of their own): src/server/reload.c computes them. */
@@ -102,6 +104,7 @@ typedef struct nd_opt_desc {
                           * member's unit */
     nd_zero_rule_t zero; /* ND_OF_ZERO */
     const char *note;    /* why, or where an ND_ZERO_DEFAULT_AT_USE is resolved */
+    const char *errfmt;  /* the reader's own error text (nd_opt_array: not an array, "%s") */
     /* config reload (src/server/reload.c); rows without .go are not compared */
     nd_opt_reload_t reload;
     const char *go;   /* nats-server's Options field, for the refusal text; table order is the
@@ -131,6 +134,10 @@ int nd_opt_listener(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_des
 int nd_opt_tls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
                unsigned *seen);
 
+/* An array of maps into the ND_OT_ARRAY at off (replaced), each element read with .sub (whose
+ * .notmap, with Go's %v of the element, is the error for an element that is not a map). */
+int nd_opt_array(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                 unsigned *seen);
 /* nd_cfg_compression (opts_cluster.c) into the ND_OT_STR at off. */
 int nd_opt_compression(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
                        void *blk, unsigned *seen);
@@ -176,6 +183,7 @@ extern const nd_opt_block_t nd_opt_js_block;       /* jetstream {} */
 extern const nd_opt_block_t nd_opt_mqtt_block;     /* mqtt {} */
 extern const nd_opt_block_t nd_opt_ws_block;       /* websocket {} */
 extern const nd_opt_block_t nd_opt_account_block;  /* accounts { X {} } */
+extern const nd_opt_block_t nd_opt_import_block;   /* imports: {stream|service: {account, subject}} */
 extern const nd_opt_block_t nd_opt_resolver_block; /* resolver */
 extern const nd_opt_block_t nd_opt_callout_block;  /* authorization { auth_callout } */
 /* nd_opts_t: the top-level keys (opts_conf.c), in the order of nats-server's Options. */
