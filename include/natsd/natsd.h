@@ -27,8 +27,7 @@ void natsd_opts_free(natsd_opts_t *o);
  * in a config file ("4222", "2m", "true", "\"a b\"", "[a, b]", "{ user: a, password: b }"): the
  * same checks and error texts as the line `name: value` in a file. A later set overrides.
  * Returns: 0, or -1 with nats-server's error text in err (o may be partly updated). */
-int natsd_opts_set(natsd_opts_t *o, const char *name, const char *value, char *err,
-                   size_t errlen);
+int natsd_opts_set(natsd_opts_t *o, const char *name, const char *value, char *err, size_t errlen);
 /* Applies a config file over o, as -c does (natsd_reload with NULL re-reads it).
  * Returns: 0, or -1 with the error in err. */
 int natsd_opts_load_file(natsd_opts_t *o, const char *path, char *err, size_t errlen);

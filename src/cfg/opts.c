@@ -107,8 +107,8 @@ zero_add(const char *prefix, size_t block, const nd_opt_desc_t *d)
         snprintf(k + n, len - (size_t)n, "%s", name);
     else
         snprintf(k + n, len - (size_t)n, "%.*s", (int)strcspn(d->keys, " "), d->keys);
-    zero_rules[zero_n++] = (nd_opt_zero_t){k, block, d->off, zero_num(d->type), d->zero, d->def,
-                                           d->note};
+    zero_rules[zero_n++] =
+        (nd_opt_zero_t){k, block, d->off, zero_num(d->type), d->zero, d->def, d->note};
 }
 
 static void

@@ -490,7 +490,6 @@ void nd_opts_free(nd_opts_t *o);
 /* Deep copy: dst owns its own strings. */
 void nd_opts_copy(nd_opts_t *dst, const nd_opts_t *src);
 
-
 /* Appends an owned copy of s. */
 void nd_strlist_add(nd_strlist_t *l, const char *s);
 void nd_strlist_free(nd_strlist_t *l);
@@ -540,8 +539,7 @@ int nd_opts_apply_config(nd_opts_t *o, const char *path, char *err, size_t errle
  * (includes are relative to the working directory). */
 /* One option, by its config-file key (any alias, any case), its value written as in a config
  * file: applied as the line `name: value` would be, with the same checks and texts. */
-int nd_opts_set_option(nd_opts_t *o, const char *name, const char *value, char *err,
-                       size_t errlen);
+int nd_opts_set_option(nd_opts_t *o, const char *name, const char *value, char *err, size_t errlen);
 int nd_opts_apply_config_string(nd_opts_t *o, const char *text, const char *name, char *err,
                                 size_t errlen);
 /* The log module's view of o (debug, trace/trace_verbose, logtime[_utc], log_file, log_size_limit,

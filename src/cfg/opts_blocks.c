@@ -73,8 +73,7 @@ static const nd_opt_desc_t tls_d[] = {
     R(nd_tls_opts_t, ocsp_peer, ND_OT_BOOL),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_tls_block = {"tls", NULL, sizeof(nd_tls_opts_t), tls_d,
-                                         ND_RL_INHERIT};
+const nd_opt_block_t nd_opt_tls_block = {"tls", NULL, sizeof(nd_tls_opts_t), tls_d, ND_RL_INHERIT};
 
 static const nd_opt_desc_t subj_perm_d[] = {
     R(nd_subj_perm_t, allow_set, ND_OT_BOOL),
@@ -113,8 +112,7 @@ static const nd_opt_desc_t user_d[] = {
     R(nd_user_t, conn_types, ND_OT_U32),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_user_block = {"users",
-                                          "Expected user entry to be a map/struct, got %s",
+const nd_opt_block_t nd_opt_user_block = {"users", "Expected user entry to be a map/struct, got %s",
                                           sizeof(nd_user_t), user_d, ND_RL_INHERIT};
 
 #undef R
@@ -251,8 +249,8 @@ static const nd_opt_desc_t account_d[] = {
     R(nd_account_opts_t, js, ND_OT_STRUCT, .sub = &acct_js_block),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_account_block = {"accounts", NULL, sizeof(nd_account_opts_t),
-                                             account_d, ND_RL_AUTH};
+const nd_opt_block_t nd_opt_account_block = {"accounts", NULL, sizeof(nd_account_opts_t), account_d,
+                                             ND_RL_AUTH};
 
 static const nd_opt_desc_t resolver_d[] = {
     R(nd_resolver_opts_t, type, ND_OT_INT),
@@ -275,9 +273,8 @@ static const nd_opt_desc_t callout_d[] = {
     R(nd_auth_callout_opts_t, xkey, ND_OT_STR),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_callout_block = {"auth_callout", NULL,
-                                             sizeof(nd_auth_callout_opts_t), callout_d,
-                                             ND_RL_AUTH};
+const nd_opt_block_t nd_opt_callout_block = {"auth_callout", NULL, sizeof(nd_auth_callout_opts_t),
+                                             callout_d, ND_RL_AUTH};
 
 #undef R
 
@@ -306,4 +303,3 @@ nd_leaf_remote_clear(nd_leaf_remote_t *r)
 {
     nd_opt_clear(&nd_opt_leaf_remote_block, r);
 }
-

@@ -2,8 +2,9 @@
  * (src/cfg/conf.h) onto nd_opts_t, with nats-server's aliases, defaults, checks and texts.
  *
  * Algorithm: walk the root map's entries in written order (a later key overrides an earlier
- * one, e.g. `listen` then `port`); each key is looked up, ignoring case as nats-server does,
- * among the scalar keys handled here, then the blocks, each parsed by its own file
+ * one, e.g. `listen` then `port`); each key is looked up, ignoring case as nats-server does, in
+ * the top-level option table (nd_opt_top_block, below: one row per option with its aliases,
+ * reader, default, rule for 0 and reload policy); a block row's reader is its own file's
  * (opts_tls.c, opts_auth.c, opts_acct.c, opts_cluster.c, opts_gateway.c, opts_leaf.c,
  * opts_js.c, opts_mqtt.c, opts_ws.c, opts_trust.c; see opts_int.h). Anything else is fatal with
  * nats-server's `unknown field` text unless the key was only used as a $variable, or is one of
@@ -116,8 +117,7 @@ server_tags(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, 
 }
 
 static int
-ocsp(nd_cfg_apply_t *a, const nd_cfg_entry_t *oe, const nd_opt_desc_t *d, void *blk,
-     unsigned *seen)
+ocsp(nd_cfg_apply_t *a, const nd_cfg_entry_t *oe, const nd_opt_desc_t *d, void *blk, unsigned *seen)
 {
     (void)d, (void)seen;
     nd_opts_t *o = blk;
@@ -307,12 +307,12 @@ trace_verbose(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d
 }
 
 /* The blocks whose readers take the whole apply context (they check across the options). */
-#define BLOCK_READER(name, fn)                                                                  \
-    static int name(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,         \
-                    void *blk, unsigned *seen)                                                  \
-    {                                                                                           \
-        (void)d, (void)blk, (void)seen;                                                         \
-        return fn(a, e) < 0 ? -1 : 0;                                                           \
+#define BLOCK_READER(name, fn)                                                                     \
+    static int name(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk, \
+                    unsigned *seen)                                                                \
+    {                                                                                              \
+        (void)d, (void)blk, (void)seen;                                                            \
+        return fn(a, e) < 0 ? -1 : 0;                                                              \
     }
 BLOCK_READER(authorization, nd_cfg_apply_authorization)
 BLOCK_READER(accounts, nd_cfg_apply_accounts)
@@ -328,11 +328,11 @@ BLOCK_READER(trust, nd_cfg_apply_trust)
  * nats-server's Options struct, which is the order of its "Reloaded: ..." lines; the rest follow.
  * Policies (.reload) are nats-server 2.9.10's (server/reload.go); natsd's own: workers, the pool
  * is sized once; http_auth {} is swapped in the monitor (its secrets are not printed). */
-#define T(...) ND_OPT(nd_opts_t, __VA_ARGS__)
-#define REFUSE(g) .go = (g), .reload = ND_RL_REFUSE
+#define T(...)            ND_OPT(nd_opts_t, __VA_ARGS__)
+#define REFUSE(g)         .go = (g), .reload = ND_RL_REFUSE
 #define RELOAD(g, how, t) .go = (g), .reload = (how), .text = (t)
-#define ZDEF(v) .flags = ND_OF_DEFAULT | ND_OF_ZERO, .zero = ND_ZERO_DEFAULT, .def = (v)
-#define ZDEF_BOUNDED(v)                                                                          \
+#define ZDEF(v)           .flags = ND_OF_DEFAULT | ND_OF_ZERO, .zero = ND_ZERO_DEFAULT, .def = (v)
+#define ZDEF_BOUNDED(v)                                                                            \
     .flags = ND_OF_BOUNDED | ND_OF_DEFAULT | ND_OF_ZERO, .zero = ND_ZERO_DEFAULT, .def = (v)
 #define I32MAX .min = 0, .max = INT32_MAX
 static const nd_opt_desc_t top_d[] = {
@@ -353,7 +353,8 @@ static const nd_opt_desc_t top_d[] = {
       RELOAD("Logtime", ND_RL_LOG, "Reloaded: logtime = %s")),
     T("logtime_utc", logtime_utc, ND_OT_BOOL,
       RELOAD("LogtimeUTC", ND_RL_LOG, "Reloaded: logtime_utc = %s")),
-    T("max_connections max_conn", max_connections, ND_OT_I32, ZDEF_BOUNDED(ND_DEFAULT_MAX_CONNECTIONS), I32MAX,
+    T("max_connections max_conn", max_connections, ND_OT_I32,
+      ZDEF_BOUNDED(ND_DEFAULT_MAX_CONNECTIONS), I32MAX,
       RELOAD("MaxConn", ND_RL_LIVE, "Reloaded: max_connections = %s")),
     T("max_subscriptions max_subs", max_subscriptions, ND_OT_I32,
       .flags = ND_OF_BOUNDED | ND_OF_ZERO, I32MAX, .zero = ND_ZERO_UNLIMITED,
@@ -369,8 +370,7 @@ static const nd_opt_desc_t top_d[] = {
     /* authorization { user, password, token }: written by the authorization reader */
     T(NULL, user, ND_OT_STR, RELOAD("Username", ND_RL_AUTH, "Reloaded: authorization username")),
     T(NULL, pass, ND_OT_STR, RELOAD("Password", ND_RL_AUTH, "Reloaded: authorization password")),
-    T(NULL, token, ND_OT_STR,
-      RELOAD("Authorization", ND_RL_AUTH, "Reloaded: authorization token")),
+    T(NULL, token, ND_OT_STR, RELOAD("Authorization", ND_RL_AUTH, "Reloaded: authorization token")),
     T("ping_interval", ping_interval_ms, ND_OT_DUR, ZDEF(ND_DEFAULT_PING_INTERVAL_MS),
       RELOAD("PingInterval", ND_RL_LIVE, "Reloaded: ping_interval = %s")),
     T("ping_max", ping_max, ND_OT_I32, ZDEF_BOUNDED(ND_DEFAULT_PING_MAX), I32MAX,
@@ -390,8 +390,7 @@ static const nd_opt_desc_t top_d[] = {
     T("max_payload", max_payload, ND_OT_I64, .parse = limit32, ZDEF(ND_DEFAULT_MAX_PAYLOAD),
       RELOAD("MaxPayload", ND_RL_LIVE, "Reloaded: max_payload = %s")),
     T("max_pending", max_pending, ND_OT_I64, ZDEF_BOUNDED(ND_DEFAULT_MAX_PENDING), .min = 0,
-      .max = INT64_MAX,
-      REFUSE("MaxPending")),
+      .max = INT64_MAX, REFUSE("MaxPending")),
     /* Clustering is not built: a change other than the listen address is kept, not applied. */
     T("cluster", cluster, ND_OT_PTR, .sub = &nd_opt_cluster_block,
       RELOAD("Cluster", ND_RL_UNBUILT, "cluster"), .derive = ND_DV_CLUSTER),
@@ -461,7 +460,8 @@ static const nd_opt_desc_t top_d[] = {
     /* natsd's own key (-w): the worker pool size. */
     T("worker_threads", workers, ND_OT_UINT, .flags = ND_OF_BOUNDED, .min = 0, .max = 1024,
       REFUSE("Workers")),
-    T(NULL, http_auth_user, ND_OT_STR, RELOAD("HTTPAuthUser", ND_RL_MON, "Reloaded: http_auth user")),
+    T(NULL, http_auth_user, ND_OT_STR,
+      RELOAD("HTTPAuthUser", ND_RL_MON, "Reloaded: http_auth user")),
     T(NULL, http_auth_pass, ND_OT_STR,
       RELOAD("HTTPAuthPassword", ND_RL_MON, "Reloaded: http_auth password")),
     T(NULL, http_auth_token, ND_OT_STR,
@@ -478,7 +478,8 @@ static const nd_opt_desc_t top_d[] = {
     T("default_js_domain", js_default_domains, ND_OT_STRLIST, .parse = default_js_domain),
     T("tls", tls_cfg, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),
     T("authorization", users, ND_OT_NONE, .parse = authorization),
-    T(NULL, users, ND_OT_ARRAY, .sub = &nd_opt_user_block, .count_off = offsetof(nd_opts_t, nusers)),
+    T(NULL, users, ND_OT_ARRAY, .sub = &nd_opt_user_block,
+      .count_off = offsetof(nd_opts_t, nusers)),
     T(NULL, auth_callout, ND_OT_PTR, .sub = &nd_opt_callout_block),
     T("accounts", accounts, ND_OT_ARRAY, .sub = &nd_opt_account_block,
       .count_off = offsetof(nd_opts_t, naccounts), .parse = accounts),

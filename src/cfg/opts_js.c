@@ -211,9 +211,10 @@ js_map(nd_cfg_apply_t *a, nd_cfg_at_t top, const nd_cfg_node_t *v)
 #define J(...) ND_OPT(nd_js_opts_t, NULL, __VA_ARGS__)
 static const nd_opt_desc_t js_d[] = {
     J(max_memory, ND_OT_I64, .name = "max_memory_store", .flags = ND_OF_ZERO,
-      .zero = ND_ZERO_LITERAL, .note = "not written: -1 (automatic), set by the jetstream {} parser"),
-    J(max_store, ND_OT_I64, .name = "max_file_store", .flags = ND_OF_ZERO,
-      .zero = ND_ZERO_LITERAL, .note = "not written: -1 (automatic), set by the jetstream {} parser"),
+      .zero = ND_ZERO_LITERAL,
+      .note = "not written: -1 (automatic), set by the jetstream {} parser"),
+    J(max_store, ND_OT_I64, .name = "max_file_store", .flags = ND_OF_ZERO, .zero = ND_ZERO_LITERAL,
+      .note = "not written: -1 (automatic), set by the jetstream {} parser"),
     J(domain, ND_OT_STR),
     J(key, ND_OT_STR),
     J(prev_key, ND_OT_STR),

@@ -17,10 +17,14 @@
 #include "cfg/opts_table.h"
 
 /* authorization { users: [{user, password, account}] } */
-static const nd_opt_desc_t leaf_users_row = {
-    .keys = "users", .off = offsetof(nd_leaf_opts_t, users), .type = ND_OT_ARRAY,
-    .sub = &nd_opt_user_block, .count_off = offsetof(nd_leaf_opts_t, nusers),
-    .flags = ND_OF_GOVALUE, .errfmt = "Expected users field to be an array, got %s"};
+static const nd_opt_desc_t leaf_users_row = {.keys = "users",
+                                             .off = offsetof(nd_leaf_opts_t, users),
+                                             .type = ND_OT_ARRAY,
+                                             .sub = &nd_opt_user_block,
+                                             .count_off = offsetof(nd_leaf_opts_t, nusers),
+                                             .flags = ND_OF_GOVALUE,
+                                             .errfmt =
+                                                 "Expected users field to be an array, got %s"};
 
 static int
 leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, const nd_opt_desc_t *d, void *blk,
@@ -110,8 +114,7 @@ remote_urls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, 
     }
     char val[256];
     nd_cfg_go_value(m, val, sizeof val);
-    return nd_cfg_fail(a, at, "Expected remote leafnode url to be an array or string, got %s",
-                       val);
+    return nd_cfg_fail(a, at, "Expected remote leafnode url to be an array or string, got %s", val);
 }
 
 static int
@@ -247,8 +250,7 @@ static const nd_opt_desc_t leaf_d[] = {
     L("remotes", remotes, ND_OT_ARRAY, .sub = &nd_opt_leaf_remote_block,
       .count_off = offsetof(nd_leaf_opts_t, nremotes), .parse = nd_opt_array,
       .errfmt = "Expected remotes field to be an array, got %s"),
-    L("reconnect reconnect_delay reconnect_interval", reconnect_ms, ND_OT_I64,
-      .parse = reconnect),
+    L("reconnect reconnect_delay reconnect_interval", reconnect_ms, ND_OT_I64, .parse = reconnect),
     L("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),
     L("leafnode_advertise advertise", advertise, ND_OT_STR),
     L("no_advertise", no_advertise, ND_OT_BOOL),

@@ -9,7 +9,7 @@
 #include "actors/alloc.h"
 #include "cfg/opts_int.h"
 
-#define AT(blk, d) ((char *)(blk) + (d)->off)
+#define AT(blk, d)  ((char *)(blk) + (d)->off)
 #define CAT(blk, d) ((const char *)(blk) + (d)->off)
 
 /* The first key of a row, for texts that name the option (parseDuration's warning). */
@@ -58,8 +58,7 @@ nd_opt_array(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
         if (d->flags & ND_OF_GOVALUE)
             nd_cfg_go_value(v, val, sizeof val);
         nd_cfg_at_t at = (d->flags & ND_OF_NOPOS) ? (nd_cfg_at_t){0} : nd_cfg_at_entry(e);
-        return nd_cfg_fail(a, at, d->errfmt,
-                           (d->flags & ND_OF_GOVALUE) ? val : nd_cfg_go_type(v));
+        return nd_cfg_fail(a, at, d->errfmt, (d->flags & ND_OF_GOVALUE) ? val : nd_cfg_go_type(v));
     }
     const nd_opt_block_t *sub = d->sub;
     char **arr = (char **)AT(blk, d);
@@ -104,7 +103,8 @@ read_value(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, v
     case ND_OT_DUR:
         return nd_cfg_duration(a, at, row_name(d, written, name, sizeof name), v, (int64_t *)p);
     case ND_OT_STRLIST:
-        return nd_cfg_strarray(a, at, row_name(d, written, name, sizeof name), v, (nd_strlist_t *)p);
+        return nd_cfg_strarray(a, at, row_name(d, written, name, sizeof name), v,
+                               (nd_strlist_t *)p);
     case ND_OT_PTR:
         return nd_opt_parse_block(a, d->sub, e, (void **)p);
     default:
@@ -173,8 +173,7 @@ nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk, const nd
 }
 
 int
-nd_opt_parse_block(nd_cfg_apply_t *a, const nd_opt_block_t *b, const nd_cfg_entry_t *e,
-                   void **pp)
+nd_opt_parse_block(nd_cfg_apply_t *a, const nd_opt_block_t *b, const nd_cfg_entry_t *e, void **pp)
 {
     const nd_cfg_node_t *v = e->val;
     if (v->type != ND_CFG_MAP)

@@ -55,10 +55,10 @@ typedef enum nd_opt_reload {
 } nd_opt_reload_t;
 
 /* Member flags. */
-#define ND_OF_LISTEN  1u /* part of the listen address (cluster compares it on its own) */
-#define ND_OF_WRITTEN 2u /* texts name the key as written, not .name */
-#define ND_OF_BOUNDED 4u /* an integer within [min, max], natsd's range text otherwise */
-#define ND_OF_DEFAULT 8u /* nd_opts_defaults writes .def */
+#define ND_OF_LISTEN  1u  /* part of the listen address (cluster compares it on its own) */
+#define ND_OF_WRITTEN 2u  /* texts name the key as written, not .name */
+#define ND_OF_BOUNDED 4u  /* an integer within [min, max], natsd's range text otherwise */
+#define ND_OF_DEFAULT 8u  /* nd_opts_defaults writes .def */
 #define ND_OF_ZERO    16u /* .zero says what a written 0 means (nd_opts_baseline) */
 #define ND_OF_NOPOS   32u /* nd_opt_array: the "not an array" error has no position */
 #define ND_OF_GOVALUE 64u /* nd_opt_array: that error prints the value (Go's %v), not its type */
@@ -115,21 +115,27 @@ typedef struct nd_opt_desc {
 } nd_opt_desc_t;
 
 typedef struct nd_opt_block {
-    const char *name;    /* the block's key, for readers' texts */
-    const char *notmap;  /* nats-server's text when the block is not a map ("%s": Go type) */
-    size_t size;         /* sizeof the block struct */
+    const char *name;       /* the block's key, for readers' texts */
+    const char *notmap;     /* nats-server's text when the block is not a map ("%s": Go type) */
+    size_t size;            /* sizeof the block struct */
     const nd_opt_desc_t *d; /* ends with ND_OT_END */
     nd_opt_reload_t reload; /* the block's policy (src/server/reload.c) */
 } nd_opt_block_t;
 
 /* A row for member f of struct T: ND_OPT(T, keys, f, type[, .parse = ..., ...]). */
-#define ND_OPT(T, k, f, ...) {.keys = (k), .off = offsetof(T, f), .type = __VA_ARGS__}
-#define ND_OPT_END               {.type = ND_OT_END}
+#define ND_OPT(T, k, f, ...)                                                                       \
+    {                                                                                              \
+        .keys = (k), .off = offsetof(T, f), .type = __VA_ARGS__                                    \
+    }
+#define ND_OPT_END                                                                                 \
+    {                                                                                              \
+        .type = ND_OT_END                                                                          \
+    }
 
 /* The stock special readers. */
 /* nd_cfg_listener: keys ND_CFG_LISTENER_KEYS into the ND_OT_STR host at off, port at aux. */
-int nd_opt_listener(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
-                    void *blk, unsigned *seen);
+int nd_opt_listener(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                    unsigned *seen);
 /* nd_cfg_tls into the ND_OT_PTR at off; arg: the client context (else cluster and gateway). */
 int nd_opt_tls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
                unsigned *seen);
@@ -143,11 +149,10 @@ int nd_opt_compression(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_
                        void *blk, unsigned *seen);
 
 /* Parses entry e into blk with row d (its .parse, or its type's reader). */
-int nd_opt_parse_row(nd_cfg_apply_t *a, const nd_opt_desc_t *d, void *blk,
-                     const nd_cfg_entry_t *e, unsigned *seen);
+int nd_opt_parse_row(nd_cfg_apply_t *a, const nd_opt_desc_t *d, void *blk, const nd_cfg_entry_t *e,
+                     unsigned *seen);
 /* Parses the map v into blk with the table b. Returns: 0, or -1 with the error in a. */
-int nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk,
-                     const nd_cfg_node_t *v);
+int nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk, const nd_cfg_node_t *v);
 /* A block key at entry e: b->notmap unless a map; *pp allocated zeroed when NULL, then parsed
  * over (a later block of the same key adds to the earlier one, as today). */
 int nd_opt_parse_block(nd_cfg_apply_t *a, const nd_opt_block_t *b, const nd_cfg_entry_t *e,
@@ -171,19 +176,19 @@ bool nd_opt_equal(const nd_opt_block_t *b, const void *x, const void *y, unsigne
 bool nd_opt_row_equal(const nd_opt_desc_t *d, const void *x, const void *y);
 
 /* The tables (their files: opts_blocks.c for the storage-only ones). */
-extern const nd_opt_block_t nd_opt_tls_block;      /* nd_tls_opts_t (read by nd_cfg_tls) */
-extern const nd_opt_block_t nd_opt_perms_block;    /* nd_perms_t */
-extern const nd_opt_block_t nd_opt_user_block;     /* nd_user_t */
-extern const nd_opt_block_t nd_opt_cluster_block;  /* cluster {} */
-extern const nd_opt_block_t nd_opt_gateway_block;  /* gateway {} */
-extern const nd_opt_block_t nd_opt_gw_remote_block; /* gateway { gateways: [...] } */
-extern const nd_opt_block_t nd_opt_leaf_block;     /* leafnodes {} */
+extern const nd_opt_block_t nd_opt_tls_block;         /* nd_tls_opts_t (read by nd_cfg_tls) */
+extern const nd_opt_block_t nd_opt_perms_block;       /* nd_perms_t */
+extern const nd_opt_block_t nd_opt_user_block;        /* nd_user_t */
+extern const nd_opt_block_t nd_opt_cluster_block;     /* cluster {} */
+extern const nd_opt_block_t nd_opt_gateway_block;     /* gateway {} */
+extern const nd_opt_block_t nd_opt_gw_remote_block;   /* gateway { gateways: [...] } */
+extern const nd_opt_block_t nd_opt_leaf_block;        /* leafnodes {} */
 extern const nd_opt_block_t nd_opt_leaf_remote_block; /* leafnodes { remotes: [...] } */
-extern const nd_opt_block_t nd_opt_js_block;       /* jetstream {} */
-extern const nd_opt_block_t nd_opt_mqtt_block;     /* mqtt {} */
-extern const nd_opt_block_t nd_opt_ws_block;       /* websocket {} */
-extern const nd_opt_block_t nd_opt_account_block;  /* accounts { X {} } */
-extern const nd_opt_block_t nd_opt_import_block;   /* imports: {stream|service: {account, subject}} */
+extern const nd_opt_block_t nd_opt_js_block;          /* jetstream {} */
+extern const nd_opt_block_t nd_opt_mqtt_block;        /* mqtt {} */
+extern const nd_opt_block_t nd_opt_ws_block;          /* websocket {} */
+extern const nd_opt_block_t nd_opt_account_block;     /* accounts { X {} } */
+extern const nd_opt_block_t nd_opt_import_block; /* imports: {stream|service: {account, subject}} */
 extern const nd_opt_block_t nd_opt_resolver_block; /* resolver */
 extern const nd_opt_block_t nd_opt_callout_block;  /* authorization { auth_callout } */
 /* nd_opts_t: the top-level keys (opts_conf.c), in the order of nats-server's Options. */

@@ -3,6 +3,8 @@
  * Steps: read the file into fresh defaults (nd_opts_apply_config), re-apply the command-line
  * flags over it (flags win, as at start), validate, then compare every option with the options in
  * force, in the order of nats-server's Options struct (which is the order its log lines come in).
+ * What is compared, its Go name, its policy and its log text are columns of the top-level option
+ * table (cfg/opts_table.h, nd_opt_top_block in cfg/opts_conf.c), not a list of this file's.
  * A changed option is either reloadable (applied, and logged as "Reloaded: <name> = <value>") or
  * not, in which case the whole reload is refused with nats-server's text
  * "config reload not supported for <GoField>: old=<v>, new=<v>" and nothing changes. A file that
@@ -132,7 +134,8 @@ format_value(const field_t *f, const nd_opts_t *o, char *buf, size_t len)
         snprintf(buf, len, "%g", auth_timeout(o));
         return;
     case ND_DV_TLS_MAP:
-        snprintf(buf, len, "%s", o->tls_cfg != NULL && o->tls_cfg->verify_and_map ? "true" : "false");
+        snprintf(buf, len, "%s",
+                 o->tls_cfg != NULL && o->tls_cfg->verify_and_map ? "true" : "false");
         return;
     case ND_DV_TLS_CONFIG:
         snprintf(buf, len, "%s", tls_on(o) ? "enabled" : "disabled");

@@ -43,9 +43,9 @@ Test(natsd_api, start_with_options_set_by_name)
     cr_assert_eq(natsd_opts_set(o, "MAX_PAYLOAD", "65536", err, sizeof err), 0, "%s", err);
     cr_assert_eq(natsd_opts_set(o, "server_name", "\"api test\"", err, sizeof err), 0, "%s", err);
     cr_assert_eq(natsd_opts_set(o, "worker_threads", "2", err, sizeof err), 0, "%s", err);
-    cr_assert_eq(natsd_opts_load_string(o, "ping_interval: \"1m\"\nlogtime: false\n", err,
-                                        sizeof err),
-                 0, "%s", err);
+    cr_assert_eq(
+        natsd_opts_load_string(o, "ping_interval: \"1m\"\nlogtime: false\n", err, sizeof err), 0,
+        "%s", err);
     natsd_t *s = natsd_start(o);
     natsd_opts_free(o); /* natsd_start copied them */
     cr_assert_not_null(s);
