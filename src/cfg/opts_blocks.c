@@ -41,40 +41,6 @@ nd_strlist_dup(const nd_strlist_t *l)
 
 #define R(T, ...) ND_OPT(T, NULL, __VA_ARGS__)
 
-static const nd_opt_desc_t cert_pair_d[] = {
-    R(nd_tls_cert_pair_t, cert_file, ND_OT_STR),
-    R(nd_tls_cert_pair_t, key_file, ND_OT_STR),
-    ND_OPT_END,
-};
-static const nd_opt_block_t cert_pair_block = {"certs", NULL, sizeof(nd_tls_cert_pair_t),
-                                               cert_pair_d, ND_RL_INHERIT};
-
-/* tls {} is read by nd_cfg_tls (opts_tls.c): its checks span keys. */
-static const nd_opt_desc_t tls_d[] = {
-    R(nd_tls_opts_t, cert_file, ND_OT_STR),
-    R(nd_tls_opts_t, key_file, ND_OT_STR),
-    R(nd_tls_opts_t, ca_file, ND_OT_STR),
-    R(nd_tls_opts_t, certs, ND_OT_ARRAY, .sub = &cert_pair_block,
-      .count_off = offsetof(nd_tls_opts_t, ncerts)),
-    R(nd_tls_opts_t, verify, ND_OT_BOOL),
-    R(nd_tls_opts_t, verify_and_map, ND_OT_BOOL),
-    R(nd_tls_opts_t, check_known_urls, ND_OT_BOOL),
-    R(nd_tls_opts_t, insecure, ND_OT_BOOL),
-    R(nd_tls_opts_t, cipher_suites, ND_OT_STRLIST),
-    R(nd_tls_opts_t, curve_preferences, ND_OT_STRLIST),
-    R(nd_tls_opts_t, pinned_certs, ND_OT_STRLIST),
-    R(nd_tls_opts_t, timeout_s, ND_OT_DBL, .name = "timeout", .flags = ND_OF_ZERO,
-      .zero = ND_ZERO_DEFAULT_AT_USE,
-      .note = "ND_TLS_DEFAULT_TIMEOUT_MS: tls.c, for every tls {} block"),
-    R(nd_tls_opts_t, rate_limit, ND_OT_I64),
-    R(nd_tls_opts_t, min_version, ND_OT_INT),
-    R(nd_tls_opts_t, handshake_first, ND_OT_BOOL),
-    R(nd_tls_opts_t, fallback_delay_ms, ND_OT_I64),
-    R(nd_tls_opts_t, ocsp_peer, ND_OT_BOOL),
-    ND_OPT_END,
-};
-const nd_opt_block_t nd_opt_tls_block = {"tls", NULL, sizeof(nd_tls_opts_t), tls_d, ND_RL_INHERIT};
-
 static const nd_opt_desc_t subj_perm_d[] = {
     R(nd_subj_perm_t, allow_set, ND_OT_BOOL),
     R(nd_subj_perm_t, deny_set, ND_OT_BOOL),
@@ -83,7 +49,7 @@ static const nd_opt_desc_t subj_perm_d[] = {
     ND_OPT_END,
 };
 static const nd_opt_block_t subj_perm_block = {"permission", NULL, sizeof(nd_subj_perm_t),
-                                               subj_perm_d, ND_RL_INHERIT};
+                                               subj_perm_d, ND_RL_INHERIT, NULL};
 
 /* permissions {} is read by nd_cfg_perms (opts_auth.c). */
 static const nd_opt_desc_t perms_d[] = {
@@ -97,7 +63,7 @@ static const nd_opt_desc_t perms_d[] = {
     ND_OPT_END,
 };
 const nd_opt_block_t nd_opt_perms_block = {"permissions", NULL, sizeof(nd_perms_t), perms_d,
-                                           ND_RL_INHERIT};
+                                           ND_RL_INHERIT, NULL};
 
 /* users: the keys are those of leafnodes { authorization { users: [...] } }, read with this
  * table (opts_leaf.c); authorization {} and accounts {} read theirs with nd_cfg_users
@@ -113,7 +79,7 @@ static const nd_opt_desc_t user_d[] = {
     ND_OPT_END,
 };
 const nd_opt_block_t nd_opt_user_block = {"users", "Expected user entry to be a map/struct, got %s",
-                                          sizeof(nd_user_t), user_d, ND_RL_INHERIT};
+                                          sizeof(nd_user_t), user_d, ND_RL_INHERIT, NULL};
 
 #undef R
 
@@ -183,7 +149,7 @@ static const nd_opt_desc_t export_d[] = {
     ND_OPT_END,
 };
 static const nd_opt_block_t export_block = {"exports", NULL, sizeof(nd_export_t), export_d,
-                                            ND_RL_INHERIT};
+                                            ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t import_d[] = {
     R(nd_import_t, service, ND_OT_BOOL),
@@ -195,7 +161,7 @@ static const nd_opt_desc_t import_d[] = {
     ND_OPT_END,
 };
 const nd_opt_block_t nd_opt_import_block = {"imports", NULL, sizeof(nd_import_t), import_d,
-                                            ND_RL_INHERIT};
+                                            ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t dest_d[] = {
     R(nd_mapping_dest_t, subject, ND_OT_STR),
@@ -204,7 +170,7 @@ static const nd_opt_desc_t dest_d[] = {
     ND_OPT_END,
 };
 static const nd_opt_block_t dest_block = {"destinations", NULL, sizeof(nd_mapping_dest_t), dest_d,
-                                          ND_RL_INHERIT};
+                                          ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t mapping_d[] = {
     R(nd_mapping_t, src, ND_OT_STR),
@@ -214,7 +180,7 @@ static const nd_opt_desc_t mapping_d[] = {
     ND_OPT_END,
 };
 static const nd_opt_block_t mapping_block = {"mappings", NULL, sizeof(nd_mapping_t), mapping_d,
-                                             ND_RL_INHERIT};
+                                             ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t acct_js_d[] = {
     R(nd_acct_js_t, enabled, ND_OT_BOOL),
@@ -229,7 +195,7 @@ static const nd_opt_desc_t acct_js_d[] = {
     ND_OPT_END,
 };
 static const nd_opt_block_t acct_js_block = {"jetstream", NULL, sizeof(nd_acct_js_t), acct_js_d,
-                                             ND_RL_INHERIT};
+                                             ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t account_d[] = {
     R(nd_account_opts_t, name, ND_OT_STR),
@@ -250,7 +216,7 @@ static const nd_opt_desc_t account_d[] = {
     ND_OPT_END,
 };
 const nd_opt_block_t nd_opt_account_block = {"accounts", NULL, sizeof(nd_account_opts_t), account_d,
-                                             ND_RL_AUTH};
+                                             ND_RL_AUTH, NULL};
 
 static const nd_opt_desc_t resolver_d[] = {
     R(nd_resolver_opts_t, type, ND_OT_INT),
@@ -264,7 +230,7 @@ static const nd_opt_desc_t resolver_d[] = {
     ND_OPT_END,
 };
 const nd_opt_block_t nd_opt_resolver_block = {"resolver", NULL, sizeof(nd_resolver_opts_t),
-                                              resolver_d, ND_RL_AUTH};
+                                              resolver_d, ND_RL_AUTH, NULL};
 
 static const nd_opt_desc_t callout_d[] = {
     R(nd_auth_callout_opts_t, issuer, ND_OT_STR),
@@ -274,7 +240,7 @@ static const nd_opt_desc_t callout_d[] = {
     ND_OPT_END,
 };
 const nd_opt_block_t nd_opt_callout_block = {"auth_callout", NULL, sizeof(nd_auth_callout_opts_t),
-                                             callout_d, ND_RL_AUTH};
+                                             callout_d, ND_RL_AUTH, NULL};
 
 #undef R
 

@@ -512,7 +512,7 @@ static const nd_opt_desc_t top_d[] = {
 #undef ZDEF_BOUNDED
 #undef I32MAX
 
-const nd_opt_block_t nd_opt_top_block = {"", NULL, sizeof(nd_opts_t), top_d, ND_RL_REFUSE};
+const nd_opt_block_t nd_opt_top_block = {"", NULL, sizeof(nd_opts_t), top_d, ND_RL_REFUSE, NULL};
 
 /* The feature warning of a configured-but-unbuilt feature (jetstream only when enabled). */
 static void

@@ -160,16 +160,29 @@ nd_opt_parse_row(nd_cfg_apply_t *a, const nd_opt_desc_t *d, void *blk, const nd_
 }
 
 int
-nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk, const nd_cfg_node_t *v)
+nd_opt_parse_map_seen(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk,
+                      const nd_cfg_node_t *v, unsigned seen)
 {
-    unsigned seen = 0;
     for (size_t i = 0; i < v->u.map.n; i++) {
         const nd_cfg_entry_t *e = &v->u.map.e[i];
         const nd_opt_desc_t *d = nd_opt_find(b, e->key);
-        if ((d == NULL ? nd_cfg_unknown(a, e) : nd_opt_parse_row(a, d, blk, e, &seen)) < 0)
+        int rc;
+        if (d != NULL)
+            rc = nd_opt_parse_row(a, d, blk, e, &seen);
+        else if (b->unknown != NULL)
+            rc = nd_cfg_fail(a, nd_cfg_at_entry(e), b->unknown, e->key);
+        else
+            rc = nd_cfg_unknown(a, e);
+        if (rc < 0)
             return -1;
     }
     return 0;
+}
+
+int
+nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk, const nd_cfg_node_t *v)
+{
+    return nd_opt_parse_map_seen(a, b, blk, v, 0);
 }
 
 int

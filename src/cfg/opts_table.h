@@ -120,6 +120,8 @@ typedef struct nd_opt_block {
     size_t size;            /* sizeof the block struct */
     const nd_opt_desc_t *d; /* ends with ND_OT_END */
     nd_opt_reload_t reload; /* the block's policy (src/server/reload.c) */
+    const char *unknown;    /* the text for a key no row has ("%s": the key, even one only used
+                             * as a $variable); NULL: nd_cfg_unknown's */
 } nd_opt_block_t;
 
 /* A row for member f of struct T: ND_OPT(T, keys, f, type[, .parse = ..., ...]). */
@@ -153,6 +155,10 @@ int nd_opt_parse_row(nd_cfg_apply_t *a, const nd_opt_desc_t *d, void *blk, const
                      unsigned *seen);
 /* Parses the map v into blk with the table b. Returns: 0, or -1 with the error in a. */
 int nd_opt_parse_map(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk, const nd_cfg_node_t *v);
+/* As nd_opt_parse_map, the readers' seen set starting as seen (a context of the caller's in its
+ * high bits, as tls {} passes whether it is a client context). */
+int nd_opt_parse_map_seen(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk,
+                          const nd_cfg_node_t *v, unsigned seen);
 /* A block key at entry e: b->notmap unless a map; *pp allocated zeroed when NULL, then parsed
  * over (a later block of the same key adds to the earlier one, as today). */
 int nd_opt_parse_block(nd_cfg_apply_t *a, const nd_opt_block_t *b, const nd_cfg_entry_t *e,
