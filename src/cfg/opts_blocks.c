@@ -48,8 +48,8 @@ static const nd_opt_desc_t subj_perm_d[] = {
     R(nd_subj_perm_t, deny, ND_OT_STRLIST),
     ND_OPT_END,
 };
-static const nd_opt_block_t subj_perm_block = {"permission", NULL, sizeof(nd_subj_perm_t),
-                                               subj_perm_d, ND_RL_INHERIT, NULL};
+static const nd_opt_block_t subj_perm_block = {"permission", NULL,          sizeof(nd_subj_perm_t),
+                                               subj_perm_d,  ND_RL_INHERIT, NULL};
 
 /* permissions {} is read by nd_cfg_perms (opts_auth.c). */
 static const nd_opt_desc_t perms_d[] = {
@@ -62,8 +62,8 @@ static const nd_opt_desc_t perms_d[] = {
     R(nd_perms_t, resp_expires_ms, ND_OT_I64),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_perms_block = {"permissions", NULL, sizeof(nd_perms_t), perms_d,
-                                           ND_RL_INHERIT, NULL};
+const nd_opt_block_t nd_opt_perms_block = {"permissions", NULL,          sizeof(nd_perms_t),
+                                           perms_d,       ND_RL_INHERIT, NULL};
 
 /* users: the keys are those of leafnodes { authorization { users: [...] } }, read with this
  * table (opts_leaf.c); authorization {} and accounts {} read theirs with nd_cfg_users
@@ -78,8 +78,10 @@ static const nd_opt_desc_t user_d[] = {
     R(nd_user_t, conn_types, ND_OT_U32),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_user_block = {"users", "Expected user entry to be a map/struct, got %s",
-                                          sizeof(nd_user_t), user_d, ND_RL_INHERIT, NULL};
+const nd_opt_block_t nd_opt_user_block = {
+    "users",           "Expected user entry to be a map/struct, got %s",
+    sizeof(nd_user_t), user_d,
+    ND_RL_INHERIT,     NULL};
 
 #undef R
 
@@ -148,8 +150,8 @@ static const nd_opt_desc_t export_d[] = {
     R(nd_export_t, account_token_position, ND_OT_U32),
     ND_OPT_END,
 };
-static const nd_opt_block_t export_block = {"exports", NULL, sizeof(nd_export_t), export_d,
-                                            ND_RL_INHERIT, NULL};
+static const nd_opt_block_t export_block = {"exports", NULL,          sizeof(nd_export_t),
+                                            export_d,  ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t import_d[] = {
     R(nd_import_t, service, ND_OT_BOOL),
@@ -160,8 +162,8 @@ static const nd_opt_desc_t import_d[] = {
     R(nd_import_t, share, ND_OT_BOOL),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_import_block = {"imports", NULL, sizeof(nd_import_t), import_d,
-                                            ND_RL_INHERIT, NULL};
+const nd_opt_block_t nd_opt_import_block = {"imports", NULL,          sizeof(nd_import_t),
+                                            import_d,  ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t dest_d[] = {
     R(nd_mapping_dest_t, subject, ND_OT_STR),
@@ -169,8 +171,8 @@ static const nd_opt_desc_t dest_d[] = {
     R(nd_mapping_dest_t, cluster, ND_OT_STR),
     ND_OPT_END,
 };
-static const nd_opt_block_t dest_block = {"destinations", NULL, sizeof(nd_mapping_dest_t), dest_d,
-                                          ND_RL_INHERIT, NULL};
+static const nd_opt_block_t dest_block = {"destinations", NULL,          sizeof(nd_mapping_dest_t),
+                                          dest_d,         ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t mapping_d[] = {
     R(nd_mapping_t, src, ND_OT_STR),
@@ -179,8 +181,8 @@ static const nd_opt_desc_t mapping_d[] = {
       .count_off = offsetof(nd_mapping_t, ndests)),
     ND_OPT_END,
 };
-static const nd_opt_block_t mapping_block = {"mappings", NULL, sizeof(nd_mapping_t), mapping_d,
-                                             ND_RL_INHERIT, NULL};
+static const nd_opt_block_t mapping_block = {"mappings", NULL,          sizeof(nd_mapping_t),
+                                             mapping_d,  ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t acct_js_d[] = {
     R(nd_acct_js_t, enabled, ND_OT_BOOL),
@@ -194,8 +196,8 @@ static const nd_opt_desc_t acct_js_d[] = {
     R(nd_acct_js_t, max_bytes_required, ND_OT_BOOL),
     ND_OPT_END,
 };
-static const nd_opt_block_t acct_js_block = {"jetstream", NULL, sizeof(nd_acct_js_t), acct_js_d,
-                                             ND_RL_INHERIT, NULL};
+static const nd_opt_block_t acct_js_block = {"jetstream", NULL,          sizeof(nd_acct_js_t),
+                                             acct_js_d,   ND_RL_INHERIT, NULL};
 
 static const nd_opt_desc_t account_d[] = {
     R(nd_account_opts_t, name, ND_OT_STR),
@@ -215,8 +217,8 @@ static const nd_opt_desc_t account_d[] = {
     R(nd_account_opts_t, js, ND_OT_STRUCT, .sub = &acct_js_block),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_account_block = {"accounts", NULL, sizeof(nd_account_opts_t), account_d,
-                                             ND_RL_AUTH, NULL};
+const nd_opt_block_t nd_opt_account_block = {"accounts", NULL,       sizeof(nd_account_opts_t),
+                                             account_d,  ND_RL_AUTH, NULL};
 
 static const nd_opt_desc_t resolver_d[] = {
     R(nd_resolver_opts_t, type, ND_OT_INT),
@@ -229,7 +231,7 @@ static const nd_opt_desc_t resolver_d[] = {
     R(nd_resolver_opts_t, timeout_ms, ND_OT_I64),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_resolver_block = {"resolver", NULL, sizeof(nd_resolver_opts_t),
+const nd_opt_block_t nd_opt_resolver_block = {"resolver", NULL,       sizeof(nd_resolver_opts_t),
                                               resolver_d, ND_RL_AUTH, NULL};
 
 static const nd_opt_desc_t callout_d[] = {
@@ -239,8 +241,8 @@ static const nd_opt_desc_t callout_d[] = {
     R(nd_auth_callout_opts_t, xkey, ND_OT_STR),
     ND_OPT_END,
 };
-const nd_opt_block_t nd_opt_callout_block = {"auth_callout", NULL, sizeof(nd_auth_callout_opts_t),
-                                             callout_d, ND_RL_AUTH, NULL};
+const nd_opt_block_t nd_opt_callout_block = {
+    "auth_callout", NULL, sizeof(nd_auth_callout_opts_t), callout_d, ND_RL_AUTH, NULL};
 
 #undef R
 

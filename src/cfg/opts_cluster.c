@@ -155,8 +155,12 @@ static const nd_opt_desc_t cluster_d[] = {
 
 /* Clustering is not built: a change other than the listen address is kept, not applied
  * (src/server/reload.c). */
-const nd_opt_block_t nd_opt_cluster_block = {"cluster", "Expected map to define cluster, got %s",
-                                             sizeof(nd_cluster_opts_t), cluster_d, ND_RL_UNBUILT, NULL};
+const nd_opt_block_t nd_opt_cluster_block = {"cluster",
+                                             "Expected map to define cluster, got %s",
+                                             sizeof(nd_cluster_opts_t),
+                                             cluster_d,
+                                             ND_RL_UNBUILT,
+                                             NULL};
 
 int
 nd_cfg_apply_cluster(nd_cfg_apply_t *a, const nd_cfg_entry_t *ce)

@@ -56,9 +56,12 @@ static const nd_opt_desc_t remote_d[] = {
 };
 #undef R
 
-const nd_opt_block_t nd_opt_gw_remote_block = {
-    "gateways", "Expected gateway entry to be a map/struct, got %s", sizeof(nd_gateway_remote_t),
-    remote_d, ND_RL_INHERIT, NULL};
+const nd_opt_block_t nd_opt_gw_remote_block = {"gateways",
+                                               "Expected gateway entry to be a map/struct, got %s",
+                                               sizeof(nd_gateway_remote_t),
+                                               remote_d,
+                                               ND_RL_INHERIT,
+                                               NULL};
 
 #define G(...) ND_OPT(nd_gateway_opts_t, __VA_ARGS__)
 static const nd_opt_desc_t gateway_d[] = {
@@ -81,8 +84,12 @@ static const nd_opt_desc_t gateway_d[] = {
 };
 #undef G
 
-const nd_opt_block_t nd_opt_gateway_block = {"gateway", "Expected gateway to be a map, got %s",
-                                             sizeof(nd_gateway_opts_t), gateway_d, ND_RL_REFUSE, NULL};
+const nd_opt_block_t nd_opt_gateway_block = {"gateway",
+                                             "Expected gateway to be a map, got %s",
+                                             sizeof(nd_gateway_opts_t),
+                                             gateway_d,
+                                             ND_RL_REFUSE,
+                                             NULL};
 
 int
 nd_cfg_apply_gateway(nd_cfg_apply_t *a, const nd_cfg_entry_t *ge)

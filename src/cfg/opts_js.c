@@ -237,8 +237,8 @@ static const nd_opt_desc_t js_d[] = {
 #undef J
 
 /* JetStream is not built: a change is accepted and kept, not applied (src/server/reload.c). */
-const nd_opt_block_t nd_opt_js_block = {"jetstream", NULL, sizeof(nd_js_opts_t), js_d,
-                                        ND_RL_UNBUILT, NULL};
+const nd_opt_block_t nd_opt_js_block = {"jetstream", NULL,          sizeof(nd_js_opts_t),
+                                        js_d,        ND_RL_UNBUILT, NULL};
 
 int
 nd_cfg_apply_jetstream(nd_cfg_apply_t *a, const nd_cfg_entry_t *je)

@@ -171,8 +171,12 @@ static const nd_opt_desc_t remote_d[] = {
 #undef R
 
 const nd_opt_block_t nd_opt_leaf_remote_block = {
-    "remotes", "Expected remote leafnode entry to be a map/struct, got %s",
-    sizeof(nd_leaf_remote_t), remote_d, ND_RL_INHERIT, NULL};
+    "remotes",
+    "Expected remote leafnode entry to be a map/struct, got %s",
+    sizeof(nd_leaf_remote_t),
+    remote_d,
+    ND_RL_INHERIT,
+    NULL};
 
 /* versionAtLeastCheckError(v, 2, 8, 0) with nats-server's semver expression
  * \Av?([0-9]+)\.?([0-9]+)?\.?([0-9]+)? (a missing part fails Atoi: "invalid syntax"). */
@@ -260,8 +264,12 @@ static const nd_opt_desc_t leaf_d[] = {
 };
 #undef L
 
-const nd_opt_block_t nd_opt_leaf_block = {"leafnodes", "Expected map to define a leafnode, got %s",
-                                          sizeof(nd_leaf_opts_t), leaf_d, ND_RL_REFUSE, NULL};
+const nd_opt_block_t nd_opt_leaf_block = {"leafnodes",
+                                          "Expected map to define a leafnode, got %s",
+                                          sizeof(nd_leaf_opts_t),
+                                          leaf_d,
+                                          ND_RL_REFUSE,
+                                          NULL};
 
 int
 nd_cfg_apply_leaf(nd_cfg_apply_t *a, const nd_cfg_entry_t *le)

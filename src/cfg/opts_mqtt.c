@@ -59,8 +59,9 @@ static const nd_opt_desc_t mqtt_d[] = {
 };
 #undef M
 
-const nd_opt_block_t nd_opt_mqtt_block = {"mqtt", "Expected mqtt to be a map, got %s",
-                                          sizeof(nd_mqtt_opts_t), mqtt_d, ND_RL_REFUSE, NULL};
+const nd_opt_block_t nd_opt_mqtt_block = {
+    "mqtt", "Expected mqtt to be a map, got %s", sizeof(nd_mqtt_opts_t), mqtt_d, ND_RL_REFUSE,
+    NULL};
 
 int
 nd_cfg_apply_mqtt(nd_cfg_apply_t *a, const nd_cfg_entry_t *me)

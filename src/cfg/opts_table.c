@@ -160,8 +160,8 @@ nd_opt_parse_row(nd_cfg_apply_t *a, const nd_opt_desc_t *d, void *blk, const nd_
 }
 
 int
-nd_opt_parse_map_seen(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk,
-                      const nd_cfg_node_t *v, unsigned seen)
+nd_opt_parse_map_seen(nd_cfg_apply_t *a, const nd_opt_block_t *b, void *blk, const nd_cfg_node_t *v,
+                      unsigned seen)
 {
     for (size_t i = 0; i < v->u.map.n; i++) {
         const nd_cfg_entry_t *e = &v->u.map.e[i];

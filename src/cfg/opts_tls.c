@@ -458,8 +458,8 @@ static const nd_opt_desc_t cert_pair_d[] = {
     R(nd_tls_cert_pair_t, key_file, ND_OT_STR),
     ND_OPT_END,
 };
-static const nd_opt_block_t cert_pair_block = {"certs", NULL, sizeof(nd_tls_cert_pair_t),
-                                               cert_pair_d, ND_RL_INHERIT, NULL};
+static const nd_opt_block_t cert_pair_block = {
+    "certs", NULL, sizeof(nd_tls_cert_pair_t), cert_pair_d, ND_RL_INHERIT, NULL};
 #undef R
 
 #define T(...) ND_OPT(nd_tls_opts_t, __VA_ARGS__)
@@ -471,8 +471,7 @@ static const nd_opt_desc_t tls_d[] = {
       .count_off = offsetof(nd_tls_opts_t, ncerts), .parse = certs),
     T("verify", verify, ND_OT_BOOL, .parse = want_bool),
     T("verify_and_map", verify_and_map, ND_OT_BOOL, .parse = verify_and_map),
-    T("verify_cert_and_check_known_urls", check_known_urls, ND_OT_BOOL,
-      .parse = check_known_urls),
+    T("verify_cert_and_check_known_urls", check_known_urls, ND_OT_BOOL, .parse = check_known_urls),
     T("insecure", insecure, ND_OT_BOOL, .parse = want_bool),
     T("cipher_suites", cipher_suites, ND_OT_STRLIST, .parse = cipher_suites),
     T("curve_preferences", curve_preferences, ND_OT_STRLIST, .parse = curve_preferences),
@@ -489,12 +488,9 @@ static const nd_opt_desc_t tls_d[] = {
 };
 #undef T
 
-const nd_opt_block_t nd_opt_tls_block = {"tls",
-                                         NULL,
-                                         sizeof(nd_tls_opts_t),
-                                         tls_d,
-                                         ND_RL_INHERIT,
-                                         "error parsing tls config, unknown field [\"%s\"]"};
+const nd_opt_block_t nd_opt_tls_block = {
+    "tls", NULL,          sizeof(nd_tls_opts_t),
+    tls_d, ND_RL_INHERIT, "error parsing tls config, unknown field [\"%s\"]"};
 
 /* Parses a tls block at the entry tls_e into *out (replaced). client_ctx: false for cluster and
  * gateway blocks (the only ones allowing verify_cert_and_check_known_urls). */

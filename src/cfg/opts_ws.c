@@ -85,8 +85,9 @@ static const nd_opt_desc_t ws_d[] = {
 };
 #undef W
 
-const nd_opt_block_t nd_opt_ws_block = {"websocket", "Expected websocket to be a map, got %s",
-                                        sizeof(nd_ws_opts_t), ws_d, ND_RL_REFUSE, NULL};
+const nd_opt_block_t nd_opt_ws_block = {
+    "websocket", "Expected websocket to be a map, got %s", sizeof(nd_ws_opts_t), ws_d, ND_RL_REFUSE,
+    NULL};
 
 int
 nd_cfg_apply_websocket(nd_cfg_apply_t *a, const nd_cfg_entry_t *we)
