@@ -8,15 +8,6 @@
 #include "cfg/opts_table.h"
 
 static int
-mqtt_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
-          unsigned *seen)
-{
-    (void)d, (void)seen;
-    nd_mqtt_opts_t *m = blk;
-    return nd_cfg_simple_auth(a, e, &m->user, &m->pass, &m->token, &m->auth_timeout_s);
-}
-
-static int
 max_ack_pending(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
                 unsigned *seen)
 {
@@ -38,7 +29,7 @@ static const nd_opt_desc_t mqtt_d[] = {
       .aux = offsetof(nd_mqtt_opts_t, port), .flags = ND_OF_LISTEN),
     M(NULL, port, ND_OT_INT, .flags = ND_OF_LISTEN),
     M("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),
-    M("authorization authentication", user, ND_OT_STR, .parse = mqtt_auth),
+    M("authorization authentication", user, ND_OT_STR, .parse = nd_opt_simple_auth),
     M(NULL, pass, ND_OT_STR),
     M(NULL, token, ND_OT_STR),
     M(NULL, auth_timeout_s, ND_OT_DBL),

@@ -80,6 +80,15 @@ nd_opt_array(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
     return 0;
 }
 
+int
+nd_opt_simple_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                   unsigned *seen)
+{
+    (void)seen;
+    return nd_cfg_simple_auth(a, e, (char **)AT(blk, d), (char **)AT(blk, d + 1),
+                              (char **)AT(blk, d + 2), (double *)AT(blk, d + 3));
+}
+
 /* The type's own reader, for rows without .parse. */
 static int
 read_value(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk)

@@ -142,6 +142,10 @@ int nd_opt_listener(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_des
 int nd_opt_tls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
                unsigned *seen);
 
+/* parseSimpleAuth (websocket, mqtt): the user at off; the three rows that follow are the
+ * password, the token (ND_OT_STR) and the timeout (ND_OT_DBL), in that order. */
+int nd_opt_simple_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d,
+                       void *blk, unsigned *seen);
 /* An array of maps into the ND_OT_ARRAY at off (replaced), each element read with .sub (whose
  * .notmap, with Go's %v of the element, is the error for an element that is not a map). */
 int nd_opt_array(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,

@@ -30,15 +30,6 @@ headers(nd_cfg_apply_t *a, const nd_cfg_entry_t *he, const nd_opt_desc_t *d, voi
     return 0;
 }
 
-static int
-ws_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
-        unsigned *seen)
-{
-    (void)d, (void)seen;
-    nd_ws_opts_t *w = blk;
-    return nd_cfg_simple_auth(a, e, &w->user, &w->pass, &w->token, &w->auth_timeout_s);
-}
-
 /* An integer of seconds (without parseDuration's warning) or a duration string. */
 static int
 handshake_timeout(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
@@ -71,7 +62,7 @@ static const nd_opt_desc_t ws_d[] = {
       ND_OT_STRLIST, .name = "allowed origins"),
     W("handshake_timeout", handshake_timeout_ms, ND_OT_I64, .parse = handshake_timeout),
     W("compress compression", compression, ND_OT_BOOL),
-    W("authorization authentication", user, ND_OT_STR, .parse = ws_auth),
+    W("authorization authentication", user, ND_OT_STR, .parse = nd_opt_simple_auth),
     W(NULL, pass, ND_OT_STR),
     W(NULL, token, ND_OT_STR),
     W(NULL, auth_timeout_s, ND_OT_DBL),
