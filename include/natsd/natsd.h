@@ -19,6 +19,22 @@ typedef struct nd_opts natsd_opts_t;
 
 typedef struct natsd natsd_t;
 
+/* Options hold natsd's defaults (nats-server's) until set; the config-file keys are the names.
+ * Returns: new options; free them with natsd_opts_free (NULL is fine). */
+natsd_opts_t *natsd_opts_new(void);
+void natsd_opts_free(natsd_opts_t *o);
+/* Sets one option by its config-file key (any alias, any case; blocks too), its value written as
+ * in a config file ("4222", "2m", "true", "\"a b\"", "[a, b]", "{ user: a, password: b }"): the
+ * same checks and error texts as the line `name: value` in a file. A later set overrides.
+ * Returns: 0, or -1 with nats-server's error text in err (o may be partly updated). */
+int natsd_opts_set(natsd_opts_t *o, const char *name, const char *value, char *err, size_t errlen);
+/* Applies a config file over o, as -c does (natsd_reload with NULL re-reads it).
+ * Returns: 0, or -1 with the error in err. */
+int natsd_opts_load_file(natsd_opts_t *o, const char *path, char *err, size_t errlen);
+/* Applies config text over o (includes are relative to the working directory).
+ * Returns: 0, or -1 with the error in err. */
+int natsd_opts_load_string(natsd_opts_t *o, const char *text, char *err, size_t errlen);
+
 /* Starts a server with opts (copied; NULL = defaults). Returns: NULL after logging why. */
 natsd_t *natsd_start(const natsd_opts_t *opts);
 void natsd_stop(natsd_t *s);

@@ -27,6 +27,7 @@
 #include "cfg/opts.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 #include <strings.h>
 
 #include "actors/alloc.h"
+#include "cfg/opts_table.h"
 #include "natsd/natsd.h"
 
 void
@@ -41,73 +43,110 @@ nd_opts_defaults(nd_opts_t *o)
 {
     memset(o, 0, sizeof(*o));
     o->host = nd_xstrdup("0.0.0.0");
-    o->port = ND_DEFAULT_PORT;
-    o->max_payload = ND_DEFAULT_MAX_PAYLOAD;
-    o->max_control_line = ND_DEFAULT_MAX_CONTROL_LINE;
-    o->max_connections = ND_DEFAULT_MAX_CONNECTIONS;
-    o->max_pending = ND_DEFAULT_MAX_PENDING;
-    o->ping_interval_ms = ND_DEFAULT_PING_INTERVAL_MS;
-    o->ping_max = ND_DEFAULT_PING_MAX;
-    o->write_deadline_ms = ND_DEFAULT_WRITE_DEADLINE_MS;
-    o->logtime = true;
-    nd_opts_cfg_defaults(o);
+    for (const nd_opt_desc_t *d = nd_opt_top_block.d; d->type != ND_OT_END; d++) {
+        if (!(d->flags & ND_OF_DEFAULT))
+            continue;
+        void *p = (char *)o + d->off;
+        switch (d->type) {
+        case ND_OT_BOOL:
+            *(bool *)p = d->def != 0;
+            break;
+        case ND_OT_INT:
+            *(int *)p = (int)d->def;
+            break;
+        case ND_OT_I32:
+            *(int32_t *)p = (int32_t)d->def;
+            break;
+        case ND_OT_I64:
+        case ND_OT_DUR:
+            *(int64_t *)p = d->def;
+            break;
+        default:
+            break;
+        }
+    }
 }
 
-#define TOP(field)             ND_OPT_TOP, offsetof(nd_opts_t, field)
-#define IN(block, type, field) offsetof(nd_opts_t, block), offsetof(type, field)
+/* ---- What 0 means: the zero columns of the option tables --------------------------------------
+ * The rows of nd_opt_top_block with ND_OF_ZERO, then those of the blocks it points to (as
+ * "block.key"), gathered once into the flat view opts.h declares. The rules are nats-server
+ * 2.9.10's setBaselineOptions (those that its /varz reports were checked there with the option
+ * written as 0); options whose parser refuses 0 still have a row, so the rule survives a parser
+ * change. */
+#define ZERO_MAX 64
+static nd_opt_zero_t zero_rules[ZERO_MAX];
+static char zero_keys[ZERO_MAX][64];
+static size_t zero_n;
+static pthread_once_t zero_once = PTHREAD_ONCE_INIT;
 
-/* What 0 means for each numeric option (opts.h), as nats-server 2.9.10's setBaselineOptions
- * decides it (those that its /varz reports were checked there with the option written as 0).
- * Options whose parser refuses 0 (max_sub_tokens, lame_duck_duration below 30s) still have a
- * row, so the rule survives a parser change. */
-const nd_opt_zero_t nd_opts_zero_rules[] = {
-    {"max_payload", TOP(max_payload), ND_OPT_I64, ND_ZERO_DEFAULT, ND_DEFAULT_MAX_PAYLOAD, NULL},
-    {"max_control_line", TOP(max_control_line), ND_OPT_I32, ND_ZERO_DEFAULT,
-     ND_DEFAULT_MAX_CONTROL_LINE, NULL},
-    {"max_connections", TOP(max_connections), ND_OPT_I32, ND_ZERO_DEFAULT,
-     ND_DEFAULT_MAX_CONNECTIONS, NULL},
-    {"max_subscriptions", TOP(max_subscriptions), ND_OPT_I32, ND_ZERO_UNLIMITED, 0,
-     "nats-server has no baseline for MaxSubs"},
-    {"max_pending", TOP(max_pending), ND_OPT_I64, ND_ZERO_DEFAULT, ND_DEFAULT_MAX_PENDING, NULL},
-    {"ping_interval", TOP(ping_interval_ms), ND_OPT_I64, ND_ZERO_DEFAULT,
-     ND_DEFAULT_PING_INTERVAL_MS, NULL},
-    {"ping_max", TOP(ping_max), ND_OPT_I32, ND_ZERO_DEFAULT, ND_DEFAULT_PING_MAX, NULL},
-    {"write_deadline", TOP(write_deadline_ms), ND_OPT_I64, ND_ZERO_DEFAULT,
-     ND_DEFAULT_WRITE_DEADLINE_MS, NULL},
-    {"max_sub_tokens", TOP(max_sub_tokens), ND_OPT_INT, ND_ZERO_UNLIMITED, 0,
-     "the parser refuses 0; 0 is the unset value"},
-    {"lame_duck_duration", TOP(lame_duck_duration_ms), ND_OPT_I64, ND_ZERO_DEFAULT,
-     ND_DEFAULT_LAME_DUCK_DURATION_MS, "the parser refuses under 30s"},
-    {"lame_duck_grace_period", TOP(lame_duck_grace_period_ms), ND_OPT_I64, ND_ZERO_DEFAULT,
-     ND_DEFAULT_LAME_DUCK_GRACE_MS, NULL},
-    {"max_closed_clients", TOP(max_closed_clients), ND_OPT_INT, ND_ZERO_DEFAULT,
-     ND_DEFAULT_MAX_CLOSED_CLIENTS, NULL},
-    {"connect_error_reports", TOP(connect_error_reports), ND_OPT_INT, ND_ZERO_DEFAULT,
-     ND_DEFAULT_CONNECT_ERROR_REPORTS, NULL},
-    {"reconnect_error_reports", TOP(reconnect_error_reports), ND_OPT_INT, ND_ZERO_DEFAULT,
-     ND_DEFAULT_RECONNECT_ERROR_REPORTS, NULL},
-    {"authorization.timeout", TOP(auth_timeout_s), ND_OPT_DOUBLE, ND_ZERO_DEFAULT_AT_USE, 0,
-     "2s, or the TLS timeout + 1s with TLS: nd_auth_new (auth.c), conn_auth.c, varz.c"},
-    {"tls.timeout", IN(tls_cfg, nd_tls_opts_t, timeout_s), ND_OPT_DOUBLE, ND_ZERO_DEFAULT_AT_USE, 0,
-     "ND_TLS_DEFAULT_TIMEOUT_MS: tls.c, for every tls {} block"},
-    {"max_traced_msg_len", TOP(max_traced_msg_len), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, NULL},
-    {"logfile_size_limit", TOP(log_size_limit), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, NULL},
-    {"logfile_max_num", TOP(log_max_num), ND_OPT_I64, ND_ZERO_UNLIMITED, 0, "keep every file"},
-    {"jetstream.max_memory_store", IN(js, nd_js_opts_t, max_memory), ND_OPT_I64, ND_ZERO_LITERAL, 0,
-     "not written: -1 (automatic), set by the jetstream {} parser"},
-    {"jetstream.max_file_store", IN(js, nd_js_opts_t, max_store), ND_OPT_I64, ND_ZERO_LITERAL, 0,
-     "not written: -1 (automatic), set by the jetstream {} parser"},
-};
-const size_t nd_opts_zero_nrules = sizeof nd_opts_zero_rules / sizeof nd_opts_zero_rules[0];
+static nd_opt_num_t
+zero_num(nd_opt_type_t t)
+{
+    switch (t) {
+    case ND_OT_I32:
+        return ND_OPT_I32;
+    case ND_OT_INT:
+        return ND_OPT_INT;
+    case ND_OT_DBL:
+        return ND_OPT_DOUBLE;
+    default:
+        return ND_OPT_I64;
+    }
+}
 
-#undef TOP
-#undef IN
+static void
+zero_add(const char *prefix, size_t block, const nd_opt_desc_t *d)
+{
+    if (zero_n == ZERO_MAX)
+        abort(); /* a table grew past the view: raise ZERO_MAX */
+    char *k = zero_keys[zero_n];
+    size_t len = sizeof zero_keys[0];
+    const char *name = d->name;
+    int n = prefix != NULL ? snprintf(k, len, "%s.", prefix) : 0;
+    if (name != NULL)
+        snprintf(k + n, len - (size_t)n, "%s", name);
+    else
+        snprintf(k + n, len - (size_t)n, "%.*s", (int)strcspn(d->keys, " "), d->keys);
+    zero_rules[zero_n++] =
+        (nd_opt_zero_t){k, block, d->off, zero_num(d->type), d->zero, d->def, d->note};
+}
+
+static void
+zero_build(void)
+{
+    for (const nd_opt_desc_t *d = nd_opt_top_block.d; d->type != ND_OT_END; d++) {
+        if (d->flags & ND_OF_ZERO)
+            zero_add(NULL, ND_OPT_TOP, d);
+        if (d->type != ND_OT_PTR || d->keys == NULL)
+            continue;
+        char prefix[64];
+        snprintf(prefix, sizeof prefix, "%.*s", (int)strcspn(d->keys, " "), d->keys);
+        for (const nd_opt_desc_t *m = d->sub->d; m->type != ND_OT_END; m++)
+            if (m->flags & ND_OF_ZERO)
+                zero_add(prefix, d->off, m);
+    }
+}
+
+const nd_opt_zero_t *
+nd_opts_zero_table(void)
+{
+    pthread_once(&zero_once, zero_build);
+    return zero_rules;
+}
+
+size_t
+nd_opts_zero_count(void)
+{
+    pthread_once(&zero_once, zero_build);
+    return zero_n;
+}
 
 void
 nd_opts_baseline(nd_opts_t *o)
 {
-    for (size_t i = 0; i < nd_opts_zero_nrules; i++) {
-        const nd_opt_zero_t *r = &nd_opts_zero_rules[i];
+    const nd_opt_zero_t *rules = nd_opts_zero_table();
+    for (size_t i = 0; i < zero_n; i++) {
+        const nd_opt_zero_t *r = &rules[i];
         if (r->rule != ND_ZERO_DEFAULT)
             continue;
         char *base = (char *)o;
@@ -138,55 +177,16 @@ nd_opts_baseline(nd_opts_t *o)
     }
 }
 
-/* Every string option, for copying and freeing. */
-static const size_t string_fields[] = {
-    offsetof(nd_opts_t, host),
-    offsetof(nd_opts_t, server_name),
-    offsetof(nd_opts_t, log_file),
-    offsetof(nd_opts_t, store_dir),
-    offsetof(nd_opts_t, user),
-    offsetof(nd_opts_t, pass),
-    offsetof(nd_opts_t, token),
-    offsetof(nd_opts_t, cluster_url),
-    offsetof(nd_opts_t, routes),
-    offsetof(nd_opts_t, cluster_name),
-    offsetof(nd_opts_t, config_file),
-    offsetof(nd_opts_t, pid_file),
-    offsetof(nd_opts_t, config_warnings),
-    offsetof(nd_opts_t, remote_syslog),
-    offsetof(nd_opts_t, ports_file_dir),
-    offsetof(nd_opts_t, client_advertise),
-    offsetof(nd_opts_t, tls_cert),
-    offsetof(nd_opts_t, tls_key),
-    offsetof(nd_opts_t, tls_ca_cert),
-    offsetof(nd_opts_t, cluster_advertise),
-    offsetof(nd_opts_t, signal),
-    offsetof(nd_opts_t, http_auth_user),
-    offsetof(nd_opts_t, http_auth_pass),
-    offsetof(nd_opts_t, http_auth_token),
-};
-
-#define STR_FIELD(o, off) ((char **)((char *)(o) + (off)))
-
 void
 nd_opts_free(nd_opts_t *o)
 {
-    for (size_t i = 0; i < sizeof string_fields / sizeof string_fields[0]; i++) {
-        nd_free(*STR_FIELD(o, string_fields[i]));
-        *STR_FIELD(o, string_fields[i]) = NULL;
-    }
-    nd_opts_cfg_free(o);
+    nd_opt_release(&nd_opt_top_block, o);
 }
 
 void
 nd_opts_copy(nd_opts_t *dst, const nd_opts_t *src)
 {
-    *dst = *src;
-    for (size_t i = 0; i < sizeof string_fields / sizeof string_fields[0]; i++) {
-        const char *v = *STR_FIELD(src, string_fields[i]);
-        *STR_FIELD(dst, string_fields[i]) = v ? nd_xstrdup(v) : NULL;
-    }
-    nd_opts_cfg_copy(dst, src);
+    nd_opt_copy(&nd_opt_top_block, dst, src);
 }
 
 /* The usage text: nats-server 2.10's (main.go usageStr), section for section, with natsd's
@@ -602,7 +602,7 @@ parse_flags(nd_opts_t *o, int argc, char **argv, seen_t *seen)
             val = argv[++i];
         }
         if (f->kind == STR) {
-            char **dst = STR_FIELD(o, f->off);
+            char **dst = (char **)((char *)o + f->off);
             nd_free(*dst);
             *dst = nd_xstrdup(val);
         } else {

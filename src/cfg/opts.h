@@ -23,9 +23,9 @@
  * A numeric option written as 0 does not always mean 0: nats-server's setBaselineOptions
  * (server/opts.go), run after the config file and the flags, at start and on every reload,
  * replaces 0 with the default for most limits and timeouts, while for others 0 is "no limit" or
- * a literal 0. Each such option's rule is declared once, in the table nd_opts_zero_rules
- * (src/net/opts.c), and nd_opts_baseline applies it: nothing else in natsd decides what a 0
- * means. The table is shaped for the options table a later redesign makes of nd_opts_t. */
+ * a literal 0. Each such option's rule is declared once, in its row of the option tables
+ * (src/cfg/opts_table.h), and nd_opts_baseline applies it: nothing else in natsd decides what a
+ * 0 means. */
 typedef enum nd_zero_rule {
     ND_ZERO_DEFAULT,        /* 0 means the default: nd_opts_baseline writes .def */
     ND_ZERO_DEFAULT_AT_USE, /* 0 means a default that depends on other options: kept as 0 and
@@ -54,9 +54,13 @@ typedef struct nd_opt_zero {
     const char *note; /* why, or where an ND_ZERO_DEFAULT_AT_USE is resolved */
 } nd_opt_zero_t;
 
-/* The rules, one entry per option where 0 can be written. */
-extern const nd_opt_zero_t nd_opts_zero_rules[];
-extern const size_t nd_opts_zero_nrules;
+/* The rules, one entry per option where 0 can be written: a flat view of the zero columns of
+ * the option tables (src/cfg/opts_table.h: .zero, .def, .note of the rows with ND_OF_ZERO),
+ * gathered on first use. Ctx: any thread. */
+const nd_opt_zero_t *nd_opts_zero_table(void);
+size_t nd_opts_zero_count(void);
+#define nd_opts_zero_rules  (nd_opts_zero_table())
+#define nd_opts_zero_nrules (nd_opts_zero_count())
 
 /* ---- Config-file blocks ---------------------------------------------------------------------
  * Typed forms of nats-server's nested config blocks (inventory §2.2, §5, §6, §7, §8), parsed and
@@ -481,16 +485,10 @@ void nd_opts_defaults(nd_opts_t *o);
  * Ctx: run after the config file and the flags are applied, before the options are validated
  * (nd_opts_apply_config, nd_opts_parse_args and reload do). */
 void nd_opts_baseline(nd_opts_t *o);
+/* Frees what o owns (the members of nd_opt_top_block's rows that own memory); scalars stay. */
 void nd_opts_free(nd_opts_t *o);
 /* Deep copy: dst owns its own strings. */
 void nd_opts_copy(nd_opts_t *dst, const nd_opts_t *src);
-
-/* Config-file blocks (src/cfg/opts_blocks.c): nd_opts_defaults, nd_opts_free and nd_opts_copy
- * call these for the fields of the "config file" group. cfg_copy runs after *dst = *src and
- * replaces every owned pointer of that group in dst with a deep copy. */
-void nd_opts_cfg_defaults(nd_opts_t *o);
-void nd_opts_cfg_free(nd_opts_t *o);
-void nd_opts_cfg_copy(nd_opts_t *dst, const nd_opts_t *src);
 
 /* Appends an owned copy of s. */
 void nd_strlist_add(nd_strlist_t *l, const char *s);
@@ -537,6 +535,13 @@ int nd_opts_apply_flags(nd_opts_t *o, int argc, char **argv);
  * before it, one per line, as nats-server prints them; o is then partly updated (still
  * freeable). */
 int nd_opts_apply_config(nd_opts_t *o, const char *path, char *err, size_t errlen);
+/* As nd_opts_apply_config for config text held in memory, named name in positions and texts
+ * (includes are relative to the working directory). */
+/* One option, by its config-file key (any alias, any case), its value written as in a config
+ * file: applied as the line `name: value` would be, with the same checks and texts. */
+int nd_opts_set_option(nd_opts_t *o, const char *name, const char *value, char *err, size_t errlen);
+int nd_opts_apply_config_string(nd_opts_t *o, const char *text, const char *name, char *err,
+                                size_t errlen);
 /* The log module's view of o (debug, trace/trace_verbose, logtime[_utc], log_file, log_size_limit,
  * log_max_num, remote_syslog, syslog). Borrows o's strings. */
 nd_log_cfg_t nd_opts_log_cfg(const nd_opts_t *o);

@@ -30,6 +30,7 @@
 
 #include "actors/alloc.h"
 #include "cfg/opts_int.h"
+#include "cfg/opts_table.h"
 
 /* ---- subjects ----------------------------------------------------------------------------- */
 
@@ -552,26 +553,6 @@ import_clear(nd_import_t *im)
     memset(im, 0, sizeof(*im));
 }
 
-/* parseAccount: {account, subject}. */
-static int
-import_source(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_import_t *im)
-{
-    for (size_t i = 0; i < v->u.map.n; i++) {
-        const nd_cfg_entry_t *e = &v->u.map.e[i];
-        nd_cfg_at_t at = nd_cfg_at_entry(e);
-        int rc = 0;
-        if (nd_cfg_key_is(e->key, "account"))
-            rc = nd_cfg_str(a, at, e->val, &im->account);
-        else if (nd_cfg_key_is(e->key, "subject"))
-            rc = nd_cfg_str(a, at, e->val, &im->subject);
-        else
-            rc = nd_cfg_unknown(a, e);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
-}
-
 /* parseImportStreamOrService. Returns: 1 with *im filled, 0 for neither, -1 on error. */
 static int
 import_entry(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_import_t *im)
@@ -598,7 +579,7 @@ import_entry(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_import_t *im)
             nd_free(im->account);
             nd_free(im->subject);
             im->account = im->subject = NULL;
-            if (import_source(a, m, im) < 0)
+            if (nd_opt_parse_map(a, &nd_opt_import_block, im, m) < 0)
                 return -1;
             if (!im->account || !im->account[0] || !im->subject || !im->subject[0])
                 return nd_cfg_fail(a, at, "Expect an account name and a subject");

@@ -1,25 +1,13 @@
-/* Ownership of the config-file option blocks (src/cfg/opts.h): defaults, deep copies and
- * frees of the "config file" group of nd_opts_t and of every block struct it points to.
+/* Ownership of the option structs that no block parser reads by table (src/cfg/opts.h): their
+ * tables (opts_table.h), which free, copy and compare them, and the named helpers over them.
  *
  * Invariant: every pointer in those structs is owned by exactly one nd_opts_t; nd_opts_copy
  * therefore copies each block deeply, so a reload can swap a whole new copy while connections
  * still read the old one.
  */
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
 #include "actors/alloc.h"
 #include "cfg/opts.h"
-
-static char *
-sdup(const char *s)
-{
-    return s ? nd_xstrdup(s) : NULL;
-}
-
-/* Replaces a string field of dst (which holds src's pointer after *dst = *src) by a copy. */
-#define DUPS(dst, f) ((dst)->f = sdup((dst)->f))
+#include "cfg/opts_table.h"
 
 /* ---- strings and lists ---------------------------------------------------------------------- */
 
@@ -49,105 +37,93 @@ nd_strlist_dup(const nd_strlist_t *l)
     return c;
 }
 
-/* ---- tls ---------------------------------------------------------------------------------- */
+/* ---- tables of the structs that no block parser reads by table ----------------------------- */
+
+#define R(T, ...) ND_OPT(T, NULL, __VA_ARGS__)
+
+static const nd_opt_desc_t subj_perm_d[] = {
+    R(nd_subj_perm_t, allow_set, ND_OT_BOOL),
+    R(nd_subj_perm_t, deny_set, ND_OT_BOOL),
+    R(nd_subj_perm_t, allow, ND_OT_STRLIST),
+    R(nd_subj_perm_t, deny, ND_OT_STRLIST),
+    ND_OPT_END,
+};
+static const nd_opt_block_t subj_perm_block = {"permission", NULL,          sizeof(nd_subj_perm_t),
+                                               subj_perm_d,  ND_RL_INHERIT, NULL};
+
+/* permissions {} is read by nd_cfg_perms (opts_auth.c). */
+static const nd_opt_desc_t perms_d[] = {
+    R(nd_perms_t, pub_set, ND_OT_BOOL),
+    R(nd_perms_t, sub_set, ND_OT_BOOL),
+    R(nd_perms_t, resp_set, ND_OT_BOOL),
+    R(nd_perms_t, pub, ND_OT_STRUCT, .sub = &subj_perm_block),
+    R(nd_perms_t, sub, ND_OT_STRUCT, .sub = &subj_perm_block),
+    R(nd_perms_t, resp_max_msgs, ND_OT_I64),
+    R(nd_perms_t, resp_expires_ms, ND_OT_I64),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_perms_block = {"permissions", NULL,          sizeof(nd_perms_t),
+                                           perms_d,       ND_RL_INHERIT, NULL};
+
+/* users: the keys are those of leafnodes { authorization { users: [...] } }, read with this
+ * table (opts_leaf.c); authorization {} and accounts {} read theirs with nd_cfg_users
+ * (opts_auth.c), whose checks span keys. */
+static const nd_opt_desc_t user_d[] = {
+    ND_OPT(nd_user_t, "user username", name, ND_OT_STR),
+    ND_OPT(nd_user_t, "pass password", pass, ND_OT_STR),
+    R(nd_user_t, nkey, ND_OT_STR),
+    ND_OPT(nd_user_t, "account", account, ND_OT_STR),
+    R(nd_user_t, has_perms, ND_OT_BOOL),
+    R(nd_user_t, perms, ND_OT_STRUCT, .sub = &nd_opt_perms_block),
+    R(nd_user_t, conn_types, ND_OT_U32),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_user_block = {
+    "users",           "Expected user entry to be a map/struct, got %s",
+    sizeof(nd_user_t), user_d,
+    ND_RL_INHERIT,     NULL};
+
+#undef R
+
+/* ---- tls, permissions and users ----------------------------------------------------------- */
 
 void
 nd_tls_opts_free(nd_tls_opts_t *t)
 {
-    if (t == NULL)
-        return;
-    nd_free(t->cert_file);
-    nd_free(t->key_file);
-    nd_free(t->ca_file);
-    for (size_t i = 0; i < t->ncerts; i++) {
-        nd_free(t->certs[i].cert_file);
-        nd_free(t->certs[i].key_file);
-    }
-    nd_free(t->certs);
-    nd_strlist_free(&t->cipher_suites);
-    nd_strlist_free(&t->curve_preferences);
-    nd_strlist_free(&t->pinned_certs);
-    nd_free(t);
+    nd_opt_free(&nd_opt_tls_block, t);
 }
 
 nd_tls_opts_t *
 nd_tls_opts_dup(const nd_tls_opts_t *t)
 {
-    if (t == NULL)
-        return NULL;
-    nd_tls_opts_t *c = nd_xmalloc(sizeof(*c));
-    *c = *t;
-    DUPS(c, cert_file);
-    DUPS(c, key_file);
-    DUPS(c, ca_file);
-    c->certs = NULL;
-    if (t->ncerts) {
-        c->certs = nd_xmalloc(t->ncerts * sizeof(*c->certs));
-        for (size_t i = 0; i < t->ncerts; i++) {
-            c->certs[i].cert_file = sdup(t->certs[i].cert_file);
-            c->certs[i].key_file = sdup(t->certs[i].key_file);
-        }
-    }
-    c->cipher_suites = nd_strlist_dup(&t->cipher_suites);
-    c->curve_preferences = nd_strlist_dup(&t->curve_preferences);
-    c->pinned_certs = nd_strlist_dup(&t->pinned_certs);
-    return c;
-}
-
-/* ---- permissions and users ---------------------------------------------------------------- */
-
-static void
-subj_perm_clear(nd_subj_perm_t *p)
-{
-    nd_strlist_free(&p->allow);
-    nd_strlist_free(&p->deny);
-}
-
-static nd_subj_perm_t
-subj_perm_dup(const nd_subj_perm_t *p)
-{
-    nd_subj_perm_t c = *p;
-    c.allow = nd_strlist_dup(&p->allow);
-    c.deny = nd_strlist_dup(&p->deny);
-    return c;
+    return nd_opt_dup(&nd_opt_tls_block, t);
 }
 
 void
 nd_perms_clear(nd_perms_t *p)
 {
-    subj_perm_clear(&p->pub);
-    subj_perm_clear(&p->sub);
+    nd_opt_clear(&nd_opt_perms_block, p);
 }
 
 nd_perms_t
 nd_perms_dup(const nd_perms_t *p)
 {
-    nd_perms_t c = *p;
-    c.pub = subj_perm_dup(&p->pub);
-    c.sub = subj_perm_dup(&p->sub);
+    nd_perms_t c;
+    nd_opt_copy(&nd_opt_perms_block, &c, p);
     return c;
 }
 
 void
 nd_user_clear(nd_user_t *u)
 {
-    nd_free(u->name);
-    nd_free(u->pass);
-    nd_free(u->nkey);
-    nd_free(u->account);
-    nd_perms_clear(&u->perms);
-    memset(u, 0, sizeof(*u));
+    nd_opt_clear(&nd_opt_user_block, u);
 }
 
 nd_user_t
 nd_user_dup(const nd_user_t *u)
 {
-    nd_user_t c = *u;
-    DUPS(&c, name);
-    DUPS(&c, pass);
-    DUPS(&c, nkey);
-    DUPS(&c, account);
-    c.perms = nd_perms_dup(&u->perms);
+    nd_user_t c;
+    nd_opt_copy(&nd_opt_user_block, &c, u);
     return c;
 }
 
@@ -159,481 +135,139 @@ nd_users_free(nd_user_t *u, size_t n)
     nd_free(u);
 }
 
-static nd_user_t *
-users_dup(const nd_user_t *u, size_t n)
-{
-    if (n == 0)
-        return NULL;
-    nd_user_t *c = nd_xmalloc(n * sizeof(*c));
-    for (size_t i = 0; i < n; i++)
-        c[i] = nd_user_dup(&u[i]);
-    return c;
-}
+/* ---- accounts, resolver, auth_callout: read by opts_acct.c, opts_trust.c, opts_auth.c ------ */
 
-/* ---- accounts ----------------------------------------------------------------------------- */
+#define R(T, ...) ND_OPT(T, NULL, __VA_ARGS__)
+
+static const nd_opt_desc_t export_d[] = {
+    R(nd_export_t, service, ND_OT_BOOL),
+    R(nd_export_t, subject, ND_OT_STR),
+    R(nd_export_t, accounts, ND_OT_STRLIST),
+    R(nd_export_t, resp_type, ND_OT_INT),
+    R(nd_export_t, resp_threshold_ms, ND_OT_I64),
+    R(nd_export_t, latency_subject, ND_OT_STR),
+    R(nd_export_t, latency_sampling, ND_OT_INT),
+    R(nd_export_t, account_token_position, ND_OT_U32),
+    ND_OPT_END,
+};
+static const nd_opt_block_t export_block = {"exports", NULL,          sizeof(nd_export_t),
+                                            export_d,  ND_RL_INHERIT, NULL};
+
+static const nd_opt_desc_t import_d[] = {
+    R(nd_import_t, service, ND_OT_BOOL),
+    ND_OPT(nd_import_t, "account", account, ND_OT_STR), /* keys: the {account, subject} map */
+    ND_OPT(nd_import_t, "subject", subject, ND_OT_STR),
+    R(nd_import_t, to, ND_OT_STR),
+    R(nd_import_t, prefix, ND_OT_STR),
+    R(nd_import_t, share, ND_OT_BOOL),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_import_block = {"imports", NULL,          sizeof(nd_import_t),
+                                            import_d,  ND_RL_INHERIT, NULL};
+
+static const nd_opt_desc_t dest_d[] = {
+    R(nd_mapping_dest_t, subject, ND_OT_STR),
+    R(nd_mapping_dest_t, weight, ND_OT_INT),
+    R(nd_mapping_dest_t, cluster, ND_OT_STR),
+    ND_OPT_END,
+};
+static const nd_opt_block_t dest_block = {"destinations", NULL,          sizeof(nd_mapping_dest_t),
+                                          dest_d,         ND_RL_INHERIT, NULL};
+
+static const nd_opt_desc_t mapping_d[] = {
+    R(nd_mapping_t, src, ND_OT_STR),
+    R(nd_mapping_t, weighted, ND_OT_BOOL),
+    R(nd_mapping_t, dests, ND_OT_ARRAY, .sub = &dest_block,
+      .count_off = offsetof(nd_mapping_t, ndests)),
+    ND_OPT_END,
+};
+static const nd_opt_block_t mapping_block = {"mappings", NULL,          sizeof(nd_mapping_t),
+                                             mapping_d,  ND_RL_INHERIT, NULL};
+
+static const nd_opt_desc_t acct_js_d[] = {
+    R(nd_acct_js_t, enabled, ND_OT_BOOL),
+    R(nd_acct_js_t, max_memory, ND_OT_I64),
+    R(nd_acct_js_t, max_store, ND_OT_I64),
+    R(nd_acct_js_t, max_streams, ND_OT_I64),
+    R(nd_acct_js_t, max_consumers, ND_OT_I64),
+    R(nd_acct_js_t, memory_max_stream_bytes, ND_OT_I64),
+    R(nd_acct_js_t, store_max_stream_bytes, ND_OT_I64),
+    R(nd_acct_js_t, max_ack_pending, ND_OT_I64),
+    R(nd_acct_js_t, max_bytes_required, ND_OT_BOOL),
+    ND_OPT_END,
+};
+static const nd_opt_block_t acct_js_block = {"jetstream", NULL,          sizeof(nd_acct_js_t),
+                                             acct_js_d,   ND_RL_INHERIT, NULL};
+
+static const nd_opt_desc_t account_d[] = {
+    R(nd_account_opts_t, name, ND_OT_STR),
+    R(nd_account_opts_t, nkey, ND_OT_STR),
+    R(nd_account_opts_t, exports, ND_OT_ARRAY, .sub = &export_block,
+      .count_off = offsetof(nd_account_opts_t, nexports)),
+    R(nd_account_opts_t, imports, ND_OT_ARRAY, .sub = &nd_opt_import_block,
+      .count_off = offsetof(nd_account_opts_t, nimports)),
+    R(nd_account_opts_t, mappings, ND_OT_ARRAY, .sub = &mapping_block,
+      .count_off = offsetof(nd_account_opts_t, nmappings)),
+    R(nd_account_opts_t, has_default_perms, ND_OT_BOOL),
+    R(nd_account_opts_t, default_perms, ND_OT_STRUCT, .sub = &nd_opt_perms_block),
+    R(nd_account_opts_t, max_connections, ND_OT_I32),
+    R(nd_account_opts_t, max_subscriptions, ND_OT_I32),
+    R(nd_account_opts_t, max_payload, ND_OT_I32),
+    R(nd_account_opts_t, max_leafnodes, ND_OT_I32),
+    R(nd_account_opts_t, js, ND_OT_STRUCT, .sub = &acct_js_block),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_account_block = {"accounts", NULL,       sizeof(nd_account_opts_t),
+                                             account_d,  ND_RL_AUTH, NULL};
+
+static const nd_opt_desc_t resolver_d[] = {
+    R(nd_resolver_opts_t, type, ND_OT_INT),
+    R(nd_resolver_opts_t, url, ND_OT_STR),
+    R(nd_resolver_opts_t, dir, ND_OT_STR),
+    R(nd_resolver_opts_t, allow_delete, ND_OT_BOOL),
+    R(nd_resolver_opts_t, limit, ND_OT_I64),
+    R(nd_resolver_opts_t, ttl_ms, ND_OT_I64),
+    R(nd_resolver_opts_t, interval_ms, ND_OT_I64),
+    R(nd_resolver_opts_t, timeout_ms, ND_OT_I64),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_resolver_block = {"resolver", NULL,       sizeof(nd_resolver_opts_t),
+                                              resolver_d, ND_RL_AUTH, NULL};
+
+static const nd_opt_desc_t callout_d[] = {
+    R(nd_auth_callout_opts_t, issuer, ND_OT_STR),
+    R(nd_auth_callout_opts_t, account, ND_OT_STR),
+    R(nd_auth_callout_opts_t, auth_users, ND_OT_STRLIST),
+    R(nd_auth_callout_opts_t, xkey, ND_OT_STR),
+    ND_OPT_END,
+};
+const nd_opt_block_t nd_opt_callout_block = {
+    "auth_callout", NULL, sizeof(nd_auth_callout_opts_t), callout_d, ND_RL_AUTH, NULL};
+
+#undef R
 
 void
 nd_account_opts_clear(nd_account_opts_t *a)
 {
-    nd_free(a->name);
-    nd_free(a->nkey);
-    for (size_t i = 0; i < a->nexports; i++) {
-        nd_free(a->exports[i].subject);
-        nd_strlist_free(&a->exports[i].accounts);
-        nd_free(a->exports[i].latency_subject);
-    }
-    nd_free(a->exports);
-    for (size_t i = 0; i < a->nimports; i++) {
-        nd_import_t *im = &a->imports[i];
-        nd_free(im->account);
-        nd_free(im->subject);
-        nd_free(im->to);
-        nd_free(im->prefix);
-    }
-    nd_free(a->imports);
-    for (size_t i = 0; i < a->nmappings; i++) {
-        nd_mapping_t *m = &a->mappings[i];
-        nd_free(m->src);
-        for (size_t d = 0; d < m->ndests; d++) {
-            nd_free(m->dests[d].subject);
-            nd_free(m->dests[d].cluster);
-        }
-        nd_free(m->dests);
-    }
-    nd_free(a->mappings);
-    nd_perms_clear(&a->default_perms);
-    memset(a, 0, sizeof(*a));
-}
-
-static nd_account_opts_t
-account_dup(const nd_account_opts_t *a)
-{
-    nd_account_opts_t c = *a;
-    DUPS(&c, name);
-    DUPS(&c, nkey);
-    c.exports = a->nexports ? nd_xmalloc(a->nexports * sizeof(*c.exports)) : NULL;
-    for (size_t i = 0; i < a->nexports; i++) {
-        c.exports[i] = a->exports[i];
-        DUPS(&c.exports[i], subject);
-        DUPS(&c.exports[i], latency_subject);
-        c.exports[i].accounts = nd_strlist_dup(&a->exports[i].accounts);
-    }
-    c.imports = a->nimports ? nd_xmalloc(a->nimports * sizeof(*c.imports)) : NULL;
-    for (size_t i = 0; i < a->nimports; i++) {
-        c.imports[i] = a->imports[i];
-        DUPS(&c.imports[i], account);
-        DUPS(&c.imports[i], subject);
-        DUPS(&c.imports[i], to);
-        DUPS(&c.imports[i], prefix);
-    }
-    c.mappings = a->nmappings ? nd_xmalloc(a->nmappings * sizeof(*c.mappings)) : NULL;
-    for (size_t i = 0; i < a->nmappings; i++) {
-        const nd_mapping_t *m = &a->mappings[i];
-        c.mappings[i] = *m;
-        DUPS(&c.mappings[i], src);
-        c.mappings[i].dests = m->ndests ? nd_xmalloc(m->ndests * sizeof(*m->dests)) : NULL;
-        for (size_t d = 0; d < m->ndests; d++) {
-            c.mappings[i].dests[d] = m->dests[d];
-            DUPS(&c.mappings[i].dests[d], subject);
-            DUPS(&c.mappings[i].dests[d], cluster);
-        }
-    }
-    c.default_perms = nd_perms_dup(&a->default_perms);
-    return c;
-}
-
-/* ---- topology blocks ---------------------------------------------------------------------- */
-
-static void
-cluster_free(nd_cluster_opts_t *c)
-{
-    if (c == NULL)
-        return;
-    nd_free(c->name);
-    nd_free(c->host);
-    nd_free(c->user);
-    nd_free(c->pass);
-    nd_strlist_free(&c->routes);
-    nd_tls_opts_free(c->tls);
-    nd_free(c->advertise);
-    nd_perms_clear(&c->perms);
-    nd_strlist_free(&c->pinned_accounts);
-    nd_free(c->compression);
-    nd_free(c);
-}
-
-static nd_cluster_opts_t *
-cluster_dup(const nd_cluster_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_cluster_opts_t *c = nd_xmalloc(sizeof(*c));
-    *c = *s;
-    DUPS(c, name);
-    DUPS(c, host);
-    DUPS(c, user);
-    DUPS(c, pass);
-    c->routes = nd_strlist_dup(&s->routes);
-    c->tls = nd_tls_opts_dup(s->tls);
-    DUPS(c, advertise);
-    c->perms = nd_perms_dup(&s->perms);
-    c->pinned_accounts = nd_strlist_dup(&s->pinned_accounts);
-    DUPS(c, compression);
-    return c;
-}
-
-void
-nd_gateway_remote_clear(nd_gateway_remote_t *r)
-{
-    nd_free(r->name);
-    nd_strlist_free(&r->urls);
-    nd_tls_opts_free(r->tls);
-    memset(r, 0, sizeof(*r));
-}
-
-static void
-gateway_free(nd_gateway_opts_t *g)
-{
-    if (g == NULL)
-        return;
-    nd_free(g->name);
-    nd_free(g->host);
-    nd_free(g->user);
-    nd_free(g->pass);
-    nd_tls_opts_free(g->tls);
-    nd_free(g->advertise);
-    for (size_t i = 0; i < g->ngateways; i++)
-        nd_gateway_remote_clear(&g->gateways[i]);
-    nd_free(g->gateways);
-    nd_free(g);
-}
-
-static nd_gateway_opts_t *
-gateway_dup(const nd_gateway_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_gateway_opts_t *g = nd_xmalloc(sizeof(*g));
-    *g = *s;
-    DUPS(g, name);
-    DUPS(g, host);
-    DUPS(g, user);
-    DUPS(g, pass);
-    g->tls = nd_tls_opts_dup(s->tls);
-    DUPS(g, advertise);
-    g->gateways = s->ngateways ? nd_xmalloc(s->ngateways * sizeof(*g->gateways)) : NULL;
-    for (size_t i = 0; i < s->ngateways; i++) {
-        g->gateways[i].name = sdup(s->gateways[i].name);
-        g->gateways[i].urls = nd_strlist_dup(&s->gateways[i].urls);
-        g->gateways[i].tls = nd_tls_opts_dup(s->gateways[i].tls);
-    }
-    return g;
-}
-
-void
-nd_leaf_remote_clear(nd_leaf_remote_t *r)
-{
-    nd_strlist_free(&r->urls);
-    nd_free(r->account);
-    nd_free(r->credentials);
-    nd_tls_opts_free(r->tls);
-    nd_strlist_free(&r->deny_imports);
-    nd_strlist_free(&r->deny_exports);
-    nd_free(r->compression);
-    memset(r, 0, sizeof(*r));
-}
-
-static void
-leaf_free(nd_leaf_opts_t *l)
-{
-    if (l == NULL)
-        return;
-    nd_free(l->host);
-    nd_free(l->user);
-    nd_free(l->pass);
-    nd_free(l->account);
-    nd_users_free(l->users, l->nusers);
-    for (size_t i = 0; i < l->nremotes; i++)
-        nd_leaf_remote_clear(&l->remotes[i]);
-    nd_free(l->remotes);
-    nd_tls_opts_free(l->tls);
-    nd_free(l->advertise);
-    nd_free(l->min_version);
-    nd_free(l->compression);
-    nd_free(l);
-}
-
-static nd_leaf_opts_t *
-leaf_dup(const nd_leaf_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_leaf_opts_t *l = nd_xmalloc(sizeof(*l));
-    *l = *s;
-    DUPS(l, host);
-    DUPS(l, user);
-    DUPS(l, pass);
-    DUPS(l, account);
-    l->users = users_dup(s->users, s->nusers);
-    l->remotes = s->nremotes ? nd_xmalloc(s->nremotes * sizeof(*l->remotes)) : NULL;
-    for (size_t i = 0; i < s->nremotes; i++) {
-        nd_leaf_remote_t *r = &l->remotes[i];
-        *r = s->remotes[i];
-        r->urls = nd_strlist_dup(&s->remotes[i].urls);
-        DUPS(r, account);
-        DUPS(r, credentials);
-        r->tls = nd_tls_opts_dup(s->remotes[i].tls);
-        r->deny_imports = nd_strlist_dup(&s->remotes[i].deny_imports);
-        r->deny_exports = nd_strlist_dup(&s->remotes[i].deny_exports);
-        DUPS(r, compression);
-    }
-    l->tls = nd_tls_opts_dup(s->tls);
-    DUPS(l, advertise);
-    DUPS(l, min_version);
-    DUPS(l, compression);
-    return l;
-}
-
-static void
-js_free(nd_js_opts_t *j)
-{
-    if (j == NULL)
-        return;
-    nd_free(j->domain);
-    nd_free(j->key);
-    nd_free(j->prev_key);
-    nd_free(j->extension_hint);
-    nd_free(j->unique_tag);
-    nd_free(j);
-}
-
-static nd_js_opts_t *
-js_dup(const nd_js_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_js_opts_t *j = nd_xmalloc(sizeof(*j));
-    *j = *s;
-    DUPS(j, domain);
-    DUPS(j, key);
-    DUPS(j, prev_key);
-    DUPS(j, extension_hint);
-    DUPS(j, unique_tag);
-    return j;
-}
-
-static void
-mqtt_free(nd_mqtt_opts_t *m)
-{
-    if (m == NULL)
-        return;
-    nd_free(m->host);
-    nd_tls_opts_free(m->tls);
-    nd_free(m->user);
-    nd_free(m->pass);
-    nd_free(m->token);
-    nd_free(m->no_auth_user);
-    nd_free(m->js_domain);
-    nd_free(m);
-}
-
-static nd_mqtt_opts_t *
-mqtt_dup(const nd_mqtt_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_mqtt_opts_t *m = nd_xmalloc(sizeof(*m));
-    *m = *s;
-    DUPS(m, host);
-    m->tls = nd_tls_opts_dup(s->tls);
-    DUPS(m, user);
-    DUPS(m, pass);
-    DUPS(m, token);
-    DUPS(m, no_auth_user);
-    DUPS(m, js_domain);
-    return m;
-}
-
-static void
-ws_free(nd_ws_opts_t *w)
-{
-    if (w == NULL)
-        return;
-    nd_free(w->host);
-    nd_free(w->advertise);
-    nd_tls_opts_free(w->tls);
-    nd_strlist_free(&w->allowed_origins);
-    nd_free(w->user);
-    nd_free(w->pass);
-    nd_free(w->token);
-    nd_free(w->jwt_cookie);
-    nd_free(w->user_cookie);
-    nd_free(w->pass_cookie);
-    nd_free(w->token_cookie);
-    nd_free(w->no_auth_user);
-    nd_strlist_free(&w->headers);
-    nd_free(w);
-}
-
-static nd_ws_opts_t *
-ws_dup(const nd_ws_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_ws_opts_t *w = nd_xmalloc(sizeof(*w));
-    *w = *s;
-    DUPS(w, host);
-    DUPS(w, advertise);
-    w->tls = nd_tls_opts_dup(s->tls);
-    w->allowed_origins = nd_strlist_dup(&s->allowed_origins);
-    DUPS(w, user);
-    DUPS(w, pass);
-    DUPS(w, token);
-    DUPS(w, jwt_cookie);
-    DUPS(w, user_cookie);
-    DUPS(w, pass_cookie);
-    DUPS(w, token_cookie);
-    DUPS(w, no_auth_user);
-    w->headers = nd_strlist_dup(&s->headers);
-    return w;
-}
-
-static void
-resolver_free(nd_resolver_opts_t *r)
-{
-    if (r == NULL)
-        return;
-    nd_free(r->url);
-    nd_free(r->dir);
-    nd_free(r);
-}
-
-static nd_resolver_opts_t *
-resolver_dup(const nd_resolver_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_resolver_opts_t *r = nd_xmalloc(sizeof(*r));
-    *r = *s;
-    DUPS(r, url);
-    DUPS(r, dir);
-    return r;
-}
-
-static void
-callout_free(nd_auth_callout_opts_t *c)
-{
-    if (c == NULL)
-        return;
-    nd_free(c->issuer);
-    nd_free(c->account);
-    nd_strlist_free(&c->auth_users);
-    nd_free(c->xkey);
-    nd_free(c);
-}
-
-static nd_auth_callout_opts_t *
-callout_dup(const nd_auth_callout_opts_t *s)
-{
-    if (s == NULL)
-        return NULL;
-    nd_auth_callout_opts_t *c = nd_xmalloc(sizeof(*c));
-    *c = *s;
-    DUPS(c, issuer);
-    DUPS(c, account);
-    DUPS(c, xkey);
-    c->auth_users = nd_strlist_dup(&s->auth_users);
-    return c;
+    nd_opt_clear(&nd_opt_account_block, a);
 }
 
 void
 nd_auth_callout_opts_free(nd_auth_callout_opts_t *c)
 {
-    callout_free(c);
+    nd_opt_free(&nd_opt_callout_block, c);
 }
 
-/* ---- the group in nd_opts_t --------------------------------------------------------------- */
+/* ---- topology blocks: their tables are in opts_<block>.c ------------------------------------ */
 
 void
-nd_opts_cfg_defaults(nd_opts_t *o)
+nd_gateway_remote_clear(nd_gateway_remote_t *r)
 {
-    o->lame_duck_duration_ms = ND_DEFAULT_LAME_DUCK_DURATION_MS;
-    o->lame_duck_grace_period_ms = ND_DEFAULT_LAME_DUCK_GRACE_MS;
-    o->max_closed_clients = ND_DEFAULT_MAX_CLOSED_CLIENTS;
-    o->connect_error_reports = ND_DEFAULT_CONNECT_ERROR_REPORTS;
-    o->reconnect_error_reports = ND_DEFAULT_RECONNECT_ERROR_REPORTS;
+    nd_opt_clear(&nd_opt_gw_remote_block, r);
 }
 
 void
-nd_opts_cfg_free(nd_opts_t *o)
+nd_leaf_remote_clear(nd_leaf_remote_t *r)
 {
-    nd_strlist_free(&o->server_tags);
-    nd_free(o->http_host);
-    nd_free(o->http_base_path);
-    nd_users_free(o->users, o->nusers);
-    callout_free(o->auth_callout);
-    o->auth_callout = NULL;
-    nd_free(o->no_auth_user);
-    nd_free(o->system_account);
-    for (size_t i = 0; i < o->naccounts; i++)
-        nd_account_opts_clear(&o->accounts[i]);
-    nd_free(o->accounts);
-    nd_tls_opts_free(o->tls_cfg);
-    nd_strlist_free(&o->ocsp_urls);
-    cluster_free(o->cluster);
-    gateway_free(o->gateway);
-    leaf_free(o->leaf);
-    js_free(o->js);
-    nd_strlist_free(&o->js_default_domains);
-    mqtt_free(o->mqtt);
-    ws_free(o->ws);
-    nd_strlist_free(&o->operators);
-    nd_strlist_free(&o->trusted_keys);
-    resolver_free(o->resolver);
-    nd_tls_opts_free(o->resolver_tls);
-    nd_strlist_free(&o->resolver_preload);
-    nd_strlist_free(&o->resolver_pinned_accounts);
-    o->http_host = o->http_base_path = o->no_auth_user = o->system_account = NULL;
-    o->users = NULL;
-    o->nusers = 0;
-    o->accounts = NULL;
-    o->naccounts = 0;
-    o->tls_cfg = o->resolver_tls = NULL;
-    o->cluster = NULL;
-    o->gateway = NULL;
-    o->leaf = NULL;
-    o->js = NULL;
-    o->mqtt = NULL;
-    o->ws = NULL;
-    o->resolver = NULL;
-}
-
-void
-nd_opts_cfg_copy(nd_opts_t *dst, const nd_opts_t *src)
-{
-    dst->server_tags = nd_strlist_dup(&src->server_tags);
-    dst->http_host = sdup(src->http_host);
-    dst->http_base_path = sdup(src->http_base_path);
-    dst->users = users_dup(src->users, src->nusers);
-    dst->auth_callout = callout_dup(src->auth_callout);
-    dst->no_auth_user = sdup(src->no_auth_user);
-    dst->system_account = sdup(src->system_account);
-    dst->accounts = src->naccounts ? nd_xmalloc(src->naccounts * sizeof(*dst->accounts)) : NULL;
-    for (size_t i = 0; i < src->naccounts; i++)
-        dst->accounts[i] = account_dup(&src->accounts[i]);
-    dst->tls_cfg = nd_tls_opts_dup(src->tls_cfg);
-    dst->ocsp_urls = nd_strlist_dup(&src->ocsp_urls);
-    dst->cluster = cluster_dup(src->cluster);
-    dst->gateway = gateway_dup(src->gateway);
-    dst->leaf = leaf_dup(src->leaf);
-    dst->js = js_dup(src->js);
-    dst->js_default_domains = nd_strlist_dup(&src->js_default_domains);
-    dst->mqtt = mqtt_dup(src->mqtt);
-    dst->ws = ws_dup(src->ws);
-    dst->operators = nd_strlist_dup(&src->operators);
-    dst->trusted_keys = nd_strlist_dup(&src->trusted_keys);
-    dst->resolver = resolver_dup(src->resolver);
-    dst->resolver_tls = nd_tls_opts_dup(src->resolver_tls);
-    dst->resolver_preload = nd_strlist_dup(&src->resolver_preload);
-    dst->resolver_pinned_accounts = nd_strlist_dup(&src->resolver_pinned_accounts);
+    nd_opt_clear(&nd_opt_leaf_remote_block, r);
 }

@@ -13,6 +13,7 @@
 
 #include "actors/alloc.h"
 #include "cfg/opts_int.h"
+#include "cfg/opts_table.h"
 
 static const char *const compression_modes[] = {
     "off",     "disabled", "accept",  "s2_fast", "fast", "s2_better", "better",
@@ -63,9 +64,15 @@ nd_cfg_compression(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, char **mode)
                        nd_cfg_go_type(v));
 }
 
+/* seen: permissions {} was written in this block before authorization {}. */
+#define SEEN_PERMS 1u
+
 static int
-cluster_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_cluster_opts_t *c, bool perms_set)
+cluster_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+             unsigned *seen)
 {
+    (void)d;
+    nd_cluster_opts_t *c = blk;
     nd_cfg_auth_t au;
     int rc = nd_cfg_single_user_auth(a, e, "Cluster", &au, &c->user, &c->pass, &c->auth_timeout_s);
     if (rc == 0 && au.has_default_perms) {
@@ -73,7 +80,7 @@ cluster_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_cluster_opts_t *c, b
                     "invalid use of field \"%s\": setting \"permissions\" within cluster "
                     "authorization block is deprecated",
                     e->key);
-        if (!perms_set) {
+        if (!(*seen & SEEN_PERMS)) {
             nd_perms_clear(&c->perms);
             c->perms = nd_perms_dup(&au.default_perms);
             c->has_perms = true;
@@ -83,66 +90,80 @@ cluster_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_cluster_opts_t *c, b
     return rc;
 }
 
+static int
+cluster_perms(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+              unsigned *seen)
+{
+    (void)d;
+    nd_cluster_opts_t *c = blk;
+    nd_perms_t p = {0};
+    int rc = nd_cfg_perms(a, e, true, &p);
+    if (rc == 0 && p.resp_set)
+        rc = nd_cfg_fail(a, nd_cfg_at_entry(e),
+                         "Cluster permissions do not support dynamic responses");
+    if (rc < 0) {
+        nd_perms_clear(&p);
+        return -1;
+    }
+    nd_perms_clear(&c->perms);
+    c->perms = p;
+    c->has_perms = true;
+    *seen |= SEEN_PERMS;
+    return 0;
+}
+
+static int
+routes(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+       unsigned *seen)
+{
+    (void)d, (void)seen;
+    return nd_cfg_urls(a, nd_cfg_at_entry(e), "route", e->val, &((nd_cluster_opts_t *)blk)->routes);
+}
+
+int
+nd_opt_compression(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                   unsigned *seen)
+{
+    (void)seen;
+    return nd_cfg_compression(a, e, (char **)((char *)blk + d->off));
+}
+
+#define C(...) ND_OPT(nd_cluster_opts_t, __VA_ARGS__)
+static const nd_opt_desc_t cluster_d[] = {
+    C("name", name, ND_OT_STR),
+    C(ND_CFG_LISTENER_KEYS, host, ND_OT_STR, .parse = nd_opt_listener,
+      .aux = offsetof(nd_cluster_opts_t, port), .flags = ND_OF_LISTEN),
+    C(NULL, port, ND_OT_INT, .flags = ND_OF_LISTEN),
+    C("authorization", user, ND_OT_STR, .parse = cluster_auth),
+    C(NULL, pass, ND_OT_STR),
+    C(NULL, auth_timeout_s, ND_OT_DBL),
+    C("routes", routes, ND_OT_STRLIST, .parse = routes),
+    C("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 0),
+    C("cluster_advertise advertise", advertise, ND_OT_STR),
+    C("no_advertise", no_advertise, ND_OT_BOOL),
+    C("connect_retries", connect_retries, ND_OT_INT),
+    C("permissions", perms, ND_OT_STRUCT, .sub = &nd_opt_perms_block, .parse = cluster_perms),
+    C(NULL, has_perms, ND_OT_BOOL),
+    C("pool_size", pool_size, ND_OT_INT),
+    C("accounts", pinned_accounts, ND_OT_STRLIST),
+    C("compression", compression, ND_OT_STR, .parse = nd_opt_compression),
+    C("ping_interval", ping_interval_ms, ND_OT_DUR),
+    C("ping_max", ping_max, ND_OT_INT),
+    ND_OPT_END,
+};
+#undef C
+
+/* Clustering is not built: a change other than the listen address is kept, not applied
+ * (src/server/reload.c). */
+const nd_opt_block_t nd_opt_cluster_block = {"cluster",
+                                             "Expected map to define cluster, got %s",
+                                             sizeof(nd_cluster_opts_t),
+                                             cluster_d,
+                                             ND_RL_UNBUILT,
+                                             NULL};
+
 int
 nd_cfg_apply_cluster(nd_cfg_apply_t *a, const nd_cfg_entry_t *ce)
 {
-    const nd_cfg_node_t *v = ce->val;
-    if (v->type != ND_CFG_MAP)
-        return nd_cfg_fail(a, nd_cfg_at_entry(ce), "Expected map to define cluster, got %s",
-                           nd_cfg_go_type(v));
-    nd_opts_t *o = a->o;
-    if (o->cluster == NULL)
-        o->cluster = nd_xcalloc(1, sizeof(*o->cluster));
-    nd_cluster_opts_t *c = o->cluster;
-    bool perms_set = false;
-    for (size_t i = 0; i < v->u.map.n; i++) {
-        const nd_cfg_entry_t *e = &v->u.map.e[i];
-        nd_cfg_at_t at = nd_cfg_at_entry(e);
-        const nd_cfg_node_t *m = e->val;
-        const char *k = e->key;
-        int rc = 0;
-        if (nd_cfg_key_is(k, "name"))
-            rc = nd_cfg_str(a, at, m, &c->name);
-        else if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS))
-            rc = nd_cfg_listener(a, e, &c->host, &c->port);
-        else if (nd_cfg_key_is(k, "authorization"))
-            rc = cluster_auth(a, e, c, perms_set);
-        else if (nd_cfg_key_is(k, "routes"))
-            rc = nd_cfg_urls(a, at, "route", m, &c->routes);
-        else if (nd_cfg_key_is(k, "tls"))
-            rc = nd_cfg_tls(a, e, false, &c->tls);
-        else if (nd_cfg_key_is(k, "cluster_advertise advertise"))
-            rc = nd_cfg_str(a, at, m, &c->advertise);
-        else if (nd_cfg_key_is(k, "no_advertise"))
-            rc = nd_cfg_bool(a, at, m, &c->no_advertise);
-        else if (nd_cfg_key_is(k, "connect_retries"))
-            rc = nd_cfg_int(a, at, m, &c->connect_retries);
-        else if (nd_cfg_key_is(k, "permissions")) {
-            nd_perms_t p = {0};
-            rc = nd_cfg_perms(a, e, true, &p);
-            if (rc == 0 && p.resp_set)
-                rc = nd_cfg_fail(a, at, "Cluster permissions do not support dynamic responses");
-            if (rc == 0) {
-                nd_perms_clear(&c->perms);
-                c->perms = p;
-                c->has_perms = perms_set = true;
-            } else {
-                nd_perms_clear(&p);
-            }
-        } else if (nd_cfg_key_is(k, "pool_size"))
-            rc = nd_cfg_int(a, at, m, &c->pool_size);
-        else if (nd_cfg_key_is(k, "accounts"))
-            rc = nd_cfg_strarray(a, at, "accounts", m, &c->pinned_accounts);
-        else if (nd_cfg_key_is(k, "compression"))
-            rc = nd_cfg_compression(a, e, &c->compression);
-        else if (nd_cfg_key_is(k, "ping_interval"))
-            rc = nd_cfg_duration(a, at, "ping_interval", m, &c->ping_interval_ms);
-        else if (nd_cfg_key_is(k, "ping_max"))
-            rc = nd_cfg_int(a, at, m, &c->ping_max);
-        else
-            rc = nd_cfg_unknown(a, e);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    return nd_opt_parse_block(a, &nd_opt_cluster_block, ce, (void **)&a->o->cluster);
 }

@@ -7,10 +7,14 @@
 
 #include "actors/alloc.h"
 #include "cfg/opts_int.h"
+#include "cfg/opts_table.h"
 
 static int
-gateway_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_gateway_opts_t *g)
+gateway_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+             unsigned *seen)
 {
+    (void)d, (void)seen;
+    nd_gateway_opts_t *g = blk;
     nd_cfg_auth_t au;
     int rc = nd_cfg_single_user_auth(a, e, "Gateway", &au, &g->user, &g->pass, &g->auth_timeout_s);
     nd_cfg_auth_clear(&au);
@@ -18,98 +22,77 @@ gateway_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_gateway_opts_t *g)
 }
 
 static int
-remote(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_gateway_remote_t *r)
+remote_url(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+           unsigned *seen)
 {
-    if (v->type != ND_CFG_MAP) {
-        char val[256];
-        nd_cfg_go_value(v, val, sizeof val);
-        return nd_cfg_fail(a, nd_cfg_at_node(v),
-                           "Expected gateway entry to be a map/struct, got %s", val);
-    }
-    for (size_t i = 0; i < v->u.map.n; i++) {
-        const nd_cfg_entry_t *e = &v->u.map.e[i];
-        nd_cfg_at_t at = nd_cfg_at_entry(e);
-        int rc = 0;
-        if (nd_cfg_key_is(e->key, "name")) {
-            rc = nd_cfg_str(a, at, e->val, &r->name);
-        } else if (nd_cfg_key_is(e->key, "tls")) {
-            rc = nd_cfg_tls(a, e, false, &r->tls);
-        } else if (nd_cfg_key_is(e->key, "url")) {
-            char *u = NULL;
-            if (e->val->type != ND_CFG_STRING)
-                rc = nd_cfg_type_err(a, at, e->val, ND_CFG_STRING);
-            else
-                rc = nd_cfg_url(a, at, "gateway", e->val->u.str.s, &u);
-            if (rc == 0)
-                nd_strlist_add(&r->urls, u);
-            nd_free(u);
-        } else if (nd_cfg_key_is(e->key, "urls")) {
-            rc = nd_cfg_urls(a, at, "gateway", e->val, &r->urls);
-        } else {
-            rc = nd_cfg_unknown(a, e);
-        }
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    (void)d, (void)seen;
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    if (e->val->type != ND_CFG_STRING)
+        return nd_cfg_type_err(a, at, e->val, ND_CFG_STRING);
+    char *u = NULL;
+    int rc = nd_cfg_url(a, at, "gateway", e->val->u.str.s, &u);
+    if (rc == 0)
+        nd_strlist_add(&((nd_gateway_remote_t *)blk)->urls, u);
+    nd_free(u);
+    return rc;
 }
 
 static int
-remotes(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_gateway_opts_t *g)
+remote_urls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+            unsigned *seen)
 {
-    const nd_cfg_node_t *v = e->val;
-    if (v->type != ND_CFG_ARRAY)
-        /* nats-server passes the unwrapped value here: no position. */
-        return nd_cfg_fail(a, (nd_cfg_at_t){0}, "Expected gateways field to be an array, got %s",
-                           nd_cfg_go_type(v));
-    for (size_t i = 0; i < g->ngateways; i++)
-        nd_gateway_remote_clear(&g->gateways[i]);
-    nd_free(g->gateways);
-    g->gateways = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*g->gateways)) : NULL;
-    g->ngateways = 0;
-    for (size_t i = 0; i < v->u.arr.n; i++)
-        if (remote(a, v->u.arr.v[i], &g->gateways[g->ngateways++]) < 0)
-            return -1;
-    return 0;
+    (void)d, (void)seen;
+    return nd_cfg_urls(a, nd_cfg_at_entry(e), "gateway", e->val,
+                       &((nd_gateway_remote_t *)blk)->urls);
 }
+
+#define R(...) ND_OPT(nd_gateway_remote_t, __VA_ARGS__)
+static const nd_opt_desc_t remote_d[] = {
+    R("name", name, ND_OT_STR),
+    R("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 0),
+    R("urls", urls, ND_OT_STRLIST, .parse = remote_urls),
+    R("url", urls, ND_OT_NONE, .parse = remote_url),
+    ND_OPT_END,
+};
+#undef R
+
+const nd_opt_block_t nd_opt_gw_remote_block = {"gateways",
+                                               "Expected gateway entry to be a map/struct, got %s",
+                                               sizeof(nd_gateway_remote_t),
+                                               remote_d,
+                                               ND_RL_INHERIT,
+                                               NULL};
+
+#define G(...) ND_OPT(nd_gateway_opts_t, __VA_ARGS__)
+static const nd_opt_desc_t gateway_d[] = {
+    G("name", name, ND_OT_STR),
+    G(ND_CFG_LISTENER_KEYS, host, ND_OT_STR, .parse = nd_opt_listener,
+      .aux = offsetof(nd_gateway_opts_t, port), .flags = ND_OF_LISTEN),
+    G(NULL, port, ND_OT_INT, .flags = ND_OF_LISTEN),
+    G("authorization", user, ND_OT_STR, .parse = gateway_auth),
+    G(NULL, pass, ND_OT_STR),
+    G(NULL, auth_timeout_s, ND_OT_DBL),
+    G("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 0),
+    G("advertise", advertise, ND_OT_STR),
+    G("connect_retries", connect_retries, ND_OT_INT),
+    G("gateways", gateways, ND_OT_ARRAY, .sub = &nd_opt_gw_remote_block,
+      .count_off = offsetof(nd_gateway_opts_t, ngateways), .parse = nd_opt_array,
+      /* nats-server passes the unwrapped value here: no position. */
+      .flags = ND_OF_NOPOS, .errfmt = "Expected gateways field to be an array, got %s"),
+    G("reject_unknown reject_unknown_cluster", reject_unknown, ND_OT_BOOL),
+    ND_OPT_END,
+};
+#undef G
+
+const nd_opt_block_t nd_opt_gateway_block = {"gateway",
+                                             "Expected gateway to be a map, got %s",
+                                             sizeof(nd_gateway_opts_t),
+                                             gateway_d,
+                                             ND_RL_REFUSE,
+                                             NULL};
 
 int
 nd_cfg_apply_gateway(nd_cfg_apply_t *a, const nd_cfg_entry_t *ge)
 {
-    const nd_cfg_node_t *v = ge->val;
-    if (v->type != ND_CFG_MAP)
-        return nd_cfg_fail(a, nd_cfg_at_entry(ge), "Expected gateway to be a map, got %s",
-                           nd_cfg_go_type(v));
-    nd_opts_t *o = a->o;
-    if (o->gateway == NULL)
-        o->gateway = nd_xcalloc(1, sizeof(*o->gateway));
-    nd_gateway_opts_t *g = o->gateway;
-    for (size_t i = 0; i < v->u.map.n; i++) {
-        const nd_cfg_entry_t *e = &v->u.map.e[i];
-        nd_cfg_at_t at = nd_cfg_at_entry(e);
-        const nd_cfg_node_t *m = e->val;
-        const char *k = e->key;
-        int rc = 0;
-        if (nd_cfg_key_is(k, "name"))
-            rc = nd_cfg_str(a, at, m, &g->name);
-        else if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS))
-            rc = nd_cfg_listener(a, e, &g->host, &g->port);
-        else if (nd_cfg_key_is(k, "authorization"))
-            rc = gateway_auth(a, e, g);
-        else if (nd_cfg_key_is(k, "tls"))
-            rc = nd_cfg_tls(a, e, false, &g->tls);
-        else if (nd_cfg_key_is(k, "advertise"))
-            rc = nd_cfg_str(a, at, m, &g->advertise);
-        else if (nd_cfg_key_is(k, "connect_retries"))
-            rc = nd_cfg_int(a, at, m, &g->connect_retries);
-        else if (nd_cfg_key_is(k, "gateways"))
-            rc = remotes(a, e, g);
-        else if (nd_cfg_key_is(k, "reject_unknown reject_unknown_cluster"))
-            rc = nd_cfg_bool(a, at, m, &g->reject_unknown);
-        else
-            rc = nd_cfg_unknown(a, e);
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    return nd_opt_parse_block(a, &nd_opt_gateway_block, ge, (void **)&a->o->gateway);
 }

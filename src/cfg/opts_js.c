@@ -16,6 +16,7 @@
 
 #include "actors/alloc.h"
 #include "cfg/opts_int.h"
+#include "cfg/opts_table.h"
 
 /* getStorageSize. Returns: 0, or -1 with the Go error text in why. */
 static int
@@ -204,6 +205,40 @@ js_map(nd_cfg_apply_t *a, nd_cfg_at_t top, const nd_cfg_node_t *v)
     o->jetstream = enable;
     return 0;
 }
+
+/* The members of jetstream {}: js_map reads them itself (nats-server reports most type errors
+ * of the block at the jetstream key, not at the member's). */
+#define J(...) ND_OPT(nd_js_opts_t, NULL, __VA_ARGS__)
+static const nd_opt_desc_t js_d[] = {
+    J(max_memory, ND_OT_I64, .name = "max_memory_store", .flags = ND_OF_ZERO,
+      .zero = ND_ZERO_LITERAL,
+      .note = "not written: -1 (automatic), set by the jetstream {} parser"),
+    J(max_store, ND_OT_I64, .name = "max_file_store", .flags = ND_OF_ZERO, .zero = ND_ZERO_LITERAL,
+      .note = "not written: -1 (automatic), set by the jetstream {} parser"),
+    J(domain, ND_OT_STR),
+    J(key, ND_OT_STR),
+    J(prev_key, ND_OT_STR),
+    J(cipher, ND_OT_INT),
+    J(extension_hint, ND_OT_STR),
+    J(unique_tag, ND_OT_STR),
+    J(sync_interval_ms, ND_OT_I64),
+    J(sync_always, ND_OT_BOOL),
+    J(max_outstanding_catchup, ND_OT_I64),
+    J(request_queue_limit, ND_OT_I64),
+    J(max_ack_pending, ND_OT_I64),
+    J(max_ha_assets, ND_OT_I64),
+    J(max_request_batch, ND_OT_I64),
+    J(duplicate_window_ms, ND_OT_I64),
+    J(strict, ND_OT_BOOL),
+    J(max_buffered_size, ND_OT_I64),
+    J(max_buffered_msgs, ND_OT_I64),
+    ND_OPT_END,
+};
+#undef J
+
+/* JetStream is not built: a change is accepted and kept, not applied (src/server/reload.c). */
+const nd_opt_block_t nd_opt_js_block = {"jetstream", NULL,          sizeof(nd_js_opts_t),
+                                        js_d,        ND_RL_UNBUILT, NULL};
 
 int
 nd_cfg_apply_jetstream(nd_cfg_apply_t *a, const nd_cfg_entry_t *je)

@@ -14,51 +14,24 @@
 
 #include "actors/alloc.h"
 #include "cfg/opts_int.h"
+#include "cfg/opts_table.h"
+
+/* authorization { users: [{user, password, account}] } */
+static const nd_opt_desc_t leaf_users_row = {.keys = "users",
+                                             .off = offsetof(nd_leaf_opts_t, users),
+                                             .type = ND_OT_ARRAY,
+                                             .sub = &nd_opt_user_block,
+                                             .count_off = offsetof(nd_leaf_opts_t, nusers),
+                                             .flags = ND_OF_GOVALUE,
+                                             .errfmt =
+                                                 "Expected users field to be an array, got %s"};
 
 static int
-leaf_users(nd_cfg_apply_t *a, const nd_cfg_entry_t *ue, nd_leaf_opts_t *l)
+leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, const nd_opt_desc_t *d, void *blk,
+          unsigned *seen)
 {
-    const nd_cfg_node_t *v = ue->val;
-    if (v->type != ND_CFG_ARRAY) {
-        char val[256];
-        nd_cfg_go_value(v, val, sizeof val);
-        return nd_cfg_fail(a, nd_cfg_at_entry(ue), "Expected users field to be an array, got %s",
-                           val);
-    }
-    nd_users_free(l->users, l->nusers);
-    l->users = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*l->users)) : NULL;
-    l->nusers = 0;
-    for (size_t i = 0; i < v->u.arr.n; i++) {
-        const nd_cfg_node_t *um = v->u.arr.v[i];
-        if (um->type != ND_CFG_MAP) {
-            char val[256];
-            nd_cfg_go_value(um, val, sizeof val);
-            return nd_cfg_fail(a, nd_cfg_at_node(um),
-                               "Expected user entry to be a map/struct, got %s", val);
-        }
-        nd_user_t *u = &l->users[l->nusers++];
-        for (size_t k = 0; k < um->u.map.n; k++) {
-            const nd_cfg_entry_t *e = &um->u.map.e[k];
-            nd_cfg_at_t at = nd_cfg_at_entry(e);
-            int rc;
-            if (nd_cfg_key_is(e->key, "user username"))
-                rc = nd_cfg_str(a, at, e->val, &u->name);
-            else if (nd_cfg_key_is(e->key, "pass password"))
-                rc = nd_cfg_str(a, at, e->val, &u->pass);
-            else if (nd_cfg_key_is(e->key, "account"))
-                rc = nd_cfg_str(a, at, e->val, &u->account);
-            else
-                rc = nd_cfg_unknown(a, e);
-            if (rc < 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-static int
-leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_leaf_opts_t *l)
-{
+    (void)d, (void)seen;
+    nd_leaf_opts_t *l = blk;
     const nd_cfg_node_t *v = ae->val;
     nd_cfg_at_t at = nd_cfg_at_entry(ae);
     if (v->type != ND_CFG_MAP)
@@ -82,7 +55,7 @@ leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_leaf_opts_t *l)
         else if (nd_cfg_key_is(e->key, "timeout"))
             nd_cfg_seconds(e->val, 1, &l->auth_timeout_s);
         else if (nd_cfg_key_is(e->key, "users"))
-            rc = leaf_users(a, e, l);
+            rc = nd_opt_array(a, e, &leaf_users_row, l, seen);
         else if (nd_cfg_key_is(e->key, "account"))
             rc = nd_cfg_str(a, eat, e->val, &l->account);
         else
@@ -95,14 +68,14 @@ leaf_auth(nd_cfg_apply_t *a, const nd_cfg_entry_t *ae, nd_leaf_opts_t *l)
         return 0;
     if (l->user && l->user[0])
         return nd_cfg_fail(a, at, "can not have a single user/pass and a users array");
-    nd_cfg_strset_t seen = {0};
+    nd_cfg_strset_t names = {0};
     int rc = 0;
     for (size_t i = 0; i < l->nusers && rc == 0; i++) {
         const char *x = l->users[i].name ? l->users[i].name : "";
-        if (!nd_cfg_strset_add(&seen, x, i, NULL))
+        if (!nd_cfg_strset_add(&names, x, i, NULL))
             rc = nd_cfg_fail(a, at, "duplicate user \"%s\" detected in leafnode authorization", x);
     }
-    nd_cfg_strset_free(&seen);
+    nd_cfg_strset_free(&names);
     return rc;
 }
 
@@ -122,92 +95,88 @@ expand_path(const char *p)
 }
 
 static int
-remote(nd_cfg_apply_t *a, const nd_cfg_node_t *v, nd_leaf_remote_t *r)
+remote_urls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+            unsigned *seen)
 {
-    if (v->type != ND_CFG_MAP) {
-        char val[256];
-        nd_cfg_go_value(v, val, sizeof val);
-        return nd_cfg_fail(a, nd_cfg_at_node(v),
-                           "Expected remote leafnode entry to be a map/struct, got %s", val);
+    (void)d, (void)seen;
+    nd_leaf_remote_t *r = blk;
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    const nd_cfg_node_t *m = e->val;
+    if (m->type == ND_CFG_ARRAY)
+        return nd_cfg_urls(a, at, "leafnode", m, &r->urls);
+    if (m->type == ND_CFG_STRING) {
+        char *u = NULL;
+        int rc = nd_cfg_url(a, at, "leafnode", m->u.str.s, &u);
+        if (rc == 0)
+            nd_strlist_add(&r->urls, u);
+        nd_free(u);
+        return rc;
     }
-    for (size_t i = 0; i < v->u.map.n; i++) {
-        const nd_cfg_entry_t *e = &v->u.map.e[i];
-        nd_cfg_at_t at = nd_cfg_at_entry(e);
-        const nd_cfg_node_t *m = e->val;
-        const char *k = e->key;
-        int rc = 0;
-        if (nd_cfg_key_is(k, "no_randomize dont_randomize")) {
-            rc = nd_cfg_bool(a, at, m, &r->no_randomize);
-        } else if (nd_cfg_key_is(k, "url urls")) {
-            if (m->type == ND_CFG_ARRAY) {
-                rc = nd_cfg_urls(a, at, "leafnode", m, &r->urls);
-            } else if (m->type == ND_CFG_STRING) {
-                char *u = NULL;
-                rc = nd_cfg_url(a, at, "leafnode", m->u.str.s, &u);
-                if (rc == 0)
-                    nd_strlist_add(&r->urls, u);
-                nd_free(u);
-            } else {
-                char val[256];
-                nd_cfg_go_value(m, val, sizeof val);
-                rc = nd_cfg_fail(
-                    a, at, "Expected remote leafnode url to be an array or string, got %s", val);
-            }
-        } else if (nd_cfg_key_is(k, "account local")) {
-            rc = nd_cfg_str(a, at, m, &r->account);
-        } else if (nd_cfg_key_is(k, "creds credentials")) {
-            if (m->type != ND_CFG_STRING) {
-                rc = nd_cfg_type_err(a, at, m, ND_CFG_STRING);
-            } else {
-                nd_free(r->credentials);
-                r->credentials = expand_path(m->u.str.s);
-            }
-        } else if (nd_cfg_key_is(k, "tls")) {
-            rc = nd_cfg_tls(a, e, true, &r->tls);
-        } else if (nd_cfg_key_is(k, "hub")) {
-            rc = nd_cfg_bool(a, at, m, &r->hub);
-        } else if (nd_cfg_key_is(k, "deny_imports deny_import")) {
-            rc = nd_cfg_perm_subjects(a, at, m, &r->deny_imports);
-        } else if (nd_cfg_key_is(k, "deny_exports deny_export")) {
-            rc = nd_cfg_perm_subjects(a, at, m, &r->deny_exports);
-        } else if (nd_cfg_key_is(k, "ws_compress ws_compression websocket_compress "
-                                    "websocket_compression")) {
-            rc = nd_cfg_bool(a, at, m, &r->ws_compression);
-        } else if (nd_cfg_key_is(k, "ws_no_masking websocket_no_masking")) {
-            rc = nd_cfg_bool(a, at, m, &r->ws_no_masking);
-        } else if (nd_cfg_key_is(k, "jetstream_cluster_migrate js_cluster_migrate")) {
-            /* nats-server sets it whatever the value says. */
-            r->js_cluster_migrate = true;
-        } else if (nd_cfg_key_is(k, "compression")) {
-            rc = nd_cfg_compression(a, e, &r->compression);
-        } else if (nd_cfg_key_is(k, "first_info_timeout")) {
-            rc = nd_cfg_duration(a, at, k, m, &r->first_info_timeout_ms);
-        } else {
-            rc = nd_cfg_unknown(a, e);
-        }
-        if (rc < 0)
-            return -1;
-    }
+    char val[256];
+    nd_cfg_go_value(m, val, sizeof val);
+    return nd_cfg_fail(a, at, "Expected remote leafnode url to be an array or string, got %s", val);
+}
+
+static int
+remote_creds(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+             unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_leaf_remote_t *r = blk;
+    if (e->val->type != ND_CFG_STRING)
+        return nd_cfg_type_err(a, nd_cfg_at_entry(e), e->val, ND_CFG_STRING);
+    nd_free(r->credentials);
+    r->credentials = expand_path(e->val->u.str.s);
     return 0;
 }
 
 static int
-remotes(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, nd_leaf_opts_t *l)
+perm_subjects(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+              unsigned *seen)
 {
-    const nd_cfg_node_t *v = e->val;
-    if (v->type != ND_CFG_ARRAY)
-        return nd_cfg_fail(a, nd_cfg_at_entry(e), "Expected remotes field to be an array, got %s",
-                           nd_cfg_go_type(v));
-    for (size_t i = 0; i < l->nremotes; i++)
-        nd_leaf_remote_clear(&l->remotes[i]);
-    nd_free(l->remotes);
-    l->remotes = v->u.arr.n ? nd_xcalloc(v->u.arr.n, sizeof(*l->remotes)) : NULL;
-    l->nremotes = 0;
-    for (size_t i = 0; i < v->u.arr.n; i++)
-        if (remote(a, v->u.arr.v[i], &l->remotes[l->nremotes++]) < 0)
-            return -1;
+    (void)seen;
+    return nd_cfg_perm_subjects(a, nd_cfg_at_entry(e), e->val,
+                                (nd_strlist_t *)((char *)blk + d->off));
+}
+
+/* nats-server sets it whatever the value says. */
+static int
+set_true(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+         unsigned *seen)
+{
+    (void)a, (void)e, (void)seen;
+    *(bool *)((char *)blk + d->off) = true;
     return 0;
 }
+
+#define R(...) ND_OPT(nd_leaf_remote_t, __VA_ARGS__)
+static const nd_opt_desc_t remote_d[] = {
+    R("no_randomize dont_randomize", no_randomize, ND_OT_BOOL),
+    R("url urls", urls, ND_OT_STRLIST, .parse = remote_urls),
+    R("account local", account, ND_OT_STR),
+    R("creds credentials", credentials, ND_OT_STR, .parse = remote_creds),
+    R("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),
+    R("hub", hub, ND_OT_BOOL),
+    R("deny_imports deny_import", deny_imports, ND_OT_STRLIST, .parse = perm_subjects),
+    R("deny_exports deny_export", deny_exports, ND_OT_STRLIST, .parse = perm_subjects),
+    R("ws_compress ws_compression websocket_compress websocket_compression", ws_compression,
+      ND_OT_BOOL),
+    R("ws_no_masking websocket_no_masking", ws_no_masking, ND_OT_BOOL),
+    R("jetstream_cluster_migrate js_cluster_migrate", js_cluster_migrate, ND_OT_BOOL,
+      .parse = set_true),
+    R("compression", compression, ND_OT_STR, .parse = nd_opt_compression),
+    R("first_info_timeout", first_info_timeout_ms, ND_OT_DUR, .flags = ND_OF_WRITTEN),
+    ND_OPT_END,
+};
+#undef R
+
+const nd_opt_block_t nd_opt_leaf_remote_block = {
+    "remotes",
+    "Expected remote leafnode entry to be a map/struct, got %s",
+    sizeof(nd_leaf_remote_t),
+    remote_d,
+    ND_RL_INHERIT,
+    NULL};
 
 /* versionAtLeastCheckError(v, 2, 8, 0) with nats-server's semver expression
  * \Av?([0-9]+)\.?([0-9]+)?\.?([0-9]+)? (a missing part fails Atoi: "invalid syntax"). */
@@ -239,55 +208,71 @@ min_version(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *s)
     return 0;
 }
 
+/* 2.9.10 takes seconds; 2.10 also duration strings. */
+static int
+reconnect(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+          unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_leaf_opts_t *l = blk;
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    const nd_cfg_node_t *m = e->val;
+    if (m->type == ND_CFG_STRING)
+        return nd_cfg_duration_str(a, at, "error parsing reconnect", m, &l->reconnect_ms);
+    if (m->type != ND_CFG_INT)
+        return nd_cfg_type_err(a, at, m, ND_CFG_INT);
+    l->reconnect_ms = m->u.i * 1000;
+    return 0;
+}
+
+static int
+leaf_min_version(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                 unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    const nd_cfg_node_t *m = e->val;
+    if (m->type != ND_CFG_STRING)
+        return nd_cfg_type_err(a, at, m, ND_CFG_STRING);
+    if (min_version(a, at, m->u.str.s) < 0)
+        return -1;
+    nd_set_str(&((nd_leaf_opts_t *)blk)->min_version, m->u.str.s);
+    return 0;
+}
+
+#define L(...) ND_OPT(nd_leaf_opts_t, __VA_ARGS__)
+static const nd_opt_desc_t leaf_d[] = {
+    L(ND_CFG_LISTENER_KEYS, host, ND_OT_STR, .parse = nd_opt_listener,
+      .aux = offsetof(nd_leaf_opts_t, port), .flags = ND_OF_LISTEN),
+    L(NULL, port, ND_OT_INT, .flags = ND_OF_LISTEN),
+    L("authorization", user, ND_OT_STR, .parse = leaf_auth),
+    L(NULL, pass, ND_OT_STR),
+    L(NULL, account, ND_OT_STR),
+    L(NULL, auth_timeout_s, ND_OT_DBL),
+    L(NULL, users, ND_OT_ARRAY, .sub = &nd_opt_user_block,
+      .count_off = offsetof(nd_leaf_opts_t, nusers)),
+    L("remotes", remotes, ND_OT_ARRAY, .sub = &nd_opt_leaf_remote_block,
+      .count_off = offsetof(nd_leaf_opts_t, nremotes), .parse = nd_opt_array,
+      .errfmt = "Expected remotes field to be an array, got %s"),
+    L("reconnect reconnect_delay reconnect_interval", reconnect_ms, ND_OT_I64, .parse = reconnect),
+    L("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),
+    L("leafnode_advertise advertise", advertise, ND_OT_STR),
+    L("no_advertise", no_advertise, ND_OT_BOOL),
+    L("min_version minimum_version", min_version, ND_OT_STR, .parse = leaf_min_version),
+    L("compression", compression, ND_OT_STR, .parse = nd_opt_compression),
+    ND_OPT_END,
+};
+#undef L
+
+const nd_opt_block_t nd_opt_leaf_block = {"leafnodes",
+                                          "Expected map to define a leafnode, got %s",
+                                          sizeof(nd_leaf_opts_t),
+                                          leaf_d,
+                                          ND_RL_REFUSE,
+                                          NULL};
+
 int
 nd_cfg_apply_leaf(nd_cfg_apply_t *a, const nd_cfg_entry_t *le)
 {
-    const nd_cfg_node_t *v = le->val;
-    if (v->type != ND_CFG_MAP)
-        return nd_cfg_fail(a, nd_cfg_at_entry(le), "Expected map to define a leafnode, got %s",
-                           nd_cfg_go_type(v));
-    nd_opts_t *o = a->o;
-    if (o->leaf == NULL)
-        o->leaf = nd_xcalloc(1, sizeof(*o->leaf));
-    nd_leaf_opts_t *l = o->leaf;
-    for (size_t i = 0; i < v->u.map.n; i++) {
-        const nd_cfg_entry_t *e = &v->u.map.e[i];
-        nd_cfg_at_t at = nd_cfg_at_entry(e);
-        const nd_cfg_node_t *m = e->val;
-        const char *k = e->key;
-        int rc = 0;
-        if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS)) {
-            rc = nd_cfg_listener(a, e, &l->host, &l->port);
-        } else if (nd_cfg_key_is(k, "authorization")) {
-            rc = leaf_auth(a, e, l);
-        } else if (nd_cfg_key_is(k, "remotes")) {
-            rc = remotes(a, e, l);
-        } else if (nd_cfg_key_is(k, "reconnect reconnect_delay reconnect_interval")) {
-            /* 2.9.10 takes seconds; 2.10 also duration strings. */
-            if (m->type == ND_CFG_STRING)
-                rc = nd_cfg_duration_str(a, at, "error parsing reconnect", m, &l->reconnect_ms);
-            else if (m->type != ND_CFG_INT)
-                rc = nd_cfg_type_err(a, at, m, ND_CFG_INT);
-            else
-                l->reconnect_ms = m->u.i * 1000;
-        } else if (nd_cfg_key_is(k, "tls")) {
-            rc = nd_cfg_tls(a, e, true, &l->tls);
-        } else if (nd_cfg_key_is(k, "leafnode_advertise advertise")) {
-            rc = nd_cfg_str(a, at, m, &l->advertise);
-        } else if (nd_cfg_key_is(k, "no_advertise")) {
-            rc = nd_cfg_bool(a, at, m, &l->no_advertise);
-        } else if (nd_cfg_key_is(k, "min_version minimum_version")) {
-            if (m->type != ND_CFG_STRING)
-                rc = nd_cfg_type_err(a, at, m, ND_CFG_STRING);
-            else if ((rc = min_version(a, at, m->u.str.s)) == 0)
-                nd_set_str(&l->min_version, m->u.str.s);
-        } else if (nd_cfg_key_is(k, "compression")) {
-            rc = nd_cfg_compression(a, e, &l->compression);
-        } else {
-            rc = nd_cfg_unknown(a, e);
-        }
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    return nd_opt_parse_block(a, &nd_opt_leaf_block, le, (void **)&a->o->leaf);
 }

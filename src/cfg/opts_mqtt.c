@@ -4,67 +4,58 @@
  * References: nats-server 2.9.10 server/opts.go parseMQTT, parseSimpleAuth; 2.10.29
  * (reject_qos2_publish, downgrade_qos2_subscribe); inventory §8.1 (js_api_timeout).
  */
-#include "actors/alloc.h"
 #include "cfg/opts_int.h"
+#include "cfg/opts_table.h"
+
+static int
+max_ack_pending(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    int64_t n;
+    if (nd_cfg_i64(a, at, e->val, &n) < 0)
+        return -1;
+    if (n < 0 || n > 0xFFFF)
+        return nd_cfg_fail(a, at, "invalid value %lld, should in [0..%d] range", (long long)n,
+                           0xFFFF);
+    ((nd_mqtt_opts_t *)blk)->max_ack_pending = (int)n;
+    return 0;
+}
+
+#define M(...) ND_OPT(nd_mqtt_opts_t, __VA_ARGS__)
+static const nd_opt_desc_t mqtt_d[] = {
+    M(ND_CFG_LISTENER_KEYS, host, ND_OT_STR, .parse = nd_opt_listener,
+      .aux = offsetof(nd_mqtt_opts_t, port), .flags = ND_OF_LISTEN),
+    M(NULL, port, ND_OT_INT, .flags = ND_OF_LISTEN),
+    M("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),
+    M("authorization authentication", user, ND_OT_STR, .parse = nd_opt_simple_auth),
+    M(NULL, pass, ND_OT_STR),
+    M(NULL, token, ND_OT_STR),
+    M(NULL, auth_timeout_s, ND_OT_DBL),
+    M("no_auth_user", no_auth_user, ND_OT_STR),
+    M("ack_wait ackwait", ack_wait_ms, ND_OT_DUR),
+    M("max_ack_pending max_pending max_inflight", max_ack_pending, ND_OT_INT,
+      .parse = max_ack_pending),
+    M("js_domain", js_domain, ND_OT_STR),
+    M("stream_replicas", stream_replicas, ND_OT_INT),
+    M("consumer_replicas", consumer_replicas, ND_OT_INT),
+    M("consumer_memory_storage", consumer_memory_storage, ND_OT_BOOL),
+    M("consumer_inactive_threshold consumer_auto_cleanup", consumer_inactive_threshold_ms,
+      ND_OT_DUR),
+    M("reject_qos2_publish", reject_qos2_publish, ND_OT_BOOL),
+    M("downgrade_qos2_subscribe", downgrade_qos2_subscribe, ND_OT_BOOL),
+    M("js_api_timeout api_timeout", js_api_timeout_ms, ND_OT_DUR),
+    ND_OPT_END,
+};
+#undef M
+
+const nd_opt_block_t nd_opt_mqtt_block = {
+    "mqtt", "Expected mqtt to be a map, got %s", sizeof(nd_mqtt_opts_t), mqtt_d, ND_RL_REFUSE,
+    NULL};
 
 int
 nd_cfg_apply_mqtt(nd_cfg_apply_t *a, const nd_cfg_entry_t *me)
 {
-    const nd_cfg_node_t *v = me->val;
-    if (v->type != ND_CFG_MAP)
-        return nd_cfg_fail(a, nd_cfg_at_entry(me), "Expected mqtt to be a map, got %s",
-                           nd_cfg_go_type(v));
-    nd_opts_t *o = a->o;
-    if (o->mqtt == NULL)
-        o->mqtt = nd_xcalloc(1, sizeof(*o->mqtt));
-    nd_mqtt_opts_t *m = o->mqtt;
-    for (size_t i = 0; i < v->u.map.n; i++) {
-        const nd_cfg_entry_t *e = &v->u.map.e[i];
-        nd_cfg_at_t at = nd_cfg_at_entry(e);
-        const nd_cfg_node_t *x = e->val;
-        const char *k = e->key;
-        int rc = 0;
-        if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS)) {
-            rc = nd_cfg_listener(a, e, &m->host, &m->port);
-        } else if (nd_cfg_key_is(k, "tls")) {
-            rc = nd_cfg_tls(a, e, true, &m->tls);
-        } else if (nd_cfg_key_is(k, "authorization authentication")) {
-            rc = nd_cfg_simple_auth(a, e, &m->user, &m->pass, &m->token, &m->auth_timeout_s);
-        } else if (nd_cfg_key_is(k, "no_auth_user")) {
-            rc = nd_cfg_str(a, at, x, &m->no_auth_user);
-        } else if (nd_cfg_key_is(k, "ack_wait ackwait")) {
-            rc = nd_cfg_duration(a, at, "ack_wait", x, &m->ack_wait_ms);
-        } else if (nd_cfg_key_is(k, "max_ack_pending max_pending max_inflight")) {
-            int64_t n;
-            if ((rc = nd_cfg_i64(a, at, x, &n)) == 0) {
-                if (n < 0 || n > 0xFFFF)
-                    rc = nd_cfg_fail(a, at, "invalid value %lld, should in [0..%d] range",
-                                     (long long)n, 0xFFFF);
-                else
-                    m->max_ack_pending = (int)n;
-            }
-        } else if (nd_cfg_key_is(k, "js_domain")) {
-            rc = nd_cfg_str(a, at, x, &m->js_domain);
-        } else if (nd_cfg_key_is(k, "stream_replicas")) {
-            rc = nd_cfg_int(a, at, x, &m->stream_replicas);
-        } else if (nd_cfg_key_is(k, "consumer_replicas")) {
-            rc = nd_cfg_int(a, at, x, &m->consumer_replicas);
-        } else if (nd_cfg_key_is(k, "consumer_memory_storage")) {
-            rc = nd_cfg_bool(a, at, x, &m->consumer_memory_storage);
-        } else if (nd_cfg_key_is(k, "consumer_inactive_threshold consumer_auto_cleanup")) {
-            rc = nd_cfg_duration(a, at, "consumer_inactive_threshold", x,
-                                 &m->consumer_inactive_threshold_ms);
-        } else if (nd_cfg_key_is(k, "reject_qos2_publish")) {
-            rc = nd_cfg_bool(a, at, x, &m->reject_qos2_publish);
-        } else if (nd_cfg_key_is(k, "downgrade_qos2_subscribe")) {
-            rc = nd_cfg_bool(a, at, x, &m->downgrade_qos2_subscribe);
-        } else if (nd_cfg_key_is(k, "js_api_timeout api_timeout")) {
-            rc = nd_cfg_duration(a, at, "js_api_timeout", x, &m->js_api_timeout_ms);
-        } else {
-            rc = nd_cfg_unknown(a, e);
-        }
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    return nd_opt_parse_block(a, &nd_opt_mqtt_block, me, (void **)&a->o->mqtt);
 }

@@ -18,6 +18,7 @@
 
 #include "actors/alloc.h"
 #include "cfg/opts_int.h"
+#include "cfg/opts_table.h"
 
 /* nats-server's cipherMap and curvePreferenceMap keys (Go's names). */
 static const char *const cipher_names[] = {
@@ -144,22 +145,41 @@ gen_check(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_tls_opts_t *t)
     return 0;
 }
 
+/* The client context (not cluster or gateway), in the readers' seen set. */
+#define SEEN_CLIENT_CTX (1u << 31)
+
+#define FIELD(blk, d, T) ((T *)((char *)(blk) + (d)->off))
+
+/* cert_file, key_file, ca_file. */
 static int
-want_file(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *key, const nd_cfg_node_t *v, char **dst)
+want_file(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+          unsigned *seen)
 {
-    if (v->type != ND_CFG_STRING)
-        return nd_cfg_fail(a, at, "error parsing tls config, expected '%s' to be filename", key);
-    nd_set_str(dst, v->u.str.s);
+    (void)seen;
+    if (e->val->type != ND_CFG_STRING)
+        return nd_cfg_fail(a, nd_cfg_at_entry(e),
+                           "error parsing tls config, expected '%s' to be filename", d->keys);
+    nd_set_str(FIELD(blk, d, char *), e->val->u.str.s);
     return 0;
 }
 
 static int
-want_bool(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *key, const nd_cfg_node_t *v, bool *dst)
+bool_of(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const char *key, bool *dst)
 {
-    if (v->type != ND_CFG_BOOL)
-        return nd_cfg_fail(a, at, "error parsing tls config, expected '%s' to be a boolean", key);
-    *dst = v->u.b;
+    if (e->val->type != ND_CFG_BOOL)
+        return nd_cfg_fail(a, nd_cfg_at_entry(e),
+                           "error parsing tls config, expected '%s' to be a boolean", key);
+    *dst = e->val->u.b;
     return 0;
+}
+
+/* insecure, verify. */
+static int
+want_bool(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+          unsigned *seen)
+{
+    (void)seen;
+    return bool_of(a, e, d->keys, FIELD(blk, d, bool));
 }
 
 /* cipher_suites and curve_preferences: a non-empty array of known names. */
@@ -184,8 +204,13 @@ name_list(nd_cfg_apply_t *a, nd_cfg_at_t at, const char *key, const nd_cfg_node_
 }
 
 static int
-parse_certs(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, nd_tls_opts_t *t)
+certs(nd_cfg_apply_t *a, const nd_cfg_entry_t *ce, const nd_opt_desc_t *d, void *blk,
+      unsigned *seen)
 {
+    (void)d, (void)seen;
+    nd_tls_opts_t *t = blk;
+    nd_cfg_at_t at = nd_cfg_at_entry(ce);
+    const nd_cfg_node_t *v = ce->val;
     if (v->type != ND_CFG_ARRAY)
         return nd_cfg_fail(a, at, "error parsing certificates config: unsupported type %s",
                            nd_cfg_go_type(v));
@@ -220,164 +245,252 @@ parse_certs(nd_cfg_apply_t *a, nd_cfg_at_t at, const nd_cfg_node_t *v, nd_tls_op
 }
 
 static int
-parse_entry(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, bool client_ctx, nd_tls_opts_t *t)
+verify_and_map(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+               unsigned *seen)
 {
-    const nd_cfg_node_t *v = e->val;
-    nd_cfg_at_t at = nd_cfg_at_entry(e);
-    const char *k = e->key;
-    if (nd_cfg_key_is(k, "cert_file"))
-        return want_file(a, at, "cert_file", v, &t->cert_file);
-    if (nd_cfg_key_is(k, "key_file"))
-        return want_file(a, at, "key_file", v, &t->key_file);
-    if (nd_cfg_key_is(k, "ca_file"))
-        return want_file(a, at, "ca_file", v, &t->ca_file);
-    if (nd_cfg_key_is(k, "insecure"))
-        return want_bool(a, at, "insecure", v, &t->insecure);
-    if (nd_cfg_key_is(k, "verify"))
-        return want_bool(a, at, "verify", v, &t->verify);
-    if (nd_cfg_key_is(k, "verify_and_map")) {
-        bool b = false;
-        if (want_bool(a, at, "verify_and_map", v, &b) < 0)
-            return -1;
-        t->verify = t->verify || b;
-        t->verify_and_map = b;
-        return 0;
-    }
-    if (nd_cfg_key_is(k, "verify_cert_and_check_known_urls")) {
-        bool b = false;
-        if (want_bool(a, at, "verify_cert_and_check_known_urls", v, &b) < 0)
-            return -1;
-        if (b && client_ctx)
-            return nd_cfg_fail(a, at,
-                               "verify_cert_and_check_known_urls not supported in this context");
-        t->verify = t->verify || b;
-        t->check_known_urls = b;
-        return 0;
-    }
-    if (nd_cfg_key_is(k, "cipher_suites"))
-        return name_list(a, at, "cipher_suites", v, cipher_names,
-                         sizeof cipher_names / sizeof cipher_names[0], "cipher", &t->cipher_suites);
-    if (nd_cfg_key_is(k, "curve_preferences"))
-        return name_list(a, at, "curve_preferences", v, curve_names,
-                         sizeof curve_names / sizeof curve_names[0], "curve preference",
-                         &t->curve_preferences);
-    if (nd_cfg_key_is(k, "timeout")) {
-        if (v->type == ND_CFG_INT || v->type == ND_CFG_FLOAT) {
-            nd_cfg_seconds(v, 0, &t->timeout_s);
-        } else if (v->type == ND_CFG_STRING) {
-            int64_t ns;
-            char why[300];
-            if (nd_cfg_go_duration(v->u.str.s, &ns, why, sizeof why) < 0)
-                return nd_cfg_fail(a, at, "error parsing tls config, 'timeout' %s", why);
-            t->timeout_s = (double)ns / 1e9;
-        } else {
-            return nd_cfg_fail(a, at, "error parsing tls config, 'timeout' wrong type");
-        }
-        return 0;
-    }
-    if (nd_cfg_key_is(k, "connection_rate_limit")) {
-        if (v->type != ND_CFG_INT)
-            return nd_cfg_fail(a, at,
-                               "error parsing tls config, 'connection_rate_limit' wrong type");
-        t->rate_limit = v->u.i;
-        return 0;
-    }
-    if (nd_cfg_key_is(k, "pinned_certs")) {
-        if (v->type != ND_CFG_ARRAY)
-            return nd_cfg_fail(a, at,
-                               "error parsing tls config, expected 'pinned_certs' to be a list of "
-                               "hex-encoded sha256 of DER encoded SubjectPublicKeyInfo");
-        nd_strlist_free(&t->pinned_certs);
-        for (size_t i = 0; i < v->u.arr.n; i++) {
-            const nd_cfg_node_t *el = v->u.arr.v[i];
-            if (el->type != ND_CFG_STRING)
-                return nd_cfg_type_err(a, nd_cfg_at_node(el), el, ND_CFG_STRING);
-            char low[256];
-            snprintf(low, sizeof low, "%s", el->u.str.s);
-            bool ok = strlen(el->u.str.s) == 64;
-            for (size_t c = 0; low[c]; c++) {
-                low[c] = (char)tolower((unsigned char)low[c]);
-                ok = ok && isxdigit((unsigned char)low[c]);
-            }
-            if (!ok)
-                return nd_cfg_fail(a, nd_cfg_at_node(el),
-                                   "error parsing tls config, 'pinned_certs' key %s does not look "
-                                   "like hex-encoded sha256 of DER encoded SubjectPublicKeyInfo",
-                                   low);
-            nd_strlist_add(&t->pinned_certs, low);
-        }
-        return 0;
-    }
-    /* 2.10 keys. */
-    if (nd_cfg_key_is(k, "min_version")) {
-        if (v->type != ND_CFG_STRING) {
-            char val[128];
-            nd_cfg_go_value(v, val, sizeof val);
-            return nd_cfg_fail(a, at, "error parsing tls config: 'min_version' wrong type: %s",
-                               val);
-        }
-        static const struct {
-            const char *s;
-            int v;
-        } vers[] = {{"1.0", 0x0301}, {"1.1", 0x0302}, {"1.2", 0x0303}, {"1.3", 0x0304}};
-        int ver = 0;
-        for (size_t i = 0; i < sizeof vers / sizeof vers[0]; i++)
-            if (strcmp(v->u.str.s, vers[i].s) == 0)
-                ver = vers[i].v;
-        if (ver == 0)
-            return nd_cfg_fail(a, at, "error parsing tls config: unknown version: %s", v->u.str.s);
-        if (ver < 0x0303)
-            return nd_cfg_fail(a, at, "error parsing tls config: unsupported TLS version: TLS %s",
-                               v->u.str.s);
-        t->min_version = ver;
-        return 0;
-    }
-    if (nd_cfg_key_is(k, "handshake_first first immediate")) {
-        if (v->type == ND_CFG_BOOL) {
-            t->handshake_first = v->u.b;
-            return 0;
-        }
-        if (v->type != ND_CFG_STRING)
-            return nd_cfg_fail(a, at, "field \"%s\" should be a boolean or a string, got %s", k,
-                               nd_cfg_go_type(v));
-        const char *s = v->u.str.s;
-        int64_t ns;
-        char why[300];
-        if (strcasecmp(s, "true") == 0 || strcasecmp(s, "on") == 0) {
-            t->handshake_first = true;
-        } else if (strcasecmp(s, "false") == 0 || strcasecmp(s, "off") == 0) {
-            t->handshake_first = false;
-        } else if (strcasecmp(s, "auto") == 0 || strcasecmp(s, "auto_fallback") == 0) {
-            t->handshake_first = true;
-            t->fallback_delay_ms = 50; /* DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_DELAY */
-        } else if (nd_cfg_go_duration(s, &ns, why, sizeof why) == 0) {
-            t->handshake_first = true;
-            t->fallback_delay_ms = ns / 1000000;
-        } else {
-            return nd_cfg_fail(a, at, "field \"%s\"'s value \"%s\" is invalid", k, s);
-        }
-        return 0;
-    }
-    if (nd_cfg_key_is(k, "certs certificates"))
-        return parse_certs(a, at, v, t);
-    if (nd_cfg_key_is(k, "ocsp_peer")) {
-        if (v->type == ND_CFG_BOOL) {
-            t->ocsp_peer = v->u.b;
-            return 0;
-        }
-        if (v->type == ND_CFG_MAP) {
-            /* The map form's tuning (timeouts, cache) waits for the OCSP work. */
-            t->ocsp_peer = true;
-            const nd_cfg_node_t *ver = nd_cfg_get(v, "verify");
-            if (ver && ver->type == ND_CFG_BOOL)
-                t->ocsp_peer = ver->u.b;
-            return 0;
-        }
-        return nd_cfg_fail(a, at, "error parsing ocsp peer config: unsupported type %s",
-                           nd_cfg_go_type(v));
-    }
-    return nd_cfg_fail(a, at, "error parsing tls config, unknown field [\"%s\"]", k);
+    (void)d, (void)seen;
+    nd_tls_opts_t *t = blk;
+    bool b = false;
+    if (bool_of(a, e, "verify_and_map", &b) < 0)
+        return -1;
+    t->verify = t->verify || b;
+    t->verify_and_map = b;
+    return 0;
 }
+
+static int
+check_known_urls(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                 unsigned *seen)
+{
+    (void)d;
+    nd_tls_opts_t *t = blk;
+    bool b = false;
+    if (bool_of(a, e, "verify_cert_and_check_known_urls", &b) < 0)
+        return -1;
+    if (b && (*seen & SEEN_CLIENT_CTX))
+        return nd_cfg_fail(a, nd_cfg_at_entry(e),
+                           "verify_cert_and_check_known_urls not supported in this context");
+    t->verify = t->verify || b;
+    t->check_known_urls = b;
+    return 0;
+}
+
+static int
+cipher_suites(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+              unsigned *seen)
+{
+    (void)d, (void)seen;
+    return name_list(a, nd_cfg_at_entry(e), "cipher_suites", e->val, cipher_names,
+                     sizeof cipher_names / sizeof cipher_names[0], "cipher",
+                     &((nd_tls_opts_t *)blk)->cipher_suites);
+}
+
+static int
+curve_preferences(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                  unsigned *seen)
+{
+    (void)d, (void)seen;
+    return name_list(a, nd_cfg_at_entry(e), "curve_preferences", e->val, curve_names,
+                     sizeof curve_names / sizeof curve_names[0], "curve preference",
+                     &((nd_tls_opts_t *)blk)->curve_preferences);
+}
+
+static int
+timeout(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+        unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_tls_opts_t *t = blk;
+    const nd_cfg_node_t *v = e->val;
+    if (v->type == ND_CFG_INT || v->type == ND_CFG_FLOAT) {
+        nd_cfg_seconds(v, 0, &t->timeout_s);
+        return 0;
+    }
+    if (v->type != ND_CFG_STRING)
+        return nd_cfg_fail(a, nd_cfg_at_entry(e), "error parsing tls config, 'timeout' wrong type");
+    int64_t ns;
+    char why[300];
+    if (nd_cfg_go_duration(v->u.str.s, &ns, why, sizeof why) < 0)
+        return nd_cfg_fail(a, nd_cfg_at_entry(e), "error parsing tls config, 'timeout' %s", why);
+    t->timeout_s = (double)ns / 1e9;
+    return 0;
+}
+
+static int
+rate_limit(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+           unsigned *seen)
+{
+    (void)d, (void)seen;
+    if (e->val->type != ND_CFG_INT)
+        return nd_cfg_fail(a, nd_cfg_at_entry(e),
+                           "error parsing tls config, 'connection_rate_limit' wrong type");
+    ((nd_tls_opts_t *)blk)->rate_limit = e->val->u.i;
+    return 0;
+}
+
+static int
+pinned_certs(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+             unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_tls_opts_t *t = blk;
+    const nd_cfg_node_t *v = e->val;
+    if (v->type != ND_CFG_ARRAY)
+        return nd_cfg_fail(a, nd_cfg_at_entry(e),
+                           "error parsing tls config, expected 'pinned_certs' to be a list of "
+                           "hex-encoded sha256 of DER encoded SubjectPublicKeyInfo");
+    nd_strlist_free(&t->pinned_certs);
+    for (size_t i = 0; i < v->u.arr.n; i++) {
+        const nd_cfg_node_t *el = v->u.arr.v[i];
+        if (el->type != ND_CFG_STRING)
+            return nd_cfg_type_err(a, nd_cfg_at_node(el), el, ND_CFG_STRING);
+        char low[256];
+        snprintf(low, sizeof low, "%s", el->u.str.s);
+        bool ok = strlen(el->u.str.s) == 64;
+        for (size_t c = 0; low[c]; c++) {
+            low[c] = (char)tolower((unsigned char)low[c]);
+            ok = ok && isxdigit((unsigned char)low[c]);
+        }
+        if (!ok)
+            return nd_cfg_fail(a, nd_cfg_at_node(el),
+                               "error parsing tls config, 'pinned_certs' key %s does not look "
+                               "like hex-encoded sha256 of DER encoded SubjectPublicKeyInfo",
+                               low);
+        nd_strlist_add(&t->pinned_certs, low);
+    }
+    return 0;
+}
+
+/* 2.10 */
+static int
+min_version(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+            unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    const nd_cfg_node_t *v = e->val;
+    if (v->type != ND_CFG_STRING) {
+        char val[128];
+        nd_cfg_go_value(v, val, sizeof val);
+        return nd_cfg_fail(a, at, "error parsing tls config: 'min_version' wrong type: %s", val);
+    }
+    static const struct {
+        const char *s;
+        int v;
+    } vers[] = {{"1.0", 0x0301}, {"1.1", 0x0302}, {"1.2", 0x0303}, {"1.3", 0x0304}};
+    int ver = 0;
+    for (size_t i = 0; i < sizeof vers / sizeof vers[0]; i++)
+        if (strcmp(v->u.str.s, vers[i].s) == 0)
+            ver = vers[i].v;
+    if (ver == 0)
+        return nd_cfg_fail(a, at, "error parsing tls config: unknown version: %s", v->u.str.s);
+    if (ver < 0x0303)
+        return nd_cfg_fail(a, at, "error parsing tls config: unsupported TLS version: TLS %s",
+                           v->u.str.s);
+    ((nd_tls_opts_t *)blk)->min_version = ver;
+    return 0;
+}
+
+/* 2.10 */
+static int
+handshake_first(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_tls_opts_t *t = blk;
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    const nd_cfg_node_t *v = e->val;
+    const char *k = e->key;
+    if (v->type == ND_CFG_BOOL) {
+        t->handshake_first = v->u.b;
+        return 0;
+    }
+    if (v->type != ND_CFG_STRING)
+        return nd_cfg_fail(a, at, "field \"%s\" should be a boolean or a string, got %s", k,
+                           nd_cfg_go_type(v));
+    const char *s = v->u.str.s;
+    int64_t ns;
+    char why[300];
+    if (strcasecmp(s, "true") == 0 || strcasecmp(s, "on") == 0) {
+        t->handshake_first = true;
+    } else if (strcasecmp(s, "false") == 0 || strcasecmp(s, "off") == 0) {
+        t->handshake_first = false;
+    } else if (strcasecmp(s, "auto") == 0 || strcasecmp(s, "auto_fallback") == 0) {
+        t->handshake_first = true;
+        t->fallback_delay_ms = 50; /* DEFAULT_TLS_HANDSHAKE_FIRST_FALLBACK_DELAY */
+    } else if (nd_cfg_go_duration(s, &ns, why, sizeof why) == 0) {
+        t->handshake_first = true;
+        t->fallback_delay_ms = ns / 1000000;
+    } else {
+        return nd_cfg_fail(a, at, "field \"%s\"'s value \"%s\" is invalid", k, s);
+    }
+    return 0;
+}
+
+/* 2.10 */
+static int
+ocsp_peer(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+          unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_tls_opts_t *t = blk;
+    const nd_cfg_node_t *v = e->val;
+    if (v->type == ND_CFG_BOOL) {
+        t->ocsp_peer = v->u.b;
+        return 0;
+    }
+    if (v->type != ND_CFG_MAP)
+        return nd_cfg_fail(a, nd_cfg_at_entry(e),
+                           "error parsing ocsp peer config: unsupported type %s",
+                           nd_cfg_go_type(v));
+    /* The map form's tuning (timeouts, cache) waits for the OCSP work. */
+    t->ocsp_peer = true;
+    const nd_cfg_node_t *ver = nd_cfg_get(v, "verify");
+    if (ver && ver->type == ND_CFG_BOOL)
+        t->ocsp_peer = ver->u.b;
+    return 0;
+}
+
+#define R(T, ...) ND_OPT(T, NULL, __VA_ARGS__)
+
+static const nd_opt_desc_t cert_pair_d[] = {
+    R(nd_tls_cert_pair_t, cert_file, ND_OT_STR),
+    R(nd_tls_cert_pair_t, key_file, ND_OT_STR),
+    ND_OPT_END,
+};
+static const nd_opt_block_t cert_pair_block = {
+    "certs", NULL, sizeof(nd_tls_cert_pair_t), cert_pair_d, ND_RL_INHERIT, NULL};
+#undef R
+
+#define T(...) ND_OPT(nd_tls_opts_t, __VA_ARGS__)
+static const nd_opt_desc_t tls_d[] = {
+    T("cert_file", cert_file, ND_OT_STR, .parse = want_file),
+    T("key_file", key_file, ND_OT_STR, .parse = want_file),
+    T("ca_file", ca_file, ND_OT_STR, .parse = want_file),
+    T("certs certificates", certs, ND_OT_ARRAY, .sub = &cert_pair_block,
+      .count_off = offsetof(nd_tls_opts_t, ncerts), .parse = certs),
+    T("verify", verify, ND_OT_BOOL, .parse = want_bool),
+    T("verify_and_map", verify_and_map, ND_OT_BOOL, .parse = verify_and_map),
+    T("verify_cert_and_check_known_urls", check_known_urls, ND_OT_BOOL, .parse = check_known_urls),
+    T("insecure", insecure, ND_OT_BOOL, .parse = want_bool),
+    T("cipher_suites", cipher_suites, ND_OT_STRLIST, .parse = cipher_suites),
+    T("curve_preferences", curve_preferences, ND_OT_STRLIST, .parse = curve_preferences),
+    T("pinned_certs", pinned_certs, ND_OT_STRLIST, .parse = pinned_certs),
+    T("timeout", timeout_s, ND_OT_DBL, .parse = timeout, .flags = ND_OF_ZERO,
+      .zero = ND_ZERO_DEFAULT_AT_USE,
+      .note = "ND_TLS_DEFAULT_TIMEOUT_MS: tls.c, for every tls {} block"),
+    T("connection_rate_limit", rate_limit, ND_OT_I64, .parse = rate_limit),
+    T("min_version", min_version, ND_OT_INT, .parse = min_version),
+    T("handshake_first first immediate", handshake_first, ND_OT_BOOL, .parse = handshake_first),
+    T(NULL, fallback_delay_ms, ND_OT_I64),
+    T("ocsp_peer", ocsp_peer, ND_OT_BOOL, .parse = ocsp_peer),
+    ND_OPT_END,
+};
+#undef T
+
+const nd_opt_block_t nd_opt_tls_block = {
+    "tls", NULL,          sizeof(nd_tls_opts_t),
+    tls_d, ND_RL_INHERIT, "error parsing tls config, unknown field [\"%s\"]"};
 
 /* Parses a tls block at the entry tls_e into *out (replaced). client_ctx: false for cluster and
  * gateway blocks (the only ones allowing verify_cert_and_check_known_urls). */
@@ -389,9 +502,7 @@ nd_cfg_tls(nd_cfg_apply_t *a, const nd_cfg_entry_t *tls_e, bool client_ctx, nd_t
     if (v->type != ND_CFG_MAP)
         return nd_cfg_type_err(a, at, v, ND_CFG_MAP);
     nd_tls_opts_t *t = nd_xcalloc(1, sizeof(*t));
-    int rc = 0;
-    for (size_t i = 0; i < v->u.map.n && rc == 0; i++)
-        rc = parse_entry(a, &v->u.map.e[i], client_ctx, t);
+    int rc = nd_opt_parse_map_seen(a, &nd_opt_tls_block, t, v, client_ctx ? SEEN_CLIENT_CTX : 0);
     if (rc == 0 && t->ncerts > 0 && t->cert_file)
         rc = nd_cfg_fail(a, at,
                          "error parsing tls config, cannot combine 'cert_file' option with "

@@ -4,12 +4,15 @@
  * References: nats-server 2.9.10 server/opts.go parseWebsocket, parseStringArray,
  * parseSimpleAuth; inventory §8.2 (2.11's cookies, headers and ping_interval).
  */
-#include "actors/alloc.h"
 #include "cfg/opts_int.h"
+#include "cfg/opts_table.h"
 
 static int
-headers(nd_cfg_apply_t *a, const nd_cfg_entry_t *he, nd_strlist_t *out)
+headers(nd_cfg_apply_t *a, const nd_cfg_entry_t *he, const nd_opt_desc_t *d, void *blk,
+        unsigned *seen)
 {
+    (void)d, (void)seen;
+    nd_strlist_t *out = &((nd_ws_opts_t *)blk)->headers;
     const nd_cfg_node_t *v = he->val;
     if (v->type != ND_CFG_MAP)
         return nd_cfg_fail(a, nd_cfg_at_entry(he), "error parsing headers: unsupported type %s",
@@ -27,65 +30,58 @@ headers(nd_cfg_apply_t *a, const nd_cfg_entry_t *he, nd_strlist_t *out)
     return 0;
 }
 
+/* An integer of seconds (without parseDuration's warning) or a duration string. */
+static int
+handshake_timeout(nd_cfg_apply_t *a, const nd_cfg_entry_t *e, const nd_opt_desc_t *d, void *blk,
+                  unsigned *seen)
+{
+    (void)d, (void)seen;
+    nd_cfg_at_t at = nd_cfg_at_entry(e);
+    const nd_cfg_node_t *x = e->val;
+    int64_t *ms = &((nd_ws_opts_t *)blk)->handshake_timeout_ms;
+    if (x->type == ND_CFG_INT) {
+        *ms = x->u.i * 1000;
+        return 0;
+    }
+    if (x->type == ND_CFG_STRING)
+        return nd_cfg_duration_str(a, at, NULL, x, ms);
+    return nd_cfg_fail(a, at, "error parsing handshake timeout: unsupported type %s",
+                       nd_cfg_go_type(x));
+}
+
+#define W(...) ND_OPT(nd_ws_opts_t, __VA_ARGS__)
+static const nd_opt_desc_t ws_d[] = {
+    W(ND_CFG_LISTENER_KEYS, host, ND_OT_STR, .parse = nd_opt_listener,
+      .aux = offsetof(nd_ws_opts_t, port), .flags = ND_OF_LISTEN),
+    W(NULL, port, ND_OT_INT, .flags = ND_OF_LISTEN),
+    W("advertise", advertise, ND_OT_STR),
+    W("no_tls", no_tls, ND_OT_BOOL),
+    W("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),
+    W("same_origin", same_origin, ND_OT_BOOL),
+    W("allowed_origins allowed_origin allow_origins allow_origin origins origin", allowed_origins,
+      ND_OT_STRLIST, .name = "allowed origins"),
+    W("handshake_timeout", handshake_timeout_ms, ND_OT_I64, .parse = handshake_timeout),
+    W("compress compression", compression, ND_OT_BOOL),
+    W("authorization authentication", user, ND_OT_STR, .parse = nd_opt_simple_auth),
+    W(NULL, pass, ND_OT_STR),
+    W(NULL, token, ND_OT_STR),
+    W(NULL, auth_timeout_s, ND_OT_DBL),
+    W("jwt_cookie", jwt_cookie, ND_OT_STR),
+    W("user_cookie", user_cookie, ND_OT_STR),
+    W("pass_cookie", pass_cookie, ND_OT_STR),
+    W("token_cookie", token_cookie, ND_OT_STR),
+    W("no_auth_user", no_auth_user, ND_OT_STR),
+    W("headers", headers, ND_OT_STRLIST, .parse = headers),
+    ND_OPT_END,
+};
+#undef W
+
+const nd_opt_block_t nd_opt_ws_block = {
+    "websocket", "Expected websocket to be a map, got %s", sizeof(nd_ws_opts_t), ws_d, ND_RL_REFUSE,
+    NULL};
+
 int
 nd_cfg_apply_websocket(nd_cfg_apply_t *a, const nd_cfg_entry_t *we)
 {
-    const nd_cfg_node_t *v = we->val;
-    if (v->type != ND_CFG_MAP)
-        return nd_cfg_fail(a, nd_cfg_at_entry(we), "Expected websocket to be a map, got %s",
-                           nd_cfg_go_type(v));
-    nd_opts_t *o = a->o;
-    if (o->ws == NULL)
-        o->ws = nd_xcalloc(1, sizeof(*o->ws));
-    nd_ws_opts_t *w = o->ws;
-    for (size_t i = 0; i < v->u.map.n; i++) {
-        const nd_cfg_entry_t *e = &v->u.map.e[i];
-        nd_cfg_at_t at = nd_cfg_at_entry(e);
-        const nd_cfg_node_t *x = e->val;
-        const char *k = e->key;
-        int rc = 0;
-        if (nd_cfg_key_is(k, ND_CFG_LISTENER_KEYS)) {
-            rc = nd_cfg_listener(a, e, &w->host, &w->port);
-        } else if (nd_cfg_key_is(k, "advertise")) {
-            rc = nd_cfg_str(a, at, x, &w->advertise);
-        } else if (nd_cfg_key_is(k, "no_tls")) {
-            rc = nd_cfg_bool(a, at, x, &w->no_tls);
-        } else if (nd_cfg_key_is(k, "tls")) {
-            rc = nd_cfg_tls(a, e, true, &w->tls);
-        } else if (nd_cfg_key_is(k, "same_origin")) {
-            rc = nd_cfg_bool(a, at, x, &w->same_origin);
-        } else if (nd_cfg_key_is(k, "allowed_origins allowed_origin allow_origins allow_origin "
-                                    "origins origin")) {
-            rc = nd_cfg_strarray(a, at, "allowed origins", x, &w->allowed_origins);
-        } else if (nd_cfg_key_is(k, "handshake_timeout")) {
-            if (x->type == ND_CFG_INT)
-                w->handshake_timeout_ms = x->u.i * 1000;
-            else if (x->type == ND_CFG_STRING)
-                rc = nd_cfg_duration_str(a, at, NULL, x, &w->handshake_timeout_ms);
-            else
-                rc = nd_cfg_fail(a, at, "error parsing handshake timeout: unsupported type %s",
-                                 nd_cfg_go_type(x));
-        } else if (nd_cfg_key_is(k, "compress compression")) {
-            rc = nd_cfg_bool(a, at, x, &w->compression);
-        } else if (nd_cfg_key_is(k, "authorization authentication")) {
-            rc = nd_cfg_simple_auth(a, e, &w->user, &w->pass, &w->token, &w->auth_timeout_s);
-        } else if (nd_cfg_key_is(k, "jwt_cookie")) {
-            rc = nd_cfg_str(a, at, x, &w->jwt_cookie);
-        } else if (nd_cfg_key_is(k, "user_cookie")) {
-            rc = nd_cfg_str(a, at, x, &w->user_cookie);
-        } else if (nd_cfg_key_is(k, "pass_cookie")) {
-            rc = nd_cfg_str(a, at, x, &w->pass_cookie);
-        } else if (nd_cfg_key_is(k, "token_cookie")) {
-            rc = nd_cfg_str(a, at, x, &w->token_cookie);
-        } else if (nd_cfg_key_is(k, "no_auth_user")) {
-            rc = nd_cfg_str(a, at, x, &w->no_auth_user);
-        } else if (nd_cfg_key_is(k, "headers")) {
-            rc = headers(a, e, &w->headers);
-        } else {
-            rc = nd_cfg_unknown(a, e);
-        }
-        if (rc < 0)
-            return -1;
-    }
-    return 0;
+    return nd_opt_parse_block(a, &nd_opt_ws_block, we, (void **)&a->o->ws);
 }

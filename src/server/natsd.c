@@ -2,8 +2,11 @@
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 
+#include <stdio.h>
+
 #include "actors/alloc.h"
 #include "actors/pool.h"
+#include "cfg/opts_parse.h"
 #include "mon/monitor.h"
 #include "mon/sysevents.h"
 #include "server/lameduck.h"
@@ -15,6 +18,51 @@ struct natsd {
     nd_server_t *server;
     nd_mon_t *mon; /* HTTP monitoring, or NULL when off */
 };
+
+natsd_opts_t *
+natsd_opts_new(void)
+{
+    nd_opts_t *o = nd_new(nd_opts_t);
+    nd_opts_defaults(o);
+    return o;
+}
+
+void
+natsd_opts_free(natsd_opts_t *o)
+{
+    if (o == NULL)
+        return;
+    nd_opts_free(o);
+    nd_free(o);
+}
+
+/* nd_opts_apply_config's 1 (a warning nats-server's -t treats as fatal) runs as 0 does. */
+static int
+api_rc(int rc)
+{
+    return rc < 0 ? -1 : 0;
+}
+
+int
+natsd_opts_set(natsd_opts_t *o, const char *name, const char *value, char *err, size_t errlen)
+{
+    return api_rc(nd_opts_set_option(o, name, value, err, errlen));
+}
+
+int
+natsd_opts_load_file(natsd_opts_t *o, const char *path, char *err, size_t errlen)
+{
+    int rc = api_rc(nd_opts_apply_config(o, path, err, errlen));
+    if (rc == 0)
+        nd_set_str(&o->config_file, path);
+    return rc;
+}
+
+int
+natsd_opts_load_string(natsd_opts_t *o, const char *text, char *err, size_t errlen)
+{
+    return api_rc(nd_opts_apply_config_string(o, text, "natsd_opts_load_string", err, errlen));
+}
 
 natsd_t *
 natsd_start(const nd_opts_t *opts)

@@ -3,6 +3,8 @@
  * Steps: read the file into fresh defaults (nd_opts_apply_config), re-apply the command-line
  * flags over it (flags win, as at start), validate, then compare every option with the options in
  * force, in the order of nats-server's Options struct (which is the order its log lines come in).
+ * What is compared, its Go name, its policy and its log text are columns of the top-level option
+ * table (cfg/opts_table.h, nd_opt_top_block in cfg/opts_conf.c), not a list of this file's.
  * A changed option is either reloadable (applied, and logged as "Reloaded: <name> = <value>") or
  * not, in which case the whole reload is refused with nats-server's text
  * "config reload not supported for <GoField>: old=<v>, new=<v>" and nothing changes. A file that
@@ -55,6 +57,7 @@
 #include "util/log.h"
 #include "mon/monitor.h"
 #include "cfg/opts_parse.h"
+#include "cfg/opts_table.h"
 #include "actors/alloc.h"
 #include "server/pidfile.h"
 #include "server/reload_cmp.h"
@@ -68,150 +71,20 @@ typedef struct nd_reload {
     char **argv;
 } nd_reload_t;
 
-/* How a changed option is handled. */
-typedef enum {
-    H_REFUSE, /* not reloadable: the reload fails */
-    H_LIVE,   /* a limit in s->live */
-    H_LOG,    /* the log module's */
-    H_AUTH,   /* authorization: apply_auth() */
-    H_KEEP,   /* accepted and kept (nothing running uses it yet) */
-    H_TLS,    /* the client TLS context: rebuilt (nd_server_set_tls) */
-    H_MON,    /* http_auth: the monitor's (nd_mon_set_auth) */
-    H_UNBUILT, /* accepted and kept, with a warning that it is not applied (features natsd does
-                * not run): the text names it */
-} how_t;
+/* How a changed option is handled: its row's policy in the option tables (cfg/opts_table.h),
+ * used as a bit of the set of changes. */
+#define H_REFUSE  ND_RL_REFUSE
+#define H_LIVE    ND_RL_LIVE    /* a limit in s->live */
+#define H_LOG     ND_RL_LOG     /* the log module's */
+#define H_AUTH    ND_RL_AUTH    /* authorization: apply_auth() */
+#define H_KEEP    ND_RL_KEEP    /* accepted and kept (nothing running uses it yet) */
+#define H_TLS     ND_RL_TLS     /* the client TLS context: rebuilt (nd_server_set_tls) */
+#define H_MON     ND_RL_MON     /* http_auth: the monitor's (nd_mon_set_auth) */
+#define H_UNBUILT ND_RL_UNBUILT /* accepted and kept, with a warning that it is not applied */
 
-typedef enum {
-    T_BOOL,
-    T_INT,
-    T_I32,
-    T_I64,
-    T_UINT,
-    T_DUR,
-    T_STR,
-    T_DBL,
-    T_STRLIST,
-    T_PTR,
-    T_PORT,    /* compared with the bound port: see port_changed */
-    T_CLUSTER, /* its listen host and port: see cluster_refused; the rest: reload_cmp.c */
-    T_BLOCK,   /* a pointer to a nested block, compared field by field (reload_cmp.c) */
-    /* derived from the client TLS options (tls_cfg and the --tls* flags) */
-    T_TLS_TIMEOUT,  /* nats-server's TLSTimeout: the tls timeout, 2 s when unset */
-    T_TLS_MAP,      /* TLSMap: verify_and_map */
-    T_TLS_CONFIG,   /* TLSConfig: "enabled"/"disabled"; never equal while TLS is on */
-    T_TLS_PINNED,   /* TLSPinnedCerts: the pinned_certs list, printed as its length */
-    T_TLS_RATE,     /* TLSRateLimit: connection_rate_limit */
-    T_AUTH_TIMEOUT, /* AuthTimeout as nats-server's setBaselineOptions sets it */
-} type_t;
-
-typedef struct field {
-    const char *go;   /* nats-server's Options field, for the refusal text */
-    const char *text; /* "Reloaded: <text> = <v>"; a text without "%" is logged alone;
-                       * H_UNBUILT: the name in the warning */
-    size_t off;
-    type_t type;
-    how_t how;
-} field_t;
-
-#define F(name) offsetof(nd_opts_t, name)
-
-/* In the order of nats-server's Options struct. */
-static const field_t fields[] = {
-    {"ServerName", NULL, F(server_name), T_STR, H_REFUSE},
-    {"Host", NULL, F(host), T_STR, H_REFUSE},
-    {"Port", NULL, F(port), T_PORT, H_REFUSE},
-    {"ClientAdvertise", "Reload: client_advertise = %s", F(client_advertise), T_STR, H_KEEP},
-    {"Trace", "Reloaded: trace = %s", F(trace), T_BOOL, H_LOG},
-    {"Debug", "Reloaded: debug = %s", F(debug), T_BOOL, H_LOG},
-    {"TraceVerbose", "Reloaded: trace_verbose = %s", F(trace_verbose), T_BOOL, H_LOG},
-    {"NoSublistCache", NULL, F(disable_sublist_cache), T_BOOL, H_REFUSE},
-    {"NoHeaderSupport", NULL, F(no_header_support), T_BOOL, H_REFUSE},
-    {"Logtime", "Reloaded: logtime = %s", F(logtime), T_BOOL, H_LOG},
-    {"LogtimeUTC", "Reloaded: logtime_utc = %s", F(logtime_utc), T_BOOL, H_LOG},
-    {"MaxConn", "Reloaded: max_connections = %s", F(max_connections), T_I32, H_LIVE},
-    {"MaxSubs", NULL, F(max_subscriptions), T_I32, H_REFUSE},
-    {"MaxSubTokens", NULL, F(max_sub_tokens), T_INT, H_REFUSE},
-    {"NoAuthUser", NULL, F(no_auth_user), T_STR, H_REFUSE},
-    {"SystemAccount", NULL, F(system_account), T_STR, H_REFUSE},
-    {"NoSystemAccount", NULL, F(no_system_account), T_BOOL, H_REFUSE},
-    {"Username", "Reloaded: authorization username", F(user), T_STR, H_AUTH},
-    {"Password", "Reloaded: authorization password", F(pass), T_STR, H_AUTH},
-    {"Authorization", "Reloaded: authorization token", F(token), T_STR, H_AUTH},
-    {"PingInterval", "Reloaded: ping_interval = %s", F(ping_interval_ms), T_DUR, H_LIVE},
-    {"MaxPingsOut", "Reloaded: ping_max = %s", F(ping_max), T_I32, H_LIVE},
-    {"HTTPHost", NULL, F(http_host), T_STR, H_REFUSE},
-    {"HTTPPort", NULL, F(http_port), T_INT, H_REFUSE},
-    {"HTTPBasePath", NULL, F(http_base_path), T_STR, H_REFUSE},
-    {"HTTPSPort", NULL, F(https_port), T_INT, H_REFUSE},
-    {"AuthTimeout", "Reloaded: authorization timeout = %s", 0, T_AUTH_TIMEOUT, H_AUTH},
-    {"MaxControlLine", "Reloaded: max_control_line = %s", F(max_control_line), T_I32, H_LIVE},
-    {"MaxPayload", "Reloaded: max_payload = %s", F(max_payload), T_I64, H_LIVE},
-    {"MaxPending", NULL, F(max_pending), T_I64, H_REFUSE},
-    /* Clustering is not built: a change other than the listen address is kept, not applied. */
-    {"Cluster", "cluster", F(cluster), T_CLUSTER, H_UNBUILT},
-    {"Gateway", NULL, F(gateway), T_BLOCK, H_REFUSE},
-    {"LeafNode", NULL, F(leaf), T_BLOCK, H_REFUSE},
-    /* JetStream is not built: enabling it, moving its store or changing its block is accepted
-     * and kept, not applied. */
-    {"JetStream", "jetstream", F(jetstream), T_BOOL, H_UNBUILT},
-    {"JetStreamOpts", "jetstream {}", F(js), T_BLOCK, H_UNBUILT},
-    {"StoreDir", "store_dir", F(store_dir), T_STR, H_UNBUILT},
-    {"Websocket", NULL, F(ws), T_BLOCK, H_REFUSE},
-    {"MQTT", NULL, F(mqtt), T_BLOCK, H_REFUSE},
-    {"ProfPort", NULL, F(prof_port), T_INT, H_REFUSE},
-    {"PidFile", "Reloaded: pid_file = %s", F(pid_file), T_STR, H_KEEP},
-    {"PortsFileDir", "Reloaded: ports_file_dir = %s", F(ports_file_dir), T_STR, H_KEEP},
-    {"LogFile", "Reloaded: log_file = %s", F(log_file), T_STR, H_LOG},
-    {"LogSizeLimit", NULL, F(log_size_limit), T_I64, H_REFUSE},
-    {"LogMaxFiles", NULL, F(log_max_num), T_I64, H_REFUSE},
-    {"Syslog", "Reloaded: syslog = %s", F(syslog), T_BOOL, H_LOG},
-    {"RemoteSyslog", "Reloaded: remote_syslog = %s", F(remote_syslog), T_STR, H_LOG},
-    {"TLSTimeout", "Reloaded: tls timeout = %s", 0, T_TLS_TIMEOUT, H_TLS},
-    {"TLS", NULL, F(tls), T_BOOL, H_REFUSE},
-    {"TLSVerify", NULL, F(tls_verify), T_BOOL, H_REFUSE},
-    {"TLSMap", NULL, 0, T_TLS_MAP, H_REFUSE},
-    {"TLSCert", NULL, F(tls_cert), T_STR, H_REFUSE},
-    {"TLSKey", NULL, F(tls_key), T_STR, H_REFUSE},
-    {"TLSCaCert", NULL, F(tls_ca_cert), T_STR, H_REFUSE},
-    {"TLSConfig", "Reloaded: tls = %s", 0, T_TLS_CONFIG, H_TLS},
-    /* natsd does not check pinned certificates (nats-server logs "Reloaded: %d pinned_certs"). */
-    {"TLSPinnedCerts", "tls pinned_certs", 0, T_TLS_PINNED, H_UNBUILT},
-    {"TLSRateLimit", NULL, 0, T_TLS_RATE, H_REFUSE},
-    {"AllowNonTLS", NULL, F(allow_non_tls), T_BOOL, H_REFUSE},
-    {"WriteDeadline", "Reloaded: write_deadline = %s", F(write_deadline_ms), T_DUR, H_LIVE},
-    {"MaxClosedClients", NULL, F(max_closed_clients), T_INT, H_REFUSE},
-    {"LameDuckDuration", NULL, F(lame_duck_duration_ms), T_DUR, H_REFUSE},
-    {"LameDuckGracePeriod", NULL, F(lame_duck_grace_period_ms), T_DUR, H_REFUSE},
-    {"MaxTracedMsgLen", "Reloaded: max_traced_msg_len = %s", F(max_traced_msg_len), T_I64, H_KEEP},
-    {"ConnectErrorReports", "Reloaded: connect_error_reports = %s", F(connect_error_reports), T_INT,
-     H_KEEP},
-    {"ReconnectErrorReports", "Reloaded: reconnect_error_reports = %s", F(reconnect_error_reports),
-     T_INT, H_KEEP},
-    {"Tags", "Reloaded: tags", F(server_tags), T_STRLIST, H_KEEP},
-    {"NoFastProducerStall", "Reloaded: no_fast_producer_stall = %s", F(no_fast_producer_stall),
-     T_BOOL, H_LIVE},
-    /* natsd's own: the pool is sized once; http_auth {} is swapped in the monitor (secrets are
-     * not printed, as for authorization). */
-    {"Workers", NULL, F(workers), T_UINT, H_REFUSE},
-    {"HTTPAuthUser", "Reloaded: http_auth user", F(http_auth_user), T_STR, H_MON},
-    {"HTTPAuthPassword", "Reloaded: http_auth password", F(http_auth_pass), T_STR, H_MON},
-    {"HTTPAuthToken", "Reloaded: http_auth token", F(http_auth_token), T_STR, H_MON},
-};
-
-/* The kind of the nested block a T_BLOCK field points to. */
-static nd_block_t
-block_of(const field_t *f)
-{
-    if (f->off == F(gateway))
-        return ND_BLOCK_GATEWAY;
-    if (f->off == F(leaf))
-        return ND_BLOCK_LEAF;
-    if (f->off == F(ws))
-        return ND_BLOCK_WS;
-    if (f->off == F(mqtt))
-        return ND_BLOCK_MQTT;
-    return ND_BLOCK_JS;
-}
+/* The options compared: the rows of nd_opt_top_block that name nats-server's Options field
+ * (.go), in the table's order, which is that struct's. */
+typedef nd_opt_desc_t field_t;
 
 /* nats-server's TLSConfig != nil: the client port speaks TLS (as nd_tls_client_opts decides). */
 static bool
@@ -253,35 +126,57 @@ static void
 format_value(const field_t *f, const nd_opts_t *o, char *buf, size_t len)
 {
     const char *p = FIELD(o, f);
+    switch (f->derive) {
+    case ND_DV_TLS_TIMEOUT:
+        snprintf(buf, len, "%g", tls_timeout(o));
+        return;
+    case ND_DV_AUTH_TIMEOUT:
+        snprintf(buf, len, "%g", auth_timeout(o));
+        return;
+    case ND_DV_TLS_MAP:
+        snprintf(buf, len, "%s",
+                 o->tls_cfg != NULL && o->tls_cfg->verify_and_map ? "true" : "false");
+        return;
+    case ND_DV_TLS_CONFIG:
+        snprintf(buf, len, "%s", tls_on(o) ? "enabled" : "disabled");
+        return;
+    case ND_DV_TLS_PINNED:
+        snprintf(buf, len, "%zu", tls_pinned(o)->n);
+        return;
+    case ND_DV_TLS_RATE:
+        snprintf(buf, len, "%lld", (long long)(o->tls_cfg != NULL ? o->tls_cfg->rate_limit : 0));
+        return;
+    default:
+        break;
+    }
     switch (f->type) {
-    case T_BOOL:
+    case ND_OT_BOOL:
         snprintf(buf, len, "%s", *(const bool *)p ? "true" : "false");
         break;
-    case T_INT:
-    case T_PORT:
+    case ND_OT_INT:
         snprintf(buf, len, "%d", *(const int *)p);
         break;
-    case T_I32:
+    case ND_OT_I32:
         snprintf(buf, len, "%d", (int)*(const int32_t *)p);
         break;
-    case T_I64:
+    case ND_OT_I64:
         snprintf(buf, len, "%lld", (long long)*(const int64_t *)p);
         break;
-    case T_UINT:
+    case ND_OT_UINT:
         snprintf(buf, len, "%u", *(const unsigned *)p);
         break;
-    case T_DUR:
+    case ND_OT_DUR:
         nd_cfg_go_dur_string(*(const int64_t *)p, buf, len);
         break;
-    case T_STR: {
+    case ND_OT_STR: {
         const char *s = *(char *const *)p;
         snprintf(buf, len, "%s", s ? s : "");
         break;
     }
-    case T_DBL:
+    case ND_OT_DBL:
         snprintf(buf, len, "%g", *(const double *)p);
         break;
-    case T_STRLIST: {
+    case ND_OT_STRLIST: {
         const nd_strlist_t *l = (const nd_strlist_t *)p;
         size_t n = (size_t)snprintf(buf, len, "[");
         for (size_t i = 0; i < l->n && n < len; i++)
@@ -290,29 +185,9 @@ format_value(const field_t *f, const nd_opts_t *o, char *buf, size_t len)
             snprintf(buf + n, len - n, "]");
         break;
     }
-    case T_CLUSTER:
-    case T_PTR:
-    case T_BLOCK:
-        /* Go prints the whole structure; its presence is what a reader needs here. */
+    default:
+        /* A block: Go prints the whole structure; its presence is what a reader needs here. */
         snprintf(buf, len, "%s", *(void *const *)p ? "{...}" : "{}");
-        break;
-    case T_TLS_TIMEOUT:
-        snprintf(buf, len, "%g", tls_timeout(o));
-        break;
-    case T_AUTH_TIMEOUT:
-        snprintf(buf, len, "%g", auth_timeout(o));
-        break;
-    case T_TLS_MAP:
-        snprintf(buf, len, "%s", o->tls_cfg != NULL && o->tls_cfg->verify_and_map ? "true" : "false");
-        break;
-    case T_TLS_CONFIG:
-        snprintf(buf, len, "%s", tls_on(o) ? "enabled" : "disabled");
-        break;
-    case T_TLS_PINNED:
-        snprintf(buf, len, "%zu", tls_pinned(o)->n);
-        break;
-    case T_TLS_RATE:
-        snprintf(buf, len, "%lld", (long long)(o->tls_cfg != NULL ? o->tls_cfg->rate_limit : 0));
         break;
     }
 }
@@ -328,50 +203,23 @@ same_str(const char *a, const char *b)
 static bool
 field_equal(const field_t *f, const nd_opts_t *a, const nd_opts_t *b)
 {
-    const char *pa = FIELD(a, f), *pb = FIELD(b, f);
-    switch (f->type) {
-    case T_BOOL:
-        return *(const bool *)pa == *(const bool *)pb;
-    case T_INT:
-        return *(const int *)pa == *(const int *)pb;
-    case T_I32:
-        return *(const int32_t *)pa == *(const int32_t *)pb;
-    case T_I64:
-    case T_DUR:
-        return *(const int64_t *)pa == *(const int64_t *)pb;
-    case T_UINT:
-        return *(const unsigned *)pa == *(const unsigned *)pb;
-    case T_STR:
-        return same_str(*(char *const *)pa, *(char *const *)pb);
-    case T_DBL:
-        return *(const double *)pa == *(const double *)pb;
-    case T_STRLIST: {
-        const nd_strlist_t *la = (const nd_strlist_t *)pa, *lb = (const nd_strlist_t *)pb;
-        if (la->n != lb->n)
-            return false;
-        for (size_t i = 0; i < la->n; i++)
-            if (!same_str(la->v[i], lb->v[i]))
-                return false;
-        return true;
-    }
-    case T_PTR:
-        return (*(void *const *)pa == NULL) == (*(void *const *)pb == NULL);
-    case T_BLOCK:
-        return nd_block_equal(block_of(f), *(void *const *)pa, *(void *const *)pb);
-    case T_CLUSTER:
+    switch (f->derive) {
+    case ND_DV_PORT:
+        return true; /* diff() asks port_changed */
+    case ND_DV_CLUSTER:
         /* Its listen address was checked first (diff() asks cluster_refused). */
         return nd_cluster_equal_but_listen(a->cluster, b->cluster);
-    case T_TLS_TIMEOUT:
+    case ND_DV_TLS_TIMEOUT:
         return tls_timeout(a) == tls_timeout(b);
-    case T_AUTH_TIMEOUT:
+    case ND_DV_AUTH_TIMEOUT:
         return auth_timeout(a) == auth_timeout(b);
-    case T_TLS_MAP:
+    case ND_DV_TLS_MAP:
         return (a->tls_cfg != NULL && a->tls_cfg->verify_and_map) ==
                (b->tls_cfg != NULL && b->tls_cfg->verify_and_map);
-    case T_TLS_CONFIG:
+    case ND_DV_TLS_CONFIG:
         /* Never equal while TLS is on: see the top of the file. */
         return !tls_on(a) && !tls_on(b);
-    case T_TLS_PINNED: {
+    case ND_DV_TLS_PINNED: {
         const nd_strlist_t *la = tls_pinned(a), *lb = tls_pinned(b);
         if (la->n != lb->n)
             return false;
@@ -380,13 +228,14 @@ field_equal(const field_t *f, const nd_opts_t *a, const nd_opts_t *b)
                 return false;
         return true;
     }
-    case T_TLS_RATE:
+    case ND_DV_TLS_RATE:
         return (a->tls_cfg != NULL ? a->tls_cfg->rate_limit : 0) ==
                (b->tls_cfg != NULL ? b->tls_cfg->rate_limit : 0);
-    case T_PORT:
-        break; /* diff() asks port_changed */
+    case ND_DV_NONE:
+        break;
     }
-    return true;
+    /* A member of its own: the option table's comparison (strings: NULL equals ""). */
+    return nd_opt_row_equal(f, a, b);
 }
 
 /* nats-server ignores a new port of 0 (random) and compares with the port it is bound to. */
@@ -544,20 +393,21 @@ diff(const nd_server_t *s, const nd_opts_t *cur, const nd_opts_t *n, unsigned *w
      size_t errlen)
 {
     *what = 0;
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        const field_t *f = &fields[i];
-        if (f->type == T_PORT) {
+    for (const field_t *f = nd_opt_top_block.d; f->type != ND_OT_END; f++) {
+        if (f->go == NULL)
+            continue;
+        if (f->derive == ND_DV_PORT) {
             if (!port_changed(s, cur, n))
                 continue;
             snprintf(err, errlen, "config reload not supported for Port: old=%d, new=%d", s->port,
                      n->port);
             return -1;
         }
-        if (f->type == T_CLUSTER && cluster_refused(cur, n, err, errlen))
+        if (f->derive == ND_DV_CLUSTER && cluster_refused(cur, n, err, errlen))
             return -1;
         if (field_equal(f, cur, n))
             continue;
-        if (f->how == H_REFUSE) {
+        if (f->reload == H_REFUSE) {
             char a[256], b[256];
             format_value(f, cur, a, sizeof a);
             format_value(f, n, b, sizeof b);
@@ -565,7 +415,7 @@ diff(const nd_server_t *s, const nd_opts_t *cur, const nd_opts_t *n, unsigned *w
                      b);
             return -1;
         }
-        *what |= 1u << f->how;
+        *what |= 1u << f->reload;
     }
     return 0;
 }
@@ -573,11 +423,10 @@ diff(const nd_server_t *s, const nd_opts_t *cur, const nd_opts_t *n, unsigned *w
 static void
 log_changes(const nd_opts_t *cur, const nd_opts_t *n)
 {
-    for (size_t i = 0; i < sizeof fields / sizeof fields[0]; i++) {
-        const field_t *f = &fields[i];
-        if (f->text == NULL || field_equal(f, cur, n))
+    for (const field_t *f = nd_opt_top_block.d; f->type != ND_OT_END; f++) {
+        if (f->go == NULL || f->text == NULL || field_equal(f, cur, n))
             continue;
-        if (f->how == H_UNBUILT) {
+        if (f->reload == H_UNBUILT) {
             nd_log_warn("Reload: %s changed; not applied (natsd does not implement it yet)",
                         f->text);
             continue;
