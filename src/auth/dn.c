@@ -13,6 +13,7 @@
  * RDNs have one or two.
  */
 #include "auth/dn.h"
+#include "util/hex.h"
 
 #include <ctype.h>
 #include <string.h>
@@ -20,17 +21,6 @@
 
 #include "actors/alloc.h"
 
-static int
-hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 static const char *
 skip_spaces(const char *p)
@@ -66,7 +56,7 @@ parse_value(const char **pp)
         if (!quoted && (c == ',' || c == ';' || c == '+'))
             break;
         if (c == '\\') {
-            int h = hexval(p[1]), l = p[1] != '\0' ? hexval(p[2]) : -1;
+            int h = nd_hex_value(p[1]), l = p[1] != '\0' ? nd_hex_value(p[2]) : -1;
             if (h >= 0 && l >= 0) {
                 v[n++] = (char)(h * 16 + l);
                 p += 3;

@@ -26,6 +26,7 @@
  * parse (ND_CFG_MAX_NODES, which stops "billion laughs" growth through variable copies).
  */
 #include "cfg/conf.h"
+#include "util/hex.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -337,17 +338,6 @@ buf_putn(buf_t *b, const char *s, size_t n)
         buf_put(b, 0), b->len = 0;
 }
 
-static int
-hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 /* Reads a quoted string at the cursor (on the opening quote) into b. Returns false on error. */
 static bool
@@ -390,7 +380,7 @@ read_quoted(rd_t *r, buf_t *b)
                 buf_put(b, '\\');
                 break;
             case 'x': {
-                int h = hexval(peek(r, 1)), l = hexval(peek(r, 2));
+                int h = nd_hex_value(peek(r, 1)), l = nd_hex_value(peek(r, 2));
                 if (h < 0 || l < 0) {
                     FAIL(r, "Expected two hexadecimal digits after '\\x'.");
                     return false;

@@ -1,5 +1,6 @@
 /* HTTP/1.x request parsing; see httpparse.h. */
 #include "mon/httpparse.h"
+#include "util/hex.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -133,17 +134,6 @@ nd_http_parse(const char *buf, size_t len, nd_http_req_t *pr)
     return 1;
 }
 
-static int
-unhex(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 bool
 nd_http_pct_decode(const char *s, size_t n, char *out, bool plus)
@@ -153,7 +143,7 @@ nd_http_pct_decode(const char *s, size_t n, char *out, bool plus)
         if (s[i] == '%') {
             if (i + 2 >= n)
                 return false;
-            int a = unhex(s[i + 1]), b = unhex(s[i + 2]);
+            int a = nd_hex_value(s[i + 1]), b = nd_hex_value(s[i + 2]);
             if (a < 0 || b < 0)
                 return false;
             out[o++] = (char)(a * 16 + b);
