@@ -26,6 +26,7 @@
 #include "actors/alloc.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
+#include "stress_net.h"
 #include "stress_util.h"
 
 #define REQUESTERS 3
@@ -36,47 +37,6 @@ static atomic_bool g_stop;
 static _Atomic uint64_t g_answers, g_churns;
 static uint64_t g_requests; /* per requester */
 
-static int
-dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    STRESS_CHECK(fd >= 0, "socket: %s", strerror(errno));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    STRESS_CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
-    return fd;
-}
-
-static void
-send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        STRESS_CHECK(w > 0, "send: %s", strerror(errno));
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-/* Reads until buf holds `until`; fails on close or after the hang guard. */
-static void
-read_until(int fd, char *buf, size_t cap, size_t *len, const char *until)
-{
-    for (;;) {
-        buf[*len] = '\0';
-        if (strstr(buf, until) != NULL)
-            return;
-        STRESS_CHECK(*len + 1 < cap, "reply too long: %.200s", buf);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        STRESS_CHECK(poll(&p, 1, 120000) > 0, "no reply within the hang guard: %.200s", buf);
-        ssize_t n = recv(fd, buf + *len, cap - 1 - *len, 0);
-        STRESS_CHECK(n > 0, "server closed: %.200s", buf);
-        *len += (size_t)n;
-    }
-}
-
 static _Atomic int g_next_inbox;
 static _Thread_local char t_inbox[32]; /* this thread's reply subject */
 
@@ -86,18 +46,18 @@ static int
 login(const char *user)
 {
     snprintf(t_inbox, sizeof t_inbox, "_INBOX.r%d", atomic_fetch_add(&g_next_inbox, 1));
-    int fd = dial();
+    int fd = stress_dial(g_port);
     char buf[4096];
     size_t len = 0;
-    read_until(fd, buf, sizeof buf, &len, "\r\n");
+    STRESS_CHECK(stress_read_until(fd, buf, sizeof buf, &len, "\r\n"), "server closed");
     char cmd[256];
     int n = snprintf(cmd, sizeof cmd,
                      "CONNECT {\"verbose\":false,\"user\":\"%s\",\"pass\":\"%s\",\"headers\":true,"
                      "\"no_responders\":true}\r\nSUB %s 1\r\nPING\r\n",
                      user, user, t_inbox);
-    send_all(fd, cmd, (size_t)n);
+    STRESS_CHECK(stress_send_all(fd, cmd, (size_t)n), "server closed");
     len = 0;
-    read_until(fd, buf, sizeof buf, &len, "PONG\r\n");
+    STRESS_CHECK(stress_read_until(fd, buf, sizeof buf, &len, "PONG\r\n"), "server closed");
     return fd;
 }
 
@@ -107,10 +67,10 @@ ask(int fd, const char *subj, const char *want)
 {
     char cmd[256];
     int n = snprintf(cmd, sizeof cmd, "PUB %s %s 0\r\n\r\n", subj, t_inbox);
-    send_all(fd, cmd, (size_t)n);
+    STRESS_CHECK(stress_send_all(fd, cmd, (size_t)n), "server closed");
     static _Thread_local char buf[64 * 1024];
     size_t len = 0;
-    read_until(fd, buf, sizeof buf, &len, "}}\r\n");
+    STRESS_CHECK(stress_read_until(fd, buf, sizeof buf, &len, "}}\r\n"), "server closed");
     char head[48];
     snprintf(head, sizeof head, "MSG %s 1 ", t_inbox);
     STRESS_CHECK(strstr(buf, head) != NULL, "%s: not an answer: %.300s", subj, buf);

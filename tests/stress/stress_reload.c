@@ -33,6 +33,7 @@
 #include "actors/alloc.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
+#include "stress_net.h"
 #include "stress_util.h"
 
 #define CLIENTS 4
@@ -42,57 +43,6 @@
 static int g_port;
 static atomic_bool g_stop;
 static atomic_ulong g_conns, g_delivered, g_refused;
-
-static int
-stall_ms(void)
-{
-    const char *s = getenv("ND_STRESS_STALL_S");
-    int v = s != NULL ? atoi(s) : 0;
-    return (v > 0 ? v : 120) * 1000;
-}
-
-static int
-dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    STRESS_CHECK(fd >= 0, "socket: %s", strerror(errno));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    STRESS_CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
-    return fd;
-}
-
-static void
-send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        STRESS_CHECK(w > 0, "send: %s", strerror(errno));
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
-/* Reads into buf until it holds `until` (returns true) or the server closes (false). */
-static bool
-read_until(int fd, char *buf, size_t cap, size_t *len, const char *until)
-{
-    for (;;) {
-        buf[*len] = '\0';
-        if (strstr(buf, until) != NULL)
-            return true;
-        STRESS_CHECK(*len + 1 < cap, "reply too long: %.200s", buf);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, stall_ms());
-        STRESS_CHECK(r > 0, "no reply within the hang guard; have: %.200s", buf);
-        ssize_t n = recv(fd, buf + *len, cap - 1 - *len, 0);
-        if (n <= 0)
-            return false;
-        *len += (size_t)n;
-    }
-}
 
 static long
 info_max_payload(const char *info)
@@ -117,14 +67,14 @@ client(void *arg)
     size_t publen = (size_t)k + PAYLOAD + 8;
     char *buf = malloc(16384);
     while (!atomic_load(&g_stop)) {
-        int fd = dial();
+        int fd = stress_dial(g_port);
         size_t len = 0;
-        STRESS_CHECK(read_until(fd, buf, 16384, &len, "\r\n"), "closed before INFO");
+        STRESS_CHECK(stress_read_until(fd, buf, 16384, &len, "\r\n"), "closed before INFO");
         long mp = info_max_payload(buf);
         STRESS_CHECK(mp == 1000 || mp == 2000, "INFO max_payload %ld", mp);
-        send_all(fd, pub, publen);
+        STRESS_CHECK(stress_send_all(fd, pub, publen), "server closed");
         len = 0;
-        if (read_until(fd, buf, 16384, &len, "PONG\r\n")) {
+        if (stress_read_until(fd, buf, 16384, &len, "PONG\r\n")) {
             STRESS_CHECK(strstr(buf, "MSG x 1 1500\r\n") != NULL,
                          "PONG without the message: %.300s", buf);
             atomic_fetch_add(&g_delivered, 1);
@@ -207,24 +157,24 @@ main(int argc, char **argv)
     int idle[IDLE];
     char buf[16384];
     for (int i = 0; i < IDLE; i++) {
-        idle[i] = dial();
+        idle[i] = stress_dial(g_port);
         size_t len = 0;
-        STRESS_CHECK(read_until(idle[i], buf, sizeof buf, &len, "\r\n"), "closed before INFO");
+        STRESS_CHECK(stress_read_until(idle[i], buf, sizeof buf, &len, "\r\n"), "closed before INFO");
         const char *hello = "CONNECT {\"verbose\":false,\"protocol\":1}\r\nPING\r\n";
-        send_all(idle[i], hello, strlen(hello));
+        STRESS_CHECK(stress_send_all(idle[i], hello, strlen(hello)), "server closed");
         len = 0;
-        STRESS_CHECK(read_until(idle[i], buf, sizeof buf, &len, "PONG\r\n"), "no PONG");
+        STRESS_CHECK(stress_read_until(idle[i], buf, sizeof buf, &len, "PONG\r\n"), "no PONG");
     }
     STRESS_CHECK(natsd_lame_duck(s), "lame duck mode did not start");
     STRESS_CHECK(!natsd_lame_duck(s), "lame duck mode started twice");
     for (int i = 0; i < IDLE; i++) {
         size_t len = 0;
-        STRESS_CHECK(read_until(idle[i], buf, sizeof buf, &len, "\"ldm\":true"),
+        STRESS_CHECK(stress_read_until(idle[i], buf, sizeof buf, &len, "\"ldm\":true"),
                      "closed without the ldm INFO: %.300s", buf);
-        STRESS_CHECK(!read_until(idle[i], buf, sizeof buf, &len, "\x01"), "not closed");
+        STRESS_CHECK(!stress_read_until(idle[i], buf, sizeof buf, &len, "\x01"), "not closed");
         close(idle[i]);
     }
-    STRESS_CHECK(natsd_lame_duck_wait(s, stall_ms()), "lame duck mode did not end");
+    STRESS_CHECK(natsd_lame_duck_wait(s, (int)(stress_stall_limit_s() * 1000)), "lame duck mode did not end");
     natsd_stop(s);
     unlink(path);
     rmdir(dir);

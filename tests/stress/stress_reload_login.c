@@ -32,6 +32,7 @@
 #include "actors/alloc.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
+#include "stress_net.h"
 #include "stress_util.h"
 
 #define CLIENTS 4
@@ -39,63 +40,6 @@
 static int g_port;
 static atomic_bool g_stop;
 static _Atomic uint64_t g_conns, g_delivered, g_closed;
-
-static int
-stall_ms(void)
-{
-    const char *s = getenv("ND_STRESS_STALL_S");
-    int v = s != NULL ? atoi(s) : 0;
-    return (v > 0 ? v : 120) * 1000;
-}
-
-static int
-dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    STRESS_CHECK(fd >= 0, "socket: %s", strerror(errno));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    STRESS_CHECK(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
-    return fd;
-}
-
-/* Returns: false when the server closed the connection first (a send error). */
-static bool
-send_all(int fd, const char *p, size_t n)
-{
-    while (n > 0) {
-        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w < 0 && (errno == EPIPE || errno == ECONNRESET))
-            return false;
-        STRESS_CHECK(w > 0, "send: %s", strerror(errno));
-        p += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-/* Reads into buf until it holds `until` (returns true) or the server closes (false). */
-static bool
-read_until(int fd, char *buf, size_t cap, size_t *len, const char *until)
-{
-    for (;;) {
-        buf[*len] = '\0';
-        if (strstr(buf, until) != NULL)
-            return true;
-        STRESS_CHECK(*len + 1 < cap, "reply too long: %.200s", buf);
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int r = poll(&p, 1, stall_ms());
-        STRESS_CHECK(r > 0, "no reply within the hang guard; have: %.200s", buf);
-        ssize_t n = recv(fd, buf + *len, cap - 1 - *len, 0);
-        if (n < 0 && errno == ECONNRESET)
-            return false;
-        if (n <= 0)
-            return false;
-        *len += (size_t)n;
-    }
-}
 
 static void *
 client(void *arg)
@@ -105,14 +49,14 @@ client(void *arg)
                                 "\"pass\":\"p\"}\r\nSUB x 1\r\nPUB x 2\r\nhi\r\nPING\r\n";
     char buf[8192];
     while (!atomic_load(&g_stop)) {
-        int fd = dial();
+        int fd = stress_dial(g_port);
         size_t len = 0;
-        STRESS_CHECK(read_until(fd, buf, sizeof buf, &len, "\r\n"), "closed before INFO");
+        STRESS_CHECK(stress_read_until(fd, buf, sizeof buf, &len, "\r\n"), "closed before INFO");
         STRESS_CHECK(strstr(buf, "\"auth_required\":true") != NULL, "INFO without auth: %.300s",
                      buf);
         len = 0;
-        bool sent = send_all(fd, login, sizeof login - 1);
-        if (sent && read_until(fd, buf, sizeof buf, &len, "PONG\r\n")) {
+        bool sent = stress_send_all(fd, login, sizeof login - 1);
+        if (sent && stress_read_until(fd, buf, sizeof buf, &len, "PONG\r\n")) {
             STRESS_CHECK(strstr(buf, "MSG x 1 2\r\nhi\r\n") != NULL,
                          "PONG without the message: %.300s", buf);
             atomic_fetch_add(&g_delivered, 1);
