@@ -537,11 +537,11 @@ int nd_opts_apply_flags(nd_opts_t *o, int argc, char **argv);
 int nd_opts_apply_config(nd_opts_t *o, const char *path, char *err, size_t errlen);
 /* As nd_opts_apply_config for config text held in memory, named name in positions and texts
  * (includes are relative to the working directory). */
+int nd_opts_apply_config_string(nd_opts_t *o, const char *text, const char *name, char *err,
+                                size_t errlen);
 /* One option, by its config-file key (any alias, any case), its value written as in a config
  * file: applied as the line `name: value` would be, with the same checks and texts. */
 int nd_opts_set_option(nd_opts_t *o, const char *name, const char *value, char *err, size_t errlen);
-int nd_opts_apply_config_string(nd_opts_t *o, const char *text, const char *name, char *err,
-                                size_t errlen);
 /* The log module's view of o (debug, trace/trace_verbose, logtime[_utc], log_file, log_size_limit,
  * log_max_num, remote_syslog, syslog). Borrows o's strings. */
 nd_log_cfg_t nd_opts_log_cfg(const nd_opts_t *o);

@@ -54,9 +54,9 @@ typedef struct nd_conn_msg_imsg {
     uint64_t cid;
     uint32_t hdr_len, data_len;
     uint8_t kind; /* nd_conn_kind_t of the publisher */
-    bool imported;
-    uint16_t len[7]; /* of the strings below, in this order */
-    char str[];      /* subject, reply, user, name, lang, version, ip; each NUL-terminated */
+    uint16_t len[8]; /* of the strings below, in this order */
+    char str[];      /* subject, reply, user, name, lang, version, ip, import subject; each
+                      * NUL-terminated */
 } nd_conn_msg_imsg_t;
 
 /* An internal client's first message: subscribe to these (strings owned by the message). */
@@ -264,7 +264,7 @@ bool nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
  * message is refused). Ctx: a worker (inside an epoch section is fine: nothing is sent). */
 nd_conn_msg_imsg_t *nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c,
                                        nd_acct_t *from_acct, const nd_proto_cmd_t *cmd,
-                                       nd_payload_t *payload, bool imported);
+                                       nd_payload_t *payload, const char *via);
 void nd_iclient_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_imsg_t *m);
 void nd_iclient_on_start(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_istart_t *m);
 /* The last subscription acknowledgement arrived: wakes nd_iclient_start. */

@@ -65,7 +65,8 @@ typedef struct line_tail {
 
 typedef struct pub_ctx {
     const nd_proto_cmd_t *cmd;
-    bool imported;         /* delivering in an exporter's account through a service import */
+    const char *via;       /* delivering in an exporter's account through the service import
+                            * of this subject (the importer's), else NULL */
     nd_payload_t *payload; /* created on the first large delivery */
     uint32_t matched;      /* recipients found, delivered or not */
     line_tail_t tail[2];   /* [0]: as published; [1]: headers stripped (MSG with the payload) */
@@ -386,7 +387,7 @@ deliver_internal(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_c
     if (pc->payload == NULL)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
     nd_conn_msg_imsg_t *m =
-        nd_iclient_msg_new(ctx, t, c, c->acct, cmd, pc->payload, pc->imported);
+        nd_iclient_msg_new(ctx, t, c, c->acct, cmd, pc->payload, pc->via);
     if (m == NULL)
         return false;
     pc->matched++;
@@ -611,9 +612,9 @@ import_subject(const nd_xf_t *xf, const char *to, size_t to_len, const char *sub
  * to its count. Ctx: in the section. */
 static void
 deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
-           const nd_proto_cmd_t *icmd, bool service)
+           const nd_proto_cmd_t *icmd, const char *via)
 {
-    pub_ctx_t ipc = {.cmd = icmd, .payload = pc->payload, .imported = service};
+    pub_ctx_t ipc = {.cmd = icmd, .payload = pc->payload, .via = via};
     nd_sl_result_t r;
     nd_sl_result_init(&r);
     nd_sl_match(ctx, nd_acct_sublist(acct), icmd->subject.ptr, icmd->subject.len, &r);
@@ -693,7 +694,7 @@ deliver_services(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route
         icmd.hdr_len = (int64_t)hdr_len;
         /* The rewritten payload is not the publisher's: a payload buffer of its own. */
         pub_ctx_t spc = {.cmd = &icmd};
-        deliver_in(ctx, c, &spc, sv->acct, &icmd, true);
+        deliver_in(ctx, c, &spc, sv->acct, &icmd, sv->from);
         pc->matched += spc.matched;
         if (spc.payload != NULL)
             nd_payload_unref(spc.payload);
@@ -729,7 +730,7 @@ deliver_response(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route
         reply = next;
         icmd.subject.ptr = reply;
         icmd.subject.len = rlen;
-        deliver_in(ctx, c, pc, imp, &icmd, false);
+        deliver_in(ctx, c, pc, imp, &icmd, NULL);
         /* acquire: pairs with the release store of nd_acct_route_install. */
         rt = atomic_load_explicit(&imp->route, memory_order_acquire);
     }
@@ -751,7 +752,7 @@ deliver_imports(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_
         nd_proto_cmd_t icmd = *cmd;
         icmd.subject.ptr = import_subject(im->xf, im->to, im->to_len, cmd->subject.ptr,
                                           cmd->subject.len, buf, &heap, &icmd.subject.len);
-        deliver_in(ctx, c, pc, im->acct, &icmd, false);
+        deliver_in(ctx, c, pc, im->acct, &icmd, NULL);
         nd_free(heap);
     }
 }

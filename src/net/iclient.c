@@ -116,7 +116,7 @@ nd_iclient_on_start(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_istart_t *m)
 
 nd_conn_msg_imsg_t *
 nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c, nd_acct_t *from_acct,
-                   const nd_proto_cmd_t *cmd, nd_payload_t *payload, bool imported)
+                   const nd_proto_cmd_t *cmd, nd_payload_t *payload, const char *via)
 {
     nd_iclient_t *ic = t->ic;
     /* relaxed: a bound, not a synchronisation; the receiver decrements after handling. */
@@ -126,16 +126,17 @@ nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c, nd_acct_t *f
         return NULL;
     }
     const nd_mon_meta_t *meta = c != NULL ? c->mon.meta : NULL;
-    const char *s[7] = {cmd->subject.ptr,
+    const char *s[8] = {cmd->subject.ptr,
                         cmd->reply.ptr,
                         meta != NULL ? meta->user : NULL,
                         c != NULL ? c->name : NULL,
                         c != NULL ? c->lang : NULL,
                         c != NULL ? c->version : NULL,
-                        c != NULL ? c->ip : NULL};
-    size_t l[7] = {cmd->subject.len, cmd->reply.len};
+                        c != NULL ? c->ip : NULL,
+                        via};
+    size_t l[8] = {cmd->subject.len, cmd->reply.len};
     size_t total = 0;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         if (i >= 2)
             l[i] = s[i] != NULL ? strnlen(s[i], 1024) : 0;
         total += l[i] + 1;
@@ -143,7 +144,7 @@ nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c, nd_acct_t *f
     nd_conn_msg_imsg_t *m =
         (nd_conn_msg_imsg_t *)nd_msg_new(ctx, sizeof(*m) + total, ND_CONN_MSG_IMSG);
     char *p = m->str;
-    for (int i = 0; i < 7; i++) {
+    for (int i = 0; i < 8; i++) {
         if (l[i] > 0)
             memcpy(p, s[i], l[i]);
         p[l[i]] = '\0';
@@ -156,7 +157,6 @@ nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c, nd_acct_t *f
     m->acct = from_acct;
     m->cid = c != NULL ? c->cid : 0;
     m->kind = (uint8_t)(c != NULL ? c->kind : ND_CONN_SYSTEM);
-    m->imported = imported;
     bool hdrs = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
     m->hdr_len = hdrs ? (uint32_t)cmd->hdr_len : 0;
     m->data_len = (uint32_t)cmd->payload.len - (uint32_t)(hdrs ? cmd->hdr_len : 0);
@@ -176,9 +176,9 @@ nd_iclient_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_imsg_t *m)
     nd_iclient_t *ic = c->ic;
     atomic_fetch_sub_explicit(&ic->queued, 1, memory_order_relaxed);
     if (!c->closing) {
-        const char *str[7];
+        const char *str[8];
         const char *p = m->str;
-        for (int i = 0; i < 7; i++) {
+        for (int i = 0; i < 8; i++) {
             str[i] = p;
             p += m->len[i] + 1;
         }
@@ -190,7 +190,8 @@ nd_iclient_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_imsg_t *m)
                             .lang = str[4],
                             .version = str[5],
                             .ip = str[6],
-                            .imported = m->imported};
+                            .imported = m->len[7] > 0,
+                            .import = str[7]};
         nd_imsg_t im = {.subject = str[0],
                         .subject_len = m->len[0],
                         .reply = str[1],

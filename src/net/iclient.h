@@ -43,6 +43,7 @@ typedef struct nd_sender {
     const char *lang, *version;
     const char *ip;
     bool imported;       /* it came through a service import of the publisher's account */
+    const char *import;  /* that import's subject in the publisher's account, or "" */
 } nd_sender_t;
 
 /* One message for a service. Borrowed for the handler's call. */

@@ -44,7 +44,7 @@ sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
         return false;
     nd_conn_t *t = (nd_conn_t *)sub->conn;
     if (t->ic != NULL) {
-        nd_conn_msg_imsg_t *im = nd_iclient_msg_new(ctx, t, NULL, p->acct, &p->cmd, p->pl, false);
+        nd_conn_msg_imsg_t *im = nd_iclient_msg_new(ctx, t, NULL, p->acct, &p->cmd, p->pl, NULL);
         if (im == NULL)
             return false;
         (void)nd_sub_count_delivery(sub);

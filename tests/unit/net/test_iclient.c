@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+#include "auth/auth.h"
 #include "net/iclient.h"
 #include "test_inproc.h"
 
@@ -148,4 +149,64 @@ Test(iclient, receives_payload_and_sender)
     nd_integ_conn_close(c);
 
     inproc_bare_stop(&b);
+}
+
+/* A service in account B reached through A's import of B's export: the sender is A's client,
+ * and the delivery says it came through the import of "svc.>" (nd_sender_t.imported/.import).
+ * The answer travels back through the import's `_R_` route to A's inbox. */
+static void
+on_via(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
+{
+    (void)arg;
+    char out[256];
+    int n = snprintf(out, sizeof out, "%s|%s|%s|%d", m->from->import, nd_acct_name(m->from->acct),
+                     m->from->user, m->from->imported ? 1 : 0);
+    nd_iclient_publish(ctx, ic, m->reply, NULL, NULL, 0, out, (size_t)n);
+}
+
+Test(iclient, sender_through_service_import)
+{
+    nd_opts_t o;
+    nd_opts_defaults(&o);
+    char err[512];
+    cr_assert(nd_opts_apply_config_string(
+                  &o,
+                  "accounts {\n"
+                  "  A { users: [{user: a, password: a}],\n"
+                  "      imports: [{service: {account: B, subject: \"svc.>\"}}] }\n"
+                  "  B { users: [{user: b, password: b}], exports: [{service: \"svc.>\"}] }\n"
+                  "}\n",
+                  "test.conf", err, sizeof err) >= 0,
+              "%s", err);
+    nd_free(o.host);
+    o.host = nd_xstrdup("127.0.0.1");
+    o.port = -1;
+    nd_pool_t *pool = nd_pool_new(o.workers);
+    nd_server_t *srv = nd_server_start(&o, pool);
+    nd_opts_free(&o);
+    cr_assert_not_null(srv);
+    nd_pool_start(pool);
+
+    nd_ctx_t *ctx = nd_ctx_external_new(pool);
+    nd_auth_t *a = nd_auth_slot_get(srv->auth);
+    nd_acct_t *b = NULL;
+    for (size_t i = 0; i < a->naccts; i++)
+        if (strcmp(a->accts[i].name, "B") == 0)
+            b = a->accts[i].acct;
+    cr_assert_not_null(b);
+    const char *subjects[] = {"svc.>"};
+    (void)nd_iclient_start(srv, b, ND_CONN_SYSTEM, "via", subjects, 1, 0, on_via, NULL);
+    nd_auth_unref(ctx, a);
+    nd_ctx_external_free(ctx);
+
+    nd_integ_conn_t *c = nd_integ_conn_open_port(srv->port);
+    ND_SEND(c, "CONNECT {\"verbose\":false,\"user\":\"a\",\"pass\":\"a\"}\r\nSUB r 1\r\n"
+               "PUB svc.x r 2\r\nhi\r\n");
+    ND_EXPECT(c, "MSG r 1 11\r\nsvc.>|A|a|1\r\n");
+    nd_integ_conn_close(c);
+
+    nd_server_stop_accepting(srv);
+    nd_pool_shutdown(pool);
+    nd_server_free(srv);
+    nd_pool_free(pool);
 }
