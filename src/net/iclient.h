@@ -8,8 +8,8 @@
  * Receiving: a publish that matches one of its subscriptions arrives in its mailbox as one
  * message (no MSG text formatting), holding a reference on the shared payload buffer, and the
  * service's handler runs on the internal client's own turn with an nd_imsg_t: subject, reply,
- * headers, payload and who sent it (account, user, client id, name, and whether it came
- * through a service import). Replies go out with nd_iclient_publish, through the same delivery
+ * headers, payload and who sent it (account, user, client id, name, and whether and through
+ * which service import it came). Replies go out with nd_iclient_publish, through the same delivery
  * path as a client's PUB (mappings, imports, `_R_` response routing).
  *
  * Back-pressure: at most `queue_limit` messages wait in the mailbox; a message that finds it
