@@ -44,27 +44,36 @@ event_id(nd_ctx_t *ctx, char out[23])
     out[22] = '\0';
 }
 
+/* Returns: a reference on the account named name[0..len), or NULL when there is none (or the
+ * authorization is gone: shutdown). */
+static nd_acct_t *
+acct_by_name(nd_ctx_t *ctx, nd_server_t *s, const char *name, size_t len)
+{
+    nd_auth_t *a = s->auth != NULL ? nd_auth_slot_get(s->auth) : NULL;
+    if (a == NULL)
+        return NULL;
+    nd_acct_t *r = NULL;
+    for (size_t i = 0; i < a->naccts && r == NULL; i++) {
+        nd_acct_t *acct = a->accts[i].acct;
+        const char *n = acct != NULL ? nd_acct_name(acct) : "";
+        if (acct != NULL && strlen(n) == len && memcmp(n, name, len) == 0) {
+            r = acct;
+            nd_actor_ref(&r->actor);
+        }
+    }
+    nd_auth_unref(ctx, a);
+    return r;
+}
+
 /* Returns: a reference on the system account, or NULL when none is configured (or the
  * authorization is gone: shutdown). */
 static nd_acct_t *
 sys_acct(nd_ctx_t *ctx, nd_server_t *s)
 {
     const char *name = s->opts.system_account;
-    if (name == NULL || name[0] == '\0' || s->auth == NULL)
+    if (name == NULL || name[0] == '\0')
         return NULL;
-    nd_auth_t *a = nd_auth_slot_get(s->auth);
-    if (a == NULL)
-        return NULL;
-    nd_acct_t *r = NULL;
-    for (size_t i = 0; i < a->naccts; i++) {
-        if (a->accts[i].acct != NULL && strcmp(nd_acct_name(a->accts[i].acct), name) == 0) {
-            r = a->accts[i].acct;
-            nd_actor_ref(&r->actor);
-            break;
-        }
-    }
-    nd_auth_unref(ctx, a);
-    return r;
+    return acct_by_name(ctx, s, name, strlen(name));
 }
 
 /* nats-server's ServerInfo block. */
@@ -113,6 +122,26 @@ publish_json(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, const char *reply
     free(js);
 }
 
+/* acct's counters as nats-server writes them in an account_connections advisory and in an
+ * AccountStatz entry (no leaf nodes or per-account slow consumers here: 0). */
+static void
+account_stats(json_t *o, nd_acct_t *acct, int64_t conns)
+{
+    json_object_set_new(o, "acc", json_string(nd_acct_name(acct)));
+    json_object_set_new(o, "conns", json_integer((json_int_t)conns));
+    json_object_set_new(o, "leafnodes", json_integer(0));
+    json_object_set_new(o, "total_conns", json_integer((json_int_t)conns));
+    json_object_set_new(
+        o, "sent",
+        msgs_bytes(atomic_load_explicit(&acct->stats.msgs_out, memory_order_relaxed),
+                   atomic_load_explicit(&acct->stats.bytes_out, memory_order_relaxed)));
+    json_object_set_new(
+        o, "received",
+        msgs_bytes(atomic_load_explicit(&acct->stats.msgs_in, memory_order_relaxed),
+                   atomic_load_explicit(&acct->stats.bytes_in, memory_order_relaxed)));
+    json_object_set_new(o, "slow_consumers", json_integer(0));
+}
+
 /* Publishes acct's connection count (nats-server 2.9's sendAccConnsUpdate): the same event on
  * the current subject and on the old `$SYS.SERVER.ACCOUNT.<acc>.CONNS`, as 2.9.10 does. */
 static void
@@ -129,19 +158,7 @@ publish_conns(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *sys, nd_acct_t *acct, in
         json_object_set_new(o, "id", json_string(id));
         json_object_set_new(o, "timestamp", nd_mon_json_time(now));
         json_object_set_new(o, "server", server_block(s, now));
-        json_object_set_new(o, "acc", json_string(nd_acct_name(acct)));
-        json_object_set_new(o, "conns", json_integer((json_int_t)conns));
-        json_object_set_new(o, "leafnodes", json_integer(0));
-        json_object_set_new(o, "total_conns", json_integer((json_int_t)conns));
-        json_object_set_new(
-            o, "sent",
-            msgs_bytes(atomic_load_explicit(&acct->stats.msgs_out, memory_order_relaxed),
-                       atomic_load_explicit(&acct->stats.bytes_out, memory_order_relaxed)));
-        json_object_set_new(
-            o, "received",
-            msgs_bytes(atomic_load_explicit(&acct->stats.msgs_in, memory_order_relaxed),
-                       atomic_load_explicit(&acct->stats.bytes_in, memory_order_relaxed)));
-        json_object_set_new(o, "slow_consumers", json_integer(0));
+        account_stats(o, acct, conns);
         char subj[ND_ACCT_NAME_MAX + 40];
         snprintf(subj, sizeof subj, fmt[i], nd_acct_name(acct));
         publish_json(ctx, sys, subj, NULL, o);
@@ -209,17 +226,17 @@ typedef enum {
     REQ_USER_INFO
 } req_kind_t;
 
-#define ACC_STATZ      ".STATZ"
-#define ACC_STATZ_LEN  (sizeof ACC_STATZ - 1)
-#define USER_PREFIX    "$SYS.REQ.USER."
+#define ACC_STATZ       ".STATZ"
+#define ACC_STATZ_LEN   (sizeof ACC_STATZ - 1)
+#define USER_PREFIX     "$SYS.REQ.USER."
 #define USER_PREFIX_LEN (sizeof USER_PREFIX - 1)
-#define USER_INFO      ".INFO"
-#define USER_INFO_LEN  (sizeof USER_INFO - 1)
+#define USER_INFO       ".INFO"
+#define USER_INFO_LEN   (sizeof USER_INFO - 1)
 
 /* Returns: whether subj is prefix<one token>suffix (the account's name in the middle). */
 static bool
-one_token_between(const char *subj, size_t len, const char *prefix, size_t plen,
-                  const char *suffix, size_t slen)
+one_token_between(const char *subj, size_t len, const char *prefix, size_t plen, const char *suffix,
+                  size_t slen)
 {
     if (len <= plen + slen || memcmp(subj, prefix, plen) != 0 ||
         memcmp(subj + len - slen, suffix, slen) != 0)
@@ -268,7 +285,6 @@ req_kind(const nd_server_t *s, const char *subj, size_t len)
             return names[i].kind;
     return REQ_NONE;
 }
-
 
 static json_t *
 statsz(nd_ctx_t *ctx, nd_server_t *s, int64_t now)
@@ -340,34 +356,12 @@ endpoint(nd_ctx_t *ctx, nd_server_t *s, nd_mon_ep_t ep, int64_t now, const char 
 static json_t *
 account_statz(nd_ctx_t *ctx, nd_server_t *s, const char *name, size_t nlen, int64_t now)
 {
-    nd_auth_t *a = s->auth != NULL ? nd_auth_slot_get(s->auth) : NULL;
-    if (a == NULL)
+    nd_acct_t *acct = acct_by_name(ctx, s, name, nlen);
+    if (acct == NULL)
         return NULL;
-    json_t *entry = NULL;
-    for (size_t i = 0; i < a->naccts && entry == NULL; i++) {
-        nd_acct_t *acct = a->accts[i].acct;
-        if (acct == NULL || strlen(a->accts[i].name) != nlen ||
-            memcmp(a->accts[i].name, name, nlen) != 0)
-            continue;
-        int64_t conns = atomic_load_explicit(&acct->conns, memory_order_relaxed);
-        entry = json_object();
-        json_object_set_new(entry, "acc", json_string(a->accts[i].name));
-        json_object_set_new(entry, "conns", json_integer((json_int_t)conns));
-        json_object_set_new(entry, "leafnodes", json_integer(0));
-        json_object_set_new(entry, "total_conns", json_integer((json_int_t)conns));
-        json_object_set_new(
-            entry, "sent",
-            msgs_bytes(atomic_load_explicit(&acct->stats.msgs_out, memory_order_relaxed),
-                       atomic_load_explicit(&acct->stats.bytes_out, memory_order_relaxed)));
-        json_object_set_new(
-            entry, "received",
-            msgs_bytes(atomic_load_explicit(&acct->stats.msgs_in, memory_order_relaxed),
-                       atomic_load_explicit(&acct->stats.bytes_in, memory_order_relaxed)));
-        json_object_set_new(entry, "slow_consumers", json_integer(0));
-    }
-    nd_auth_unref(ctx, a);
-    if (entry == NULL)
-        return NULL;
+    json_t *entry = json_object();
+    account_stats(entry, acct, atomic_load_explicit(&acct->conns, memory_order_relaxed));
+    nd_actor_unref(ctx, &acct->actor);
     json_t *z = json_object();
     json_object_set_new(z, "server_id", json_string(s->server_id));
     json_object_set_new(z, "now", nd_mon_json_time(now));
@@ -420,7 +414,8 @@ on_request(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
                         len - ACC_PREFIX_LEN - ACC_CONNZ_LEN);
         break;
     case REQ_ACC_STATZ:
-        body = account_statz(ctx, s, subj + ACC_PREFIX_LEN, len - ACC_PREFIX_LEN - ACC_STATZ_LEN, now);
+        body =
+            account_statz(ctx, s, subj + ACC_PREFIX_LEN, len - ACC_PREFIX_LEN - ACC_STATZ_LEN, now);
         break;
     case REQ_USER_INFO:
         body = user_info(m->from);
