@@ -136,17 +136,7 @@ main(int argc, char **argv)
           cf);
     STRESS_CHECK(fclose(cf) == 0, "fclose");
 
-    nd_opts_t o;
-    nd_opts_defaults(&o);
-    char err[1024];
-    STRESS_CHECK(nd_opts_apply_config(&o, path, err, sizeof err) >= 0, "config: %s", err);
-    nd_free(o.host);
-    o.host = nd_xstrdup("127.0.0.1");
-    o.port = -1;
-    o.workers = 3;
-    natsd_t *s = natsd_start(&o);
-    nd_opts_free(&o);
-    STRESS_CHECK(s != NULL, "natsd_start failed");
+    natsd_t *s = stress_start_server(path);
     g_port = natsd_port(s);
 
     pthread_t req[REQUESTERS + 1], churn[CHURNERS];

@@ -1,5 +1,6 @@
-/* Raw-socket helpers shared by the stress programs that drive a server over loopback
- * (stress_reload, stress_reload_login, stress_iclient). Plain blocking sockets; the only wait
+/* What the stress programs that drive a server over loopback share (stress_reload,
+ * stress_reload_login, stress_iclient): an in-process server started from a config file, and
+ * raw-socket helpers. Plain blocking sockets; the only wait
  * is bounded by the hang guard of stress_util.h (stress_stall_limit_s), never by a timing
  * expectation. */
 #ifndef ND_STRESS_NET_H
@@ -12,7 +13,33 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "actors/alloc.h"
+#include "cfg/opts.h"
+#include "natsd/natsd.h"
 #include "stress_util.h"
+
+/* Starts natsd in this process with the config file at path, on 127.0.0.1, a random port and 3
+ * workers; those are also set as its command-line flags, so every reload applies them again. */
+static inline natsd_t *
+stress_start_server(const char *path)
+{
+    nd_opts_t o;
+    nd_opts_defaults(&o);
+    char err[1024];
+    STRESS_CHECK(nd_opts_apply_config(&o, path, err, sizeof err) >= 0, "config: %s", err);
+    nd_free(o.host);
+    o.host = nd_xstrdup("127.0.0.1");
+    o.port = -1;
+    o.workers = 3;
+    nd_free(o.config_file);
+    o.config_file = nd_xstrdup(path);
+    natsd_t *s = natsd_start(&o);
+    nd_opts_free(&o);
+    STRESS_CHECK(s != NULL, "natsd_start failed");
+    char *const args[] = {"natsd", "-a", "127.0.0.1", "-p", "-1", "-w", "3"};
+    natsd_set_args(s, 7, args);
+    return s;
+}
 
 /* A connected socket to 127.0.0.1:port. */
 static inline int

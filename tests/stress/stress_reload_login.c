@@ -110,22 +110,7 @@ main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/server.conf", dir);
     write_version(path, 0);
 
-    nd_opts_t o;
-    nd_opts_defaults(&o);
-    char err[1024];
-    STRESS_CHECK(nd_opts_apply_config(&o, path, err, sizeof err) >= 0, "config: %s", err);
-    nd_free(o.host);
-    o.host = nd_xstrdup("127.0.0.1");
-    o.port = -1;
-    o.workers = 3;
-    nd_free(o.config_file);
-    o.config_file = nd_xstrdup(path);
-    natsd_t *s = natsd_start(&o);
-    nd_opts_free(&o);
-    STRESS_CHECK(s != NULL, "natsd_start failed");
-    /* What was set over the file above, as flags: every reload applies them again. */
-    char *const args[] = {"natsd", "-a", "127.0.0.1", "-p", "-1", "-w", "3"};
-    natsd_set_args(s, 7, args);
+    natsd_t *s = stress_start_server(path);
     g_port = natsd_port(s);
 
     pthread_t th[CLIENTS];
