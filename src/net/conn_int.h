@@ -54,7 +54,7 @@ typedef struct nd_conn_msg_imsg {
     uint64_t cid;
     uint32_t hdr_len, data_len;
     uint8_t kind; /* nd_conn_kind_t of the publisher */
-    uint16_t len[8]; /* of the strings below, in this order */
+    uint32_t len[8]; /* of the strings below, in this order */
     char str[];      /* subject, reply, user, name, lang, version, ip, import subject; each
                       * NUL-terminated */
 } nd_conn_msg_imsg_t;

@@ -149,7 +149,7 @@ nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_conn_t *c, nd_acct_t *f
             memcpy(p, s[i], l[i]);
         p[l[i]] = '\0';
         p += l[i] + 1;
-        m->len[i] = (uint16_t)l[i];
+        m->len[i] = (uint32_t)l[i];
     }
     nd_payload_ref(payload);
     m->payload = payload;
