@@ -13,6 +13,7 @@
 
 #include "mon/mon_int.h"
 #include "actors/alloc.h"
+#include "util/timefmt.h"
 
 /* ---- formats ---- */
 
@@ -52,13 +53,7 @@ frac_trim(uint64_t frac, int digits, char *out, size_t cap)
 void
 nd_mon_fmt_time(int64_t wall_ns, char out[48])
 {
-    time_t secs = (time_t)(wall_ns / 1000000000LL);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    char frac[32];
-    frac_trim((uint64_t)(wall_ns % 1000000000LL), 9, frac, sizeof frac);
-    put48(out, "%04d-%02d-%02dT%02d:%02d:%02d%sZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-          tm.tm_hour, tm.tm_min, tm.tm_sec, frac);
+    nd_time_rfc3339(wall_ns, out);
 }
 
 json_t *

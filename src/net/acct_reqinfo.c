@@ -1,5 +1,6 @@
 /* The Nats-Request-Info header of requests through service imports; see acct_reqinfo.h. */
 #include "net/acct_reqinfo.h"
+#include "util/timefmt.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -133,24 +134,6 @@ field_int(out_t *o, const char *key, int64_t v)
     put(o, b, (size_t)n);
 }
 
-/* Go's time.Time in JSON: RFC 3339 with the nanoseconds, trailing zeros trimmed, in UTC (the
- * format of nd_mon_fmt_time, which is private to src/mon). */
-static void
-fmt_time(int64_t wall_ns, char out[48])
-{
-    time_t secs = (time_t)(wall_ns / 1000000000LL);
-    long ns = (long)(wall_ns % 1000000000LL);
-    struct tm tm;
-    gmtime_r(&secs, &tm);
-    size_t n = strftime(out, 48, "%Y-%m-%dT%H:%M:%S", &tm);
-    if (ns != 0) {
-        n += (size_t)snprintf(out + n, 48 - n, ".%09ld", ns);
-        while (out[n - 1] == '0')
-            n--;
-    }
-    snprintf(out + n, 48 - n, "Z");
-}
-
 /* The ClientInfo JSON of c, fields in the order of nats-server's struct. */
 static void
 client_info(out_t *o, const nd_conn_t *c, const char *acct_name, const nd_acct_reqinfo_t *ri)
@@ -159,7 +142,7 @@ client_info(out_t *o, const nd_conn_t *c, const char *acct_name, const nd_acct_r
     put(o, "{", 1);
     if (ri->detailed) {
         char t[48];
-        fmt_time(c->mon.start_ns, t);
+        nd_time_rfc3339(c->mon.start_ns, t);
         field_str(o, "start", t);
         field_str(o, "host", c->ip);
         field_int(o, "id", (int64_t)c->cid);

@@ -351,7 +351,7 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     c->tls = NULL;
     nd_conn_auth_fini(c);
     if (c->ic != NULL)
-        nd_iclient_fini(c);
+        nd_iclient_fini(ctx, c);
     c->rbuf = c->wbuf = NULL;
     if (c->scratch != NULL) {
         nd_sl_result_fini(c->scratch);
@@ -694,6 +694,12 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_CONN_MSG_ISTART:
         nd_iclient_on_start(ctx, c, (nd_conn_msg_istart_t *)msg);
         return;
+    case ND_CONN_MSG_ICALL:
+        nd_iclient_on_call(ctx, c, (nd_conn_msg_icall_t *)msg);
+        return;
+    case ND_CONN_MSG_ITIMER:
+        nd_iclient_on_timer(ctx, c, msg);
+        return;
     case ND_CONN_MSG_IO: {
         uint32_t ev = nd_io_take(&c->io);
         on_start(ctx, c);
@@ -733,8 +739,8 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         return;
     case ND_CONN_MSG_SUB_ACK:
         c->sub_acks_due--;
-        if (c->sub_acks_due == 0 && c->ic != NULL)
-            nd_iclient_ready(c);
+        if (c->sub_acks_due == 0 && c->ic != NULL && !c->closing)
+            nd_iclient_ready(ctx, c);
         if (c->sub_acks_due == 0 && c->paused && !c->closing)
             resume(ctx, c);
         return;
@@ -774,6 +780,8 @@ turn_end(nd_ctx_t *ctx, nd_actor_t *self)
     nd_conn_t *c = (nd_conn_t *)self;
     if (!c->closing)
         mon_publish(c); /* before the flush: a client that saw our answer sees these counters */
+    if (!c->closing && c->ic != NULL)
+        nd_iclient_turn_end(ctx, c);
     if (!c->closing && c->woff != c->wlen && !flush(ctx, c))
         nd_conn_close(ctx, c, ND_CLOSE_WRITE_ERROR);
     return_scratch(ctx, c);
@@ -787,7 +795,8 @@ discard(nd_ctx_t *ctx, nd_msg_t *msg)
         mon_subs(ctx, NULL, (nd_mon_msg_subs_t *)msg);
         return;
     }
-    if (msg->id == ND_CONN_MSG_IMSG || msg->id == ND_CONN_MSG_ISTART) {
+    if (msg->id == ND_CONN_MSG_IMSG || msg->id == ND_CONN_MSG_ISTART ||
+        msg->id == ND_CONN_MSG_ICALL || msg->id == ND_CONN_MSG_ITIMER) {
         nd_iclient_discard(ctx, msg);
         return;
     }
@@ -877,7 +886,7 @@ typedef struct conn_internal {
     max_align_t ic[];
 } conn_internal_t;
 
-#define ICLIENT_ROOM 256 /* bytes for the nd_iclient_t (iclient.c checks its size) */
+#define ICLIENT_ROOM 512 /* bytes for the nd_iclient_t (iclient.c checks its size) */
 
 static const nd_actor_type_t conn_internal_type = {
     .name = "conn-internal",

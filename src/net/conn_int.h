@@ -43,6 +43,8 @@ enum {
     ND_CONN_MSG_REAUTH,     /* a reload changed the authorization: check our credentials again */
     ND_CONN_MSG_IMSG,       /* nd_conn_msg_imsg_t: a message for an internal client (iclient.c) */
     ND_CONN_MSG_ISTART,     /* nd_conn_msg_istart_t: an internal client's subscriptions */
+    ND_CONN_MSG_ICALL,      /* nd_conn_msg_icall_t: run a function on an internal client's turn */
+    ND_CONN_MSG_ITIMER,     /* an internal client's timer */
 };
 
 /* A message for an internal client's subscription (iclient.h): the publish itself, not MSG
@@ -54,10 +56,21 @@ typedef struct nd_conn_msg_imsg {
     uint64_t cid;
     uint32_t hdr_len, data_len;
     uint8_t kind; /* nd_conn_kind_t of the publisher */
+    uint32_t tag;    /* nd_imsg_t.tag */
     uint32_t len[8]; /* of the strings below, in this order */
     char str[];      /* subject, reply, user, name, lang, version, ip, import subject; each
                       * NUL-terminated */
 } nd_conn_msg_imsg_t;
+
+struct nd_iclient;
+
+/* nd_iclient_call's message. */
+typedef struct nd_conn_msg_icall {
+    nd_msg_t hdr;
+    void (*fn)(nd_ctx_t *ctx, struct nd_iclient *ic, void *arg, void *data);
+    void (*drop)(void *data);
+    void *data;
+} nd_conn_msg_icall_t;
 
 /* An internal client's first message: subscribe to these (strings owned by the message). */
 typedef struct nd_conn_msg_istart {
@@ -267,12 +280,16 @@ nd_conn_msg_imsg_t *nd_iclient_msg_new(nd_ctx_t *ctx, nd_conn_t *t, const nd_con
                                        nd_payload_t *payload, const char *via);
 void nd_iclient_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_imsg_t *m);
 void nd_iclient_on_start(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_istart_t *m);
-/* The last subscription acknowledgement arrived: wakes nd_iclient_start. */
-void nd_iclient_ready(nd_conn_t *c);
+/* The last subscription acknowledgement arrived: wakes nd_iclient_start, or runs on_ready. */
+void nd_iclient_ready(nd_ctx_t *ctx, nd_conn_t *c);
+/* ICALL and ITIMER messages, and the end of a turn. */
+void nd_iclient_on_call(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_icall_t *m);
+void nd_iclient_on_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *m);
+void nd_iclient_turn_end(nd_ctx_t *ctx, nd_conn_t *c);
 void nd_iclient_discard(nd_ctx_t *ctx, nd_msg_t *msg);
 /* The connection's final: releases the internal client's state (its memory is the
  * connection's). */
-void nd_iclient_fini(nd_conn_t *c);
+void nd_iclient_fini(nd_ctx_t *ctx, nd_conn_t *c);
 /* conn.c: the connection of an internal client (no socket, not in the registry), with ic_size
  * zeroed bytes for its nd_iclient_t right after it (c->ic). Returns: it, with one reference for
  * the caller. */

@@ -55,6 +55,7 @@ typedef struct nd_imsg {
     const char *data;
     size_t data_len;
     const nd_sender_t *from;
+    uint32_t tag; /* 0 from the publish path; what nd_iclient_forward said otherwise */
 } nd_imsg_t;
 
 /* A service's handler. Ctx: the internal client's turn (a worker, outside epoch sections). */
@@ -69,6 +70,63 @@ typedef void (*nd_iclient_fn)(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *
 nd_iclient_t *nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind,
                                const char *name, const char *const *subjects, size_t n,
                                uint32_t queue_limit, nd_iclient_fn fn, void *arg);
+
+/* What a long-lived service (a JetStream stream, an account's API) hears besides its messages.
+ * Every hook runs on the internal client's own turn; arg is the one given to nd_iclient_spawn.
+ * on_msg is required, the others optional. */
+typedef struct nd_iclient_hooks {
+    nd_iclient_fn on_msg;
+    /* Every subscription asked for so far (at spawn or by nd_iclient_subscribe) is in place. */
+    void (*on_ready)(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg);
+    /* After each turn (a batch of up to ND_ACTOR_BATCH messages): e.g. one fsync for the batch
+     * before the acknowledgements go out (group commit). What it publishes is flushed. */
+    void (*on_turn_end)(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg);
+    /* The timer armed with nd_iclient_timer fired. */
+    void (*on_timer)(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg);
+    /* The last call: the client closed (nd_iclient_stop, or the pool's shutdown). Free arg. */
+    void (*on_close)(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg);
+} nd_iclient_hooks_t;
+
+/* Spawns an internal client without waiting: its subscriptions go in on its first turn and
+ * hooks->on_ready runs once they are all in place. hooks must outlive the client (static).
+ * Ctx: any thread with a ctx (a worker: e.g. the JetStream API creating a stream). Returns: the
+ * client, alive until nd_iclient_stop or the pool's shutdown; hold a reference
+ * (nd_iclient_ref) to send to it past the moment it could stop. */
+nd_iclient_t *nd_iclient_spawn(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct,
+                               nd_conn_kind_t kind, const char *name,
+                               const char *const *subjects, size_t n, uint32_t queue_limit,
+                               const nd_iclient_hooks_t *hooks, void *arg);
+
+/* Adds or removes one subscription (the subject is its id: adding one twice is a no-op).
+ * on_ready runs again once the added ones are in place. Ctx: the client's own turn. */
+void nd_iclient_subscribe(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject);
+void nd_iclient_unsubscribe(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject);
+
+/* Closes the client: its subscriptions go, queued messages are dropped, then on_close runs.
+ * Ctx: the client's own turn. */
+void nd_iclient_stop(nd_ctx_t *ctx, nd_iclient_t *ic);
+
+/* Arms (re-arms) the client's one timer: hooks->on_timer after delay_ns. Ctx: own turn. */
+void nd_iclient_timer(nd_ctx_t *ctx, nd_iclient_t *ic, uint64_t delay_ns);
+
+/* Hands a copy of m to another internal client, whose on_msg sees it with m->tag = tag.
+ * Ctx: any thread with a ctx. Returns: false when the target's mailbox is at its bound or the
+ * target has closed (the message is not sent). */
+bool nd_iclient_forward(nd_ctx_t *ctx, nd_iclient_t *to, const nd_imsg_t *m, uint32_t tag);
+
+/* Runs fn(ctx, ic, arg, data) on the client's turn (arg: its spawn arg); data passes to fn,
+ * which owns it. When the client has closed, fn runs nowhere and drop(data) frees it instead
+ * (drop may be NULL). Ctx: any thread with a ctx. */
+typedef void (*nd_iclient_call_fn)(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data);
+void nd_iclient_call(nd_ctx_t *ctx, nd_iclient_t *ic, nd_iclient_call_fn fn, void *data,
+                     void (*drop)(void *data));
+
+/* References on the client's connection actor. Ctx: any thread (unref: with a ctx). */
+void nd_iclient_ref(nd_iclient_t *ic);
+void nd_iclient_unref(nd_ctx_t *ctx, nd_iclient_t *ic);
+
+/* The server the client belongs to. */
+nd_server_t *nd_iclient_server(const nd_iclient_t *ic);
 
 /* Publishes from the internal client, as a client's PUB/HPUB (hdr NULL: no headers).
  * Ctx: the internal client's turn (inside its handler). */

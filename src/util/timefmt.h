@@ -1,0 +1,14 @@
+/* Go's time formats that the wire shows: RFC 3339 with nanoseconds (trailing zeros trimmed, as
+ * Go's time.RFC3339Nano), in UTC. Used by the monitoring JSON, JetStream's API and its
+ * Nats-Time-Stamp header. */
+#ifndef ND_UTIL_TIMEFMT_H
+#define ND_UTIL_TIMEFMT_H
+
+#include <stdint.h>
+
+/* Writes wall_ns (Unix nanoseconds) as "2006-01-02T15:04:05.999999999Z"; returns its length. */
+int nd_time_rfc3339(int64_t wall_ns, char out[48]);
+/* Parses that format (any fraction, 'Z' or a +hh:mm offset). Returns: 0, or -1 when malformed. */
+int nd_time_parse_rfc3339(const char *s, int64_t *wall_ns);
+
+#endif
