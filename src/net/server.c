@@ -84,6 +84,8 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
     json_object_set_new(
         o, "max_payload",
         json_integer(nd_server_live_get(s, max_payload)));
+    if (s->opts.jetstream)
+        json_object_set_new(o, "jetstream", json_true());
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     /* Keep "INFO {...", dropping the closing brace: each connection appends its own fields. */
@@ -124,8 +126,6 @@ on_accept(nd_ctx_t *ctx, int fd, void *arg)
 static void
 log_unbuilt(const nd_opts_t *o)
 {
-    if (o->jetstream || o->store_dir)
-        nd_log_warn("JetStream is not supported by natsd yet; -js/-sd ignored");
     if (o->cluster_url || o->routes || o->cluster_name)
         nd_log_warn("Clustering is not supported by natsd yet; --cluster/--routes ignored");
     if (o->config_file)

@@ -7,6 +7,7 @@
 #include "actors/alloc.h"
 #include "actors/pool.h"
 #include "cfg/opts_parse.h"
+#include "js/js.h"
 #include "mon/monitor.h"
 #include "mon/sysevents.h"
 #include "server/lameduck.h"
@@ -17,6 +18,7 @@ struct natsd {
     nd_pool_t *pool;
     nd_server_t *server;
     nd_mon_t *mon; /* HTTP monitoring, or NULL when off */
+    nd_js_t *js;   /* JetStream, or NULL when off */
 };
 
 natsd_opts_t *
@@ -98,6 +100,7 @@ natsd_start(const nd_opts_t *opts)
     nd_sys_init(s->server); /* hooks set before the first client can connect */
     nd_pool_start(s->pool);
     nd_sys_start(s->server); /* $SYS services and the periodic STATSZ, with a system account */
+    s->js = nd_js_start(s->server);
     return s;
 }
 
@@ -108,7 +111,8 @@ natsd_stop(natsd_t *s)
         return;
     nd_mon_stop_accepting(s->mon);
     nd_server_stop_accepting(s->server);
-    nd_pool_shutdown(s->pool); /* closes every connection and account */
+    nd_pool_shutdown(s->pool); /* closes every connection, stream and account */
+    nd_js_free(s->js);
     nd_mon_free(s->mon);
     nd_lameduck_free(s->server);
     nd_reload_free(s->server);

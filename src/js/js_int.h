@@ -1,0 +1,198 @@
+/* JetStream's private structures (src/js only). See js.h for the picture.
+ *
+ *   nd_js_t      the server's JetStream: options in force, store directory, usage totals, the
+ *                accounts that have it.
+ *   nd_jsa_t     one account's JetStream: its limits, its streams (by name) and its API service,
+ *                an internal client subscribed to $JS.API.> (jsapi.c). The API service is the
+ *                only writer of the stream table (create, update, delete run on its turn);
+ *                monitoring reads the table under jsa->mu.
+ *   nd_stream_t  one stream: an internal client subscribed to the stream's subjects (and its
+ *                direct-get subjects) that owns the store (stream.c). Messages from the publish
+ *                path arrive with tag 0; API requests the API service forwards arrive with a
+ *                JS_OP_* tag; configuration changes arrive as calls. Its counters for listings
+ *                and monitoring are copied under st->mu at the end of each turn.
+ *
+ * Lifetime: an nd_stream_t is reference counted (the table holds one, the stream actor one);
+ * the store belongs to the actor and is closed on its last turn. Nobody holds a reference on
+ * the stream's actor (the pool's shutdown waits for every actor to go): st->ic is read and
+ * sent to under jsa->mu, and the actor's last turn clears it under jsa->mu, so a send never
+ * meets freed memory.
+ */
+#ifndef ND_JS_INT_H
+#define ND_JS_INT_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "js/js.h"
+#include "js/jserr.h"
+#include "js/store/store.h"
+#include "subj/transform.h"
+#include "js/stream_cfg.h"
+#include "net/iclient.h"
+#include "net/server.h"
+
+typedef struct nd_jsa nd_jsa_t;
+typedef struct nd_stream nd_stream_t;
+
+/* API requests a stream handles on its own turn (nd_imsg_t.tag). */
+enum {
+    JS_OP_PUBLISH = 0, /* from the publish path */
+    JS_OP_INFO,
+    JS_OP_CREATE_INFO, /* an idempotent create: info as a create response */
+    JS_OP_PURGE,
+    JS_OP_MSG_GET,
+    JS_OP_MSG_DELETE,
+};
+
+struct nd_js {
+    nd_server_t *srv;
+    char *store_dir;      /* <store_dir>/jetstream, as nats-server lays it out */
+    int64_t max_memory;   /* the server's limits in force */
+    int64_t max_store;
+    char *domain;         /* "" when none */
+    bool sync_always;
+    int64_t sync_interval_ns;
+    bool strict;
+    int64_t max_dup_window_ns; /* jetstream { limits { duplicate_window } }; 0 = none */
+    uint32_t queue_limit;      /* request_queue_limit */
+    int64_t started_ns;
+    /* any thread, atomic: bytes stored over all accounts */
+    _Atomic int64_t mem_used, store_used;
+    _Atomic uint64_t api_total, api_errors;
+    /* start: recovered streams not yet subscribed (nd_js_start waits for 0) */
+    pthread_mutex_t rmu;
+    pthread_cond_t rcv;
+    int recovering;
+    /* accounts with JetStream; fixed after start */
+    nd_jsa_t **accts;
+    size_t naccts;
+};
+
+struct nd_jsa {
+    nd_js_t *js;
+    nd_acct_t *acct; /* a reference */
+    nd_acct_js_t limits;
+    char *dir;       /* <store_dir>/jetstream/<account> */
+    nd_iclient_t *api;
+    /* the stream table: written by the API service's turn under mu, read by others under mu */
+    pthread_mutex_t mu;
+    nd_stream_t **streams; /* sorted by name */
+    size_t nstreams, cap;
+    /* any thread, atomic */
+    _Atomic int64_t mem_used, store_used;
+    _Atomic uint64_t api_total, api_errors;
+};
+
+/* A message id seen within the duplicate window. */
+typedef struct js_dedup {
+    char *id;
+    uint64_t seq;
+    int64_t ts;
+} js_dedup_t;
+
+/* A publish acknowledgement waiting for the turn's sync (group commit). */
+typedef struct js_pending_ack {
+    char *reply;
+    char *body;
+} js_pending_ack_t;
+
+/* Counters copied at the end of each turn, for listings and monitoring. */
+typedef struct js_stream_stats {
+    nd_store_state_t state;
+    int64_t bytes_used; /* what the stream counts against its storage */
+} js_stream_stats_t;
+
+struct nd_stream {
+    _Atomic int refs;
+    nd_jsa_t *jsa;
+    nd_iclient_t *ic; /* under jsa->mu: NULL once the actor has closed */
+    char *name;
+    int64_t created_ns;
+    char *dir; /* the stream's directory (file storage), NULL for memory */
+
+    /* The API service's copy of the configuration (its turn only). */
+    nd_stream_cfg_t acfg;
+
+    /* The stream actor's own (its turn only). */
+    nd_stream_cfg_t cfg;
+    nd_store_t *store;
+    char *pub_ack;          /* "{\"stream\":\"S\", \"seq\":" (with the domain when set) */
+    nd_xf_t *xf, *rp_xf;    /* subject_transform and republish, compiled on first use */
+    json_t *create_reply;   /* when set: answer it once the subscriptions are in place */
+    char *create_reply_to;
+    js_dedup_t *dd;         /* ring by time, and lookups by id through dd_index */
+    size_t dd_head, dd_len, dd_cap;
+    void *dd_index;         /* id -> position (js/stream_dedup.c) */
+    char *last_msg_id;
+    js_pending_ack_t *acks; /* this turn's acknowledgements */
+    size_t nacks, acks_cap;
+    bool dirty;             /* stored something this turn */
+    bool stopped, recovering, destroyed;
+    int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */
+
+    /* Shared: under mu. */
+    pthread_mutex_t mu;
+    js_stream_stats_t stats;
+    nd_stream_cfg_t scfg; /* the configuration in force, for listings */
+};
+
+/* ---- js.c ---- */
+int64_t js_now(void);
+/* The account's JetStream limits applied to a stream config check. */
+void js_cfg_env(const nd_jsa_t *jsa, nd_stream_cfg_env_t *env, bool pedantic);
+
+/* ---- jsjson.c: response helpers ---- */
+/* {"type":"io.nats.jetstream.api.v1.<what>"}: a new object. */
+json_t *js_resp(const char *what);
+/* Adds "error" to a response. */
+void js_resp_error(json_t *resp, const nd_jserr_t *err);
+/* Publishes resp (stolen) to reply from ic. */
+void js_send(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, json_t *resp);
+/* Sends {"type":..,"error":..} for one error (err_code substitution pairs, NULL-terminated). */
+void js_send_error(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, const char *what,
+                   const nd_jserr_t *err);
+/* Go's time.Time: RFC 3339 nanoseconds, or "0001-01-01T00:00:00Z" for 0. */
+json_t *js_time(int64_t wall_ns);
+/* Parses a request body that may be empty ("{}" then). Returns: the object, or NULL with err
+ * set to 10025 (invalid JSON). */
+json_t *js_body(const nd_imsg_t *m, nd_jserr_t *err);
+
+/* ---- stream.c ---- */
+/* Creates a stream with cfg (ownership passes) and spawns its actor; when reply is set, the
+ * actor answers the create once its subscriptions are in place. Runs on the API service's turn.
+ * Returns: the stream (the table's reference), or NULL with err. */
+nd_stream_t *js_stream_create(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg,
+                              int64_t created_ns, const char *reply, nd_jserr_t *err);
+void js_stream_ref(nd_stream_t *st);
+void js_stream_unref(nd_stream_t *st);
+/* Runs on the API service's turn: the update is checked; the stream applies it. */
+void js_stream_update(nd_ctx_t *ctx, nd_stream_t *st, nd_stream_cfg_t *cfg, const char *reply);
+/* Deletes the stream's data and stops it; answers reply. */
+void js_stream_delete(nd_ctx_t *ctx, nd_stream_t *st, const char *reply);
+/* The stream's info JSON for listings (state from its last turn). */
+json_t *js_stream_list_info(nd_stream_t *st);
+/* Recovers the account's streams from its directory (start). */
+void js_streams_recover(nd_ctx_t *ctx, nd_jsa_t *jsa);
+
+/* ---- jsa table (jsapi.c) ---- */
+nd_stream_t *jsa_find(nd_jsa_t *jsa, const char *name);
+void jsa_insert(nd_jsa_t *jsa, nd_stream_t *st);
+void jsa_remove(nd_jsa_t *jsa, nd_stream_t *st);
+
+/* ---- stream_pub.c ---- */
+void js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
+void js_stream_dedup_rebuild(nd_stream_t *st);
+void js_stream_dedup_free(nd_stream_t *st);
+/* Drops ids older than the window; returns the next expiry (Unix ns) or 0. */
+int64_t js_stream_dedup_expire(nd_stream_t *st, int64_t now);
+
+/* ---- stream_ops.c: API requests on the stream's turn ---- */
+void js_stream_api(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
+void js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
+json_t *js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err);
+
+#endif

@@ -1,0 +1,492 @@
+/* An account's JetStream API service: the $JS.API.> requests that concern the account as a
+ * whole (INFO, stream create/update/delete, names, list) run here, on the service's turn; the
+ * ones about one stream (info, purge, message get and delete) are forwarded to that stream's
+ * actor, which owns the store. This service is the only writer of the stream table, so creates
+ * and deletes are ordered and the subject-overlap check sees every stream.
+ * Reference: nats-server server/jetstream_api.go (jsAccountInfoRequest, jsStreamCreateRequest,
+ * jsStreamUpdateRequest, jsStreamNamesRequest, jsStreamListRequest, jsStreamDeleteRequest).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/alloc.h"
+#include "js/js_int.h"
+#include "subj/subject.h"
+#include "util/log.h"
+
+#define JS_NAMES_LIMIT 1024
+#define JS_LIST_LIMIT  256
+
+/* ---- the stream table (writer: this service's turn, under mu) ---- */
+
+static size_t
+table_pos(nd_jsa_t *jsa, const char *name, bool *found)
+{
+    size_t lo = 0, hi = jsa->nstreams;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        int c = strcmp(jsa->streams[mid]->name, name);
+        if (c == 0) {
+            *found = true;
+            return mid;
+        }
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    *found = false;
+    return lo;
+}
+
+nd_stream_t *
+jsa_find(nd_jsa_t *jsa, const char *name)
+{
+    bool found;
+    size_t i = table_pos(jsa, name, &found);
+    return found ? jsa->streams[i] : NULL;
+}
+
+void
+jsa_insert(nd_jsa_t *jsa, nd_stream_t *st)
+{
+    pthread_mutex_lock(&jsa->mu);
+    bool found;
+    size_t i = table_pos(jsa, st->name, &found);
+    if (jsa->nstreams == jsa->cap) {
+        jsa->cap = jsa->cap ? jsa->cap * 2 : 16;
+        jsa->streams = nd_xrealloc(jsa->streams, jsa->cap * sizeof(*jsa->streams));
+    }
+    memmove(&jsa->streams[i + 1], &jsa->streams[i], (jsa->nstreams - i) * sizeof(*jsa->streams));
+    jsa->streams[i] = st;
+    jsa->nstreams++;
+    pthread_mutex_unlock(&jsa->mu);
+}
+
+void
+jsa_remove(nd_jsa_t *jsa, nd_stream_t *st)
+{
+    pthread_mutex_lock(&jsa->mu);
+    bool found;
+    size_t i = table_pos(jsa, st->name, &found);
+    if (found) {
+        memmove(&jsa->streams[i], &jsa->streams[i + 1],
+                (jsa->nstreams - i - 1) * sizeof(*jsa->streams));
+        jsa->nstreams--;
+    }
+    pthread_mutex_unlock(&jsa->mu);
+}
+
+/* ---- requests ---- */
+
+typedef struct api_req {
+    nd_ctx_t *ctx;
+    nd_iclient_t *ic;
+    nd_jsa_t *jsa;
+    const nd_imsg_t *m;
+    const char *reply;
+    const char *op;   /* after "$JS.API." */
+    const char *name; /* the stream name token, or NULL */
+} api_req_t;
+
+static void
+fail(api_req_t *r, const char *what, const nd_jserr_t *err)
+{
+    atomic_fetch_add_explicit(&r->jsa->api_errors, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&r->jsa->js->api_errors, 1, memory_order_relaxed);
+    js_send_error(r->ctx, r->ic, r->reply, what, err);
+}
+
+static void
+fail_code(api_req_t *r, const char *what, nd_jse_t e)
+{
+    nd_jserr_t err;
+    nd_jserr_set(&err, e, NULL);
+    fail(r, what, &err);
+}
+
+static json_t *
+limits_json(const nd_acct_js_t *l)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "max_memory", json_integer(l->max_memory));
+    json_object_set_new(o, "max_storage", json_integer(l->max_store));
+    json_object_set_new(o, "max_streams", json_integer(l->max_streams));
+    json_object_set_new(o, "max_consumers", json_integer(l->max_consumers));
+    json_object_set_new(o, "max_ack_pending", json_integer(l->max_ack_pending));
+    json_object_set_new(o, "memory_max_stream_bytes", json_integer(l->memory_max_stream_bytes));
+    json_object_set_new(o, "storage_max_stream_bytes", json_integer(l->store_max_stream_bytes));
+    json_object_set_new(o, "max_bytes_required", json_boolean(l->max_bytes_required));
+    return o;
+}
+
+/* Memory and file bytes the account's streams use (from their last turns). */
+static void
+usage(nd_jsa_t *jsa, int64_t *mem, int64_t *store, size_t *nstreams)
+{
+    *mem = *store = 0;
+    pthread_mutex_lock(&jsa->mu);
+    *nstreams = jsa->nstreams;
+    for (size_t i = 0; i < jsa->nstreams; i++) {
+        nd_stream_t *st = jsa->streams[i];
+        pthread_mutex_lock(&st->mu);
+        if (st->scfg.storage == ND_STORAGE_MEMORY)
+            *mem += (int64_t)st->stats.state.bytes;
+        else
+            *store += (int64_t)st->stats.state.bytes;
+        pthread_mutex_unlock(&st->mu);
+    }
+    pthread_mutex_unlock(&jsa->mu);
+}
+
+static void
+account_info(api_req_t *r)
+{
+    nd_jsa_t *jsa = r->jsa;
+    int64_t mem, store;
+    size_t n;
+    usage(jsa, &mem, &store, &n);
+    json_t *o = js_resp("account_info_response");
+    json_object_set_new(o, "memory", json_integer(mem));
+    json_object_set_new(o, "storage", json_integer(store));
+    json_object_set_new(o, "reserved_memory", json_integer(0));
+    json_object_set_new(o, "reserved_storage", json_integer(0));
+    json_object_set_new(o, "streams", json_integer((json_int_t)n));
+    json_object_set_new(o, "consumers", json_integer(0));
+    json_object_set_new(o, "limits", limits_json(&jsa->limits));
+    if (jsa->js->domain[0] != '\0')
+        json_object_set_new(o, "domain", json_string(jsa->js->domain));
+    json_t *api = json_object();
+    json_object_set_new(api, "level", json_integer(1));
+    json_object_set_new(
+        api, "total",
+        json_integer((json_int_t)atomic_load_explicit(&jsa->api_total, memory_order_relaxed)));
+    json_object_set_new(
+        api, "errors",
+        json_integer((json_int_t)atomic_load_explicit(&jsa->api_errors, memory_order_relaxed)));
+    json_object_set_new(o, "api", api);
+    js_send(r->ctx, r->ic, r->reply, o);
+}
+
+/* 10065 when a subject of cfg overlaps one of another stream's (not skip's). */
+static bool
+overlaps(nd_jsa_t *jsa, const nd_stream_cfg_t *cfg, const nd_stream_t *skip)
+{
+    for (size_t i = 0; i < jsa->nstreams; i++) {
+        const nd_stream_t *o = jsa->streams[i];
+        if (o == skip)
+            continue;
+        for (size_t a = 0; a < cfg->nsubjects; a++)
+            for (size_t b = 0; b < o->acfg.nsubjects; b++)
+                if (nd_subjects_overlap(cfg->subjects[a], o->acfg.subjects[b]))
+                    return true;
+    }
+    return false;
+}
+
+/* Parses a create/update body for r->name. */
+static bool
+parse_cfg(api_req_t *r, nd_stream_cfg_t *cfg, nd_jserr_t *err)
+{
+    bool pedantic = false;
+    nd_jserr_t jerr;
+    json_t *body = js_body(r->m, &jerr);
+    if (body != NULL) {
+        pedantic = json_is_true(json_object_get(body, "pedantic"));
+        json_decref(body);
+    }
+    nd_stream_cfg_env_t env;
+    js_cfg_env(r->jsa, &env, pedantic);
+    return nd_stream_cfg_parse(r->m->data, r->m->data_len, r->name, &env, cfg, err);
+}
+
+/* Forwards the request to st's actor. Returns: false when the actor is gone. */
+static bool
+forward(api_req_t *r, nd_stream_t *st, uint32_t tag)
+{
+    pthread_mutex_lock(&r->jsa->mu);
+    bool ok = st->ic != NULL && nd_iclient_forward(r->ctx, st->ic, r->m, tag);
+    pthread_mutex_unlock(&r->jsa->mu);
+    return ok;
+}
+
+static void
+stream_create(api_req_t *r)
+{
+    const char *what = "stream_create_response";
+    nd_stream_cfg_t cfg;
+    nd_jserr_t err;
+    if (r->m->data_len == 0) {
+        nd_jserr_setf(&err, ND_JSE_INVALID_JSON, "unexpected end of JSON input");
+        fail(r, what, &err);
+        return;
+    }
+    if (!parse_cfg(r, &cfg, &err)) {
+        fail(r, what, &err);
+        return;
+    }
+    nd_jsa_t *jsa = r->jsa;
+    nd_stream_t *old = jsa_find(jsa, cfg.name);
+    if (old != NULL) {
+        bool same = nd_stream_cfg_equal(&old->acfg, &cfg);
+        nd_stream_cfg_free(&cfg);
+        if (!same) {
+            fail_code(r, what, ND_JSE_STREAM_NAME_EXIST);
+            return;
+        }
+        if (!forward(r, old, JS_OP_CREATE_INFO))
+            fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
+        return;
+    }
+    if (jsa->limits.max_streams > 0 && (int64_t)jsa->nstreams >= jsa->limits.max_streams) {
+        nd_stream_cfg_free(&cfg);
+        fail_code(r, what, ND_JSE_MAXIMUM_STREAMS_LIMIT);
+        return;
+    }
+    if (overlaps(jsa, &cfg, NULL)) {
+        nd_stream_cfg_free(&cfg);
+        fail_code(r, what, ND_JSE_STREAM_SUBJECT_OVERLAP);
+        return;
+    }
+    if (js_stream_create(r->ctx, jsa, &cfg, js_now(), r->reply, &err) == NULL)
+        fail(r, what, &err);
+}
+
+static void
+stream_update(api_req_t *r)
+{
+    const char *what = "stream_update_response";
+    nd_stream_cfg_t cfg;
+    nd_jserr_t err;
+    if (r->m->data_len == 0) {
+        nd_jserr_setf(&err, ND_JSE_INVALID_JSON, "unexpected end of JSON input");
+        fail(r, what, &err);
+        return;
+    }
+    if (!parse_cfg(r, &cfg, &err)) {
+        fail(r, what, &err);
+        return;
+    }
+    nd_stream_t *st = jsa_find(r->jsa, cfg.name);
+    if (st == NULL) {
+        nd_stream_cfg_free(&cfg);
+        fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
+        return;
+    }
+    if (!nd_stream_cfg_check_update(&st->acfg, &cfg, &err)) {
+        nd_stream_cfg_free(&cfg);
+        fail(r, what, &err);
+        return;
+    }
+    if (overlaps(r->jsa, &cfg, st)) {
+        nd_stream_cfg_free(&cfg);
+        fail_code(r, what, ND_JSE_STREAM_SUBJECT_OVERLAP);
+        return;
+    }
+    nd_stream_cfg_free(&st->acfg);
+    nd_stream_cfg_copy(&st->acfg, &cfg);
+    js_stream_update(r->ctx, st, &cfg, r->reply); /* takes cfg */
+}
+
+static void
+stream_delete(api_req_t *r)
+{
+    const char *what = "stream_delete_response";
+    if (r->m->data_len > 0) {
+        fail_code(r, what, ND_JSE_NOT_EMPTY_REQUEST);
+        return;
+    }
+    nd_stream_t *st = jsa_find(r->jsa, r->name);
+    if (st == NULL) {
+        fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
+        return;
+    }
+    jsa_remove(r->jsa, st);
+    js_stream_delete(r->ctx, st, r->reply);
+    js_stream_unref(st); /* the table's */
+}
+
+/* The streams whose subjects match filter (or all), sorted by name. */
+static size_t
+filtered(nd_jsa_t *jsa, const char *filter, nd_stream_t ***out)
+{
+    nd_stream_t **v = nd_xcalloc(jsa->nstreams + 1, sizeof(*v));
+    size_t n = 0;
+    for (size_t i = 0; i < jsa->nstreams; i++) {
+        nd_stream_t *st = jsa->streams[i];
+        bool keep = filter == NULL || filter[0] == '\0' || strcmp(filter, ">") == 0;
+        for (size_t k = 0; !keep && k < st->acfg.nsubjects; k++)
+            keep = nd_subjects_overlap(filter, st->acfg.subjects[k]);
+        if (keep)
+            v[n++] = st;
+    }
+    *out = v;
+    return n;
+}
+
+static bool
+paged_req(api_req_t *r, const char *what, int64_t *offset, const char **filter, json_t **body)
+{
+    nd_jserr_t err;
+    *body = js_body(r->m, &err);
+    if (*body == NULL) {
+        fail(r, what, &err);
+        return false;
+    }
+    json_t *off = json_object_get(*body, "offset");
+    *offset = json_is_integer(off) ? json_integer_value(off) : 0;
+    if (*offset < 0)
+        *offset = 0;
+    json_t *subj = json_object_get(*body, "subject");
+    *filter = json_is_string(subj) ? json_string_value(subj) : NULL;
+    return true;
+}
+
+static void
+stream_names(api_req_t *r, bool list)
+{
+    const char *what = list ? "stream_list_response" : "stream_names_response";
+    int64_t offset;
+    const char *filter;
+    json_t *body;
+    if (!paged_req(r, what, &offset, &filter, &body))
+        return;
+    nd_stream_t **v;
+    size_t n = filtered(r->jsa, filter, &v);
+    size_t limit = list ? JS_LIST_LIMIT : JS_NAMES_LIMIT;
+    json_t *o = js_resp(what);
+    json_object_set_new(o, "total", json_integer((json_int_t)n));
+    json_object_set_new(o, "offset", json_integer(offset));
+    json_object_set_new(o, "limit", json_integer((json_int_t)limit));
+    json_t *arr = json_array();
+    for (size_t i = (size_t)offset; i < n && i < (size_t)offset + limit; i++)
+        json_array_append_new(arr, list ? js_stream_list_info(v[i]) : json_string(v[i]->name));
+    json_object_set_new(o, "streams", arr);
+    if (list)
+        json_object_set_new(o, "missing", json_array());
+    nd_free(v);
+    json_decref(body);
+    js_send(r->ctx, r->ic, r->reply, o);
+}
+
+/* A request about one stream: forwarded to it. */
+static void
+stream_op(api_req_t *r, const char *what, uint32_t tag)
+{
+    nd_stream_t *st = r->name != NULL ? jsa_find(r->jsa, r->name) : NULL;
+    if (st == NULL || !forward(r, st, tag))
+        fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
+}
+
+/* Consumers come with the consumers issue: until then a stream has none. */
+static void
+consumer_op(api_req_t *r, const char *op)
+{
+    char name[256] = "";
+    const char *p = strchr(op, '.');
+    p = p != NULL ? strchr(p + 1, '.') : NULL; /* after CONSUMER.<VERB> */
+    if (p != NULL) {
+        size_t n = strcspn(p + 1, ".");
+        snprintf(name, sizeof name, "%.*s", (int)n, p + 1);
+    }
+    bool names = strncmp(op, "CONSUMER.NAMES.", 15) == 0;
+    bool list = strncmp(op, "CONSUMER.LIST.", 14) == 0;
+    const char *what = names ? "consumer_names_response"
+                       : list ? "consumer_list_response"
+                       : strncmp(op, "CONSUMER.INFO.", 14) == 0 ? "consumer_info_response"
+                       : strncmp(op, "CONSUMER.DELETE.", 16) == 0 ? "consumer_delete_response"
+                                                                 : "consumer_create_response";
+    if (jsa_find(r->jsa, name) == NULL) {
+        fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
+        return;
+    }
+    if (names || list) {
+        json_t *o = js_resp(what);
+        json_object_set_new(o, "total", json_integer(0));
+        json_object_set_new(o, "offset", json_integer(0));
+        json_object_set_new(o, "limit", json_integer(names ? JS_NAMES_LIMIT : JS_LIST_LIMIT));
+        json_object_set_new(o, "consumers", json_array());
+        js_send(r->ctx, r->ic, r->reply, o);
+        return;
+    }
+    if (strcmp(what, "consumer_create_response") == 0) {
+        nd_jserr_t err;
+        nd_jserr_setf(&err, ND_JSE_CONSUMER_CREATE_F, "consumers are not supported yet");
+        fail(r, what, &err);
+        return;
+    }
+    fail_code(r, what, ND_JSE_CONSUMER_NOT_FOUND);
+}
+
+/* The stream name token of "<VERB...>.<name>" after skip bytes of op. */
+static const char *
+name_after(const char *op, size_t skip, char buf[256])
+{
+    if (strlen(op) <= skip)
+        return NULL;
+    const char *p = op + skip;
+    if (strchr(p, '.') != NULL || strlen(p) > 255)
+        return NULL;
+    snprintf(buf, 256, "%s", p);
+    return buf;
+}
+
+void js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg);
+
+void
+js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
+{
+    nd_jsa_t *jsa = arg;
+    if (m->reply_len == 0)
+        return; /* nats-server ignores requests nobody waits for */
+    const char *s = m->subject;
+    const char *op;
+    if (strncmp(s, "$JS.API.", 8) == 0) {
+        op = s + 8;
+    } else {
+        /* $JS.<domain>.API. */
+        const char *p = strstr(s + 4, ".API.");
+        if (p == NULL)
+            return;
+        op = p + 5;
+    }
+    if (strncmp(op, "DIRECT.GET.", 11) == 0)
+        return; /* the stream answers those itself */
+    atomic_fetch_add_explicit(&jsa->api_total, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&jsa->js->api_total, 1, memory_order_relaxed);
+    char name[256];
+    api_req_t r = {.ctx = ctx, .ic = ic, .jsa = jsa, .m = m, .reply = m->reply, .op = op};
+    if (strcmp(op, "INFO") == 0) {
+        account_info(&r);
+    } else if ((r.name = name_after(op, 14, name)) != NULL &&
+               strncmp(op, "STREAM.CREATE.", 14) == 0) {
+        stream_create(&r);
+    } else if ((r.name = name_after(op, 14, name)) != NULL &&
+               strncmp(op, "STREAM.UPDATE.", 14) == 0) {
+        stream_update(&r);
+    } else if ((r.name = name_after(op, 14, name)) != NULL &&
+               strncmp(op, "STREAM.DELETE.", 14) == 0) {
+        stream_delete(&r);
+    } else if ((r.name = name_after(op, 12, name)) != NULL &&
+               strncmp(op, "STREAM.INFO.", 12) == 0) {
+        stream_op(&r, "stream_info_response", JS_OP_INFO);
+    } else if ((r.name = name_after(op, 13, name)) != NULL &&
+               strncmp(op, "STREAM.PURGE.", 13) == 0) {
+        stream_op(&r, "stream_purge_response", JS_OP_PURGE);
+    } else if ((r.name = name_after(op, 15, name)) != NULL &&
+               strncmp(op, "STREAM.MSG.GET.", 15) == 0) {
+        stream_op(&r, "stream_msg_get_response", JS_OP_MSG_GET);
+    } else if ((r.name = name_after(op, 18, name)) != NULL &&
+               strncmp(op, "STREAM.MSG.DELETE.", 18) == 0) {
+        stream_op(&r, "stream_msg_delete_response", JS_OP_MSG_DELETE);
+    } else if (strcmp(op, "STREAM.NAMES") == 0) {
+        stream_names(&r, false);
+    } else if (strcmp(op, "STREAM.LIST") == 0) {
+        stream_names(&r, true);
+    } else if (strncmp(op, "CONSUMER.", 9) == 0) {
+        consumer_op(&r, op);
+    } else {
+        nd_log_debug("JetStream API: no handler for %s", s);
+    }
+}

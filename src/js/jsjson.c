@@ -1,0 +1,76 @@
+/* The JetStream API's JSON envelope and Go's JSON shapes for times. */
+#include <string.h>
+
+#include "actors/alloc.h"
+#include "js/js_int.h"
+#include "util/gojson.h"
+#include "util/timefmt.h"
+
+json_t *
+js_resp(const char *what)
+{
+    char type[128];
+    snprintf(type, sizeof type, "io.nats.jetstream.api.v1.%s", what);
+    json_t *o = json_object();
+    json_object_set_new(o, "type", json_string(type));
+    return o;
+}
+
+void
+js_resp_error(json_t *resp, const nd_jserr_t *err)
+{
+    json_object_set_new(resp, "error", nd_jserr_json(err));
+}
+
+void
+js_send(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, json_t *resp)
+{
+    if (reply != NULL && reply[0] != '\0') {
+        char *text = json_dumps(resp, JSON_COMPACT);
+        if (text != NULL) {
+            nd_iclient_publish(ctx, ic, reply, NULL, NULL, 0, text, strlen(text));
+            free(text);
+        }
+    }
+    json_decref(resp);
+}
+
+void
+js_send_error(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, const char *what,
+              const nd_jserr_t *err)
+{
+    json_t *r = js_resp(what);
+    js_resp_error(r, err);
+    js_send(ctx, ic, reply, r);
+}
+
+json_t *
+js_time(int64_t wall_ns)
+{
+    if (wall_ns == 0)
+        return json_string("0001-01-01T00:00:00Z");
+    char b[48];
+    nd_time_rfc3339(wall_ns, b);
+    return json_string(b);
+}
+
+json_t *
+js_body(const nd_imsg_t *m, nd_jserr_t *err)
+{
+    size_t n = m->data_len;
+    const char *p = m->data;
+    while (n > 0 && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) {
+        p++;
+        n--;
+    }
+    if (n == 0)
+        return json_object();
+    json_error_t je;
+    json_t *o = json_loadb(p, n, 0, &je);
+    if (o == NULL || !json_is_object(o)) {
+        json_decref(o);
+        nd_jserr_setf(err, ND_JSE_INVALID_JSON, "%s", o == NULL ? je.text : "not an object");
+        return NULL;
+    }
+    return o;
+}

@@ -1,0 +1,473 @@
+/* API requests a stream answers on its own turn: info, purge, message get and delete (forwarded
+ * by the account's API service), and direct get (its own subscriptions, allow_direct).
+ * Reference: nats-server server/jetstream_api.go (jsStreamInfoRequest, jsStreamPurgeRequest,
+ * jsMsgGetRequest, jsMsgDeleteRequest) and stream.go (processDirectGetRequest,
+ * getDirectRequest). */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/alloc.h"
+#include "js/js_int.h"
+#include "js/jshdr.h"
+#include "util/base64.h"
+#include "util/timefmt.h"
+
+#define JS_SUBJECTS_LIMIT 100000
+
+/* ---- info ---- */
+
+typedef struct subj_collect {
+    json_t *map;
+    size_t total, offset, limit, skipped;
+} subj_collect_t;
+
+static bool
+subj_cb(void *arg, const char *subj, size_t len, const nd_store_subj_state_t *s)
+{
+    subj_collect_t *c = arg;
+    c->total++;
+    if (c->skipped < c->offset) {
+        c->skipped++;
+        return true;
+    }
+    if ((size_t)json_object_size(c->map) < c->limit) {
+        char *k = nd_xstrndup(subj, len);
+        json_object_set_new(c->map, k, json_integer((json_int_t)s->msgs));
+        nd_free(k);
+    }
+    return true;
+}
+
+json_t *
+js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err)
+{
+    (void)err;
+    nd_store_state_t s;
+    nd_store_state(st->store, &s);
+    json_t *o = json_object();
+    json_object_set_new(o, "config", json_deep_copy(st->cfg.json));
+    json_object_set_new(o, "created", js_time(st->created_ns));
+    json_t *state = json_object();
+    json_object_set_new(state, "messages", json_integer((json_int_t)s.msgs));
+    json_object_set_new(state, "bytes", json_integer((json_int_t)s.bytes));
+    json_object_set_new(state, "first_seq", json_integer((json_int_t)s.first_seq));
+    json_object_set_new(state, "first_ts", js_time(s.first_ts));
+    json_object_set_new(state, "last_seq", json_integer((json_int_t)s.last_seq));
+    json_object_set_new(state, "last_ts", js_time(s.last_ts));
+    if (s.num_subjects > 0)
+        json_object_set_new(state, "num_subjects", json_integer((json_int_t)s.num_subjects));
+    const char *filter = NULL;
+    bool details = false;
+    int64_t offset = 0;
+    if (req != NULL) {
+        json_t *f = json_object_get(req, "subjects_filter");
+        filter = json_is_string(f) ? json_string_value(f) : NULL;
+        details = json_is_true(json_object_get(req, "deleted_details"));
+        json_t *off = json_object_get(req, "offset");
+        offset = json_is_integer(off) && json_integer_value(off) > 0 ? json_integer_value(off) : 0;
+    }
+    subj_collect_t sc = {.map = NULL, .offset = (size_t)offset, .limit = JS_SUBJECTS_LIMIT};
+    if (filter != NULL && filter[0] != '\0' && s.msgs > 0) {
+        sc.map = json_object();
+        st->store->ops->subjects_state(st->store, filter, strlen(filter), subj_cb, &sc);
+        if (json_object_size(sc.map) > 0)
+            json_object_set(state, "subjects", sc.map);
+    }
+    if (s.num_deleted > 0) {
+        if (details) {
+            uint64_t *seqs = NULL;
+            size_t n = 0;
+            if (st->store->ops->deleted(st->store, &seqs, &n) == ND_OK) {
+                json_t *arr = json_array();
+                for (size_t i = 0; i < n; i++)
+                    json_array_append_new(arr, json_integer((json_int_t)seqs[i]));
+                json_object_set_new(state, "deleted", arr);
+            }
+            free(seqs);
+        }
+        json_object_set_new(state, "num_deleted", json_integer((json_int_t)s.num_deleted));
+    }
+    json_object_set_new(state, "consumer_count", json_integer(0));
+    json_object_set_new(o, "state", state);
+    if (st->jsa->js->domain[0] != '\0')
+        json_object_set_new(o, "domain", json_string(st->jsa->js->domain));
+    json_t *cl = json_object();
+    const nd_server_t *srv = st->jsa->js->srv;
+    json_object_set_new(cl, "leader", json_string(srv->opts.server_name != NULL
+                                                      ? srv->opts.server_name
+                                                      : srv->server_id));
+    json_object_set_new(o, "cluster", cl);
+    json_object_set_new(o, "ts", js_time(js_now()));
+    if (sc.map != NULL) {
+        /* paging of the subject details: the response's ApiPaged */
+        json_object_set_new(o, "_total", json_integer((json_int_t)sc.total));
+        json_decref(sc.map);
+    }
+    return o;
+}
+
+static void
+info_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, bool create)
+{
+    const char *what = create ? "stream_create_response" : "stream_info_response";
+    nd_jserr_t err;
+    json_t *req = js_body(m, &err);
+    if (req == NULL) {
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    json_t *info = js_stream_info(st, create ? NULL : req, &err);
+    json_t *o = js_resp(what);
+    if (!create) {
+        json_t *total = json_object_get(info, "_total");
+        json_t *off = json_object_get(req, "offset");
+        json_object_set_new(o, "total", json_integer(total != NULL ? json_integer_value(total) : 0));
+        json_object_set_new(o, "offset", json_integer(json_is_integer(off) ? json_integer_value(off) : 0));
+        json_object_set_new(o, "limit", json_integer(total != NULL ? JS_SUBJECTS_LIMIT : 0));
+    }
+    json_object_del(info, "_total");
+    json_object_update(o, info);
+    json_decref(info);
+    json_decref(req);
+    js_send(ctx, st->ic, m->reply, o);
+}
+
+/* ---- purge ---- */
+
+static void
+purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
+{
+    const char *what = "stream_purge_response";
+    nd_jserr_t err;
+    json_t *req = js_body(m, &err);
+    if (req == NULL) {
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    json_t *jf = json_object_get(req, "filter"), *js = json_object_get(req, "seq"),
+           *jk = json_object_get(req, "keep");
+    uint64_t seq = json_is_integer(js) && json_integer_value(js) > 0 ? (uint64_t)json_integer_value(js) : 0;
+    uint64_t keep = json_is_integer(jk) && json_integer_value(jk) > 0 ? (uint64_t)json_integer_value(jk) : 0;
+    const char *filter = json_is_string(jf) ? json_string_value(jf) : NULL;
+    if (seq > 0 && keep > 0) {
+        nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
+    } else if (st->cfg.sealed) {
+        nd_jserr_set(&err, ND_JSE_STREAM_SEALED, NULL);
+    } else if (st->cfg.deny_purge) {
+        nd_jserr_setf(&err, ND_JSE_STREAM_PURGE_FAILED_F, "stream purge not permitted");
+    } else {
+        err.e = ND_JSE_NONE;
+    }
+    if (err.e != ND_JSE_NONE) {
+        json_decref(req);
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    uint64_t purged = 0;
+    nd_err_t e = st->store->ops->purge(st->store, filter, filter != NULL ? strlen(filter) : 0, seq,
+                                       keep, &purged);
+    json_decref(req);
+    st->dirty = true;
+    json_t *o = js_resp(what);
+    if (e != ND_OK) {
+        nd_jserr_setf(&err, ND_JSE_STREAM_GENERAL_ERROR_F, "%s", nd_strerror(e));
+        js_resp_error(o, &err);
+    } else {
+        json_object_set_new(o, "success", json_true());
+        json_object_set_new(o, "purged", json_integer((json_int_t)purged));
+    }
+    js_send(ctx, st->ic, m->reply, o);
+}
+
+/* ---- message get and delete ---- */
+
+static json_t *
+b64(const void *p, size_t n)
+{
+    char *buf = nd_xmalloc(nd_b64_encoded_len(ND_B64_STD, n) + 1);
+    size_t k = nd_b64_encode(ND_B64_STD, p, n, buf);
+    buf[k] = '\0';
+    json_t *s = json_string(buf);
+    nd_free(buf);
+    return s;
+}
+
+static void
+msg_get_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
+{
+    const char *what = "stream_msg_get_response";
+    nd_jserr_t err;
+    if (m->data_len == 0) {
+        nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    json_t *req = js_body(m, &err);
+    if (req == NULL) {
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    json_t *jseq = json_object_get(req, "seq"), *jl = json_object_get(req, "last_by_subj"),
+           *jn = json_object_get(req, "next_by_subj");
+    uint64_t seq = json_is_integer(jseq) && json_integer_value(jseq) > 0 ? (uint64_t)json_integer_value(jseq) : 0;
+    const char *last = json_is_string(jl) && json_string_length(jl) > 0 ? json_string_value(jl) : NULL;
+    const char *next = json_is_string(jn) && json_string_length(jn) > 0 ? json_string_value(jn) : NULL;
+    bool bad = json_object_get(req, "batch") != NULL || json_object_get(req, "max_bytes") != NULL ||
+               (seq > 0 && last != NULL) || (seq == 0 && last == NULL && next == NULL) ||
+               (last != NULL && next != NULL);
+    if (bad) {
+        json_decref(req);
+        nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    nd_store_msg_t sm = {0};
+    nd_err_t e;
+    if (next != NULL)
+        e = st->store->ops->load_next(st->store, next, strlen(next), seq, &sm);
+    else if (seq > 0)
+        e = nd_store_load(st->store, seq, &sm);
+    else
+        e = st->store->ops->load_last(st->store, last, strlen(last), &sm);
+    json_decref(req);
+    json_t *o = js_resp(what);
+    if (e != ND_OK) {
+        nd_jserr_set(&err, ND_JSE_NO_MESSAGE_FOUND, NULL);
+        js_resp_error(o, &err);
+    } else {
+        json_t *msg = json_object();
+        json_object_set_new(msg, "subject", json_stringn(sm.subj, sm.subj_len));
+        json_object_set_new(msg, "seq", json_integer((json_int_t)sm.seq));
+        if (sm.hdr_len > 0)
+            json_object_set_new(msg, "hdrs", b64(sm.hdr, sm.hdr_len));
+        if (sm.data_len > 0)
+            json_object_set_new(msg, "data", b64(sm.data, sm.data_len));
+        json_object_set_new(msg, "time", js_time(sm.ts));
+        json_object_set_new(o, "message", msg);
+    }
+    nd_store_msg_free(&sm);
+    js_send(ctx, st->ic, m->reply, o);
+}
+
+static void
+msg_delete_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
+{
+    const char *what = "stream_msg_delete_response";
+    nd_jserr_t err;
+    if (m->data_len == 0) {
+        nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    json_t *req = js_body(m, &err);
+    if (req == NULL) {
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    json_t *jseq = json_object_get(req, "seq");
+    uint64_t seq = json_is_integer(jseq) && json_integer_value(jseq) > 0 ? (uint64_t)json_integer_value(jseq) : 0;
+    bool no_erase = json_is_true(json_object_get(req, "no_erase"));
+    json_decref(req);
+    if (st->cfg.sealed) {
+        nd_jserr_set(&err, ND_JSE_STREAM_SEALED, NULL);
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    if (st->cfg.deny_delete) {
+        nd_jserr_setf(&err, ND_JSE_STREAM_MSG_DELETE_FAILED_F, "message delete not permitted");
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    nd_err_t e = st->store->ops->remove(st->store, seq, !no_erase);
+    st->dirty = true;
+    json_t *o = js_resp(what);
+    if (e == ND_ERR_STORE_NOT_FOUND || (e != ND_OK && seq == 0)) {
+        char b[32];
+        snprintf(b, sizeof b, "%" PRIu64, seq);
+        nd_jserr_set(&err, ND_JSE_SEQUENCE_NOT_FOUND_F, "seq", b, NULL);
+        js_resp_error(o, &err);
+    } else if (e != ND_OK) {
+        nd_jserr_setf(&err, ND_JSE_STREAM_MSG_DELETE_FAILED_F, "%s", nd_strerror(e));
+        js_resp_error(o, &err);
+    } else {
+        json_object_set_new(o, "success", json_true());
+    }
+    js_send(ctx, st->ic, m->reply, o);
+}
+
+void
+js_stream_api(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
+{
+    switch (m->tag) {
+    case JS_OP_INFO:
+        info_request(ctx, st, m, false);
+        break;
+    case JS_OP_CREATE_INFO:
+        info_request(ctx, st, m, true);
+        break;
+    case JS_OP_PURGE:
+        purge_request(ctx, st, m);
+        break;
+    case JS_OP_MSG_GET:
+        msg_get_request(ctx, st, m);
+        break;
+    case JS_OP_MSG_DELETE:
+        msg_delete_request(ctx, st, m);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- direct get ---- */
+
+static void
+status(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const char *line)
+{
+    nd_iclient_publish(ctx, st->ic, reply, NULL, line, strlen(line), "", 0);
+}
+
+/* Sends one stored message with the direct-get headers (batch: with pending and last). */
+static size_t
+send_direct(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const nd_store_msg_t *sm,
+            bool batch, uint64_t np, uint64_t lseq)
+{
+    char t[48];
+    nd_time_rfc3339(sm->ts, t);
+    size_t cap = sm->hdr_len + sm->subj_len + strlen(st->name) + 256;
+    char *h = nd_xmalloc(cap);
+    size_t off;
+    if (sm->hdr_len > 2) {
+        memcpy(h, sm->hdr, sm->hdr_len - 2);
+        off = sm->hdr_len - 2;
+    } else {
+        off = (size_t)snprintf(h, cap, "NATS/1.0\r\n");
+    }
+    off += (size_t)snprintf(h + off, cap - off,
+                            "Nats-Stream: %s\r\nNats-Subject: %.*s\r\nNats-Sequence: %" PRIu64
+                            "\r\nNats-Time-Stamp: %s\r\n",
+                            st->name, (int)sm->subj_len, sm->subj, sm->seq, t);
+    if (batch)
+        off += (size_t)snprintf(h + off, cap - off,
+                                "Nats-Num-Pending: %" PRIu64 "\r\nNats-Last-Sequence: %" PRIu64 "\r\n",
+                                np, lseq);
+    off += (size_t)snprintf(h + off, cap - off, "\r\n");
+    nd_iclient_publish(ctx, st->ic, reply, NULL, h, off, (const char *)sm->data, sm->data_len);
+    nd_free(h);
+    return sm->subj_len + sm->hdr_len + sm->data_len;
+}
+
+void
+js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
+{
+    if (m->reply_len == 0)
+        return;
+    const char *reply = m->reply;
+    char pfx[300];
+    int pl = snprintf(pfx, sizeof pfx, "$JS.API.DIRECT.GET.%s", st->name);
+    uint64_t seq = 0, batch = 0, max_bytes = 0;
+    const char *last = NULL, *next = NULL;
+    char key[1024];
+    json_t *req = NULL;
+    if (m->subject_len > (size_t)pl + 1 && m->subject[pl] == '.') {
+        /* DIRECT.GET.<stream>.<subject>: the last message on that subject, no body */
+        if (m->data_len > 0 || m->subject_len - (size_t)pl - 1 >= sizeof key) {
+            status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
+            return;
+        }
+        memcpy(key, m->subject + pl + 1, m->subject_len - (size_t)pl - 1);
+        key[m->subject_len - (size_t)pl - 1] = '\0';
+        last = key;
+    } else {
+        if (m->data_len == 0) {
+            status(ctx, st, reply, "NATS/1.0 408 Empty Request\r\n\r\n");
+            return;
+        }
+        req = json_loadb(m->data, m->data_len, 0, NULL);
+        if (req == NULL || !json_is_object(req)) {
+            json_decref(req);
+            status(ctx, st, reply, "NATS/1.0 408 Malformed Request\r\n\r\n");
+            return;
+        }
+        json_t *v;
+        if (json_is_integer(v = json_object_get(req, "seq")) && json_integer_value(v) > 0)
+            seq = (uint64_t)json_integer_value(v);
+        if (json_is_string(v = json_object_get(req, "last_by_subj")) && json_string_length(v) > 0)
+            last = json_string_value(v);
+        if (json_is_string(v = json_object_get(req, "next_by_subj")) && json_string_length(v) > 0)
+            next = json_string_value(v);
+        if (json_is_integer(v = json_object_get(req, "batch")) && json_integer_value(v) > 0)
+            batch = (uint64_t)json_integer_value(v);
+        if (json_is_integer(v = json_object_get(req, "max_bytes")) && json_integer_value(v) > 0)
+            max_bytes = (uint64_t)json_integer_value(v);
+        bool multi = json_array_size(json_object_get(req, "multi_last")) > 0;
+        if (seq == 0 && last == NULL && next == NULL && !multi) {
+            json_decref(req);
+            status(ctx, st, reply, "NATS/1.0 408 Empty Request\r\n\r\n");
+            return;
+        }
+        if ((seq > 0 && last != NULL) || (last != NULL && next != NULL) ||
+            (last != NULL && batch > 0) || (multi && (last != NULL || next != NULL))) {
+            json_decref(req);
+            status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
+            return;
+        }
+        if (multi) {
+            /* multi_last comes with the 2.11 batch features */
+            json_decref(req);
+            status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
+            return;
+        }
+    }
+    nd_store_t *store = st->store;
+    bool is_batch = batch > 0;
+    if (batch == 0)
+        batch = 1;
+    if (max_bytes == 0)
+        max_bytes = (uint64_t)st->jsa->js->srv->opts.max_pending;
+    uint64_t np = 0, lseq = 0, sent = 0;
+    const char *filter = next != NULL ? next : ">";
+    if (is_batch)
+        np = store->ops->num_pending(store, filter, strlen(filter), seq, false);
+    nd_store_msg_t sm = {0};
+    for (uint64_t i = 0; i < batch; i++) {
+        nd_err_t e;
+        if (seq > 0 && next == NULL) {
+            e = i == 0 ? nd_store_load(store, seq, &sm) : store->ops->load_next(store, ">", 1, seq, &sm);
+            if (e == ND_OK)
+                seq = sm.seq + 1;
+        } else if (next != NULL) {
+            e = store->ops->load_next(store, next, strlen(next), seq, &sm);
+            if (e == ND_OK)
+                seq = sm.seq + 1;
+        } else {
+            e = store->ops->load_last(store, last, strlen(last), &sm);
+        }
+        if (e != ND_OK) {
+            if (is_batch && i > 0)
+                break;
+            status(ctx, st, reply, "NATS/1.0 404 Message Not Found\r\n\r\n");
+            nd_store_msg_free(&sm);
+            json_decref(req);
+            return;
+        }
+        sent += send_direct(ctx, st, reply, &sm, is_batch, np, lseq);
+        if (is_batch && np > 0)
+            np--;
+        lseq = sm.seq;
+        if (sent >= max_bytes)
+            break;
+    }
+    nd_store_msg_free(&sm);
+    json_decref(req);
+    if (is_batch) {
+        char eob[128];
+        snprintf(eob, sizeof eob,
+                 "NATS/1.0 204 EOB\r\nNats-Num-Pending: %" PRIu64 "\r\nNats-Last-Sequence: %" PRIu64
+                 "\r\n\r\n",
+                 np, lseq);
+        status(ctx, st, reply, eob);
+    }
+}
