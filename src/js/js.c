@@ -13,14 +13,14 @@
 #include "actors/alloc.h"
 #include "auth/auth.h"
 #include "js/js_int.h"
+#include "net/connreg.h"
+#include "util/evid.h"
 #include "util/log.h"
 
 int64_t
 js_now(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return nd_mon_wall_ns();
 }
 
 /* mkdir -p. Returns: 0, or -1 with errno. */

@@ -13,6 +13,7 @@
 #include "actors/alloc.h"
 #include "js/js_int.h"
 #include "subj/subject.h"
+#include "util/evid.h"
 #include "util/log.h"
 
 #define JS_NAMES_LIMIT 1024
@@ -169,6 +170,25 @@ account_info(api_req_t *r)
     js_send(r->ctx, r->ic, r->reply, o);
 }
 
+/* $JS.EVENT.ADVISORY.STREAM.<CREATED|DELETED|UPDATED>.<name> in the account (nats-server's
+ * JSStreamActionAdvisory). */
+static void
+advise(api_req_t *r, const char *name, const char *verb, const char *action)
+{
+    char id[23], subj[320];
+    nd_event_id(r->ctx, id);
+    json_t *o = json_object();
+    json_object_set_new(o, "type", json_string("io.nats.jetstream.advisory.v1.stream_action"));
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o, "timestamp", js_time(js_now()));
+    json_object_set_new(o, "stream", json_string(name));
+    json_object_set_new(o, "action", json_string(action));
+    if (r->jsa->js->domain[0] != '\0')
+        json_object_set_new(o, "domain", json_string(r->jsa->js->domain));
+    snprintf(subj, sizeof subj, "$JS.EVENT.ADVISORY.STREAM.%s.%s", verb, name);
+    js_send(r->ctx, r->ic, subj, o);
+}
+
 /* 10065 when a subject of cfg overlaps one of another stream's (not skip's). */
 static bool
 overlaps(nd_jsa_t *jsa, const nd_stream_cfg_t *cfg, const nd_stream_t *skip)
@@ -249,8 +269,12 @@ stream_create(api_req_t *r)
         fail_code(r, what, ND_JSE_STREAM_SUBJECT_OVERLAP);
         return;
     }
+    char name[256];
+    snprintf(name, sizeof name, "%s", cfg.name);
     if (js_stream_create(r->ctx, jsa, &cfg, js_now(), r->reply, &err) == NULL)
         fail(r, what, &err);
+    else
+        advise(r, name, "CREATED", "create");
 }
 
 static void
@@ -287,6 +311,7 @@ stream_update(api_req_t *r)
     nd_stream_cfg_free(&st->acfg);
     nd_stream_cfg_copy(&st->acfg, &cfg);
     js_stream_update(r->ctx, st, &cfg, r->reply); /* takes cfg */
+    advise(r, st->name, "UPDATED", "modify");
 }
 
 static void
@@ -304,6 +329,7 @@ stream_delete(api_req_t *r)
     }
     jsa_remove(r->jsa, st);
     js_stream_delete(r->ctx, st, r->reply);
+    advise(r, st->name, "DELETED", "delete");
     js_stream_unref(st); /* the table's */
 }
 
