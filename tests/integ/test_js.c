@@ -698,6 +698,12 @@ Test(integ_js, create_idempotent_and_conflicting)
              "\"description\":\"d\"}",
              conflict);
     JS_EXACT(e.c, "$JS.API.STREAM.CREATE.S", "{\"name\":\"S\"}", conflict);
+
+    /* 2.11 stamps `_nats.*` metadata into the config; a repeated create is idempotent whatever
+     * `_nats.*` metadata it carries or lacks (2.9.10 ignores the field, so it agrees). */
+    js_create(e.c, "V", "{\"name\":\"V\",\"metadata\":{\"_nats.req.level\":\"0\"}}");
+    js_create(e.c, "V", "{\"name\":\"V\"}");
+    js_create(e.c, "V", "{\"name\":\"V\",\"metadata\":{\"_nats.ver\":\"2.11.0\"}}");
     js_down(&e);
 }
 
