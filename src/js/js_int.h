@@ -194,5 +194,7 @@ int64_t js_stream_dedup_expire(nd_stream_t *st, int64_t now);
 void js_stream_api(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
 void js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
 json_t *js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err);
+/* StreamState's JSON; subjects and deleted (borrowed) may be NULL. */
+json_t *js_state_json(const nd_store_state_t *s, json_t *subjects, json_t *deleted);
 
 #endif

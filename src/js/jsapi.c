@@ -18,6 +18,7 @@
 
 #define JS_NAMES_LIMIT 1024
 #define JS_LIST_LIMIT  256
+#define JS_NAME_BUF    1024 /* longer than any valid name, so that a long one gets its error */
 
 /* ---- the stream table (writer: this service's turn, under mu) ---- */
 
@@ -447,14 +448,14 @@ consumer_op(api_req_t *r, const char *op)
 
 /* The stream name token of "<VERB...>.<name>" after skip bytes of op. */
 static const char *
-name_after(const char *op, size_t skip, char buf[256])
+name_after(const char *op, size_t skip, char buf[JS_NAME_BUF])
 {
     if (strlen(op) <= skip)
         return NULL;
     const char *p = op + skip;
-    if (strchr(p, '.') != NULL || strlen(p) > 255)
+    if (strchr(p, '.') != NULL || strlen(p) >= JS_NAME_BUF)
         return NULL;
-    snprintf(buf, 256, "%s", p);
+    snprintf(buf, JS_NAME_BUF, "%s", p);
     return buf;
 }
 
@@ -481,7 +482,7 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         return; /* the stream answers those itself */
     atomic_fetch_add_explicit(&jsa->api_total, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&jsa->js->api_total, 1, memory_order_relaxed);
-    char name[256];
+    char name[JS_NAME_BUF];
     api_req_t r = {.ctx = ctx, .ic = ic, .jsa = jsa, .m = m, .reply = m->reply, .op = op};
     if (strcmp(op, "INFO") == 0) {
         account_info(&r);

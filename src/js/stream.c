@@ -623,23 +623,7 @@ js_stream_list_info(nd_stream_t *st)
     json_t *o = json_object();
     json_object_set_new(o, "config", cfg);
     json_object_set_new(o, "created", js_time(st->created_ns));
-    json_t *state = json_object();
-    json_object_set_new(state, "messages", json_integer((json_int_t)s.state.msgs));
-    json_object_set_new(state, "bytes", json_integer((json_int_t)s.state.bytes));
-    json_object_set_new(state, "first_seq", json_integer((json_int_t)s.state.first_seq));
-    json_object_set_new(state, "first_ts", js_time(s.state.first_ts));
-    json_object_set_new(state, "last_seq", json_integer((json_int_t)s.state.last_seq));
-    json_object_set_new(state, "last_ts", js_time(s.state.last_ts));
-    if (s.state.num_subjects > 0)
-        json_object_set_new(state, "num_subjects", json_integer((json_int_t)s.state.num_subjects));
-    if (s.state.num_deleted > 0)
-        json_object_set_new(state, "num_deleted", json_integer((json_int_t)s.state.num_deleted));
-    json_object_set_new(state, "consumer_count", json_integer(0));
-    json_object_set_new(o, "state", state);
-    json_t *cl = json_object();
-    const char *sn = st->jsa->js->srv->opts.server_name;
-    json_object_set_new(cl, "leader", json_string(sn != NULL ? sn : st->jsa->js->srv->server_id));
-    json_object_set_new(o, "cluster", cl);
+    json_object_set_new(o, "state", js_state_json(&s.state, NULL, NULL));
     json_object_set_new(o, "ts", js_time(js_now()));
     return o;
 }
