@@ -152,6 +152,8 @@ json_t *js_resp(const char *what);
 void js_resp_error(json_t *resp, const nd_jserr_t *err);
 /* Publishes resp (stolen) to reply from ic. */
 void js_send(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, json_t *resp);
+/* The fields an error response of `what` carries besides "error" (ApiPaged ones). */
+void js_paged_error_fields(json_t *resp, const char *what);
 /* Sends {"type":..,"error":..} for one error (err_code substitution pairs, NULL-terminated). */
 void js_send_error(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, const char *what,
                    const nd_jserr_t *err);

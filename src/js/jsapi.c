@@ -97,7 +97,10 @@ fail(api_req_t *r, const char *what, const nd_jserr_t *err)
 {
     atomic_fetch_add_explicit(&r->jsa->api_errors, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->jsa->js->api_errors, 1, memory_order_relaxed);
-    js_send_error(r->ctx, r->ic, r->reply, what, err);
+    json_t *o = js_resp(what);
+    js_resp_error(o, err);
+    js_paged_error_fields(o, what);
+    js_send(r->ctx, r->ic, r->reply, o);
 }
 
 static void
@@ -384,14 +387,20 @@ stream_names(api_req_t *r, bool list)
     size_t limit = list ? JS_LIST_LIMIT : JS_NAMES_LIMIT;
     json_t *o = js_resp(what);
     json_object_set_new(o, "total", json_integer((json_int_t)n));
-    json_object_set_new(o, "offset", json_integer(offset));
+    json_object_set_new(o, "offset", json_integer(0));
     json_object_set_new(o, "limit", json_integer((json_int_t)limit));
+    if ((size_t)offset > n)
+        offset = (int64_t)n;
+    json_object_set_new(o, "offset", json_integer(offset));
     json_t *arr = json_array();
     for (size_t i = (size_t)offset; i < n && i < (size_t)offset + limit; i++)
         json_array_append_new(arr, list ? js_stream_list_info(v[i]) : json_string(v[i]->name));
+    /* Go: names start as a nil slice (null when the page is empty), list as an empty one */
+    if (!list && json_array_size(arr) == 0) {
+        json_decref(arr);
+        arr = json_null();
+    }
     json_object_set_new(o, "streams", arr);
-    if (list)
-        json_object_set_new(o, "missing", json_array());
     nd_free(v);
     json_decref(body);
     js_send(r->ctx, r->ic, r->reply, o);
@@ -480,8 +489,6 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     }
     if (strncmp(op, "DIRECT.GET.", 11) == 0)
         return; /* the stream answers those itself */
-    atomic_fetch_add_explicit(&jsa->api_total, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&jsa->js->api_total, 1, memory_order_relaxed);
     char name[JS_NAME_BUF];
     api_req_t r = {.ctx = ctx, .ic = ic, .jsa = jsa, .m = m, .reply = m->reply, .op = op};
     if (strcmp(op, "INFO") == 0) {
@@ -515,5 +522,9 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         consumer_op(&r, op);
     } else {
         nd_log_debug("JetStream API: no handler for %s", s);
+        return;
     }
+    /* counted after the answer, as nats-server's account info does not count itself */
+    atomic_fetch_add_explicit(&jsa->api_total, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&jsa->js->api_total, 1, memory_order_relaxed);
 }

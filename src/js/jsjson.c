@@ -36,11 +36,26 @@ js_send(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, json_t *resp)
 }
 
 void
+js_paged_error_fields(json_t *resp, const char *what)
+{
+    /* Responses that embed ApiPaged (and a nil list) write those fields on errors too. */
+    if (strcmp(what, "stream_info_response") == 0 || strcmp(what, "stream_names_response") == 0 ||
+        strcmp(what, "stream_list_response") == 0) {
+        json_object_set_new(resp, "total", json_integer(0));
+        json_object_set_new(resp, "offset", json_integer(0));
+        json_object_set_new(resp, "limit", json_integer(0));
+    }
+    if (strcmp(what, "stream_names_response") == 0)
+        json_object_set_new(resp, "streams", json_null());
+}
+
+void
 js_send_error(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, const char *what,
               const nd_jserr_t *err)
 {
     json_t *r = js_resp(what);
     js_resp_error(r, err);
+    js_paged_error_fields(r, what);
     js_send(ctx, ic, reply, r);
 }
 

@@ -136,6 +136,8 @@ info_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, bool create)
     json_object_update(o, info);
     json_decref(info);
     json_decref(req);
+    if (create) /* nats-server 2.9+ says did_create for a repeated, identical create too */
+        json_object_set_new(o, "did_create", json_true());
     js_send(ctx, st->ic, m->reply, o);
 }
 
@@ -167,7 +169,10 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     }
     if (err.e != ND_JSE_NONE) {
         json_decref(req);
-        js_send_error(ctx, st->ic, m->reply, what, &err);
+        json_t *o = js_resp(what);
+        js_resp_error(o, &err);
+        json_object_set_new(o, "purged", json_integer(0));
+        js_send(ctx, st->ic, m->reply, o);
         return;
     }
     uint64_t purged = 0;
@@ -181,8 +186,8 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         js_resp_error(o, &err);
     } else {
         json_object_set_new(o, "success", json_true());
-        json_object_set_new(o, "purged", json_integer((json_int_t)purged));
     }
+    json_object_set_new(o, "purged", json_integer((json_int_t)purged));
     js_send(ctx, st->ic, m->reply, o);
 }
 
@@ -285,10 +290,17 @@ msg_delete_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         js_send_error(ctx, st->ic, m->reply, what, &err);
         return;
     }
+    nd_store_state_t ss;
+    nd_store_state(st->store, &ss);
     nd_err_t e = st->store->ops->remove(st->store, seq, !no_erase);
     st->dirty = true;
     json_t *o = js_resp(what);
-    if (e == ND_ERR_STORE_NOT_FOUND || (e != ND_OK && seq == 0)) {
+    if (e != ND_OK && (seq > ss.last_seq || seq < ss.first_seq)) {
+        /* nats-server's store errors: past the end is EOF, before the start not found */
+        nd_jserr_setf(&err, ND_JSE_STREAM_MSG_DELETE_FAILED_F, "%s",
+                      seq > ss.last_seq ? "stream store EOF" : "no message found");
+        js_resp_error(o, &err);
+    } else if (e == ND_ERR_STORE_NOT_FOUND) {
         char b[32];
         snprintf(b, sizeof b, "%" PRIu64, seq);
         nd_jserr_set(&err, ND_JSE_SEQUENCE_NOT_FOUND_F, "seq", b, NULL);
