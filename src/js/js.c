@@ -67,9 +67,11 @@ disabled_api(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     (void)arg;
     if (m->reply_len == 0)
         return;
+    if (strncmp(m->subject, "$JS.API.DIRECT.GET.", 19) == 0)
+        return; /* nats-server: no answer at all */
     nd_jserr_t err;
     nd_jserr_set(&err, ND_JSE_NOT_ENABLED_FOR_ACCOUNT, NULL);
-    js_send_error(ctx, ic, m->reply, "error", &err);
+    js_send_error(ctx, ic, m->reply, js_api_type(m->subject + 8), &err);
 }
 
 void js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg);

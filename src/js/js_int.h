@@ -152,6 +152,9 @@ json_t *js_resp(const char *what);
 void js_resp_error(json_t *resp, const nd_jserr_t *err);
 /* Publishes resp (stolen) to reply from ic. */
 void js_send(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, json_t *resp);
+/* The response type ("stream_create_response", ...) of the request subject op (after the
+ * "$JS.API." prefix). */
+const char *js_api_type(const char *op);
 /* The fields an error response of `what` carries besides "error" (ApiPaged ones). */
 void js_paged_error_fields(json_t *resp, const char *what);
 /* Sends {"type":..,"error":..} for one error (err_code substitution pairs, NULL-terminated). */

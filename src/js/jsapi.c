@@ -428,11 +428,7 @@ consumer_op(api_req_t *r, const char *op)
     }
     bool names = strncmp(op, "CONSUMER.NAMES.", 15) == 0;
     bool list = strncmp(op, "CONSUMER.LIST.", 14) == 0;
-    const char *what = names ? "consumer_names_response"
-                       : list ? "consumer_list_response"
-                       : strncmp(op, "CONSUMER.INFO.", 14) == 0 ? "consumer_info_response"
-                       : strncmp(op, "CONSUMER.DELETE.", 16) == 0 ? "consumer_delete_response"
-                                                                 : "consumer_create_response";
+    const char *what = js_api_type(op);
     if (jsa_find(r->jsa, name) == NULL) {
         fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
         return;
