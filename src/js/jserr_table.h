@@ -32,6 +32,7 @@
     X(STREAM_TRANSFORM_INVALID_SOURCE, 400, 10155, "stream transform source: {err}") \
     X(STREAM_TRANSFORM_INVALID_DESTINATION, 400, 10156, "stream transform: {err}") \
     X(STREAM_REPLICAS_NOT_SUPPORTED, 500, 10074, "replicas > 1 not supported in non-clustered mode") \
-    X(STREAM_MIRROR_NOT_UPDATABLE, 400, 10055, "stream mirror configuration can not be updated")
+    X(STREAM_MIRROR_NOT_UPDATABLE, 400, 10055, "stream mirror configuration can not be updated") \
+    X(STREAM_CREATE_F, 500, 10049, "{err}")
 
 #endif
