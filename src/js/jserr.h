@@ -2,7 +2,7 @@
  *
  * Every entry has an HTTP-like `code`, a numeric `err_code` that clients match on, and a
  * description that may hold {placeholders} (e.g. "stream name in subject does not match
- * request", "wrong last sequence: {seq}", "stream config invalid: {err}" style texts). The
+ * request", "wrong last sequence: {seq}", "restore failed: {err}", or just "{err}"). The
  * enum names follow nats-server's constants: JSStreamNotFoundErr -> ND_JSE_STREAM_NOT_FOUND,
  * JSStreamInvalidConfigF -> ND_JSE_STREAM_INVALID_CONFIG_F (JS prefix dropped, Err dropped,
  * a trailing F kept as _F, CamelCase to UPPER_SNAKE).
@@ -42,7 +42,7 @@ typedef struct nd_jserr {
 const nd_jse_info_t *nd_jse_info(nd_jse_t e);
 
 /* Fills *out with e; the variadic arguments are NULL-terminated pairs of placeholder name
- * (without braces) and value, e.g. nd_jserr_set(&err, ND_JSE_STREAM_WRONG_LAST_SEQUENCE,
+ * (without braces) and value, e.g. nd_jserr_set(&err, ND_JSE_STREAM_WRONG_LAST_SEQUENCE_F,
  * "seq", "42", NULL). A placeholder with no value given is left as written. Returns: false,
  * so a validator can `return nd_jserr_set(...)`. */
 bool nd_jserr_set(nd_jserr_t *out, nd_jse_t e, ...);
