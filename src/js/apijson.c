@@ -212,15 +212,32 @@ parse_string(parser_t *ps, size_t *outlen)
             c = *ps->p;
             const char *simple = NULL;
             switch (c) {
-            case '"': simple = "\""; break;
-            case '\\': simple = "\\"; break;
-            case '/': simple = "/"; break;
-            case 'b': simple = "\b"; break;
-            case 'f': simple = "\f"; break;
-            case 'n': simple = "\n"; break;
-            case 'r': simple = "\r"; break;
-            case 't': simple = "\t"; break;
-            case 'u': break;
+            case '"':
+                simple = "\"";
+                break;
+            case '\\':
+                simple = "\\";
+                break;
+            case '/':
+                simple = "/";
+                break;
+            case 'b':
+                simple = "\b";
+                break;
+            case 'f':
+                simple = "\f";
+                break;
+            case 'n':
+                simple = "\n";
+                break;
+            case 'r':
+                simple = "\r";
+                break;
+            case 't':
+                simple = "\t";
+                break;
+            case 'u':
+                break;
             default:
                 fail(ps, "in string escape code");
                 nd_free(b.b);

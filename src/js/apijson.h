@@ -21,7 +21,7 @@ typedef struct nd_apijson {
     struct {
         const json_t *v;
         char *text;
-    } *nums;
+    } * nums;
     size_t nnums;
 } nd_apijson_t;
 

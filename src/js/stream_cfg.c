@@ -32,14 +32,14 @@
 #include "subj/transform.h"
 #include "util/gojson.h"
 
-#define NS_PER_MS INT64_C(1000000)
-#define NS_PER_S INT64_C(1000000000)
-#define MAX_NAME_LEN 255
-#define MAX_DESC_LEN 4096
-#define MAX_METADATA_LEN (128 * 1024)
-#define MAX_REPLICAS 5
+#define NS_PER_MS          INT64_C(1000000)
+#define NS_PER_S           INT64_C(1000000000)
+#define MAX_NAME_LEN       255
+#define MAX_DESC_LEN       4096
+#define MAX_METADATA_LEN   (128 * 1024)
+#define MAX_REPLICAS       5
 #define DEFAULT_DUP_WINDOW (120 * NS_PER_S)
-#define JS_API_PREFIX "$JS.API"
+#define JS_API_PREFIX      "$JS.API"
 
 /* ---- The Go structs ---------------------------------------------------------------------- */
 
@@ -112,11 +112,11 @@ enum { COMP_NONE = 0, COMP_S2 };
 
 typedef enum {
     K_STR,
-    K_INT,  /* Go int (64-bit) */
+    K_INT, /* Go int (64-bit) */
     K_I32,
     K_I64,
     K_U64,
-    K_DUR,  /* time.Duration */
+    K_DUR, /* time.Duration */
     K_BOOL,
     K_STRS, /* []string */
     K_RET,
@@ -149,9 +149,18 @@ struct sdesc {
     size_t nf;
 };
 
-#define FLD(T, n, k, m, o, gt) {n, k, offsetof(T, m), 0, o, NULL, gt, false}
-#define FLDN(T, n, k, m, cnt, o, sub, gt) {n, k, offsetof(T, m), offsetof(T, cnt), o, sub, gt, false}
-#define FLDS(T, n, k, m, o, sub, gt) {n, k, offsetof(T, m), 0, o, sub, gt, false}
+#define FLD(T, n, k, m, o, gt)                                                                     \
+    {                                                                                              \
+        n, k, offsetof(T, m), 0, o, NULL, gt, false                                                \
+    }
+#define FLDN(T, n, k, m, cnt, o, sub, gt)                                                          \
+    {                                                                                              \
+        n, k, offsetof(T, m), offsetof(T, cnt), o, sub, gt, false                                  \
+    }
+#define FLDS(T, n, k, m, o, sub, gt)                                                               \
+    {                                                                                              \
+        n, k, offsetof(T, m), 0, o, sub, gt, false                                                 \
+    }
 #define NF(a) (sizeof(a) / sizeof((a)[0]))
 
 static const field_t xform_f[] = {
@@ -240,7 +249,7 @@ static const field_t cfg_f[] = {
 };
 static const sdesc_t cfg_d = {"StreamConfigRequest", sizeof(gcfg_t), cfg_f, NF(cfg_f)};
 
-#define AT(base, off, T) ((T *)((char *)(base) + (off)))
+#define AT(base, off, T)  ((T *)((char *)(base) + (off)))
 #define CAT(base, off, T) ((const T *)((const char *)(base) + (off)))
 
 /* ---- Freeing ----------------------------------------------------------------------------- */
@@ -317,22 +326,28 @@ gcfg_free(gcfg_t *g)
 typedef struct dctx {
     const nd_apijson_t *aj; /* number literals; NULL for an already decoded json_t */
     bool strict;
-    bool fatal;             /* an unmarshaller failed: Go stops decoding */
-    char err[400];          /* the first error ("" = none) */
+    bool fatal;    /* an unmarshaller failed: Go stops decoding */
+    char err[400]; /* the first error ("" = none) */
 } dctx_t;
 
 static const char *
 kind_name(const json_t *v)
 {
     switch (json_typeof(v)) {
-    case JSON_OBJECT: return "object";
-    case JSON_ARRAY: return "array";
-    case JSON_STRING: return "string";
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
     case JSON_INTEGER:
-    case JSON_REAL: return "number";
+    case JSON_REAL:
+        return "number";
     case JSON_TRUE:
-    case JSON_FALSE: return "bool";
-    default: return "null";
+    case JSON_FALSE:
+        return "bool";
+    default:
+        return "null";
     }
 }
 
@@ -341,13 +356,13 @@ type_err(dctx_t *d, const char *value, const char *sname, const char *path, cons
 {
     if (d->err[0])
         return;
-    snprintf(d->err, sizeof d->err, "json: cannot unmarshal %s into Go struct field %s.%s of type %s",
-             value, sname, path, type);
+    snprintf(d->err, sizeof d->err,
+             "json: cannot unmarshal %s into Go struct field %s.%s of type %s", value, sname, path,
+             type);
 }
 
 /* An unmarshaller's error: it replaces any earlier type error and ends decoding. */
-static void
-fatal_err(dctx_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void fatal_err(dctx_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void
 fatal_err(dctx_t *d, const char *fmt, ...)
 {
@@ -582,8 +597,9 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
                 ok = false;
         }
         if (!ok) {
-            fatal_err(d, "parsing time \"\\\"%s\\\"\" as \"\\\"2006-01-02T15:04:05Z07:00\\\"\": "
-                         "cannot parse \"%s\\\"\" as \"2006\"",
+            fatal_err(d,
+                      "parsing time \"\\\"%s\\\"\" as \"\\\"2006-01-02T15:04:05Z07:00\\\"\": "
+                      "cannot parse \"%s\\\"\" as \"2006\"",
                       s, s);
             return;
         }
@@ -739,10 +755,14 @@ static const char *
 enum_text(kind_t k, int64_t v)
 {
     switch (k) {
-    case K_RET: return v == RET_INTEREST ? "interest" : v == RET_WORKQUEUE ? "workqueue" : "limits";
-    case K_DISC: return v == DISC_NEW ? "new" : "old";
-    case K_STORAGE: return v == ST_MEMORY ? "memory" : v == ST_ANY ? "any" : "file";
-    default: return v == COMP_S2 ? "s2" : "none";
+    case K_RET:
+        return v == RET_INTEREST ? "interest" : v == RET_WORKQUEUE ? "workqueue" : "limits";
+    case K_DISC:
+        return v == DISC_NEW ? "new" : "old";
+    case K_STORAGE:
+        return v == ST_MEMORY ? "memory" : v == ST_ANY ? "any" : "file";
+    default:
+        return v == COMP_S2 ? "s2" : "none";
     }
 }
 
@@ -838,7 +858,7 @@ encode_struct(const sdesc_t *sd, const void *base, bool config_only)
             v = json_array();
             for (size_t j = 0; j < n; j++)
                 json_array_append_new(v, l[j] ? encode_struct(f->sub, l[j], config_only)
-                                               : json_null());
+                                              : json_null());
             break;
         }
         case K_MAP: {
@@ -1011,8 +1031,7 @@ go_duration(int64_t d, char *out, size_t cap)
     snprintf(out, cap, "%s", buf + w);
 }
 
-static bool
-invalid(nd_jserr_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool invalid(nd_jserr_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool
 invalid(nd_jserr_t *err, const char *fmt, ...)
 {
@@ -1068,8 +1087,7 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
     if (strlen(c->name) > MAX_NAME_LEN)
         return invalid(err, "stream name is too long, maximum allowed is %d", MAX_NAME_LEN);
     if (c->description && strlen(c->description) > MAX_DESC_LEN)
-        return invalid(err, "stream description is too long, maximum allowed is %d",
-                       MAX_DESC_LEN);
+        return invalid(err, "stream description is too long, maximum allowed is %d", MAX_DESC_LEN);
     size_t mdlen = 0;
     if (c->metadata) {
         const char *k;
@@ -1109,8 +1127,8 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
         }
         if (c->max_age != 0 && c->max_age < maxw) {
             if (pedantic)
-                return pedantic_err(err,
-                                    "pedantic mode: duplicate window cannot be bigger than max age");
+                return pedantic_err(
+                    err, "pedantic mode: duplicate window cannot be bigger than max age");
             c->duplicates = c->max_age;
         } else
             c->duplicates = maxw;
@@ -1143,7 +1161,8 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
             return invalid(err, "subject delete marker TTL must be at least 1 second");
         if (!c->allow_msg_ttl) {
             if (pedantic)
-                return invalid(err, "subject delete marker cannot be set if message TTLs are disabled");
+                return invalid(err,
+                               "subject delete marker cannot be set if message TTLs are disabled");
             c->allow_msg_ttl = true;
         }
         if (!c->allow_rollup) {
@@ -1169,7 +1188,8 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
         if (c->nsources > 0)
             return nd_jserr_set(err, ND_JSE_MIRROR_WITH_SOURCES, (const char *)NULL);
         if (!empty(m->filter_subject) && m->nxforms != 0)
-            return nd_jserr_set(err, ND_JSE_MIRROR_MULTIPLE_FILTERS_NOT_ALLOWED, (const char *)NULL);
+            return nd_jserr_set(err, ND_JSE_MIRROR_MULTIPLE_FILTERS_NOT_ALLOWED,
+                                (const char *)NULL);
         if (c->sdm_ttl > 0)
             return invalid(err, "subject delete markers forbidden on mirrors");
         for (size_t i = 0; i < m->nxforms; i++) {
@@ -1205,9 +1225,10 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
          * two sources with the same one are duplicates. */
         for (size_t j = 0; j < i; j++) {
             const ssrc_t *o = c->sources[j];
-            bool same = streq(o->name, s->name) &&
-                        streq(o->external ? o->external->api : "", s->external ? s->external->api : "") &&
-                        streq(o->filter_subject, s->filter_subject) && o->nxforms == s->nxforms;
+            bool same =
+                streq(o->name, s->name) &&
+                streq(o->external ? o->external->api : "", s->external ? s->external->api : "") &&
+                streq(o->filter_subject, s->filter_subject) && o->nxforms == s->nxforms;
             for (size_t k = 0; same && k < s->nxforms; k++)
                 same = streq(o->xforms[k]->src, s->xforms[k]->src) &&
                        streq(o->xforms[k]->dest, s->xforms[k]->dest);
@@ -1287,10 +1308,11 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
                 for (size_t k = 0; k < 3; k++)
                     if (nd_subjects_overlap(s, api_ns[k]) && !is_subset(s, "$JS.EVENT.>"))
                         return invalid(
-                            err, "subjects that overlap with jetstream api require no-ack to be true");
+                            err,
+                            "subjects that overlap with jetstream api require no-ack to be true");
                 if (nd_subjects_overlap(s, "$SYS.>") && !is_subset(s, "$SYS.ACCOUNT.>"))
-                    return invalid(err,
-                                   "subjects that overlap with system api require no-ack to be true");
+                    return invalid(
+                        err, "subjects that overlap with system api require no-ack to be true");
             }
         }
     }
@@ -1378,12 +1400,14 @@ check_filters(const gcfg_t *c, nd_jserr_t *err)
             for (size_t i = 0; i < m->nxforms; i++) {
                 const xform_t *x = m->xforms[i];
                 if (!empty(x->src) && !valid_sub(x->src)) {
-                    snprintf(t, sizeof t,
-                             "invalid subject transform source '%s' for the mirror: invalid subject",
-                             x->src);
+                    snprintf(
+                        t, sizeof t,
+                        "invalid subject transform source '%s' for the mirror: invalid subject",
+                        x->src);
                     return with_err(err, ND_JSE_STREAM_CREATE_F, t);
                 }
-                if (!empty(x->dest) && !xform_ok(x->src, x->dest, ND_XF_MODE_TRANSFORM, e, sizeof e)) {
+                if (!empty(x->dest) &&
+                    !xform_ok(x->src, x->dest, ND_XF_MODE_TRANSFORM, e, sizeof e)) {
                     snprintf(t, sizeof t, "subject transform from '%s' to '%s' for the mirror: %s",
                              x->src ? x->src : "", x->dest, e);
                     return with_err(err, ND_JSE_STREAM_CREATE_F, t);
@@ -1406,7 +1430,8 @@ check_filters(const gcfg_t *c, nd_jserr_t *err)
                              x->src);
                     return with_err(err, ND_JSE_STREAM_CREATE_F, t);
                 }
-                if (!empty(x->dest) && !xform_ok(x->src, x->dest, ND_XF_MODE_TRANSFORM, e, sizeof e)) {
+                if (!empty(x->dest) &&
+                    !xform_ok(x->src, x->dest, ND_XF_MODE_TRANSFORM, e, sizeof e)) {
                     snprintf(t, sizeof t, "subject transform from '%s' to '%s' for the source: %s",
                              x->src ? x->src : "", x->dest, e);
                     return with_err(err, ND_JSE_STREAM_CREATE_F, t);
@@ -1470,8 +1495,7 @@ fill_public(nd_stream_cfg_t *out, gcfg_t *g)
 
 static bool
 parse_root(json_t *root, const nd_apijson_t *aj, const char *subj_name,
-           const nd_stream_cfg_env_t *env, bool from_request, nd_stream_cfg_t *out,
-           nd_jserr_t *err)
+           const nd_stream_cfg_env_t *env, bool from_request, nd_stream_cfg_t *out, nd_jserr_t *err)
 {
     static const nd_stream_cfg_env_t defenv = {.max_stream_bytes = -1};
     if (!env)
@@ -1482,7 +1506,7 @@ parse_root(json_t *root, const nd_apijson_t *aj, const char *subj_name,
         gcfg_free(&g);
         return with_err(err, ND_JSE_INVALID_JSON, d.err);
     }
-    bool pedantic = g.pedantic;
+    bool pedantic = g.pedantic || env->pedantic;
     if (from_request && env->create)
         set_static_metadata(&g);
     if (env->create) {
@@ -1492,7 +1516,8 @@ parse_root(json_t *root, const nd_apijson_t *aj, const char *subj_name,
         }
         if (g.name && strpbrk(g.name, "\\/")) {
             gcfg_free(&g);
-            return nd_jserr_set(err, ND_JSE_STREAM_NAME_CONTAINS_PATH_SEPARATORS, (const char *)NULL);
+            return nd_jserr_set(err, ND_JSE_STREAM_NAME_CONTAINS_PATH_SEPARATORS,
+                                (const char *)NULL);
         }
         if (g.sealed) {
             gcfg_free(&g);
@@ -1590,8 +1615,7 @@ nd_stream_cfg_equal(const nd_stream_cfg_t *a, const nd_stream_cfg_t *b)
 }
 
 bool
-nd_stream_cfg_check_update(const nd_stream_cfg_t *old, const nd_stream_cfg_t *upd,
-                           nd_jserr_t *err)
+nd_stream_cfg_check_update(const nd_stream_cfg_t *old, const nd_stream_cfg_t *upd, nd_jserr_t *err)
 {
     if (strcmp(upd->name, old->name))
         return invalid(err, "stream configuration name must match original");
@@ -1601,9 +1625,8 @@ nd_stream_cfg_check_update(const nd_stream_cfg_t *old, const nd_stream_cfg_t *up
         return invalid(err, "stream configuration update can not change storage type");
     if (upd->retention != old->retention &&
         (old->retention == ND_RETENTION_WORKQUEUE || upd->retention == ND_RETENTION_WORKQUEUE))
-        return invalid(err,
-                       "stream configuration update can not change retention policy to/from "
-                       "workqueue");
+        return invalid(err, "stream configuration update can not change retention policy to/from "
+                            "workqueue");
     const char *ot = json_string_value(json_object_get(old->json, "template_owner"));
     const char *nt = json_string_value(json_object_get(upd->json, "template_owner"));
     if (!empty(ot))

@@ -36,49 +36,50 @@ dump(const nd_stream_cfg_t *c)
     return json_dumps(c->json, JSON_COMPACT | JSON_PRESERVE_ORDER);
 }
 
-#define EXPECT_ERR_ENV(body, name, env, ecode, edesc)                                           \
-    do {                                                                                        \
-        nd_stream_cfg_t c_;                                                                     \
-        nd_jserr_t e_;                                                                          \
-        bool ok_ = parse_env(body, name, env, &c_, &e_);                                        \
-        if (ok_)                                                                                \
-            nd_stream_cfg_free(&c_);                                                            \
-        cr_assert(!ok_, "accepted: %s", body);                                                  \
-        cr_expect_eq(e_.err_code, ecode, "%s: err_code %d (%s)", body, e_.err_code, e_.desc);   \
-        cr_expect_str_eq(e_.desc, edesc, "%s: got [%s]", body, e_.desc);                          \
+#define EXPECT_ERR_ENV(body, name, env, ecode, edesc)                                              \
+    do {                                                                                           \
+        nd_stream_cfg_t c_;                                                                        \
+        nd_jserr_t e_;                                                                             \
+        bool ok_ = parse_env(body, name, env, &c_, &e_);                                           \
+        if (ok_)                                                                                   \
+            nd_stream_cfg_free(&c_);                                                               \
+        cr_assert(!ok_, "accepted: %s", body);                                                     \
+        cr_expect_eq(e_.err_code, ecode, "%s: err_code %d (%s)", body, e_.err_code, e_.desc);      \
+        cr_expect_str_eq(e_.desc, edesc, "%s: got [%s]", body, e_.desc);                           \
     } while (0)
 
-#define EXPECT_ERR(body, ecode, edesc)                                                          \
-    do {                                                                                        \
-        nd_stream_cfg_env_t env_ = env_create();                                                \
-        EXPECT_ERR_ENV(body, "S", &env_, ecode, edesc);                                         \
+#define EXPECT_ERR(body, ecode, edesc)                                                             \
+    do {                                                                                           \
+        nd_stream_cfg_env_t env_ = env_create();                                                   \
+        EXPECT_ERR_ENV(body, "S", &env_, ecode, edesc);                                            \
     } while (0)
 
-#define EXPECT_JSON(body, expected)                                                             \
-    do {                                                                                        \
-        nd_stream_cfg_t c_;                                                                     \
-        nd_jserr_t e_;                                                                          \
-        cr_assert(parse(body, &c_, &e_), "%s: %d %s", body, e_.err_code, e_.desc);              \
-        char *s_ = dump(&c_);                                                                   \
-        cr_expect_str_eq(s_, expected, "%s", body);                                             \
-        free(s_);                                                                               \
-        nd_stream_cfg_free(&c_);                                                                \
+#define EXPECT_JSON(body, expected)                                                                \
+    do {                                                                                           \
+        nd_stream_cfg_t c_;                                                                        \
+        nd_jserr_t e_;                                                                             \
+        cr_assert(parse(body, &c_, &e_), "%s: %d %s", body, e_.err_code, e_.desc);                 \
+        char *s_ = dump(&c_);                                                                      \
+        cr_expect_str_eq(s_, expected, "%s", body);                                                \
+        free(s_);                                                                                  \
+        nd_stream_cfg_free(&c_);                                                                   \
     } while (0)
 
-#define DEFAULTS_TAIL                                                                           \
-    "\"compression\":\"none\",\"allow_direct\":false,\"mirror_direct\":false,"                 \
-    "\"sealed\":false,\"deny_delete\":false,\"deny_purge\":false,\"allow_rollup_hdrs\":false,"  \
+#define DEFAULTS_TAIL                                                                              \
+    "\"compression\":\"none\",\"allow_direct\":false,\"mirror_direct\":false,"                     \
+    "\"sealed\":false,\"deny_delete\":false,\"deny_purge\":false,\"allow_rollup_hdrs\":false,"     \
     "\"consumer_limits\":{},\"allow_msg_ttl\":false,\"metadata\":{\"_nats.req.level\":\"0\"}}"
 
 /* ---- Defaults and the canonical JSON ---- */
 
 Test(stream_cfg, defaults_json)
 {
-    EXPECT_JSON("{\"name\":\"S\"}",
-                "{\"name\":\"S\",\"subjects\":[\"S\"],\"retention\":\"limits\",\"max_consumers\":-1,"
-                "\"max_msgs\":-1,\"max_bytes\":-1,\"max_age\":0,\"max_msgs_per_subject\":-1,"
-                "\"max_msg_size\":-1,\"discard\":\"old\",\"storage\":\"file\",\"num_replicas\":1,"
-                "\"duplicate_window\":120000000000," DEFAULTS_TAIL);
+    EXPECT_JSON(
+        "{\"name\":\"S\"}",
+        "{\"name\":\"S\",\"subjects\":[\"S\"],\"retention\":\"limits\",\"max_consumers\":-1,"
+        "\"max_msgs\":-1,\"max_bytes\":-1,\"max_age\":0,\"max_msgs_per_subject\":-1,"
+        "\"max_msg_size\":-1,\"discard\":\"old\",\"storage\":\"file\",\"num_replicas\":1,"
+        "\"duplicate_window\":120000000000," DEFAULTS_TAIL);
 }
 
 Test(stream_cfg, defaults_fields)
@@ -181,8 +182,8 @@ Test(stream_cfg, unknown_fields_and_case)
     /* Unknown fields (2.12's among them) are dropped; Go matches keys case-insensitively. */
     nd_stream_cfg_t c;
     nd_jserr_t e;
-    cr_assert(parse("{\"NAME\":\"S\",\"Max_Msgs\":5,\"bogus\":1,\"allow_msg_counter\":true}", &c,
-                    &e));
+    cr_assert(
+        parse("{\"NAME\":\"S\",\"Max_Msgs\":5,\"bogus\":1,\"allow_msg_counter\":true}", &c, &e));
     cr_expect_eq(c.max_msgs, 5);
     cr_expect_null(json_object_get(c.json, "allow_msg_counter"));
     nd_stream_cfg_free(&c);
@@ -237,7 +238,8 @@ Test(stream_cfg, json_errors)
                "StreamConfigRequest.no_ack of type bool");
     EXPECT_ERR("{\"name\":\"S\",\"retention\":\"foo\"}", 10025,
                "invalid JSON: can not unmarshal \"\\\"foo\\\"\"");
-    EXPECT_ERR("{\"name\":\"S\",\"storage\":null}", 10025, "invalid JSON: can not unmarshal \"null\"");
+    EXPECT_ERR("{\"name\":\"S\",\"storage\":null}", 10025,
+               "invalid JSON: can not unmarshal \"null\"");
     EXPECT_ERR("{\"name\":\"S\",\"compression\":\"lz4\"}", 10025,
                "invalid JSON: unknown compression algorithm");
     /* An unmarshaller's error wins over an earlier type error. */
@@ -246,8 +248,9 @@ Test(stream_cfg, json_errors)
     nd_stream_cfg_env_t env = env_create();
     env.strict = true;
     EXPECT_ERR_ENV("{\"name\":\"S\",", "S", &env, 10025, "invalid JSON: unexpected EOF");
-    EXPECT_ERR_ENV("{\"name\":x}", "S", &env, 10025,
-                   "invalid JSON: invalid character 'x' looking for beginning of value at offset 9");
+    EXPECT_ERR_ENV(
+        "{\"name\":x}", "S", &env, 10025,
+        "invalid JSON: invalid character 'x' looking for beginning of value at offset 9");
 }
 
 Test(stream_cfg, enums)
@@ -288,7 +291,8 @@ Test(stream_cfg, name_mismatch_and_create_checks)
     nd_stream_cfg_free(&c);
     /* An update compares the name after the config checks. */
     nd_stream_cfg_env_t upd = {.max_stream_bytes = -1};
-    EXPECT_ERR_ENV("{}", "S", &upd, 10052, "stream name is required and can not contain '.', '*', '>'");
+    EXPECT_ERR_ENV("{}", "S", &upd, 10052,
+                   "stream name is required and can not contain '.', '*', '>'");
     EXPECT_ERR_ENV("{\"name\":\"T\"}", "S", &upd, 10056,
                    "stream name in subject does not match request");
 }
@@ -405,9 +409,9 @@ Test(stream_cfg, subject_delete_markers)
     cr_expect(c.allow_rollup);
     cr_expect(!c.deny_purge);
     cr_expect_eq(c.subject_delete_marker_ttl_ns, 1000000000LL);
-    cr_expect_str_eq(json_string_value(json_object_get(json_object_get(c.json, "metadata"),
-                                                       "_nats.req.level")),
-                     "1");
+    cr_expect_str_eq(
+        json_string_value(json_object_get(json_object_get(c.json, "metadata"), "_nats.req.level")),
+        "1");
     nd_stream_cfg_free(&c);
 }
 
@@ -421,7 +425,8 @@ Test(stream_cfg, mirror_rules)
                "stream mirrors can not also contain other sources");
     EXPECT_ERR("{\"name\":\"S\",\"mirror\":{\"name\":\"O\",\"filter_subject\":\"a\","
                "\"subject_transforms\":[{\"src\":\"b\",\"dest\":\"c\"}]}}",
-               10150, "mirror with multiple subject transforms cannot also have a single subject filter");
+               10150,
+               "mirror with multiple subject transforms cannot also have a single subject filter");
     EXPECT_ERR("{\"name\":\"S\",\"mirror\":{\"name\":\"O\",\"subject_transforms\":[{\"src\":"
                "\"a..b\"}]}}",
                10151, "mirror transform source: invalid subject a..b");
@@ -451,7 +456,8 @@ Test(stream_cfg, source_rules)
                "duplicate source configuration detected");
     EXPECT_ERR("{\"name\":\"S\",\"sources\":[{\"name\":\"A\",\"filter_subject\":\"a\","
                "\"subject_transforms\":[{\"src\":\"b\"}]}]}",
-               10144, "source with multiple subject transforms cannot also have a single subject filter");
+               10144,
+               "source with multiple subject transforms cannot also have a single subject filter");
     EXPECT_ERR("{\"name\":\"S\",\"sources\":[{\"name\":\"A\",\"subject_transforms\":[{\"src\":"
                "\"a.>.b\"}]}]}",
                10145, "source transform source: invalid subject a.>.b");
@@ -515,8 +521,9 @@ Test(stream_cfg, transforms_and_republish)
 {
     EXPECT_ERR("{\"name\":\"S\",\"subject_transform\":{\"src\":\"a..\",\"dest\":\"b\"}}", 10155,
                "stream transform source: invalid subject a..");
-    EXPECT_ERR("{\"name\":\"S\",\"subject_transform\":{\"src\":\"a.*\",\"dest\":\"b.$2\"}}", 10156,
-               "stream transform: invalid mapping destination: wildcard index out of range in $2: [2]");
+    EXPECT_ERR(
+        "{\"name\":\"S\",\"subject_transform\":{\"src\":\"a.*\",\"dest\":\"b.$2\"}}", 10156,
+        "stream transform: invalid mapping destination: wildcard index out of range in $2: [2]");
     EXPECT_ERR("{\"name\":\"S\",\"subjects\":[\"a.>\"],\"republish\":{\"src\":\">\",\"dest\":"
                "\"a.b\"}}",
                10052, "stream configuration for republish destination forms a cycle");
@@ -526,9 +533,9 @@ Test(stream_cfg, transforms_and_republish)
                "stream configuration for republish with transform from 'a.*' to 'r.$3' not valid");
     nd_stream_cfg_t c;
     nd_jserr_t e;
-    cr_assert(parse("{\"name\":\"S\",\"subjects\":[\"a.>\"],\"republish\":{\"dest\":\"r.>\"}}", &c,
-                    &e),
-              "%s", e.desc);
+    cr_assert(
+        parse("{\"name\":\"S\",\"subjects\":[\"a.>\"],\"republish\":{\"dest\":\"r.>\"}}", &c, &e),
+        "%s", e.desc);
     cr_expect_str_eq(c.republish_src, ">");
     cr_expect_str_eq(c.republish_dest, "r.>");
     nd_stream_cfg_free(&c);
@@ -667,8 +674,8 @@ Test(stream_cfg, update_rules)
              "stream mirror configuration can not be updated");
     upd_case("{\"name\":\"S\"}", "{\"name\":\"S\",\"mirror\":{\"name\":\"P\"}}", 10055,
              "stream mirror configuration can not be updated");
-    upd_case("{\"name\":\"S\",\"mirror\":{\"name\":\"O\"}}", "{\"name\":\"S\",\"mirror\":{\"name\":\"O\"}}",
-             0, NULL);
+    upd_case("{\"name\":\"S\",\"mirror\":{\"name\":\"O\"}}",
+             "{\"name\":\"S\",\"mirror\":{\"name\":\"O\"}}", 0, NULL);
     upd_case("{\"name\":\"S\",\"allow_msg_ttl\":true}", "{\"name\":\"S\"}", 10052,
              "message TTL status can not be disabled");
 
