@@ -1099,6 +1099,10 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
 
     if (c->storage == ST_NONE)
         c->storage = ST_FILE;
+    /* "any" decodes in nats-server (it is for consumers' internals) but no store backs it;
+     * refused here with a text of our own rather than a stream without a store. */
+    if (c->storage == ST_ANY)
+        return invalid(err, "storage type \"any\" is not supported for streams");
     if (c->replicas == 0)
         c->replicas = 1;
     if (c->replicas > MAX_REPLICAS)

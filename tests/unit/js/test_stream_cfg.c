@@ -265,6 +265,8 @@ Test(stream_cfg, enums)
     cr_expect_eq(c.storage, ND_STORAGE_MEMORY);
     cr_expect_str_eq(json_string_value(json_object_get(c.json, "discard")), "new");
     nd_stream_cfg_free(&c);
+    EXPECT_ERR("{\"name\":\"S\",\"storage\":\"any\"}", 10052,
+               "storage type \"any\" is not supported for streams");
 }
 
 /* ---- The create handler's checks ---- */
