@@ -222,6 +222,7 @@ parse_cfg(api_req_t *r, nd_stream_cfg_t *cfg, nd_jserr_t *err)
     }
     nd_stream_cfg_env_t env;
     js_cfg_env(r->jsa, &env, pedantic);
+    env.create = strncmp(r->op, "STREAM.CREATE.", 14) == 0;
     return nd_stream_cfg_parse(r->m->data, r->m->data_len, r->name, &env, cfg, err);
 }
 
@@ -307,6 +308,7 @@ stream_update(api_req_t *r)
         fail(r, what, &err);
         return;
     }
+    nd_stream_cfg_apply_sealed(&cfg);
     if (overlaps(r->jsa, &cfg, st)) {
         nd_stream_cfg_free(&cfg);
         fail_code(r, what, ND_JSE_STREAM_SUBJECT_OVERLAP);
