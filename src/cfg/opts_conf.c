@@ -55,7 +55,6 @@ static const struct {
     {"cluster", "Clustering"},
     {"gateway", "Gateways"},
     {"leaf leafnodes", "Leafnodes"},
-    {"jetstream", "JetStream"},
     {"mqtt", "MQTT"},
     {"websocket ws", "WebSocket"},
     /* operator, resolver: MEMORY and resolver_preload are wired (src/auth/auth_jwt.c, which warns
@@ -396,8 +395,8 @@ static const nd_opt_desc_t top_d[] = {
       RELOAD("Cluster", ND_RL_UNBUILT, "cluster"), .derive = ND_DV_CLUSTER),
     T("gateway", gateway, ND_OT_PTR, .sub = &nd_opt_gateway_block, REFUSE("Gateway")),
     T("leaf leafnodes", leaf, ND_OT_PTR, .sub = &nd_opt_leaf_block, REFUSE("LeafNode")),
-    /* JetStream is not built: enabling it, moving its store or changing its block is accepted
-     * and kept, not applied. */
+    /* JetStream starts with the server; a reload that enables it, moves its store or changes its
+     * block is accepted and kept, not applied (a restart applies it). */
     T(NULL, jetstream, ND_OT_BOOL, RELOAD("JetStream", ND_RL_UNBUILT, "jetstream")),
     T("jetstream", js, ND_OT_PTR, .sub = &nd_opt_js_block, .parse = jetstream,
       RELOAD("JetStreamOpts", ND_RL_UNBUILT, "jetstream {}")),
@@ -514,15 +513,13 @@ static const nd_opt_desc_t top_d[] = {
 
 const nd_opt_block_t nd_opt_top_block = {"", NULL, sizeof(nd_opts_t), top_d, ND_RL_REFUSE, NULL};
 
-/* The feature warning of a configured-but-unbuilt feature (jetstream only when enabled). */
+/* The feature warning of a configured-but-unbuilt feature. */
 static void
 feature_warning(nd_cfg_apply_t *a, const nd_cfg_entry_t *e)
 {
     for (size_t f = 0; f < sizeof feature_warnings / sizeof feature_warnings[0]; f++) {
         if (!nd_cfg_key_is(e->key, feature_warnings[f].keys))
             continue;
-        if (nd_cfg_key_is(e->key, "jetstream") && !a->o->jetstream)
-            return;
         nd_cfg_warn(a, false, nd_cfg_at_entry(e),
                     "%s is configured but not supported yet by natsd: ignored",
                     feature_warnings[f].feature);

@@ -2,6 +2,7 @@
  * streams recovered from disk. See js.h. Reference: nats-server server/jetstream.go
  * (enableJetStream, enableJetStreamAccounts, configJetStream). */
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,28 +24,37 @@ js_now(void)
     return nd_mon_wall_ns();
 }
 
-/* mkdir -p. Returns: 0, or -1 with errno. */
-static int
-mkdirs(const char *path)
+char *
+js_path(const char *fmt, ...)
 {
-    char buf[4096];
-    size_t n = strlen(path);
-    if (n >= sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    memcpy(buf, path, n + 1);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    char *p = nd_xmalloc((size_t)(n > 0 ? n : 0) + 1);
+    va_start(ap, fmt);
+    vsnprintf(p, (size_t)(n > 0 ? n : 0) + 1, fmt, ap);
+    va_end(ap);
+    return p;
+}
+
+int
+js_mkdirs(const char *path)
+{
+    char *buf = nd_xstrdup(path);
     for (char *p = buf + 1; *p != '\0'; p++) {
         if (*p != '/')
             continue;
         *p = '\0';
-        if (mkdir(buf, 0750) != 0 && errno != EEXIST)
+        if (mkdir(buf, 0750) != 0 && errno != EEXIST) {
+            nd_free(buf);
             return -1;
+        }
         *p = '/';
     }
-    if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-        return -1;
-    return 0;
+    int rc = mkdir(buf, 0750) != 0 && errno != EEXIST ? -1 : 0;
+    nd_free(buf);
+    return rc;
 }
 
 void
@@ -133,13 +143,11 @@ nd_js_start(nd_server_t *srv)
     js->srv = srv;
     const nd_js_opts_t *jo = o->js;
     const char *base = o->store_dir != NULL && o->store_dir[0] != '\0' ? o->store_dir : NULL;
-    char path[4096];
     if (base != NULL)
-        snprintf(path, sizeof path, "%s/jetstream", base);
+        js->store_dir = js_path("%s/jetstream", base);
     else
-        snprintf(path, sizeof path, "%s/nats/jetstream",
-                 getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
-    js->store_dir = nd_xstrdup(path);
+        js->store_dir = js_path("%s/nats/jetstream",
+                                getenv("TMPDIR") != NULL ? getenv("TMPDIR") : "/tmp");
     js->domain = nd_xstrdup(jo != NULL && jo->domain != NULL ? jo->domain : "");
     js->sync_always = jo != NULL && jo->sync_always;
     js->sync_interval_ns =
@@ -154,7 +162,7 @@ nd_js_start(nd_server_t *srv)
     pthread_mutex_init(&js->rmu, NULL);
     pthread_cond_init(&js->rcv, NULL);
 
-    if (mkdirs(js->store_dir) != 0 || access(js->store_dir, W_OK) != 0) {
+    if (js_mkdirs(js->store_dir) != 0 || access(js->store_dir, W_OK) != 0) {
         nd_log_error("Could not create or write the JetStream storage directory %s: %s",
                      js->store_dir, strerror(errno));
         nd_js_free(js);
@@ -190,8 +198,7 @@ nd_js_start(nd_server_t *srv)
         jsa->js = js;
         jsa->acct = acct; /* the authorization keeps it for the server's life */
         jsa->limits = limits;
-        snprintf(path, sizeof path, "%s/%s", js->store_dir, name);
-        jsa->dir = nd_xstrdup(path);
+        jsa->dir = js_path("%s/%s", js->store_dir, name);
         pthread_mutex_init(&jsa->mu, NULL);
         js->accts[js->naccts++] = jsa;
         js_streams_recover(ctx, jsa);

@@ -142,6 +142,10 @@ struct nd_stream {
 
 /* ---- js.c ---- */
 int64_t js_now(void);
+/* A path built with printf's format, malloc'd (nd_free). */
+char *js_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* mkdir -p. Returns: 0, or -1 with errno. */
+int js_mkdirs(const char *path);
 /* The account's JetStream limits applied to a stream config check. */
 void js_cfg_env(const nd_jsa_t *jsa, nd_stream_cfg_env_t *env, bool pedantic);
 

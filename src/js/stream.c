@@ -97,9 +97,7 @@ meta_write(const char *dir, int64_t created, const json_t *cfg)
     pack_str(&pk, "config");
     pack_str(&pk, text);
     free(text);
-    char tmp[4200], path[4200];
-    snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, META_FILE);
-    snprintf(path, sizeof path, "%s/%s", dir, META_FILE);
+    char *tmp = js_path("%s/%s.tmp", dir, META_FILE), *path = js_path("%s/%s", dir, META_FILE);
     int rc = -1;
     int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
     if (fd >= 0) {
@@ -114,6 +112,8 @@ meta_write(const char *dir, int64_t created, const json_t *cfg)
         }
     }
     msgpack_sbuffer_destroy(&sb);
+    nd_free(tmp);
+    nd_free(path);
     return rc;
 }
 
@@ -121,9 +121,9 @@ meta_write(const char *dir, int64_t created, const json_t *cfg)
 static json_t *
 meta_read(const char *dir, int64_t *created, char *why, size_t whylen)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/%s", dir, META_FILE);
+    char *path = js_path("%s/%s", dir, META_FILE);
     FILE *f = fopen(path, "rb");
+    nd_free(path);
     if (f == NULL) {
         snprintf(why, whylen, "%s", strerror(errno));
         return NULL;
@@ -171,13 +171,13 @@ remove_tree(const char *dir)
         while ((e = readdir(d)) != NULL) {
             if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
                 continue;
-            char p[4200];
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            char *p = js_path("%s/%s", dir, e->d_name);
             struct stat sb;
             if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
                 remove_tree(p);
             else
                 unlink(p);
+            nd_free(p);
         }
         closedir(d);
     }
@@ -395,14 +395,15 @@ open_store(nd_stream_t *st, nd_store_recovery_t *rep)
     nd_stream_cfg_store(&st->cfg, &sc);
     if (st->cfg.storage == ND_STORAGE_MEMORY)
         return nd_memstore_open(&sc, &st->store);
-    char msgs[4200];
-    snprintf(msgs, sizeof msgs, "%s/msgs", st->dir);
+    char *msgs = js_path("%s/msgs", st->dir);
     sc.dir = msgs;
     nd_js_t *js = st->jsa->js;
     sc.sync_interval_ns = js->sync_interval_ns;
     /* sync_interval: always syncs once per turn (group commit), not once per message. */
     sc.sync_always = false;
-    return nd_filestore_open(&sc, &st->store, rep);
+    nd_err_t e = nd_filestore_open(&sc, &st->store, rep);
+    nd_free(msgs);
+    return e;
 }
 
 static void
@@ -437,29 +438,10 @@ stream_new(nd_jsa_t *jsa, nd_stream_cfg_t *cfg, int64_t created_ns)
     memset(cfg, 0, sizeof *cfg);
     nd_stream_cfg_copy(&st->acfg, &st->cfg);
     nd_stream_cfg_copy(&st->scfg, &st->cfg);
-    if (st->cfg.storage == ND_STORAGE_FILE) {
-        char d[4200];
-        snprintf(d, sizeof d, "%s/streams/%s", jsa->dir, st->name);
-        st->dir = nd_xstrdup(d);
-    }
+    if (st->cfg.storage == ND_STORAGE_FILE)
+        st->dir = js_path("%s/streams/%s", jsa->dir, st->name);
     set_pub_ack(st);
     return st;
-}
-
-static int
-mkdirs(const char *path)
-{
-    char buf[4200];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p != '\0'; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0750) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0750) != 0 && errno != EEXIST ? -1 : 0;
 }
 
 nd_stream_t *
@@ -467,7 +449,7 @@ js_stream_create(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, int64_t cre
                  const char *reply, nd_jserr_t *err)
 {
     nd_stream_t *st = stream_new(jsa, cfg, created_ns);
-    if (st->dir != NULL && (mkdirs(st->dir) != 0 || meta_write(st->dir, created_ns, st->cfg.json) != 0)) {
+    if (st->dir != NULL && (js_mkdirs(st->dir) != 0 || meta_write(st->dir, created_ns, st->cfg.json) != 0)) {
         nd_jserr_setf(err, ND_JSE_STREAM_CREATE_F, "could not create stream directory: %s",
                       strerror(errno));
         js_stream_unref(st);
@@ -633,10 +615,11 @@ js_stream_list_info(nd_stream_t *st)
 static void
 recover_one(nd_ctx_t *ctx, nd_jsa_t *jsa, const char *name)
 {
-    char dir[4200], why[256];
-    snprintf(dir, sizeof dir, "%s/streams/%s", jsa->dir, name);
+    char why[256];
+    char *dir = js_path("%s/streams/%s", jsa->dir, name);
     int64_t created = 0;
     json_t *cj = meta_read(dir, &created, why, sizeof why);
+    nd_free(dir);
     if (cj == NULL) {
         nd_log_warn("JetStream could not read the configuration of stream '%s > %s': %s",
                     nd_acct_name(jsa->acct), name, why);
@@ -691,9 +674,9 @@ recover_one(nd_ctx_t *ctx, nd_jsa_t *jsa, const char *name)
 void
 js_streams_recover(nd_ctx_t *ctx, nd_jsa_t *jsa)
 {
-    char dir[4200];
-    snprintf(dir, sizeof dir, "%s/streams", jsa->dir);
+    char *dir = js_path("%s/streams", jsa->dir);
     DIR *d = opendir(dir);
+    nd_free(dir);
     if (d == NULL)
         return;
     char **names = NULL;

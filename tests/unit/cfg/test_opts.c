@@ -328,8 +328,8 @@ Test(opts, unsupported_blocks_warn)
     /* Blocks are parsed now (tests/unit/cfg/test_opts_blocks.c); unbuilt features warn. */
     cr_assert_not_null(
         strstr(o.config_warnings, ":2:1: Clustering is configured but not supported yet by natsd"));
-    cr_assert_not_null(strstr(o.config_warnings, "JetStream is configured but not supported"));
-    /* Authorization is built (src/auth/auth.c): no warning. */
+    /* Authorization and JetStream are built (src/auth, src/js): no warning. */
+    cr_assert_null(strstr(o.config_warnings, "JetStream is configured"));
     cr_assert_null(strstr(o.config_warnings, "Authorization is configured"));
     cr_assert_eq(o.cluster->port, 6222);
     cr_assert_eq(o.http_port, 8222);
