@@ -19,8 +19,8 @@
 #include "actors/alloc.h"
 #include "js/js_int.h"
 
-#define JSZ_DEFAULT_LIMIT    1024
-#define JS_API_LEVEL         1 /* nats-server's JSApiLevel for the features served */
+#define JSZ_DEFAULT_LIMIT        1024
+#define JS_API_LEVEL             1 /* nats-server's JSApiLevel for the features served */
 #define DEFAULT_SYNC_INTERVAL_NS (120LL * 1000000000LL)
 
 void js_mon_install(nd_js_t *js);
@@ -32,7 +32,7 @@ void js_mon_uninstall(nd_js_t *js);
 typedef struct snap {
     nd_stream_t *st; /* a reference */
     bool memory;
-    bool alive;      /* its actor is running */
+    bool alive; /* its actor is running */
     nd_store_state_t state;
 } snap_t;
 
@@ -185,9 +185,9 @@ config_json(const nd_js_t *js)
     json_object_set_new(c, "max_memory", json_integer(js->max_memory));
     json_object_set_new(c, "max_storage", json_integer(js->max_store));
     json_object_set_new(c, "store_dir", json_string(js->store_dir));
-    json_object_set_new(c, "sync_interval",
-                        json_integer(js->sync_interval_ns > 0 ? js->sync_interval_ns
-                                                              : DEFAULT_SYNC_INTERVAL_NS));
+    json_object_set_new(
+        c, "sync_interval",
+        json_integer(js->sync_interval_ns > 0 ? js->sync_interval_ns : DEFAULT_SYNC_INTERVAL_NS));
     if (js->sync_always)
         json_object_set_new(c, "sync_always", json_true());
     if (js->domain[0] != '\0')
@@ -267,8 +267,13 @@ stream_detail(nd_stream_t *st, bool with_cfg)
     json_t *d = json_object();
     json_object_set_new(d, "name", json_string(st->name));
     json_object_set(d, "created", json_object_get(info, "created"));
-    if (json_object_get(info, "cluster") != NULL)
-        json_object_set(d, "cluster", json_object_get(info, "cluster"));
+    /* A server on its own leads every stream (nats-server's clusterInfo without a group). */
+    const nd_server_t *srv = st->jsa->js->srv;
+    json_t *cl = json_object();
+    json_object_set_new(
+        cl, "leader",
+        json_string(srv->opts.server_name != NULL ? srv->opts.server_name : srv->server_id));
+    json_object_set_new(d, "cluster", cl);
     if (with_cfg && json_object_get(info, "config") != NULL)
         json_object_set(d, "config", json_object_get(info, "config"));
     json_object_set(d, "state", json_object_get(info, "state"));
@@ -295,8 +300,8 @@ account_detail(nd_jsa_t *jsa, const nd_jsz_query_t *q)
     json_object_set_new(d, "accounts", json_integer(0));
     json_object_set_new(d, "ha_assets", json_integer(0));
     /* nats-server leaves the level out of an account's figures: 0. */
-    json_object_set_new(d, "api", api_json(0, load_u64(&jsa->api_total),
-                                           load_u64(&jsa->api_errors)));
+    json_object_set_new(d, "api",
+                        api_json(0, load_u64(&jsa->api_total), load_u64(&jsa->api_errors)));
     if (q->streams && n > 0) {
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++)
@@ -482,8 +487,8 @@ healthz(void *arg, const nd_js_health_query_t *q, json_t *errors)
         return not_found(errors, "ACCOUNT", want_acc, NULL, NULL, text);
     }
     if (want_st != NULL && !st_found) {
-        snprintf(text, sizeof text, "JetStream stream \"%s\" not found on account \"%s\"",
-                 want_st, want_acc != NULL ? want_acc : "");
+        snprintf(text, sizeof text, "JetStream stream \"%s\" not found on account \"%s\"", want_st,
+                 want_acc != NULL ? want_acc : "");
         return not_found(errors, "STREAM", want_acc, want_st, NULL, text);
     }
     if (want_con != NULL) {
