@@ -85,6 +85,8 @@ disabled_api(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
 }
 
 void js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg);
+void js_mon_install(nd_js_t *js);   /* jsmon.c: the monitoring hook */
+void js_mon_uninstall(nd_js_t *js);
 
 /* Whether the account named name has JetStream, and its limits. */
 static bool
@@ -216,6 +218,7 @@ nd_js_start(nd_server_t *srv)
         nd_auth_unref(ctx, a);
     nd_ctx_external_free(ctx);
     nd_log_info("JetStream started with %zu account%s", js->naccts, js->naccts == 1 ? "" : "s");
+    js_mon_install(js);
     return js;
 }
 
@@ -224,6 +227,7 @@ nd_js_free(nd_js_t *js)
 {
     if (js == NULL)
         return;
+    js_mon_uninstall(js);
     for (size_t i = 0; i < js->naccts; i++) {
         nd_jsa_t *jsa = js->accts[i];
         for (size_t k = 0; k < jsa->nstreams; k++)

@@ -96,6 +96,97 @@ acct_u(out_t *o, const char *name, const char *type, const char *help, const cha
     put(o, "\"} %" PRIu64 "\n", v);
 }
 
+/* One sample of a stream family (its HELP and TYPE written by the caller). */
+static void
+stream_sample(out_t *o, const char *name, const nd_js_stream_stats_t *ss, uint64_t v)
+{
+    put(o, "natsd_%s{account=\"", name);
+    put_label(o, ss->account);
+    put(o, "\",stream=\"");
+    put_label(o, ss->name);
+    put(o, "\",storage=\"%s\"} %" PRIu64 "\n", ss->memory ? "memory" : "file", v);
+}
+
+/* JetStream's families: totals always (zeros while it is off), per account and per stream
+ * while it runs. The figures come through the server's JetStream hook (net/server.h). */
+static void
+put_jetstream(out_t *o, const nd_server_t *s)
+{
+    const nd_js_mon_t *jsm = nd_server_js_mon(s);
+    nd_js_stats_t js = {0};
+    if (jsm != NULL)
+        jsm->stats(jsm->arg, &js, true);
+    gauge_u(o, "jetstream_enabled", "1 when JetStream is running.", jsm != NULL);
+    gauge_u(o, "jetstream_max_memory_bytes", "Memory JetStream may use for streams, in bytes.",
+            js.max_memory > 0 ? (uint64_t)js.max_memory : 0);
+    gauge_u(o, "jetstream_max_storage_bytes", "Storage JetStream may use for streams, in bytes.",
+            js.max_storage > 0 ? (uint64_t)js.max_storage : 0);
+    gauge_u(o, "jetstream_memory_bytes", "Memory used by JetStream streams, in bytes.", js.memory);
+    gauge_u(o, "jetstream_storage_bytes", "Storage used by JetStream streams, in bytes.",
+            js.storage);
+    gauge_u(o, "jetstream_reserved_memory_bytes",
+            "Memory reserved by the accounts' JetStream limits, in bytes.", js.reserved_memory);
+    gauge_u(o, "jetstream_reserved_storage_bytes",
+            "Storage reserved by the accounts' JetStream limits, in bytes.", js.reserved_storage);
+    gauge_u(o, "jetstream_accounts", "Accounts with JetStream.", js.accounts);
+    gauge_u(o, "jetstream_streams", "JetStream streams.", js.streams);
+    gauge_u(o, "jetstream_consumers", "JetStream consumers.", js.consumers);
+    gauge_u(o, "jetstream_messages", "Messages stored in JetStream streams.", js.messages);
+    gauge_u(o, "jetstream_bytes", "Bytes stored in JetStream streams.", js.bytes);
+    counter_u(o, "jetstream_api_requests_total", "JetStream API requests.", js.api_total);
+    counter_u(o, "jetstream_api_errors_total", "JetStream API requests that failed.",
+              js.api_errors);
+    if (js.naccts > 0) {
+        static const struct {
+            const char *name, *type, *help;
+        } af[] = {
+            {"jetstream_account_memory_bytes", "gauge",
+             "Memory used by the account's streams, in bytes."},
+            {"jetstream_account_storage_bytes", "gauge",
+             "Storage used by the account's streams, in bytes."},
+            {"jetstream_account_streams", "gauge", "The account's JetStream streams."},
+            {"jetstream_account_consumers", "gauge", "The account's JetStream consumers."},
+            {"jetstream_account_api_requests_total", "counter",
+             "The account's JetStream API requests."},
+            {"jetstream_account_api_errors_total", "counter",
+             "The account's JetStream API requests that failed."},
+        };
+        for (size_t f = 0; f < sizeof af / sizeof af[0]; f++) {
+            family(o, af[f].name, af[f].type, af[f].help);
+            for (size_t i = 0; i < js.naccts; i++) {
+                const nd_js_acct_stats_t *a = &js.accts[i];
+                uint64_t v[] = {a->memory,    a->storage,   a->streams,
+                                a->consumers, a->api_total, a->api_errors};
+                put(o, "natsd_%s{account=\"", af[f].name);
+                put_label(o, a->name);
+                put(o, "\"} %" PRIu64 "\n", v[f]);
+            }
+        }
+    }
+    if (js.nstreams_detail > 0) {
+        static const struct {
+            const char *name, *help;
+        } sf[] = {
+            {"jetstream_stream_messages", "Messages stored in the stream."},
+            {"jetstream_stream_bytes", "Bytes stored in the stream."},
+            {"jetstream_stream_consumers", "The stream's consumers."},
+            {"jetstream_stream_subjects", "Distinct subjects stored in the stream."},
+            {"jetstream_stream_first_seq", "The stream's first sequence."},
+            {"jetstream_stream_last_seq", "The stream's last sequence."},
+        };
+        for (size_t f = 0; f < sizeof sf / sizeof sf[0]; f++) {
+            family(o, sf[f].name, "gauge", sf[f].help);
+            for (size_t i = 0; i < js.nstreams_detail; i++) {
+                const nd_js_stream_stats_t *ss = &js.streams_detail[i];
+                uint64_t v[] = {ss->messages, ss->bytes,     ss->consumers,
+                                ss->subjects, ss->first_seq, ss->last_seq};
+                stream_sample(o, sf[f].name, ss, v[f]);
+            }
+        }
+    }
+    nd_js_stats_fini(&js);
+}
+
 void
 nd_mon_metrics(nd_mon_req_t *req)
 {
@@ -163,14 +254,7 @@ nd_mon_metrics(nd_mon_req_t *req)
     acct_u(&o, "account_slow_consumers_total", "counter",
            "Connections closed as slow consumers, by account.", "$G", t.slow_consumers);
 
-    gauge_u(&o, "jetstream_enabled", "1 when JetStream is running.", 0);
-    gauge_u(&o, "jetstream_memory_bytes", "Memory used by JetStream streams, in bytes.", 0);
-    gauge_u(&o, "jetstream_storage_bytes", "Storage used by JetStream streams, in bytes.", 0);
-    gauge_u(&o, "jetstream_streams", "JetStream streams.", 0);
-    gauge_u(&o, "jetstream_consumers", "JetStream consumers.", 0);
-    gauge_u(&o, "jetstream_messages", "Messages stored in JetStream streams.", 0);
-    counter_u(&o, "jetstream_api_requests_total", "JetStream API requests.", 0);
-    counter_u(&o, "jetstream_api_errors_total", "JetStream API requests that failed.", 0);
+    put_jetstream(&o, s);
 
     nd_free(req->body);
     req->body = o.p;

@@ -124,11 +124,40 @@ nd_mon_fmt_duration(int64_t ns, char out[48])
 
 /* ---- responses ---- */
 
+/* Rewrites, in place, every string "<ND_JSON_U64_TAG><digits>" of dumped JSON as the bare
+ * number (server.h): jansson has no unsigned 64-bit integers. */
+static void
+u64_untag(char *text)
+{
+    if (strstr(text, "natsd-u64:") == NULL)
+        return; /* the usual case: no tagged number */
+    /* The tag as jansson escapes it (its control characters), asked from jansson itself. */
+    json_t *t = json_string(ND_JSON_U64_TAG);
+    char *tag = json_dumps(t, JSON_ENCODE_ANY);
+    json_decref(t);
+    size_t tl = strlen(tag) - 1; /* without the closing quote */
+    tag[tl] = '\0';
+    char *w = text, *r = text, *hit;
+    while ((hit = strstr(r, tag)) != NULL) {
+        size_t n = (size_t)(hit - r);
+        memmove(w, r, n);
+        w += n;
+        r = hit + tl;
+        while (*r >= '0' && *r <= '9')
+            *w++ = *r++;
+        if (*r == '"')
+            r++;
+    }
+    memmove(w, r, strlen(r) + 1);
+    free(tag);
+}
+
 void
 nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o)
 {
     char *js = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(o);
+    u64_untag(js);
     const char *cb = nd_mon_param(req, "callback");
     size_t n = strlen(js);
     nd_free(req->body);

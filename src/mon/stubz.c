@@ -1,6 +1,6 @@
 /* Endpoints of features natsd does not have yet, in their empty shapes (nats-server 2.10's field
  * names, as it answers with nothing configured): /routez, /gatewayz, /leafz, /accountz,
- * /accstatz (the global account's figures), /jsz (disabled); and the HTML index at "/".
+ * /accstatz (the global account's figures); and the HTML index at "/". (/jsz is jsz.c.)
  */
 #include <stdio.h>
 #include <string.h>
@@ -129,41 +129,6 @@ nd_mon_accstatz(nd_mon_req_t *req)
         json_array_append_new(a, s);
     }
     json_object_set_new(o, "account_statz", a);
-    nd_mon_reply_json(req, 200, o);
-}
-
-void
-nd_mon_jsz(nd_mon_req_t *req)
-{
-    static const char *const bools[] = {"accounts",    "streams", "consumers",         "config",
-                                        "leader-only", "raft",    "stream-leader-only"};
-    bool b;
-    for (size_t i = 0; i < sizeof bools / sizeof bools[0]; i++)
-        if (!nd_mon_param_bool(req, bools[i], &b))
-            return;
-    int64_t n;
-    if (!nd_mon_param_int(req, "offset", &n) || !nd_mon_param_int(req, "limit", &n))
-        return;
-    json_t *o = head(req);
-    json_object_set_new(o, "disabled", json_true());
-    json_t *cfg = json_object();
-    json_object_set_new(cfg, "max_memory", json_integer(0));
-    json_object_set_new(cfg, "max_storage", json_integer(0));
-    json_object_set_new(o, "config", cfg);
-    json_object_set_new(o, "memory", json_integer(0));
-    json_object_set_new(o, "storage", json_integer(0));
-    json_object_set_new(o, "reserved_memory", json_integer(0));
-    json_object_set_new(o, "reserved_storage", json_integer(0));
-    json_object_set_new(o, "accounts", json_integer(0));
-    json_object_set_new(o, "ha_assets", json_integer(0));
-    json_t *api = json_object();
-    json_object_set_new(api, "total", json_integer(0));
-    json_object_set_new(api, "errors", json_integer(0));
-    json_object_set_new(o, "api", api);
-    json_object_set_new(o, "streams", json_integer(0));
-    json_object_set_new(o, "consumers", json_integer(0));
-    json_object_set_new(o, "messages", json_integer(0));
-    json_object_set_new(o, "bytes", json_integer(0));
     nd_mon_reply_json(req, 200, o);
 }
 

@@ -85,7 +85,9 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "leaf", json_object());
     json_object_set_new(v, "mqtt", json_object());
     json_object_set_new(v, "websocket", json_object());
-    json_object_set_new(v, "jetstream", json_object());
+    /* nats-server's JetStreamVarz while JetStream runs, else its zero value. */
+    const nd_js_mon_t *jsm = nd_server_js_mon(s);
+    json_object_set_new(v, "jetstream", jsm != NULL ? jsm->varz(jsm->arg) : json_object());
     json_object_set_new(v, "tls_timeout", seconds(tls_timeout));
     json_object_set_new(v, "write_deadline",
                         json_integer(nd_server_live_get(s, write_deadline_ms) * 1000000));

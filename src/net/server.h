@@ -6,6 +6,7 @@
 #define ND_SERVER_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,6 +74,84 @@ typedef struct nd_client_event {
 /* Ctx: the connection's turn; must not block. */
 typedef void (*nd_client_event_fn)(nd_ctx_t *ctx, const nd_client_event_t *ev);
 
+/* ---- JetStream's monitoring hook ----
+ * src/mon may not include src/js (the rooms' order), so JetStream hands its monitoring figures
+ * down through this table: src/js/jsmon.c fills one when JetStream has started
+ * (nd_server_set_js_mon) and src/mon calls it from /varz, /jsz, /healthz and /metrics. Every
+ * function runs on the HTTP connection's worker, takes JetStream's locks for short copies only
+ * and never blocks on an actor. JSON objects are built with jansson and owned by the caller. */
+struct json_t;
+
+/* A number above INT64_MAX in a hook's JSON (jansson's integers are signed): a string made of
+ * this tag and the decimal digits, which the monitor writes as a bare number (nats-server's
+ * uint64 fields, e.g. an account's reserved_memory of 2^64-1 when it has no limit). */
+#define ND_JSON_U64_TAG "\x1f\x1enatsd-u64:"
+
+/* /jsz's query: nats-server's JSzOptions. */
+typedef struct nd_jsz_query {
+    const char *acc; /* "acc": this account's details only; NULL or "": none */
+    bool accounts, streams, consumers, config, leader_only, raft, stream_leader_only;
+    int64_t offset, limit; /* limit 0: the default, 1024 */
+} nd_jsz_query_t;
+
+/* /healthz's JetStream part: nats-server's HealthzOptions beyond the server checks. */
+typedef struct nd_js_health_query {
+    bool enabled_only;                       /* js-enabled-only (or the old js-enabled) */
+    const char *account, *stream, *consumer; /* NULL or "": every one */
+} nd_js_health_query_t;
+
+/* One account's figures, and one stream's (for /metrics). */
+typedef struct nd_js_acct_stats {
+    char *name; /* owned */
+    uint64_t memory, storage, streams, consumers, api_total, api_errors;
+} nd_js_acct_stats_t;
+
+typedef struct nd_js_stream_stats {
+    char *account, *name; /* owned */
+    bool memory;          /* memory storage, else file */
+    uint64_t messages, bytes, consumers, first_seq, last_seq, subjects;
+} nd_js_stream_stats_t;
+
+/* The server's JetStream figures; free the arrays with nd_js_stats_fini. */
+typedef struct nd_js_stats {
+    int64_t max_memory, max_storage; /* the limits in force */
+    uint64_t memory, storage, reserved_memory, reserved_storage;
+    uint64_t accounts, streams, consumers, messages, bytes, api_total, api_errors;
+    nd_js_acct_stats_t *accts; /* by account name */
+    size_t naccts;
+    nd_js_stream_stats_t *streams_detail; /* by account, then stream name */
+    size_t nstreams_detail;
+} nd_js_stats_t;
+
+typedef struct nd_js_mon {
+    void *arg; /* JetStream's, passed back to every call */
+    /* /varz "jetstream": nats-server's JetStreamVarz (config, stats, limits). */
+    struct json_t *(*varz)(void *arg);
+    /* /jsz: nats-server's JSInfo for the query; now_ns: the request's wall clock. */
+    struct json_t *(*jsz)(void *arg, const nd_jsz_query_t *q, int64_t now_ns);
+    /* /healthz past the server checks: appends one nats-server HealthzError object per problem
+     * found to errors (a JSON array). Returns: the HTTP status, 200 when healthy. */
+    int (*healthz)(void *arg, const nd_js_health_query_t *q, struct json_t *errors);
+    /* Totals, and with detail the per-account and per-stream rows. */
+    void (*stats)(void *arg, nd_js_stats_t *out, bool detail);
+} nd_js_mon_t;
+
+static inline void
+nd_js_stats_fini(nd_js_stats_t *s)
+{
+    for (size_t i = 0; i < s->naccts; i++)
+        nd_free(s->accts[i].name);
+    for (size_t i = 0; i < s->nstreams_detail; i++) {
+        nd_free(s->streams_detail[i].account);
+        nd_free(s->streams_detail[i].name);
+    }
+    nd_free(s->accts);
+    nd_free(s->streams_detail);
+    s->accts = NULL;
+    s->streams_detail = NULL;
+    s->naccts = s->nstreams_detail = 0;
+}
+
 typedef struct nd_server {
     /* immutable after start. The reloadable fields of opts keep their values at start: read
      * the ones in force from `live` (or, on the reloading thread, from the reload state). */
@@ -108,7 +187,27 @@ typedef struct nd_server {
     /* Set once before the first client can connect (nd_server_on_client_event); NULL: none.
      * This is how higher rooms hear of connections without net including them. */
     nd_client_event_fn client_event;
+    /* JetStream's monitoring hook (above): NULL until JetStream has started, and again once it
+     * is freed (after the pool's shutdown). Set with nd_server_set_js_mon, read with
+     * nd_server_js_mon. Owned by src/js. */
+    const nd_js_mon_t *_Atomic js_mon;
 } nd_server_t;
+
+/* Installs (or with NULL, removes) JetStream's monitoring hook. Ctx: the main thread. */
+static inline void
+nd_server_set_js_mon(nd_server_t *s, const nd_js_mon_t *m)
+{
+    /* release: pairs with the acquire in nd_server_js_mon, so a reader sees the table filled. */
+    atomic_store_explicit(&s->js_mon, m, memory_order_release);
+}
+
+/* Returns: JetStream's monitoring hook, or NULL while JetStream is not running. Ctx: any thread. */
+static inline const nd_js_mon_t *
+nd_server_js_mon(const nd_server_t *s)
+{
+    /* acquire: pairs with the release in nd_server_set_js_mon. */
+    return atomic_load_explicit(&s->js_mon, memory_order_acquire);
+}
 
 /* Registers the one client-event hook. Ctx: the starting thread, before clients connect. */
 void nd_server_on_client_event(nd_server_t *s, nd_client_event_fn fn);
