@@ -152,6 +152,11 @@ json_t *js_resp(const char *what);
 void js_resp_error(json_t *resp, const nd_jserr_t *err);
 /* Publishes resp (stolen) to reply from ic. */
 void js_send(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, json_t *resp);
+/* The response type ("stream_create_response", ...) of the request subject op (after the
+ * "$JS.API." prefix). */
+const char *js_api_type(const char *op);
+/* The fields an error response of `what` carries besides "error" (ApiPaged ones). */
+void js_paged_error_fields(json_t *resp, const char *what);
 /* Sends {"type":..,"error":..} for one error (err_code substitution pairs, NULL-terminated). */
 void js_send_error(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, const char *what,
                    const nd_jserr_t *err);
@@ -194,5 +199,7 @@ int64_t js_stream_dedup_expire(nd_stream_t *st, int64_t now);
 void js_stream_api(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
 void js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
 json_t *js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err);
+/* StreamState's JSON; subjects and deleted (borrowed) may be NULL. */
+json_t *js_state_json(const nd_store_state_t *s, json_t *subjects, json_t *deleted);
 
 #endif

@@ -13,10 +13,12 @@
 #include "actors/alloc.h"
 #include "js/js_int.h"
 #include "subj/subject.h"
+#include "util/evid.h"
 #include "util/log.h"
 
 #define JS_NAMES_LIMIT 1024
 #define JS_LIST_LIMIT  256
+#define JS_NAME_BUF    1024 /* longer than any valid name, so that a long one gets its error */
 
 /* ---- the stream table (writer: this service's turn, under mu) ---- */
 
@@ -95,7 +97,10 @@ fail(api_req_t *r, const char *what, const nd_jserr_t *err)
 {
     atomic_fetch_add_explicit(&r->jsa->api_errors, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&r->jsa->js->api_errors, 1, memory_order_relaxed);
-    js_send_error(r->ctx, r->ic, r->reply, what, err);
+    json_t *o = js_resp(what);
+    js_resp_error(o, err);
+    js_paged_error_fields(o, what);
+    js_send(r->ctx, r->ic, r->reply, o);
 }
 
 static void
@@ -167,6 +172,25 @@ account_info(api_req_t *r)
         json_integer((json_int_t)atomic_load_explicit(&jsa->api_errors, memory_order_relaxed)));
     json_object_set_new(o, "api", api);
     js_send(r->ctx, r->ic, r->reply, o);
+}
+
+/* $JS.EVENT.ADVISORY.STREAM.<CREATED|DELETED|UPDATED>.<name> in the account (nats-server's
+ * JSStreamActionAdvisory). */
+static void
+advise(api_req_t *r, const char *name, const char *verb, const char *action)
+{
+    char id[23], subj[320];
+    nd_event_id(r->ctx, id);
+    json_t *o = json_object();
+    json_object_set_new(o, "type", json_string("io.nats.jetstream.advisory.v1.stream_action"));
+    json_object_set_new(o, "id", json_string(id));
+    json_object_set_new(o, "timestamp", js_time(js_now()));
+    json_object_set_new(o, "stream", json_string(name));
+    json_object_set_new(o, "action", json_string(action));
+    if (r->jsa->js->domain[0] != '\0')
+        json_object_set_new(o, "domain", json_string(r->jsa->js->domain));
+    snprintf(subj, sizeof subj, "$JS.EVENT.ADVISORY.STREAM.%s.%s", verb, name);
+    js_send(r->ctx, r->ic, subj, o);
 }
 
 /* 10065 when a subject of cfg overlaps one of another stream's (not skip's). */
@@ -249,8 +273,12 @@ stream_create(api_req_t *r)
         fail_code(r, what, ND_JSE_STREAM_SUBJECT_OVERLAP);
         return;
     }
+    char name[256];
+    snprintf(name, sizeof name, "%s", cfg.name);
     if (js_stream_create(r->ctx, jsa, &cfg, js_now(), r->reply, &err) == NULL)
         fail(r, what, &err);
+    else
+        advise(r, name, "CREATED", "create");
 }
 
 static void
@@ -287,6 +315,7 @@ stream_update(api_req_t *r)
     nd_stream_cfg_free(&st->acfg);
     nd_stream_cfg_copy(&st->acfg, &cfg);
     js_stream_update(r->ctx, st, &cfg, r->reply); /* takes cfg */
+    advise(r, st->name, "UPDATED", "modify");
 }
 
 static void
@@ -304,6 +333,7 @@ stream_delete(api_req_t *r)
     }
     jsa_remove(r->jsa, st);
     js_stream_delete(r->ctx, st, r->reply);
+    advise(r, st->name, "DELETED", "delete");
     js_stream_unref(st); /* the table's */
 }
 
@@ -357,14 +387,20 @@ stream_names(api_req_t *r, bool list)
     size_t limit = list ? JS_LIST_LIMIT : JS_NAMES_LIMIT;
     json_t *o = js_resp(what);
     json_object_set_new(o, "total", json_integer((json_int_t)n));
-    json_object_set_new(o, "offset", json_integer(offset));
+    json_object_set_new(o, "offset", json_integer(0));
     json_object_set_new(o, "limit", json_integer((json_int_t)limit));
+    if ((size_t)offset > n)
+        offset = (int64_t)n;
+    json_object_set_new(o, "offset", json_integer(offset));
     json_t *arr = json_array();
     for (size_t i = (size_t)offset; i < n && i < (size_t)offset + limit; i++)
         json_array_append_new(arr, list ? js_stream_list_info(v[i]) : json_string(v[i]->name));
+    /* Go: names start as a nil slice (null when the page is empty), list as an empty one */
+    if (!list && json_array_size(arr) == 0) {
+        json_decref(arr);
+        arr = json_null();
+    }
     json_object_set_new(o, "streams", arr);
-    if (list)
-        json_object_set_new(o, "missing", json_array());
     nd_free(v);
     json_decref(body);
     js_send(r->ctx, r->ic, r->reply, o);
@@ -392,11 +428,7 @@ consumer_op(api_req_t *r, const char *op)
     }
     bool names = strncmp(op, "CONSUMER.NAMES.", 15) == 0;
     bool list = strncmp(op, "CONSUMER.LIST.", 14) == 0;
-    const char *what = names ? "consumer_names_response"
-                       : list ? "consumer_list_response"
-                       : strncmp(op, "CONSUMER.INFO.", 14) == 0 ? "consumer_info_response"
-                       : strncmp(op, "CONSUMER.DELETE.", 16) == 0 ? "consumer_delete_response"
-                                                                 : "consumer_create_response";
+    const char *what = js_api_type(op);
     if (jsa_find(r->jsa, name) == NULL) {
         fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
         return;
@@ -421,14 +453,14 @@ consumer_op(api_req_t *r, const char *op)
 
 /* The stream name token of "<VERB...>.<name>" after skip bytes of op. */
 static const char *
-name_after(const char *op, size_t skip, char buf[256])
+name_after(const char *op, size_t skip, char buf[JS_NAME_BUF])
 {
     if (strlen(op) <= skip)
         return NULL;
     const char *p = op + skip;
-    if (strchr(p, '.') != NULL || strlen(p) > 255)
+    if (strchr(p, '.') != NULL || strlen(p) >= JS_NAME_BUF)
         return NULL;
-    snprintf(buf, 256, "%s", p);
+    snprintf(buf, JS_NAME_BUF, "%s", p);
     return buf;
 }
 
@@ -453,9 +485,7 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     }
     if (strncmp(op, "DIRECT.GET.", 11) == 0)
         return; /* the stream answers those itself */
-    atomic_fetch_add_explicit(&jsa->api_total, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&jsa->js->api_total, 1, memory_order_relaxed);
-    char name[256];
+    char name[JS_NAME_BUF];
     api_req_t r = {.ctx = ctx, .ic = ic, .jsa = jsa, .m = m, .reply = m->reply, .op = op};
     if (strcmp(op, "INFO") == 0) {
         account_info(&r);
@@ -488,5 +518,9 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         consumer_op(&r, op);
     } else {
         nd_log_debug("JetStream API: no handler for %s", s);
+        return;
     }
+    /* counted after the answer, as nats-server's account info does not count itself */
+    atomic_fetch_add_explicit(&jsa->api_total, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&jsa->js->api_total, 1, memory_order_relaxed);
 }

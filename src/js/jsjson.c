@@ -36,11 +36,70 @@ js_send(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, json_t *resp)
 }
 
 void
+js_paged_error_fields(json_t *resp, const char *what)
+{
+    /* Responses that embed ApiPaged (and a nil list) write those fields on errors too. */
+    if (strcmp(what, "stream_info_response") == 0 || strcmp(what, "stream_names_response") == 0 ||
+        strcmp(what, "stream_list_response") == 0) {
+        json_object_set_new(resp, "total", json_integer(0));
+        json_object_set_new(resp, "offset", json_integer(0));
+        json_object_set_new(resp, "limit", json_integer(0));
+    }
+    if (strcmp(what, "stream_names_response") == 0)
+        json_object_set_new(resp, "streams", json_null());
+    if (strcmp(what, "stream_purge_response") == 0)
+        json_object_set_new(resp, "purged", json_integer(0));
+}
+
+/* The response type of each API request, by the request subject after "$JS.API." (the longest
+ * prefix first where one is a prefix of another). */
+static const struct {
+    const char *prefix, *what;
+} api_types[] = {
+    {"INFO", "account_info_response"},
+    {"STREAM.CREATE.", "stream_create_response"},
+    {"STREAM.UPDATE.", "stream_update_response"},
+    {"STREAM.DELETE.", "stream_delete_response"},
+    {"STREAM.INFO.", "stream_info_response"},
+    {"STREAM.NAMES", "stream_names_response"},
+    {"STREAM.LIST", "stream_list_response"},
+    {"STREAM.PURGE.", "stream_purge_response"},
+    {"STREAM.MSG.GET.", "stream_msg_get_response"},
+    {"STREAM.MSG.DELETE.", "stream_msg_delete_response"},
+    {"STREAM.SNAPSHOT.", "stream_snapshot_response"},
+    {"STREAM.RESTORE.", "stream_restore_response"},
+    {"STREAM.LEADER.STEPDOWN.", "stream_leader_stepdown_response"},
+    {"STREAM.PEER.REMOVE.", "stream_remove_peer_response"},
+    {"CONSUMER.CREATE.", "consumer_create_response"},
+    {"CONSUMER.DURABLE.CREATE.", "consumer_create_response"},
+    {"CONSUMER.DELETE.", "consumer_delete_response"},
+    {"CONSUMER.INFO.", "consumer_info_response"},
+    {"CONSUMER.NAMES.", "consumer_names_response"},
+    {"CONSUMER.LIST.", "consumer_list_response"},
+    {"CONSUMER.PAUSE.", "consumer_pause_response"},
+    {"CONSUMER.UNPIN.", "consumer_unpin_response"},
+    {"CONSUMER.LEADER.STEPDOWN.", "consumer_leader_stepdown_response"},
+    {"META.LEADER.STEPDOWN", "meta_leader_stepdown_response"},
+    {"SERVER.REMOVE", "meta_server_remove_response"},
+    {"ACCOUNT.PURGE.", "account_purge_response"},
+};
+
+const char *
+js_api_type(const char *op)
+{
+    for (size_t i = 0; i < sizeof api_types / sizeof api_types[0]; i++)
+        if (strncmp(op, api_types[i].prefix, strlen(api_types[i].prefix)) == 0)
+            return api_types[i].what;
+    return "error"; /* nats-server's io.nats.jetstream.api.v1.error */
+}
+
+void
 js_send_error(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, const char *what,
               const nd_jserr_t *err)
 {
     json_t *r = js_resp(what);
     js_resp_error(r, err);
+    js_paged_error_fields(r, what);
     js_send(ctx, ic, reply, r);
 }
 

@@ -297,20 +297,27 @@ create_answer(nd_ctx_t *ctx, nd_stream_t *st)
     st->create_reply_to = NULL;
 }
 
+/* A recovered stream is subscribed (or closed): the start may stop waiting for it. */
+static void
+recovered(nd_stream_t *st)
+{
+    if (!st->recovering)
+        return;
+    st->recovering = false;
+    nd_js_t *js = st->jsa->js;
+    pthread_mutex_lock(&js->rmu);
+    js->recovering--;
+    pthread_cond_broadcast(&js->rcv);
+    pthread_mutex_unlock(&js->rmu);
+}
+
 static void
 on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
 {
     (void)ic;
     nd_stream_t *st = arg;
     create_answer(ctx, st);
-    if (st->recovering) {
-        st->recovering = false;
-        nd_js_t *js = st->jsa->js;
-        pthread_mutex_lock(&js->rmu);
-        js->recovering--;
-        pthread_cond_broadcast(&js->rcv);
-        pthread_mutex_unlock(&js->rmu);
-    }
+    recovered(st);
 }
 
 static void
@@ -319,6 +326,8 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     (void)ic;
     nd_stream_t *st = arg;
     send_acks(ctx, st); /* nothing normally: turns end with them sent */
+    nd_free(st->create_reply_to);
+    st->create_reply_to = NULL;
     if (st->store != NULL) {
         if (st->destroyed) {
             if (st->store->ops->destroy(st->store) != ND_OK)
@@ -335,10 +344,8 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     nd_xf_free(st->rp_xf);
     st->xf = st->rp_xf = NULL;
     nd_free(st->acks);
-    nd_free(st->create_reply_to);
     nd_free(st->last_msg_id);
-    if (st->recovering)
-        on_ready(ctx, ic, arg); /* never let the start wait for a stream that closed */
+    recovered(st); /* never let the start wait for a stream that closed */
     pthread_mutex_lock(&st->jsa->mu);
     st->ic = NULL;
     pthread_mutex_unlock(&st->jsa->mu);
@@ -616,23 +623,7 @@ js_stream_list_info(nd_stream_t *st)
     json_t *o = json_object();
     json_object_set_new(o, "config", cfg);
     json_object_set_new(o, "created", js_time(st->created_ns));
-    json_t *state = json_object();
-    json_object_set_new(state, "messages", json_integer((json_int_t)s.state.msgs));
-    json_object_set_new(state, "bytes", json_integer((json_int_t)s.state.bytes));
-    json_object_set_new(state, "first_seq", json_integer((json_int_t)s.state.first_seq));
-    json_object_set_new(state, "first_ts", js_time(s.state.first_ts));
-    json_object_set_new(state, "last_seq", json_integer((json_int_t)s.state.last_seq));
-    json_object_set_new(state, "last_ts", js_time(s.state.last_ts));
-    if (s.state.num_subjects > 0)
-        json_object_set_new(state, "num_subjects", json_integer((json_int_t)s.state.num_subjects));
-    if (s.state.num_deleted > 0)
-        json_object_set_new(state, "num_deleted", json_integer((json_int_t)s.state.num_deleted));
-    json_object_set_new(state, "consumer_count", json_integer(0));
-    json_object_set_new(o, "state", state);
-    json_t *cl = json_object();
-    const char *sn = st->jsa->js->srv->opts.server_name;
-    json_object_set_new(cl, "leader", json_string(sn != NULL ? sn : st->jsa->js->srv->server_id));
-    json_object_set_new(o, "cluster", cl);
+    json_object_set_new(o, "state", js_state_json(&s.state, NULL, NULL));
     json_object_set_new(o, "ts", js_time(js_now()));
     return o;
 }

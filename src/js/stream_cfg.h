@@ -20,7 +20,11 @@
 #include "js/jserr.h"
 #include "js/store/store.h"
 
-typedef enum { ND_RETENTION_LIMITS = 0, ND_RETENTION_INTEREST, ND_RETENTION_WORKQUEUE } nd_retention_t;
+typedef enum {
+    ND_RETENTION_LIMITS = 0,
+    ND_RETENTION_INTEREST,
+    ND_RETENTION_WORKQUEUE
+} nd_retention_t;
 typedef enum { ND_STORAGE_FILE = 0, ND_STORAGE_MEMORY } nd_storage_t;
 
 typedef struct nd_stream_cfg {
@@ -52,19 +56,30 @@ typedef struct nd_stream_cfg {
 
 /* What checking a config needs to know about the server and account. */
 typedef struct nd_stream_cfg_env {
-    bool strict;          /* jetstream { strict: true }: unknown fields are errors (2.11) */
-    bool pedantic;        /* the request's "pedantic": defaults are not applied silently */
-    bool clustered;       /* false: num_replicas > 1 is 10074 */
-    int64_t max_dup_window_ns;       /* jetstream { limits { duplicate_window } }; 0 = none */
-    bool max_bytes_required;         /* the account requires max_bytes (10113) */
-    int64_t max_stream_bytes;        /* the account's per-stream byte limit for the storage; -1 none */
+    bool strict;    /* jetstream { strict: true }: unknown fields are errors (2.11) */
+    bool pedantic;  /* pedantic whatever the body says (the body's "pedantic" also turns it on):
+                     * defaults are not applied silently */
+    bool clustered; /* false: num_replicas > 1 is 10074 */
+    int64_t max_dup_window_ns; /* jetstream { limits { duplicate_window } }; 0 = none */
+    bool max_bytes_required;   /* the account requires max_bytes (10113) */
+    int64_t max_stream_bytes;  /* the account's per-stream byte limit for the storage; -1 none */
+    /* A create request ($JS.API.STREAM.CREATE): nats-server checks the name against the subject
+     * first, then path separators, "sealed" and mirror_direct without a mirror, and after the
+     * config checks replicas > 1 when not clustered (10074) and the mirror's/sources' filter
+     * subjects (10049). Otherwise (an update, a recovered or restored config) the name is
+     * compared after the config checks, and those create-only checks are not made. */
+    bool create;
 } nd_stream_cfg_env_t;
 
 /* Parses a create/update request body (the StreamConfig fields, plus "pedantic"), applies
- * defaults and checks it. subj_name: the stream name from the API subject; an empty name in the
- * body takes it, a different one is 10056. Returns: true with *out filled (free with
- * nd_stream_cfg_free), or false with *err (bad JSON is 10025 "invalid JSON: ..."; a config
- * error is 10052 "stream config invalid ..." or the specific error nats-server gives). */
+ * defaults and checks it. subj_name: the stream name from the API subject (NULL: not checked);
+ * a body whose name differs from it is 10056, an empty or missing name included (nats-server
+ * 2.11 does not fill it in). Like nats-server's create and update handlers, it sets the
+ * "_nats.req.level" metadata key ("1" when the config uses per-message TTLs, else "0") and
+ * drops the dynamic "_nats.ver" and "_nats.level" keys, which only responses carry. Returns: true
+ * with *out filled (free with nd_stream_cfg_free), or false with *err (bad JSON is 10025 "invalid
+ * JSON: <Go's error text>"; a config error is 10052 with nats-server's bare text, e.g. "max age
+ * needs to be >= 100ms", or the specific error nats-server gives). */
 bool nd_stream_cfg_parse(const char *body, size_t len, const char *subj_name,
                          const nd_stream_cfg_env_t *env, nd_stream_cfg_t *out, nd_jserr_t *err);
 /* As nd_stream_cfg_parse from a JSON object already decoded (a recovered stream's meta file,
@@ -80,6 +95,11 @@ bool nd_stream_cfg_equal(const nd_stream_cfg_t *a, const nd_stream_cfg_t *b);
  * compression vs. stream type... exactly nats-server's stream.go checks and texts). */
 bool nd_stream_cfg_check_update(const nd_stream_cfg_t *old, const nd_stream_cfg_t *upd,
                                 nd_jserr_t *err);
+
+/* What nats-server does to an updated config that is sealed: max_age 0, discard new,
+ * deny_delete and deny_purge set, allow_rollup_hdrs cleared (C fields and json). Call after a
+ * successful nd_stream_cfg_check_update, before using upd. */
+void nd_stream_cfg_apply_sealed(nd_stream_cfg_t *c);
 
 /* The store limits the config implies (dir, clock, sync policy left for the caller). */
 void nd_stream_cfg_store(const nd_stream_cfg_t *c, nd_store_cfg_t *out);

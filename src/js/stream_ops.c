@@ -41,23 +41,36 @@ subj_cb(void *arg, const char *subj, size_t len, const nd_store_subj_state_t *s)
 }
 
 json_t *
+js_state_json(const nd_store_state_t *s, json_t *subjects, json_t *deleted)
+{
+    json_t *state = json_object();
+    json_object_set_new(state, "messages", json_integer((json_int_t)s->msgs));
+    json_object_set_new(state, "bytes", json_integer((json_int_t)s->bytes));
+    /* nats-server shows 0 for a stream that never held a message */
+    uint64_t first = s->last_seq == 0 && s->msgs == 0 ? 0 : s->first_seq;
+    json_object_set_new(state, "first_seq", json_integer((json_int_t)first));
+    json_object_set_new(state, "first_ts", js_time(s->first_ts));
+    json_object_set_new(state, "last_seq", json_integer((json_int_t)s->last_seq));
+    json_object_set_new(state, "last_ts", js_time(s->last_ts));
+    if (s->num_subjects > 0)
+        json_object_set_new(state, "num_subjects", json_integer((json_int_t)s->num_subjects));
+    if (subjects != NULL && json_object_size(subjects) > 0)
+        json_object_set(state, "subjects", subjects);
+    if (s->num_deleted > 0) {
+        if (deleted != NULL)
+            json_object_set(state, "deleted", deleted);
+        json_object_set_new(state, "num_deleted", json_integer((json_int_t)s->num_deleted));
+    }
+    json_object_set_new(state, "consumer_count", json_integer(0));
+    return state;
+}
+
+json_t *
 js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err)
 {
     (void)err;
     nd_store_state_t s;
     nd_store_state(st->store, &s);
-    json_t *o = json_object();
-    json_object_set_new(o, "config", json_deep_copy(st->cfg.json));
-    json_object_set_new(o, "created", js_time(st->created_ns));
-    json_t *state = json_object();
-    json_object_set_new(state, "messages", json_integer((json_int_t)s.msgs));
-    json_object_set_new(state, "bytes", json_integer((json_int_t)s.bytes));
-    json_object_set_new(state, "first_seq", json_integer((json_int_t)s.first_seq));
-    json_object_set_new(state, "first_ts", js_time(s.first_ts));
-    json_object_set_new(state, "last_seq", json_integer((json_int_t)s.last_seq));
-    json_object_set_new(state, "last_ts", js_time(s.last_ts));
-    if (s.num_subjects > 0)
-        json_object_set_new(state, "num_subjects", json_integer((json_int_t)s.num_subjects));
     const char *filter = NULL;
     bool details = false;
     int64_t offset = 0;
@@ -72,36 +85,28 @@ js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err)
     if (filter != NULL && filter[0] != '\0' && s.msgs > 0) {
         sc.map = json_object();
         st->store->ops->subjects_state(st->store, filter, strlen(filter), subj_cb, &sc);
-        if (json_object_size(sc.map) > 0)
-            json_object_set(state, "subjects", sc.map);
     }
-    if (s.num_deleted > 0) {
-        if (details) {
-            uint64_t *seqs = NULL;
-            size_t n = 0;
-            if (st->store->ops->deleted(st->store, &seqs, &n) == ND_OK) {
-                json_t *arr = json_array();
-                for (size_t i = 0; i < n; i++)
-                    json_array_append_new(arr, json_integer((json_int_t)seqs[i]));
-                json_object_set_new(state, "deleted", arr);
-            }
-            free(seqs);
+    json_t *deleted = NULL;
+    if (details && s.num_deleted > 0) {
+        uint64_t *seqs = NULL;
+        size_t n = 0;
+        if (st->store->ops->deleted(st->store, &seqs, &n) == ND_OK) {
+            deleted = json_array();
+            for (size_t i = 0; i < n; i++)
+                json_array_append_new(deleted, json_integer((json_int_t)seqs[i]));
         }
-        json_object_set_new(state, "num_deleted", json_integer((json_int_t)s.num_deleted));
+        free(seqs);
     }
-    json_object_set_new(state, "consumer_count", json_integer(0));
-    json_object_set_new(o, "state", state);
+    json_t *o = json_object();
+    json_object_set_new(o, "config", json_deep_copy(st->cfg.json));
+    json_object_set_new(o, "created", js_time(st->created_ns));
+    json_object_set_new(o, "state", js_state_json(&s, sc.map, deleted));
+    json_decref(deleted);
     if (st->jsa->js->domain[0] != '\0')
         json_object_set_new(o, "domain", json_string(st->jsa->js->domain));
-    json_t *cl = json_object();
-    const nd_server_t *srv = st->jsa->js->srv;
-    json_object_set_new(cl, "leader", json_string(srv->opts.server_name != NULL
-                                                      ? srv->opts.server_name
-                                                      : srv->server_id));
-    json_object_set_new(o, "cluster", cl);
     json_object_set_new(o, "ts", js_time(js_now()));
     if (sc.map != NULL) {
-        /* paging of the subject details: the response's ApiPaged */
+        /* the paging of the subject details, for the response's ApiPaged */
         json_object_set_new(o, "_total", json_integer((json_int_t)sc.total));
         json_decref(sc.map);
     }
@@ -131,6 +136,8 @@ info_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, bool create)
     json_object_update(o, info);
     json_decref(info);
     json_decref(req);
+    if (create) /* nats-server 2.9+ says did_create for a repeated, identical create too */
+        json_object_set_new(o, "did_create", json_true());
     js_send(ctx, st->ic, m->reply, o);
 }
 
@@ -162,7 +169,10 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     }
     if (err.e != ND_JSE_NONE) {
         json_decref(req);
-        js_send_error(ctx, st->ic, m->reply, what, &err);
+        json_t *o = js_resp(what);
+        js_resp_error(o, &err);
+        json_object_set_new(o, "purged", json_integer(0));
+        js_send(ctx, st->ic, m->reply, o);
         return;
     }
     uint64_t purged = 0;
@@ -176,8 +186,8 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         js_resp_error(o, &err);
     } else {
         json_object_set_new(o, "success", json_true());
-        json_object_set_new(o, "purged", json_integer((json_int_t)purged));
     }
+    json_object_set_new(o, "purged", json_integer((json_int_t)purged));
     js_send(ctx, st->ic, m->reply, o);
 }
 
@@ -280,10 +290,17 @@ msg_delete_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         js_send_error(ctx, st->ic, m->reply, what, &err);
         return;
     }
+    nd_store_state_t ss;
+    nd_store_state(st->store, &ss);
     nd_err_t e = st->store->ops->remove(st->store, seq, !no_erase);
     st->dirty = true;
     json_t *o = js_resp(what);
-    if (e == ND_ERR_STORE_NOT_FOUND || (e != ND_OK && seq == 0)) {
+    if (e != ND_OK && (seq > ss.last_seq || seq < ss.first_seq)) {
+        /* nats-server's store errors: past the end is EOF, before the start not found */
+        nd_jserr_setf(&err, ND_JSE_STREAM_MSG_DELETE_FAILED_F, "%s",
+                      seq > ss.last_seq ? "stream store EOF" : "no message found");
+        js_resp_error(o, &err);
+    } else if (e == ND_ERR_STORE_NOT_FOUND) {
         char b[32];
         snprintf(b, sizeof b, "%" PRIu64, seq);
         nd_jserr_set(&err, ND_JSE_SEQUENCE_NOT_FOUND_F, "seq", b, NULL);

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "mon/mon_int.h"
+#include "util/evid.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 #include "auth/auth.h"
@@ -25,24 +26,6 @@
 
 /* The "seq" of the server block: one sequence for every message the server sends. */
 static _Atomic uint64_t sys_seq;
-
-static int64_t
-wall_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
-/* A 22-character base62 id, in the form of nats-server's NUIDs. */
-static void
-event_id(nd_ctx_t *ctx, char out[23])
-{
-    static const char digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    for (int i = 0; i < 22; i++)
-        out[i] = digits[nd_ctx_rand(ctx) % 62];
-    out[22] = '\0';
-}
 
 /* Returns: a reference on the account named name[0..len), or NULL when there is none (or the
  * authorization is gone: shutdown). */
@@ -149,7 +132,7 @@ publish_conns(nd_ctx_t *ctx, nd_server_t *s, nd_acct_t *sys, nd_acct_t *acct, in
               int64_t now)
 {
     char id[23];
-    event_id(ctx, id);
+    nd_event_id(ctx, id);
     const char *fmt[] = {"$SYS.SERVER.ACCOUNT.%s.CONNS", "$SYS.ACCOUNT.%s.SERVER.CONNS"};
     for (size_t i = 0; i < 2; i++) {
         json_t *o = json_object();
@@ -174,10 +157,10 @@ on_client_event(nd_ctx_t *ctx, const nd_client_event_t *ev)
     if (sys == NULL)
         return;
     bool connect = ev->connect;
-    int64_t now = wall_ns();
+    int64_t now = nd_mon_wall_ns();
     publish_conns(ctx, ev->srv, sys, ev->acct, ev->acct_conns, now);
     char id[23];
-    event_id(ctx, id);
+    nd_event_id(ctx, id);
     json_t *o = json_object();
     json_object_set_new(o, "type",
                         json_string(connect ? "io.nats.server.advisory.v1.client_connect"
@@ -392,7 +375,7 @@ on_request(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     size_t len = m->subject_len, reply_len = m->reply_len;
     if (reply_len == 0 || reply_len > 1024)
         return;
-    int64_t now = wall_ns();
+    int64_t now = nd_mon_wall_ns();
     json_t *body = NULL;
     const char *key = "data";
     switch (req_kind(s, subj, len)) {
@@ -462,7 +445,7 @@ statsz_send(nd_ctx_t *ctx, nd_server_t *s)
     nd_acct_t *sys = sys_acct(ctx, s);
     if (sys == NULL)
         return;
-    int64_t now = wall_ns();
+    int64_t now = nd_mon_wall_ns();
     json_t *o = json_object();
     json_object_set_new(o, "server", server_block(s, now));
     json_object_set_new(o, "statsz", statsz(ctx, s, now));

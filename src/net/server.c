@@ -219,12 +219,17 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         nd_poller_idle(&idle, s->poller);
         nd_pool_set_idle(pool, &idle);
     }
-    nd_listener_start(s->listener, pool, s->poller);
+    return s;
+}
+
+void
+nd_server_accept(nd_server_t *s)
+{
+    nd_listener_start(s->listener, s->pool, s->poller);
     nd_listener_log_ready(s->listener);
     if (s->tls != NULL)
         nd_log_info("TLS required for client connections");
     nd_log_info("Server is ready");
-    return s;
 }
 
 void

@@ -113,9 +113,14 @@ typedef struct nd_server {
 /* Registers the one client-event hook. Ctx: the starting thread, before clients connect. */
 void nd_server_on_client_event(nd_server_t *s, nd_client_event_fn fn);
 
-/* Binds the listener and starts accepting; installs the poller as the pool's idle hook, so call
- * it before nd_pool_start. Returns: NULL after logging why. Ctx: main thread. */
+/* Binds the listener (connections wait in its backlog until nd_server_accept); installs the
+ * poller as the pool's idle hook, so call it before nd_pool_start. Returns: NULL after logging
+ * why. Ctx: main thread. */
 nd_server_t *nd_server_start(const nd_opts_t *opts, nd_pool_t *pool);
+/* Starts accepting clients and says "Server is ready": after the services a client may ask for
+ * at once ($SYS, JetStream) are subscribed, as nats-server starts JetStream before its accept
+ * loop. Ctx: main thread, after nd_pool_start. */
+void nd_server_accept(nd_server_t *s);
 /* Closes the listener and waits until no accept can run any more (lame duck mode, shutdown).
  * Ctx: a non-worker thread; not concurrently with itself. */
 void nd_server_stop_listening(nd_server_t *s);

@@ -101,6 +101,7 @@ natsd_start(const nd_opts_t *opts)
     nd_pool_start(s->pool);
     nd_sys_start(s->server); /* $SYS services and the periodic STATSZ, with a system account */
     s->js = nd_js_start(s->server);
+    nd_server_accept(s->server);
     return s;
 }
 

@@ -539,6 +539,21 @@ nd_integ_server_signal_at(const char *file, int line, nd_integ_server_t *s, int 
                 s->reaped ? "the server has exited" : strerror(errno));
 }
 
+void
+nd_integ_server_kill_at(const char *file, int line, nd_integ_server_t *s)
+{
+    bool had_exited = s->reaped || waitpid(s->pid, &s->status, WNOHANG) == s->pid;
+    if (had_exited) {
+        s->reaped = true;
+        nd_integ_server_dump_log(s);
+        char *st = defer(describe_status(s->status));
+        server_release(s);
+        fail_at(file, line, "the server had exited before SIGKILL: %s (log above)", st ? st : "?");
+    }
+    kill(s->pid, SIGKILL);
+    server_release(s); /* reaps (it is dying already) and joins the log reader */
+}
+
 size_t
 nd_integ_server_log_mark(nd_integ_server_t *s)
 {

@@ -57,6 +57,11 @@ void nd_integ_server_stop_at(const char *file, int line, nd_integ_server_t *srv)
 void nd_integ_server_signal_at(const char *file, int line, nd_integ_server_t *srv, int sig);
 #define nd_integ_server_signal(srv, sig) nd_integ_server_signal_at(__FILE__, __LINE__, (srv), (sig))
 
+/* Kills the server with SIGKILL (a crash: no shutdown path runs), reaps it and frees srv. Fails
+ * the test if it had already exited before the signal (a crash the test did not ask for). */
+void nd_integ_server_kill_at(const char *file, int line, nd_integ_server_t *srv);
+#define nd_integ_server_kill(srv) nd_integ_server_kill_at(__FILE__, __LINE__, (srv))
+
 /* The server's output so far, for waiting on lines logged after a point: returns its length. */
 size_t nd_integ_server_log_mark(nd_integ_server_t *srv);
 /* Returns: whether needle occurs in the output at or after byte `from` (a mark). */

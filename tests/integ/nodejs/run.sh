@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs natsd's JavaScript integration tests (node's built-in test runner and
 # the official NATS client) against the server named by NATSD_TEST_SERVER, or
-# by the first argument. ctest calls it as the test integ.nodejs.
-#   tests/integ/nodejs/run.sh [path/to/natsd]
+# by the first argument. ctest calls it as the test integ.nodejs (test/*.test.js,
+# the core server) and integ.nodejs.jetstream[.reference] (test/jetstream).
+#   tests/integ/nodejs/run.sh [path/to/natsd [test directory]]
 # The dependencies are installed from the committed lockfile with `npm ci`
 # whenever node_modules is missing or older than package-lock.json.
 set -euo pipefail
@@ -33,4 +34,5 @@ fi
 flock -u 9
 exec 9<&-
 
-exec node --test test/*.test.js
+testdir="${2:-test}"
+exec node --test "$testdir"/*.test.js

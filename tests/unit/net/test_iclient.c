@@ -186,6 +186,7 @@ Test(iclient, sender_through_service_import)
     nd_opts_free(&o);
     cr_assert_not_null(srv);
     nd_pool_start(pool);
+    nd_server_accept(srv);
 
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
     nd_auth_t *a = nd_auth_slot_get(srv->auth);

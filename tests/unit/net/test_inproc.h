@@ -116,6 +116,7 @@ inproc_bare_start(unsigned workers)
     nd_opts_free(&o);
     cr_assert_not_null(b.srv, "nd_server_start failed");
     nd_pool_start(b.pool);
+    nd_server_accept(b.srv);
     return b;
 }
 

@@ -1,0 +1,1717 @@
+/* A stream's configuration: nats-server 2.11's StreamConfig decoded, defaulted, checked and
+ * written back (stream_cfg.h).
+ *
+ * One table per Go struct (StreamConfigRequest, StreamSource, ExternalStream,
+ * SubjectTransformConfig, RePublish, Placement, StreamConsumerLimits) lists its fields in the Go
+ * struct's order with their JSON names, kinds and omitempty flags. Decoding walks a request's
+ * keys through the table as Go's encoding/json does (keys match names case-insensitively, null
+ * leaves a field alone, a value of the wrong type is remembered as the first error and decoding
+ * goes on, an error of a custom unmarshaller such as the retention enum's stops it, unknown keys
+ * are errors only in strict mode); encoding walks the same table, so the canonical JSON has
+ * nats-server's key order and omits exactly what Go's omitempty omits. Between the two, the
+ * checks of nats-server's checkStreamCfg run in its order with its texts, on the decoded Go-like
+ * struct (gcfg_t). Version: nats-server v2.11; fields of 2.12 (allow_msg_counter, allow_atomic,
+ * allow_msg_schedules, persist_mode, allow_batched) are unknown fields, as in 2.11: dropped, or
+ * refused in strict mode.
+ *
+ * Not checked here, because they need the account's other streams: the origin's max_msg_size
+ * against a mirror's/source's, a mirror's inherited mirror_direct, source/mirror cycles,
+ * subjects overlapping another stream (10065) and the account's limits (10027, 10053, ...).
+ */
+#include "js/stream_cfg.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "actors/alloc.h"
+#include "js/apijson.h"
+#include "subj/subject.h"
+#include "subj/transform.h"
+#include "util/gojson.h"
+
+#define NS_PER_MS          INT64_C(1000000)
+#define NS_PER_S           INT64_C(1000000000)
+#define MAX_NAME_LEN       255
+#define MAX_DESC_LEN       4096
+#define MAX_METADATA_LEN   (128 * 1024)
+#define MAX_REPLICAS       5
+#define DEFAULT_DUP_WINDOW (120 * NS_PER_S)
+#define JS_API_PREFIX      "$JS.API"
+
+/* ---- The Go structs ---------------------------------------------------------------------- */
+
+typedef struct xform {
+    char *src, *dest;
+} xform_t;
+
+typedef struct ext {
+    char *api, *deliver;
+} ext_t;
+
+typedef struct ssrc {
+    char *name;
+    uint64_t opt_start_seq;
+    char *opt_start_time;
+    char *filter_subject;
+    xform_t **xforms;
+    size_t nxforms;
+    ext_t *external;
+} ssrc_t;
+
+typedef struct place {
+    char *cluster;
+    char **tags;
+    size_t ntags;
+    char *preferred;
+} place_t;
+
+typedef struct repub {
+    char *src, *dest;
+    bool headers_only;
+} repub_t;
+
+typedef struct climits {
+    int64_t inactive_threshold, max_ack_pending;
+} climits_t;
+
+typedef struct gcfg {
+    char *name, *description;
+    char **subjects;
+    size_t nsubjects;
+    int64_t retention;
+    int64_t max_consumers, max_msgs, max_bytes, max_age, max_msgs_per, max_msg_size;
+    int64_t discard, storage, replicas;
+    bool no_ack;
+    char *template_owner;
+    int64_t duplicates;
+    place_t *placement;
+    ssrc_t *mirror;
+    ssrc_t **sources;
+    size_t nsources;
+    int64_t compression;
+    uint64_t first_seq;
+    xform_t *subject_transform;
+    repub_t *republish;
+    bool allow_direct, mirror_direct, discard_new_per, sealed, deny_delete, deny_purge,
+        allow_rollup;
+    climits_t consumer_limits;
+    bool allow_msg_ttl;
+    int64_t sdm_ttl;
+    json_t *metadata; /* object of strings, or NULL */
+    bool pedantic;    /* the request's, not the config's */
+} gcfg_t;
+
+/* Go's RetentionPolicy, DiscardPolicy and StorageType values as we keep them. */
+enum { RET_LIMITS = 0, RET_INTEREST, RET_WORKQUEUE };
+enum { DISC_OLD = 0, DISC_NEW };
+enum { ST_NONE = 0, ST_FILE, ST_MEMORY, ST_ANY };
+enum { COMP_NONE = 0, COMP_S2 };
+
+typedef enum {
+    K_STR,
+    K_INT, /* Go int (64-bit) */
+    K_I32,
+    K_I64,
+    K_U64,
+    K_DUR, /* time.Duration */
+    K_BOOL,
+    K_STRS, /* []string */
+    K_RET,
+    K_DISC,
+    K_STORAGE,
+    K_COMPR,
+    K_TIME, /* *time.Time, kept as its text */
+    K_PTR,  /* *struct */
+    K_STRUCT,
+    K_LIST, /* []*struct or []struct, elements are pointers here */
+    K_MAP,  /* map[string]string */
+} kind_t;
+
+typedef struct sdesc sdesc_t;
+
+typedef struct field {
+    const char *name;
+    kind_t kind;
+    size_t off, noff;
+    bool omitempty;
+    const sdesc_t *sub;
+    const char *gotype; /* for type errors */
+    bool request_only;  /* StreamConfigRequest's own field: not part of the config */
+} field_t;
+
+struct sdesc {
+    const char *goname;
+    size_t size;
+    const field_t *f;
+    size_t nf;
+};
+
+#define FLD(T, n, k, m, o, gt)                                                                     \
+    {                                                                                              \
+        n, k, offsetof(T, m), 0, o, NULL, gt, false                                                \
+    }
+#define FLDN(T, n, k, m, cnt, o, sub, gt)                                                          \
+    {                                                                                              \
+        n, k, offsetof(T, m), offsetof(T, cnt), o, sub, gt, false                                  \
+    }
+#define FLDS(T, n, k, m, o, sub, gt)                                                               \
+    {                                                                                              \
+        n, k, offsetof(T, m), 0, o, sub, gt, false                                                 \
+    }
+#define NF(a) (sizeof(a) / sizeof((a)[0]))
+
+static const field_t xform_f[] = {
+    FLD(xform_t, "src", K_STR, src, false, "string"),
+    FLD(xform_t, "dest", K_STR, dest, false, "string"),
+};
+static const sdesc_t xform_d = {"SubjectTransformConfig", sizeof(xform_t), xform_f, NF(xform_f)};
+
+static const field_t ext_f[] = {
+    FLD(ext_t, "api", K_STR, api, false, "string"),
+    FLD(ext_t, "deliver", K_STR, deliver, false, "string"),
+};
+static const sdesc_t ext_d = {"ExternalStream", sizeof(ext_t), ext_f, NF(ext_f)};
+
+static const field_t ssrc_f[] = {
+    FLD(ssrc_t, "name", K_STR, name, false, "string"),
+    FLD(ssrc_t, "opt_start_seq", K_U64, opt_start_seq, true, "uint64"),
+    FLD(ssrc_t, "opt_start_time", K_TIME, opt_start_time, true, "time.Time"),
+    FLD(ssrc_t, "filter_subject", K_STR, filter_subject, true, "string"),
+    FLDN(ssrc_t, "subject_transforms", K_LIST, xforms, nxforms, true, &xform_d,
+         "[]server.SubjectTransformConfig"),
+    FLDS(ssrc_t, "external", K_PTR, external, true, &ext_d, "server.ExternalStream"),
+};
+static const sdesc_t ssrc_d = {"StreamSource", sizeof(ssrc_t), ssrc_f, NF(ssrc_f)};
+
+static const field_t place_f[] = {
+    FLD(place_t, "cluster", K_STR, cluster, true, "string"),
+    FLDN(place_t, "tags", K_STRS, tags, ntags, true, NULL, "[]string"),
+    FLD(place_t, "preferred", K_STR, preferred, true, "string"),
+};
+static const sdesc_t place_d = {"Placement", sizeof(place_t), place_f, NF(place_f)};
+
+static const field_t repub_f[] = {
+    FLD(repub_t, "src", K_STR, src, true, "string"),
+    FLD(repub_t, "dest", K_STR, dest, false, "string"),
+    FLD(repub_t, "headers_only", K_BOOL, headers_only, true, "bool"),
+};
+static const sdesc_t repub_d = {"RePublish", sizeof(repub_t), repub_f, NF(repub_f)};
+
+static const field_t climits_f[] = {
+    FLD(climits_t, "inactive_threshold", K_DUR, inactive_threshold, true, "time.Duration"),
+    FLD(climits_t, "max_ack_pending", K_INT, max_ack_pending, true, "int"),
+};
+static const sdesc_t climits_d = {"StreamConsumerLimits", sizeof(climits_t), climits_f,
+                                  NF(climits_f)};
+
+/* StreamConfig in nats-server 2.11's field order, then StreamConfigRequest's "pedantic". */
+static const field_t cfg_f[] = {
+    FLD(gcfg_t, "name", K_STR, name, false, "string"),
+    FLD(gcfg_t, "description", K_STR, description, true, "string"),
+    FLDN(gcfg_t, "subjects", K_STRS, subjects, nsubjects, true, NULL, "[]string"),
+    FLD(gcfg_t, "retention", K_RET, retention, false, "server.RetentionPolicy"),
+    FLD(gcfg_t, "max_consumers", K_INT, max_consumers, false, "int"),
+    FLD(gcfg_t, "max_msgs", K_I64, max_msgs, false, "int64"),
+    FLD(gcfg_t, "max_bytes", K_I64, max_bytes, false, "int64"),
+    FLD(gcfg_t, "max_age", K_DUR, max_age, false, "time.Duration"),
+    FLD(gcfg_t, "max_msgs_per_subject", K_I64, max_msgs_per, false, "int64"),
+    FLD(gcfg_t, "max_msg_size", K_I32, max_msg_size, true, "int32"),
+    FLD(gcfg_t, "discard", K_DISC, discard, false, "server.DiscardPolicy"),
+    FLD(gcfg_t, "storage", K_STORAGE, storage, false, "server.StorageType"),
+    FLD(gcfg_t, "num_replicas", K_INT, replicas, false, "int"),
+    FLD(gcfg_t, "no_ack", K_BOOL, no_ack, true, "bool"),
+    FLD(gcfg_t, "template_owner", K_STR, template_owner, true, "string"),
+    FLD(gcfg_t, "duplicate_window", K_DUR, duplicates, true, "time.Duration"),
+    FLDS(gcfg_t, "placement", K_PTR, placement, true, &place_d, "server.Placement"),
+    FLDS(gcfg_t, "mirror", K_PTR, mirror, true, &ssrc_d, "server.StreamSource"),
+    FLDN(gcfg_t, "sources", K_LIST, sources, nsources, true, &ssrc_d, "[]*server.StreamSource"),
+    FLD(gcfg_t, "compression", K_COMPR, compression, false, "server.StoreCompression"),
+    FLD(gcfg_t, "first_seq", K_U64, first_seq, true, "uint64"),
+    FLDS(gcfg_t, "subject_transform", K_PTR, subject_transform, true, &xform_d,
+         "server.SubjectTransformConfig"),
+    FLDS(gcfg_t, "republish", K_PTR, republish, true, &repub_d, "server.RePublish"),
+    FLD(gcfg_t, "allow_direct", K_BOOL, allow_direct, false, "bool"),
+    FLD(gcfg_t, "mirror_direct", K_BOOL, mirror_direct, false, "bool"),
+    FLD(gcfg_t, "discard_new_per_subject", K_BOOL, discard_new_per, true, "bool"),
+    FLD(gcfg_t, "sealed", K_BOOL, sealed, false, "bool"),
+    FLD(gcfg_t, "deny_delete", K_BOOL, deny_delete, false, "bool"),
+    FLD(gcfg_t, "deny_purge", K_BOOL, deny_purge, false, "bool"),
+    FLD(gcfg_t, "allow_rollup_hdrs", K_BOOL, allow_rollup, false, "bool"),
+    FLDS(gcfg_t, "consumer_limits", K_STRUCT, consumer_limits, false, &climits_d,
+         "server.StreamConsumerLimits"),
+    FLD(gcfg_t, "allow_msg_ttl", K_BOOL, allow_msg_ttl, false, "bool"),
+    FLD(gcfg_t, "subject_delete_marker_ttl", K_DUR, sdm_ttl, true, "time.Duration"),
+    FLD(gcfg_t, "metadata", K_MAP, metadata, true, "map[string]string"),
+    {"pedantic", K_BOOL, offsetof(gcfg_t, pedantic), 0, true, NULL, "bool", true},
+};
+static const sdesc_t cfg_d = {"StreamConfigRequest", sizeof(gcfg_t), cfg_f, NF(cfg_f)};
+
+#define AT(base, off, T)  ((T *)((char *)(base) + (off)))
+#define CAT(base, off, T) ((const T *)((const char *)(base) + (off)))
+
+/* ---- Freeing ----------------------------------------------------------------------------- */
+
+static void sfree(const sdesc_t *sd, void *base);
+
+static void
+strs_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        nd_free(v[i]);
+    nd_free(v);
+}
+
+static void
+sfree(const sdesc_t *sd, void *base)
+{
+    for (size_t i = 0; i < sd->nf; i++) {
+        const field_t *f = &sd->f[i];
+        switch (f->kind) {
+        case K_STR:
+        case K_TIME:
+            nd_free(*AT(base, f->off, char *));
+            *AT(base, f->off, char *) = NULL;
+            break;
+        case K_STRS:
+            strs_free(*AT(base, f->off, char **), *AT(base, f->noff, size_t));
+            *AT(base, f->off, char **) = NULL;
+            *AT(base, f->noff, size_t) = 0;
+            break;
+        case K_PTR: {
+            void *p = *AT(base, f->off, void *);
+            if (p) {
+                sfree(f->sub, p);
+                nd_free(p);
+            }
+            *AT(base, f->off, void *) = NULL;
+            break;
+        }
+        case K_STRUCT:
+            sfree(f->sub, AT(base, f->off, char));
+            break;
+        case K_LIST: {
+            void **v = *AT(base, f->off, void **);
+            size_t n = *AT(base, f->noff, size_t);
+            for (size_t j = 0; j < n; j++)
+                if (v[j]) {
+                    sfree(f->sub, v[j]);
+                    nd_free(v[j]);
+                }
+            nd_free(v);
+            *AT(base, f->off, void **) = NULL;
+            *AT(base, f->noff, size_t) = 0;
+            break;
+        }
+        case K_MAP:
+            json_decref(*AT(base, f->off, json_t *));
+            *AT(base, f->off, json_t *) = NULL;
+            break;
+        default:
+            break;
+        }
+    }
+}
+
+static void
+gcfg_free(gcfg_t *g)
+{
+    sfree(&cfg_d, g);
+}
+
+/* ---- Decoding (Go's encoding/json into the structs) -------------------------------------- */
+
+typedef struct dctx {
+    const nd_apijson_t *aj; /* number literals; NULL for an already decoded json_t */
+    bool strict;
+    bool fatal;    /* an unmarshaller failed: Go stops decoding */
+    char err[400]; /* the first error ("" = none) */
+} dctx_t;
+
+static const char *
+kind_name(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return "number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "bool";
+    default:
+        return "null";
+    }
+}
+
+static void
+type_err(dctx_t *d, const char *value, const char *sname, const char *path, const char *type)
+{
+    if (d->err[0])
+        return;
+    snprintf(d->err, sizeof d->err,
+             "json: cannot unmarshal %s into Go struct field %s.%s of type %s", value, sname, path,
+             type);
+}
+
+/* An unmarshaller's error: it replaces any earlier type error and ends decoding. */
+static void fatal_err(dctx_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void
+fatal_err(dctx_t *d, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->err, sizeof d->err, fmt, ap);
+    va_end(ap);
+    d->fatal = true;
+}
+
+/* The raw JSON text of v as Go's %q prints a []byte: quoted, with Go's escapes. */
+static void
+go_quote_raw(const dctx_t *d, const json_t *v, char *out, size_t cap)
+{
+    char raw[256], nb[64];
+    if (json_is_number(v))
+        snprintf(raw, sizeof raw, "%s", nd_apijson_num_text(d->aj, v, nb, sizeof nb));
+    else {
+        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+        snprintf(raw, sizeof raw, "%s", s ? s : "");
+        free(s);
+    }
+    size_t o = 0;
+    if (cap < 8)
+        return;
+    out[o++] = '"';
+    for (const unsigned char *p = (const unsigned char *)raw; *p && o + 6 < cap; p++) {
+        if (*p == '"' || *p == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)*p;
+        } else if (*p < 0x20) {
+            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);
+        } else
+            out[o++] = (char)*p;
+    }
+    out[o++] = '"';
+    out[o] = '\0';
+}
+
+static void decode_struct(dctx_t *d, const sdesc_t *sd, void *base, json_t *obj, const char *path);
+
+static char *
+join_path(const char *path, const char *name)
+{
+    size_t n = (path ? strlen(path) + 1 : 0) + strlen(name) + 1;
+    char *p = nd_xmalloc(n);
+    if (path)
+        snprintf(p, n, "%s.%s", path, name);
+    else
+        snprintf(p, n, "%s", name);
+    return p;
+}
+
+/* An integer field: Go parses the literal and refuses what does not fit the type. */
+static bool
+decode_int(dctx_t *d, const json_t *v, const sdesc_t *sd, const char *path, const field_t *f,
+           int64_t *i64, uint64_t *u64)
+{
+    char nb[128], val[160];
+    if (!json_is_number(v)) {
+        type_err(d, kind_name(v), sd->goname, path, f->gotype);
+        return false;
+    }
+    if (json_is_integer(v)) {
+        json_int_t x = json_integer_value(v);
+        bool ok = true;
+        if (f->kind == K_I32)
+            ok = x >= INT32_MIN && x <= INT32_MAX;
+        else if (f->kind == K_U64)
+            ok = x >= 0;
+        if (ok) {
+            if (i64)
+                *i64 = x;
+            if (u64)
+                *u64 = (uint64_t)x;
+            return true;
+        }
+    } else if (f->kind == K_U64) {
+        /* A uint64 above INT64_MAX: kept only if it is a plain integer literal. */
+        const char *t = nd_apijson_num_text(d->aj, v, nb, sizeof nb);
+        char *e;
+        if (*t != '-' && strspn(t, "0123456789") == strlen(t)) {
+            unsigned long long x = strtoull(t, &e, 10);
+            if (*e == '\0' && x <= INT64_MAX) {
+                *u64 = x;
+                return true;
+            }
+        }
+    }
+    snprintf(val, sizeof val, "number %s", nd_apijson_num_text(d->aj, v, nb, sizeof nb));
+    type_err(d, val, sd->goname, path, f->gotype);
+    return false;
+}
+
+static void
+decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t *v,
+             const char *path)
+{
+    if (json_is_null(v)) {
+        /* null: a no-op for Go, except for the enums' unmarshallers, which see "null", and
+         * for pointers, slices and maps, which it sets to nil. */
+        switch (f->kind) {
+        case K_RET:
+        case K_DISC:
+        case K_STORAGE:
+            fatal_err(d, "can not unmarshal \"null\"");
+            return;
+        case K_COMPR:
+            fatal_err(d, "unknown compression algorithm");
+            return;
+        case K_PTR:
+        case K_LIST:
+        case K_STRS:
+        case K_MAP: {
+            /* Free just this field: a one-field descriptor. */
+            sdesc_t one = {sd->goname, sd->size, f, 1};
+            sfree(&one, base);
+            return;
+        }
+        default:
+            return;
+        }
+    }
+    switch (f->kind) {
+    case K_STR:
+        if (!json_is_string(v)) {
+            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            return;
+        }
+        nd_free(*AT(base, f->off, char *));
+        *AT(base, f->off, char *) = nd_xstrdup(json_string_value(v));
+        return;
+    case K_INT:
+    case K_I32:
+    case K_I64:
+    case K_DUR:
+        decode_int(d, v, sd, path, f, AT(base, f->off, int64_t), NULL);
+        return;
+    case K_U64:
+        decode_int(d, v, sd, path, f, NULL, AT(base, f->off, uint64_t));
+        return;
+    case K_BOOL:
+        if (!json_is_boolean(v)) {
+            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            return;
+        }
+        *AT(base, f->off, bool) = json_is_true(v);
+        return;
+    case K_RET:
+    case K_DISC:
+    case K_STORAGE: {
+        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+        int64_t *out = AT(base, f->off, int64_t);
+        if (s && f->kind == K_RET) {
+            if (!strcmp(s, "limits")) {
+                *out = RET_LIMITS;
+                return;
+            }
+            if (!strcmp(s, "interest")) {
+                *out = RET_INTEREST;
+                return;
+            }
+            if (!strcmp(s, "workqueue")) {
+                *out = RET_WORKQUEUE;
+                return;
+            }
+        } else if (s && f->kind == K_DISC) {
+            /* DiscardPolicy compares lower-cased. */
+            if (!strcasecmp(s, "old")) {
+                *out = DISC_OLD;
+                return;
+            }
+            if (!strcasecmp(s, "new")) {
+                *out = DISC_NEW;
+                return;
+            }
+        } else if (s) {
+            if (!strcmp(s, "file")) {
+                *out = ST_FILE;
+                return;
+            }
+            if (!strcmp(s, "memory")) {
+                *out = ST_MEMORY;
+                return;
+            }
+            if (!strcmp(s, "any")) {
+                *out = ST_ANY;
+                return;
+            }
+        }
+        char q[300];
+        go_quote_raw(d, v, q, sizeof q);
+        fatal_err(d, "can not unmarshal %s", q);
+        return;
+    }
+    case K_COMPR:
+        if (!json_is_string(v)) {
+            fatal_err(d, "json: cannot unmarshal %s into Go value of type string", kind_name(v));
+            return;
+        }
+        if (!strcmp(json_string_value(v), "s2"))
+            *AT(base, f->off, int64_t) = COMP_S2;
+        else if (!strcmp(json_string_value(v), "none"))
+            *AT(base, f->off, int64_t) = COMP_NONE;
+        else
+            fatal_err(d, "unknown compression algorithm");
+        return;
+    case K_TIME: {
+        if (!json_is_string(v)) {
+            fatal_err(d, "Time.UnmarshalJSON: input is not a JSON string");
+            return;
+        }
+        /* RFC 3339 as time.Time reads it: 2006-01-02T15:04:05[.frac](Z|+hh:mm). */
+        const char *s = json_string_value(v);
+        int y, mo, dd, h, mi, se, n = 0;
+        bool ok = sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &dd, &h, &mi, &se, &n) == 6 &&
+                  n == 19 && mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h < 24 && mi < 60 &&
+                  se < 60;
+        if (ok) {
+            const char *p = s + n;
+            if (*p == '.') {
+                p++;
+                size_t k = strspn(p, "0123456789");
+                ok = k > 0;
+                p += k;
+            }
+            if (ok && *p == 'Z')
+                ok = p[1] == '\0';
+            else if (ok && (*p == '+' || *p == '-'))
+                ok = strlen(p) == 6 && p[3] == ':';
+            else
+                ok = false;
+        }
+        if (!ok) {
+            fatal_err(d,
+                      "parsing time \"\\\"%s\\\"\" as \"\\\"2006-01-02T15:04:05Z07:00\\\"\": "
+                      "cannot parse \"%s\\\"\" as \"2006\"",
+                      s, s);
+            return;
+        }
+        nd_free(*AT(base, f->off, char *));
+        *AT(base, f->off, char *) = nd_xstrdup(s);
+        return;
+    }
+    case K_STRS: {
+        if (!json_is_array(v)) {
+            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            return;
+        }
+        sdesc_t one = {sd->goname, sd->size, f, 1};
+        sfree(&one, base);
+        size_t n = json_array_size(v);
+        char **out = nd_xcalloc(n ? n : 1, sizeof *out);
+        for (size_t i = 0; i < n; i++) {
+            json_t *e = json_array_get(v, i);
+            if (json_is_string(e))
+                out[i] = nd_xstrdup(json_string_value(e));
+            else {
+                if (!json_is_null(e))
+                    type_err(d, kind_name(e), sd->goname, path, "string");
+                out[i] = nd_xstrdup("");
+            }
+        }
+        *AT(base, f->off, char **) = out;
+        *AT(base, f->noff, size_t) = n;
+        return;
+    }
+    case K_PTR: {
+        if (!json_is_object(v)) {
+            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            return;
+        }
+        void **pp = AT(base, f->off, void *);
+        if (!*pp)
+            *pp = nd_xcalloc(1, f->sub->size);
+        decode_struct(d, f->sub, *pp, v, path);
+        return;
+    }
+    case K_STRUCT:
+        if (!json_is_object(v)) {
+            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            return;
+        }
+        decode_struct(d, f->sub, AT(base, f->off, char), v, path);
+        return;
+    case K_LIST: {
+        if (!json_is_array(v)) {
+            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            return;
+        }
+        sdesc_t one = {sd->goname, sd->size, f, 1};
+        sfree(&one, base);
+        size_t n = json_array_size(v);
+        void **out = nd_xcalloc(n ? n : 1, sizeof *out);
+        *AT(base, f->off, void **) = out;
+        *AT(base, f->noff, size_t) = n;
+        bool ptr_elems = f->gotype[2] == '*'; /* []*T: a null element stays nil */
+        char etype[64];
+        snprintf(etype, sizeof etype, "server.%s", f->sub->goname);
+        for (size_t i = 0; i < n && !d->fatal; i++) {
+            json_t *e = json_array_get(v, i);
+            if (json_is_null(e)) {
+                if (!ptr_elems)
+                    out[i] = nd_xcalloc(1, f->sub->size);
+                continue;
+            }
+            out[i] = nd_xcalloc(1, f->sub->size);
+            if (!json_is_object(e)) {
+                type_err(d, kind_name(e), sd->goname, path, etype);
+                continue;
+            }
+            decode_struct(d, f->sub, out[i], e, path);
+        }
+        return;
+    }
+    case K_MAP: {
+        if (!json_is_object(v)) {
+            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            return;
+        }
+        json_t **mp = AT(base, f->off, json_t *);
+        if (!*mp)
+            *mp = json_object();
+        const char *k;
+        json_t *e;
+        json_object_foreach(v, k, e)
+        {
+            if (json_is_string(e))
+                json_object_set(*mp, k, e);
+            else {
+                if (!json_is_null(e))
+                    type_err(d, kind_name(e), sd->goname, path, "string");
+                json_object_set_new(*mp, k, json_string(""));
+            }
+        }
+        return;
+    }
+    }
+}
+
+static void
+decode_struct(dctx_t *d, const sdesc_t *sd, void *base, json_t *obj, const char *path)
+{
+    const char *key;
+    json_t *v;
+    json_object_foreach(obj, key, v)
+    {
+        if (d->fatal)
+            return;
+        const field_t *f = NULL;
+        for (size_t i = 0; i < sd->nf && !f; i++)
+            if (!strcmp(key, sd->f[i].name))
+                f = &sd->f[i];
+        for (size_t i = 0; i < sd->nf && !f; i++)
+            if (nd_gojson_key_is(key, sd->f[i].name))
+                f = &sd->f[i];
+        if (!f) {
+            if (d->strict && !d->err[0])
+                snprintf(d->err, sizeof d->err, "json: unknown field \"%s\"", key);
+            continue;
+        }
+        char *p = join_path(path, f->name);
+        decode_field(d, sd, base, f, v, p);
+        nd_free(p);
+    }
+}
+
+/* Decodes root into g. Returns: false with d->err. */
+static bool
+decode_cfg(dctx_t *d, json_t *root, gcfg_t *g)
+{
+    memset(g, 0, sizeof *g);
+    if (!json_is_object(root)) {
+        if (json_is_null(root))
+            return true;
+        snprintf(d->err, sizeof d->err,
+                 "json: cannot unmarshal %s into Go value of type server.StreamConfigRequest",
+                 kind_name(root));
+        return false;
+    }
+    decode_struct(d, &cfg_d, g, root, NULL);
+    return d->err[0] == '\0';
+}
+
+/* ---- Encoding (Go's encoding/json from the structs) -------------------------------------- */
+
+static json_t *encode_struct(const sdesc_t *sd, const void *base, bool config_only);
+
+static const char *
+enum_text(kind_t k, int64_t v)
+{
+    switch (k) {
+    case K_RET:
+        return v == RET_INTEREST ? "interest" : v == RET_WORKQUEUE ? "workqueue" : "limits";
+    case K_DISC:
+        return v == DISC_NEW ? "new" : "old";
+    case K_STORAGE:
+        return v == ST_MEMORY ? "memory" : v == ST_ANY ? "any" : "file";
+    default:
+        return v == COMP_S2 ? "s2" : "none";
+    }
+}
+
+static int
+cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static json_t *
+encode_struct(const sdesc_t *sd, const void *base, bool config_only)
+{
+    json_t *o = json_object();
+    for (size_t i = 0; i < sd->nf; i++) {
+        const field_t *f = &sd->f[i];
+        json_t *v = NULL;
+        if (config_only && f->request_only)
+            continue;
+        switch (f->kind) {
+        case K_STR:
+        case K_TIME: {
+            const char *s = *(char *const *)((const char *)base + f->off);
+            if (f->omitempty && (!s || !*s))
+                continue;
+            if (!s && f->kind == K_TIME)
+                continue;
+            v = json_string(s ? s : "");
+            break;
+        }
+        case K_INT:
+        case K_I32:
+        case K_I64:
+        case K_DUR: {
+            int64_t x = *CAT(base, f->off, int64_t);
+            if (f->omitempty && x == 0)
+                continue;
+            v = json_integer(x);
+            break;
+        }
+        case K_U64: {
+            uint64_t x = *CAT(base, f->off, uint64_t);
+            if (f->omitempty && x == 0)
+                continue;
+            v = json_integer((json_int_t)(x > INT64_MAX ? INT64_MAX : x));
+            break;
+        }
+        case K_BOOL: {
+            bool b = *CAT(base, f->off, bool);
+            if (f->omitempty && !b)
+                continue;
+            v = json_boolean(b);
+            break;
+        }
+        case K_RET:
+        case K_DISC:
+        case K_STORAGE:
+        case K_COMPR:
+            v = json_string(enum_text(f->kind, *CAT(base, f->off, int64_t)));
+            break;
+        case K_STRS: {
+            char *const *s = *(char **const *)((const char *)base + f->off);
+            size_t n = *CAT(base, f->noff, size_t);
+            if (f->omitempty && n == 0)
+                continue;
+            if (!s) {
+                v = json_null();
+                break;
+            }
+            v = json_array();
+            for (size_t j = 0; j < n; j++)
+                json_array_append_new(v, json_string(s[j]));
+            break;
+        }
+        case K_PTR: {
+            const void *p = *(void *const *)((const char *)base + f->off);
+            if (!p) {
+                if (f->omitempty)
+                    continue;
+                v = json_null();
+                break;
+            }
+            v = encode_struct(f->sub, p, config_only);
+            break;
+        }
+        case K_STRUCT:
+            v = encode_struct(f->sub, CAT(base, f->off, char), config_only);
+            break;
+        case K_LIST: {
+            void *const *l = *(void **const *)((const char *)base + f->off);
+            size_t n = *CAT(base, f->noff, size_t);
+            if (f->omitempty && n == 0)
+                continue;
+            v = json_array();
+            for (size_t j = 0; j < n; j++)
+                json_array_append_new(v, l[j] ? encode_struct(f->sub, l[j], config_only)
+                                              : json_null());
+            break;
+        }
+        case K_MAP: {
+            json_t *m = *(json_t *const *)((const char *)base + f->off);
+            if (f->omitempty && (!m || json_object_size(m) == 0))
+                continue;
+            /* Go writes a map's keys sorted. */
+            size_t n = m ? json_object_size(m) : 0, j = 0;
+            const char **keys = nd_xcalloc(n ? n : 1, sizeof *keys);
+            const char *k;
+            json_t *e;
+            if (m)
+                json_object_foreach(m, k, e) keys[j++] = k;
+            qsort(keys, n, sizeof *keys, cmp_str);
+            v = json_object();
+            for (j = 0; j < n; j++)
+                json_object_set(v, keys[j], json_object_get(m, keys[j]));
+            nd_free(keys);
+            break;
+        }
+        }
+        json_object_set_new(o, f->name, v);
+    }
+    return o;
+}
+
+/* ---- Helpers ----------------------------------------------------------------------------- */
+
+static bool
+valid_name(const char *s)
+{
+    return s && *s && !strpbrk(s, " \t\r\n\f.*>");
+}
+
+static bool
+valid_sub(const char *s)
+{
+    return s && nd_subj_valid_sub(s, strlen(s));
+}
+
+static bool
+valid_pub(const char *s)
+{
+    return s && nd_subj_valid_pub(s, strlen(s));
+}
+
+static bool
+is_subset(const char *sub, const char *super)
+{
+    return nd_subj_subset(sub, strlen(sub), super, strlen(super));
+}
+
+static bool
+streq(const char *a, const char *b)
+{
+    return !strcmp(a ? a : "", b ? b : "");
+}
+
+static bool
+empty(const char *s)
+{
+    return !s || !*s;
+}
+
+bool
+nd_subjects_overlap(const char *a, const char *b)
+{
+    if (!a || !b)
+        return false;
+    if (!strcmp(a, b))
+        return true;
+    /* Token by token: a '>' covers one or more remaining tokens, so the other subject must still
+     * have one here; '*' covers one; literals must be equal. */
+    const char *pa = a, *pb = b;
+    for (;;) {
+        const char *ea = strchr(pa, '.'), *eb = strchr(pb, '.');
+        size_t la = ea ? (size_t)(ea - pa) : strlen(pa);
+        size_t lb = eb ? (size_t)(eb - pb) : strlen(pb);
+        bool fa = la == 1 && *pa == '>', fb = lb == 1 && *pb == '>';
+        if (fa || fb)
+            return true;
+        bool wa = la == 1 && *pa == '*', wb = lb == 1 && *pb == '*';
+        if (!wa && !wb && (la != lb || memcmp(pa, pb, la) != 0))
+            return false;
+        if (!ea || !eb)
+            return !ea && !eb;
+        pa = ea + 1;
+        pb = eb + 1;
+    }
+}
+
+/* Go's time.Duration.String. */
+static void
+go_duration(int64_t d, char *out, size_t cap)
+{
+    char buf[40];
+    size_t w = sizeof buf;
+    uint64_t u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
+    bool neg = d < 0;
+    buf[--w] = '\0';
+    if (u < (uint64_t)NS_PER_S) {
+        int prec = 0;
+        const char *unit;
+        if (u == 0) {
+            snprintf(out, cap, "0s");
+            return;
+        } else if (u < 1000) {
+            unit = "ns";
+        } else if (u < 1000000) {
+            prec = 3;
+            unit = "\xc2\xb5s";
+        } else {
+            prec = 6;
+            unit = "ms";
+        }
+        size_t ul = strlen(unit);
+        w -= ul;
+        memcpy(buf + w, unit, ul);
+        bool print = false;
+        for (int i = 0; i < prec; i++) {
+            unsigned digit = (unsigned)(u % 10);
+            print = print || digit != 0;
+            if (print)
+                buf[--w] = (char)('0' + digit);
+            u /= 10;
+        }
+        if (print)
+            buf[--w] = '.';
+        do {
+            buf[--w] = (char)('0' + u % 10);
+            u /= 10;
+        } while (u > 0);
+    } else {
+        buf[--w] = 's';
+        bool print = false;
+        for (int i = 0; i < 9; i++) {
+            unsigned digit = (unsigned)(u % 10);
+            print = print || digit != 0;
+            if (print)
+                buf[--w] = (char)('0' + digit);
+            u /= 10;
+        }
+        if (print)
+            buf[--w] = '.';
+        uint64_t secs = u % 60;
+        u /= 60;
+        do {
+            buf[--w] = (char)('0' + secs % 10);
+            secs /= 10;
+        } while (secs > 0);
+        if (u > 0) {
+            buf[--w] = 'm';
+            uint64_t mins = u % 60;
+            u /= 60;
+            do {
+                buf[--w] = (char)('0' + mins % 10);
+                mins /= 10;
+            } while (mins > 0);
+            if (u > 0) {
+                buf[--w] = 'h';
+                do {
+                    buf[--w] = (char)('0' + u % 10);
+                    u /= 10;
+                } while (u > 0);
+            }
+        }
+    }
+    if (neg)
+        buf[--w] = '-';
+    snprintf(out, cap, "%s", buf + w);
+}
+
+static bool invalid(nd_jserr_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static bool
+invalid(nd_jserr_t *err, const char *fmt, ...)
+{
+    char buf[480];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    return nd_jserr_set(err, ND_JSE_STREAM_INVALID_CONFIG_F, "err", buf, (const char *)NULL);
+}
+
+static bool
+pedantic_err(nd_jserr_t *err, const char *text)
+{
+    return nd_jserr_set(err, ND_JSE_PEDANTIC_F, "err", text, (const char *)NULL);
+}
+
+static bool
+with_err(nd_jserr_t *err, nd_jse_t e, const char *text)
+{
+    return nd_jserr_set(err, e, "err", text, (const char *)NULL);
+}
+
+/* ValidateMapping (mode MAPPING) or NewSubjectTransform (mode TRANSFORM): error text or NULL. */
+static bool
+xform_ok(const char *src, const char *dest, nd_xf_mode_t mode, char *e, size_t elen)
+{
+    nd_xf_t *xf = NULL;
+    nd_xf_err_t rc = nd_xf_new(src ? src : "", dest ? dest : "", mode, &xf, e, elen);
+    nd_xf_free(xf);
+    return rc == ND_XF_OK;
+}
+
+/* setStaticStreamMetadata: the required API level, and no dynamic keys. */
+static void
+set_static_metadata(gcfg_t *g)
+{
+    if (!g->metadata)
+        g->metadata = json_object();
+    json_object_del(g->metadata, "_nats.ver");
+    json_object_del(g->metadata, "_nats.level");
+    bool ttl = g->allow_msg_ttl || g->sdm_ttl > 0;
+    json_object_set_new(g->metadata, "_nats.req.level", json_string(ttl ? "1" : "0"));
+}
+
+/* ---- checkStreamCfg ---------------------------------------------------------------------- */
+
+static bool
+check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *err)
+{
+    if (!valid_name(c->name))
+        return invalid(err, "stream name is required and can not contain '.', '*', '>'");
+    if (strlen(c->name) > MAX_NAME_LEN)
+        return invalid(err, "stream name is too long, maximum allowed is %d", MAX_NAME_LEN);
+    if (c->description && strlen(c->description) > MAX_DESC_LEN)
+        return invalid(err, "stream description is too long, maximum allowed is %d", MAX_DESC_LEN);
+    size_t mdlen = 0;
+    if (c->metadata) {
+        const char *k;
+        json_t *v;
+        json_object_foreach(c->metadata, k, v) mdlen += strlen(k) + strlen(json_string_value(v));
+    }
+    if (mdlen > MAX_METADATA_LEN)
+        return invalid(err, "stream metadata exceeds maximum size of %d bytes", MAX_METADATA_LEN);
+
+    if (c->storage == ST_NONE)
+        c->storage = ST_FILE;
+    /* "any" decodes in nats-server (it is for consumers' internals) but no store backs it;
+     * refused here with a text of our own rather than a stream without a store. */
+    if (c->storage == ST_ANY)
+        return invalid(err, "storage type \"any\" is not supported for streams");
+    if (c->replicas == 0)
+        c->replicas = 1;
+    if (c->replicas > MAX_REPLICAS)
+        return invalid(err, "maximum replicas is %d", MAX_REPLICAS);
+    if (c->replicas < 0)
+        return nd_jserr_set(err, ND_JSE_REPLICAS_COUNT_CANNOT_BE_NEGATIVE, (const char *)NULL);
+    if (c->max_msgs == 0)
+        c->max_msgs = -1;
+    if (c->max_msgs_per == 0)
+        c->max_msgs_per = -1;
+    if (c->max_bytes == 0)
+        c->max_bytes = -1;
+    if (c->max_msg_size == 0)
+        c->max_msg_size = -1;
+    if (c->max_consumers == 0)
+        c->max_consumers = -1;
+
+    int64_t lim_dup = env ? env->max_dup_window_ns : 0;
+    if (c->duplicates == 0 && !c->mirror) {
+        int64_t maxw = DEFAULT_DUP_WINDOW;
+        if (lim_dup > 0 && maxw > lim_dup) {
+            if (pedantic)
+                return pedantic_err(
+                    err, "pedantic mode: duplicate window limits are higher than current limits");
+            maxw = lim_dup;
+        }
+        if (c->max_age != 0 && c->max_age < maxw) {
+            if (pedantic)
+                return pedantic_err(
+                    err, "pedantic mode: duplicate window cannot be bigger than max age");
+            c->duplicates = c->max_age;
+        } else
+            c->duplicates = maxw;
+    }
+    if (c->max_age > 0 && c->max_age < 100 * NS_PER_MS)
+        return invalid(err, "max age needs to be >= 100ms");
+    if (c->duplicates < 0)
+        return invalid(err, "duplicates window can not be negative");
+    if (c->max_age != 0 && c->duplicates > c->max_age)
+        return invalid(err, "duplicates window can not be larger then max age");
+    if (lim_dup > 0 && c->duplicates > lim_dup) {
+        char ds[40];
+        go_duration(lim_dup, ds, sizeof ds);
+        return invalid(err, "duplicates window can not be larger then server limit of %s", ds);
+    }
+    if (c->duplicates > 0 && c->duplicates < 100 * NS_PER_MS)
+        return invalid(err, "duplicates window needs to be >= 100ms");
+
+    if (c->deny_purge && c->allow_rollup)
+        return invalid(err, "roll-ups require the purge permission");
+    if (c->discard_new_per) {
+        if (c->discard != DISC_NEW)
+            return invalid(err, "discard new per subject requires discard new policy to be set");
+        if (c->max_msgs_per <= 0)
+            return invalid(err, "discard new per subject requires max msgs per subject > 0");
+    }
+
+    if (c->sdm_ttl > 0) {
+        if (c->sdm_ttl < NS_PER_S)
+            return invalid(err, "subject delete marker TTL must be at least 1 second");
+        if (!c->allow_msg_ttl) {
+            if (pedantic)
+                return invalid(err,
+                               "subject delete marker cannot be set if message TTLs are disabled");
+            c->allow_msg_ttl = true;
+        }
+        if (!c->allow_rollup) {
+            if (pedantic)
+                return invalid(err, "subject delete marker cannot be set if roll-ups are disabled");
+            c->allow_rollup = true;
+            c->deny_purge = false;
+        }
+    } else if (c->sdm_ttl < 0)
+        return invalid(err, "subject delete marker TTL must not be negative");
+
+    /* External prefixes of the mirror and the sources, checked after them. */
+    const char *dpfx[64], *apfx[64];
+    size_t ndp = 0, nap = 0;
+    char e[300], t[360];
+
+    if (c->mirror) {
+        ssrc_t *m = c->mirror;
+        if (c->first_seq > 0)
+            return nd_jserr_set(err, ND_JSE_MIRROR_WITH_FIRST_SEQ, (const char *)NULL);
+        if (c->nsubjects > 0)
+            return nd_jserr_set(err, ND_JSE_MIRROR_WITH_SUBJECTS, (const char *)NULL);
+        if (c->nsources > 0)
+            return nd_jserr_set(err, ND_JSE_MIRROR_WITH_SOURCES, (const char *)NULL);
+        if (!empty(m->filter_subject) && m->nxforms != 0)
+            return nd_jserr_set(err, ND_JSE_MIRROR_MULTIPLE_FILTERS_NOT_ALLOWED,
+                                (const char *)NULL);
+        if (c->sdm_ttl > 0)
+            return invalid(err, "subject delete markers forbidden on mirrors");
+        for (size_t i = 0; i < m->nxforms; i++) {
+            const xform_t *tr = m->xforms[i];
+            if (!empty(tr->src) && !valid_sub(tr->src)) {
+                snprintf(t, sizeof t, "invalid subject %s", tr->src);
+                return with_err(err, ND_JSE_MIRROR_INVALID_SUBJECT_FILTER, t);
+            }
+            if (!empty(tr->dest) && !xform_ok(tr->src, tr->dest, ND_XF_MODE_MAPPING, e, sizeof e))
+                return with_err(err, ND_JSE_MIRROR_INVALID_TRANSFORM_DESTINATION, e);
+            for (size_t j = 0; j < m->nxforms; j++)
+                if (j != i && nd_subjects_overlap(tr->src ? tr->src : "",
+                                                  m->xforms[j]->src ? m->xforms[j]->src : ""))
+                    return nd_jserr_set(err, ND_JSE_MIRROR_OVERLAPPING_SUBJECT_FILTERS,
+                                        (const char *)NULL);
+        }
+        if (!m->external) {
+            if (!valid_name(m->name))
+                return nd_jserr_set(err, ND_JSE_MIRROR_INVALID_STREAM_NAME, (const char *)NULL);
+        } else {
+            if (!empty(m->external->deliver) && ndp < 64)
+                dpfx[ndp++] = m->external->deliver;
+            if (!empty(m->external->api) && nap < 64)
+                apfx[nap++] = m->external->api;
+        }
+    }
+
+    for (size_t i = 0; i < c->nsources; i++) {
+        const ssrc_t *s = c->sources[i];
+        if (!s || !valid_name(s->name))
+            return nd_jserr_set(err, ND_JSE_SOURCE_INVALID_STREAM_NAME, (const char *)NULL);
+        /* composeIName: name, then the external api prefix, then the filters and transforms;
+         * two sources with the same one are duplicates. */
+        for (size_t j = 0; j < i; j++) {
+            const ssrc_t *o = c->sources[j];
+            bool same =
+                streq(o->name, s->name) &&
+                streq(o->external ? o->external->api : "", s->external ? s->external->api : "") &&
+                streq(o->filter_subject, s->filter_subject) && o->nxforms == s->nxforms;
+            for (size_t k = 0; same && k < s->nxforms; k++)
+                same = streq(o->xforms[k]->src, s->xforms[k]->src) &&
+                       streq(o->xforms[k]->dest, s->xforms[k]->dest);
+            if (same)
+                return nd_jserr_set(err, ND_JSE_SOURCE_DUPLICATE_DETECTED, (const char *)NULL);
+        }
+        if (!s->external) {
+            if (!empty(s->filter_subject) && s->nxforms != 0)
+                return nd_jserr_set(err, ND_JSE_SOURCE_MULTIPLE_FILTERS_NOT_ALLOWED,
+                                    (const char *)NULL);
+            for (size_t k = 0; k < s->nxforms; k++) {
+                const xform_t *tr = s->xforms[k];
+                if (!empty(tr->src) && !valid_sub(tr->src)) {
+                    snprintf(t, sizeof t, "invalid subject %s", tr->src);
+                    return with_err(err, ND_JSE_SOURCE_INVALID_SUBJECT_FILTER, t);
+                }
+                if (!empty(tr->dest) &&
+                    !xform_ok(tr->src, tr->dest, ND_XF_MODE_MAPPING, e, sizeof e))
+                    return with_err(err, ND_JSE_SOURCE_INVALID_TRANSFORM_DESTINATION, e);
+            }
+            for (size_t k = 0; k < s->nxforms; k++)
+                for (size_t j = 0; j < s->nxforms; j++) {
+                    const char *a = s->xforms[k]->src ? s->xforms[k]->src : "";
+                    const char *b = s->xforms[j]->src ? s->xforms[j]->src : "";
+                    /* An empty filter is no filter here (Go's subset match on "" fails). */
+                    if (k != j && *a && *b && is_subset(a, b))
+                        return nd_jserr_set(err, ND_JSE_SOURCE_OVERLAPPING_SUBJECT_FILTERS,
+                                            (const char *)NULL);
+                }
+        } else {
+            if (!empty(s->external->deliver) && ndp < 64)
+                dpfx[ndp++] = s->external->deliver;
+            if (!empty(s->external->api) && nap < 64)
+                apfx[nap++] = s->external->api;
+        }
+    }
+    for (size_t i = 0; i < ndp; i++)
+        if (!valid_pub(dpfx[i]))
+            return nd_jserr_set(err, ND_JSE_STREAM_INVALID_EXTERNAL_DELIVERY_SUBJ_F, "prefix",
+                                dpfx[i], (const char *)NULL);
+    for (size_t i = 0; i < nap; i++) {
+        if (!valid_pub(apfx[i]))
+            return invalid(err,
+                           "stream external api prefix \"%s\" must be a valid subject without "
+                           "wildcards",
+                           apfx[i]);
+        if (nd_subjects_overlap(apfx[i], JS_API_PREFIX))
+            return nd_jserr_set(err, ND_JSE_STREAM_EXTERNAL_API_OVERLAP_F, "prefix", apfx[i],
+                                "subject", JS_API_PREFIX, (const char *)NULL);
+    }
+
+    if (c->nsubjects == 0) {
+        if (!c->mirror && c->nsources == 0) {
+            strs_free(c->subjects, 0);
+            c->subjects = nd_xcalloc(1, sizeof *c->subjects);
+            c->subjects[0] = nd_xstrdup(c->name);
+            c->nsubjects = 1;
+        }
+    } else {
+        if (c->mirror)
+            return nd_jserr_set(err, ND_JSE_MIRROR_WITH_SUBJECTS, (const char *)NULL);
+        static const char *const api_ns[] = {"$JS.>", "$JSC.>", "$NRG.>"};
+        for (size_t i = 0; i < c->nsubjects; i++) {
+            const char *s = c->subjects[i];
+            if (!valid_sub(s))
+                return invalid(err, "invalid subject");
+            for (size_t j = 0; j < i; j++)
+                if (!strcmp(c->subjects[j], s))
+                    return invalid(err, "duplicate subjects detected");
+            if (!strcmp(s, ">")) {
+                if (!c->no_ack)
+                    return invalid(err, "capturing all subjects requires no-ack to be true");
+                if (c->replicas != 1)
+                    return invalid(err, "capturing all subjects requires replicas of 1");
+            }
+            if (!c->no_ack) {
+                for (size_t k = 0; k < 3; k++)
+                    if (nd_subjects_overlap(s, api_ns[k]) && !is_subset(s, "$JS.EVENT.>"))
+                        return invalid(
+                            err,
+                            "subjects that overlap with jetstream api require no-ack to be true");
+                if (nd_subjects_overlap(s, "$SYS.>") && !is_subset(s, "$SYS.ACCOUNT.>"))
+                    return invalid(
+                        err, "subjects that overlap with system api require no-ack to be true");
+            }
+        }
+    }
+
+    if (c->nsubjects == 0 && c->nsources == 0 && !c->mirror)
+        return invalid(err, "stream needs at least one configured subject or be a source/mirror");
+
+    if (env && env->max_bytes_required && c->max_bytes <= 0)
+        return nd_jserr_set(err, ND_JSE_STREAM_MAX_BYTES_REQUIRED, (const char *)NULL);
+    if (env && env->max_stream_bytes > 0 && c->max_bytes > env->max_stream_bytes)
+        return nd_jserr_set(err, ND_JSE_STREAM_MAX_STREAM_BYTES_EXCEEDED, (const char *)NULL);
+
+    if (c->nsubjects > 1)
+        for (size_t i = 0; i < c->nsubjects; i++)
+            for (size_t j = 0; j < c->nsubjects; j++)
+                if (strcmp(c->subjects[i], c->subjects[j]) &&
+                    nd_subjects_overlap(c->subjects[j], c->subjects[i]))
+                    return invalid(err, "subject \"%s\" overlaps with \"%s\"", c->subjects[i],
+                                   c->subjects[j]);
+
+    if (c->subject_transform) {
+        const xform_t *x = c->subject_transform;
+        if (!empty(x->src) && !valid_sub(x->src)) {
+            snprintf(t, sizeof t, "invalid subject %s", x->src);
+            return with_err(err, ND_JSE_STREAM_TRANSFORM_INVALID_SOURCE, t);
+        }
+        if (!empty(x->dest) && !xform_ok(x->src, x->dest, ND_XF_MODE_MAPPING, e, sizeof e))
+            return with_err(err, ND_JSE_STREAM_TRANSFORM_INVALID_DESTINATION, e);
+    }
+
+    if (c->republish) {
+        repub_t *r = c->republish;
+        if (empty(r->src)) {
+            if (pedantic)
+                return pedantic_err(err, "pedantic mode: republish source can not be empty");
+            nd_free(r->src);
+            r->src = nd_xstrdup(">");
+        }
+        const xform_t *x = c->subject_transform;
+        if (streq(r->dest, ">") && streq(r->src, ">") && x && c->nsubjects == 1 &&
+            streq(x->src, c->subjects[0])) {
+            if (pedantic)
+                return pedantic_err(err, "implicit republish based on subject transform");
+            nd_free(r->src);
+            nd_free(r->dest);
+            r->src = nd_xstrdup(x->dest ? x->dest : "");
+            r->dest = nd_xstrdup(x->dest ? x->dest : "");
+        }
+        for (size_t i = 0; i < c->nsubjects; i++)
+            if (nd_subjects_overlap(r->dest ? r->dest : "", c->subjects[i]))
+                return invalid(err, "stream configuration for republish destination forms a cycle");
+        /* NewSubjectTransform: an empty destination is not a valid republish either. */
+        if (empty(r->dest) || !xform_ok(r->src, r->dest, ND_XF_MODE_TRANSFORM, e, sizeof e))
+            return invalid(err,
+                           "stream configuration for republish with transform from '%s' to '%s' "
+                           "not valid",
+                           r->src ? r->src : "", r->dest ? r->dest : "");
+    }
+
+    if (c->placement && empty(c->placement->cluster) && c->placement->ntags == 0 &&
+        !c->placement->tags && empty(c->placement->preferred)) {
+        sfree(&place_d, c->placement);
+        nd_free(c->placement);
+        c->placement = NULL;
+    }
+    if (c->placement && !empty(c->placement->preferred))
+        return invalid(err, "preferred server not permitted in placement");
+    return true;
+}
+
+/* addStream's checks of the mirror's and the sources' filters (create only: 10049). */
+static bool
+check_filters(const gcfg_t *c, nd_jserr_t *err)
+{
+    char t[480], e[300];
+    if (c->mirror) {
+        const ssrc_t *m = c->mirror;
+        if (m->nxforms == 0) {
+            if (!empty(m->filter_subject) && !valid_sub(m->filter_subject)) {
+                snprintf(t, sizeof t, "subject filter '%s' for the mirror invalid subject",
+                         m->filter_subject);
+                return with_err(err, ND_JSE_STREAM_CREATE_F, t);
+            }
+        } else
+            for (size_t i = 0; i < m->nxforms; i++) {
+                const xform_t *x = m->xforms[i];
+                if (!empty(x->src) && !valid_sub(x->src)) {
+                    snprintf(
+                        t, sizeof t,
+                        "invalid subject transform source '%s' for the mirror: invalid subject",
+                        x->src);
+                    return with_err(err, ND_JSE_STREAM_CREATE_F, t);
+                }
+                if (!empty(x->dest) &&
+                    !xform_ok(x->src, x->dest, ND_XF_MODE_TRANSFORM, e, sizeof e)) {
+                    snprintf(t, sizeof t, "subject transform from '%s' to '%s' for the mirror: %s",
+                             x->src ? x->src : "", x->dest, e);
+                    return with_err(err, ND_JSE_STREAM_CREATE_F, t);
+                }
+            }
+    }
+    for (size_t i = 0; i < c->nsources; i++) {
+        const ssrc_t *s = c->sources[i];
+        if (s->nxforms == 0) {
+            if (!empty(s->filter_subject) && !valid_sub(s->filter_subject)) {
+                snprintf(t, sizeof t, "subject filter '%s' for the source: invalid subject",
+                         s->filter_subject);
+                return with_err(err, ND_JSE_STREAM_CREATE_F, t);
+            }
+        } else
+            for (size_t k = 0; k < s->nxforms; k++) {
+                const xform_t *x = s->xforms[k];
+                if (!empty(x->src) && !valid_sub(x->src)) {
+                    snprintf(t, sizeof t, "subject filter '%s' for the source: invalid subject",
+                             x->src);
+                    return with_err(err, ND_JSE_STREAM_CREATE_F, t);
+                }
+                if (!empty(x->dest) &&
+                    !xform_ok(x->src, x->dest, ND_XF_MODE_TRANSFORM, e, sizeof e)) {
+                    snprintf(t, sizeof t, "subject transform from '%s' to '%s' for the source: %s",
+                             x->src ? x->src : "", x->dest, e);
+                    return with_err(err, ND_JSE_STREAM_CREATE_F, t);
+                }
+            }
+    }
+    return true;
+}
+
+/* ---- The public struct ------------------------------------------------------------------- */
+
+static void
+fill_public(nd_stream_cfg_t *out, gcfg_t *g)
+{
+    memset(out, 0, sizeof *out);
+    out->json = encode_struct(&cfg_d, g, true);
+    out->name = nd_xstrdup(g->name ? g->name : "");
+    out->nsubjects = g->nsubjects;
+    out->subjects = nd_xcalloc(g->nsubjects ? g->nsubjects : 1, sizeof *out->subjects);
+    for (size_t i = 0; i < g->nsubjects; i++)
+        out->subjects[i] = nd_xstrdup(g->subjects[i]);
+    out->retention = g->retention == RET_INTEREST    ? ND_RETENTION_INTEREST
+                     : g->retention == RET_WORKQUEUE ? ND_RETENTION_WORKQUEUE
+                                                     : ND_RETENTION_LIMITS;
+    out->storage = g->storage == ST_MEMORY ? ND_STORAGE_MEMORY : ND_STORAGE_FILE;
+    out->max_consumers = g->max_consumers;
+    out->max_msgs = g->max_msgs;
+    out->max_bytes = g->max_bytes;
+    out->max_msgs_per_subject = g->max_msgs_per;
+    out->max_age_ns = g->max_age;
+    out->max_msg_size = (int32_t)g->max_msg_size;
+    out->discard = g->discard == DISC_NEW ? ND_DISCARD_NEW : ND_DISCARD_OLD;
+    out->discard_new_per_subject = g->discard_new_per;
+    out->duplicate_window_ns = g->duplicates;
+    out->num_replicas = (int)g->replicas;
+    out->no_ack = g->no_ack;
+    out->sealed = g->sealed;
+    out->deny_delete = g->deny_delete;
+    out->deny_purge = g->deny_purge;
+    out->allow_rollup = g->allow_rollup;
+    out->allow_direct = g->allow_direct;
+    out->mirror_direct = g->mirror_direct;
+    out->allow_msg_ttl = g->allow_msg_ttl;
+    out->subject_delete_marker_ttl_ns = g->sdm_ttl;
+    out->first_seq = g->first_seq;
+    out->compression = g->compression == COMP_S2 ? ND_STORE_S2 : ND_STORE_NONE;
+    out->has_mirror = g->mirror != NULL;
+    out->nsources = g->nsources;
+    if (g->subject_transform) {
+        out->xform_src = nd_xstrdup(g->subject_transform->src ? g->subject_transform->src : "");
+        out->xform_dest = nd_xstrdup(g->subject_transform->dest ? g->subject_transform->dest : "");
+    }
+    if (g->republish) {
+        out->republish_src = nd_xstrdup(g->republish->src ? g->republish->src : "");
+        out->republish_dest = nd_xstrdup(g->republish->dest ? g->republish->dest : "");
+        out->republish_headers_only = g->republish->headers_only;
+    }
+}
+
+/* ---- Parsing ----------------------------------------------------------------------------- */
+
+static bool
+parse_root(json_t *root, const nd_apijson_t *aj, const char *subj_name,
+           const nd_stream_cfg_env_t *env, bool from_request, nd_stream_cfg_t *out, nd_jserr_t *err)
+{
+    static const nd_stream_cfg_env_t defenv = {.max_stream_bytes = -1};
+    if (!env)
+        env = &defenv;
+    dctx_t d = {.aj = aj, .strict = env->strict};
+    gcfg_t g;
+    if (!decode_cfg(&d, root, &g)) {
+        gcfg_free(&g);
+        return with_err(err, ND_JSE_INVALID_JSON, d.err);
+    }
+    bool pedantic = g.pedantic || env->pedantic;
+    if (from_request && env->create)
+        set_static_metadata(&g);
+    if (env->create) {
+        if (subj_name && !streq(subj_name, g.name)) {
+            gcfg_free(&g);
+            return nd_jserr_set(err, ND_JSE_STREAM_MISMATCH, (const char *)NULL);
+        }
+        if (g.name && strpbrk(g.name, "\\/")) {
+            gcfg_free(&g);
+            return nd_jserr_set(err, ND_JSE_STREAM_NAME_CONTAINS_PATH_SEPARATORS,
+                                (const char *)NULL);
+        }
+        if (g.sealed) {
+            gcfg_free(&g);
+            return invalid(err, "stream configuration for create can not be sealed");
+        }
+        if (g.mirror_direct && !g.mirror) {
+            gcfg_free(&g);
+            return invalid(err, "stream has no mirror but does have mirror direct");
+        }
+    }
+    if (!check_cfg(&g, env, pedantic, err)) {
+        gcfg_free(&g);
+        return false;
+    }
+    if (env->create) {
+        if (!env->clustered && g.replicas > 1) {
+            gcfg_free(&g);
+            return nd_jserr_set(err, ND_JSE_STREAM_REPLICAS_NOT_SUPPORTED, (const char *)NULL);
+        }
+        if (!check_filters(&g, err)) {
+            gcfg_free(&g);
+            return false;
+        }
+    } else {
+        if (subj_name && !streq(subj_name, g.name)) {
+            gcfg_free(&g);
+            return nd_jserr_set(err, ND_JSE_STREAM_MISMATCH, (const char *)NULL);
+        }
+        if (from_request)
+            set_static_metadata(&g);
+    }
+    fill_public(out, &g);
+    gcfg_free(&g);
+    return true;
+}
+
+bool
+nd_stream_cfg_parse(const char *body, size_t len, const char *subj_name,
+                    const nd_stream_cfg_env_t *env, nd_stream_cfg_t *out, nd_jserr_t *err)
+{
+    nd_apijson_t aj;
+    char e[300];
+    if (!nd_apijson_parse(body ? body : "", body ? len : 0, env && env->strict, &aj, e, sizeof e))
+        return with_err(err, ND_JSE_INVALID_JSON, e);
+    bool ok = parse_root(aj.root, &aj, subj_name, env, true, out, err);
+    nd_apijson_free(&aj);
+    return ok;
+}
+
+bool
+nd_stream_cfg_from_json(const json_t *cfg, const char *subj_name, const nd_stream_cfg_env_t *env,
+                        nd_stream_cfg_t *out, nd_jserr_t *err)
+{
+    return parse_root((json_t *)cfg, NULL, subj_name, env, false, out, err);
+}
+
+/* Decodes a canonical config (already checked) back into g, without checks. */
+static void
+decode_canonical(const json_t *j, gcfg_t *g)
+{
+    dctx_t d = {0};
+    decode_cfg(&d, (json_t *)j, g);
+}
+
+/* ---- Comparing and updating -------------------------------------------------------------- */
+
+static json_t *
+without_nats_metadata(const json_t *j)
+{
+    json_t *c = json_deep_copy(j);
+    json_t *md = json_object_get(c, "metadata");
+    if (md) {
+        const char *k;
+        json_t *v;
+        void *tmp;
+        json_object_foreach_safe(md, tmp, k, v)
+        {
+            if (!strncmp(k, "_nats.", 6))
+                json_object_del(md, k);
+        }
+        if (json_object_size(md) == 0)
+            json_object_del(c, "metadata");
+    }
+    return c;
+}
+
+bool
+nd_stream_cfg_equal(const nd_stream_cfg_t *a, const nd_stream_cfg_t *b)
+{
+    json_t *x = without_nats_metadata(a->json), *y = without_nats_metadata(b->json);
+    bool eq = json_equal(x, y);
+    json_decref(x);
+    json_decref(y);
+    return eq;
+}
+
+bool
+nd_stream_cfg_check_update(const nd_stream_cfg_t *old, const nd_stream_cfg_t *upd, nd_jserr_t *err)
+{
+    if (strcmp(upd->name, old->name))
+        return invalid(err, "stream configuration name must match original");
+    if (upd->max_consumers != old->max_consumers)
+        return invalid(err, "stream configuration update can not change MaxConsumers");
+    if (upd->storage != old->storage)
+        return invalid(err, "stream configuration update can not change storage type");
+    if (upd->retention != old->retention &&
+        (old->retention == ND_RETENTION_WORKQUEUE || upd->retention == ND_RETENTION_WORKQUEUE))
+        return invalid(err, "stream configuration update can not change retention policy to/from "
+                            "workqueue");
+    const char *ot = json_string_value(json_object_get(old->json, "template_owner"));
+    const char *nt = json_string_value(json_object_get(upd->json, "template_owner"));
+    if (!empty(ot))
+        return invalid(err, "stream configuration update not allowed on template owned stream");
+    if (!empty(nt))
+        return invalid(err, "stream configuration update can not be owned by a template");
+    if (!upd->sealed && old->sealed)
+        return invalid(err, "stream configuration update can not unseal a sealed stream");
+    if (!upd->deny_delete && old->deny_delete)
+        return invalid(err, "stream configuration update can not cancel deny message deletes");
+    if (!upd->deny_purge && old->deny_purge)
+        return invalid(err, "stream configuration update can not cancel deny purge");
+    json_t *om = json_object_get(old->json, "mirror"), *nm = json_object_get(upd->json, "mirror");
+    if ((om || nm) && !(om && nm && json_equal(om, nm)))
+        return nd_jserr_set(err, ND_JSE_STREAM_MIRROR_NOT_UPDATABLE, (const char *)NULL);
+    if (upd->discard_new_per_subject) {
+        if (upd->discard != ND_DISCARD_NEW)
+            return invalid(err, "discard new per subject requires discard new policy to be set");
+        if (upd->max_msgs_per_subject <= 0)
+            return invalid(err, "discard new per subject requires max msgs per subject > 0");
+    }
+    if (old->allow_msg_ttl && !upd->allow_msg_ttl)
+        return invalid(err, "message TTL status can not be disabled");
+    return true;
+}
+
+void
+nd_stream_cfg_apply_sealed(nd_stream_cfg_t *c)
+{
+    if (!c->sealed)
+        return;
+    c->max_age_ns = 0;
+    c->discard = ND_DISCARD_NEW;
+    c->deny_delete = c->deny_purge = true;
+    c->allow_rollup = false;
+    json_object_set_new(c->json, "max_age", json_integer(0));
+    json_object_set_new(c->json, "discard", json_string("new"));
+    json_object_set_new(c->json, "deny_delete", json_true());
+    json_object_set_new(c->json, "deny_purge", json_true());
+    json_object_set_new(c->json, "allow_rollup_hdrs", json_false());
+}
+
+/* ---- The rest ---------------------------------------------------------------------------- */
+
+void
+nd_stream_cfg_store(const nd_stream_cfg_t *c, nd_store_cfg_t *out)
+{
+    memset(out, 0, sizeof *out);
+    out->max_msgs = c->max_msgs;
+    out->max_bytes = c->max_bytes;
+    out->max_age_ns = c->max_age_ns;
+    out->max_msgs_per_subject = c->max_msgs_per_subject;
+    out->max_msg_size = c->max_msg_size;
+    out->discard = c->discard;
+    out->discard_new_per_subject = c->discard_new_per_subject;
+    out->compression = c->compression;
+}
+
+void
+nd_stream_cfg_copy(nd_stream_cfg_t *dst, const nd_stream_cfg_t *src)
+{
+    gcfg_t g;
+    decode_canonical(src->json, &g);
+    fill_public(dst, &g);
+    gcfg_free(&g);
+    /* The canonical JSON is copied as it is (fill_public re-encoded an equal one). */
+    json_decref(dst->json);
+    dst->json = json_deep_copy(src->json);
+}
+
+void
+nd_stream_cfg_free(nd_stream_cfg_t *c)
+{
+    if (!c)
+        return;
+    json_decref(c->json);
+    nd_free(c->name);
+    strs_free(c->subjects, c->nsubjects);
+    nd_free(c->xform_src);
+    nd_free(c->xform_dest);
+    nd_free(c->republish_src);
+    nd_free(c->republish_dest);
+    memset(c, 0, sizeof *c);
+}
