@@ -25,6 +25,25 @@
  *   wait       connects until a handshake (CONNECT, PING, PONG) succeeds or --timeout passes;
  *              exits 0 when the server is ready. compare.sh uses it after starting a server.
  *
+ * JetStream modes (the server runs with -js; compare.sh gives each run a fresh store dir). Each
+ * first creates its stream with $JS.API.STREAM.CREATE.<name> (--stream, default NDBENCH; subject
+ * --subject, default ndbench.js; file storage unless --storage) and fails on anything but a
+ * create response. Every PubAck is checked: an HMSG status (503: no responders) or a body with
+ * an "error" member ends the run with exit 1, and at the end STREAM.INFO must count exactly the
+ * messages published.
+ *   jspub      one connection publishes N messages (PUB with a reply inbox) with at most
+ *              --inflight (256) PubAcks outstanding; msgs/s from the first write to the last ack.
+ *   jspubid    the same with a unique Nats-Msg-Id header on every message (HPUB); a PubAck
+ *              marked duplicate fails the run.
+ *   jssync     one publish at a time (after --warmup untimed ones): PubAck latency percentiles.
+ *   jsmem      N messages into a memory stream; the server's RSS growth per stored message.
+ *   jscreate   N streams (NDBC_<i>, subject ndbench.create.<i>) created one request at a time:
+ *              latency percentiles of STREAM.CREATE.
+ *   jsfsync    jspub with fewer messages, for a server configured with `sync_interval: always`
+ *              (compare.sh writes the config).
+ *   fsync      no server: N appends of a message-sized record to a file in --dir, each followed
+ *              by fsync; the one-fsync-per-message rate that group commit is compared with.
+ *
  * Output: every mode prints one machine-readable line, `RESULT mode=<mode> key=value ...`, and
  * one line for humans. On failure (a refused connection, an -ERR, a message that never arrived)
  * it prints `ndbench: <mode>: <why>` to stderr and exits 1. The throughput and reqrep modes add
@@ -1968,31 +1987,41 @@ mode_wait(void)
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: ndbench MODE [options]\n"
-            "Modes: pub pubsub fanout queue reqrep idleconns subs wait\n"
-            "  -s, --server HOST    server address (default 127.0.0.1)\n"
-            "  -p, --port PORT      server port (default 4222)\n"
-            "  -n, --msgs N         messages (pub 10M, pubsub 4M, fanout 2M, queue 3M) or\n"
-            "                       requests (reqrep 20000)\n"
-            "  -z, --size BYTES     payload size (default 16)\n"
-            "  -P, --pubs P         publishers in the pub mode (default 1)\n"
-            "  -k, --subs K         subscribers in the fanout mode (default 5)\n"
-            "  -q, --members Q      queue group members in the queue mode (default 4)\n"
-            "  -c, --conns C        connections in the idleconns mode (default 10000)\n"
-            "  -N, --nsubs N        subscriptions in the subs mode (default 100000)\n"
-            "      --pid PID        server pid for the memory modes (default: found from --port)\n"
-            "      --subject S      subject (subs mode: prefix) instead of ndbench.<mode>\n"
-            "      --window BYTES   PING/PONG window of a publisher (default 1048576)\n"
-            "      --lag BYTES      how far a subscriber may trail the publisher (default 16 MiB)\n"
-            "      --timeout SEC    give up after this long without progress (default 10)\n"
-            "      --warmup N       untimed requests before the reqrep measurement (default 1000)\n"
-            "      --settle MS      pause before the second RSS reading (default 500)\n"
-            "      --batch N        idleconns connections awaiting their PONG at once (default "
-            "256)\n"
-            "  -h, --help\n"
-            "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n"
-            "Run idleconns and subs against a freshly started server.\n");
+    fprintf(
+        f,
+        "Usage: ndbench MODE [options]\n"
+        "Modes: pub pubsub fanout queue reqrep idleconns subs wait\n"
+        "       jspub jspubid jssync jsmem jscreate jsfsync fsync (see the source's header)\n"
+        "  -s, --server HOST    server address (default 127.0.0.1)\n"
+        "  -p, --port PORT      server port (default 4222)\n"
+        "  -n, --msgs N         messages (pub 10M, pubsub 4M, fanout 2M, queue 3M) or\n"
+        "                       requests (reqrep 20000); jspub 1M, jspubid 500k, jssync 20000,\n"
+        "                       jsmem 1M, jsfsync 50000 messages; jscreate 1000 streams;\n"
+        "                       fsync 2000 appends\n"
+        "  -z, --size BYTES     payload size (default 16)\n"
+        "  -P, --pubs P         publishers in the pub mode (default 1)\n"
+        "  -k, --subs K         subscribers in the fanout mode (default 5)\n"
+        "  -q, --members Q      queue group members in the queue mode (default 4)\n"
+        "  -c, --conns C        connections in the idleconns mode (default 10000)\n"
+        "  -N, --nsubs N        subscriptions in the subs mode (default 100000)\n"
+        "      --pid PID        server pid for the memory modes (default: found from --port)\n"
+        "      --subject S      subject (subs mode: prefix) instead of ndbench.<mode>\n"
+        "      --window BYTES   PING/PONG window of a publisher (default 1048576)\n"
+        "      --lag BYTES      how far a subscriber may trail the publisher (default 16 MiB)\n"
+        "      --timeout SEC    give up after this long without progress (default 10)\n"
+        "      --warmup N       untimed requests before the reqrep and jssync measurement\n"
+        "                       (default 1000)\n"
+        "      --settle MS      pause before the second RSS reading (default 500)\n"
+        "      --batch N        idleconns connections awaiting their PONG at once (default "
+        "256)\n"
+        "      --inflight N     PubAcks outstanding in jspub, jspubid, jsmem, jsfsync (default "
+        "256)\n"
+        "      --stream NAME    stream of the js modes (default NDBENCH; jscreate: prefix, NDBC)\n"
+        "      --storage KIND   file or memory (default file; jsmem memory)\n"
+        "      --dir DIR        directory of the fsync mode (on the store's disk)\n"
+        "  -h, --help\n"
+        "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n"
+        "Run idleconns, subs and jsmem against a freshly started server.\n");
 }
 
 static uint64_t
