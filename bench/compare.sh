@@ -7,16 +7,31 @@
 # ratio natsd/nats-server. The order inside a round alternates (natsd first in odd rounds,
 # nats-server first in even ones) so that a drift in machine load does not favour either.
 #
+# The JetStream modes (js*) start both servers with `-js -sd <fresh store dir>` (a new directory
+# for every run, removed after it), and jsfsync with a config file instead:
+# `jetstream { store_dir: <fresh dir>, sync_interval: always }`. nats-server 2.9.10 does not know
+# sync_interval (it came in 2.10); when the reference rejects it (checked with -t), it runs
+# jsfsync with `-js -sd` and the table says so. The store directories lie under --store-dir
+# (default: ${TMPDIR:-/tmp}, or when that is tmpfs the build directory, else $HOME), which must
+# not be tmpfs or ramfs, so that an fsync reaches a disk; the header prints where and which file
+# system. jsfsync also measures, in every round, one write + fsync per message on that directory
+# without a server (ndbench fsync): the one-fsync-per-message rate that group commit is compared
+# with, printed below the table.
+#
 # Usage: bench/compare.sh [options]
-#   --quick              3 rounds, 30% of the messages, 2000 connections, 20000 subscriptions
-#                        (about one minute on 2 cores)
+#   --quick              3 rounds, 30% of the messages, 2000 connections, 20000 subscriptions,
+#                        30% of the JetStream messages and streams (core modes: about one
+#                        minute on 2 cores)
 #   --rounds R           runs per server and mode (default 5)
 #   --modes LIST         comma-separated subset of: pub,pubsub,fanout,queue,reqrep,idleconns,subs
+#                        (core, the default), jspub,jspubid,jssync,jsmem,jscreate,jsfsync (js);
+#                        the words core, js and all stand for those groups
 #   --size BYTES         payload size (default 16)
 #   --scale F            multiplies the message and request counts (default 1)
 #   --conns C            idle connections (default 10000)
 #   --nsubs N            subscriptions (default 100000)
 #   --server-args "..."  extra flags given to both servers
+#   --store-dir DIR      where the JetStream modes make their store directories (see above)
 #   --natsd PATH         natsd binary (default: built in --build-dir)
 #   --nats-server PATH   reference binary (default: /usr/sbin/nats-server, else from PATH)
 #   --ndbench PATH       ndbench binary (default: built in --build-dir)
@@ -29,7 +44,8 @@
 #   -h, --help
 #
 # Output: a table with one row per metric. Throughput rows (msgs/s, deliveries/s): higher is
-# better. Latency rows (microseconds), memory rows (bytes per connection or subscription) and
+# better. Latency rows (microseconds), memory rows (bytes per connection, subscription or stored
+# message) and
 # server CPU rows (srv_cpu_ns: the server's user+system CPU time per message, delivery or request,
 # from /proc/<pid>/stat; it hardly moves when other processes compete for the CPUs, unlike the
 # rates): lower is better. A run that fails is logged and left out of the median; the row then says how
@@ -38,7 +54,10 @@ set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ROUNDS=5
-MODES="pub,pubsub,fanout,queue,reqrep,idleconns,subs"
+CORE_MODES="pub,pubsub,fanout,queue,reqrep,idleconns,subs"
+JS_MODES="jspub,jspubid,jssync,jsmem,jscreate,jsfsync"
+MODES="core"
+STORE_DIR=""
 SIZE=16
 SCALE=1
 CONNS=10000
@@ -66,6 +85,7 @@ while [ $# -gt 0 ]; do
     --conns) CONNS="$2"; shift ;;
     --nsubs) NSUBS="$2"; shift ;;
     --server-args) SERVER_ARGS="$2"; shift ;;
+    --store-dir) STORE_DIR="$2"; shift ;;
     --natsd) NATSD="$2"; shift ;;
     --nats-server) NATS_SERVER="$2"; shift ;;
     --ndbench) NDBENCH="$2"; shift ;;
@@ -136,6 +156,26 @@ PUBSUB_N=$(scaled 4000000)
 FANOUT_N=$(scaled 2000000)
 QUEUE_N=$(scaled 3000000)
 REQ_N=$(scaled 20000)
+JSPUB_N=$(scaled 1000000)
+JSPUBID_N=$(scaled 500000)
+JSSYNC_N=$(scaled 20000)
+JSMEM_N=$(scaled 1000000)
+JSCREATE_N=$(scaled 1000)
+JSFSYNC_N=$(scaled 50000)
+FSYNC_N=$(scaled 2000)
+
+# Expand the group words of --modes.
+expanded=""
+IFS=, read -r -a requested <<<"$MODES"
+for m in "${requested[@]}"; do
+    case "$m" in
+    core) m="$CORE_MODES" ;;
+    js) m="$JS_MODES" ;;
+    all) m="$CORE_MODES,$JS_MODES" ;;
+    esac
+    expanded="${expanded:+$expanded,}$m"
+done
+MODES="$expanded"
 
 # mode -> ndbench arguments; mode -> "metric:label:goal" triples (goal: higher or lower).
 mode_args() {
@@ -147,9 +187,16 @@ mode_args() {
     reqrep) echo "-n $REQ_N -z $SIZE" ;;
     idleconns) echo "-c $CONNS" ;;
     subs) echo "-N $NSUBS" ;;
+    jspub) echo "-n $JSPUB_N -z $SIZE" ;;
+    jspubid) echo "-n $JSPUBID_N -z $SIZE" ;;
+    jssync) echo "-n $JSSYNC_N -z $SIZE" ;;
+    jsmem) echo "-n $JSMEM_N -z $SIZE" ;;
+    jscreate) echo "-n $JSCREATE_N" ;;
+    jsfsync) echo "-n $JSFSYNC_N -z $SIZE" ;;
     *) die "unknown mode $1" ;;
     esac
 }
+is_js_mode() { case "$1" in js*) return 0 ;; *) return 1 ;; esac; }
 mode_metrics() {
     case "$1" in
     pub) echo "msgs_per_s:msgs/s:higher srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
@@ -159,6 +206,10 @@ mode_metrics() {
     reqrep) echo "p50_us:p50_us:lower p90_us:p90_us:lower p99_us:p99_us:lower srv_cpu_ns_per_op:srv_cpu_ns/req:lower" ;;
     idleconns) echo "bytes_per_conn:B/conn:lower" ;;
     subs) echo "bytes_per_sub:B/sub:lower" ;;
+    jspub | jspubid | jsfsync) echo "msgs_per_s:msgs/s:higher srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
+    jssync) echo "p50_us:ack_p50_us:lower p99_us:ack_p99_us:lower srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
+    jsmem) echo "bytes_per_msg:B/msg:lower" ;;
+    jscreate) echo "p50_us:p50_us:lower p99_us:p99_us:lower" ;;
     esac
 }
 
@@ -179,14 +230,16 @@ pick_port() {
     die "no free port found"
 }
 
-# start_server BINARY LOG: starts it on a fresh port and waits for its PONG; a server that exits
-# at once (the port was taken after all) is retried on another port. Sets SERVER_PID and PORT.
+# start_server BINARY LOG [FLAGS...]: starts it on a fresh port, with FLAGS after the common
+# ones, and waits for its PONG; a server that exits at once (the port was taken after all) is
+# retried on another port. Sets SERVER_PID and PORT.
 start_server() {
     local bin="$1" log="$2" attempt waited
+    shift 2
     for attempt in 1 2 3; do
         PORT=$(pick_port)
         # shellcheck disable=SC2086 # SERVER_ARGS is a list of flags.
-        "$bin" -a 127.0.0.1 -p "$PORT" $SERVER_ARGS >"$log" 2>&1 &
+        "$bin" -a 127.0.0.1 -p "$PORT" $SERVER_ARGS "$@" >"$log" 2>&1 &
         SERVER_PID=$!
         waited=0
         while [ $waited -lt 40 ] && kill -0 "$SERVER_PID" 2>/dev/null; do
@@ -219,13 +272,36 @@ stop_server() {
 trap 'stop_server; exit 130' INT TERM
 trap 'stop_server' EXIT
 
+# js_flags NAME MODE ROUND: the JetStream flags of one run (none for the core modes), with a
+# fresh store directory, in JS_FLAGS; the directory (to remove after the run) in RUN_STORE.
+JS_FLAGS=()
+RUN_STORE=""
+js_flags() {
+    local name="$1" mode="$2" round="$3" conf
+    JS_FLAGS=()
+    RUN_STORE=""
+    is_js_mode "$mode" || return 0
+    RUN_STORE="$STORE_ROOT/$name.$mode.$round"
+    rm -rf "$RUN_STORE"
+    mkdir -p "$RUN_STORE" || die "cannot create $RUN_STORE"
+    if [ "$mode" = jsfsync ] && { [ "$name" = natsd ] || [ "$NS_SYNC_ALWAYS" = 1 ]; }; then
+        conf="$LOG_DIR/$name.$mode.$round.conf"
+        printf 'jetstream {\n    store_dir: "%s"\n    sync_interval: always\n}\n' "$RUN_STORE" >"$conf"
+        JS_FLAGS=(-c "$conf")
+    else
+        JS_FLAGS=(-js -sd "$RUN_STORE")
+    fi
+}
+
 # run_one NAME BINARY MODE ROUND: one fresh server, one ndbench run; appends the RESULT line (or
 # FAIL) to $LOG_DIR/NAME.MODE.results.
 run_one() {
     local name="$1" bin="$2" mode="$3" round="$4" log out
     log="$LOG_DIR/$name.$mode.$round.server.log"
     out="$LOG_DIR/$name.$mode.$round.ndbench.log"
-    if ! start_server "$bin" "$log"; then
+    js_flags "$name" "$mode" "$round"
+    if ! start_server "$bin" "$log" "${JS_FLAGS[@]}"; then
+        [ -n "$RUN_STORE" ] && rm -rf "$RUN_STORE"
         echo "FAIL start" >>"$LOG_DIR/$name.$mode.results"
         printf '  %-11s %-9s round %d: server did not start (see %s)\n' "$name" "$mode" "$round" "$log" >&2
         return
@@ -240,6 +316,20 @@ run_one() {
         printf '  %-11s %-9s round %d failed: %s\n' "$name" "$mode" "$round" "$(tail -1 "$out")" >&2
     fi
     stop_server
+    [ -n "$RUN_STORE" ] && rm -rf "$RUN_STORE"
+    return 0
+}
+
+# run_fsync_base ROUND: one write + fsync per message on the store's file system, no server.
+run_fsync_base() {
+    local out="$LOG_DIR/fsync-base.$1.ndbench.log"
+    if timeout 300 "$NDBENCH" fsync --dir "$STORE_ROOT" -n "$FSYNC_N" -z "$SIZE" >"$out" 2>&1 &&
+        grep -q '^RESULT ' "$out"; then
+        grep '^RESULT ' "$out" | head -1 >>"$LOG_DIR/fsync-base.jsfsync.results"
+    else
+        echo "FAIL run" >>"$LOG_DIR/fsync-base.jsfsync.results"
+        printf '  %-11s %-9s round %d failed: %s\n' fsync-base jsfsync "$1" "$(tail -1 "$out")" >&2
+    fi
 }
 
 # stat NAME MODE KEY GOAL: "value count" over the successful runs (the median, or with --stat
@@ -266,16 +356,66 @@ fmt_num() {
 }
 
 IFS=, read -r -a MODE_LIST <<<"$MODES"
+for mode in "${MODE_LIST[@]}"; do mode_args "$mode" >/dev/null; done
+
+# The JetStream store: on a disk, never tmpfs or ramfs (an fsync there reaches no disk).
+STORE_ROOT=""
+NS_SYNC_ALWAYS=0
+HAVE_JS=0
+for mode in "${MODE_LIST[@]}"; do is_js_mode "$mode" && HAVE_JS=1; done
+on_ram() { case "$(command stat -f -c %T "$1" 2>/dev/null)" in tmpfs | ramfs | "") return 0 ;; *) return 1 ;; esac; }
+if [ "$HAVE_JS" = 1 ]; then
+    if [ -n "$STORE_DIR" ]; then
+        mkdir -p "$STORE_DIR" || die "cannot create --store-dir $STORE_DIR"
+        on_ram "$STORE_DIR" && die "--store-dir $STORE_DIR is on $(command stat -f -c %T "$STORE_DIR"), not a disk"
+        base="$STORE_DIR"
+    else
+        base=""
+        for cand in "${TMPDIR:-/tmp}" "$BUILD_DIR" "$HOME"; do
+            if [ -d "$cand" ] && [ -w "$cand" ] && ! on_ram "$cand"; then base="$cand"; break; fi
+        done
+        [ -n "$base" ] || die "no directory on a disk among ${TMPDIR:-/tmp}, $BUILD_DIR, $HOME (use --store-dir)"
+    fi
+    STORE_ROOT="$(mktemp -d "$base/natsd-compare-js.XXXXXX")" || die "cannot create a store directory under $base"
+    trap 'stop_server; rm -rf "$STORE_ROOT"' EXIT
+    # Does the reference know `sync_interval: always` (nats-server 2.10 and later)?
+    printf 'jetstream {\n    store_dir: "%s/probe"\n    sync_interval: always\n}\n' "$STORE_ROOT" >"$LOG_DIR/probe.conf"
+    if "$NATS_SERVER" -c "$LOG_DIR/probe.conf" -t >/dev/null 2>&1; then NS_SYNC_ALWAYS=1; fi
+    rm -rf "$STORE_ROOT/probe"
+fi
+
 started=$(date +%s)
 echo "# natsd:       $NATSD"
 echo "# nats-server: $NATS_SERVER ($NS_VERSION)"
 echo "# $ROUNDS rounds per mode, servers alternating, fresh process per run, -a 127.0.0.1 -p <random port> $SERVER_ARGS"
-echo "# payload $SIZE B; pub $PUB_N, pubsub $PUBSUB_N, fanout $FANOUT_N x 5 subs, queue $QUEUE_N x 4 members,"
-echo "# reqrep $REQ_N requests, $CONNS idle connections, $NSUBS subscriptions; $(nproc) CPUs; raw results in $LOG_DIR"
+HAVE_CORE=0
+for mode in "${MODE_LIST[@]}"; do is_js_mode "$mode" || HAVE_CORE=1; done
+if [ "$HAVE_CORE" = 1 ]; then
+    echo "# payload $SIZE B; pub $PUB_N, pubsub $PUBSUB_N, fanout $FANOUT_N x 5 subs, queue $QUEUE_N x 4 members,"
+    echo "# reqrep $REQ_N requests, $CONNS idle connections, $NSUBS subscriptions; $(nproc) CPUs; raw results in $LOG_DIR"
+else
+    echo "# payload $SIZE B; $(nproc) CPUs; raw results in $LOG_DIR"
+fi
+if [ "$HAVE_JS" = 1 ]; then
+    echo "# JetStream: -js -sd <fresh dir per run> under $STORE_ROOT ($(command stat -f -c %T "$STORE_ROOT")); jspub $JSPUB_N,"
+    echo "# jspubid $JSPUBID_N, jsfsync $JSFSYNC_N msgs with 256 PubAcks in flight; jssync $JSSYNC_N one at a time;"
+    echo "# jsmem $JSMEM_N msgs in a memory stream; jscreate $JSCREATE_N file streams; file streams unless said"
+    case ",$MODES," in
+    *,jsfsync,*)
+        if [ "$NS_SYNC_ALWAYS" = 1 ]; then
+            echo "# jsfsync: both servers with -c <conf>: jetstream { store_dir: <fresh dir>, sync_interval: always }"
+        else
+            echo "# jsfsync: natsd with -c <conf>: jetstream { store_dir: <fresh dir>, sync_interval: always };"
+            echo "#   nats-server ($NS_VERSION) rejects sync_interval, so it runs with -js -sd: NO fsync per message"
+        fi
+        ;;
+    esac
+fi
 for mode in "${MODE_LIST[@]}"; do
-    mode_args "$mode" >/dev/null
     rm -f "$LOG_DIR/natsd.$mode.results" "$LOG_DIR/nats-server.$mode.results"
+    [ "$mode" = jsfsync ] && rm -f "$LOG_DIR/fsync-base.jsfsync.results"
     for round in $(seq 1 "$ROUNDS"); do
+        [ "$mode" = jsfsync ] && run_fsync_base "$round"
         if [ $((round % 2)) = 1 ]; then
             run_one natsd "$NATSD" "$mode" "$round"
             run_one nats-server "$NATS_SERVER" "$mode" "$round"
@@ -301,5 +441,16 @@ for mode in "${MODE_LIST[@]}"; do
         if [ "$bn" != "$ROUNDS" ]; then note="$note; nats-server ok $bn/$ROUNDS"; fi
         printf '%-10s %-16s %12s %12s %12s  %s\n' "$mode" "$label" "$(fmt_num "$a")" "$(fmt_num "$b")" "$ratio" "$note"
     done
+    if [ "$mode" = jsfsync ]; then
+        # The one-fsync-per-message baseline, against natsd's rate with sync_interval: always.
+        read -r f fn <<<"$(stat fsync-base jsfsync msgs_per_s higher)"
+        read -r a an <<<"$(stat natsd jsfsync msgs_per_s higher)"
+        ratio=$(awk -v a="$a" -v b="$f" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "n/a"; else printf "%.1f\n", a / b }')
+        printf '%-10s %-16s %12s %12s %12s  %s\n' jsfsync fsync/msg_base "$(fmt_num "$f")" "" "$ratio" \
+            "natsd msgs/s / (one write+fsync per msg, ok $fn/$ROUNDS); target >= 10"
+        if [ "$NS_SYNC_ALWAYS" != 1 ]; then
+            echo "           (nats-server column: $NS_VERSION without fsync per message, it has no sync_interval)"
+        fi
+    fi
 done
 echo "# finished in $(($(date +%s) - started)) s"

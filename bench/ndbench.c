@@ -25,6 +25,25 @@
  *   wait       connects until a handshake (CONNECT, PING, PONG) succeeds or --timeout passes;
  *              exits 0 when the server is ready. compare.sh uses it after starting a server.
  *
+ * JetStream modes (the server runs with -js; compare.sh gives each run a fresh store dir). Each
+ * first creates its stream with $JS.API.STREAM.CREATE.<name> (--stream, default NDBENCH; subject
+ * --subject, default ndbench.js; file storage unless --storage) and fails on anything but a
+ * create response. Every PubAck is checked: an HMSG status (503: no responders) or a body with
+ * an "error" member ends the run with exit 1, and at the end STREAM.INFO must count exactly the
+ * messages published.
+ *   jspub      one connection publishes N messages (PUB with a reply inbox) with at most
+ *              --inflight (256) PubAcks outstanding; msgs/s from the first write to the last ack.
+ *   jspubid    the same with a unique Nats-Msg-Id header on every message (HPUB); a PubAck
+ *              marked duplicate fails the run.
+ *   jssync     one publish at a time (after --warmup untimed ones): PubAck latency percentiles.
+ *   jsmem      N messages into a memory stream; the server's RSS growth per stored message.
+ *   jscreate   N streams (NDBC_<i>, subject ndbench.create.<i>) created one request at a time:
+ *              latency percentiles of STREAM.CREATE.
+ *   jsfsync    jspub with fewer messages, for a server configured with `sync_interval: always`
+ *              (compare.sh writes the config).
+ *   fsync      no server: N appends of a message-sized record to a file in --dir, each followed
+ *              by fsync; the one-fsync-per-message rate that group commit is compared with.
+ *
  * Output: every mode prints one machine-readable line, `RESULT mode=<mode> key=value ...`, and
  * one line for humans. On failure (a refused connection, an -ERR, a message that never arrived)
  * it prints `ndbench: <mode>: <why>` to stderr and exits 1. The throughput and reqrep modes add
@@ -91,6 +110,12 @@
 #define CONNECT_LINE                                                                               \
     "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"ndbench\",\"lang\":\"c\","           \
     "\"version\":\"0.1.0\",\"protocol\":1,\"echo\":true}\r\n"
+/* The JetStream modes publish with headers (HPUB) and want a 503 status, not silence, when
+ * nothing answers an API request or a publish (JetStream disabled, no stream for the subject). */
+#define CONNECT_LINE_JS                                                                            \
+    "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"ndbench\",\"lang\":\"c\","           \
+    "\"version\":\"0.1.0\",\"protocol\":1,\"echo\":true,\"headers\":true,"                         \
+    "\"no_responders\":true}\r\n"
 
 /* ---------------------------------------------------------------------------------------------- */
 /* Options */
@@ -114,6 +139,10 @@ typedef struct opts {
     int settle_ms;
     int batch;
     const char *subject;
+    const char *stream;
+    const char *storage;
+    const char *dir;
+    int inflight;
 } opts_t;
 
 static opts_t g_opt;
@@ -267,8 +296,10 @@ typedef struct ev {
     size_t line_len;
     const char *subj, *reply; /* MSG fields, parsed only when asked for */
     size_t subj_len, reply_len;
-    const char *data;
+    const char *data; /* the payload; for an HMSG the headers followed by the payload */
     size_t len;
+    bool hmsg; /* an HMSG: data starts with hdr_len bytes of headers */
+    size_t hdr_len;
 } ev_t;
 
 static void
@@ -323,7 +354,8 @@ rd_fill(rd_t *r)
     }
 }
 
-/* Splits a MSG control line `MSG <subject> <sid> [reply] <size>` into its fields. */
+/* Splits a MSG control line `MSG <subject> <sid> [reply] <size>` (or `HMSG <subject> <sid>
+ * [reply] <hdr size> <total size>`) into its fields. */
 static void
 parse_msg_fields(ev_t *ev)
 {
@@ -342,12 +374,13 @@ parse_msg_fields(ev_t *ev)
         len[n] = (size_t)(p - tok[n]);
         n++;
     }
-    if (n != 4 && n != 5)
+    int extra = ev->hmsg ? 1 : 0; /* HMSG has the header size before the total */
+    if (n != 4 + extra && n != 5 + extra)
         fail("malformed MSG line: %.*s", (int)ev->line_len, ev->line);
     ev->subj = tok[1];
     ev->subj_len = len[1];
-    ev->reply = n == 5 ? tok[3] : NULL;
-    ev->reply_len = n == 5 ? len[3] : 0;
+    ev->reply = n == 5 + extra ? tok[3] : NULL;
+    ev->reply_len = n == 5 + extra ? len[3] : 0;
 }
 
 /* Parses the operation at the head of the buffer without reading. Returns EV_NONE when it is not
@@ -371,9 +404,12 @@ rd_parse(rd_t *r, ev_t *ev, bool fields)
     ev->line = p;
     ev->line_len = (size_t)(le - p);
     switch (p[0]) {
+    case 'H':
+    case 'h':
     case 'M':
     case 'm': {
-        /* The size is the last token: parse it backwards from the end of the line. */
+        /* The size is the last token: parse it backwards from the end of the line. For an HMSG
+         * it is the total of headers and payload, and the header size is the token before it. */
         const char *d = le;
         size_t size = 0, mul = 1;
         while (d > p && d[-1] >= '0' && d[-1] <= '9') {
@@ -390,6 +426,22 @@ rd_parse(rd_t *r, ev_t *ev, bool fields)
         }
         ev->data = nl + 1;
         ev->len = size;
+        ev->hmsg = p[0] == 'H' || p[0] == 'h';
+        ev->hdr_len = 0;
+        if (ev->hmsg) {
+            const char *h = d;
+            size_t hl = 0, hm = 1;
+            while (h > p && h[-1] == ' ')
+                h--;
+            while (h > p && h[-1] >= '0' && h[-1] <= '9') {
+                h--;
+                hl += (size_t)(*h - '0') * hm;
+                hm *= 10;
+            }
+            if (hl > size)
+                fail("malformed HMSG line: %.*s", (int)ev->line_len, p);
+            ev->hdr_len = hl;
+        }
         if (fields)
             parse_msg_fields(ev);
         r->beg += total;
@@ -484,19 +536,25 @@ rd_wait_pong(rd_t *r, uint64_t *msgs)
 /* Connects, sends CONNECT and any extra protocol (SUBs), then PING, and waits for the PONG: after
  * it the server has processed everything sent before. Returns the socket; *r is its reader. */
 static int
-conn_open(rd_t *r, size_t rdcap, const char *extra)
+conn_open_with(rd_t *r, size_t rdcap, const char *connect, const char *extra)
 {
     int fd = sock_connect();
     if (fd < 0)
         fail("connect to %s:%d: %s", g_opt.host, g_opt.port, strerror(errno));
     rd_init(r, fd, rdcap);
     char buf[1024];
-    int n = snprintf(buf, sizeof buf, "%s%sPING\r\n", CONNECT_LINE, extra ? extra : "");
+    int n = snprintf(buf, sizeof buf, "%s%sPING\r\n", connect, extra ? extra : "");
     if (n < 0 || (size_t)n >= sizeof buf)
         fail("handshake line too long");
     write_all(fd, buf, (size_t)n);
     rd_wait_pong(r, NULL);
     return fd;
+}
+
+static int
+conn_open(rd_t *r, size_t rdcap, const char *extra)
+{
+    return conn_open_with(r, rdcap, CONNECT_LINE, extra);
 }
 
 /* ---------------------------------------------------------------------------------------------- */
@@ -1391,6 +1449,515 @@ mode_subs(void)
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* JetStream modes */
+
+/* One connection for the API and the publishes, subscribed to its own inbox wildcard: every MSG
+ * it receives is an answer (an API response or a PubAck). */
+typedef struct jsc {
+    int fd;
+    rd_t rd;
+    char inbox[64]; /* `_INBOX.ndbench.<pid>`; the subscription is `<inbox>.>` */
+    uint64_t req;   /* API requests sent, for distinct reply subjects */
+} jsc_t;
+
+static void
+js_open(jsc_t *c)
+{
+    char extra[128];
+    snprintf(c->inbox, sizeof c->inbox, "_INBOX.ndbench.%d", (int)getpid());
+    snprintf(extra, sizeof extra, "SUB %s.> 1\r\n", c->inbox);
+    c->fd = conn_open_with(&c->rd, RD_SMALL, CONNECT_LINE_JS, extra);
+    c->req = 0;
+}
+
+static void
+js_close(jsc_t *c)
+{
+    close(c->fd);
+    rd_free(&c->rd);
+}
+
+/* The status code of an HMSG (`NATS/1.0 503` -> 503), 0 when it has none or is a MSG. */
+static int
+js_status(const ev_t *ev)
+{
+    if (!ev->hmsg || ev->hdr_len < 12 || memcmp(ev->data, "NATS/1.0 ", 9) != 0)
+        return 0;
+    return atoi(ev->data + 9);
+}
+
+/* Fails the run unless the answer is a plain JSON body without an error: an HMSG with a status
+ * (503: nothing answered, i.e. JetStream is off or no stream takes the subject) or a body with
+ * an "error" member ends it with the server's words. */
+static void
+js_check_reply(const ev_t *ev, const char *what)
+{
+    int st = js_status(ev);
+    if (st != 0) {
+        const char *eol = memchr(ev->data, '\r', ev->hdr_len);
+        int l = eol ? (int)(eol - ev->data) : (int)ev->hdr_len;
+        fail("%s: the server answered with status '%.*s'%s", what, l, ev->data,
+             st == 503 ? " (no responders: JetStream not enabled, or no stream for the subject)"
+                       : "");
+    }
+    const char *body = ev->data + ev->hdr_len;
+    size_t blen = ev->len - ev->hdr_len;
+    if (memmem(body, blen, "\"error\"", 7) != NULL)
+        fail("%s: error response: %.*s", what, (int)blen, body);
+}
+
+/* Sends one API request and returns its answer (valid until the next read on c), waiting at
+ * most --timeout. */
+static void
+js_request(jsc_t *c, const char *subject, const char *body, ev_t *ev)
+{
+    char hdr[512];
+    size_t blen = strlen(body);
+    int hl = snprintf(hdr, sizeof hdr, "PUB %s %s.r%" PRIu64 " %zu\r\n", subject, c->inbox,
+                      ++c->req, blen);
+    if (hl < 0 || (size_t)hl >= sizeof hdr)
+        fail("request subject too long: %s", subject);
+    size_t tot = (size_t)hl + blen + 2;
+    char *buf = xmalloc(tot);
+    memcpy(buf, hdr, (size_t)hl);
+    memcpy(buf + hl, body, blen);
+    memcpy(buf + hl + blen, "\r\n", 2);
+    write_all(c->fd, buf, tot);
+    free(buf);
+    while (rd_next(&c->rd, ev, false) != EV_MSG) {
+    }
+}
+
+/* The number after `"key":` in s (after `after` when given), or fails. */
+static uint64_t
+json_u64(const char *s, size_t n, const char *after, const char *key, const char *what)
+{
+    const char *p = s, *e = s + n;
+    if (after != NULL) {
+        p = memmem(s, n, after, strlen(after));
+        if (p == NULL)
+            fail("%s: no %s in the answer: %.*s", what, after, (int)n, s);
+    }
+    char k[64];
+    int kl = snprintf(k, sizeof k, "\"%s\":", key);
+    const char *f = memmem(p, (size_t)(e - p), k, (size_t)kl);
+    if (f == NULL)
+        fail("%s: no \"%s\" in the answer: %.*s", what, key, (int)n, s);
+    f += kl;
+    while (f < e && *f == ' ')
+        f++;
+    if (f == e || *f < '0' || *f > '9')
+        fail("%s: \"%s\" is not a number in: %.*s", what, key, (int)n, s);
+    return strtoull(f, NULL, 10);
+}
+
+/* Creates a stream (or finds it with the same config: a create is idempotent) and returns the
+ * number of messages it holds. A 503 right after the server started is retried for 2 s, in
+ * case JetStream comes up after the client port; anything else that is not a stream create
+ * response fails the run. */
+static uint64_t
+js_stream_create(jsc_t *c, const char *name, const char *subject, const char *storage)
+{
+    char subj[256], body[600];
+    snprintf(subj, sizeof subj, "$JS.API.STREAM.CREATE.%s", name);
+    snprintf(body, sizeof body,
+             "{\"name\":\"%s\",\"subjects\":[\"%s\"],\"storage\":\"%s\",\"retention\":\"limits\","
+             "\"num_replicas\":1}",
+             name, subject, storage);
+    double deadline = now_s() + 2;
+    ev_t ev;
+    for (;;) {
+        js_request(c, subj, body, &ev);
+        if (js_status(&ev) == 503 && now_s() < deadline) {
+            sleep_us(50000);
+            continue;
+        }
+        break;
+    }
+    char what[300];
+    snprintf(what, sizeof what, "STREAM.CREATE %s", name);
+    js_check_reply(&ev, what);
+    if (memmem(ev.data, ev.len, "\"config\"", 8) == NULL)
+        fail("%s: not a stream create response: %.*s", what, (int)ev.len, ev.data);
+    return json_u64(ev.data, ev.len, "\"state\"", "messages", what);
+}
+
+/* Messages the stream holds now, from STREAM.INFO. */
+static uint64_t
+js_stream_msgs(jsc_t *c, const char *name)
+{
+    char subj[256], what[300];
+    snprintf(subj, sizeof subj, "$JS.API.STREAM.INFO.%s", name);
+    snprintf(what, sizeof what, "STREAM.INFO %s", name);
+    ev_t ev;
+    js_request(c, subj, "", &ev);
+    js_check_reply(&ev, what);
+    return json_u64(ev.data, ev.len, "\"state\"", "messages", what);
+}
+
+/* Checks one PubAck: no status, no error, a sequence, and with message ids no duplicate (every
+ * id is unique, so a duplicate means the server matched the wrong ids). */
+static void
+js_check_ack(const ev_t *ev, bool ids)
+{
+    js_check_reply(ev, "PubAck");
+    const char *body = ev->data + ev->hdr_len;
+    size_t blen = ev->len - ev->hdr_len;
+    if (memmem(body, blen, "\"seq\":", 6) == NULL)
+        fail("PubAck without a sequence: %.*s", (int)blen, body);
+    if (ids && memmem(body, blen, "\"duplicate\":true", 16) != NULL)
+        fail("PubAck marks a unique Nats-Msg-Id as a duplicate: %.*s", (int)blen, body);
+}
+
+/* Waits for at least one PubAck, then takes every other one already read; returns how many. */
+static uint64_t
+js_take_acks(jsc_t *c, bool ids)
+{
+    uint64_t got = 0;
+    ev_t ev;
+    for (;;) {
+        int k = rd_parse(&c->rd, &ev, false);
+        switch (k) {
+        case EV_NONE:
+            if (got > 0)
+                return got;
+            if (!rd_fill(&c->rd))
+                fail("the server closed the connection");
+            break;
+        case EV_MSG:
+            js_check_ack(&ev, ids);
+            got++;
+            break;
+        case EV_PING:
+            write_all(c->fd, "PONG\r\n", 6);
+            break;
+        case EV_INFO:
+            note_info(&ev);
+            break;
+        case EV_ERR:
+            fail("server error: %.*s", (int)ev.line_len, ev.line);
+        default:
+            break;
+        }
+    }
+}
+
+/* Builds the publish records of a JetStream publisher: `PUB <subject> <reply> <size>` or, with
+ * message ids, `HPUB` with a `Nats-Msg-Id` header unique to this run and message. */
+typedef struct jsrec {
+    const char *subject;
+    char reply[96];
+    bool ids;
+    char idpfx[48];
+    char *buf;      /* room for --inflight records */
+    size_t reclen;  /* without ids: every record has this length and buf holds them all */
+    size_t max_rec; /* with ids: an upper bound of one record */
+} jsrec_t;
+
+static void
+jsrec_init(jsrec_t *r, const jsc_t *c, const char *subject, bool ids, size_t count)
+{
+    size_t size = g_opt.size;
+    r->subject = subject;
+    r->ids = ids;
+    snprintf(r->reply, sizeof r->reply, "%s.a", c->inbox);
+    snprintf(r->idpfx, sizeof r->idpfx, "%d-%" PRIx64, (int)getpid(), now_ns());
+    if (!ids) {
+        char hdr[400];
+        int hl = snprintf(hdr, sizeof hdr, "PUB %s %s %zu\r\n", subject, r->reply, size);
+        r->reclen = (size_t)hl + size + 2;
+        r->buf = xmalloc(count * r->reclen);
+        for (size_t i = 0; i < count; i++) {
+            char *rec = r->buf + i * r->reclen;
+            memcpy(rec, hdr, (size_t)hl);
+            for (size_t j = 0; j < size; j++)
+                rec[hl + j] = (char)('a' + j % 26);
+            memcpy(rec + hl + size, "\r\n", 2);
+        }
+    } else {
+        r->max_rec = 400 + 128 + size + 2;
+        r->buf = xmalloc(count * r->max_rec);
+    }
+}
+
+/* Writes records for messages [from, from + k) (numbered from 1). */
+static void
+jsrec_send(jsrec_t *r, int fd, uint64_t from, uint64_t k)
+{
+    if (!r->ids) {
+        write_all(fd, r->buf, (size_t)k * r->reclen);
+        return;
+    }
+    size_t size = g_opt.size, len = 0;
+    for (uint64_t i = 0; i < k; i++) {
+        char h[128];
+        int hl = snprintf(h, sizeof h, "NATS/1.0\r\nNats-Msg-Id: %s-%" PRIu64 "\r\n\r\n", r->idpfx,
+                          from + i);
+        len += (size_t)sprintf(r->buf + len, "HPUB %s %s %d %zu\r\n", r->subject, r->reply, hl,
+                               (size_t)hl + size);
+        memcpy(r->buf + len, h, (size_t)hl);
+        len += (size_t)hl;
+        for (size_t j = 0; j < size; j++)
+            r->buf[len + j] = (char)('a' + j % 26);
+        len += size;
+        memcpy(r->buf + len, "\r\n", 2);
+        len += 2;
+    }
+    write_all(fd, r->buf, len);
+}
+
+/* Publishes n messages with at most --inflight PubAcks outstanding (an async publisher with a
+ * bounded window, as the clients' publishAsync with a max pending), checking every PubAck.
+ * Returns the seconds from the first write to the last PubAck. */
+static double
+js_publish_async(jsc_t *c, const char *subject, uint64_t n, bool ids)
+{
+    check_payload();
+    uint64_t w = (uint64_t)g_opt.inflight;
+    jsrec_t r;
+    jsrec_init(&r, c, subject, ids, (size_t)w);
+    uint64_t sent = 0, acked = 0;
+    double t0 = now_s();
+    while (acked < n) {
+        uint64_t room = w - (sent - acked);
+        if (sent < n && room > 0) {
+            uint64_t k = n - sent < room ? n - sent : room;
+            jsrec_send(&r, c->fd, sent + 1, k);
+            sent += k;
+        }
+        acked += js_take_acks(c, ids);
+        if (acked > sent)
+            fail("%" PRIu64 " PubAcks for %" PRIu64 " messages sent", acked, sent);
+    }
+    double secs = now_s() - t0;
+    free(r.buf);
+    return secs;
+}
+
+static const char *
+stream_or(const char *dflt)
+{
+    return g_opt.stream ? g_opt.stream : dflt;
+}
+
+/* Checks with STREAM.INFO that the stream holds exactly `want` messages. */
+static void
+js_expect_msgs(jsc_t *c, const char *stream, uint64_t want)
+{
+    uint64_t have = js_stream_msgs(c, stream);
+    if (have != want)
+        fail("stream %s holds %" PRIu64 " messages, %" PRIu64 " expected", stream, have, want);
+}
+
+/* jspub, jspubid and jsfsync: async publish to a stream (file storage unless --storage). */
+static int
+js_pub_mode(const char *mode, uint64_t dflt, bool ids)
+{
+    uint64_t n = msgs_or(dflt);
+    const char *stream = stream_or("NDBENCH"), *subject = subject_or("ndbench.js");
+    const char *storage = g_opt.storage ? g_opt.storage : "file";
+    jsc_t c;
+    js_open(&c);
+    uint64_t base = js_stream_create(&c, stream, subject, storage);
+    cpu_begin();
+    double secs = js_publish_async(&c, subject, n, ids);
+    char kv[96], hc[96], h[32];
+    cpu_end(n, "msg", kv, sizeof kv, hc, sizeof hc);
+    js_expect_msgs(&c, stream, base + n);
+    double rate = (double)n / secs;
+    human_rate(h, sizeof h, rate);
+    printf("RESULT mode=%s msgs=%" PRIu64 " size=%zu inflight=%d storage=%s secs=%.4f "
+           "msgs_per_s=%.0f%s\n",
+           mode, n, g_opt.size, g_opt.inflight, storage, secs, rate, kv);
+    printf("%s: %" PRIu64 " msgs of %zu B%s to a %s stream, %d PubAcks in flight, in %.3f s: "
+           "%s msgs/s%s\n",
+           mode, n, g_opt.size, ids ? " with a Nats-Msg-Id each" : "", storage, g_opt.inflight,
+           secs, h, hc);
+    js_close(&c);
+    return 0;
+}
+
+static int
+mode_jspub(void)
+{
+    return js_pub_mode("jspub", 1000000, false);
+}
+
+static int
+mode_jspubid(void)
+{
+    return js_pub_mode("jspubid", 500000, true);
+}
+
+/* The server runs with `sync_interval: always` (compare.sh writes the config): every PubAck
+ * waits for an fsync, and group commit decides how many messages share one. */
+static int
+mode_jsfsync(void)
+{
+    return js_pub_mode("jsfsync", 50000, false);
+}
+
+/* One publish at a time: the latency from the PUB to its PubAck. */
+static int
+mode_jssync(void)
+{
+    uint64_t n = msgs_or(20000);
+    const char *stream = stream_or("NDBENCH"), *subject = subject_or("ndbench.js");
+    const char *storage = g_opt.storage ? g_opt.storage : "file";
+    jsc_t c;
+    js_open(&c);
+    uint64_t base = js_stream_create(&c, stream, subject, storage);
+    check_payload();
+    jsrec_t r;
+    jsrec_init(&r, &c, subject, false, 1);
+    uint64_t *lat = xcalloc(n, sizeof *lat);
+    cpu_begin();
+    uint64_t total = g_opt.warmup + n;
+    double t0 = 0;
+    for (uint64_t i = 0; i < total; i++) {
+        if (i == g_opt.warmup) {
+            cpu_begin();
+            t0 = now_s();
+        }
+        uint64_t a = now_ns();
+        jsrec_send(&r, c.fd, i + 1, 1);
+        if (js_take_acks(&c, false) != 1)
+            fail("more than one PubAck for one publish");
+        uint64_t b = now_ns();
+        if (i >= g_opt.warmup)
+            lat[i - g_opt.warmup] = b - a;
+    }
+    double secs = now_s() - t0;
+    char kv[96], hc[96];
+    cpu_end(n, "msg", kv, sizeof kv, hc, sizeof hc);
+    js_expect_msgs(&c, stream, base + total);
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)lat[i];
+    qsort(lat, n, sizeof *lat, cmp_u64);
+    double p50 = pct_us(lat, n, 50), p90 = pct_us(lat, n, 90), p99 = pct_us(lat, n, 99);
+    double mx = (double)lat[n - 1] / 1e3, mean = sum / (double)n / 1e3;
+    printf("RESULT mode=jssync msgs=%" PRIu64 " size=%zu storage=%s p50_us=%.1f p90_us=%.1f "
+           "p99_us=%.1f max_us=%.1f mean_us=%.1f msgs_per_s=%.0f%s\n",
+           n, g_opt.size, storage, p50, p90, p99, mx, mean, (double)n / secs, kv);
+    printf("jssync: %" PRIu64 " publishes of %zu B to a %s stream, one at a time: PubAck p50 "
+           "%.1f us, p90 %.1f us, p99 %.1f us, max %.1f us (mean %.1f us, %.0f msgs/s)%s\n",
+           n, g_opt.size, storage, p50, p90, p99, mx, mean, (double)n / secs, hc);
+    free(lat);
+    free(r.buf);
+    js_close(&c);
+    return 0;
+}
+
+/* A memory stream: the server's RSS growth per stored message. */
+static int
+mode_jsmem(void)
+{
+    uint64_t n = msgs_or(1000000);
+    const char *stream = stream_or("NDBENCH"), *subject = subject_or("ndbench.js");
+    const char *storage = g_opt.storage ? g_opt.storage : "memory";
+    pid_t pid = find_server_pid(true);
+    jsc_t c;
+    js_open(&c);
+    uint64_t base = js_stream_create(&c, stream, subject, storage);
+    sleep_us((long)g_opt.settle_ms * 1000);
+    long before = rss_kb(pid);
+    double secs = js_publish_async(&c, subject, n, false);
+    js_expect_msgs(&c, stream, base + n);
+    sleep_us((long)g_opt.settle_ms * 1000);
+    long after = rss_kb(pid);
+    double per = ((double)after - (double)before) * 1024.0 / (double)n;
+    printf("RESULT mode=jsmem msgs=%" PRIu64 " size=%zu storage=%s pid=%d rss_before_kb=%ld "
+           "rss_after_kb=%ld bytes_per_msg=%.0f msgs_per_s=%.0f\n",
+           n, g_opt.size, storage, (int)pid, before, after, per, (double)n / secs);
+    printf("jsmem: %" PRIu64 " msgs of %zu B stored in a %s stream in %.2f s; server RSS %ld -> "
+           "%ld KiB: %.0f B per message\n",
+           n, g_opt.size, storage, secs, before, after, per);
+    js_close(&c);
+    return 0;
+}
+
+/* Stream creation, one request at a time: the latency of each STREAM.CREATE. */
+static int
+mode_jscreate(void)
+{
+    uint64_t n = msgs_or(1000);
+    const char *prefix = stream_or("NDBC");
+    const char *sprefix = subject_or("ndbench.create");
+    const char *storage = g_opt.storage ? g_opt.storage : "file";
+    jsc_t c;
+    js_open(&c);
+    uint64_t *lat = xcalloc(n, sizeof *lat);
+    cpu_begin();
+    double t0 = now_s();
+    for (uint64_t i = 0; i < n; i++) {
+        char name[256], subj[300];
+        snprintf(name, sizeof name, "%s_%" PRIu64, prefix, i + 1);
+        snprintf(subj, sizeof subj, "%s.%" PRIu64, sprefix, i + 1);
+        uint64_t a = now_ns();
+        js_stream_create(&c, name, subj, storage);
+        lat[i] = now_ns() - a;
+    }
+    double secs = now_s() - t0;
+    char kv[96], hc[96];
+    cpu_end(n, "create", kv, sizeof kv, hc, sizeof hc);
+    qsort(lat, n, sizeof *lat, cmp_u64);
+    double p50 = pct_us(lat, n, 50), p90 = pct_us(lat, n, 90), p99 = pct_us(lat, n, 99);
+    double mx = (double)lat[n - 1] / 1e3;
+    printf("RESULT mode=jscreate streams=%" PRIu64 " storage=%s p50_us=%.1f p90_us=%.1f "
+           "p99_us=%.1f max_us=%.1f creates_per_s=%.0f%s\n",
+           n, storage, p50, p90, p99, mx, (double)n / secs, kv);
+    printf("jscreate: %" PRIu64 " %s streams created one at a time: p50 %.3f ms, p90 %.3f ms, "
+           "p99 %.3f ms, max %.3f ms (%.0f creates/s)%s\n",
+           n, storage, p50 / 1e3, p90 / 1e3, p99 / 1e3, mx / 1e3, (double)n / secs, hc);
+    free(lat);
+    js_close(&c);
+    return 0;
+}
+
+/* No server: the rate of one write + fsync per message on a file in --dir, the baseline that
+ * group commit under `sync_interval: always` is measured against. A record is the message plus
+ * about what a file store adds to it (a header, the subject, a checksum). */
+static int
+mode_fsync(void)
+{
+    uint64_t n = msgs_or(2000);
+    if (g_opt.dir == NULL)
+        fail("--dir is required (a directory on the disk the store uses)");
+    char path[4200];
+    snprintf(path, sizeof path, "%s/ndbench-fsync.%d", g_opt.dir, (int)getpid());
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+    if (fd < 0)
+        fail("open %s: %s", path, strerror(errno));
+    size_t reclen = g_opt.size + 48;
+    char *rec = xmalloc(reclen);
+    memset(rec, 'f', reclen);
+    uint64_t *lat = xcalloc(n, sizeof *lat);
+    double t0 = now_s();
+    for (uint64_t i = 0; i < n; i++) {
+        uint64_t a = now_ns();
+        write_all(fd, rec, reclen);
+        if (fsync(fd) != 0)
+            fail("fsync %s: %s", path, strerror(errno));
+        lat[i] = now_ns() - a;
+    }
+    double secs = now_s() - t0;
+    close(fd);
+    unlink(path);
+    qsort(lat, n, sizeof *lat, cmp_u64);
+    double p50 = pct_us(lat, n, 50), p99 = pct_us(lat, n, 99), rate = (double)n / secs;
+    printf("RESULT mode=fsync msgs=%" PRIu64 " record=%zu secs=%.4f msgs_per_s=%.0f p50_us=%.1f "
+           "p99_us=%.1f\n",
+           n, reclen, secs, rate, p50, p99);
+    printf("fsync: %" PRIu64 " appends of %zu B, each followed by fsync, in %s: %.0f per second "
+           "(p50 %.1f us, p99 %.1f us)\n",
+           n, reclen, g_opt.dir, rate, p50, p99);
+    free(rec);
+    free(lat);
+    return 0;
+}
+
 static int
 mode_wait(void)
 {
@@ -1420,31 +1987,41 @@ mode_wait(void)
 static void
 usage(FILE *f)
 {
-    fprintf(f,
-            "Usage: ndbench MODE [options]\n"
-            "Modes: pub pubsub fanout queue reqrep idleconns subs wait\n"
-            "  -s, --server HOST    server address (default 127.0.0.1)\n"
-            "  -p, --port PORT      server port (default 4222)\n"
-            "  -n, --msgs N         messages (pub 10M, pubsub 4M, fanout 2M, queue 3M) or\n"
-            "                       requests (reqrep 20000)\n"
-            "  -z, --size BYTES     payload size (default 16)\n"
-            "  -P, --pubs P         publishers in the pub mode (default 1)\n"
-            "  -k, --subs K         subscribers in the fanout mode (default 5)\n"
-            "  -q, --members Q      queue group members in the queue mode (default 4)\n"
-            "  -c, --conns C        connections in the idleconns mode (default 10000)\n"
-            "  -N, --nsubs N        subscriptions in the subs mode (default 100000)\n"
-            "      --pid PID        server pid for the memory modes (default: found from --port)\n"
-            "      --subject S      subject (subs mode: prefix) instead of ndbench.<mode>\n"
-            "      --window BYTES   PING/PONG window of a publisher (default 1048576)\n"
-            "      --lag BYTES      how far a subscriber may trail the publisher (default 16 MiB)\n"
-            "      --timeout SEC    give up after this long without progress (default 10)\n"
-            "      --warmup N       untimed requests before the reqrep measurement (default 1000)\n"
-            "      --settle MS      pause before the second RSS reading (default 500)\n"
-            "      --batch N        idleconns connections awaiting their PONG at once (default "
-            "256)\n"
-            "  -h, --help\n"
-            "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n"
-            "Run idleconns and subs against a freshly started server.\n");
+    fprintf(
+        f,
+        "Usage: ndbench MODE [options]\n"
+        "Modes: pub pubsub fanout queue reqrep idleconns subs wait\n"
+        "       jspub jspubid jssync jsmem jscreate jsfsync fsync (see the source's header)\n"
+        "  -s, --server HOST    server address (default 127.0.0.1)\n"
+        "  -p, --port PORT      server port (default 4222)\n"
+        "  -n, --msgs N         messages (pub 10M, pubsub 4M, fanout 2M, queue 3M) or\n"
+        "                       requests (reqrep 20000); jspub 1M, jspubid 500k, jssync 20000,\n"
+        "                       jsmem 1M, jsfsync 50000 messages; jscreate 1000 streams;\n"
+        "                       fsync 2000 appends\n"
+        "  -z, --size BYTES     payload size (default 16)\n"
+        "  -P, --pubs P         publishers in the pub mode (default 1)\n"
+        "  -k, --subs K         subscribers in the fanout mode (default 5)\n"
+        "  -q, --members Q      queue group members in the queue mode (default 4)\n"
+        "  -c, --conns C        connections in the idleconns mode (default 10000)\n"
+        "  -N, --nsubs N        subscriptions in the subs mode (default 100000)\n"
+        "      --pid PID        server pid for the memory modes (default: found from --port)\n"
+        "      --subject S      subject (subs mode: prefix) instead of ndbench.<mode>\n"
+        "      --window BYTES   PING/PONG window of a publisher (default 1048576)\n"
+        "      --lag BYTES      how far a subscriber may trail the publisher (default 16 MiB)\n"
+        "      --timeout SEC    give up after this long without progress (default 10)\n"
+        "      --warmup N       untimed requests before the reqrep and jssync measurement\n"
+        "                       (default 1000)\n"
+        "      --settle MS      pause before the second RSS reading (default 500)\n"
+        "      --batch N        idleconns connections awaiting their PONG at once (default "
+        "256)\n"
+        "      --inflight N     PubAcks outstanding in jspub, jspubid, jsmem, jsfsync (default "
+        "256)\n"
+        "      --stream NAME    stream of the js modes (default NDBENCH; jscreate: prefix, NDBC)\n"
+        "      --storage KIND   file or memory (default file; jsmem memory)\n"
+        "      --dir DIR        directory of the fsync mode (on the store's disk)\n"
+        "  -h, --help\n"
+        "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n"
+        "Run idleconns, subs and jsmem against a freshly started server.\n");
 }
 
 static uint64_t
@@ -1468,7 +2045,20 @@ parse_u64(const char *name, const char *s)
 int
 main(int argc, char **argv)
 {
-    enum { O_PID = 256, O_SUBJECT, O_WINDOW, O_LAG, O_TIMEOUT, O_WARMUP, O_SETTLE, O_BATCH };
+    enum {
+        O_PID = 256,
+        O_SUBJECT,
+        O_WINDOW,
+        O_LAG,
+        O_TIMEOUT,
+        O_WARMUP,
+        O_SETTLE,
+        O_BATCH,
+        O_STREAM,
+        O_STORAGE,
+        O_DIR,
+        O_INFLIGHT,
+    };
     static const struct option longopts[] = {
         {"server", required_argument, NULL, 's'},
         {"port", required_argument, NULL, 'p'},
@@ -1487,6 +2077,10 @@ main(int argc, char **argv)
         {"warmup", required_argument, NULL, O_WARMUP},
         {"settle", required_argument, NULL, O_SETTLE},
         {"batch", required_argument, NULL, O_BATCH},
+        {"stream", required_argument, NULL, O_STREAM},
+        {"storage", required_argument, NULL, O_STORAGE},
+        {"dir", required_argument, NULL, O_DIR},
+        {"inflight", required_argument, NULL, O_INFLIGHT},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -1505,6 +2099,7 @@ main(int argc, char **argv)
         .warmup = 1000,
         .settle_ms = 500,
         .batch = 256,
+        .inflight = 256,
     };
     int c;
     while ((c = getopt_long(argc, argv, "s:p:n:z:P:k:q:c:N:h", longopts, NULL)) != -1) {
@@ -1560,6 +2155,22 @@ main(int argc, char **argv)
         case O_BATCH:
             g_opt.batch = (int)parse_u64("--batch", optarg);
             break;
+        case O_STREAM:
+            g_opt.stream = optarg;
+            break;
+        case O_STORAGE:
+            if (strcmp(optarg, "file") != 0 && strcmp(optarg, "memory") != 0) {
+                fprintf(stderr, "ndbench: --storage is file or memory\n");
+                return 2;
+            }
+            g_opt.storage = optarg;
+            break;
+        case O_DIR:
+            g_opt.dir = optarg;
+            break;
+        case O_INFLIGHT:
+            g_opt.inflight = (int)parse_u64("--inflight", optarg);
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -1574,12 +2185,17 @@ main(int argc, char **argv)
     }
     g_opt.mode = g_mode = argv[optind];
     if (g_opt.pubs < 1 || g_opt.subs < 1 || g_opt.members < 1 || g_opt.conns < 1 ||
-        g_opt.nsubs < 1 || g_opt.batch < 1 || g_opt.timeout <= 0 || g_opt.window < 1) {
+        g_opt.nsubs < 1 || g_opt.batch < 1 || g_opt.timeout <= 0 || g_opt.window < 1 ||
+        g_opt.inflight < 1) {
         fprintf(stderr, "ndbench: counts must be at least 1 and --timeout positive\n");
         return 2;
     }
     if (g_opt.subject != NULL && strlen(g_opt.subject) > 200) {
         fprintf(stderr, "ndbench: --subject is limited to 200 characters\n");
+        return 2;
+    }
+    if (g_opt.stream != NULL && strlen(g_opt.stream) > 200) {
+        fprintf(stderr, "ndbench: --stream is limited to 200 characters\n");
         return 2;
     }
     signal(SIGPIPE, SIG_IGN);
@@ -1590,9 +2206,11 @@ main(int argc, char **argv)
         const char *name;
         int (*run)(void);
     } modes[] = {
-        {"pub", mode_pub},     {"pubsub", mode_pubsub}, {"fanout", mode_fanout},
-        {"queue", mode_queue}, {"reqrep", mode_reqrep}, {"idleconns", mode_idleconns},
-        {"subs", mode_subs},   {"wait", mode_wait},
+        {"pub", mode_pub},           {"pubsub", mode_pubsub},   {"fanout", mode_fanout},
+        {"queue", mode_queue},       {"reqrep", mode_reqrep},   {"idleconns", mode_idleconns},
+        {"subs", mode_subs},         {"wait", mode_wait},       {"jspub", mode_jspub},
+        {"jspubid", mode_jspubid},   {"jssync", mode_jssync},   {"jsmem", mode_jsmem},
+        {"jscreate", mode_jscreate}, {"jsfsync", mode_jsfsync}, {"fsync", mode_fsync},
     };
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(modes[i].name, g_opt.mode) == 0)
