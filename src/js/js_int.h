@@ -98,6 +98,7 @@ typedef struct js_dedup {
 typedef struct js_pending_ack {
     char *reply;
     char *body;
+    bool stored; /* acknowledges a message stored in this batch (not a duplicate or an error) */
 } js_pending_ack_t;
 
 /* Counters copied at the end of each turn, for listings and monitoring. */
@@ -194,6 +195,9 @@ void jsa_remove(nd_jsa_t *jsa, nd_stream_t *st);
 
 /* ---- stream_pub.c ---- */
 void js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
+/* The batch could not be made durable (flush or sync failed with e): every acknowledgement of
+ * a message stored in it becomes a store error instead. */
+void js_stream_acks_failed(nd_stream_t *st, nd_err_t e);
 void js_stream_dedup_rebuild(nd_stream_t *st);
 void js_stream_dedup_free(nd_stream_t *st);
 /* Drops ids older than the window; returns the next expiry (Unix ns) or 0. */

@@ -248,13 +248,16 @@ on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         return;
     if (st->dirty) {
         st->dirty = false;
-        if (st->jsa->js->sync_always && st->cfg.storage == ND_STORAGE_FILE &&
-            st->store->ops->sync(st->store) != ND_OK)
-            nd_log_error("JetStream failed to sync stream '%s > %s': %s",
-                         nd_acct_name(st->jsa->acct), st->name,
-                         strerror(nd_store_io_errno(st->store)));
-        /* A failed sync refuses every later write; the batch's acks still report what reached
-         * the operating system, as with the default policy. */
+        /* The batch reaches the operating system (default policy) or the disk (sync_interval:
+         * always: one fsync for the whole batch) before any of its acknowledgements leaves. */
+        bool always = st->jsa->js->sync_always && st->cfg.storage == ND_STORAGE_FILE;
+        nd_err_t e = always ? st->store->ops->sync(st->store) : st->store->ops->flush(st->store);
+        if (e != ND_OK) {
+            nd_log_error("JetStream failed to %s stream '%s > %s': %s: %s",
+                         always ? "sync" : "write", nd_acct_name(st->jsa->acct), st->name,
+                         nd_strerror(e), strerror(nd_store_io_errno(st->store)));
+            js_stream_acks_failed(st, e);
+        }
         stats_publish(st);
         int64_t now = js_now();
         int64_t next = st->store->ops->tick(st->store, now);

@@ -192,7 +192,7 @@ js_stream_dedup_rebuild(nd_stream_t *st)
 /* ---- acknowledgements ---- */
 
 static void
-queue_ack(nd_stream_t *st, const char *reply, size_t reply_len, char *body)
+queue_ack(nd_stream_t *st, const char *reply, size_t reply_len, char *body, bool stored)
 {
     if (st->nacks == st->acks_cap) {
         st->acks_cap = st->acks_cap ? st->acks_cap * 2 : 64;
@@ -200,7 +200,39 @@ queue_ack(nd_stream_t *st, const char *reply, size_t reply_len, char *body)
     }
     st->acks[st->nacks].reply = nd_xstrndup(reply, reply_len);
     st->acks[st->nacks].body = body;
+    st->acks[st->nacks].stored = stored;
     st->nacks++;
+}
+
+static char *
+error_body(nd_stream_t *st, const nd_jserr_t *err)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "error", nd_jserr_json(err));
+    json_object_set_new(o, "stream", json_string(st->name));
+    if (st->jsa->js->domain[0] != '\0')
+        json_object_set_new(o, "domain", json_string(st->jsa->js->domain));
+    json_object_set_new(o, "seq", json_integer(0));
+    char *text = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    char *body = nd_xstrdup(text);
+    free(text);
+    return body;
+}
+
+void
+js_stream_acks_failed(nd_stream_t *st, nd_err_t e)
+{
+    nd_jserr_t err;
+    nd_jserr_setf(&err, ND_JSE_STREAM_STORE_FAILED_F, "%s", nd_strerror(e));
+    for (size_t i = 0; i < st->nacks; i++) {
+        js_pending_ack_t *a = &st->acks[i];
+        if (!a->stored)
+            continue;
+        nd_free(a->body);
+        a->body = error_body(st, &err);
+        a->stored = false;
+    }
 }
 
 static void
@@ -210,7 +242,7 @@ ack_seq(nd_stream_t *st, const nd_imsg_t *m, uint64_t seq, bool dup)
         return;
     char buf[600];
     snprintf(buf, sizeof buf, "%s%" PRIu64 "%s}", st->pub_ack, seq, dup ? ",\"duplicate\": true" : "");
-    queue_ack(st, m->reply, m->reply_len, nd_xstrdup(buf));
+    queue_ack(st, m->reply, m->reply_len, nd_xstrdup(buf), !dup);
 }
 
 static void
@@ -218,16 +250,7 @@ ack_error(nd_stream_t *st, const nd_imsg_t *m, const nd_jserr_t *err)
 {
     if (m->reply_len == 0 || st->cfg.no_ack)
         return;
-    json_t *o = json_object();
-    json_object_set_new(o, "error", nd_jserr_json(err));
-    json_object_set_new(o, "stream", json_string(st->name));
-    if (st->jsa->js->domain[0] != '\0')
-        json_object_set_new(o, "domain", json_string(st->jsa->js->domain));
-    json_object_set_new(o, "seq", json_integer(0));
-    char *text = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    queue_ack(st, m->reply, m->reply_len, nd_xstrdup(text));
-    free(text);
+    queue_ack(st, m->reply, m->reply_len, error_body(st, err), false);
 }
 
 static void

@@ -1677,6 +1677,16 @@ fs_sync(nd_store_t *st)
 }
 
 static nd_err_t
+fs_flush(nd_store_t *st)
+{
+    nd_filestore_t *fs = (nd_filestore_t *)st;
+    nd_err_t e = writable(fs);
+    if (e != ND_OK)
+        return e;
+    return flush(fs);
+}
+
+static nd_err_t
 fs_snapshot(nd_store_t *st, nd_store_write_fn w, void *arg)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
@@ -2057,6 +2067,7 @@ static const nd_store_ops_t filestore_ops = {
     .update_cfg = fs_update_cfg,
     .tick = fs_tick,
     .sync = fs_sync,
+    .flush = fs_flush,
     .snapshot = fs_snapshot,
     .consumer_open = nd_fs_consumer_open,
     .consumer_update = nd_fs_consumer_update,

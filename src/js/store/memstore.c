@@ -1072,6 +1072,7 @@ static const nd_store_ops_t memstore_ops = {
     .update_cfg = ms_update_cfg,
     .tick = ms_tick,
     .sync = ms_sync,
+    .flush = ms_sync,
     .snapshot = ms_snapshot,
     .consumer_open = ms_consumer_open,
     .consumer_update = ms_consumer_update,

@@ -210,6 +210,10 @@ typedef struct nd_store_ops {
     int64_t (*tick)(nd_store_t *st, int64_t now);
     /* Makes everything stored so far durable (fsync); no-op for memstore. */
     ND_MUST_CHECK nd_err_t (*sync)(nd_store_t *st);
+    /* Hands everything stored so far to the operating system (write(), no fsync), so that it
+     * survives a crash of the process; no-op for memstore. The stream calls it once per batch,
+     * before the batch's acknowledgements leave. */
+    ND_MUST_CHECK nd_err_t (*flush)(nd_store_t *st);
 
     /* Writes a self-contained snapshot (messages, deleted gaps, consumer states). */
     ND_MUST_CHECK nd_err_t (*snapshot)(nd_store_t *st, nd_store_write_fn w, void *arg);
