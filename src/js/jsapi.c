@@ -516,6 +516,11 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         stream_names(&r, false);
     } else if (strcmp(op, "STREAM.LIST") == 0) {
         stream_names(&r, true);
+    } else if (strncmp(op, "STREAM.LEADER.STEPDOWN.", 23) == 0 ||
+               strncmp(op, "STREAM.PEER.REMOVE.", 19) == 0 ||
+               strncmp(op, "CONSUMER.LEADER.STEPDOWN.", 25) == 0 ||
+               strcmp(op, "META.LEADER.STEPDOWN") == 0 || strcmp(op, "SERVER.REMOVE") == 0) {
+        fail_code(&r, js_api_type(op), ND_JSE_CLUSTER_REQUIRED); /* a single server */
     } else if (strncmp(op, "CONSUMER.", 9) == 0) {
         consumer_op(&r, op);
     } else {

@@ -16,6 +16,8 @@
 
 #define JS_SUBJECTS_LIMIT 100000
 
+static uint64_t seq_from_time(nd_store_t *store, int64_t t);
+
 /* ---- info ---- */
 
 typedef struct subj_collect {
@@ -224,15 +226,22 @@ msg_get_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     uint64_t seq = json_is_integer(jseq) && json_integer_value(jseq) > 0 ? (uint64_t)json_integer_value(jseq) : 0;
     const char *last = json_is_string(jl) && json_string_length(jl) > 0 ? json_string_value(jl) : NULL;
     const char *next = json_is_string(jn) && json_string_length(jn) > 0 ? json_string_value(jn) : NULL;
+    const char *stime = json_string_value(json_object_get(req, "start_time"));
+    int64_t t = 0;
+    bool bad_time = stime != NULL && nd_time_parse_rfc3339(stime, &t) != 0;
     bool bad = json_object_get(req, "batch") != NULL || json_object_get(req, "max_bytes") != NULL ||
-               (seq > 0 && last != NULL) || (seq == 0 && last == NULL && next == NULL) ||
-               (last != NULL && next != NULL);
+               (seq > 0 && last != NULL) ||
+               (seq == 0 && last == NULL && next == NULL && stime == NULL) ||
+               (seq > 0 && stime != NULL) || (stime != NULL && last != NULL) ||
+               (last != NULL && next != NULL) || bad_time;
     if (bad) {
         json_decref(req);
         nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
         js_send_error(ctx, st->ic, m->reply, what, &err);
         return;
     }
+    if (stime != NULL)
+        seq = seq_from_time(st->store, t);
     nd_store_msg_t sm = {0};
     nd_err_t e;
     if (next != NULL)
@@ -376,6 +385,154 @@ send_direct(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const nd_store_ms
     return sm->subj_len + sm->hdr_len + sm->data_len;
 }
 
+/* The first sequence stored at or after wall time t (nats-server's GetSeqFromTime): last + 1
+ * when none. Timestamps only grow along the stream, so a binary search over sequences finds
+ * it; deleted sequences are stepped over with load_next. */
+static uint64_t
+seq_from_time(nd_store_t *store, int64_t t)
+{
+    nd_store_state_t ss;
+    nd_store_state(store, &ss);
+    if (ss.msgs == 0 || t <= ss.first_ts)
+        return ss.msgs == 0 ? ss.last_seq + 1 : ss.first_seq;
+    if (t > ss.last_ts)
+        return ss.last_seq + 1;
+    /* P(x): the first message stored at or after x has ts >= t; monotonic, P(last) holds.
+     * The answer is that message for the smallest x where P holds. */
+    uint64_t lo = ss.first_seq, hi = ss.last_seq;
+    nd_store_msg_t sm = {0};
+    while (lo < hi) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (store->ops->load_next(store, ">", 1, mid, &sm) == ND_OK && sm.ts >= t)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    uint64_t seq = store->ops->load_next(store, ">", 1, lo, &sm) == ND_OK ? sm.seq : ss.last_seq + 1;
+    nd_store_msg_free(&sm);
+    return seq;
+}
+
+/* multi_last: the last message of every subject matching the filters, at or below up_to. */
+typedef struct multi_collect {
+    nd_store_t *store;
+    uint64_t from, up_to;
+    uint64_t *seqs;
+    size_t n, cap;
+} multi_collect_t;
+
+static bool
+multi_cb(void *arg, const char *subj, size_t len, const nd_store_subj_state_t *ss)
+{
+    multi_collect_t *c = arg;
+    uint64_t seq = 0;
+    if (ss->last_seq <= c->up_to) {
+        seq = ss->last_seq;
+    } else {
+        /* the subject's last message at or below up_to: walk its messages */
+        nd_store_msg_t sm = {0};
+        uint64_t at = ss->first_seq;
+        while (at <= c->up_to &&
+               c->store->ops->load_next(c->store, subj, len, at, &sm) == ND_OK &&
+               sm.seq <= c->up_to) {
+            seq = sm.seq;
+            at = sm.seq + 1;
+        }
+        nd_store_msg_free(&sm);
+    }
+    if (seq == 0 || seq < c->from)
+        return true;
+    if (c->n == c->cap) {
+        c->cap = c->cap ? c->cap * 2 : 64;
+        c->seqs = nd_xrealloc(c->seqs, c->cap * sizeof(*c->seqs));
+    }
+    c->seqs[c->n++] = seq;
+    return true;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void
+direct_multi(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const json_t *req, uint64_t from,
+             uint64_t batch, uint64_t max_bytes)
+{
+    enum { MAX_RESULTS = 1024 };
+    nd_store_t *store = st->store;
+    nd_store_state_t ss;
+    nd_store_state(store, &ss);
+    json_t *v = json_object_get(req, "up_to_seq");
+    uint64_t up_to = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+    const char *upt = json_string_value(json_object_get(req, "up_to_time"));
+    if (upt != NULL) {
+        int64_t t;
+        if (nd_time_parse_rfc3339(upt, &t) != 0) {
+            status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
+            return;
+        }
+        uint64_t seq = seq_from_time(store, t);
+        if (seq <= ss.first_seq) {
+            status(ctx, st, reply, "NATS/1.0 404 No Results\r\n\r\n");
+            return;
+        }
+        up_to = seq - 1;
+    }
+    if (up_to == 0)
+        up_to = ss.last_seq;
+    multi_collect_t c = {.store = store, .from = from, .up_to = up_to};
+    json_t *filters = json_object_get(req, "multi_last");
+    size_t i;
+    json_t *f;
+    json_array_foreach(filters, i, f)
+    {
+        const char *fs = json_string_value(f);
+        if (fs != NULL && fs[0] != '\0')
+            store->ops->subjects_state(store, fs, strlen(fs), multi_cb, &c);
+    }
+    if (c.n > 1) {
+        qsort(c.seqs, c.n, sizeof *c.seqs, cmp_u64);
+        size_t k = 1;
+        for (size_t j = 1; j < c.n; j++)
+            if (c.seqs[j] != c.seqs[k - 1])
+                c.seqs[k++] = c.seqs[j];
+        c.n = k;
+    }
+    if (c.n > MAX_RESULTS) {
+        nd_free(c.seqs);
+        status(ctx, st, reply, "NATS/1.0 413 Too Many Results\r\n\r\n");
+        return;
+    }
+    if (c.n == 0) {
+        nd_free(c.seqs);
+        status(ctx, st, reply, "NATS/1.0 404 No Results\r\n\r\n");
+        return;
+    }
+    uint64_t lseq = 0, np = 0, sent = 0, bytes = 0;
+    nd_store_msg_t sm = {0};
+    for (size_t j = 0; j < c.n; j++) {
+        if (nd_store_load(store, c.seqs[j], &sm) != ND_OK)
+            continue;
+        np = c.n - j - 1;
+        bytes += send_direct(ctx, st, reply, &sm, true, np, lseq);
+        lseq = sm.seq;
+        sent++;
+        if (bytes >= max_bytes || (batch > 0 && sent >= batch))
+            break;
+    }
+    nd_store_msg_free(&sm);
+    nd_free(c.seqs);
+    char eob[160];
+    snprintf(eob, sizeof eob,
+             "NATS/1.0 204 EOB\r\nNats-Num-Pending: %" PRIu64 "\r\nNats-Last-Sequence: %" PRIu64
+             "\r\nNats-UpTo-Sequence: %" PRIu64 "\r\n\r\n",
+             np, lseq, up_to);
+    status(ctx, st, reply, eob);
+}
+
 void
 js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
 {
@@ -420,6 +577,18 @@ js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         if (json_is_integer(v = json_object_get(req, "max_bytes")) && json_integer_value(v) > 0)
             max_bytes = (uint64_t)json_integer_value(v);
         bool multi = json_array_size(json_object_get(req, "multi_last")) > 0;
+        const char *stime = json_string_value(json_object_get(req, "start_time"));
+        if (stime != NULL) {
+            int64_t t;
+            if (seq > 0 || last != NULL || nd_time_parse_rfc3339(stime, &t) != 0) {
+                json_decref(req);
+                status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
+                return;
+            }
+            seq = seq_from_time(st->store, t);
+            if (next == NULL)
+                next = ">"; /* from that time on, every subject */
+        }
         if (seq == 0 && last == NULL && next == NULL && !multi) {
             json_decref(req);
             status(ctx, st, reply, "NATS/1.0 408 Empty Request\r\n\r\n");
@@ -431,10 +600,15 @@ js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
             status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
             return;
         }
-        if (multi) {
-            /* multi_last comes with the 2.11 batch features */
+        if (json_object_get(req, "up_to_seq") != NULL && json_object_get(req, "up_to_time") != NULL) {
             json_decref(req);
             status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
+            return;
+        }
+        if (multi) {
+            uint64_t mb = max_bytes > 0 ? max_bytes : (uint64_t)st->jsa->js->srv->opts.max_pending;
+            direct_multi(ctx, st, reply, req, seq, batch, mb);
+            json_decref(req);
             return;
         }
     }

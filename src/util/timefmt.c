@@ -68,6 +68,12 @@ nd_time_parse_rfc3339(const char *s, int64_t *wall_ns)
     if (*p != '\0')
         return -1;
     int64_t secs = (int64_t)timegm(&tm) - off;
-    *wall_ns = secs * 1000000000LL + frac;
+    /* beyond what nanoseconds since 1970 hold (years < 1678 or > 2262): saturate */
+    if (secs >= INT64_MAX / 1000000000LL)
+        *wall_ns = INT64_MAX;
+    else if (secs <= INT64_MIN / 1000000000LL)
+        *wall_ns = INT64_MIN;
+    else
+        *wall_ns = secs * 1000000000LL + frac;
     return 0;
 }

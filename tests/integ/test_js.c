@@ -1428,6 +1428,99 @@ Test(integ_js, direct_get)
     js_down(&e);
 }
 
+/* The headers of a direct-get reply must contain each of want[] (NULL-terminated). */
+static void
+expect_hdrs(const js_msg_t *m, const char *const *want)
+{
+    cr_assert(m->hdr != NULL, "no headers: %s", m->line);
+    for (size_t i = 0; want[i] != NULL; i++)
+        cr_assert(strstr(m->hdr, want[i]) != NULL, "missing \"%s\" in %s", want[i], m->hdr);
+}
+
+/* 2.11's batched direct get, multi_last and start_time (2.9.10 has none of them). */
+Test(integ_js, direct_get_batch_multi_last)
+{
+    if (nd_integ_is_reference())
+        return;
+    js_env_t e;
+    js_up(&e);
+    js_create(e.c, "K", "{\"name\":\"K\",\"subjects\":[\"k.>\"],\"allow_direct\":true}");
+    JS_ACK(e.c, "k.a", "a1", "K", 1);
+    JS_ACK(e.c, "k.b", "b1", "K", 2);
+    JS_ACK(e.c, "k.a", "a2", "K", 3);
+    JS_ACK(e.c, "k.c", "c1", "K", 4);
+
+    /* batch of 2 from seq 2: messages 2 and 3, then the end of batch with what is left */
+    js_msg_t m = js_req_at(__FILE__, __LINE__, e.c, "$JS.API.DIRECT.GET.K", NULL,
+                           "{\"seq\":2,\"batch\":2}");
+    expect_hdrs(&m, (const char *const[]){"Nats-Sequence: 2\r\n", "Nats-Num-Pending: 3\r\n",
+                                          "Nats-Last-Sequence: 0\r\n", NULL});
+    cr_assert_str_eq(m.data, "b1");
+    js_msg_free(&m);
+    m = js_read_msg_at(__FILE__, __LINE__, e.c);
+    expect_hdrs(&m, (const char *const[]){"Nats-Sequence: 3\r\n", "Nats-Num-Pending: 2\r\n",
+                                          "Nats-Last-Sequence: 2\r\n", NULL});
+    cr_assert_str_eq(m.data, "a2");
+    js_msg_free(&m);
+    m = js_read_msg_at(__FILE__, __LINE__, e.c);
+    cr_assert(m.hdr != NULL &&
+                  strcmp(m.hdr, "NATS/1.0 204 EOB\r\nNats-Num-Pending: 1\r\nNats-Last-Sequence: "
+                                "3\r\n\r\n") == 0,
+              "%s", m.hdr ? m.hdr : m.line);
+    js_msg_free(&m);
+
+    /* multi_last: the last of k.a and k.c, in stream order, then EOB with the up-to sequence */
+    m = js_req_at(__FILE__, __LINE__, e.c, "$JS.API.DIRECT.GET.K", NULL,
+                  "{\"multi_last\":[\"k.a\",\"k.c\"]}");
+    expect_hdrs(&m, (const char *const[]){"Nats-Subject: k.a\r\n", "Nats-Sequence: 3\r\n",
+                                          "Nats-Num-Pending: 1\r\n", NULL});
+    js_msg_free(&m);
+    m = js_read_msg_at(__FILE__, __LINE__, e.c);
+    expect_hdrs(&m, (const char *const[]){"Nats-Subject: k.c\r\n", "Nats-Sequence: 4\r\n",
+                                          "Nats-Num-Pending: 0\r\n", "Nats-Last-Sequence: 3\r\n",
+                                          NULL});
+    js_msg_free(&m);
+    m = js_read_msg_at(__FILE__, __LINE__, e.c);
+    cr_assert(m.hdr != NULL && strstr(m.hdr, "NATS/1.0 204 EOB\r\n") == m.hdr &&
+                  strstr(m.hdr, "Nats-UpTo-Sequence: 4\r\n") != NULL,
+              "%s", m.hdr ? m.hdr : m.line);
+    js_msg_free(&m);
+
+    /* multi_last as of sequence 2 (up_to_seq): k.a is message 1 then, k.b message 2 */
+    m = js_req_at(__FILE__, __LINE__, e.c, "$JS.API.DIRECT.GET.K", NULL,
+                  "{\"multi_last\":[\"k.*\"],\"up_to_seq\":2}");
+    expect_hdrs(&m, (const char *const[]){"Nats-Sequence: 1\r\n", NULL});
+    cr_assert_str_eq(m.data, "a1");
+    js_msg_free(&m);
+    m = js_read_msg_at(__FILE__, __LINE__, e.c);
+    expect_hdrs(&m, (const char *const[]){"Nats-Sequence: 2\r\n", NULL});
+    js_msg_free(&m);
+    m = js_read_msg_at(__FILE__, __LINE__, e.c);
+    cr_assert(m.hdr != NULL && strstr(m.hdr, "Nats-UpTo-Sequence: 2\r\n") != NULL, "%s",
+              m.hdr ? m.hdr : m.line);
+    js_msg_free(&m);
+
+    /* nothing matches: 404 No Results */
+    m = js_req_at(__FILE__, __LINE__, e.c, "$JS.API.DIRECT.GET.K", NULL,
+                  "{\"multi_last\":[\"zz\"]}");
+    cr_assert(m.hdr != NULL && strcmp(m.hdr, "NATS/1.0 404 No Results\r\n\r\n") == 0, "%s",
+              m.hdr ? m.hdr : m.line);
+    js_msg_free(&m);
+
+    /* start_time before everything: the first message */
+    m = js_req_at(__FILE__, __LINE__, e.c, "$JS.API.DIRECT.GET.K", NULL,
+                  "{\"start_time\":\"2000-01-01T00:00:00Z\"}");
+    expect_hdrs(&m, (const char *const[]){"Nats-Sequence: 1\r\n", NULL});
+    js_msg_free(&m);
+    /* start_time after everything: not found */
+    m = js_req_at(__FILE__, __LINE__, e.c, "$JS.API.DIRECT.GET.K", NULL,
+                  "{\"start_time\":\"2999-01-01T00:00:00Z\"}");
+    cr_assert(m.hdr != NULL && strcmp(m.hdr, "NATS/1.0 404 Message Not Found\r\n\r\n") == 0,
+              "%s", m.hdr ? m.hdr : m.line);
+    js_msg_free(&m);
+    js_down(&e);
+}
+
 /* ---- restart after a crash --------------------------------------------------------------------
  */
 
