@@ -37,6 +37,7 @@
 
 typedef struct nd_jsa nd_jsa_t;
 typedef struct nd_stream nd_stream_t;
+typedef struct js_audit_req js_audit_req_t;
 
 /* API requests a stream handles on its own turn (nd_imsg_t.tag). */
 enum {
@@ -123,8 +124,8 @@ struct nd_stream {
     nd_store_t *store;
     char *pub_ack;          /* "{\"stream\":\"S\", \"seq\":" (with the domain when set) */
     nd_xf_t *xf, *rp_xf;    /* subject_transform and republish, compiled on first use */
-    json_t *create_reply;   /* when set: answer it once the subscriptions are in place */
-    char *create_reply_to;
+    char *create_reply_to;  /* when set: answer the create once subscribed */
+    js_audit_req_t *create_audit;
     js_dedup_t *dd;         /* ring by time, and lookups by id through dd_index */
     size_t dd_head, dd_len, dd_cap;
     void *dd_index;         /* id -> position (js/stream_dedup.c) */
@@ -132,7 +133,7 @@ struct nd_stream {
     js_pending_ack_t *acks; /* this turn's acknowledgements */
     size_t nacks, acks_cap;
     bool dirty;             /* stored something this turn */
-    bool stopped, recovering, destroyed;
+    bool stopped, recovering;
     int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */
 
     /* Shared: under mu. */
@@ -149,6 +150,27 @@ char *js_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int js_mkdirs(const char *path);
 /* The account's JetStream limits applied to a stream config check. */
 void js_cfg_env(const nd_jsa_t *jsa, nd_stream_cfg_env_t *env, bool pedantic);
+
+/* ---- jsaudit.c: the API audit advisory ---- */
+/* The request a response answers, for the audit advisory. */
+struct js_audit_req {
+    const char *subject, *reply, *request;
+    size_t request_len;
+    const char *acc, *user, *name, *lang, *version, *host;
+    uint64_t cid;
+    bool owned; /* a saved copy (js_audit_save_current), freed with js_audit_free */
+};
+/* A view of m (valid while m is). */
+void js_audit_view(js_audit_req_t *a, const nd_imsg_t *m);
+/* A copy of the current request (NULL when none), for a response sent later from another
+ * turn. */
+js_audit_req_t *js_audit_save_current(void);
+void js_audit_free(js_audit_req_t *a);
+/* The request being answered on this thread, until js_audit_end. */
+void js_audit_begin(const js_audit_req_t *a);
+void js_audit_end(void);
+/* Publishes the audit advisory of response when it answers the current request (js_send). */
+void js_audit_response(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, const char *response);
 
 /* ---- jsjson.c: response helpers ---- */
 /* {"type":"io.nats.jetstream.api.v1.<what>"}: a new object. */

@@ -488,6 +488,9 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     if (strncmp(op, "DIRECT.GET.", 11) == 0)
         return; /* the stream answers those itself */
     char name[JS_NAME_BUF];
+    js_audit_req_t audit;
+    js_audit_view(&audit, m);
+    js_audit_begin(&audit);
     api_req_t r = {.ctx = ctx, .ic = ic, .jsa = jsa, .m = m, .reply = m->reply, .op = op};
     if (strcmp(op, "INFO") == 0) {
         account_info(&r);
@@ -525,8 +528,10 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         consumer_op(&r, op);
     } else {
         nd_log_debug("JetStream API: no handler for %s", s);
+        js_audit_end();
         return;
     }
+    js_audit_end();
     /* counted after the answer, as nats-server's account info does not count itself */
     atomic_fetch_add_explicit(&jsa->api_total, 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&jsa->js->api_total, 1, memory_order_relaxed);

@@ -29,6 +29,7 @@ js_send(nd_ctx_t *ctx, nd_iclient_t *ic, const char *reply, json_t *resp)
         char *text = json_dumps(resp, JSON_COMPACT);
         if (text != NULL) {
             nd_iclient_publish(ctx, ic, reply, NULL, NULL, 0, text, strlen(text));
+            js_audit_response(ctx, ic, reply, text);
             free(text);
         }
     }

@@ -229,7 +229,11 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     if (st->stopped)
         return;
     if (m->tag != JS_OP_PUBLISH) {
+        js_audit_req_t audit;
+        js_audit_view(&audit, m);
+        js_audit_begin(&audit);
         js_stream_api(ctx, st, m);
+        js_audit_end();
         return;
     }
     if (m->subject_len > 19 && memcmp(m->subject, "$JS.API.DIRECT.GET.", 19) == 0) {
@@ -295,7 +299,11 @@ create_answer(nd_ctx_t *ctx, nd_stream_t *st)
     json_object_update(o, info);
     json_decref(info);
     json_object_set_new(o, "did_create", json_true());
+    js_audit_begin(st->create_audit);
     js_send(ctx, st->ic, st->create_reply_to, o);
+    js_audit_end();
+    js_audit_free(st->create_audit);
+    st->create_audit = NULL;
     nd_free(st->create_reply_to);
     st->create_reply_to = NULL;
 }
@@ -331,15 +339,10 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     send_acks(ctx, st); /* nothing normally: turns end with them sent */
     nd_free(st->create_reply_to);
     st->create_reply_to = NULL;
-    if (st->store != NULL) {
-        if (st->destroyed) {
-            if (st->store->ops->destroy(st->store) != ND_OK)
-                nd_log_warn("JetStream could not remove the store of stream '%s'", st->name);
-            if (st->dir != NULL)
-                remove_tree(st->dir);
-        } else {
-            nd_store_close(st->store);
-        }
+    js_audit_free(st->create_audit);
+    st->create_audit = NULL;
+    if (st->store != NULL) { /* a deleted stream's store is gone already (do_delete) */
+        nd_store_close(st->store);
         st->store = NULL;
     }
     js_stream_dedup_free(st);
@@ -471,8 +474,10 @@ js_stream_create(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, int64_t cre
         st->store->ops->compact(st->store, st->cfg.first_seq, &purged) != ND_OK)
         nd_log_warn("JetStream could not set the first sequence of stream '%s'", st->name);
     stats_publish(st);
-    if (reply != NULL && reply[0] != '\0')
+    if (reply != NULL && reply[0] != '\0') {
         st->create_reply_to = nd_xstrdup(reply);
+        st->create_audit = js_audit_save_current();
+    }
     jsa_insert(jsa, st);
     spawn(ctx, st);
     nd_log_debug("JetStream created stream '%s > %s'", nd_acct_name(jsa->acct), st->name);
@@ -484,6 +489,7 @@ js_stream_create(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, int64_t cre
 typedef struct update_call {
     nd_stream_cfg_t cfg;
     char *reply;
+    js_audit_req_t *audit;
 } update_call_t;
 
 static void
@@ -492,6 +498,7 @@ update_drop(void *data)
     update_call_t *u = data;
     nd_stream_cfg_free(&u->cfg);
     nd_free(u->reply);
+    js_audit_free(u->audit);
     nd_free(u);
 }
 
@@ -549,9 +556,10 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         json_object_update(o, info);
         json_decref(info);
     }
+    js_audit_begin(u->audit);
     js_send(ctx, ic, u->reply, o);
-    nd_free(u->reply);
-    nd_free(u);
+    js_audit_end();
+    update_drop(u);
 }
 
 void
@@ -561,6 +569,7 @@ js_stream_update(nd_ctx_t *ctx, nd_stream_t *st, nd_stream_cfg_t *cfg, const cha
     u->cfg = *cfg;
     memset(cfg, 0, sizeof *cfg);
     u->reply = nd_xstrdup(reply != NULL ? reply : "");
+    u->audit = js_audit_save_current();
     pthread_mutex_lock(&st->jsa->mu);
     if (st->ic != NULL)
         nd_iclient_call(ctx, st->ic, do_update, u, update_drop);
@@ -569,30 +578,57 @@ js_stream_update(nd_ctx_t *ctx, nd_stream_t *st, nd_stream_cfg_t *cfg, const cha
     pthread_mutex_unlock(&st->jsa->mu);
 }
 
+typedef struct delete_call {
+    char *reply;
+    js_audit_req_t *audit;
+} delete_call_t;
+
+static void
+delete_drop(void *data)
+{
+    delete_call_t *d = data;
+    nd_free(d->reply);
+    js_audit_free(d->audit);
+    nd_free(d);
+}
+
+/* Removes the stream's data, then answers (so that whoever hears the answer no longer finds
+ * its files), then stops the actor. */
 static void
 do_delete(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
 {
     nd_stream_t *st = arg;
-    char *reply = data;
-    st->destroyed = true;
+    delete_call_t *d = data;
     st->stopped = true;
+    send_acks(ctx, st);
+    if (st->store != NULL) {
+        if (st->store->ops->destroy(st->store) != ND_OK)
+            nd_log_warn("JetStream could not remove the store of stream '%s'", st->name);
+        st->store = NULL;
+    }
+    if (st->dir != NULL)
+        remove_tree(st->dir);
     json_t *o = js_resp("stream_delete_response");
     json_object_set_new(o, "success", json_true());
-    js_send(ctx, ic, reply, o);
-    nd_free(reply);
+    js_audit_begin(d->audit);
+    js_send(ctx, ic, d->reply, o);
+    js_audit_end();
+    delete_drop(d);
     nd_log_debug("JetStream deleted stream '%s > %s'", nd_acct_name(st->jsa->acct), st->name);
-    nd_iclient_stop(ctx, ic); /* on_close destroys the store */
+    nd_iclient_stop(ctx, ic);
 }
 
 void
 js_stream_delete(nd_ctx_t *ctx, nd_stream_t *st, const char *reply)
 {
-    char *r = nd_xstrdup(reply != NULL ? reply : "");
+    delete_call_t *d = nd_xcalloc(1, sizeof *d);
+    d->reply = nd_xstrdup(reply != NULL ? reply : "");
+    d->audit = js_audit_save_current();
     pthread_mutex_lock(&st->jsa->mu);
     if (st->ic != NULL)
-        nd_iclient_call(ctx, st->ic, do_delete, r, nd_free);
+        nd_iclient_call(ctx, st->ic, do_delete, d, delete_drop);
     else
-        nd_free(r);
+        delete_drop(d);
     pthread_mutex_unlock(&st->jsa->mu);
 }
 

@@ -1660,3 +1660,52 @@ Test(integ_js, restart_after_sigkill_sync_always, .timeout = 400)
         return; /* sync_interval came with 2.10 */
     sigkill_rounds(true);
 }
+
+/* ---- advisories ------------------------------------------------------------------------------
+ */
+
+/* A stream create publishes $JS.EVENT.ADVISORY.STREAM.CREATED.<s> and, for every API response,
+ * the audit advisory $JS.EVENT.ADVISORY.API with the request and the response (both servers). */
+Test(integ_js, advisories_stream_action_and_api_audit)
+{
+    js_env_t e;
+    js_up(&e);
+    ND_SEND(e.c, "SUB $JS.EVENT.ADVISORY.> 77\r\n");
+    ND_PING(e.c);
+    js_pub(e.c, "$JS.API.STREAM.CREATE.AD", REPLY, NULL, "{\"name\":\"AD\",\"subjects\":[\"ad\"]}");
+    bool reply = false, created = false, audit = false;
+    for (int i = 0; i < 3; i++) {
+        js_msg_t m = js_read_msg_at(__FILE__, __LINE__, e.c);
+        json_t *j = json_loads(m.data, 0, NULL);
+        cr_assert_not_null(j, "not JSON: %s", m.data);
+        const char *type = json_string_value(json_object_get(j, "type"));
+        cr_assert_not_null(type, "%s", m.data);
+        if (strcmp(m.subject, REPLY) == 0) {
+            cr_assert_str_eq(type, "io.nats.jetstream.api.v1.stream_create_response");
+            reply = true;
+        } else if (strcmp(m.subject, "$JS.EVENT.ADVISORY.STREAM.CREATED.AD") == 0) {
+            cr_assert_str_eq(type, "io.nats.jetstream.advisory.v1.stream_action");
+            cr_assert_str_eq(json_string_value(json_object_get(j, "stream")), "AD");
+            cr_assert_str_eq(json_string_value(json_object_get(j, "action")), "create");
+            cr_assert_eq(json_string_length(json_object_get(j, "id")), 22);
+            created = true;
+        } else if (strcmp(m.subject, "$JS.EVENT.ADVISORY.API") == 0) {
+            cr_assert_str_eq(type, "io.nats.jetstream.advisory.v1.api_audit");
+            cr_assert_str_eq(json_string_value(json_object_get(j, "subject")),
+                             "$JS.API.STREAM.CREATE.AD");
+            cr_assert_str_eq(json_string_value(json_object_get(j, "request")),
+                             "{\"name\":\"AD\",\"subjects\":[\"ad\"]}");
+            const char *resp = json_string_value(json_object_get(j, "response"));
+            cr_assert(resp != NULL && strstr(resp, "stream_create_response") != NULL, "%s",
+                      m.data);
+            cr_assert(json_is_object(json_object_get(j, "client")), "%s", m.data);
+            audit = true;
+        } else {
+            cr_assert_fail("unexpected message on %s: %s", m.subject, m.data);
+        }
+        json_decref(j);
+        js_msg_free(&m);
+    }
+    cr_assert(reply && created && audit);
+    js_down(&e);
+}
