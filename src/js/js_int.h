@@ -133,7 +133,7 @@ struct nd_stream {
     js_pending_ack_t *acks; /* this turn's acknowledgements */
     size_t nacks, acks_cap;
     bool dirty;             /* stored something this turn */
-    bool stopped, recovering;
+    bool stopped, recovering, opened, subscribed;
     int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */
 
     /* Shared: under mu. */

@@ -226,7 +226,7 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
 {
     (void)ic;
     nd_stream_t *st = arg;
-    if (st->stopped)
+    if (st->stopped || st->store == NULL)
         return;
     if (m->tag != JS_OP_PUBLISH) {
         js_audit_req_t audit;
@@ -312,7 +312,7 @@ create_answer(nd_ctx_t *ctx, nd_stream_t *st)
 static void
 recovered(nd_stream_t *st)
 {
-    if (!st->recovering)
+    if (!st->recovering || !st->opened || !st->subscribed)
         return;
     st->recovering = false;
     nd_js_t *js = st->jsa->js;
@@ -327,6 +327,7 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
 {
     (void)ic;
     nd_stream_t *st = arg;
+    st->subscribed = true;
     create_answer(ctx, st);
     recovered(st);
 }
@@ -351,6 +352,7 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     st->xf = st->rp_xf = NULL;
     nd_free(st->acks);
     nd_free(st->last_msg_id);
+    st->opened = st->subscribed = true;
     recovered(st); /* never let the start wait for a stream that closed */
     pthread_mutex_lock(&st->jsa->mu);
     st->ic = NULL;
@@ -439,6 +441,7 @@ stream_new(nd_jsa_t *jsa, nd_stream_cfg_t *cfg, int64_t created_ns)
     st->jsa = jsa;
     st->name = nd_xstrdup(cfg->name);
     st->created_ns = created_ns;
+    st->opened = true;
     pthread_mutex_init(&st->mu, NULL);
     st->cfg = *cfg; /* takes it */
     memset(cfg, 0, sizeof *cfg);
@@ -651,6 +654,48 @@ js_stream_list_info(nd_stream_t *st)
 
 /* ---- recovery ---- */
 
+/* A recovered stream's first call: opens (and so recovers) its store on its own turn, so that
+ * the streams of a server come back in parallel on the workers and a damaged or big one delays
+ * no other. */
+static void
+do_open(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
+{
+    (void)data;
+    nd_stream_t *st = arg;
+    nd_jsa_t *jsa = st->jsa;
+    int64_t t0 = js_now();
+    nd_store_recovery_t rep;
+    memset(&rep, 0, sizeof rep);
+    nd_err_t e = open_store(st, &rep);
+    if (e != ND_OK) {
+        nd_log_error("JetStream could not open the store of stream '%s > %s': %s%s%s",
+                     nd_acct_name(jsa->acct), st->name, nd_strerror(e),
+                     rep.io_errno ? ": " : "", rep.io_errno ? strerror(rep.io_errno) : "");
+        st->store = NULL;
+        st->stopped = true;
+        jsa_remove(jsa, st);
+        js_stream_unref(st); /* the table's */
+        st->opened = true;
+        recovered(st);
+        nd_iclient_stop(ctx, ic);
+        return;
+    }
+    if (rep.records_dropped > 0 || rep.torn_tails > 0 || rep.blocks_corrupt > 0)
+        nd_log_warn("JetStream stream '%s > %s' had damage: %" PRIu64 " records (%" PRIu64
+                    " bytes) dropped, %" PRIu64 " torn tails, %" PRIu64
+                    " corrupt blocks; what is intact is served",
+                    nd_acct_name(jsa->acct), st->name, rep.records_dropped, rep.bytes_dropped,
+                    rep.torn_tails, rep.blocks_corrupt);
+    js_stream_dedup_rebuild(st);
+    stats_publish(st);
+    arm_tick(ctx, st, st->store->ops->tick(st->store, js_now()));
+    nd_log_info("  Restored %" PRIu64 " messages for stream '%s > %s' in %" PRId64 "ms",
+                st->stats.state.msgs, nd_acct_name(jsa->acct), st->name,
+                (js_now() - t0) / 1000000);
+    st->opened = true;
+    recovered(st);
+}
+
 static void
 recover_one(nd_ctx_t *ctx, nd_jsa_t *jsa, const char *name)
 {
@@ -680,34 +725,18 @@ recover_one(nd_ctx_t *ctx, nd_jsa_t *jsa, const char *name)
         nd_stream_cfg_free(&cfg);
         return;
     }
-    int64_t t0 = js_now();
     nd_stream_t *st = stream_new(jsa, &cfg, created);
-    nd_store_recovery_t rep;
-    memset(&rep, 0, sizeof rep);
-    nd_err_t e = open_store(st, &rep);
-    if (e != ND_OK) {
-        nd_log_error("JetStream could not open the store of stream '%s > %s': %s%s%s",
-                     nd_acct_name(jsa->acct), name, nd_strerror(e), rep.io_errno ? ": " : "",
-                     rep.io_errno ? strerror(rep.io_errno) : "");
-        js_stream_unref(st);
-        return;
-    }
-    if (rep.records_dropped > 0 || rep.torn_tails > 0 || rep.blocks_corrupt > 0)
-        nd_log_warn("JetStream stream '%s > %s' had damage: %" PRIu64 " records (%" PRIu64
-                    " bytes) dropped, %" PRIu64 " torn tails, %" PRIu64 " corrupt blocks",
-                    nd_acct_name(jsa->acct), name, rep.records_dropped, rep.bytes_dropped,
-                    rep.torn_tails, rep.blocks_corrupt);
-    js_stream_dedup_rebuild(st);
-    stats_publish(st);
-    nd_log_info("  Restored %" PRIu64 " messages for stream '%s > %s' in %" PRId64 "ms",
-                st->stats.state.msgs, nd_acct_name(jsa->acct), name, (js_now() - t0) / 1000000);
-    jsa_insert(jsa, st);
+    st->opened = false; /* the actor opens its store on its first turn (do_open) */
     st->recovering = true;
     nd_js_t *js = jsa->js;
     pthread_mutex_lock(&js->rmu);
     js->recovering++;
     pthread_mutex_unlock(&js->rmu);
+    jsa_insert(jsa, st);
     spawn(ctx, st);
+    pthread_mutex_lock(&jsa->mu);
+    nd_iclient_call(ctx, st->ic, do_open, NULL, NULL);
+    pthread_mutex_unlock(&jsa->mu);
 }
 
 void
