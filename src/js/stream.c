@@ -387,10 +387,11 @@ spawn(nd_ctx_t *ctx, nd_stream_t *st)
     char name[32];
     snprintf(name, sizeof name, "js-stream");
     js_stream_ref(st); /* the actor's */
-    nd_iclient_t *ic = nd_iclient_spawn(ctx, st->jsa->js->srv, st->jsa->acct, ND_CONN_SYSTEM,
-                                        name, subj, n, 0, &stream_hooks, st);
+    /* st->ic is written before the actor can run (its hooks read it) and under jsa->mu (the
+     * API service reads it there). */
     pthread_mutex_lock(&st->jsa->mu);
-    st->ic = ic;
+    nd_iclient_spawn(ctx, st->jsa->js->srv, st->jsa->acct, ND_CONN_SYSTEM, name, subj, n, 0,
+                     &stream_hooks, st, &st->ic);
     pthread_mutex_unlock(&st->jsa->mu);
     nd_free(subj);
 }

@@ -39,7 +39,7 @@ struct nd_iclient {
 static nd_iclient_t *
 spawn(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, const char *name,
       const char *const *subjects, size_t n, uint32_t queue_limit, nd_iclient_fn fn,
-      const nd_iclient_hooks_t *hooks, void *arg)
+      const nd_iclient_hooks_t *hooks, void *arg, nd_iclient_t **out)
 {
     nd_conn_t *c = nd_conn_spawn_internal(ctx, srv, acct, kind, sizeof(nd_iclient_t));
     nd_iclient_t *ic = c->ic;
@@ -61,6 +61,8 @@ spawn(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, con
     m->subjects = nd_xcalloc(n > 0 ? n : 1, sizeof(char *));
     for (size_t i = 0; i < n; i++)
         m->subjects[i] = nd_xstrdup(subjects[i]);
+    if (out != NULL)
+        *out = ic; /* before the client can run: its hooks may read it */
     nd_actor_send(ctx, &c->base, &m->hdr);
     return ic;
 }
@@ -68,10 +70,10 @@ spawn(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, con
 nd_iclient_t *
 nd_iclient_spawn(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind,
                  const char *name, const char *const *subjects, size_t n, uint32_t queue_limit,
-                 const nd_iclient_hooks_t *hooks, void *arg)
+                 const nd_iclient_hooks_t *hooks, void *arg, nd_iclient_t **out)
 {
-    nd_iclient_t *ic =
-        spawn(ctx, srv, acct, kind, name, subjects, n, queue_limit, hooks->on_msg, hooks, arg);
+    nd_iclient_t *ic = spawn(ctx, srv, acct, kind, name, subjects, n, queue_limit, hooks->on_msg,
+                             hooks, arg, out);
     nd_actor_unref(ctx, &ic->c->base); /* its life keeps it until it closes */
     return ic;
 }
@@ -82,7 +84,8 @@ nd_iclient_start(nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, const c
                  void *arg)
 {
     nd_ctx_t *ctx = nd_ctx_external_new(srv->pool);
-    nd_iclient_t *ic = spawn(ctx, srv, acct, kind, name, subjects, n, queue_limit, fn, NULL, arg);
+    nd_iclient_t *ic =
+        spawn(ctx, srv, acct, kind, name, subjects, n, queue_limit, fn, NULL, arg, NULL);
     nd_conn_t *c = ic->c;
 
     pthread_mutex_lock(&ic->mu);

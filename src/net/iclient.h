@@ -89,13 +89,14 @@ typedef struct nd_iclient_hooks {
 
 /* Spawns an internal client without waiting: its subscriptions go in on its first turn and
  * hooks->on_ready runs once they are all in place. hooks must outlive the client (static).
+ * out (may be NULL) receives the client before it can run, so its hooks may read it there.
  * Ctx: any thread with a ctx (a worker: e.g. the JetStream API creating a stream). Returns: the
  * client, alive until nd_iclient_stop or the pool's shutdown; hold a reference
  * (nd_iclient_ref) to send to it past the moment it could stop. */
 nd_iclient_t *nd_iclient_spawn(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct,
                                nd_conn_kind_t kind, const char *name,
                                const char *const *subjects, size_t n, uint32_t queue_limit,
-                               const nd_iclient_hooks_t *hooks, void *arg);
+                               const nd_iclient_hooks_t *hooks, void *arg, nd_iclient_t **out);
 
 /* Adds or removes one subscription (the subject is its id: adding one twice is a no-op).
  * on_ready runs again once the added ones are in place. Ctx: the client's own turn. */
