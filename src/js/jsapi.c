@@ -209,10 +209,12 @@ overlaps(nd_jsa_t *jsa, const nd_stream_cfg_t *cfg, const nd_stream_t *skip)
     return false;
 }
 
-/* Parses a create/update body for r->name. */
+/* Parses a create/update body for r->name (one is required). */
 static bool
 parse_cfg(api_req_t *r, nd_stream_cfg_t *cfg, nd_jserr_t *err)
 {
+    if (r->m->data_len == 0)
+        return nd_jserr_setf(err, ND_JSE_INVALID_JSON, "unexpected end of JSON input");
     bool pedantic = false;
     nd_jserr_t jerr;
     json_t *body = js_body(r->m, &jerr);
@@ -242,11 +244,6 @@ stream_create(api_req_t *r)
     const char *what = "stream_create_response";
     nd_stream_cfg_t cfg;
     nd_jserr_t err;
-    if (r->m->data_len == 0) {
-        nd_jserr_setf(&err, ND_JSE_INVALID_JSON, "unexpected end of JSON input");
-        fail(r, what, &err);
-        return;
-    }
     if (!parse_cfg(r, &cfg, &err)) {
         fail(r, what, &err);
         return;
@@ -288,11 +285,6 @@ stream_update(api_req_t *r)
     const char *what = "stream_update_response";
     nd_stream_cfg_t cfg;
     nd_jserr_t err;
-    if (r->m->data_len == 0) {
-        nd_jserr_setf(&err, ND_JSE_INVALID_JSON, "unexpected end of JSON input");
-        fail(r, what, &err);
-        return;
-    }
     if (!parse_cfg(r, &cfg, &err)) {
         fail(r, what, &err);
         return;

@@ -18,6 +18,15 @@
 
 static uint64_t seq_from_time(nd_store_t *store, int64_t t);
 
+/* A positive integer field of a request, else 0. */
+static uint64_t
+req_u64(const json_t *req, const char *key)
+{
+    json_t *v = json_object_get(req, key);
+    return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+}
+
+
 /* ---- info ---- */
 
 typedef struct subj_collect {
@@ -155,10 +164,8 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         js_send_error(ctx, st->ic, m->reply, what, &err);
         return;
     }
-    json_t *jf = json_object_get(req, "filter"), *js = json_object_get(req, "seq"),
-           *jk = json_object_get(req, "keep");
-    uint64_t seq = json_is_integer(js) && json_integer_value(js) > 0 ? (uint64_t)json_integer_value(js) : 0;
-    uint64_t keep = json_is_integer(jk) && json_integer_value(jk) > 0 ? (uint64_t)json_integer_value(jk) : 0;
+    json_t *jf = json_object_get(req, "filter");
+    uint64_t seq = req_u64(req, "seq"), keep = req_u64(req, "keep");
     const char *filter = json_is_string(jf) ? json_string_value(jf) : NULL;
     if (seq > 0 && keep > 0) {
         nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
@@ -206,24 +213,32 @@ b64(const void *p, size_t n)
     return s;
 }
 
+/* The body of a request that needs one: the object, or NULL after answering 10003 (empty) or
+ * 10025 (not JSON). */
+static json_t *
+required_body(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *what)
+{
+    nd_jserr_t err;
+    json_t *req = NULL;
+    if (m->data_len == 0)
+        nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
+    else
+        req = js_body(m, &err);
+    if (req == NULL)
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+    return req;
+}
+
 static void
 msg_get_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
 {
     const char *what = "stream_msg_get_response";
     nd_jserr_t err;
-    if (m->data_len == 0) {
-        nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
-        js_send_error(ctx, st->ic, m->reply, what, &err);
+    json_t *req = required_body(ctx, st, m, what);
+    if (req == NULL)
         return;
-    }
-    json_t *req = js_body(m, &err);
-    if (req == NULL) {
-        js_send_error(ctx, st->ic, m->reply, what, &err);
-        return;
-    }
-    json_t *jseq = json_object_get(req, "seq"), *jl = json_object_get(req, "last_by_subj"),
-           *jn = json_object_get(req, "next_by_subj");
-    uint64_t seq = json_is_integer(jseq) && json_integer_value(jseq) > 0 ? (uint64_t)json_integer_value(jseq) : 0;
+    json_t *jl = json_object_get(req, "last_by_subj"), *jn = json_object_get(req, "next_by_subj");
+    uint64_t seq = req_u64(req, "seq");
     const char *last = json_is_string(jl) && json_string_length(jl) > 0 ? json_string_value(jl) : NULL;
     const char *next = json_is_string(jn) && json_string_length(jn) > 0 ? json_string_value(jn) : NULL;
     const char *stime = json_string_value(json_object_get(req, "start_time"));
@@ -275,18 +290,10 @@ msg_delete_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
 {
     const char *what = "stream_msg_delete_response";
     nd_jserr_t err;
-    if (m->data_len == 0) {
-        nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
-        js_send_error(ctx, st->ic, m->reply, what, &err);
+    json_t *req = required_body(ctx, st, m, what);
+    if (req == NULL)
         return;
-    }
-    json_t *req = js_body(m, &err);
-    if (req == NULL) {
-        js_send_error(ctx, st->ic, m->reply, what, &err);
-        return;
-    }
-    json_t *jseq = json_object_get(req, "seq");
-    uint64_t seq = json_is_integer(jseq) && json_integer_value(jseq) > 0 ? (uint64_t)json_integer_value(jseq) : 0;
+    uint64_t seq = req_u64(req, "seq");
     bool no_erase = json_is_true(json_object_get(req, "no_erase"));
     json_decref(req);
     if (st->cfg.sealed) {
@@ -465,8 +472,7 @@ direct_multi(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const json_t *re
     nd_store_t *store = st->store;
     nd_store_state_t ss;
     nd_store_state(store, &ss);
-    json_t *v = json_object_get(req, "up_to_seq");
-    uint64_t up_to = json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
+    uint64_t up_to = req_u64(req, "up_to_seq");
     const char *upt = json_string_value(json_object_get(req, "up_to_time"));
     if (upt != NULL) {
         int64_t t;
@@ -566,16 +572,13 @@ js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
             return;
         }
         json_t *v;
-        if (json_is_integer(v = json_object_get(req, "seq")) && json_integer_value(v) > 0)
-            seq = (uint64_t)json_integer_value(v);
+        seq = req_u64(req, "seq");
+        batch = req_u64(req, "batch");
+        max_bytes = req_u64(req, "max_bytes");
         if (json_is_string(v = json_object_get(req, "last_by_subj")) && json_string_length(v) > 0)
             last = json_string_value(v);
         if (json_is_string(v = json_object_get(req, "next_by_subj")) && json_string_length(v) > 0)
             next = json_string_value(v);
-        if (json_is_integer(v = json_object_get(req, "batch")) && json_integer_value(v) > 0)
-            batch = (uint64_t)json_integer_value(v);
-        if (json_is_integer(v = json_object_get(req, "max_bytes")) && json_integer_value(v) > 0)
-            max_bytes = (uint64_t)json_integer_value(v);
         bool multi = json_array_size(json_object_get(req, "multi_last")) > 0;
         const char *stime = json_string_value(json_object_get(req, "start_time"));
         if (stime != NULL) {
