@@ -1,4 +1,5 @@
-/* Stream snapshot and restore: $JS.API.STREAM.SNAPSHOT.<stream> and $JS.API.STREAM.RESTORE.<stream>.
+/* Stream snapshot and restore: $JS.API.STREAM.SNAPSHOT.<stream> and
+ * $JS.API.STREAM.RESTORE.<stream>.
  *
  * Snapshot. The account's API service checks the request's shape and forwards it to the stream
  * (JS_OP_SNAPSHOT). On the stream's turn the store writes its snapshot (js/store/store_snapshot.h,
@@ -193,7 +194,7 @@ typedef struct snap_tx {
     int fd;
     uint64_t size, off, index, bytes;
     size_t chunk;
-    int64_t out;         /* bytes sent and not yet acknowledged */
+    int64_t out; /* bytes sent and not yet acknowledged */
     int64_t start_ns, progress_ns;
     bool started, done;
     char *buf;
@@ -212,8 +213,7 @@ tx_end(nd_ctx_t *ctx, nd_iclient_t *ic, snap_tx_t *tx, const char *hdr)
     json_object_set_new(o, "end", js_time(end));
     adv_send(ctx, ic, tx->jsa, "SNAPSHOT_COMPLETE", tx->stream, o);
     nd_log_info("Completed snapshot of %" PRIu64 " B for stream '%s > %s' in %" PRId64 "ms",
-                tx->bytes, nd_acct_name(tx->jsa->acct), tx->stream,
-                (end - tx->start_ns) / 1000000);
+                tx->bytes, nd_acct_name(tx->jsa->acct), tx->stream, (end - tx->start_ns) / 1000000);
     nd_iclient_stop(ctx, ic);
 }
 
@@ -462,8 +462,8 @@ restore_complete_adv(nd_ctx_t *ctx, nd_iclient_t *ic, nd_jsa_t *jsa, const char 
 
 /* The final answer to a restore that failed: a create response with 10062. */
 static void
-restore_fail(nd_ctx_t *ctx, nd_iclient_t *ic, nd_jsa_t *jsa, const char *stream,
-             const char *reply, const char *why, int64_t start, uint64_t total)
+restore_fail(nd_ctx_t *ctx, nd_iclient_t *ic, nd_jsa_t *jsa, const char *stream, const char *reply,
+             const char *why, int64_t start, uint64_t total)
 {
     nd_log_warn("Restore failed for %" PRIu64 " B for stream '%s > %s': %s", total,
                 nd_acct_name(jsa->acct), stream, why);
@@ -573,8 +573,7 @@ rx_finish(nd_ctx_t *ctx, nd_iclient_t *ic, snap_rx_t *rx, const char *reply)
         e = nd_store_restore(&sc, rx_read, &rx->fd, &store);
     nd_free(msgs);
     if (e != ND_OK) {
-        restore_fail(ctx, ic, rx->jsa, rx->stream, reply, nd_strerror(e), rx->start_ns,
-                     rx->total);
+        restore_fail(ctx, ic, rx->jsa, rx->stream, reply, nd_strerror(e), rx->start_ns, rx->total);
         if (staging != NULL)
             remove_tree(staging);
         nd_free(staging);
@@ -661,8 +660,7 @@ rx_on_timer(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         return;
     }
     rx->done = true;
-    nd_log_warn("Restore for stream '%s > %s' is stalled", nd_acct_name(rx->jsa->acct),
-                rx->stream);
+    nd_log_warn("Restore for stream '%s > %s' is stalled", nd_acct_name(rx->jsa->acct), rx->stream);
     restore_complete_adv(ctx, ic, rx->jsa, rx->stream, rx->start_ns, rx->total);
     nd_iclient_stop(ctx, ic);
 }

@@ -54,8 +54,7 @@ read_msg(nd_integ_conn_t *c)
     cr_assert(f != NULL, "the server closed the connection");
     char *eol = strstr(f, "\r\n");
     bool hmsg = strncmp(f, "HMSG ", 5) == 0;
-    cr_assert(eol != NULL && (hmsg || strncmp(f, "MSG ", 4) == 0), "expected a MSG, got %.200s",
-              f);
+    cr_assert(eol != NULL && (hmsg || strncmp(f, "MSG ", 4) == 0), "expected a MSG, got %.200s", f);
     char *line = strndup(f, (size_t)(eol - f));
     char *tok[8], *save = NULL;
     int n = 0;
@@ -315,9 +314,10 @@ round_trip(const char *storage)
     env_t e;
     up(&e);
     char body[512];
-    snprintf(body, sizeof body,
-             "{\"name\":\"S\",\"subjects\":[\"s.>\"],\"storage\":\"%s\",\"max_msgs_per_subject\":50}",
-             storage);
+    snprintf(
+        body, sizeof body,
+        "{\"name\":\"S\",\"subjects\":[\"s.>\"],\"storage\":\"%s\",\"max_msgs_per_subject\":50}",
+        storage);
     json_t *cr = api(e.c, "$JS.API.STREAM.CREATE.S", body);
     cr_assert(json_is_object(json_object_get(cr, "config")));
     json_decref(cr);
@@ -340,10 +340,12 @@ round_trip(const char *storage)
         js_msg_free(&m);
     }
     /* interior deleted sequences */
-    api_exact(e.c, "$JS.API.STREAM.MSG.DELETE.S", "{\"seq\":10}",
-              "{\"type\":\"io.nats.jetstream.api.v1.stream_msg_delete_response\",\"success\":true}");
-    api_exact(e.c, "$JS.API.STREAM.MSG.DELETE.S", "{\"seq\":200,\"no_erase\":true}",
-              "{\"type\":\"io.nats.jetstream.api.v1.stream_msg_delete_response\",\"success\":true}");
+    api_exact(
+        e.c, "$JS.API.STREAM.MSG.DELETE.S", "{\"seq\":10}",
+        "{\"type\":\"io.nats.jetstream.api.v1.stream_msg_delete_response\",\"success\":true}");
+    api_exact(
+        e.c, "$JS.API.STREAM.MSG.DELETE.S", "{\"seq\":200,\"no_erase\":true}",
+        "{\"type\":\"io.nats.jetstream.api.v1.stream_msg_delete_response\",\"success\":true}");
     json_t *before = all_msgs(&e, "S", N);
     json_t *info = api(e.c, "$JS.API.STREAM.INFO.S", "");
 
@@ -377,14 +379,14 @@ round_trip(const char *storage)
     json_decref(expect_adv(&e, "DELETED", "S", "stream_action"));
 
     /* chunks of another size than the snapshot's: the byte stream is what counts */
-    json_t *rr = restore(&e, "S", json_object_get(sr, "config"), json_object_get(sr, "state"),
-                         snap, len, 1000);
+    json_t *rr = restore(&e, "S", json_object_get(sr, "config"), json_object_get(sr, "state"), snap,
+                         len, 1000);
     cr_assert_str_eq(json_string_value(json_object_get(rr, "type")),
                      "io.nats.jetstream.api.v1.stream_create_response", "%s", json_dumps(rr, 0));
     cr_assert_null(json_object_get(rr, "error"), "%s", json_dumps(rr, 0));
     cr_assert_null(json_object_get(rr, "did_create"));
-    cr_assert(json_equal(json_object_get(rr, "config"), json_object_get(info, "config")),
-              "%s", json_dumps(rr, 0));
+    cr_assert(json_equal(json_object_get(rr, "config"), json_object_get(info, "config")), "%s",
+              json_dumps(rr, 0));
     json_t *s0 = json_object_get(info, "state"), *s1 = json_object_get(rr, "state");
     cr_assert(json_equal(s0, s1), "state %s\n   vs %s", json_dumps(s0, 0), json_dumps(s1, 0));
     json_decref(expect_adv(&e, "RESTORE_CREATE", "S", "restore_create"));
@@ -480,9 +482,9 @@ Test(integ_jssnap, errors)
     cr_assert_str_eq(json_string_value(json_object_get(r, "type")),
                      "io.nats.jetstream.api.v1.stream_create_response");
     cr_assert_eq(jint(r, "error.err_code"), 10062, "%s", json_dumps(r, 0));
-    cr_assert(strncmp(json_string_value(json_object_get(json_object_get(r, "error"),
-                                                        "description")),
-                      "restore failed: ", 16) == 0);
+    cr_assert(
+        strncmp(json_string_value(json_object_get(json_object_get(r, "error"), "description")),
+                "restore failed: ", 16) == 0);
     json_decref(r);
     r = api(e.c, "$JS.API.STREAM.INFO.T", "");
     cr_assert_eq(jint(r, "error.err_code"), 10059);
