@@ -47,6 +47,7 @@ enum {
     JS_OP_PURGE,
     JS_OP_MSG_GET,
     JS_OP_MSG_DELETE,
+    JS_OP_SNAPSHOT, /* stream_snap.c */
 };
 
 struct nd_js {
@@ -134,6 +135,7 @@ struct nd_stream {
     size_t nacks, acks_cap;
     bool dirty;             /* stored something this turn */
     bool stopped, recovering, opened, subscribed;
+    bool restored;          /* the create answer is a restore's (no did_create) */
     int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */
 
     /* Shared: under mu. */
@@ -209,6 +211,14 @@ void js_stream_delete(nd_ctx_t *ctx, nd_stream_t *st, const char *reply);
 json_t *js_stream_list_info(nd_stream_t *st);
 /* Recovers the account's streams from its directory (start). */
 void js_streams_recover(nd_ctx_t *ctx, nd_jsa_t *jsa);
+/* Creates a stream from a restored store (stream_snap.c): file storage moves msgs_dir (a closed
+ * store) into the stream's directory and opens it; memory storage takes store. cfg and store
+ * pass to the call, also on failure. The stream answers reply with a create response (without
+ * did_create) once subscribed. Runs on the API service's turn. Returns: the stream, or NULL
+ * with err. */
+nd_stream_t *js_stream_create_restored(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg,
+                                       nd_store_t *store, const char *msgs_dir, const char *reply,
+                                       nd_jserr_t *err);
 
 /* ---- jsa table (jsapi.c) ---- */
 nd_stream_t *jsa_find(nd_jsa_t *jsa, const char *name);
@@ -231,5 +241,15 @@ void js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
 json_t *js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err);
 /* StreamState's JSON; subjects and deleted (borrowed) may be NULL. */
 json_t *js_state_json(const nd_store_state_t *s, json_t *subjects, json_t *deleted);
+
+/* ---- stream_snap.c: snapshot and restore ---- */
+/* $JS.API.STREAM.SNAPSHOT.<name> on the API service's turn: checked, then forwarded. */
+void js_snapshot_request(nd_ctx_t *ctx, nd_iclient_t *api, nd_jsa_t *jsa, const nd_imsg_t *m,
+                         const char *name);
+/* JS_OP_SNAPSHOT on the stream's turn. */
+void js_stream_snapshot(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
+/* $JS.API.STREAM.RESTORE.<name> on the API service's turn. */
+void js_restore_request(nd_ctx_t *ctx, nd_iclient_t *api, nd_jsa_t *jsa, const nd_imsg_t *m,
+                        const char *name);
 
 #endif

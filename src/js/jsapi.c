@@ -507,6 +507,12 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     } else if ((r.name = name_after(op, 18, name)) != NULL &&
                strncmp(op, "STREAM.MSG.DELETE.", 18) == 0) {
         stream_op(&r, "stream_msg_delete_response", JS_OP_MSG_DELETE);
+    } else if ((r.name = name_after(op, 16, name)) != NULL &&
+               strncmp(op, "STREAM.SNAPSHOT.", 16) == 0) {
+        js_snapshot_request(ctx, ic, jsa, m, r.name);
+    } else if ((r.name = name_after(op, 15, name)) != NULL &&
+               strncmp(op, "STREAM.RESTORE.", 15) == 0) {
+        js_restore_request(ctx, ic, jsa, m, r.name);
     } else if (strcmp(op, "STREAM.NAMES") == 0) {
         stream_names(&r, false);
     } else if (strcmp(op, "STREAM.LIST") == 0) {

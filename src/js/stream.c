@@ -298,7 +298,8 @@ create_answer(nd_ctx_t *ctx, nd_stream_t *st)
     json_t *o = js_resp("stream_create_response");
     json_object_update(o, info);
     json_decref(info);
-    json_object_set_new(o, "did_create", json_true());
+    if (!st->restored) /* nats-server's restore answers a create response without it */
+        json_object_set_new(o, "did_create", json_true());
     js_audit_begin(st->create_audit);
     js_send(ctx, st->ic, st->create_reply_to, o);
     js_audit_end();
@@ -485,6 +486,41 @@ js_stream_create(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, int64_t cre
     jsa_insert(jsa, st);
     spawn(ctx, st);
     nd_log_debug("JetStream created stream '%s > %s'", nd_acct_name(jsa->acct), st->name);
+    return st;
+}
+
+nd_stream_t *
+js_stream_create_restored(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, nd_store_t *store,
+                          const char *msgs_dir, const char *reply, nd_jserr_t *err)
+{
+    nd_stream_t *st = stream_new(jsa, cfg, js_now());
+    if (st->dir != NULL) {
+        char *msgs = js_path("%s/msgs", st->dir);
+        bool ok = msgs_dir != NULL && js_mkdirs(st->dir) == 0 && rename(msgs_dir, msgs) == 0 &&
+                  meta_write(st->dir, st->created_ns, st->cfg.json) == 0;
+        nd_free(msgs);
+        nd_err_t e = ok ? open_store(st, NULL) : ND_ERR_STORE_IO;
+        if (e != ND_OK) {
+            nd_jserr_setf(err, ND_JSE_STREAM_RESTORE_F, "%s",
+                          ok ? nd_strerror(e) : strerror(errno));
+            remove_tree(st->dir);
+            js_stream_unref(st);
+            return NULL;
+        }
+    } else if (store == NULL) {
+        nd_jserr_setf(err, ND_JSE_STREAM_RESTORE_F, "no store");
+        js_stream_unref(st);
+        return NULL;
+    } else {
+        st->store = store;
+    }
+    js_stream_dedup_rebuild(st);
+    stats_publish(st);
+    st->restored = true;
+    if (reply != NULL && reply[0] != '\0')
+        st->create_reply_to = nd_xstrdup(reply);
+    jsa_insert(jsa, st);
+    spawn(ctx, st);
     return st;
 }
 

@@ -349,6 +349,9 @@ js_stream_api(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     case JS_OP_MSG_DELETE:
         msg_delete_request(ctx, st, m);
         break;
+    case JS_OP_SNAPSHOT:
+        js_stream_snapshot(ctx, st, m);
+        break;
     default:
         break;
     }
