@@ -87,7 +87,8 @@ jsoft(const char *file, int line, const char *fmt, ...)
     free(msg);
 }
 
-/* ---- servers, connections, messages (as in test_js.c) ----------------------------------------- */
+/* ---- servers, connections, messages (as in test_js.c) -----------------------------------------
+ */
 
 typedef struct js_env {
     nd_integ_conf_t conf;
@@ -170,8 +171,8 @@ js_msg_free(js_msg_t *m)
     memset(m, 0, sizeof *m);
 }
 
-/* Reads the next frame, which must be a MSG or HMSG (fields split on one or more spaces: nats-server
- * frames its internal replies with two). */
+/* Reads the next frame, which must be a MSG or HMSG (fields split on one or more spaces:
+ * nats-server frames its internal replies with two). */
 static js_msg_t
 js_read_msg_at(const char *file, int line, nd_integ_conn_t *c)
 {
@@ -224,8 +225,8 @@ js_pub_raw_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, 
     if (raw_hdr == NULL)
         n = asprintf(&head, "PUB %s%s%s %zu\r\n", subj, reply ? " " : "", reply ? reply : "", bl);
     else
-        n = asprintf(&head, "HPUB %s%s%s %zu %zu\r\n%s", subj, reply ? " " : "",
-                     reply ? reply : "", hl, hl + bl, raw_hdr);
+        n = asprintf(&head, "HPUB %s%s%s %zu %zu\r\n%s", subj, reply ? " " : "", reply ? reply : "",
+                     hl, hl + bl, raw_hdr);
     cr_assert(n > 0);
     size_t total = (size_t)n + bl + 2;
     char *buf = malloc(total);
@@ -239,8 +240,8 @@ js_pub_raw_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, 
 
 /* A request: publishes with reply REPLY and returns the reply. */
 static js_msg_t
-js_req_raw_at(const char *file, int line, nd_integ_conn_t *c, const char *subj,
-              const char *raw_hdr, const char *body)
+js_req_raw_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, const char *raw_hdr,
+              const char *body)
 {
     js_pub_raw_at(file, line, c, subj, REPLY, raw_hdr, body, strlen(body));
     js_msg_t m = js_read_msg_at(file, line, c);
@@ -272,7 +273,8 @@ js_exact_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, co
               body, want, m.data);
     js_msg_free(&m);
 }
-#define JS_EXACT(c, subj, body, want) js_exact_at(__FILE__, __LINE__, (c), (subj), NULL, (body), (want))
+#define JS_EXACT(c, subj, body, want)                                                              \
+    js_exact_at(__FILE__, __LINE__, (c), (subj), NULL, (body), (want))
 
 /* Sends an API request and returns the reply parsed (owned). */
 static json_t *
@@ -373,7 +375,7 @@ typedef struct bad_case {
 } bad_case_t;
 
 #define INVALID_JSON(type, tail)                                                                   \
-    "{\"type\":\"" type "\",\"error\":{\"code\":400,\"err_code\":10025,\"description\":\"invalid "  \
+    "{\"type\":\"" type "\",\"error\":{\"code\":400,\"err_code\":10025,\"description\":\"invalid " \
     "JSON\"}" tail "}"
 #define BAD_CREATE INVALID_JSON(T_CREATE, "")
 #define BAD_UPDATE INVALID_JSON(T_UPDATE, "")
@@ -416,9 +418,10 @@ check_invalid_json_at(const char *file, int line, nd_integ_conn_t *c, const char
         ok = json_equal(got, w);
     }
     if (!ok)
-        jsoft(file, line,
-              "%s %.60s:\n  expected: %s (description \"invalid JSON: <why>\")\n  actual:   %.1000s",
-              subj, body, want, m.data);
+        jsoft(
+            file, line,
+            "%s %.60s:\n  expected: %s (description \"invalid JSON: <why>\")\n  actual:   %.1000s",
+            subj, body, want, m.data);
     json_decref(got);
     json_decref(w);
     js_msg_free(&m);
@@ -510,8 +513,8 @@ Test(integ_jsbad, bad_json_every_api)
     /* Direct get answers with a status header, not JSON. */
     static const char *const malformed[] = {"{", "[]", "garbage", "{\"seq\":\"x\"}"};
     for (size_t i = 0; i < sizeof malformed / sizeof malformed[0]; i++) {
-        js_msg_t m = js_req_raw_at(__FILE__, __LINE__, e.c, "$JS.API.DIRECT.GET.S", NULL,
-                                   malformed[i]);
+        js_msg_t m =
+            js_req_raw_at(__FILE__, __LINE__, e.c, "$JS.API.DIRECT.GET.S", NULL, malformed[i]);
         if (m.hdr == NULL || strcmp(m.hdr, "NATS/1.0 408 Malformed Request\r\n\r\n") != 0)
             jsoft(__FILE__, __LINE__, "direct get %s: expected 408 Malformed Request, got %s",
                   malformed[i], m.hdr ? nd_integ_escape(m.hdr, m.hdr_len, 200) : m.data);
@@ -601,7 +604,8 @@ Test(integ_jsbad, strict_rejects_unknown_fields)
     JS_EXACT(e.c, "$JS.API.STREAM.CREATE.S", "{\"name\":\"S\",\"x\":1}",
              "{\"type\":\"" T_CREATE "\",\"error\":{\"code\":400,\"err_code\":10025,"
              "\"description\":\"invalid JSON: json: unknown field \\\"x\\\"\"}}");
-    JS_EXACT(e.c, "$JS.API.STREAM.CREATE.S", "{\"name\":\"S\",\"mirror\":{\"name\":\"Z\",\"bogus\":1}}",
+    JS_EXACT(e.c, "$JS.API.STREAM.CREATE.S",
+             "{\"name\":\"S\",\"mirror\":{\"name\":\"Z\",\"bogus\":1}}",
              "{\"type\":\"" T_CREATE "\",\"error\":{\"code\":400,\"err_code\":10025,"
              "\"description\":\"invalid JSON: json: unknown field \\\"bogus\\\"\"}}");
     js_create(e.c, "S", "{\"name\":\"S\",\"subjects\":[\"s.>\"],\"allow_direct\":true}");
@@ -610,7 +614,7 @@ Test(integ_jsbad, strict_rejects_unknown_fields)
              "{\"type\":\"" T_UPDATE "\",\"error\":{\"code\":400,\"err_code\":10025,"
              "\"description\":\"invalid JSON: json: unknown field \\\"x\\\"\"}}");
 #define UNKNOWN_X(type, tail)                                                                      \
-    "{\"type\":\"" type "\",\"error\":{\"code\":400,\"err_code\":10025,\"description\":\"invalid "  \
+    "{\"type\":\"" type "\",\"error\":{\"code\":400,\"err_code\":10025,\"description\":\"invalid " \
     "JSON: json: unknown field \\\"x\\\"\"}" tail "}"
     JS_EXACT(e.c, "$JS.API.STREAM.NAMES", "{\"x\":1}",
              UNKNOWN_X(T_NAMES, ",\"total\":0,\"offset\":0,\"limit\":0,\"streams\":null"));
@@ -690,7 +694,8 @@ Test(integ_jsbad, invalid_names_every_api)
     js_down(&e);
 }
 
-/* ---- overlapping subjects --------------------------------------------------------------------- */
+/* ---- overlapping subjects ---------------------------------------------------------------------
+ */
 
 Test(integ_jsbad, overlapping_subjects)
 {
@@ -746,10 +751,11 @@ Test(integ_jsbad, overlapping_subjects)
     js_down(&e);
 }
 
-/* ---- updates that may not change a field ------------------------------------------------------ */
+/* ---- updates that may not change a field ------------------------------------------------------
+ */
 
 #define UPD_ERR(code, err, text)                                                                   \
-    "{\"type\":\"" T_UPDATE "\",\"error\":{\"code\":" #code ",\"err_code\":" #err                   \
+    "{\"type\":\"" T_UPDATE "\",\"error\":{\"code\":" #code ",\"err_code\":" #err                  \
     ",\"description\":\"" text "\"}}"
 
 Test(integ_jsbad, update_immutable_fields)
@@ -782,8 +788,9 @@ Test(integ_jsbad, update_immutable_fields)
      * to/from workqueue. */
     js_create(e.c, "W", "{\"name\":\"W\",\"subjects\":[\"w\"],\"retention\":\"workqueue\"}");
     if (nd_integ_is_reference()) {
-        const char *no = UPD_ERR(500, 10052, "stream configuration update can not change "
-                                             "retention policy");
+        const char *no = UPD_ERR(500, 10052,
+                                 "stream configuration update can not change "
+                                 "retention policy");
         JS_EXACT(e.c, "$JS.API.STREAM.UPDATE.A",
                  "{\"name\":\"A\",\"subjects\":[\"a.>\"],\"retention\":\"workqueue\"}", no);
         JS_EXACT(e.c, "$JS.API.STREAM.UPDATE.A",
@@ -791,8 +798,9 @@ Test(integ_jsbad, update_immutable_fields)
         JS_EXACT(e.c, "$JS.API.STREAM.UPDATE.W",
                  "{\"name\":\"W\",\"subjects\":[\"w\"],\"retention\":\"limits\"}", no);
     } else {
-        const char *no = UPD_ERR(500, 10052, "stream configuration update can not change "
-                                             "retention policy to/from workqueue");
+        const char *no = UPD_ERR(500, 10052,
+                                 "stream configuration update can not change "
+                                 "retention policy to/from workqueue");
         JS_EXACT(e.c, "$JS.API.STREAM.UPDATE.A",
                  "{\"name\":\"A\",\"subjects\":[\"a.>\"],\"retention\":\"workqueue\"}", no);
         JS_EXACT(e.c, "$JS.API.STREAM.UPDATE.W",
@@ -816,12 +824,14 @@ Test(integ_jsbad, update_immutable_fields)
              UPD_ERR(400, 10034, "stream mirrors can not contain subjects"));
 
     /* deny_delete / deny_purge can be set, not cancelled; a sealed stream stays sealed. */
-    js_create(e.c, "D", "{\"name\":\"D\",\"subjects\":[\"d\"],\"deny_delete\":true,"
-                        "\"deny_purge\":true}");
+    js_create(e.c, "D",
+              "{\"name\":\"D\",\"subjects\":[\"d\"],\"deny_delete\":true,"
+              "\"deny_purge\":true}");
     JS_EXACT(e.c, "$JS.API.STREAM.UPDATE.D",
              "{\"name\":\"D\",\"subjects\":[\"d\"],\"deny_delete\":false,\"deny_purge\":true}",
-             UPD_ERR(500, 10052, "stream configuration update can not cancel deny message "
-                                 "deletes"));
+             UPD_ERR(500, 10052,
+                     "stream configuration update can not cancel deny message "
+                     "deletes"));
     JS_EXACT(e.c, "$JS.API.STREAM.UPDATE.D",
              "{\"name\":\"D\",\"subjects\":[\"d\"],\"deny_delete\":true,\"deny_purge\":false}",
              UPD_ERR(500, 10052, "stream configuration update can not cancel deny purge"));
@@ -855,12 +865,12 @@ Test(integ_jsbad, delete_with_body)
     JS_EXACT(e.c, "$JS.API.STREAM.DELETE.NOPE", "x", not_empty); /* checked before the lookup */
     cr_assert_eq(js_msgs(e.c, "S"), 0);
     /* "{}" counts as empty (jetstream_api.go isEmptyRequest): the stream is deleted. */
-    JS_EXACT(e.c, "$JS.API.STREAM.DELETE.S", "{}",
-             "{\"type\":\"" T_DELETE "\",\"success\":true}");
+    JS_EXACT(e.c, "$JS.API.STREAM.DELETE.S", "{}", "{\"type\":\"" T_DELETE "\",\"success\":true}");
     js_down(&e);
 }
 
-/* ---- huge subject lists and metadata ---------------------------------------------------------- */
+/* ---- huge subject lists and metadata ----------------------------------------------------------
+ */
 
 /* A create body with n subjects "<prefix>.<i>" (plus `extra` appended as the last one when not
  * NULL). Returns: owned. */
@@ -969,7 +979,8 @@ Test(integ_jsbad, huge_metadata)
     js_down(&e);
 }
 
-/* ---- 10,000 streams ---------------------------------------------------------------------------- */
+/* ---- 10,000 streams ----------------------------------------------------------------------------
+ */
 
 static double
 now_s(void)
@@ -1004,6 +1015,10 @@ pipelined(nd_integ_conn_t *c, int n, int window, const char *subj_fmt, const cha
     return ok;
 }
 
+/* 10,000 memory streams created (32 requests in flight, as an async client does), listed with
+ * paging (names 1024 a page, list 256), and deleted. Memory, because file streams keep file
+ * descriptors open: with `ulimit -n` 20000 both servers run out a few thousand streams in
+ * (2.9.10: 10049 "error creating store for stream"; natsd: 10049 "i/o error"). */
 Test(integ_jsbad, ten_thousand_streams, .timeout = 900)
 {
     enum { N = 10000 };
@@ -1011,7 +1026,7 @@ Test(integ_jsbad, ten_thousand_streams, .timeout = 900)
     js_up(&e);
     double t0 = now_s();
     int ok = pipelined(e.c, N, 32, "$JS.API.STREAM.CREATE.S%05d",
-                       "{\"name\":\"S%05d\",\"subjects\":[\"s.%05d\"]}");
+                       "{\"name\":\"S%05d\",\"subjects\":[\"s.%05d\"],\"storage\":\"memory\"}");
     double t1 = now_s();
     cr_assert_eq(ok, N, "%d of %d creates failed", N - ok, N);
 
@@ -1082,7 +1097,8 @@ Test(integ_jsbad, ten_thousand_streams, .timeout = 900)
     js_down(&e);
 }
 
-/* ---- a store directory that cannot be used ---------------------------------------------------- */
+/* ---- a store directory that cannot be used ----------------------------------------------------
+ */
 
 /* Runs the server under test with args until it exits (hang guard ND_INTEG_PROC_TIMEOUT_MS), its
  * output into out (owned). Returns: the wait status, or -1 if it had to be killed. */
@@ -1150,16 +1166,18 @@ Test(integ_jsbad, store_dir_unusable)
         char *out = NULL;
         int st = run_to_exit(args, &out);
         cr_assert(st != -1 && WIFEXITED(st) && WEXITSTATUS(st) == 1, "status %d: %s", st, out);
-        cr_assert(strstr(out, "[FTL] Can't start JetStream: storage directory is not a directory") !=
-                      NULL,
-                  "%s", out);
+        cr_assert(
+            strstr(out, "[FTL] Can't start JetStream: storage directory is not a directory") !=
+                NULL,
+            "%s", out);
         free(out);
         nd_integ_conf_remove(&e.conf);
         return;
     }
     js_start(&e);
-    cr_assert(nd_integ_server_log_has(e.srv, 0, "[ERR] Could not create or write the JetStream "
-                                                "storage directory"),
+    cr_assert(nd_integ_server_log_has(e.srv, 0,
+                                      "[ERR] Could not create or write the JetStream "
+                                      "storage directory"),
               "no clear error in the log");
     cr_assert(nd_integ_server_log_has(e.srv, 0, "Not a directory"));
     js_pub_raw_at(__FILE__, __LINE__, e.c, "$JS.API.STREAM.CREATE.S", REPLY, NULL,
@@ -1172,7 +1190,8 @@ Test(integ_jsbad, store_dir_unusable)
     js_down(&e);
 }
 
-/* ---- a corrupt store at start ----------------------------------------------------------------- */
+/* ---- a corrupt store at start -----------------------------------------------------------------
+ */
 
 /* The first file matching pattern (glob) under dir; fails if none. */
 static void
@@ -1241,8 +1260,8 @@ corrupt_store(int mode)
     cr_assert_eq(js_msgs(e.c, "B"), 4);
     cr_assert_eq(js_msgs(e.c, "C"), 5);
     /* base64 of "msg-B-0" .. "msg-B-3". */
-    static const char *const b64[] = {"bXNnLUItMA==", "bXNnLUItMQ==", "bXNnLUItMg==",
-                                      "bXNnLUItMw=="};
+    static const char *const b64[] = {
+        "bXNnLUItMA==", "bXNnLUItMQ==", "bXNnLUItMg==", "bXNnLUItMw=="};
     for (int i = 1; i <= 4; i++) {
         char body[32];
         snprintf(body, sizeof body, "{\"seq\":%d}", i);
@@ -1282,7 +1301,8 @@ Test(integ_jsbad, corrupt_store_truncated_block)
     corrupt_store(1);
 }
 
-/* ---- malformed publishes ---------------------------------------------------------------------- */
+/* ---- malformed publishes ----------------------------------------------------------------------
+ */
 
 /* Publishes with raw header block hdr on subject p.a and checks the exact reply. */
 static void
