@@ -553,3 +553,24 @@ nd_apijson_num_text(const nd_apijson_t *j, const json_t *v, char *buf, size_t ca
     snprintf(buf, cap, "%g", json_real_value(v));
     return buf;
 }
+
+const char *
+nd_apijson_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "object";
+    case JSON_ARRAY:
+        return "array";
+    case JSON_STRING:
+        return "string";
+    case JSON_INTEGER:
+    case JSON_REAL:
+        return "number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "bool";
+    default:
+        return "null";
+    }
+}

@@ -37,4 +37,8 @@ void nd_apijson_free(nd_apijson_t *j);
  * printed. Returns: buf. */
 const char *nd_apijson_num_text(const nd_apijson_t *j, const json_t *v, char *buf, size_t cap);
 
+/* Go's name of v's JSON kind in type errors: "object", "array", "string", "number", "bool",
+ * "null". */
+const char *nd_apijson_kind(const json_t *v);
+
 #endif

@@ -238,7 +238,13 @@ int64_t js_stream_dedup_expire(nd_stream_t *st, int64_t now);
 /* ---- stream_ops.c: API requests on the stream's turn ---- */
 void js_stream_api(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
 void js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
-json_t *js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err);
+/* What a STREAM.INFO request asks for (JSApiStreamInfoRequest). */
+typedef struct js_info_opts {
+    bool deleted_details;
+    const char *filter; /* subjects_filter, NULL: none */
+    int64_t offset;
+} js_info_opts_t;
+json_t *js_stream_info(nd_stream_t *st, const js_info_opts_t *req, nd_jserr_t *err);
 /* StreamState's JSON; subjects and deleted (borrowed) may be NULL. */
 json_t *js_state_json(const nd_store_state_t *s, json_t *subjects, json_t *deleted);
 

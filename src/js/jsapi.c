@@ -12,6 +12,7 @@
 
 #include "actors/alloc.h"
 #include "js/js_int.h"
+#include "js/jsreq.h"
 #include "subj/subject.h"
 #include "util/evid.h"
 #include "util/log.h"
@@ -215,15 +216,8 @@ parse_cfg(api_req_t *r, nd_stream_cfg_t *cfg, nd_jserr_t *err)
 {
     if (r->m->data_len == 0)
         return nd_jserr_setf(err, ND_JSE_INVALID_JSON, "unexpected end of JSON input");
-    bool pedantic = false;
-    nd_jserr_t jerr;
-    json_t *body = js_body(r->m, &jerr);
-    if (body != NULL) {
-        pedantic = json_is_true(json_object_get(body, "pedantic"));
-        json_decref(body);
-    }
     nd_stream_cfg_env_t env;
-    js_cfg_env(r->jsa, &env, pedantic);
+    js_cfg_env(r->jsa, &env, false); /* the body's "pedantic" is read with the config */
     env.create = strncmp(r->op, "STREAM.CREATE.", 14) == 0;
     return nd_stream_cfg_parse(r->m->data, r->m->data_len, r->name, &env, cfg, err);
 }
@@ -295,6 +289,11 @@ stream_update(api_req_t *r)
         fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
         return;
     }
+    if (cfg.num_replicas > 1) { /* a single server (2.10+ refuses it on update too) */
+        nd_stream_cfg_free(&cfg);
+        fail_code(r, what, ND_JSE_STREAM_REPLICAS_NOT_SUPPORTED);
+        return;
+    }
     if (!nd_stream_cfg_check_update(&st->acfg, &cfg, &err)) {
         nd_stream_cfg_free(&cfg);
         fail(r, what, &err);
@@ -316,7 +315,7 @@ static void
 stream_delete(api_req_t *r)
 {
     const char *what = "stream_delete_response";
-    if (r->m->data_len > 0) {
+    if (!js_req_empty(r->m->data, r->m->data_len)) {
         fail_code(r, what, ND_JSE_NOT_EMPTY_REQUEST);
         return;
     }
@@ -349,33 +348,22 @@ filtered(nd_jsa_t *jsa, const char *filter, nd_stream_t ***out)
     return n;
 }
 
-static bool
-paged_req(api_req_t *r, const char *what, int64_t *offset, const char **filter, json_t **body)
-{
-    nd_jserr_t err;
-    *body = js_body(r->m, &err);
-    if (*body == NULL) {
-        fail(r, what, &err);
-        return false;
-    }
-    json_t *off = json_object_get(*body, "offset");
-    *offset = json_is_integer(off) ? json_integer_value(off) : 0;
-    if (*offset < 0)
-        *offset = 0;
-    json_t *subj = json_object_get(*body, "subject");
-    *filter = json_is_string(subj) ? json_string_value(subj) : NULL;
-    return true;
-}
+static const js_rfield_t paged_f[] = {{"offset", JS_RT_INT}, {"subject", JS_RT_STR}};
 
 static void
 stream_names(api_req_t *r, bool list)
 {
     const char *what = list ? "stream_list_response" : "stream_names_response";
-    int64_t offset;
-    const char *filter;
-    json_t *body;
-    if (!paged_req(r, what, &offset, &filter, &body))
+    js_req_t q;
+    nd_jserr_t err;
+    if (!js_req_decode(r->m->data, r->m->data_len, r->jsa->js->strict,
+                       list ? "JSApiStreamListRequest" : "JSApiStreamNamesRequest", paged_f, 2, &q,
+                       &err)) {
+        fail(r, what, &err);
         return;
+    }
+    int64_t offset = q.v[0].i > 0 ? q.v[0].i : 0; /* (2.9.10 crashes on a negative one) */
+    const char *filter = q.v[1].s;
     nd_stream_t **v;
     size_t n = filtered(r->jsa, filter, &v);
     size_t limit = list ? JS_LIST_LIMIT : JS_NAMES_LIMIT;
@@ -396,7 +384,7 @@ stream_names(api_req_t *r, bool list)
     }
     json_object_set_new(o, "streams", arr);
     nd_free(v);
-    json_decref(body);
+    js_req_free(&q);
     js_send(r->ctx, r->ic, r->reply, o);
 }
 

@@ -48,6 +48,8 @@ js_paged_error_fields(json_t *resp, const char *what)
     }
     if (strcmp(what, "stream_names_response") == 0)
         json_object_set_new(resp, "streams", json_null());
+    if (strcmp(what, "stream_list_response") == 0)
+        json_object_set_new(resp, "streams", json_array());
     if (strcmp(what, "stream_purge_response") == 0)
         json_object_set_new(resp, "purged", json_integer(0));
 }

@@ -330,26 +330,6 @@ typedef struct dctx {
     char err[400]; /* the first error ("" = none) */
 } dctx_t;
 
-static const char *
-kind_name(const json_t *v)
-{
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        return "object";
-    case JSON_ARRAY:
-        return "array";
-    case JSON_STRING:
-        return "string";
-    case JSON_INTEGER:
-    case JSON_REAL:
-        return "number";
-    case JSON_TRUE:
-    case JSON_FALSE:
-        return "bool";
-    default:
-        return "null";
-    }
-}
 
 static void
 type_err(dctx_t *d, const char *value, const char *sname, const char *path, const char *type)
@@ -423,7 +403,7 @@ decode_int(dctx_t *d, const json_t *v, const sdesc_t *sd, const char *path, cons
 {
     char nb[128], val[160];
     if (!json_is_number(v)) {
-        type_err(d, kind_name(v), sd->goname, path, f->gotype);
+        type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
         return false;
     }
     if (json_is_integer(v)) {
@@ -489,7 +469,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
     switch (f->kind) {
     case K_STR:
         if (!json_is_string(v)) {
-            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
             return;
         }
         nd_free(*AT(base, f->off, char *));
@@ -506,7 +486,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
         return;
     case K_BOOL:
         if (!json_is_boolean(v)) {
-            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
             return;
         }
         *AT(base, f->off, bool) = json_is_true(v);
@@ -560,7 +540,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
     }
     case K_COMPR:
         if (!json_is_string(v)) {
-            fatal_err(d, "json: cannot unmarshal %s into Go value of type string", kind_name(v));
+            fatal_err(d, "json: cannot unmarshal %s into Go value of type string", nd_apijson_kind(v));
             return;
         }
         if (!strcmp(json_string_value(v), "s2"))
@@ -609,7 +589,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
     }
     case K_STRS: {
         if (!json_is_array(v)) {
-            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
             return;
         }
         sdesc_t one = {sd->goname, sd->size, f, 1};
@@ -622,7 +602,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
                 out[i] = nd_xstrdup(json_string_value(e));
             else {
                 if (!json_is_null(e))
-                    type_err(d, kind_name(e), sd->goname, path, "string");
+                    type_err(d, nd_apijson_kind(e), sd->goname, path, "string");
                 out[i] = nd_xstrdup("");
             }
         }
@@ -632,7 +612,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
     }
     case K_PTR: {
         if (!json_is_object(v)) {
-            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
             return;
         }
         void **pp = AT(base, f->off, void *);
@@ -643,14 +623,14 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
     }
     case K_STRUCT:
         if (!json_is_object(v)) {
-            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
             return;
         }
         decode_struct(d, f->sub, AT(base, f->off, char), v, path);
         return;
     case K_LIST: {
         if (!json_is_array(v)) {
-            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
             return;
         }
         sdesc_t one = {sd->goname, sd->size, f, 1};
@@ -671,7 +651,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
             }
             out[i] = nd_xcalloc(1, f->sub->size);
             if (!json_is_object(e)) {
-                type_err(d, kind_name(e), sd->goname, path, etype);
+                type_err(d, nd_apijson_kind(e), sd->goname, path, etype);
                 continue;
             }
             decode_struct(d, f->sub, out[i], e, path);
@@ -680,7 +660,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
     }
     case K_MAP: {
         if (!json_is_object(v)) {
-            type_err(d, kind_name(v), sd->goname, path, f->gotype);
+            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
             return;
         }
         json_t **mp = AT(base, f->off, json_t *);
@@ -694,7 +674,7 @@ decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t 
                 json_object_set(*mp, k, e);
             else {
                 if (!json_is_null(e))
-                    type_err(d, kind_name(e), sd->goname, path, "string");
+                    type_err(d, nd_apijson_kind(e), sd->goname, path, "string");
                 json_object_set_new(*mp, k, json_string(""));
             }
         }
@@ -740,7 +720,7 @@ decode_cfg(dctx_t *d, json_t *root, gcfg_t *g)
             return true;
         snprintf(d->err, sizeof d->err,
                  "json: cannot unmarshal %s into Go value of type server.StreamConfigRequest",
-                 kind_name(root));
+                 nd_apijson_kind(root));
         return false;
     }
     decode_struct(d, &cfg_d, g, root, NULL);

@@ -11,6 +11,7 @@
 #include "actors/alloc.h"
 #include "js/js_int.h"
 #include "js/jshdr.h"
+#include "js/jsreq.h"
 #include "util/base64.h"
 #include "util/timefmt.h"
 
@@ -18,13 +19,6 @@
 
 static uint64_t seq_from_time(nd_store_t *store, int64_t t);
 
-/* A positive integer field of a request, else 0. */
-static uint64_t
-req_u64(const json_t *req, const char *key)
-{
-    json_t *v = json_object_get(req, key);
-    return json_is_integer(v) && json_integer_value(v) > 0 ? (uint64_t)json_integer_value(v) : 0;
-}
 
 
 /* ---- info ---- */
@@ -77,21 +71,14 @@ js_state_json(const nd_store_state_t *s, json_t *subjects, json_t *deleted)
 }
 
 json_t *
-js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err)
+js_stream_info(nd_stream_t *st, const js_info_opts_t *req, nd_jserr_t *err)
 {
     (void)err;
     nd_store_state_t s;
     nd_store_state(st->store, &s);
-    const char *filter = NULL;
-    bool details = false;
-    int64_t offset = 0;
-    if (req != NULL) {
-        json_t *f = json_object_get(req, "subjects_filter");
-        filter = json_is_string(f) ? json_string_value(f) : NULL;
-        details = json_is_true(json_object_get(req, "deleted_details"));
-        json_t *off = json_object_get(req, "offset");
-        offset = json_is_integer(off) && json_integer_value(off) > 0 ? json_integer_value(off) : 0;
-    }
+    const char *filter = req != NULL ? req->filter : NULL;
+    bool details = req != NULL && req->deleted_details;
+    int64_t offset = req != NULL && req->offset > 0 ? req->offset : 0;
     subj_collect_t sc = {.map = NULL, .offset = (size_t)offset, .limit = JS_SUBJECTS_LIMIT};
     if (filter != NULL && filter[0] != '\0' && s.msgs > 0) {
         sc.map = json_object();
@@ -127,26 +114,33 @@ js_stream_info(nd_stream_t *st, const json_t *req, nd_jserr_t *err)
 static void
 info_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, bool create)
 {
+    static const js_rfield_t f[] = {
+        {"deleted_details", JS_RT_BOOL}, {"subjects_filter", JS_RT_STR}, {"offset", JS_RT_INT}};
     const char *what = create ? "stream_create_response" : "stream_info_response";
     nd_jserr_t err;
-    json_t *req = js_body(m, &err);
-    if (req == NULL) {
-        js_send_error(ctx, st->ic, m->reply, what, &err);
-        return;
+    js_req_t q = {0};
+    js_info_opts_t opts = {0};
+    if (!create) {
+        if (!js_req_decode(m->data, m->data_len, st->jsa->js->strict, "JSApiStreamInfoRequest",
+                           f, 3, &q, &err)) {
+            js_send_error(ctx, st->ic, m->reply, what, &err);
+            return;
+        }
+        opts = (js_info_opts_t){
+            .deleted_details = q.v[0].b, .filter = q.v[1].s, .offset = q.v[2].i};
     }
-    json_t *info = js_stream_info(st, create ? NULL : req, &err);
+    json_t *info = js_stream_info(st, create ? NULL : &opts, &err);
     json_t *o = js_resp(what);
     if (!create) {
         json_t *total = json_object_get(info, "_total");
-        json_t *off = json_object_get(req, "offset");
         json_object_set_new(o, "total", json_integer(total != NULL ? json_integer_value(total) : 0));
-        json_object_set_new(o, "offset", json_integer(json_is_integer(off) ? json_integer_value(off) : 0));
+        json_object_set_new(o, "offset", json_integer(opts.offset));
         json_object_set_new(o, "limit", json_integer(total != NULL ? JS_SUBJECTS_LIMIT : 0));
     }
     json_object_del(info, "_total");
     json_object_update(o, info);
     json_decref(info);
-    json_decref(req);
+    js_req_free(&q);
     if (create) /* nats-server 2.9+ says did_create for a repeated, identical create too */
         json_object_set_new(o, "did_create", json_true());
     js_send(ctx, st->ic, m->reply, o);
@@ -157,17 +151,18 @@ info_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, bool create)
 static void
 purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
 {
+    static const js_rfield_t f[] = {
+        {"filter", JS_RT_STR}, {"seq", JS_RT_U64}, {"keep", JS_RT_U64}};
     const char *what = "stream_purge_response";
     nd_jserr_t err;
-    json_t *req = js_body(m, &err);
-    if (req == NULL) {
-        js_send_error(ctx, st->ic, m->reply, what, &err);
-        return;
-    }
-    json_t *jf = json_object_get(req, "filter");
-    uint64_t seq = req_u64(req, "seq"), keep = req_u64(req, "keep");
-    const char *filter = json_is_string(jf) ? json_string_value(jf) : NULL;
-    if (seq > 0 && keep > 0) {
+    js_req_t q;
+    bool ok = js_req_decode(m->data, m->data_len, st->jsa->js->strict, "JSApiStreamPurgeRequest",
+                            f, 3, &q, &err);
+    const char *filter = ok && q.v[0].s != NULL && q.v[0].s[0] != '\0' ? q.v[0].s : NULL;
+    uint64_t seq = ok ? q.v[1].u : 0, keep = ok ? q.v[2].u : 0;
+    if (!ok) {
+        /* err: 10025 */
+    } else if (seq > 0 && keep > 0) {
         nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
     } else if (st->cfg.sealed) {
         nd_jserr_set(&err, ND_JSE_STREAM_SEALED, NULL);
@@ -177,7 +172,8 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         err.e = ND_JSE_NONE;
     }
     if (err.e != ND_JSE_NONE) {
-        json_decref(req);
+        if (ok)
+            js_req_free(&q);
         json_t *o = js_resp(what);
         js_resp_error(o, &err);
         json_object_set_new(o, "purged", json_integer(0));
@@ -187,7 +183,7 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     uint64_t purged = 0;
     nd_err_t e = st->store->ops->purge(st->store, filter, filter != NULL ? strlen(filter) : 0, seq,
                                        keep, &purged);
-    json_decref(req);
+    js_req_free(&q);
     st->dirty = true;
     json_t *o = js_resp(what);
     if (e != ND_OK) {
@@ -213,20 +209,36 @@ b64(const void *p, size_t n)
     return s;
 }
 
-/* The body of a request that needs one: the object, or NULL after answering 10003 (empty) or
- * 10025 (not JSON). */
-static json_t *
-required_body(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *what)
+/* JSApiMsgGetRequest: message get and direct get. */
+enum { MG_SEQ, MG_LAST, MG_NEXT, MG_BATCH, MG_MAX_BYTES, MG_START, MG_MULTI, MG_UPTO_SEQ, MG_UPTO_TIME };
+static const js_rfield_t msg_get_f[] = {
+    [MG_SEQ] = {"seq", JS_RT_U64},          [MG_LAST] = {"last_by_subj", JS_RT_STR},
+    [MG_NEXT] = {"next_by_subj", JS_RT_STR}, [MG_BATCH] = {"batch", JS_RT_INT},
+    [MG_MAX_BYTES] = {"max_bytes", JS_RT_INT}, [MG_START] = {"start_time", JS_RT_TIME},
+    [MG_MULTI] = {"multi_last", JS_RT_STRS}, [MG_UPTO_SEQ] = {"up_to_seq", JS_RT_U64},
+    [MG_UPTO_TIME] = {"up_to_time", JS_RT_TIME},
+};
+
+/* Decodes the body of a request that needs one. Returns: false after answering 10003 (empty,
+ * "{}" included, as nats-server's isEmptyRequest) or 10025 (not that JSON). */
+static bool
+required_req(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *what,
+             const char *goname, const js_rfield_t *f, size_t n, js_req_t *q)
 {
     nd_jserr_t err;
-    json_t *req = NULL;
-    if (m->data_len == 0)
+    if (js_req_empty(m->data, m->data_len))
         nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
-    else
-        req = js_body(m, &err);
-    if (req == NULL)
-        js_send_error(ctx, st->ic, m->reply, what, &err);
-    return req;
+    else if (js_req_decode(m->data, m->data_len, st->jsa->js->strict, goname, f, n, q, &err))
+        return true;
+    js_send_error(ctx, st->ic, m->reply, what, &err);
+    return false;
+}
+
+/* A non-empty string field, else NULL. */
+static const char *
+nonempty(const js_rval_t *v)
+{
+    return v->s != NULL && v->s[0] != '\0' ? v->s : NULL;
 }
 
 static void
@@ -234,23 +246,27 @@ msg_get_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
 {
     const char *what = "stream_msg_get_response";
     nd_jserr_t err;
-    json_t *req = required_body(ctx, st, m, what);
-    if (req == NULL)
+    js_req_t q;
+    if (!required_req(ctx, st, m, what, "JSApiMsgGetRequest", msg_get_f, 9, &q))
         return;
-    json_t *jl = json_object_get(req, "last_by_subj"), *jn = json_object_get(req, "next_by_subj");
-    uint64_t seq = req_u64(req, "seq");
-    const char *last = json_is_string(jl) && json_string_length(jl) > 0 ? json_string_value(jl) : NULL;
-    const char *next = json_is_string(jn) && json_string_length(jn) > 0 ? json_string_value(jn) : NULL;
-    const char *stime = json_string_value(json_object_get(req, "start_time"));
+    uint64_t seq = q.v[MG_SEQ].u;
+    const char *last = nonempty(&q.v[MG_LAST]), *next = nonempty(&q.v[MG_NEXT]);
+    const char *stime = q.v[MG_START].s;
     int64_t t = 0;
     bool bad_time = stime != NULL && nd_time_parse_rfc3339(stime, &t) != 0;
-    bool bad = json_object_get(req, "batch") != NULL || json_object_get(req, "max_bytes") != NULL ||
+    if (bad_time) {
+        js_req_free(&q);
+        nd_jserr_setf(&err, ND_JSE_INVALID_JSON, "parsing time \"%s\" as RFC 3339: invalid", stime);
+        js_send_error(ctx, st->ic, m->reply, what, &err);
+        return;
+    }
+    bool bad = q.v[MG_BATCH].i > 0 || q.v[MG_MAX_BYTES].i > 0 ||
                (seq > 0 && last != NULL) ||
                (seq == 0 && last == NULL && next == NULL && stime == NULL) ||
                (seq > 0 && stime != NULL) || (stime != NULL && last != NULL) ||
-               (last != NULL && next != NULL) || bad_time;
+               (last != NULL && next != NULL);
     if (bad) {
-        json_decref(req);
+        js_req_free(&q);
         nd_jserr_set(&err, ND_JSE_BAD_REQUEST, NULL);
         js_send_error(ctx, st->ic, m->reply, what, &err);
         return;
@@ -265,7 +281,7 @@ msg_get_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         e = nd_store_load(st->store, seq, &sm);
     else
         e = st->store->ops->load_last(st->store, last, strlen(last), &sm);
-    json_decref(req);
+    js_req_free(&q);
     json_t *o = js_resp(what);
     if (e != ND_OK) {
         nd_jserr_set(&err, ND_JSE_NO_MESSAGE_FOUND, NULL);
@@ -288,14 +304,15 @@ msg_get_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
 static void
 msg_delete_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
 {
+    static const js_rfield_t f[] = {{"seq", JS_RT_U64}, {"no_erase", JS_RT_BOOL}};
     const char *what = "stream_msg_delete_response";
     nd_jserr_t err;
-    json_t *req = required_body(ctx, st, m, what);
-    if (req == NULL)
+    js_req_t q;
+    if (!required_req(ctx, st, m, what, "JSApiMsgDeleteRequest", f, 2, &q))
         return;
-    uint64_t seq = req_u64(req, "seq");
-    bool no_erase = json_is_true(json_object_get(req, "no_erase"));
-    json_decref(req);
+    uint64_t seq = q.v[0].u;
+    bool no_erase = q.v[1].b;
+    js_req_free(&q);
     if (st->cfg.sealed) {
         nd_jserr_set(&err, ND_JSE_STREAM_SEALED, NULL);
         js_send_error(ctx, st->ic, m->reply, what, &err);
@@ -468,15 +485,15 @@ cmp_u64(const void *a, const void *b)
 }
 
 static void
-direct_multi(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const json_t *req, uint64_t from,
+direct_multi(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const js_req_t *q, uint64_t from,
              uint64_t batch, uint64_t max_bytes)
 {
     enum { MAX_RESULTS = 1024 };
     nd_store_t *store = st->store;
     nd_store_state_t ss;
     nd_store_state(store, &ss);
-    uint64_t up_to = req_u64(req, "up_to_seq");
-    const char *upt = json_string_value(json_object_get(req, "up_to_time"));
+    uint64_t up_to = q->v[MG_UPTO_SEQ].u;
+    const char *upt = q->v[MG_UPTO_TIME].s;
     if (upt != NULL) {
         int64_t t;
         if (nd_time_parse_rfc3339(upt, &t) != 0) {
@@ -493,7 +510,7 @@ direct_multi(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const json_t *re
     if (up_to == 0)
         up_to = ss.last_seq;
     multi_collect_t c = {.store = store, .from = from, .up_to = up_to};
-    json_t *filters = json_object_get(req, "multi_last");
+    const json_t *filters = q->v[MG_MULTI].arr;
     size_t i;
     json_t *f;
     json_array_foreach(filters, i, f)
@@ -553,7 +570,8 @@ js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     uint64_t seq = 0, batch = 0, max_bytes = 0;
     const char *last = NULL, *next = NULL;
     char key[1024];
-    json_t *req = NULL;
+    js_req_t q;
+    bool have_q = false;
     if (m->subject_len > (size_t)pl + 1 && m->subject[pl] == '.') {
         /* DIRECT.GET.<stream>.<subject>: the last message on that subject, no body */
         if (m->data_len > 0 || m->subject_len - (size_t)pl - 1 >= sizeof key) {
@@ -568,53 +586,49 @@ js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
             status(ctx, st, reply, "NATS/1.0 408 Empty Request\r\n\r\n");
             return;
         }
-        req = json_loadb(m->data, m->data_len, 0, NULL);
-        if (req == NULL || !json_is_object(req)) {
-            json_decref(req);
+        /* nats-server decodes it with json.Unmarshal: unknown fields are ignored even in
+         * strict mode, a malformed body is 408 Malformed Request */
+        nd_jserr_t err;
+        if (!js_req_decode(m->data, m->data_len, false, "JSApiMsgGetRequest", msg_get_f, 9, &q,
+                           &err)) {
             status(ctx, st, reply, "NATS/1.0 408 Malformed Request\r\n\r\n");
             return;
         }
-        json_t *v;
-        seq = req_u64(req, "seq");
-        batch = req_u64(req, "batch");
-        max_bytes = req_u64(req, "max_bytes");
-        if (json_is_string(v = json_object_get(req, "last_by_subj")) && json_string_length(v) > 0)
-            last = json_string_value(v);
-        if (json_is_string(v = json_object_get(req, "next_by_subj")) && json_string_length(v) > 0)
-            next = json_string_value(v);
-        bool multi = json_array_size(json_object_get(req, "multi_last")) > 0;
-        const char *stime = json_string_value(json_object_get(req, "start_time"));
+        have_q = true;
+        seq = q.v[MG_SEQ].u;
+        batch = q.v[MG_BATCH].i > 0 ? (uint64_t)q.v[MG_BATCH].i : 0;
+        max_bytes = q.v[MG_MAX_BYTES].i > 0 ? (uint64_t)q.v[MG_MAX_BYTES].i : 0;
+        last = nonempty(&q.v[MG_LAST]);
+        next = nonempty(&q.v[MG_NEXT]);
+        bool multi = q.v[MG_MULTI].arr != NULL && json_array_size(q.v[MG_MULTI].arr) > 0;
+        const char *stime = q.v[MG_START].s;
+        const char *bad = NULL;
         if (stime != NULL) {
             int64_t t;
             if (seq > 0 || last != NULL || nd_time_parse_rfc3339(stime, &t) != 0) {
-                json_decref(req);
-                status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
-                return;
+                bad = "NATS/1.0 408 Bad Request\r\n\r\n";
+            } else {
+                seq = seq_from_time(st->store, t);
+                if (next == NULL)
+                    next = ">"; /* from that time on, every subject */
             }
-            seq = seq_from_time(st->store, t);
-            if (next == NULL)
-                next = ">"; /* from that time on, every subject */
         }
-        if (seq == 0 && last == NULL && next == NULL && !multi) {
-            json_decref(req);
-            status(ctx, st, reply, "NATS/1.0 408 Empty Request\r\n\r\n");
-            return;
-        }
-        if ((seq > 0 && last != NULL) || (last != NULL && next != NULL) ||
-            (last != NULL && batch > 0) || (multi && (last != NULL || next != NULL))) {
-            json_decref(req);
-            status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
-            return;
-        }
-        if (json_object_get(req, "up_to_seq") != NULL && json_object_get(req, "up_to_time") != NULL) {
-            json_decref(req);
-            status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
+        if (bad == NULL && seq == 0 && last == NULL && next == NULL && !multi)
+            bad = "NATS/1.0 408 Empty Request\r\n\r\n";
+        else if (bad == NULL &&
+                 ((seq > 0 && last != NULL) || (last != NULL && next != NULL) ||
+                  (last != NULL && batch > 0) || (multi && (last != NULL || next != NULL)) ||
+                  (q.v[MG_UPTO_SEQ].set && q.v[MG_UPTO_TIME].set)))
+            bad = "NATS/1.0 408 Bad Request\r\n\r\n";
+        if (bad != NULL) {
+            js_req_free(&q);
+            status(ctx, st, reply, bad);
             return;
         }
         if (multi) {
             uint64_t mb = max_bytes > 0 ? max_bytes : (uint64_t)st->jsa->js->srv->opts.max_pending;
-            direct_multi(ctx, st, reply, req, seq, batch, mb);
-            json_decref(req);
+            direct_multi(ctx, st, reply, &q, seq, batch, mb);
+            js_req_free(&q);
             return;
         }
     }
@@ -647,7 +661,8 @@ js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
                 break;
             status(ctx, st, reply, "NATS/1.0 404 Message Not Found\r\n\r\n");
             nd_store_msg_free(&sm);
-            json_decref(req);
+            if (have_q)
+                js_req_free(&q);
             return;
         }
         sent += send_direct(ctx, st, reply, &sm, is_batch, np, lseq);
@@ -658,7 +673,8 @@ js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
             break;
     }
     nd_store_msg_free(&sm);
-    json_decref(req);
+    if (have_q)
+        js_req_free(&q);
     if (is_batch) {
         char eob[128];
         snprintf(eob, sizeof eob,

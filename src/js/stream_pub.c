@@ -368,7 +368,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         v = js_hdr_get(hdr, hl, "Nats-Expected-Last-Subject-Sequence", &n);
         if (v != NULL) {
             if (!parse_u64(v, n, &want))
-                want = 0;
+                want = UINT64_MAX; /* nats-server: unparsable is -1, which nothing matches */
             size_t sl;
             const char *ss = js_hdr_get(hdr, hl, "Nats-Expected-Last-Subject-Sequence-Subject", &sl);
             char sbuf[1024];
