@@ -98,7 +98,7 @@ typedef struct js_dedup {
 typedef struct js_pending_ack {
     char *reply;
     char *body;
-    bool ok; /* a PubAck with a sequence: a failed sync or write at the turn's end makes it an error */
+    bool ok; /* a PubAck with a sequence (a failed write or sync turns it into an error) */
 } js_pending_ack_t;
 
 /* Counters copied at the end of each turn, for listings and monitoring. */

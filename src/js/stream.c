@@ -276,9 +276,9 @@ advise_no_space(nd_ctx_t *ctx, nd_stream_t *st)
                             json_string("io.nats.jetstream.advisory.v1.server_out_of_space"));
         json_object_set_new(o, "id", json_string(id));
         json_object_set_new(o, "timestamp", js_time(js_now()));
-        json_object_set_new(o, "server", json_string(srv->opts.server_name != NULL
-                                                         ? srv->opts.server_name
-                                                         : srv->server_id));
+        json_object_set_new(
+            o, "server",
+            json_string(srv->opts.server_name != NULL ? srv->opts.server_name : srv->server_id));
         json_object_set_new(o, "server_id", json_string(srv->server_id));
         json_object_set_new(o, "stream", json_string(st->name));
         json_object_set_new(o, "cluster",

@@ -64,24 +64,24 @@ typedef struct undo {
 typedef struct rec {
     dev_t dev;
     ino_t ino;
-    char *path;       /* where it was last seen (for removing an undurable creation) */
-    int fd;           /* our own O_RDWR descriptor, for reading old bytes and restoring */
-    off_t synced;     /* the size at the last sync */
+    char *path;   /* where it was last seen (for removing an undurable creation) */
+    int fd;       /* our own O_RDWR descriptor, for reading old bytes and restoring */
+    off_t synced; /* the size at the last sync */
     undo_t *undo;
     size_t nundo, capundo;
-    bool created;     /* created here and its directory not fsynced since */
-    dev_t pdev;       /* its parent directory */
+    bool created; /* created here and its directory not fsynced since */
+    dev_t pdev;   /* its parent directory */
     ino_t pino;
     struct rec *next;
 } rec_t;
 
 typedef struct fdent {
-    bool dir;         /* a directory under the prefix (an fsync of it makes creations durable) */
-    bool sync;        /* O_SYNC / O_DSYNC */
+    bool dir;  /* a directory under the prefix (an fsync of it makes creations durable) */
+    bool sync; /* O_SYNC / O_DSYNC */
     bool append;
     dev_t dev;
     ino_t ino;
-    rec_t *rec;       /* regular files */
+    rec_t *rec; /* regular files */
 } fdent_t;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -874,9 +874,10 @@ do_rename(int ofd, const char *op, int nfd, const char *np, unsigned flags, int 
         target_existed = abs_path(nfd, np, nabs, sizeof nabs) && stat(nabs, &sb) == 0;
         over = target_existed ? rec_find(sb.st_dev, sb.st_ino) : NULL;
     }
-    int rc = how == 0   ? r_rename(op, np)
-             : how == 1 ? r_renameat(ofd, op, nfd, np)
-                        : (r_renameat2 ? r_renameat2(ofd, op, nfd, np, flags) : (errno = ENOSYS, -1));
+    int rc = how == 0 ? r_rename(op, np)
+             : how == 1
+                 ? r_renameat(ofd, op, nfd, np)
+                 : (r_renameat2 ? r_renameat2(ofd, op, nfd, np, flags) : (errno = ENOSYS, -1));
     int saved = errno;
     if (w) {
         if (rc == 0) {

@@ -36,7 +36,8 @@ TestSuite(integ_jspower, .fini = nd_integ_cleanup, .timeout = 300);
 #define REPLY     "_R.1"
 #define IN_FLIGHT 256
 
-/* ---- natsd under the shim --------------------------------------------------------------------- */
+/* ---- natsd under the shim ---------------------------------------------------------------------
+ */
 
 typedef struct power_env {
     nd_integ_conf_t conf;
@@ -88,7 +89,8 @@ power_start(power_env_t *e)
     return srv;
 }
 
-/* ---- protocol helpers (as tests/integ/test_js.c) ------------------------------------------------ */
+/* ---- protocol helpers (as tests/integ/test_js.c) ------------------------------------------------
+ */
 
 static nd_integ_conn_t *
 js_connect(nd_integ_server_t *srv, const char *user, const char *sub)
@@ -238,7 +240,8 @@ verify_prefix(nd_integ_conn_t *c)
     return last;
 }
 
-/* ---- power loss ------------------------------------------------------------------------------- */
+/* ---- power loss -------------------------------------------------------------------------------
+ */
 
 /* Publishes "m<n>" (IN_FLIGHT in flight, acks checked in order) until cut_after acks came, cuts
  * the power with publishes still in flight, and counts the acks that left before natsd died.
@@ -335,7 +338,8 @@ Test(integ_jspower, power_cut_default_policy)
     nd_integ_conf_stop(srv, &e.conf);
 }
 
-/* ---- a full disk ------------------------------------------------------------------------------ */
+/* ---- a full disk ------------------------------------------------------------------------------
+ */
 
 #define ADVISORY "$JS.EVENT.ADVISORY.SERVER.OUT_OF_STORAGE"
 
