@@ -81,7 +81,8 @@ typedef struct fdent {
     bool append;
     dev_t dev;
     ino_t ino;
-    rec_t *rec; /* regular files */
+    rec_t *rec;            /* regular files */
+    struct fdent *retired; /* closed entries stay listed (a lock-free reader may hold one) */
 } fdent_t;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -90,6 +91,7 @@ static size_t prefix_len;
 static const char *ctl;
 static fdent_t *fds[MAX_FDS];
 static rec_t *recs;
+static fdent_t *retired;
 static _Atomic int mode; /* 0 ok, 1 enospc */
 static bool partial_left;
 
@@ -461,7 +463,11 @@ do_open(int dirfd, const char *path, int flags, mode_t md, bool at)
             e->sync = (flags & (O_SYNC | O_DSYNC)) != 0;
             e->append = (flags & O_APPEND) != 0;
         }
-        __atomic_store_n(&fds[fd], e, __ATOMIC_RELEASE);
+        fdent_t *old = __atomic_exchange_n(&fds[fd], e, __ATOMIC_ACQ_REL);
+        if (old != NULL) { /* closed behind our back (fclose): keep it listed */
+            old->retired = retired;
+            retired = old;
+        }
     }
     pthread_mutex_unlock(&mu);
     errno = saved;
@@ -555,8 +561,15 @@ int
 close(int fd)
 {
     resolve();
-    if (fd >= 0 && fd < MAX_FDS && __atomic_load_n(&fds[fd], __ATOMIC_ACQUIRE) != NULL)
-        __atomic_store_n(&fds[fd], NULL, __ATOMIC_RELEASE);
+    if (fd >= 0 && fd < MAX_FDS && __atomic_load_n(&fds[fd], __ATOMIC_ACQUIRE) != NULL) {
+        pthread_mutex_lock(&mu);
+        fdent_t *e = __atomic_exchange_n(&fds[fd], NULL, __ATOMIC_ACQ_REL);
+        if (e != NULL) {
+            e->retired = retired;
+            retired = e;
+        }
+        pthread_mutex_unlock(&mu);
+    }
     return r_close(fd);
 }
 
