@@ -100,7 +100,8 @@ typedef struct js_dedup {
 typedef struct js_pending_ack {
     char *reply;
     char *body;
-    bool stored; /* acknowledges a message stored in this batch (not a duplicate or an error) */
+    bool ok; /* acknowledges a message stored in this batch (a failed write or sync turns it
+              * into an error) */
 } js_pending_ack_t;
 
 /* Counters copied at the end of each turn, for listings and monitoring. */
@@ -134,6 +135,9 @@ struct nd_stream {
     js_pending_ack_t *acks; /* this turn's acknowledgements */
     size_t nacks, acks_cap;
     bool dirty;             /* stored something this turn */
+    int write_errno;        /* a store call failed with ERR_IO this turn: its errno */
+    bool no_space;          /* out of space (ENOSPC/EDQUOT): publishes refused until a probe
+                             * write succeeds (stream.c) */
     bool stopped, recovering, opened, subscribed;
     bool restored;          /* the create answer is a restore's (no did_create) */
     int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */
@@ -227,13 +231,14 @@ void jsa_remove(nd_jsa_t *jsa, nd_stream_t *st);
 
 /* ---- stream_pub.c ---- */
 void js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
-/* The batch could not be made durable (flush or sync failed with e): every acknowledgement of
- * a message stored in it becomes a store error instead. */
-void js_stream_acks_failed(nd_stream_t *st, nd_err_t e);
+
 void js_stream_dedup_rebuild(nd_stream_t *st);
 void js_stream_dedup_free(nd_stream_t *st);
 /* Drops ids older than the window; returns the next expiry (Unix ns) or 0. */
 int64_t js_stream_dedup_expire(nd_stream_t *st, int64_t now);
+/* Turns this turn's PubAcks with a sequence into 10077 errors for errno err (the batch did not
+ * reach the sync policy). */
+void js_stream_acks_fail(nd_stream_t *st, int err);
 
 /* ---- stream_ops.c: API requests on the stream's turn ---- */
 void js_stream_api(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);

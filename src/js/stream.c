@@ -25,7 +25,10 @@
 #include <unistd.h>
 
 #include "actors/alloc.h"
+#include "auth/auth.h"
 #include "js/js_int.h"
+#include "net/sysclient.h"
+#include "util/evid.h"
 #include "util/log.h"
 
 #define META_FILE "meta.nd"
@@ -243,6 +246,117 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     js_stream_publish(ctx, st, m);
 }
 
+/* ---- out of space ----
+ * A store write that fails with ENOSPC (or EDQUOT) leaves the file store as it was before the
+ * failed call, with the records it could not write still buffered in memory. nats-server
+ * disables JetStream until a restart; here the stream drops what did not reach the disk by
+ * reopening its store (state, dedup ids: what the files hold), answers 10077 to every publish
+ * while out of space, without touching the store, and probes once a second with a small write
+ * next to the store; when the probe succeeds, publishes go to the store again. Acknowledged
+ * messages are never involved: an ack leaves only after its turn's write (and with
+ * sync_interval: always, its fsync) succeeded. A message whose publisher got the error may
+ * still be stored (the close of the store retries its buffer once): at least once, never lost. */
+
+#define SPACE_PROBE_NS   1000000000LL
+#define SPACE_PROBE_SIZE (64u << 10)
+
+/* nats-server's JSServerOutOfSpaceAdvisory, in the system account (as nats-server's
+ * publishAdvisory with no account); nothing when none is configured. */
+static void
+advise_no_space(nd_ctx_t *ctx, nd_stream_t *st)
+{
+    nd_server_t *srv = st->jsa->js->srv;
+    const char *sysname = srv->opts.system_account;
+    nd_auth_t *a = srv->auth != NULL ? nd_auth_slot_get(srv->auth) : NULL;
+    nd_acct_t *sys = NULL;
+    for (size_t i = 0; a != NULL && sysname != NULL && i < a->naccts && sys == NULL; i++)
+        if (a->accts[i].acct != NULL && strcmp(nd_acct_name(a->accts[i].acct), sysname) == 0)
+            sys = a->accts[i].acct;
+    if (sys != NULL) {
+        char id[23];
+        nd_event_id(ctx, id);
+        json_t *o = json_object();
+        json_object_set_new(o, "type",
+                            json_string("io.nats.jetstream.advisory.v1.server_out_of_space"));
+        json_object_set_new(o, "id", json_string(id));
+        json_object_set_new(o, "timestamp", js_time(js_now()));
+        json_object_set_new(
+            o, "server",
+            json_string(srv->opts.server_name != NULL ? srv->opts.server_name : srv->server_id));
+        json_object_set_new(o, "server_id", json_string(srv->server_id));
+        json_object_set_new(o, "stream", json_string(st->name));
+        json_object_set_new(o, "cluster",
+                            json_string(srv->opts.cluster != NULL && srv->opts.cluster->name
+                                            ? srv->opts.cluster->name
+                                            : ""));
+        if (st->jsa->js->domain[0] != '\0')
+            json_object_set_new(o, "domain", json_string(st->jsa->js->domain));
+        char *text = json_dumps(o, JSON_COMPACT);
+        json_decref(o);
+        static const char subj[] = "$JS.EVENT.ADVISORY.SERVER.OUT_OF_STORAGE";
+        nd_sys_publish(ctx, sys, subj, sizeof subj - 1, NULL, 0, NULL, 0, text, strlen(text));
+        free(text);
+    }
+    if (a != NULL)
+        nd_auth_unref(ctx, a);
+}
+
+/* Whether a write of SPACE_PROBE_SIZE bytes succeeds next to the store now. */
+static bool
+space_back(nd_stream_t *st)
+{
+    static const char zero[SPACE_PROBE_SIZE];
+    char *p = js_path("%s/space.probe", st->dir);
+    bool ok = false;
+    int fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0640);
+    if (fd >= 0) {
+        ok = write_all(fd, zero, sizeof zero) == 0;
+        close(fd);
+        unlink(p);
+    }
+    nd_free(p);
+    return ok;
+}
+
+static nd_err_t open_store(nd_stream_t *st, nd_store_recovery_t *rep);
+
+/* A store call of this turn failed with errno err (its acks are errors already). Returns: false
+ * when the store could not be reopened (the caller stops the stream after sending the acks). */
+static bool
+write_failed(nd_ctx_t *ctx, nd_stream_t *st, int err)
+{
+    if (st->cfg.storage != ND_STORAGE_FILE || (err != ENOSPC && err != EDQUOT))
+        return true; /* other errors: the store's own rules (an fsync error is final) */
+    const char *acct = nd_acct_name(st->jsa->acct);
+    if (!st->no_space) {
+        nd_log_error("JetStream out of File resources on stream '%s > %s': %s; writes refused "
+                     "until space returns",
+                     acct, st->name, strerror(err));
+        advise_no_space(ctx, st);
+        st->no_space = true;
+    }
+    /* Drop what did not reach the disk: the store comes back as its files are. */
+    nd_store_close(st->store);
+    st->store = NULL;
+    nd_store_recovery_t rep;
+    memset(&rep, 0, sizeof rep);
+    nd_err_t e = open_store(st, &rep);
+    if (e != ND_OK) {
+        nd_log_error("JetStream could not reopen the store of stream '%s > %s': %s%s%s; the "
+                     "stream stops",
+                     acct, st->name, nd_strerror(e), rep.io_errno ? ": " : "",
+                     rep.io_errno ? strerror(rep.io_errno) : "");
+        return false;
+    }
+    js_stream_dedup_free(st);
+    nd_free(st->last_msg_id);
+    st->last_msg_id = NULL;
+    js_stream_dedup_rebuild(st);
+    stats_publish(st);
+    arm_tick(ctx, st, js_now() + SPACE_PROBE_NS);
+    return true;
+}
+
 static void
 on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
 {
@@ -250,25 +364,47 @@ on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     nd_stream_t *st = arg;
     if (st->stopped || st->store == NULL)
         return;
+    int werr = st->write_errno;
+    st->write_errno = 0;
     if (st->dirty) {
         st->dirty = false;
-        /* The batch reaches the operating system (default policy) or the disk (sync_interval:
-         * always: one fsync for the whole batch) before any of its acknowledgements leaves. */
+        /* The batch reaches the operating system (default policy: write()) or the disk
+         * (sync_interval: always: one fsync for the whole batch) before any of its
+         * acknowledgements leaves. */
+        st->store->io_errno = 0;
         bool always = st->jsa->js->sync_always && st->cfg.storage == ND_STORAGE_FILE;
         nd_err_t e = always ? st->store->ops->sync(st->store) : st->store->ops->flush(st->store);
-        if (e != ND_OK) {
-            nd_log_error("JetStream failed to %s stream '%s > %s': %s: %s",
-                         always ? "sync" : "write", nd_acct_name(st->jsa->acct), st->name,
-                         nd_strerror(e), strerror(nd_store_io_errno(st->store)));
-            js_stream_acks_failed(st, e);
+        if (e != ND_OK && werr == 0) {
+            werr = nd_store_io_errno(st->store) != 0 ? nd_store_io_errno(st->store) : EIO;
+            nd_log_error("JetStream failed to %s stream '%s > %s': %s", always ? "sync" : "write",
+                         nd_acct_name(st->jsa->acct), st->name, strerror(werr));
         }
         stats_publish(st);
         int64_t now = js_now();
         int64_t next = st->store->ops->tick(st->store, now);
+        /* The tick writes what expiry removed; it reports a failure only through io_errno. */
+        if (werr == 0 && nd_store_io_errno(st->store) != 0) {
+            werr = nd_store_io_errno(st->store);
+            nd_log_error("JetStream failed to write stream '%s > %s': %s",
+                         nd_acct_name(st->jsa->acct), st->name, strerror(werr));
+        }
         int64_t dd = js_stream_dedup_expire(st, now);
         arm_tick(ctx, st, next == 0 || (dd != 0 && dd < next) ? dd : next);
     }
+    /* A batch that did not reach the sync policy is not acknowledged: every PubAck of the
+     * turn becomes an error (a message may still be stored: at least once, never lost). Out of
+     * space, the store is reopened before the errors leave, so a publisher that sees one
+     * finds its message gone. */
+    bool alive = true;
+    if (werr != 0) {
+        js_stream_acks_fail(st, werr);
+        alive = write_failed(ctx, st, werr);
+    }
     send_acks(ctx, st);
+    if (!alive) {
+        st->stopped = true;
+        nd_iclient_stop(ctx, st->ic);
+    }
 }
 
 static void
@@ -280,6 +416,15 @@ on_timer(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         return;
     st->next_tick = 0;
     int64_t now = js_now();
+    if (st->no_space) {
+        if (space_back(st)) {
+            st->no_space = false;
+            nd_log_info("JetStream stream '%s > %s' has space again: writes resumed",
+                        nd_acct_name(st->jsa->acct), st->name);
+        } else {
+            arm_tick(ctx, st, now + SPACE_PROBE_NS);
+        }
+    }
     int64_t next = st->store->ops->tick(st->store, now);
     int64_t dd = js_stream_dedup_expire(st, now);
     if (dd != 0 && (next == 0 || dd < next))

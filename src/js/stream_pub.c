@@ -8,6 +8,8 @@
  * inside the window are read back from the store (js_stream_dedup_rebuild).
  */
 #include <ck_hs.h>
+#include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -192,7 +194,7 @@ js_stream_dedup_rebuild(nd_stream_t *st)
 /* ---- acknowledgements ---- */
 
 static void
-queue_ack(nd_stream_t *st, const char *reply, size_t reply_len, char *body, bool stored)
+queue_ack(nd_stream_t *st, const char *reply, size_t reply_len, char *body, bool ok)
 {
     if (st->nacks == st->acks_cap) {
         st->acks_cap = st->acks_cap ? st->acks_cap * 2 : 64;
@@ -200,10 +202,22 @@ queue_ack(nd_stream_t *st, const char *reply, size_t reply_len, char *body, bool
     }
     st->acks[st->nacks].reply = nd_xstrndup(reply, reply_len);
     st->acks[st->nacks].body = body;
-    st->acks[st->nacks].stored = stored;
+    st->acks[st->nacks].ok = ok;
     st->nacks++;
 }
 
+static void
+ack_seq(nd_stream_t *st, const nd_imsg_t *m, uint64_t seq, bool dup)
+{
+    if (m->reply_len == 0 || st->cfg.no_ack)
+        return;
+    char buf[600];
+    snprintf(buf, sizeof buf, "%s%" PRIu64 "%s}", st->pub_ack, seq, dup ? ",\"duplicate\": true" : "");
+    /* a duplicate's message was made durable by an earlier batch */
+    queue_ack(st, m->reply, m->reply_len, nd_xstrdup(buf), !dup);
+}
+
+/* The error PubAck's bytes (malloc'd). */
 static char *
 error_body(nd_stream_t *st, const nd_jserr_t *err)
 {
@@ -220,37 +234,42 @@ error_body(nd_stream_t *st, const nd_jserr_t *err)
     return body;
 }
 
-void
-js_stream_acks_failed(nd_stream_t *st, nd_err_t e)
-{
-    nd_jserr_t err;
-    nd_jserr_setf(&err, ND_JSE_STREAM_STORE_FAILED_F, "%s", nd_strerror(e));
-    for (size_t i = 0; i < st->nacks; i++) {
-        js_pending_ack_t *a = &st->acks[i];
-        if (!a->stored)
-            continue;
-        nd_free(a->body);
-        a->body = error_body(st, &err);
-        a->stored = false;
-    }
-}
-
-static void
-ack_seq(nd_stream_t *st, const nd_imsg_t *m, uint64_t seq, bool dup)
-{
-    if (m->reply_len == 0 || st->cfg.no_ack)
-        return;
-    char buf[600];
-    snprintf(buf, sizeof buf, "%s%" PRIu64 "%s}", st->pub_ack, seq, dup ? ",\"duplicate\": true" : "");
-    queue_ack(st, m->reply, m->reply_len, nd_xstrdup(buf), !dup);
-}
-
 static void
 ack_error(nd_stream_t *st, const nd_imsg_t *m, const nd_jserr_t *err)
 {
     if (m->reply_len == 0 || st->cfg.no_ack)
         return;
     queue_ack(st, m->reply, m->reply_len, error_body(st, err), false);
+}
+
+/* 10077 for a failed store call: the store's text, then for an I/O error the errno's in Go's
+ * spelling (nats-server's text ends with it, e.g. "no space left on device"). */
+static void
+store_failed(nd_jserr_t *err, nd_err_t e, int eno)
+{
+    if (e != ND_ERR_STORE_IO || eno == 0) {
+        nd_jserr_setf(err, ND_JSE_STREAM_STORE_FAILED_F, "%s", nd_strerror(e));
+        return;
+    }
+    char t[128];
+    snprintf(t, sizeof t, "%s", strerror(eno));
+    t[0] = (char)tolower((unsigned char)t[0]);
+    nd_jserr_setf(err, ND_JSE_STREAM_STORE_FAILED_F, "%s: %s", nd_strerror(e), t);
+}
+
+void
+js_stream_acks_fail(nd_stream_t *st, int eno)
+{
+    nd_jserr_t err;
+    store_failed(&err, ND_ERR_STORE_IO, eno);
+    for (size_t i = 0; i < st->nacks; i++) {
+        js_pending_ack_t *a = &st->acks[i];
+        if (!a->ok)
+            continue;
+        nd_free(a->body);
+        a->body = error_body(st, &err);
+        a->ok = false;
+    }
 }
 
 static void
@@ -323,6 +342,12 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     size_t hl = m->hdr != NULL ? m->hdr_len : 0;
     if (c->sealed) {
         ack_code(st, m, ND_JSE_STREAM_SEALED);
+        return;
+    }
+    if (st->no_space) {
+        /* Out of space: refused without touching the store until stream.c's probe sees room. */
+        store_failed(&err, ND_ERR_STORE_IO, ENOSPC);
+        ack_error(st, m, &err);
         return;
     }
     const char *subject = m->subject;
@@ -468,11 +493,13 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     int64_t ts;
     nd_err_t e = nd_store_put(store, subject, subject_len, hdr, hl, m->data, m->data_len, &seq, &ts);
     if (e != ND_OK) {
-        if (e == ND_ERR_STORE_IO)
+        int eno = e == ND_ERR_STORE_IO ? nd_store_io_errno(store) : 0;
+        if (e == ND_ERR_STORE_IO) {
             nd_log_error("JetStream failed to store a msg on stream '%s > %s': %s: %s",
-                         nd_acct_name(st->jsa->acct), st->name, nd_strerror(e),
-                         strerror(nd_store_io_errno(store)));
-        nd_jserr_setf(&err, ND_JSE_STREAM_STORE_FAILED_F, "%s", nd_strerror(e));
+                         nd_acct_name(st->jsa->acct), st->name, nd_strerror(e), strerror(eno));
+            st->write_errno = eno != 0 ? eno : EIO; /* the turn's end deals with it */
+        }
+        store_failed(&err, e, eno);
         ack_error(st, m, &err);
         return;
     }
