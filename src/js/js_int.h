@@ -131,6 +131,8 @@ struct nd_stream {
     js_pending_ack_t *acks; /* this turn's acknowledgements */
     size_t nacks, acks_cap;
     bool dirty;             /* stored something this turn */
+    char **expired;         /* subjects expiry emptied: delete markers to store (stream.c) */
+    size_t nexpired, expired_cap;
     bool stopped, recovering, destroyed;
     int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */
 

@@ -209,6 +209,77 @@ arm_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t deadline)
     nd_iclient_timer(ctx, st->ic, deadline > now ? (uint64_t)(deadline - now) : 1);
 }
 
+/* Subject delete markers (nats-server 2.11): during tick or update_cfg, the store reports each
+ * subject whose last message expiry (max_age or TTL) removed; once the store call returned, the
+ * stream publishes a marker to it through its own publish path (rollup sub, TTL
+ * subject_delete_marker_ttl), as nats-server does. */
+static void
+on_subject_expired(void *arg, const char *subj, size_t len)
+{
+    nd_stream_t *st = arg;
+    if (st->nexpired == st->expired_cap) {
+        st->expired_cap = st->expired_cap ? st->expired_cap * 2 : 8;
+        st->expired = nd_xrealloc(st->expired, st->expired_cap * sizeof(char *));
+    }
+    st->expired[st->nexpired++] = nd_xstrndup(subj, len);
+}
+
+/* The store's config for cfg, with the marker report when the stream makes markers. */
+static void
+store_cfg(nd_stream_t *st, const nd_stream_cfg_t *cfg, nd_store_cfg_t *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    nd_stream_cfg_store(cfg, sc);
+    if (cfg->subject_delete_marker_ttl_ns > 0) {
+        sc->on_subject_expired = on_subject_expired;
+        sc->expired_arg = st;
+    }
+}
+
+static void
+publish_markers(nd_ctx_t *ctx, nd_stream_t *st)
+{
+    char **v = st->expired;
+    size_t n = st->nexpired;
+    st->expired = NULL;
+    st->nexpired = st->expired_cap = 0;
+    /* Nats-TTL as Go prints a time.Duration of whole seconds ("30s", "1m0s", "1h0m0s"). */
+    int64_t s = st->cfg.subject_delete_marker_ttl_ns / 1000000000LL;
+    char dur[64];
+    if (s >= 3600)
+        snprintf(dur, sizeof dur, "%" PRId64 "h%dm%ds", s / 3600, (int)(s / 60 % 60), (int)(s % 60));
+    else if (s >= 60)
+        snprintf(dur, sizeof dur, "%dm%ds", (int)(s / 60), (int)(s % 60));
+    else
+        snprintf(dur, sizeof dur, "%ds", (int)s);
+    char hdr[160];
+    int hl = snprintf(hdr, sizeof hdr,
+                      "NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n",
+                      dur);
+    for (size_t i = 0; i < n; i++) {
+        if (st->cfg.subject_delete_marker_ttl_ns > 0 && !st->stopped) {
+            nd_imsg_t m = {.subject = v[i], .subject_len = strlen(v[i]), .reply = "",
+                           .hdr = hdr, .hdr_len = (size_t)hl, .data = ""};
+            js_stream_publish(ctx, st, &m);
+        }
+        nd_free(v[i]);
+    }
+    nd_free(v);
+}
+
+/* The store's tick, then the delete markers it asked for (storing one can report no more, but
+ * the rounds are bounded all the same). Returns: the next deadline, 0 none. */
+static int64_t
+store_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t now)
+{
+    int64_t next = st->store->ops->tick(st->store, now);
+    for (int round = 0; st->nexpired > 0 && round < 4; round++) {
+        publish_markers(ctx, st);
+        next = st->store->ops->tick(st->store, now);
+    }
+    return next;
+}
+
 static void
 send_acks(nd_ctx_t *ctx, nd_stream_t *st)
 {
@@ -255,9 +326,9 @@ on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
                          strerror(nd_store_io_errno(st->store)));
         /* A failed sync refuses every later write; the batch's acks still report what reached
          * the operating system, as with the default policy. */
-        stats_publish(st);
         int64_t now = js_now();
-        int64_t next = st->store->ops->tick(st->store, now);
+        int64_t next = store_tick(ctx, st, now);
+        stats_publish(st);
         int64_t dd = js_stream_dedup_expire(st, now);
         arm_tick(ctx, st, next == 0 || (dd != 0 && dd < next) ? dd : next);
     }
@@ -273,7 +344,7 @@ on_timer(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         return;
     st->next_tick = 0;
     int64_t now = js_now();
-    int64_t next = st->store->ops->tick(st->store, now);
+    int64_t next = store_tick(ctx, st, now);
     int64_t dd = js_stream_dedup_expire(st, now);
     if (dd != 0 && (next == 0 || dd < next))
         next = dd;
@@ -318,6 +389,9 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     nd_stream_t *st = arg;
     create_answer(ctx, st);
     recovered(st);
+    /* A recovered store may hold messages to expire: the first tick schedules them. */
+    if (!st->stopped && st->store != NULL)
+        arm_tick(ctx, st, store_tick(ctx, st, js_now()));
 }
 
 static void
@@ -339,6 +413,11 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         }
         st->store = NULL;
     }
+    for (size_t i = 0; i < st->nexpired; i++)
+        nd_free(st->expired[i]);
+    nd_free(st->expired);
+    st->expired = NULL;
+    st->nexpired = st->expired_cap = 0;
     js_stream_dedup_free(st);
     nd_xf_free(st->xf);
     nd_xf_free(st->rp_xf);
@@ -391,8 +470,7 @@ static nd_err_t
 open_store(nd_stream_t *st, nd_store_recovery_t *rep)
 {
     nd_store_cfg_t sc;
-    memset(&sc, 0, sizeof sc);
-    nd_stream_cfg_store(&st->cfg, &sc);
+    store_cfg(st, &st->cfg, &sc);
     if (st->cfg.storage == ND_STORAGE_MEMORY)
         return nd_memstore_open(&sc, &st->store);
     char *msgs = js_path("%s/msgs", st->dir);
@@ -518,8 +596,7 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         nd_iclient_unsubscribe(ctx, ic, d2);
     }
     nd_store_cfg_t sc;
-    memset(&sc, 0, sizeof sc);
-    nd_stream_cfg_store(&u->cfg, &sc);
+    store_cfg(st, &u->cfg, &sc);
     nd_err_t e = st->store->ops->update_cfg(st->store, &sc);
     nd_stream_cfg_free(&st->cfg);
     st->cfg = u->cfg;
@@ -534,8 +611,8 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     if (st->dir != NULL && meta_write(st->dir, st->created_ns, st->cfg.json) != 0)
         nd_log_error("JetStream could not write the configuration of stream '%s': %s", st->name,
                      strerror(errno));
+    arm_tick(ctx, st, store_tick(ctx, st, js_now()));
     stats_publish(st);
-    arm_tick(ctx, st, st->store->ops->tick(st->store, js_now()));
     nd_jserr_t err;
     json_t *o = js_resp("stream_update_response");
     if (e != ND_OK) {
