@@ -465,8 +465,9 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         nd_store_msg_free(&lm);
     }
     /* With delete markers, a TTL below the markers' is raised to it (and the header with it),
-     * so that a marker never outlives what comes after it (nats-server; one message per
-     * subject is the exception). */
+     * as nats-server does: a message must outlive a marker already on its subject, or its
+     * expiry (not the subject's last then) and the marker's would leave no marker at all. With
+     * one message per subject there is never an older marker. */
     char *thdr = NULL;
     if (ttl > 0 && c->subject_delete_marker_ttl_ns > 0 && c->max_msgs_per_subject != 1 &&
         ttl < c->subject_delete_marker_ttl_ns / 1000000000LL) {
