@@ -138,6 +138,8 @@ struct nd_stream {
     int write_errno;        /* a store call failed with ERR_IO this turn: its errno */
     bool no_space;          /* out of space (ENOSPC/EDQUOT): publishes refused until a probe
                              * write succeeds (stream.c) */
+    char **expired;         /* subjects expiry emptied: delete markers to store (stream.c) */
+    size_t nexpired, expired_cap;
     bool stopped, recovering, opened, subscribed;
     bool restored;          /* the create answer is a restore's (no did_create) */
     int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */

@@ -1,5 +1,5 @@
-/* Small pieces of the JetStream message path: reading a header of a NATS/1.0 block, the
- * Nats-TTL value, and applying a stream's subject transform. */
+/* Small pieces of the JetStream message path: reading a header of a NATS/1.0 block and
+ * applying a stream's subject transform. (Nats-TTL values: nd_store_parse_ttl.) */
 #ifndef ND_JS_JSHDR_H
 #define ND_JS_JSHDR_H
 
@@ -13,10 +13,6 @@
  * blanks trimmed; the key matches exactly (case-sensitive, as nats-server's getHeader).
  * Returns: a pointer into hdr with *n its length, or NULL when absent. */
 const char *js_hdr_get(const char *hdr, size_t len, const char *key, size_t *n);
-
-/* Nats-TTL: a Go duration ("1h30m", "10s") or whole seconds ("60"); "never" is -1.
- * Returns: false when malformed (or under one second), else true with *secs. */
-bool js_parse_ttl(const char *v, size_t n, int64_t *secs);
 
 /* Applies src -> dest to subj, compiling the transform into *cache on first use.
  * Returns: true with the result in out, false when the source does not match. */

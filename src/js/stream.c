@@ -212,6 +212,81 @@ arm_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t deadline)
     nd_iclient_timer(ctx, st->ic, deadline > now ? (uint64_t)(deadline - now) : 1);
 }
 
+/* Subject delete markers (nats-server 2.11): during tick or update_cfg, the store reports each
+ * subject whose last message expiry (max_age or TTL) removed; once the store call returned, the
+ * stream publishes a marker to it through its own publish path (rollup sub, TTL
+ * subject_delete_marker_ttl), as nats-server does. */
+static void
+on_subject_expired(void *arg, const char *subj, size_t len)
+{
+    nd_stream_t *st = arg;
+    if (st->nexpired == st->expired_cap) {
+        st->expired_cap = st->expired_cap ? st->expired_cap * 2 : 8;
+        st->expired = nd_xrealloc(st->expired, st->expired_cap * sizeof(char *));
+    }
+    st->expired[st->nexpired++] = nd_xstrndup(subj, len);
+}
+
+/* The store's config for cfg: its limits, the server's sync interval, and the marker report
+ * when the stream makes markers. (sync_interval: always syncs once per turn, group commit,
+ * not once per message: the store itself never syncs per call.) */
+static void
+store_cfg(nd_stream_t *st, const nd_stream_cfg_t *cfg, nd_store_cfg_t *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    nd_stream_cfg_store(cfg, sc);
+    sc->sync_interval_ns = st->jsa->js->sync_interval_ns;
+    sc->sync_always = false;
+    if (cfg->subject_delete_marker_ttl_ns > 0) {
+        sc->on_subject_expired = on_subject_expired;
+        sc->expired_arg = st;
+    }
+}
+
+static void
+publish_markers(nd_ctx_t *ctx, nd_stream_t *st)
+{
+    char **v = st->expired;
+    size_t n = st->nexpired;
+    st->expired = NULL;
+    st->nexpired = st->expired_cap = 0;
+    /* Nats-TTL as Go prints a time.Duration of whole seconds ("30s", "1m0s", "1h0m0s"). */
+    int64_t s = st->cfg.subject_delete_marker_ttl_ns / 1000000000LL;
+    char dur[64];
+    if (s >= 3600)
+        snprintf(dur, sizeof dur, "%" PRId64 "h%dm%ds", s / 3600, (int)(s / 60 % 60), (int)(s % 60));
+    else if (s >= 60)
+        snprintf(dur, sizeof dur, "%dm%ds", (int)(s / 60), (int)(s % 60));
+    else
+        snprintf(dur, sizeof dur, "%ds", (int)s);
+    char hdr[160];
+    int hl = snprintf(hdr, sizeof hdr,
+                      "NATS/1.0\r\nNats-Marker-Reason: MaxAge\r\nNats-TTL: %s\r\nNats-Rollup: sub\r\n\r\n",
+                      dur);
+    for (size_t i = 0; i < n; i++) {
+        if (st->cfg.subject_delete_marker_ttl_ns > 0 && !st->stopped) {
+            nd_imsg_t m = {.subject = v[i], .subject_len = strlen(v[i]), .reply = "",
+                           .hdr = hdr, .hdr_len = (size_t)hl, .data = ""};
+            js_stream_publish(ctx, st, &m);
+        }
+        nd_free(v[i]);
+    }
+    nd_free(v);
+}
+
+/* The store's tick, then the delete markers it asked for (storing one can report no more, but
+ * the rounds are bounded all the same). Returns: the next deadline, 0 none. */
+static int64_t
+store_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t now)
+{
+    int64_t next = st->store->ops->tick(st->store, now);
+    for (int round = 0; st->nexpired > 0 && round < 4; round++) {
+        publish_markers(ctx, st);
+        next = st->store->ops->tick(st->store, now);
+    }
+    return next;
+}
+
 static void
 send_acks(nd_ctx_t *ctx, nd_stream_t *st)
 {
@@ -379,15 +454,15 @@ on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
             nd_log_error("JetStream failed to %s stream '%s > %s': %s", always ? "sync" : "write",
                          nd_acct_name(st->jsa->acct), st->name, strerror(werr));
         }
-        stats_publish(st);
         int64_t now = js_now();
-        int64_t next = st->store->ops->tick(st->store, now);
+        int64_t next = store_tick(ctx, st, now);
         /* The tick writes what expiry removed; it reports a failure only through io_errno. */
         if (werr == 0 && nd_store_io_errno(st->store) != 0) {
             werr = nd_store_io_errno(st->store);
             nd_log_error("JetStream failed to write stream '%s > %s': %s",
                          nd_acct_name(st->jsa->acct), st->name, strerror(werr));
         }
+        stats_publish(st);
         int64_t dd = js_stream_dedup_expire(st, now);
         arm_tick(ctx, st, next == 0 || (dd != 0 && dd < next) ? dd : next);
     }
@@ -425,7 +500,7 @@ on_timer(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
             arm_tick(ctx, st, now + SPACE_PROBE_NS);
         }
     }
-    int64_t next = st->store->ops->tick(st->store, now);
+    int64_t next = store_tick(ctx, st, now);
     int64_t dd = js_stream_dedup_expire(st, now);
     if (dd != 0 && (next == 0 || dd < next))
         next = dd;
@@ -476,6 +551,9 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     st->subscribed = true;
     create_answer(ctx, st);
     recovered(st);
+    /* A recovered store may hold messages to expire: the first tick schedules them. */
+    if (!st->stopped && st->store != NULL)
+        arm_tick(ctx, st, store_tick(ctx, st, js_now()));
 }
 
 static void
@@ -492,6 +570,11 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         nd_store_close(st->store);
         st->store = NULL;
     }
+    for (size_t i = 0; i < st->nexpired; i++)
+        nd_free(st->expired[i]);
+    nd_free(st->expired);
+    st->expired = NULL;
+    st->nexpired = st->expired_cap = 0;
     js_stream_dedup_free(st);
     nd_xf_free(st->xf);
     nd_xf_free(st->rp_xf);
@@ -546,16 +629,11 @@ static nd_err_t
 open_store(nd_stream_t *st, nd_store_recovery_t *rep)
 {
     nd_store_cfg_t sc;
-    memset(&sc, 0, sizeof sc);
-    nd_stream_cfg_store(&st->cfg, &sc);
+    store_cfg(st, &st->cfg, &sc);
     if (st->cfg.storage == ND_STORAGE_MEMORY)
         return nd_memstore_open(&sc, &st->store);
     char *msgs = js_path("%s/msgs", st->dir);
     sc.dir = msgs;
-    nd_js_t *js = st->jsa->js;
-    sc.sync_interval_ns = js->sync_interval_ns;
-    /* sync_interval: always syncs once per turn (group commit), not once per message. */
-    sc.sync_always = false;
     nd_err_t e = nd_filestore_open(&sc, &st->store, rep);
     nd_free(msgs);
     return e;
@@ -713,8 +791,7 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         nd_iclient_unsubscribe(ctx, ic, d2);
     }
     nd_store_cfg_t sc;
-    memset(&sc, 0, sizeof sc);
-    nd_stream_cfg_store(&u->cfg, &sc);
+    store_cfg(st, &u->cfg, &sc);
     nd_err_t e = st->store->ops->update_cfg(st->store, &sc);
     nd_stream_cfg_free(&st->cfg);
     st->cfg = u->cfg;
@@ -729,8 +806,8 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     if (st->dir != NULL && meta_write(st->dir, st->created_ns, st->cfg.json) != 0)
         nd_log_error("JetStream could not write the configuration of stream '%s': %s", st->name,
                      strerror(errno));
+    arm_tick(ctx, st, store_tick(ctx, st, js_now()));
     stats_publish(st);
-    arm_tick(ctx, st, st->store->ops->tick(st->store, js_now()));
     nd_jserr_t err;
     json_t *o = js_resp("stream_update_response");
     if (e != ND_OK) {
@@ -869,8 +946,8 @@ do_open(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
                     nd_acct_name(jsa->acct), st->name, rep.records_dropped, rep.bytes_dropped,
                     rep.torn_tails, rep.blocks_corrupt);
     js_stream_dedup_rebuild(st);
+    arm_tick(ctx, st, store_tick(ctx, st, js_now()));
     stats_publish(st);
-    arm_tick(ctx, st, st->store->ops->tick(st->store, js_now()));
     nd_log_info("  Restored %" PRIu64 " messages for stream '%s > %s' in %" PRId64 "ms",
                 st->stats.state.msgs, nd_acct_name(jsa->acct), st->name,
                 (js_now() - t0) / 1000000);

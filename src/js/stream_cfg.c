@@ -1667,6 +1667,7 @@ nd_stream_cfg_store(const nd_stream_cfg_t *c, nd_store_cfg_t *out)
     out->discard = c->discard;
     out->discard_new_per_subject = c->discard_new_per_subject;
     out->compression = c->compression;
+    out->allow_msg_ttl = c->allow_msg_ttl;
 }
 
 void

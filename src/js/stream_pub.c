@@ -18,6 +18,7 @@
 #include "actors/alloc.h"
 #include "js/js_int.h"
 #include "js/jshdr.h"
+#include "js/store/store_ttl.h"
 #include "util/log.h"
 #include "util/timefmt.h"
 
@@ -297,6 +298,29 @@ parse_u64(const char *p, size_t n, uint64_t *out)
     return true;
 }
 
+/* hdr with every Nats-TTL line dropped and "Nats-TTL: ttl" appended (nats-server's
+ * removeHeaderIfPresent + genHeader). Returns: a malloc'd block, its length in *out_len. */
+static char *
+hdr_with_ttl(const char *hdr, size_t hl, int64_t ttl, size_t *out_len)
+{
+    char *out = nd_xmalloc(hl + 64);
+    size_t o = 0;
+    const char *p = hdr, *end = hdr + hl;
+    while (p < end) {
+        const char *eol = memchr(p, '\n', (size_t)(end - p));
+        const char *next = eol != NULL ? eol + 1 : end;
+        bool blank = next - p <= 2 && (p[0] == '\r' || p[0] == '\n');
+        if (!blank && !(next - p > 9 && memcmp(p, "Nats-TTL:", 9) == 0)) {
+            memcpy(out + o, p, (size_t)(next - p));
+            o += (size_t)(next - p);
+        }
+        p = next;
+    }
+    o += (size_t)sprintf(out + o, "Nats-TTL: %" PRId64 "\r\n\r\n", ttl);
+    *out_len = o;
+    return out;
+}
+
 static void
 republish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, uint64_t seq, int64_t ts,
           uint64_t last_subj_seq)
@@ -373,7 +397,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         }
         v = js_hdr_get(hdr, hl, "Nats-TTL", &n);
         if (v != NULL) {
-            ttl_bad = !js_parse_ttl(v, n, &ttl);
+            ttl_bad = !nd_store_parse_ttl(v, n, &ttl);
             if (!ttl_bad && ttl != 0 && !c->allow_msg_ttl) {
                 ack_code(st, m, ND_JSE_MESSAGE_TTL_DISABLED);
                 return;
@@ -489,9 +513,22 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
             last_subj_seq = lm.seq;
         nd_store_msg_free(&lm);
     }
+    /* With delete markers, a TTL below the markers' is raised to it (and the header with it),
+     * as nats-server does: a message must outlive a marker already on its subject, or its
+     * expiry (not the subject's last then) and the marker's would leave no marker at all. With
+     * one message per subject there is never an older marker. */
+    char *thdr = NULL;
+    if (ttl > 0 && c->subject_delete_marker_ttl_ns > 0 && c->max_msgs_per_subject != 1 &&
+        ttl < c->subject_delete_marker_ttl_ns / 1000000000LL) {
+        ttl = c->subject_delete_marker_ttl_ns / 1000000000LL;
+        thdr = hdr_with_ttl(hdr, hl, ttl, &hl);
+        hdr = thdr;
+    }
     uint64_t seq;
     int64_t ts;
-    nd_err_t e = nd_store_put(store, subject, subject_len, hdr, hl, m->data, m->data_len, &seq, &ts);
+    nd_err_t e = nd_store_put_ttl(store, subject, subject_len, hdr, hl, m->data, m->data_len, ttl,
+                                  &seq, &ts);
+    nd_free(thdr);
     if (e != ND_OK) {
         int eno = e == ND_ERR_STORE_IO ? nd_store_io_errno(store) : 0;
         if (e == ND_ERR_STORE_IO) {

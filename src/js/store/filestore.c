@@ -59,6 +59,10 @@
  *   - The index is a cache: it is deleted before any in-place rewrite, and it describes exact
  *     block sizes and mtimes, so a stale index is detected and ignored.
  *   - Limits/discard/max_age semantics are the memstore's (memstore.c), step by step.
+ *   - Per-message TTLs are not in the records: as in nats-server, they are read back from the
+ *     messages' Nats-TTL headers at open (every live message of a stream with allow_msg_ttl is
+ *     read once then) into the deadline heap (store_ttl.h). Expiry by TTL and by max_age are
+ *     derived removals like the limits': recovery makes them again.
  *
  * Recovery (fs_recover.c): meta.dat is checked (a newer version is ERR_VERSION), leftover *.tmp
  * files are removed, then index.db is used when it is intact and current. Otherwise every block
@@ -948,6 +952,8 @@ reset_all(nd_filestore_t *fs, uint64_t first, uint64_t last, int64_t last_ts)
     fs->dir_unsynced = true;
     nd_fs_subj_free(&fs->subj);
     nd_fs_subj_init(&fs->subj);
+    nd_store_ttls_clear(&fs->ttls);
+    fs->age_from = 0;
     fs->msgs = fs->bytes = 0;
     fs->last_seq = last;
     fs->last_ts = last_ts;
@@ -1025,15 +1031,65 @@ enforce_limits(nd_filestore_t *fs)
         limits_mark(fs, x);
 }
 
+/* ---- expiry (max_age, per-message TTLs; the memstore's, step by step) ------------------- */
+
+/* Expiry looks at each message (never TTLs, markers) rather than cutting the front. */
+static bool
+per_msg_expiry(const nd_filestore_t *fs)
+{
+    return fs->cfg.allow_msg_ttl || fs->cfg.on_subject_expired;
+}
+
+/* The TTL the headers of live slot i of b give its message (0 when unreadable). */
+static int64_t
+slot_ttl(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i)
+{
+    nd_store_msg_t m = {0};
+    int64_t ttl = 0;
+    if (load_slot(fs, b, i, &m) == ND_OK)
+        ttl = nd_store_hdr_ttl(m.hdr, m.hdr_len);
+    nd_store_msg_free(&m);
+    return ttl;
+}
+
+/* Removes live seq (slot i of b) for expiry, reporting a subject that loses its last message. */
 static void
-expire(nd_filestore_t *fs, int64_t now)
+expire_one(nd_filestore_t *fs, uint64_t seq, nd_fs_blk_t *b, uint32_t i, bool notify)
+{
+    if (notify && fs->cfg.on_subject_expired) {
+        const nd_fs_subj_t *e = &fs->subj.ents[b->sid[i]];
+        nd_store_msg_t m = {0};
+        if (e->msgs == 1 && load_slot(fs, b, i, &m) == ND_OK &&
+            !nd_store_hdr_is_marker(m.hdr, m.hdr_len))
+            fs->cfg.on_subject_expired(fs->cfg.expired_arg, m.subj, m.subj_len);
+        nd_store_msg_free(&m);
+    }
+    fs->deriving = true;
+    (void)remove_rec(fs, seq);
+    fs->deriving = false;
+}
+
+static void
+expire(nd_filestore_t *fs, int64_t now, bool notify)
 {
     if (fs->cfg.max_age_ns <= 0 || !fs->msgs)
         return;
     int64_t min_ts = now - fs->cfg.max_age_ns;
-    uint64_t x = 0;
     nd_fs_blk_t *b;
     uint32_t i;
+    if (per_msg_expiry(fs)) {
+        /* Everything live before s is gone or has TTL never, which is what age_from records. */
+        uint64_t from = fs->age_from > fs->first_seq ? fs->age_from : fs->first_seq;
+        for (uint64_t s = nd_fs_next_live(fs, from, &b, &i); s && b->ts[i] <= min_ts;
+             s = nd_fs_next_live(fs, s + 1, &b, &i)) {
+            if (fs->cfg.allow_msg_ttl && slot_ttl(fs, b, i) < 0)
+                fs->age_from = s + 1;
+            else
+                expire_one(fs, s, b, i, notify);
+        }
+        return;
+    }
+    uint64_t x = 0;
     for (uint64_t s = nd_fs_next_live(fs, fs->first_seq, &b, &i); s && b->ts[i] <= min_ts;
          s = nd_fs_next_live(fs, s + 1, &b, &i))
         x = s + 1;
@@ -1041,11 +1097,45 @@ expire(nd_filestore_t *fs, int64_t now)
         limits_mark(fs, x);
 }
 
+static bool
+ttl_live(void *arg, uint64_t seq)
+{
+    nd_fs_blk_t *b;
+    uint32_t i;
+    return nd_fs_locate(arg, seq, &b, &i);
+}
+
+static void
+expire_ttls(nd_filestore_t *fs, int64_t now)
+{
+    uint64_t seq;
+    nd_fs_blk_t *b;
+    uint32_t i;
+    while (nd_store_ttls_pop(&fs->ttls, now, &seq))
+        if (nd_fs_locate(fs, seq, &b, &i)) /* else removed otherwise since */
+            expire_one(fs, seq, b, i, true);
+}
+
+/* Schedules every live message's TTL from its headers (open, allow_msg_ttl turned on). */
+static void
+ttls_rebuild(nd_filestore_t *fs)
+{
+    nd_store_ttls_clear(&fs->ttls);
+    fs->age_from = 0;
+    if (!fs->cfg.allow_msg_ttl)
+        return;
+    nd_fs_blk_t *b;
+    uint32_t i;
+    for (uint64_t s = nd_fs_next_live(fs, fs->first_seq, &b, &i); s;
+         s = nd_fs_next_live(fs, s + 1, &b, &i))
+        nd_store_ttls_add(&fs->ttls, s, b->ts[i], slot_ttl(fs, b, i));
+}
+
 /* ---- store ------------------------------------------------------------------------------ */
 
 static nd_err_t
 put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, const void *hdr,
-    size_t hl, const void *data, size_t dl)
+    size_t hl, const void *data, size_t dl, int64_t ttl)
 {
     nd_err_t e = nd_store_check_msg(&fs->cfg, subj, sl, hdr, hl, data, dl, ND_FS_REC_MAX_FIELD);
     if (e != ND_OK || (e = begin(fs)) != ND_OK)
@@ -1081,6 +1171,10 @@ put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, c
         rollback(fs, m);
         return ND_ERR_STORE_BAD_SEQUENCE;
     }
+    if (ttl > 0 && fs->cfg.allow_msg_ttl) {
+        nd_store_ttls_add(&fs->ttls, seq, ts, ttl);
+        nd_store_ttls_trim(&fs->ttls, fs->msgs, ttl_live, fs);
+    }
     if (fs->cfg.max_msgs_per_subject > 0 || fs->cfg.max_msgs > 0 || fs->cfg.max_bytes > 0) {
         uint64_t before = fs->msgs;
         enforce_per_subject(fs, act->sid[seq - act->base]);
@@ -1092,15 +1186,15 @@ put(nd_filestore_t *fs, uint64_t seq, int64_t ts, const char *subj, size_t sl, c
 }
 
 static nd_err_t
-fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl, const void *data,
-         size_t dl, uint64_t *seq, int64_t *ts)
+fs_store_ttl(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl,
+             const void *data, size_t dl, int64_t ttl, uint64_t *seq, int64_t *ts)
 {
     nd_filestore_t *fs = (nd_filestore_t *)st;
     if (fs->closed)
         return ND_ERR_STORE_CLOSED;
     int64_t now = nd_store_stamp(&fs->cfg, fs->last_ts);
     uint64_t s = fs->last_seq + 1;
-    nd_err_t e = put(fs, s, now, subj, sl, hdr, hl, data, dl);
+    nd_err_t e = put(fs, s, now, subj, sl, hdr, hl, data, dl, ttl);
     if (e == ND_OK) {
         if (seq)
             *seq = s;
@@ -1108,6 +1202,13 @@ fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl
             *ts = now;
     }
     return e;
+}
+
+static nd_err_t
+fs_store(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl, const void *data,
+         size_t dl, uint64_t *seq, int64_t *ts)
+{
+    return fs_store_ttl(st, subj, sl, hdr, hl, data, dl, 0, seq, ts);
 }
 
 static nd_err_t
@@ -1119,7 +1220,8 @@ fs_store_raw(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj, size_t 
         return ND_ERR_STORE_CLOSED;
     if (seq == 0 || seq <= fs->last_seq)
         return ND_ERR_STORE_BAD_SEQUENCE;
-    return put(fs, seq, ts, subj, sl, hdr, hl, data, dl);
+    int64_t ttl = fs->cfg.allow_msg_ttl ? nd_store_hdr_ttl(hdr, hl) : 0;
+    return put(fs, seq, ts, subj, sl, hdr, hl, data, dl, ttl);
 }
 
 static nd_err_t
@@ -1449,6 +1551,10 @@ fs_truncate(nd_store_t *st, uint64_t seq)
      * new salt, so the next message starts a new block. */
     if (fs->cfg.cipher != ND_CIPHER_NONE)
         fs->force_roll = true;
+    /* No deadline or cursor may speak for the sequences that come back. */
+    nd_store_ttls_filter(&fs->ttls, ttl_live, fs);
+    if (fs->age_from > seq + 1)
+        fs->age_from = seq + 1;
     maintain(fs);
     return ND_OK;
 }
@@ -1567,8 +1673,10 @@ fs_num_pending(nd_store_t *st, const char *filter, size_t fl, uint64_t start, bo
 
 /* ---- config, tick, sync, snapshot ------------------------------------------------------- */
 
+/* At open with subject delete markers, max_age waits for the first tick, which reports the
+ * subjects it empties (nats-server does not expire at recovery then either). */
 static void
-apply_limits(nd_filestore_t *fs)
+apply_limits(nd_filestore_t *fs, bool at_open)
 {
     if (fs->cfg.max_msgs_per_subject > 0) {
         for (uint32_t k = 0; k < fs->subj.nents; k++)
@@ -1577,7 +1685,8 @@ apply_limits(nd_filestore_t *fs)
                 enforce_per_subject(fs, k);
     }
     enforce_limits(fs);
-    expire(fs, nd_fs_now(fs));
+    if (!at_open || !fs->cfg.on_subject_expired)
+        expire(fs, nd_fs_now(fs), !at_open);
     maintain(fs);
 }
 
@@ -1608,9 +1717,12 @@ fs_update_cfg(nd_store_t *st, const nd_store_cfg_t *cfg)
     nd_err_t e = begin(fs);
     if (e != ND_OK)
         return e;
+    bool had_ttl = fs->cfg.allow_msg_ttl;
     set_cfg(fs, cfg);
     fs->cfg.dir = fs->dir;
-    apply_limits(fs);
+    if (had_ttl != fs->cfg.allow_msg_ttl)
+        ttls_rebuild(fs);
+    apply_limits(fs, false);
     if (fs->cfg.sync_always)
         return commit(fs, wmark(fs));
     return ND_OK;
@@ -1638,7 +1750,8 @@ fs_tick(nd_store_t *st, int64_t now)
     if (fs->closed)
         return 0;
     if (!fs->failed) {
-        expire(fs, now);
+        expire(fs, now, true);
+        expire_ttls(fs, now);
         maintain(fs);
         /* Whatever is buffered reaches write() at every tick (the flush deadline only makes
          * sure a tick comes soon enough). */
@@ -1655,8 +1768,16 @@ fs_tick(nd_store_t *st, int64_t now)
     int64_t next = 0;
     nd_fs_blk_t *b;
     uint32_t i;
-    if (fs->cfg.max_age_ns > 0 && fs->msgs && nd_fs_locate(fs, fs->first_seq, &b, &i))
-        next = b->ts[i] + fs->cfg.max_age_ns;
+    if (fs->cfg.max_age_ns > 0 && fs->msgs) {
+        uint64_t from = fs->first_seq;
+        if (per_msg_expiry(fs) && fs->age_from > from)
+            from = fs->age_from;
+        if (nd_fs_next_live(fs, from, &b, &i))
+            next = b->ts[i] + fs->cfg.max_age_ns;
+    }
+    int64_t t = nd_store_ttls_next(&fs->ttls);
+    if (t && !fs->failed && (!next || t < next))
+        next = t;
     if (!fs->failed) {
         if (fs->wlen && fs->next_flush && (!next || fs->next_flush < next))
             next = fs->next_flush;
@@ -1704,6 +1825,7 @@ free_all(nd_filestore_t *fs)
         nd_fs_blk_free(fs->blks[i]);
     free(fs->blks);
     nd_fs_subj_free(&fs->subj);
+    nd_store_ttls_free(&fs->ttls);
     nd_cstore_t *c = fs->consumers;
     while (c) {
         nd_cstore_t *n = c->next;
@@ -2035,7 +2157,8 @@ nd_filestore_open(const nd_store_cfg_t *cfg, nd_store_t **out, nd_store_recovery
     /* The active block's bytes are all on disk: nothing is buffered at open. */
     if ((e = nd_fs_consumers_load(fs)) != ND_OK)
         goto fail;
-    apply_limits(fs);
+    ttls_rebuild(fs);
+    apply_limits(fs, true);
     if (fs->cfg.sync_always && !fs->failed)
         (void)commit(fs, wmark(fs));
     *out = &fs->base;
@@ -2050,6 +2173,7 @@ fail:
 
 static const nd_store_ops_t filestore_ops = {
     .store = fs_store,
+    .store_ttl = fs_store_ttl,
     .store_raw = fs_store_raw,
     .skip = fs_skip,
     .load = fs_load,

@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "js/store/store.h"
+#include "js/store/store_ttl.h"
 
 /* ---- File names inside cfg->dir (subjects never appear in a file name). ---- */
 #define ND_FS_MSGS_DIR   "msgs" /* message blocks: msgs/<index>.blk, index in decimal */
@@ -180,6 +181,9 @@ struct nd_filestore {
     uint64_t nconsumers;
     uint8_t *rbuf; /* scratch for scans and rewrites */
     size_t rcap;
+
+    nd_store_ttls_t ttls; /* TTL deadlines (allow_msg_ttl), rebuilt from headers at open */
+    uint64_t age_from;    /* every live seq in [first_seq, age_from) has TTL "never" */
 };
 
 /* ---- Test hook: makes the next I/O calls fail, to test error paths without a full disk. ----

@@ -45,6 +45,19 @@ typedef struct nd_store_cfg {
     nd_store_discard_t discard;
     bool discard_new_per_subject; /* with discard new: refuse once a subject is at its limit */
 
+    /* Per-message TTLs (nats-server 2.11's allow_msg_ttl). When set, a message stored with a
+     * TTL (store_ttl, or store_raw / recovery reading its Nats-TTL header) expires in tick once
+     * ts + TTL has passed, and one whose TTL is "never" (-1) outlives max_age. */
+    bool allow_msg_ttl;
+    /* Subject delete markers: when set, called for each message that expiry (max_age or TTL)
+     * removes while it is the last one of its subject, unless it is itself a marker (its
+     * headers have Nats-Marker-Reason, or KV-Operation: PURGE). Called from tick and
+     * update_cfg only (an open does not expire by max_age then, so the markers are not lost),
+     * as the message goes; the callback must not call into the store (it notes the subject and
+     * its owner stores the marker once tick returned). subj is valid during the call only. */
+    void (*on_subject_expired)(void *arg, const char *subj, size_t len);
+    void *expired_arg;
+
     /* Clock: Unix ns; NULL = CLOCK_REALTIME. Tests pass a fake clock. */
     int64_t (*now)(void *arg);
     void *now_arg;
@@ -151,9 +164,16 @@ typedef struct nd_store_ops {
     ND_MUST_CHECK nd_err_t (*store)(nd_store_t *st, const char *subj, size_t subj_len,
                                     const void *hdr, size_t hdr_len, const void *data,
                                     size_t data_len, uint64_t *seq, int64_t *ts);
+    /* store with a per-message TTL in seconds: > 0 expires ts + ttl s later, -1 never expires
+     * (not even by max_age), 0 is store. Honoured only with cfg.allow_msg_ttl. The message's
+     * Nats-TTL header must say the same: a reopened file store reads the TTL back from it. */
+    ND_MUST_CHECK nd_err_t (*store_ttl)(nd_store_t *st, const char *subj, size_t subj_len,
+                                        const void *hdr, size_t hdr_len, const void *data,
+                                        size_t data_len, int64_t ttl, uint64_t *seq, int64_t *ts);
     /* Appends with a given sequence and timestamp (replication, restore): seq must be > last
      * (else ERR_BAD_SEQUENCE); the gap in between becomes deleted sequences, except in a store
-     * holding no message, where first_seq simply becomes seq. Limits apply as in store. */
+     * holding no message, where first_seq simply becomes seq. Limits apply as in store. With
+     * cfg.allow_msg_ttl, the TTL is the message's Nats-TTL header's. */
     ND_MUST_CHECK nd_err_t (*store_raw)(nd_store_t *st, uint64_t seq, int64_t ts, const char *subj,
                                         size_t subj_len, const void *hdr, size_t hdr_len,
                                         const void *data, size_t data_len);
@@ -205,8 +225,8 @@ typedef struct nd_store_ops {
 
     /* Changes the limits (a stream update); applies them at once. dir/cipher cannot change. */
     ND_MUST_CHECK nd_err_t (*update_cfg)(nd_store_t *st, const nd_store_cfg_t *cfg);
-    /* Expires by max_age and runs the interval sync that are due at now; returns the next
-     * deadline (Unix ns), 0 when nothing is scheduled. */
+    /* Expires by max_age and by TTL and runs the interval sync that are due at now; returns
+     * the next deadline (Unix ns), 0 when nothing is scheduled. */
     int64_t (*tick)(nd_store_t *st, int64_t now);
     /* Makes everything stored so far durable (fsync); no-op for memstore. */
     ND_MUST_CHECK nd_err_t (*sync)(nd_store_t *st);
@@ -265,6 +285,12 @@ nd_store_put(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_
              const void *data, size_t dl, uint64_t *seq, int64_t *ts)
 {
     return st->ops->store(st, subj, sl, hdr, hl, data, dl, seq, ts);
+}
+static inline ND_MUST_CHECK nd_err_t
+nd_store_put_ttl(nd_store_t *st, const char *subj, size_t sl, const void *hdr, size_t hl,
+                 const void *data, size_t dl, int64_t ttl, uint64_t *seq, int64_t *ts)
+{
+    return st->ops->store_ttl(st, subj, sl, hdr, hl, data, dl, ttl, seq, ts);
 }
 static inline ND_MUST_CHECK nd_err_t
 nd_store_load(nd_store_t *st, uint64_t seq, nd_store_msg_t *out)
