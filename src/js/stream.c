@@ -190,6 +190,7 @@ static void
 stats_publish(nd_stream_t *st)
 {
     js_stream_stats_t s;
+    js_usage_sync(st);
     nd_store_state(st->store, &s.state);
     s.bytes_used = (int64_t)s.state.bytes;
     pthread_mutex_lock(&st->mu);
@@ -329,6 +330,13 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     nd_free(st->create_reply_to);
     st->create_reply_to = NULL;
     if (st->store != NULL) {
+        /* its bytes leave the account's and the server's usage */
+        bool mem = st->cfg.storage == ND_STORAGE_MEMORY;
+        atomic_fetch_sub_explicit(mem ? &st->jsa->mem_used : &st->jsa->store_used, st->used,
+                                  memory_order_relaxed);
+        atomic_fetch_sub_explicit(mem ? &st->jsa->js->mem_used : &st->jsa->js->store_used,
+                                  st->used, memory_order_relaxed);
+        st->used = 0;
         if (st->destroyed) {
             if (st->store->ops->destroy(st->store) != ND_OK)
                 nd_log_warn("JetStream could not remove the store of stream '%s'", st->name);
