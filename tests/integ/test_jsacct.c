@@ -329,6 +329,38 @@ Test(integ_jsacct, server_limits)
     nd_integ_conf_stop(srv, &conf);
 }
 
+/* A reload that adds accounts: the one with jetstream gets it (with its limits), the other the
+ * 10039 answer, as nats-server's reload does. */
+Test(integ_jsacct, reload_adds_accounts)
+{
+    nd_integ_conf_t conf;
+    nd_integ_server_t *srv = up(&conf);
+    char store[256];
+    nd_integ_conf_file(&conf, "store", store, sizeof store);
+    char *text = NULL;
+    cr_assert(asprintf(&text,
+                       "jetstream { store_dir: \"%s\", max_memory_store: 10MB, "
+                       "max_file_store: 20MB }\n%s"
+                       "accounts { E { jetstream: { max_streams: 1 }, users: [{user: e, password: e}] }\n"
+                       "F { users: [{user: f, password: f}] } }\n",
+                       store, ACCOUNTS) > 0);
+    nd_integ_conf_write(&conf, text);
+    free(text);
+    nd_integ_server_reload(srv, true);
+    nd_integ_conn_t *e = connect_as(srv, "e");
+    json_t *j = API(e, "$JS.API.INFO", "");
+    cr_assert_eq(jint(j, "limits.max_streams"), 1, "%s", json_dumps(j, JSON_COMPACT));
+    json_decref(j);
+    CREATE_OK(e, "E1", "{\"name\":\"E1\",\"subjects\":[\"e1\"]}");
+    EXACT(e, "$JS.API.STREAM.CREATE.E2", "{\"name\":\"E2\",\"subjects\":[\"e2\"]}", E10027);
+    nd_integ_conn_t *f = connect_as(srv, "f");
+    EXACT(f, "$JS.API.INFO", "",
+          ERR("account_info_response", 503, 10039, "JetStream not enabled for account"));
+    nd_integ_conn_close(e);
+    nd_integ_conn_close(f);
+    nd_integ_conf_stop(srv, &conf);
+}
+
 /* ---- operator mode (natsd only) ---------------------------------------------------------------- */
 
 typedef struct key {
