@@ -247,8 +247,13 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     for (size_t i = 0; i < o->naccounts; i++) {
         const nd_account_opts_t *ao = &o->accounts[i];
         /* TODO(issue 6): $SYS and its events. */
-        if (strcmp(ao->name, "$G") != 0)
-            add_acct(ctx, a, ao->name, prev);
+        nd_auth_acct_t *e = strcmp(ao->name, "$G") != 0
+                                ? nd_auth_add_acct(ctx, a, ao->name, prev)
+                                : &a->accts[0];
+        if (e != NULL) {
+            e->declared = true;
+            e->js = ao->js;
+        }
     }
     for (size_t i = 0; i < o->nusers; i++)
         if (o->users[i].account != NULL)
@@ -465,6 +470,7 @@ nd_auth_slot_new(void)
 {
     nd_auth_slot_t *s = nd_new(nd_auth_slot_t);
     pthread_mutex_init(&s->mu, NULL);
+    pthread_mutex_init(&s->hook_mu, NULL);
     return s;
 }
 
@@ -498,6 +504,32 @@ nd_auth_slot_set(nd_ctx_t *ctx, nd_auth_slot_t *s, nd_auth_t *a)
         nd_epoch_barrier(ctx->epoch);
     }
     nd_auth_unref(ctx, old);
+    if (a == NULL)
+        return;
+    /* The hook sees the snapshot just installed, or a newer one when installs race: either way
+     * the one in force when its call runs. */
+    pthread_mutex_lock(&s->hook_mu);
+    pthread_mutex_lock(&s->mu);
+    nd_auth_install_fn fn = s->on_install;
+    void *arg = s->on_install_arg;
+    nd_auth_t *cur = fn != NULL && s->cur != NULL ? nd_auth_ref(s->cur) : NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (cur != NULL) {
+        fn(ctx, cur, arg);
+        nd_auth_unref(ctx, cur);
+    }
+    pthread_mutex_unlock(&s->hook_mu);
+}
+
+void
+nd_auth_slot_on_install(nd_auth_slot_t *s, nd_auth_install_fn fn, void *arg)
+{
+    pthread_mutex_lock(&s->hook_mu);
+    pthread_mutex_lock(&s->mu);
+    s->on_install = fn;
+    s->on_install_arg = arg;
+    pthread_mutex_unlock(&s->mu);
+    pthread_mutex_unlock(&s->hook_mu);
 }
 
 nd_permset_t *
@@ -538,6 +570,7 @@ nd_auth_slot_free(nd_auth_slot_t *s)
     for (size_t i = 0; i < s->njkept; i++)
         nd_perms_unref(s->jkept[i].perms);
     nd_free(s->jkept);
+    pthread_mutex_destroy(&s->hook_mu);
     pthread_mutex_destroy(&s->mu);
     nd_free(s);
 }

@@ -65,6 +65,8 @@ typedef struct nd_auth_acct {
     int64_t max_subs;    /* the JWT's limits.subs; -1 = unlimited */
     int64_t max_payload; /* the JWT's limits.payload; -1 = unlimited */
     struct nd_acct_route *route; /* owned: mappings and stream importers (acct_route.h), or NULL */
+    bool declared;               /* an entry of accounts {} (not only named by a user) */
+    nd_acct_js_t js;             /* its jetstream {} (config accounts; JWT ones: see jwt) */
 } nd_auth_acct_t;
 
 typedef struct nd_auth {
@@ -153,9 +155,16 @@ nd_auth_acct_t *nd_auth_add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name,
  * server is freed: publishers read a recipient connection's permission set (nd_conn_t.rperms)
  * while they may still find one of its subscriptions, which can be after the connection's
  * final(); keeping the sets costs a few hundred bytes per user and reload. */
+/* Called once a snapshot is installed (not at registration), outside the slot's mutex, with the snapshot borrowed for the call: how a higher room (JetStream) hears of
+ * accounts that appear (a reload, operator-mode account JWTs) without auth including it. */
+typedef void (*nd_auth_install_fn)(nd_ctx_t *ctx, const nd_auth_t *a, void *arg);
+
 typedef struct nd_auth_slot {
     pthread_mutex_t mu;
     nd_auth_t *cur;
+    nd_auth_install_fn on_install; /* under mu; NULL: none */
+    void *on_install_arg;
+    pthread_mutex_t hook_mu; /* serialises calls of on_install (and its removal) */
     nd_permset_t **kept;
     size_t nkept;
     /* Permission sets of user JWTs, keyed by the JWT's id (jti) so a user who reconnects shares
@@ -176,6 +185,9 @@ void nd_auth_slot_set(nd_ctx_t *ctx, nd_auth_slot_t *s, nd_auth_t *a);
  * is an earlier one with the same id when there is one (perms is then dropped). Borrowed: valid
  * until nd_auth_slot_free. */
 nd_permset_t *nd_auth_slot_keep(nd_auth_slot_t *s, const char *id, nd_permset_t *perms);
+/* Registers the one install hook (fn NULL: removes it; returns once no call is running).
+ * Ctx: a non-worker thread. */
+void nd_auth_slot_on_install(nd_auth_slot_t *s, nd_auth_install_fn fn, void *arg);
 /* Drops the snapshot (server shutdown: the account references must go before the pool waits). */
 void nd_auth_slot_clear(nd_ctx_t *ctx, nd_auth_slot_t *s);
 void nd_auth_slot_free(nd_auth_slot_t *s);

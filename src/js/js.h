@@ -22,6 +22,10 @@ typedef struct nd_js nd_js_t;
 /* Starts JetStream when the options enable it. Ctx: the main thread, after nd_pool_start.
  * Returns: the JetStream state, or NULL when it is off or could not start (logged). */
 nd_js_t *nd_js_start(nd_server_t *srv);
+/* Lets go of what would keep the pool's shutdown waiting (account references) and of the
+ * hooks; JetStream keeps serving until the shutdown closes its actors. Ctx: the main thread,
+ * before nd_pool_shutdown. */
+void nd_js_stop(nd_js_t *js);
 /* Frees what is left after the pool's shutdown (which closed every stream). */
 void nd_js_free(nd_js_t *js);
 

@@ -35,6 +35,7 @@
 #include "net/iclient.h"
 #include "net/server.h"
 
+struct nd_jwt;
 typedef struct nd_jsa nd_jsa_t;
 typedef struct nd_stream nd_stream_t;
 typedef struct js_audit_req js_audit_req_t;
@@ -50,6 +51,20 @@ enum {
     JS_OP_SNAPSHOT, /* stream_snap.c */
 };
 
+/* An account's JetStream limits: nats-server's map of tier name -> JetStreamAccountLimits.
+ * One entry named "" is the untiered (default) limits; otherwise one per tier ("R1", "R3", ...),
+ * from a JWT's tiered_limits. A stream's limits are the default ones, else its replicas' tier. */
+#define JS_MAX_TIERS 8
+typedef struct js_tier {
+    char name[16];
+    nd_acct_js_t lim;
+} js_tier_t;
+
+typedef struct js_limits {
+    js_tier_t t[JS_MAX_TIERS];
+    size_t n; /* 0: none (the account has no JetStream) */
+} js_limits_t;
+
 struct nd_js {
     nd_server_t *srv;
     char *store_dir;      /* <store_dir>/jetstream, as nats-server lays it out */
@@ -62,22 +77,38 @@ struct nd_js {
     int64_t max_dup_window_ns; /* jetstream { limits { duplicate_window } }; 0 = none */
     uint32_t queue_limit;      /* request_queue_limit */
     int64_t started_ns;
-    /* any thread, atomic: bytes stored over all accounts */
+    /* any thread, atomic: bytes stored over all accounts, and reserved (the max_bytes of every
+     * stream: nats-server's memReserved/storeReserved) */
     _Atomic int64_t mem_used, store_used;
+    _Atomic int64_t mem_reserved, store_reserved;
     _Atomic uint64_t api_total, api_errors;
     /* start: recovered streams not yet subscribed (nd_js_start waits for 0) */
     pthread_mutex_t rmu;
     pthread_cond_t rcv;
     int recovering;
-    /* accounts with JetStream; fixed after start */
+    /* Accounts with JetStream: set up at start and when a snapshot of the authorization brings
+     * new ones (js.c accounts_update, under amu). Entries are never removed before nd_js_free,
+     * so a copy taken with js_accts() stays valid; read the array only under amu. */
+    pthread_mutex_t amu;
     nd_jsa_t **accts;
-    size_t naccts;
+    size_t naccts, cap;
+    char **known; /* every account name seen, with JetStream or not (under amu) */
+    size_t nknown;
 };
 
 struct nd_jsa {
     nd_js_t *js;
-    nd_acct_t *acct; /* a reference */
+    nd_acct_t *acct; /* a reference until nd_js_stop */
+    bool acct_released; /* under js->amu */
+    /* The limits that apply to this server's streams (replicas 1: the default tier, else "R1";
+     * all -1 when neither is there); tl: all of them, for account info. Written at setup and by
+     * a reload (under mu); read by the API service under mu, by monitoring without. */
     nd_acct_js_t limits;
+    js_limits_t tl;
+    /* any thread, atomic: what the publish path checks (js_limits_publish): the memory and
+     * file byte limits of the stream tier (-1 none), and whether the tier exists at all */
+    _Atomic int64_t pub_max_mem, pub_max_store;
+    _Atomic bool pub_tier;
     char *dir;       /* <store_dir>/jetstream/<account> */
     nd_iclient_t *api;
     /* the stream table: written by the API service's turn under mu, read by others under mu */
@@ -143,6 +174,7 @@ struct nd_stream {
     bool stopped, recovering, opened, subscribed;
     bool restored;          /* the create answer is a restore's (no did_create) */
     int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */
+    int64_t used;           /* the store's bytes last added to the account's usage */
 
     /* Shared: under mu. */
     pthread_mutex_t mu;
@@ -158,6 +190,34 @@ char *js_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 int js_mkdirs(const char *path);
 /* The account's JetStream limits applied to a stream config check. */
 void js_cfg_env(const nd_jsa_t *jsa, nd_stream_cfg_env_t *env, bool pedantic);
+/* A copy of the accounts with JetStream (nd_free it); the entries stay valid until nd_js_free. */
+nd_jsa_t **js_accts(nd_js_t *js, size_t *n);
+
+/* ---- jslimits.c: account limits, usage and reservations (nats-server jetstream.go) ---- */
+/* The limits of the tier for replicas (nats-server's selectLimits); NULL when none applies. */
+const js_tier_t *js_limits_select(const js_limits_t *l, int replicas);
+/* The limits an account of the options has (static accounts {} or the account's JWT). Returns:
+ * false when the account has no JetStream. */
+bool js_limits_from_jwt(const struct nd_jwt *jwt, js_limits_t *out);
+/* Installs l as jsa's limits (setup, reload). */
+void js_limits_set(nd_jsa_t *jsa, const js_limits_t *l);
+/* nats-server's checkAllLimits for a stream of the account: max_consumers against the tier's,
+ * then add_bytes (max_bytes; < 0 counts 1) over reserved against the tier's and the server's
+ * byte limits. Returns: false with err (10026, 10028, 10047). */
+bool js_limits_check(const nd_jsa_t *jsa, const nd_acct_js_t *sel, int64_t max_consumers,
+                     bool memory, int64_t add_bytes, int64_t reserved, nd_jserr_t *err);
+/* The max_bytes the account's streams reserve (memory or file), the stream named skip excluded.
+ * Ctx: the API service's turn. */
+int64_t js_limits_reserved(const nd_jsa_t *jsa, bool memory, const char *skip);
+/* Adds delta to the server's reservations (a stream created, deleted, updated, recovered). */
+void js_limits_reserve(nd_js_t *js, bool memory, int64_t max_bytes, int sign);
+/* The stream's store bytes into the account's and server's usage. Ctx: the stream's turn. */
+void js_usage_sync(nd_stream_t *st);
+/* Publish-time checks (nats-server processJetStreamMsg): the server's usage over its limit
+ * (10023), and the account's usage plus size over the tier's limit (10002, or 10120 when no
+ * tier applies). Returns: the error, or ND_JSE_NONE. */
+nd_jse_t js_limits_server_exceeded(nd_stream_t *st);
+nd_jse_t js_limits_account_exceeded(nd_stream_t *st, uint64_t size);
 
 /* ---- jsaudit.c: the API audit advisory ---- */
 /* The request a response answers, for the audit advisory. */

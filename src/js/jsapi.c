@@ -65,6 +65,7 @@ jsa_insert(nd_jsa_t *jsa, nd_stream_t *st)
     jsa->streams[i] = st;
     jsa->nstreams++;
     pthread_mutex_unlock(&jsa->mu);
+    js_limits_reserve(jsa->js, st->acfg.storage == ND_STORAGE_MEMORY, st->acfg.max_bytes, 1);
 }
 
 void
@@ -79,6 +80,8 @@ jsa_remove(nd_jsa_t *jsa, nd_stream_t *st)
         jsa->nstreams--;
     }
     pthread_mutex_unlock(&jsa->mu);
+    if (found)
+        js_limits_reserve(jsa->js, st->acfg.storage == ND_STORAGE_MEMORY, st->acfg.max_bytes, -1);
 }
 
 /* ---- requests ---- */
@@ -127,6 +130,22 @@ limits_json(const nd_acct_js_t *l)
     return o;
 }
 
+/* One JetStreamTier object: usage, reservations, counts and limits. */
+static json_t *
+tier_json(int64_t mem, int64_t store, int64_t rmem, int64_t rstore, size_t streams,
+          const nd_acct_js_t *l)
+{
+    json_t *o = json_object();
+    json_object_set_new(o, "memory", json_integer(mem));
+    json_object_set_new(o, "storage", json_integer(store));
+    json_object_set_new(o, "reserved_memory", json_integer(rmem));
+    json_object_set_new(o, "reserved_storage", json_integer(rstore));
+    json_object_set_new(o, "streams", json_integer((json_int_t)streams));
+    json_object_set_new(o, "consumers", json_integer(0));
+    json_object_set_new(o, "limits", limits_json(l));
+    return o;
+}
+
 /* Memory and file bytes the account's streams use (from their last turns). */
 static void
 usage(nd_jsa_t *jsa, int64_t *mem, int64_t *store, size_t *nstreams)
@@ -146,6 +165,8 @@ usage(nd_jsa_t *jsa, int64_t *mem, int64_t *store, size_t *nstreams)
     pthread_mutex_unlock(&jsa->mu);
 }
 
+/* nats-server's JetStreamUsage on one server: untiered limits go in "limits"; tiered ones in
+ * "tiers" (every configured tier, and R1 where the streams are), "limits" then all zero. */
 static void
 account_info(api_req_t *r)
 {
@@ -153,14 +174,18 @@ account_info(api_req_t *r)
     int64_t mem, store;
     size_t n;
     usage(jsa, &mem, &store, &n);
-    json_t *o = js_resp("account_info_response");
-    json_object_set_new(o, "memory", json_integer(mem));
-    json_object_set_new(o, "storage", json_integer(store));
-    json_object_set_new(o, "reserved_memory", json_integer(0));
-    json_object_set_new(o, "reserved_storage", json_integer(0));
-    json_object_set_new(o, "streams", json_integer((json_int_t)n));
-    json_object_set_new(o, "consumers", json_integer(0));
-    json_object_set_new(o, "limits", limits_json(&jsa->limits));
+    int64_t rmem = js_limits_reserved(jsa, true, NULL), rstore = js_limits_reserved(jsa, false, NULL);
+    pthread_mutex_lock(&jsa->mu);
+    js_limits_t tl = jsa->tl;
+    pthread_mutex_unlock(&jsa->mu);
+    bool flat = tl.n == 1 && tl.t[0].name[0] == '\0';
+    nd_acct_js_t zero;
+    memset(&zero, 0, sizeof zero);
+    json_t *o = tier_json(mem, store, rmem, rstore, n, flat ? &tl.t[0].lim : &zero);
+    json_t *t = js_resp("account_info_response");
+    json_object_update(t, o);
+    json_decref(o);
+    o = t;
     if (jsa->js->domain[0] != '\0')
         json_object_set_new(o, "domain", json_string(jsa->js->domain));
     json_t *api = json_object();
@@ -172,6 +197,20 @@ account_info(api_req_t *r)
         api, "errors",
         json_integer((json_int_t)atomic_load_explicit(&jsa->api_errors, memory_order_relaxed)));
     json_object_set_new(o, "api", api);
+    if (!flat) {
+        json_t *tiers = json_object();
+        bool r1 = false;
+        for (size_t i = 0; i < tl.n; i++) {
+            bool is_r1 = strcmp(tl.t[i].name, "R1") == 0;
+            r1 = r1 || is_r1;
+            json_object_set_new(tiers, tl.t[i].name,
+                                is_r1 ? tier_json(mem, store, rmem, rstore, n, &tl.t[i].lim)
+                                      : tier_json(0, 0, 0, 0, 0, &tl.t[i].lim));
+        }
+        if (!r1 && n > 0)
+            json_object_set_new(tiers, "R1", tier_json(mem, store, rmem, rstore, n, &zero));
+        json_object_set_new(o, "tiers", tiers);
+    }
     js_send(r->ctx, r->ic, r->reply, o);
 }
 
@@ -232,6 +271,42 @@ forward(api_req_t *r, nd_stream_t *st, uint32_t tag)
     return ok;
 }
 
+bool js_api_create_limits(void *arg, const char *name, int64_t replicas, bool memory,
+                          int64_t max_bytes, int64_t max_consumers, nd_jserr_t *err);
+
+/* nats-server's jsNonClusteredStreamLimitsCheck, through the config check (js_cfg_env): the
+ * tier, max_streams (a stream of the same name not counted), then the byte limits with the
+ * request's values. Ctx: the API service's turn. */
+bool
+js_api_create_limits(void *arg, const char *name, int64_t replicas, bool memory,
+                     int64_t max_bytes, int64_t max_consumers, nd_jserr_t *err)
+{
+    nd_jsa_t *jsa = arg;
+    pthread_mutex_lock(&jsa->mu);
+    const js_tier_t *t = js_limits_select(&jsa->tl, (int)replicas);
+    nd_acct_js_t sel = t != NULL ? t->lim : (nd_acct_js_t){0};
+    pthread_mutex_unlock(&jsa->mu);
+    if (t == NULL)
+        return nd_jserr_set(err, ND_JSE_NO_LIMITS, (const char *)NULL);
+    size_t others = jsa->nstreams - (jsa_find(jsa, name) != NULL ? 1 : 0);
+    if (sel.max_streams > 0 && (int64_t)others >= sel.max_streams)
+        return nd_jserr_set(err, ND_JSE_MAXIMUM_STREAMS_LIMIT, (const char *)NULL);
+    return js_limits_check(jsa, &sel, max_consumers, memory, max_bytes,
+                           js_limits_reserved(jsa, memory, name), err);
+}
+
+/* The limits of cfg's tier, or false with 10120. */
+static bool
+select_tier(nd_jsa_t *jsa, int replicas, nd_acct_js_t *sel, nd_jserr_t *err)
+{
+    pthread_mutex_lock(&jsa->mu);
+    const js_tier_t *t = js_limits_select(&jsa->tl, replicas);
+    if (t != NULL)
+        *sel = t->lim;
+    pthread_mutex_unlock(&jsa->mu);
+    return t != NULL || nd_jserr_set(err, ND_JSE_NO_LIMITS, (const char *)NULL);
+}
+
 static void
 stream_create(api_req_t *r)
 {
@@ -255,9 +330,15 @@ stream_create(api_req_t *r)
             fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
         return;
     }
-    if (jsa->limits.max_streams > 0 && (int64_t)jsa->nstreams >= jsa->limits.max_streams) {
+    /* nats-server's addStream: the limits again, with the config's defaults (max_bytes -1
+     * counts 1 byte) */
+    nd_acct_js_t sel;
+    bool mem = cfg.storage == ND_STORAGE_MEMORY;
+    if (!select_tier(jsa, cfg.num_replicas, &sel, &err) ||
+        !js_limits_check(jsa, &sel, cfg.max_consumers, mem, cfg.max_bytes,
+                         js_limits_reserved(jsa, mem, cfg.name), &err)) {
         nd_stream_cfg_free(&cfg);
-        fail_code(r, what, ND_JSE_MAXIMUM_STREAMS_LIMIT);
+        fail(r, what, &err);
         return;
     }
     if (overlaps(jsa, &cfg, NULL)) {
@@ -300,11 +381,28 @@ stream_update(api_req_t *r)
         return;
     }
     nd_stream_cfg_apply_sealed(&cfg);
+    /* nats-server's configUpdateCheck: only the growth of max_bytes is new, over what the other
+     * streams and this one's old max_bytes reserve */
+    bool mem = cfg.storage == ND_STORAGE_MEMORY;
+    int64_t grow = (cfg.max_bytes > 0 ? cfg.max_bytes : 0) -
+                   (st->acfg.max_bytes > 0 ? st->acfg.max_bytes : 0);
+    nd_acct_js_t sel;
+    if ((!select_tier(r->jsa, cfg.num_replicas, &sel, &err) &&
+         (cfg.num_replicas == st->acfg.num_replicas ||
+          !select_tier(r->jsa, st->acfg.num_replicas, &sel, &err))) ||
+        !js_limits_check(r->jsa, &sel, cfg.max_consumers, mem, grow > 0 ? grow : 0,
+                         js_limits_reserved(r->jsa, mem, st->name) + st->acfg.max_bytes, &err)) {
+        nd_stream_cfg_free(&cfg);
+        fail(r, what, &err);
+        return;
+    }
     if (overlaps(r->jsa, &cfg, st)) {
         nd_stream_cfg_free(&cfg);
         fail_code(r, what, ND_JSE_STREAM_SUBJECT_OVERLAP);
         return;
     }
+    js_limits_reserve(r->jsa->js, mem, st->acfg.max_bytes, -1);
+    js_limits_reserve(r->jsa->js, mem, cfg.max_bytes, 1);
     nd_stream_cfg_free(&st->acfg);
     nd_stream_cfg_copy(&st->acfg, &cfg);
     js_stream_update(r->ctx, st, &cfg, r->reply); /* takes cfg */

@@ -103,14 +103,16 @@ stats(void *arg, nd_js_stats_t *out, bool detail)
     memset(out, 0, sizeof *out);
     out->max_memory = js->max_memory;
     out->max_storage = js->max_store;
-    out->accounts = js->naccts;
+    size_t naccts;
+    nd_jsa_t **accts = js_accts(js, &naccts);
+    out->accounts = naccts;
     out->api_total = load_u64(&js->api_total);
     out->api_errors = load_u64(&js->api_errors);
     if (detail)
-        out->accts = nd_xcalloc(js->naccts > 0 ? js->naccts : 1, sizeof *out->accts);
+        out->accts = nd_xcalloc(naccts > 0 ? naccts : 1, sizeof *out->accts);
     size_t scap = 0;
-    for (size_t i = 0; i < js->naccts; i++) {
-        nd_jsa_t *jsa = js->accts[i];
+    for (size_t i = 0; i < naccts; i++) {
+        nd_jsa_t *jsa = accts[i];
         if (jsa->limits.max_memory > 0)
             out->reserved_memory += (uint64_t)jsa->limits.max_memory;
         if (jsa->limits.max_store > 0)
@@ -154,6 +156,7 @@ stats(void *arg, nd_js_stats_t *out, bool detail)
         }
         snap_free(s, n);
     }
+    nd_free(accts);
 }
 
 /* ---- JSON ---- */
@@ -351,14 +354,16 @@ jsz(void *arg, const nd_jsz_query_t *query, int64_t now_ns)
 
     /* The accounts to detail: the one asked for (when it has JetStream), else a page of all by
      * name when asked. */
-    nd_jsa_t **pick = nd_xcalloc(js->naccts > 0 ? js->naccts : 1, sizeof *pick);
+    size_t naccts;
+    nd_jsa_t **accts = js_accts(js, &naccts);
+    nd_jsa_t **pick = nd_xcalloc(naccts > 0 ? naccts : 1, sizeof *pick);
     size_t npick = 0;
-    for (size_t i = 0; has_acc && i < js->naccts; i++)
-        if (strcmp(nd_acct_name(js->accts[i]->acct), q.acc) == 0)
-            pick[npick++] = js->accts[i];
+    for (size_t i = 0; has_acc && i < naccts; i++)
+        if (strcmp(nd_acct_name(accts[i]->acct), q.acc) == 0)
+            pick[npick++] = accts[i];
     if (npick == 0 && q.accounts) {
-        memcpy(pick, js->accts, js->naccts * sizeof *pick);
-        npick = js->naccts;
+        memcpy(pick, accts, naccts * sizeof *pick);
+        npick = naccts;
         if (q.limit > 0) {
             qsort(pick, npick, sizeof *pick, by_name);
             size_t off = (uint64_t)q.offset < npick ? (size_t)q.offset : npick;
@@ -375,7 +380,8 @@ jsz(void *arg, const nd_jsz_query_t *query, int64_t now_ns)
         json_object_set_new(o, "account_details", arr);
     }
     nd_free(pick);
-    json_object_set_new(o, "total", jint(js->naccts));
+    nd_free(accts);
+    json_object_set_new(o, "total", jint(naccts));
     return o;
 }
 
@@ -474,13 +480,16 @@ healthz(void *arg, const nd_js_health_query_t *q, json_t *errors)
     const char *want_st = q->stream != NULL && q->stream[0] != '\0' ? q->stream : NULL;
     const char *want_con = q->consumer != NULL && q->consumer[0] != '\0' ? q->consumer : NULL;
     bool acc_found = false, st_found = false;
-    for (size_t i = 0; i < js->naccts; i++) {
-        nd_jsa_t *jsa = js->accts[i];
+    size_t naccts;
+    nd_jsa_t **accts = js_accts(js, &naccts);
+    for (size_t i = 0; i < naccts; i++) {
+        nd_jsa_t *jsa = accts[i];
         if (want_acc != NULL && strcmp(nd_acct_name(jsa->acct), want_acc) != 0)
             continue;
         acc_found = true;
         check_account(jsa, want_st, errors, &st_found);
     }
+    nd_free(accts);
     char text[800];
     if (want_acc != NULL && !acc_found) {
         snprintf(text, sizeof text, "JetStream account \"%s\" not found", want_acc);

@@ -193,6 +193,7 @@ static void
 stats_publish(nd_stream_t *st)
 {
     js_stream_stats_t s;
+    js_usage_sync(st);
     nd_store_state(st->store, &s.state);
     s.bytes_used = (int64_t)s.state.bytes;
     pthread_mutex_lock(&st->mu);
@@ -556,6 +557,18 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         arm_tick(ctx, st, store_tick(ctx, st, js_now()));
 }
 
+/* The stream's bytes leave the account's and the server's usage (close, delete). */
+static void
+release_usage(nd_stream_t *st)
+{
+    bool mem = st->cfg.storage == ND_STORAGE_MEMORY;
+    atomic_fetch_sub_explicit(mem ? &st->jsa->mem_used : &st->jsa->store_used, st->used,
+                              memory_order_relaxed);
+    atomic_fetch_sub_explicit(mem ? &st->jsa->js->mem_used : &st->jsa->js->store_used, st->used,
+                              memory_order_relaxed);
+    st->used = 0;
+}
+
 static void
 on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
 {
@@ -566,6 +579,7 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     st->create_reply_to = NULL;
     js_audit_free(st->create_audit);
     st->create_audit = NULL;
+    release_usage(st);
     if (st->store != NULL) { /* a deleted stream's store is gone already (do_delete) */
         nd_store_close(st->store);
         st->store = NULL;
@@ -863,6 +877,7 @@ do_delete(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     delete_call_t *d = data;
     st->stopped = true;
     send_acks(ctx, st);
+    release_usage(st);
     if (st->store != NULL) {
         if (st->store->ops->destroy(st->store) != ND_OK)
             nd_log_warn("JetStream could not remove the store of stream '%s'", st->name);

@@ -1304,9 +1304,14 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
     if (c->nsubjects == 0 && c->nsources == 0 && !c->mirror)
         return invalid(err, "stream needs at least one configured subject or be a source/mirror");
 
-    if (env && env->max_bytes_required && c->max_bytes <= 0)
+    bool mb_required = env && env->max_bytes_required;
+    int64_t mb_limit = env ? env->max_stream_bytes : -1;
+    if (env && env->max_bytes_limits)
+        env->max_bytes_limits(env->limits_arg, (int)c->replicas, c->storage == ST_MEMORY,
+                              &mb_required, &mb_limit);
+    if (mb_required && c->max_bytes <= 0)
         return nd_jserr_set(err, ND_JSE_STREAM_MAX_BYTES_REQUIRED, (const char *)NULL);
-    if (env && env->max_stream_bytes > 0 && c->max_bytes > env->max_stream_bytes)
+    if (mb_limit > 0 && c->max_bytes > mb_limit)
         return nd_jserr_set(err, ND_JSE_STREAM_MAX_STREAM_BYTES_EXCEEDED, (const char *)NULL);
 
     if (c->nsubjects > 1)
@@ -1510,6 +1515,12 @@ parse_root(json_t *root, const nd_apijson_t *aj, const char *subj_name,
         if (g.mirror_direct && !g.mirror) {
             gcfg_free(&g);
             return invalid(err, "stream has no mirror but does have mirror direct");
+        }
+        if (env->create_limits &&
+            !env->create_limits(env->limits_arg, g.name ? g.name : "", g.replicas,
+                                g.storage == ST_MEMORY, g.max_bytes, g.max_consumers, err)) {
+            gcfg_free(&g);
+            return false;
         }
     }
     if (!check_cfg(&g, env, pedantic, err)) {

@@ -63,6 +63,16 @@ typedef struct nd_stream_cfg_env {
     int64_t max_dup_window_ns; /* jetstream { limits { duplicate_window } }; 0 = none */
     bool max_bytes_required;   /* the account requires max_bytes (10113) */
     int64_t max_stream_bytes;  /* the account's per-stream byte limit for the storage; -1 none */
+    /* The account's limits, when set (they replace the two fields above). max_bytes_limits:
+     * nats-server's maxBytesLimits for a checked config (its tier by replicas, its storage);
+     * create_limits: on a create, after the create-only checks and before the config checks,
+     * with the request's values as sent (0 when absent), as nats-server checks the account's
+     * limits there (jsNonClusteredStreamLimitsCheck). Returns: false with *err to refuse. */
+    void (*max_bytes_limits)(void *arg, int replicas, bool memory, bool *required,
+                             int64_t *max_stream_bytes);
+    bool (*create_limits)(void *arg, const char *name, int64_t replicas, bool memory,
+                          int64_t max_bytes, int64_t max_consumers, nd_jserr_t *err);
+    void *limits_arg;
     /* A create request ($JS.API.STREAM.CREATE): nats-server checks the name against the subject
      * first, then path separators, "sealed" and mirror_direct without a mirror, and after the
      * config checks replicas > 1 when not clustered (10074) and the mirror's/sources' filter

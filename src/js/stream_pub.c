@@ -490,6 +490,11 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         ack_code(st, m, ND_JSE_STREAM_HEADER_EXCEEDS_MAXIMUM);
         return;
     }
+    nd_jse_t over = js_limits_server_exceeded(st);
+    if (over != ND_JSE_NONE) {
+        ack_code(st, m, over);
+        return;
+    }
     if (c->retention == ND_RETENTION_INTEREST) {
         /* No consumer yet (the consumers issue brings them): nobody is interested, so the
          * message is not kept and its sequence is skipped, as nats-server does. */
@@ -500,6 +505,11 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
                 dd_add(st, msg_id, msg_id_len, seq, js_now());
             ack_seq(st, m, seq, false);
         }
+        return;
+    }
+    over = js_limits_account_exceeded(st, nd_store_msg_size(subject_len, hl, m->data_len));
+    if (over != ND_JSE_NONE) {
+        ack_code(st, m, over);
         return;
     }
     if (ttl_bad) {
@@ -541,6 +551,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         return;
     }
     st->dirty = true;
+    js_usage_sync(st); /* the next publish's limit check sees this one */
     if (msg_id != NULL) {
         dd_add(st, msg_id, msg_id_len, seq, ts);
         nd_free(st->last_msg_id);
@@ -554,6 +565,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         const char *f = rollup_sub ? subject : NULL;
         if (store->ops->purge(store, f, rollup_sub ? subject_len : 0, 0, 1, &purged) != ND_OK)
             nd_log_warn("JetStream rollup on stream '%s' failed", st->name);
+        js_usage_sync(st);
     }
     republish(ctx, st, m, seq, ts, last_subj_seq);
     ack_seq(st, m, seq, false);

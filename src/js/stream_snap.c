@@ -198,6 +198,7 @@ typedef struct snap_tx {
     int64_t start_ns, progress_ns;
     bool started, done;
     char *buf;
+    json_t *create_adv; /* SNAPSHOT_CREATE, sent by the sender first so it precedes COMPLETE */
 } snap_tx_t;
 
 static void
@@ -257,6 +258,10 @@ tx_on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         return;
     tx->started = true;
     tx->progress_ns = js_now();
+    if (tx->create_adv != NULL) {
+        adv_send(ctx, ic, tx->jsa, "SNAPSHOT_CREATE", tx->stream, tx->create_adv);
+        tx->create_adv = NULL;
+    }
     tx_pump(ctx, ic, tx);
 }
 
@@ -302,6 +307,7 @@ tx_on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     (void)ic;
     snap_tx_t *tx = arg;
     close(tx->fd);
+    json_decref(tx->create_adv);
     nd_free(tx->stream);
     nd_free(tx->deliver);
     nd_free(tx->ack);
@@ -402,9 +408,9 @@ js_stream_snapshot(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     js_send(ctx, st->ic, m->reply, o);
     json_t *a = adv_new(ctx, "snapshot_create", st->name, js_now());
     json_object_set_new(a, "state", js_state_json(&s, NULL, NULL));
-    adv_send(ctx, st->ic, jsa, "SNAPSHOT_CREATE", st->name, a);
 
     snap_tx_t *tx = nd_xcalloc(1, sizeof *tx);
+    tx->create_adv = a;
     tx->jsa = jsa;
     tx->stream = nd_xstrdup(st->name);
     tx->deliver = nd_xstrdup(deliver);

@@ -112,6 +112,7 @@ natsd_stop(natsd_t *s)
         return;
     nd_mon_stop_accepting(s->mon);
     nd_server_stop_accepting(s->server);
+    nd_js_stop(s->js);
     nd_pool_shutdown(s->pool); /* closes every connection, stream and account */
     nd_js_free(s->js);
     nd_mon_free(s->mon);
