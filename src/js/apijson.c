@@ -9,6 +9,7 @@
  * SyntaxError counts the bytes read up to and including the bad one.
  */
 #include "js/apijson.h"
+#include "util/hex.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -73,18 +74,6 @@ skip_ws(parser_t *ps)
 {
     while (ps->p < ps->end && (*ps->p == ' ' || *ps->p == '\t' || *ps->p == '\r' || *ps->p == '\n'))
         ps->p++;
-}
-
-static int
-hexval(unsigned char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 typedef struct buf {
@@ -170,7 +159,7 @@ hex4(const unsigned char *p, const unsigned char *end)
         return -1;
     int v = 0;
     for (int i = 0; i < 4; i++) {
-        int d = hexval(p[i]);
+        int d = nd_hex_value(p[i]);
         if (d < 0)
             return -1;
         v = v * 16 + d;
@@ -250,7 +239,7 @@ parse_string(parser_t *ps, size_t *outlen)
             }
             ps->p++;
             for (int i = 0; i < 4; i++) {
-                if (ps->p + i >= ps->end || hexval(ps->p[i]) < 0) {
+                if (ps->p + i >= ps->end || nd_hex_value(ps->p[i]) < 0) {
                     ps->p += i;
                     fail(ps, "in \\u hexadecimal character escape");
                     nd_free(b.b);

@@ -1,6 +1,7 @@
 /* JetStream's start: which accounts have it, the store directory, the API services, and the
  * streams recovered from disk. See js.h. Reference: nats-server server/jetstream.go
  * (enableJetStream, enableJetStreamAccounts, configJetStream). */
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <inttypes.h>
@@ -37,6 +38,28 @@ js_path(const char *fmt, ...)
     vsnprintf(p, (size_t)(n > 0 ? n : 0) + 1, fmt, ap);
     va_end(ap);
     return p;
+}
+
+void
+js_remove_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char *p = js_path("%s/%s", dir, e->d_name);
+            struct stat sb;
+            if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+                js_remove_tree(p);
+            else
+                unlink(p);
+            nd_free(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
 }
 
 int

@@ -188,6 +188,8 @@ int64_t js_now(void);
 char *js_path(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* mkdir -p. Returns: 0, or -1 with errno. */
 int js_mkdirs(const char *path);
+/* rm -r dir (a stream's or a staging directory: never follows links). */
+void js_remove_tree(const char *dir);
 /* The account's JetStream limits applied to a stream config check. */
 void js_cfg_env(const nd_jsa_t *jsa, nd_stream_cfg_env_t *env, bool pedantic);
 /* A copy of the accounts with JetStream (nd_free it); the entries stay valid until nd_js_free. */

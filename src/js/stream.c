@@ -164,29 +164,6 @@ meta_read(const char *dir, int64_t *created, char *why, size_t whylen)
     return cfg;
 }
 
-/* rm -r dir (the stream's own directory only). */
-static void
-remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char *p = js_path("%s/%s", dir, e->d_name);
-            struct stat sb;
-            if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-                remove_tree(p);
-            else
-                unlink(p);
-            nd_free(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 /* ---- the actor ---- */
 
 static void
@@ -707,7 +684,7 @@ js_stream_create(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, int64_t cre
     if (e != ND_OK) {
         nd_jserr_setf(err, ND_JSE_STREAM_CREATE_F, "%s", nd_strerror(e));
         if (st->dir != NULL)
-            remove_tree(st->dir);
+            js_remove_tree(st->dir);
         js_stream_unref(st);
         return NULL;
     }
@@ -740,7 +717,7 @@ js_stream_create_restored(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, nd
         if (e != ND_OK) {
             nd_jserr_setf(err, ND_JSE_STREAM_RESTORE_F, "%s",
                           ok ? nd_strerror(e) : strerror(errno));
-            remove_tree(st->dir);
+            js_remove_tree(st->dir);
             js_stream_unref(st);
             return NULL;
         }
@@ -884,7 +861,7 @@ do_delete(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         st->store = NULL;
     }
     if (st->dir != NULL)
-        remove_tree(st->dir);
+        js_remove_tree(st->dir);
     json_t *o = js_resp("stream_delete_response");
     json_object_set_new(o, "success", json_true());
     js_audit_begin(d->audit);

@@ -10,7 +10,7 @@
 
 #include "actors/alloc.h"
 #include "js/js_int.h"
-#include "js/jshdr.h"
+#include "js/jsxform.h"
 #include "js/jsreq.h"
 #include "util/base64.h"
 #include "util/timefmt.h"

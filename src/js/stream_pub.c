@@ -17,7 +17,8 @@
 
 #include "actors/alloc.h"
 #include "js/js_int.h"
-#include "js/jshdr.h"
+#include "js/jsxform.h"
+#include "util/natshdr.h"
 #include "js/store/store_ttl.h"
 #include "util/log.h"
 #include "util/timefmt.h"
@@ -182,7 +183,7 @@ js_stream_dedup_rebuild(nd_stream_t *st)
         if (nd_store_load(st->store, seq, &m) != ND_OK)
             continue;
         size_t n;
-        const char *id = js_hdr_get((const char *)m.hdr, m.hdr_len, "Nats-Msg-Id", &n);
+        const char *id = nd_hdr_get(m.hdr, m.hdr_len, "Nats-Msg-Id", &n);
         if (id != NULL && n > 0) {
             dd_add(st, id, n, seq, m.ts);
             nd_free(st->last_msg_id);
@@ -390,12 +391,12 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     bool ttl_bad = false;
     if (hl > 0) {
         size_t n;
-        const char *v = js_hdr_get(hdr, hl, "Nats-Expected-Stream", &n);
+        const char *v = nd_hdr_get(hdr, hl, "Nats-Expected-Stream", &n);
         if (v != NULL && n > 0 && (n != strlen(st->name) || memcmp(v, st->name, n) != 0)) {
             ack_code(st, m, ND_JSE_STREAM_NOT_MATCH);
             return;
         }
-        v = js_hdr_get(hdr, hl, "Nats-TTL", &n);
+        v = nd_hdr_get(hdr, hl, "Nats-TTL", &n);
         if (v != NULL) {
             ttl_bad = !nd_store_parse_ttl(v, n, &ttl);
             if (!ttl_bad && ttl != 0 && !c->allow_msg_ttl) {
@@ -403,7 +404,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
                 return;
             }
         }
-        msg_id = js_hdr_get(hdr, hl, "Nats-Msg-Id", &msg_id_len);
+        msg_id = nd_hdr_get(hdr, hl, "Nats-Msg-Id", &msg_id_len);
         if (msg_id != NULL && msg_id_len > 0) {
             js_dedup_t *d = dd_find(st, msg_id, msg_id_len);
             if (d != NULL) {
@@ -414,12 +415,12 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
             msg_id = NULL;
         }
         uint64_t want;
-        v = js_hdr_get(hdr, hl, "Nats-Expected-Last-Subject-Sequence", &n);
+        v = nd_hdr_get(hdr, hl, "Nats-Expected-Last-Subject-Sequence", &n);
         if (v != NULL) {
             if (!parse_u64(v, n, &want))
                 want = UINT64_MAX; /* nats-server: unparsable is -1, which nothing matches */
             size_t sl;
-            const char *ss = js_hdr_get(hdr, hl, "Nats-Expected-Last-Subject-Sequence-Subject", &sl);
+            const char *ss = nd_hdr_get(hdr, hl, "Nats-Expected-Last-Subject-Sequence-Subject", &sl);
             char sbuf[1024];
             const char *chk = subject;
             size_t chk_len = subject_len;
@@ -442,7 +443,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
                 return;
             }
         }
-        v = js_hdr_get(hdr, hl, "Nats-Expected-Last-Sequence", &n);
+        v = nd_hdr_get(hdr, hl, "Nats-Expected-Last-Sequence", &n);
         if (v != NULL) {
             nd_store_state_t s;
             nd_store_state(store, &s);
@@ -454,7 +455,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
                 return;
             }
         }
-        v = js_hdr_get(hdr, hl, "Nats-Expected-Last-Msg-Id", &n);
+        v = nd_hdr_get(hdr, hl, "Nats-Expected-Last-Msg-Id", &n);
         if (v != NULL && n > 0) {
             const char *last = st->last_msg_id != NULL ? st->last_msg_id : "";
             if (strlen(last) != n || memcmp(last, v, n) != 0) {
@@ -463,7 +464,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
                 return;
             }
         }
-        v = js_hdr_get(hdr, hl, "Nats-Rollup", &n);
+        v = nd_hdr_get(hdr, hl, "Nats-Rollup", &n);
         if (v != NULL && n > 0) {
             if (!c->allow_rollup || c->deny_purge) {
                 nd_jserr_setf(&err, ND_JSE_STREAM_ROLLUP_FAILED_F, "rollup not permitted");

@@ -88,29 +88,6 @@ staging_file(nd_js_t *js, const char *kind)
     return fd;
 }
 
-/* rm -r of a staging directory. */
-static void
-remove_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d != NULL) {
-        struct dirent *e;
-        while ((e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char *p = js_path("%s/%s", dir, e->d_name);
-            struct stat sb;
-            if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-                remove_tree(p);
-            else
-                unlink(p);
-            nd_free(p);
-        }
-        closedir(d);
-    }
-    rmdir(dir);
-}
-
 /* {"type":"io.nats.jetstream.advisory.v1.<type>","id":..,"timestamp":..,"stream":..}. */
 static json_t *
 adv_new(nd_ctx_t *ctx, const char *type, const char *stream, int64_t ts)
@@ -486,7 +463,7 @@ done_free(void *data)
     if (d->store != NULL && d->store->ops->destroy(d->store) != ND_OK)
         nd_log_warn("JetStream could not discard a restored store");
     if (d->staging != NULL)
-        remove_tree(d->staging);
+        js_remove_tree(d->staging);
     nd_stream_cfg_free(&d->cfg);
     nd_free(d->staging);
     nd_free(d->reply);
@@ -581,7 +558,7 @@ rx_finish(nd_ctx_t *ctx, nd_iclient_t *ic, snap_rx_t *rx, const char *reply)
     if (e != ND_OK) {
         restore_fail(ctx, ic, rx->jsa, rx->stream, reply, nd_strerror(e), rx->start_ns, rx->total);
         if (staging != NULL)
-            remove_tree(staging);
+            js_remove_tree(staging);
         nd_free(staging);
         nd_iclient_stop(ctx, ic);
         return;

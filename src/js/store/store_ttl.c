@@ -1,5 +1,6 @@
 /* Per-message TTLs: the deadline heap and the headers the stores read (store_ttl.h). */
 #include "js/store/store_ttl.h"
+#include "util/natshdr.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -116,32 +117,6 @@ nd_store_ttls_free(nd_store_ttls_t *h)
 
 /* ---- headers ---------------------------------------------------------------------------- */
 
-const char *
-nd_store_hdr_get(const void *hdr, size_t len, const char *key, size_t *n)
-{
-    if (hdr == NULL || len == 0)
-        return NULL;
-    size_t kl = strlen(key);
-    const char *h = hdr, *end = h + len;
-    const char *p = memchr(h, '\n', len); /* skip the status line */
-    while (p != NULL && p + 1 < end) {
-        const char *line = p + 1;
-        const char *eol = memchr(line, '\n', (size_t)(end - line));
-        if (eol == NULL)
-            eol = end;
-        if ((size_t)(eol - line) > kl && memcmp(line, key, kl) == 0 && line[kl] == ':') {
-            const char *v = line + kl + 1, *ve = eol;
-            while (v < ve && (*v == ' ' || *v == '\t'))
-                v++;
-            while (ve > v && (ve[-1] == '\r' || ve[-1] == '\n' || ve[-1] == ' ' || ve[-1] == '\t'))
-                ve--;
-            *n = (size_t)(ve - v);
-            return v;
-        }
-        p = eol < end ? eol : NULL;
-    }
-    return NULL;
-}
 
 /* Go's time.ParseDuration, in nanoseconds. Returns: false when malformed or out of range. */
 static bool
@@ -246,7 +221,7 @@ int64_t
 nd_store_hdr_ttl(const void *hdr, size_t len)
 {
     size_t n;
-    const char *v = nd_store_hdr_get(hdr, len, "Nats-TTL", &n);
+    const char *v = nd_hdr_get(hdr, len, "Nats-TTL", &n);
     int64_t s;
     if (v == NULL || !nd_store_parse_ttl(v, n, &s))
         return 0;
@@ -259,9 +234,9 @@ nd_store_hdr_is_marker(const void *hdr, size_t len)
     size_t n;
     if (hdr == NULL || len == 0)
         return false;
-    const char *v = nd_store_hdr_get(hdr, len, "Nats-Marker-Reason", &n);
+    const char *v = nd_hdr_get(hdr, len, "Nats-Marker-Reason", &n);
     if (v != NULL && n > 0)
         return true;
-    v = nd_store_hdr_get(hdr, len, "KV-Operation", &n);
+    v = nd_hdr_get(hdr, len, "KV-Operation", &n);
     return v != NULL && n == 5 && memcmp(v, "PURGE", 5) == 0;
 }

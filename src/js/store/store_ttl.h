@@ -53,7 +53,6 @@ void nd_store_ttls_free(nd_store_ttls_t *h);
 
 /* The value of header key in a NATS/1.0 header block (the first one, blanks trimmed; the key
  * matches exactly, as nats-server's getHeader). Returns: a pointer into hdr with *n, or NULL. */
-const char *nd_store_hdr_get(const void *hdr, size_t len, const char *key, size_t *n);
 /* A Nats-TTL value: a Go duration of at least one second ("1h30m", "10s"), whole seconds
  * ("60", "0") or "never" (-1). Returns: false when malformed, else true with *secs. */
 bool nd_store_parse_ttl(const char *v, size_t n, int64_t *secs);
