@@ -233,20 +233,29 @@ advise(api_req_t *r, const char *name, const char *verb, const char *action)
     js_send(r->ctx, r->ic, subj, o);
 }
 
-/* 10065 when a subject of cfg overlaps one of another stream's (not skip's). */
+/* 10065 when a subject of cfg overlaps one of another stream's (not skip's). Two literal
+ * subjects overlap only when equal, so only pairs with a wildcard take the token walk. */
 static bool
 overlaps(nd_jsa_t *jsa, const nd_stream_cfg_t *cfg, const nd_stream_t *skip)
 {
-    for (size_t i = 0; i < jsa->nstreams; i++) {
+    bool *lit = nd_xmalloc((cfg->nsubjects + 1) * sizeof *lit);
+    for (size_t a = 0; a < cfg->nsubjects; a++)
+        lit[a] = nd_subj_is_literal(cfg->subjects[a], strlen(cfg->subjects[a]));
+    bool found = false;
+    for (size_t i = 0; i < jsa->nstreams && !found; i++) {
         const nd_stream_t *o = jsa->streams[i];
         if (o == skip)
             continue;
-        for (size_t a = 0; a < cfg->nsubjects; a++)
-            for (size_t b = 0; b < o->acfg.nsubjects; b++)
-                if (nd_subjects_overlap(cfg->subjects[a], o->acfg.subjects[b]))
-                    return true;
+        for (size_t b = 0; b < o->acfg.nsubjects && !found; b++) {
+            const char *os = o->acfg.subjects[b];
+            bool olit = nd_subj_is_literal(os, strlen(os));
+            for (size_t a = 0; a < cfg->nsubjects && !found; a++)
+                found = lit[a] && olit ? strcmp(cfg->subjects[a], os) == 0
+                                       : nd_subjects_overlap(cfg->subjects[a], os);
+        }
     }
-    return false;
+    nd_free(lit);
+    return found;
 }
 
 /* Parses a create/update body for r->name (one is required). */
