@@ -34,6 +34,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "jsproto.h"
 
 TestSuite(integ_js, .fini = nd_integ_cleanup, .timeout = 240);
 
@@ -41,21 +42,6 @@ TestSuite(integ_js, .fini = nd_integ_cleanup, .timeout = 240);
 
 /* ---- failing with the caller's line ---------------------------------------------------------- */
 
-static void jfail(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-
-static void
-jfail(const char *file, int line, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *msg = NULL;
-    if (vasprintf(&msg, fmt, ap) < 0)
-        msg = NULL;
-    va_end(ap);
-    cr_assert_fail("%s:%d: %s", file, line, msg ? msg : fmt);
-    abort(); /* not reached */
-}
 
 /* ---- servers and connections ----------------------------------------------------------------- */
 
@@ -118,68 +104,7 @@ js_down(js_env_t *e)
 /* ---- messages ----------------------------------------------------------------------------------
  */
 
-/* One MSG or HMSG as received. */
-typedef struct js_msg {
-    char *line;            /* the control line without CRLF */
-    char *subject, *reply; /* reply NULL when the line has none */
-    char *hdr;             /* NULL for MSG; NUL-terminated header block for HMSG */
-    size_t hdr_len;
-    char *data; /* NUL-terminated payload */
-    size_t data_len;
-} js_msg_t;
 
-static void
-js_msg_free(js_msg_t *m)
-{
-    free(m->line);
-    free(m->subject);
-    free(m->reply);
-    free(m->hdr);
-    free(m->data);
-    memset(m, 0, sizeof *m);
-}
-
-/* Reads the next frame, which must be a MSG or HMSG, and splits it. Fields are separated by one or
- * more spaces (see the framing note at the top). */
-static js_msg_t
-js_read_msg_at(const char *file, int line, nd_integ_conn_t *c)
-{
-    char *f = nd_integ_read_frame_at(file, line, c);
-    if (f == NULL)
-        jfail(file, line, "the server closed the connection instead of replying");
-    js_msg_t m = {0};
-    char *eol = strstr(f, "\r\n");
-    bool hmsg = strncmp(f, "HMSG ", 5) == 0;
-    if (eol == NULL || !(hmsg || strncmp(f, "MSG ", 4) == 0)) {
-        char *esc = nd_integ_escape(f, strlen(f), 300);
-        jfail(file, line, "expected a MSG or HMSG, got \"%s\"", esc);
-    }
-    m.line = strndup(f, (size_t)(eol - f));
-    char *tok[8];
-    int n = 0;
-    char *copy = strdup(m.line), *save = NULL;
-    for (char *t = strtok_r(copy, " ", &save); t != NULL && n < 8; t = strtok_r(NULL, " ", &save))
-        tok[n++] = t;
-    int want = hmsg ? 5 : 4; /* without a reply */
-    if (n != want && n != want + 1)
-        jfail(file, line, "malformed line \"%s\"", m.line);
-    m.subject = strdup(tok[1]);
-    m.reply = n == want + 1 ? strdup(tok[3]) : NULL;
-    size_t total = strtoul(tok[n - 1], NULL, 10);
-    size_t hl = hmsg ? strtoul(tok[n - 2], NULL, 10) : 0;
-    free(copy);
-    const char *body = eol + 2;
-    if (hmsg) {
-        m.hdr = strndup(body, hl);
-        m.hdr_len = hl;
-    }
-    m.data_len = total - hl;
-    m.data = malloc(m.data_len + 1);
-    memcpy(m.data, body + hl, m.data_len);
-    m.data[m.data_len] = '\0';
-    free(f);
-    return m;
-}
 
 /* Publishes body on subj with reply (NULL: none) and headers (NULL: a PUB; else the header lines
  * without the NATS/1.0 status line and without the final blank line, e.g. "A: 1\r\n"). */
@@ -444,27 +369,7 @@ js_api_match_at(const char *file, int line, nd_integ_conn_t *c, const char *subj
     js_api_match_at(__FILE__, __LINE__, (c), (subj), (body), (text))
 
 /* The value at a dotted path ("state.messages"); NULL if absent. Borrowed. */
-static json_t *
-jget(json_t *j, const char *path)
-{
-    char *p = strdup(path), *save = NULL;
-    for (char *t = strtok_r(p, ".", &save); t != NULL && j != NULL; t = strtok_r(NULL, ".", &save))
-        j = json_object_get(j, t);
-    free(p);
-    return j;
-}
 
-static long long
-jint_at(const char *file, int line, json_t *j, const char *path)
-{
-    json_t *v = jget(j, path);
-    if (!json_is_integer(v)) {
-        char *d = json_dumps(j, JSON_COMPACT);
-        jfail(file, line, "%s is not an integer in %s", path, d);
-    }
-    return json_integer_value(v);
-}
-#define jint(j, path) jint_at(__FILE__, __LINE__, (j), (path))
 
 /* The stream config nats-server 2.9.10 reports for {"name":NAME} with the fields of `over` (a JSON
  * object text, may be NULL) replaced: every default spelled out. */
