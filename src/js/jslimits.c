@@ -10,7 +10,8 @@
  *
  * Usage: the bytes in the account's stores, kept in atomics (the account's and the server's)
  * that each stream actor moves by the change of its store's size after every store call
- * (js_usage_sync), so the publish path checks exact totals without a lock.
+ * (js_usage_sync, at the end of each turn), and a stream adds what it stored since
+ * (unsynced), so the publish path checks exact totals without a lock.
  *
  * Reservations: a stream with max_bytes reserves them, against its account's limit (computed
  * from the stream table on the API service's turn) and the server's max_memory/max_store (the
@@ -180,13 +181,27 @@ js_usage_sync(nd_stream_t *st)
                               memory_order_relaxed);
 }
 
+/* What the stream stored since its last js_usage_sync (the end of its previous turn): the
+ * shared totals plus this are exact for the stream's own checks, without an atomic
+ * read-modify-write on the shared counters per publish. */
+static int64_t
+unsynced(nd_stream_t *st)
+{
+    if (st->store == NULL)
+        return 0;
+    nd_store_state_t s;
+    nd_store_state(st->store, &s);
+    return (int64_t)s.bytes - st->used;
+}
+
 nd_jse_t
 js_limits_server_exceeded(nd_stream_t *st)
 {
     nd_js_t *js = st->jsa->js;
     bool mem = st->cfg.storage == ND_STORAGE_MEMORY;
     int64_t used = atomic_load_explicit(mem ? &js->mem_used : &js->store_used,
-                                        memory_order_relaxed);
+                                        memory_order_relaxed) +
+                   unsynced(st);
     if (used <= (mem ? js->max_memory : js->max_store))
         return ND_JSE_NONE;
     static _Atomic int64_t last;
@@ -210,7 +225,8 @@ js_limits_account_exceeded(nd_stream_t *st, uint64_t size)
     if (max < 0)
         return ND_JSE_NONE;
     int64_t used = atomic_load_explicit(mem ? &jsa->mem_used : &jsa->store_used,
-                                        memory_order_relaxed);
+                                        memory_order_relaxed) +
+                   unsynced(st);
     if (used + (int64_t)size <= max)
         return ND_JSE_NONE;
     static _Atomic int64_t last;

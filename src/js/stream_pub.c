@@ -551,8 +551,7 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         ack_error(st, m, &err);
         return;
     }
-    st->dirty = true;
-    js_usage_sync(st); /* the next publish's limit check sees this one */
+    st->dirty = true; /* usage: synced at the turn's end; the limit checks add what is not */
     if (msg_id != NULL) {
         dd_add(st, msg_id, msg_id_len, seq, ts);
         nd_free(st->last_msg_id);
@@ -566,7 +565,6 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         const char *f = rollup_sub ? subject : NULL;
         if (store->ops->purge(store, f, rollup_sub ? subject_len : 0, 0, 1, &purged) != ND_OK)
             nd_log_warn("JetStream rollup on stream '%s' failed", st->name);
-        js_usage_sync(st);
     }
     republish(ctx, st, m, seq, ts, last_subj_seq);
     ack_seq(st, m, seq, false);
