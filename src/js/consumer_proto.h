@@ -1,0 +1,93 @@
+/* What consumers read and write on the wire, apart from JSON configs: the `$JS.ACK` reply
+ * subject of a delivered message, the bodies of acks, pull requests
+ * ($JS.API.CONSUMER.MSG.NEXT.<s>.<c>), and the status messages (`NATS/1.0 <code> <text>` header
+ * blocks) a consumer sends to pull requesters and push subscribers.
+ *
+ * Pure functions, no allocation unless said. References: nats-server server/consumer.go
+ * (ackReplyInfo, processAck/processNak/processTerm, nextReqFromMsg, JSApiConsumerGetNextRequest,
+ * the status texts), ADR-13 (pull requests) and the inventory §7.5–7.6.
+ */
+#ifndef ND_JS_CONSUMER_PROTO_H
+#define ND_JS_CONSUMER_PROTO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- $JS.ACK reply subjects ---- */
+
+/* $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending> (9 tokens), and the
+ * 12-token form $JS.ACK.<domain>.<acchash>.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>
+ * .<pending>.<random> that clients also parse. stream/consumer point into the subject. */
+typedef struct js_ack_subj {
+    const char *stream, *consumer;
+    size_t stream_len, consumer_len;
+    uint64_t delivered, sseq, dseq, pending;
+    int64_t ts;
+} js_ack_subj_t;
+
+/* Returns: false when subj is not a well-formed ack subject (too few tokens, a number that is
+ * not one). */
+bool js_ack_subj_parse(const char *subj, size_t len, js_ack_subj_t *out);
+/* Writes the 9-token form into buf (room for JS_ACK_SUBJ_MAX + stream and consumer lengths).
+ * Returns: its length. */
+#define JS_ACK_SUBJ_MAX 120 /* "$JS.ACK." + 5 numbers + dots, without the two names */
+size_t js_ack_subj_format(char *buf, const char *stream, const char *consumer,
+                          uint64_t delivered, uint64_t sseq, uint64_t dseq, int64_t ts,
+                          uint64_t pending);
+
+/* ---- ack bodies ---- */
+typedef enum {
+    JS_ACK_ACK = 0,   /* "+ACK", "", "+OK" (nats-server treats an unknown body as an ack too) */
+    JS_ACK_NAK,       /* "-NAK", "-NAK {\"delay\":ns}", "-NAK <duration>" */
+    JS_ACK_PROGRESS,  /* "+WPI" */
+    JS_ACK_NEXT,      /* "+NXT", "+NXT <n>", "+NXT {json pull request}" */
+    JS_ACK_TERM,      /* "+TERM", "+TERM <reason>" */
+} js_ack_kind_t;
+
+typedef struct js_ack_body {
+    js_ack_kind_t kind;
+    int64_t delay_ns;     /* NAK: 0 = none, < 0 never given; parsed as nats-server does */
+    const char *arg;      /* NXT: the request after "+NXT "; TERM: the reason; else NULL */
+    size_t arg_len;
+} js_ack_body_t;
+
+void js_ack_body_parse(const char *body, size_t len, js_ack_body_t *out);
+
+/* ---- pull requests ---- */
+typedef struct js_pull_req {
+    int64_t batch;         /* default 1 */
+    int64_t max_bytes;     /* 0 = none */
+    int64_t expires_ns;    /* 0 = none */
+    int64_t heartbeat_ns;  /* idle_heartbeat, 0 = none */
+    bool no_wait;
+    char group[17];        /* priority group, "" when none (2.11) */
+    int64_t min_pending, min_ack_pending; /* 2.11 overflow; 0 = none */
+    char id[64];           /* 2.11 pinned id ("id"), "" when none */
+} js_pull_req_t;
+
+/* What a consumer allows (its config's max_batch, max_expires, max_bytes; 0 = no cap). */
+typedef struct js_pull_caps {
+    int64_t max_batch, max_expires_ns, max_bytes;
+} js_pull_caps_t;
+
+/* Decodes a pull request body: empty is batch 1, a bare integer is a batch, else the JSON
+ * request. On failure writes nats-server's status reply into status (room for 128 bytes:
+ * e.g. "400 Bad Request", "409 Exceeded MaxRequestBatch of 10",
+ * "409 Exceeded MaxRequestExpires of 1s", "409 Exceeded MaxRequestMaxBytes of 100") and
+ * returns false. */
+bool js_pull_req_parse(const char *body, size_t len, const js_pull_caps_t *caps,
+                       js_pull_req_t *out, char *status, size_t status_room);
+
+/* ---- status messages ---- */
+/* Writes "NATS/1.0 <status>\r\n" + extra header lines (each "Name: value\r\n", may be NULL) +
+ * "\r\n" into buf. Returns: its length, or 0 when it does not fit. */
+size_t js_status_hdr(char *buf, size_t room, const char *status, const char *extra);
+/* Writes the pending headers of a 408/409 status ("Nats-Pending-Messages: n\r\n
+ * Nats-Pending-Bytes: b\r\n") into buf. Returns: its length. */
+size_t js_pending_hdrs(char *buf, size_t room, uint64_t msgs, uint64_t bytes);
+
+/* Go's time.Duration String() ("1s", "1.5s", "100ms", "2m0s"), for status texts. */
+size_t js_go_duration(char *buf, size_t room, int64_t ns);
+
+#endif
