@@ -30,6 +30,7 @@
 #include "js/js.h"
 #include "js/jserr.h"
 #include "js/store/store.h"
+#include "js/store/store_locked.h"
 #include "subj/transform.h"
 #include "js/stream_cfg.h"
 #include "net/iclient.h"
@@ -154,7 +155,7 @@ struct nd_stream {
 
     /* The stream actor's own (its turn only). */
     nd_stream_cfg_t cfg;
-    nd_store_t *store;
+    nd_store_t *store;      /* &ls.base while open (consumers read ls under its lock) */
     char *pub_ack;          /* "{\"stream\":\"S\", \"seq\":" (with the domain when set) */
     nd_xf_t *xf, *rp_xf;    /* subject_transform and republish, compiled on first use */
     char *create_reply_to;  /* when set: answer the create once subscribed */
@@ -175,6 +176,9 @@ struct nd_stream {
     bool restored;          /* the create answer is a restore's (no did_create) */
     int64_t next_tick;      /* the store's next deadline (Unix ns), 0 none */
     int64_t used;           /* the store's bytes last added to the account's usage */
+
+    /* Shared: the store, behind its lock (store_locked.h). */
+    nd_store_locked_t ls;
 
     /* Shared: under mu. */
     pthread_mutex_t mu;

@@ -49,6 +49,7 @@ js_stream_unref(nd_stream_t *st)
     nd_stream_cfg_free(&st->cfg);
     nd_stream_cfg_free(&st->scfg);
     pthread_mutex_destroy(&st->mu);
+    nd_store_locked_fini(&st->ls);
     nd_free(st->name);
     nd_free(st->dir);
     nd_free(st->pub_ack);
@@ -621,12 +622,18 @@ open_store(nd_stream_t *st, nd_store_recovery_t *rep)
 {
     nd_store_cfg_t sc;
     store_cfg(st, &st->cfg, &sc);
-    if (st->cfg.storage == ND_STORAGE_MEMORY)
-        return nd_memstore_open(&sc, &st->store);
-    char *msgs = js_path("%s/msgs", st->dir);
-    sc.dir = msgs;
-    nd_err_t e = nd_filestore_open(&sc, &st->store, rep);
-    nd_free(msgs);
+    nd_store_t *inner = NULL;
+    nd_err_t e;
+    if (st->cfg.storage == ND_STORAGE_MEMORY) {
+        e = nd_memstore_open(&sc, &inner);
+    } else {
+        char *msgs = js_path("%s/msgs", st->dir);
+        sc.dir = msgs;
+        e = nd_filestore_open(&sc, &inner, rep);
+        nd_free(msgs);
+    }
+    if (e == ND_OK)
+        st->store = nd_store_locked_set(&st->ls, inner);
     return e;
 }
 
@@ -659,6 +666,7 @@ stream_new(nd_jsa_t *jsa, nd_stream_cfg_t *cfg, int64_t created_ns)
     st->created_ns = created_ns;
     st->opened = true;
     pthread_mutex_init(&st->mu, NULL);
+    nd_store_locked_init(&st->ls);
     st->cfg = *cfg; /* takes it */
     memset(cfg, 0, sizeof *cfg);
     nd_stream_cfg_copy(&st->acfg, &st->cfg);
@@ -726,7 +734,7 @@ js_stream_create_restored(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, nd
         js_stream_unref(st);
         return NULL;
     } else {
-        st->store = store;
+        st->store = nd_store_locked_set(&st->ls, store);
     }
     js_stream_dedup_rebuild(st);
     stats_publish(st);

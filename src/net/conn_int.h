@@ -298,6 +298,11 @@ nd_conn_t *nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *ac
 
 /* deliver.c */
 void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
+/* As nd_deliver_publish, the MSG lines showing the subject `shown` (NULL: cmd's) in place of
+ * the one matched: a JetStream delivery goes to the deliver subject or request inbox and shows
+ * the message's own subject. Returns: how many recipients matched (0: no interest). */
+uint32_t nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
+                               const char *shown, size_t shown_len);
 /* The DELIVER message of cmd for sub (hmsg: with its headers, else the payload alone), holding
  * a new reference on payload (cmd's payload bytes). Used by the server's own publisher. */
 nd_conn_msg_deliver_t *nd_deliver_msg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd,

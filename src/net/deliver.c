@@ -65,6 +65,8 @@ typedef struct line_tail {
 
 typedef struct pub_ctx {
     const nd_proto_cmd_t *cmd;
+    const nd_proto_cmd_t *shown; /* what the MSG lines show: cmd, or a copy with the subject a
+                                  * JetStream delivery shows (the message's own) */
     const char *via;       /* delivering in an exporter's account through the service import
                             * of this subject (the importer's), else NULL */
     nd_payload_t *payload; /* created on the first large delivery */
@@ -443,14 +445,14 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
          * rest of this turn, e.g. before a PONG), or into t's open chunk. */
         char *p;
         nd_conn_msg_chunk_t *ch = NULL;
-        size_t room = line_room(cmd, sub) + size + 2;
+        size_t room = line_room(pc->shown, sub) + size + 2;
         if (t == c) {
             p = nd_conn_reserve(c, room);
         } else {
             ch = slot_chunk(ctx, outbox_slot(&c->outbox, t));
             p = chunk_reserve(ch, room);
         }
-        size_t len = format_line(p, cmd, sub, hmsg, tail, &sid_off);
+        size_t len = format_line(p, pc->shown, sub, hmsg, tail, &sid_off);
         memcpy(p + len, cmd->payload.ptr + pl_off, size);
         memcpy(p + len + size, "\r\n", 2);
         len += size + 2;
@@ -475,7 +477,7 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     if (pc->payload == NULL)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
     nd_conn_msg_deliver_t *m =
-        deliver_msg_new(ctx, cmd, sub, hmsg, tail, pl_off, last, pc->payload);
+        deliver_msg_new(ctx, pc->shown, sub, hmsg, tail, pl_off, last, pc->payload);
     slot_append(sl, &m->hdr);
     return true;
 }
@@ -614,7 +616,7 @@ static void
 deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
            const nd_proto_cmd_t *icmd, const char *via)
 {
-    pub_ctx_t ipc = {.cmd = icmd, .payload = pc->payload, .via = via};
+    pub_ctx_t ipc = {.cmd = icmd, .shown = icmd, .payload = pc->payload, .via = via};
     nd_sl_result_t r;
     nd_sl_result_init(&r);
     nd_sl_match(ctx, nd_acct_sublist(acct), icmd->subject.ptr, icmd->subject.len, &r);
@@ -693,7 +695,7 @@ deliver_services(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route
         icmd.payload.len = len;
         icmd.hdr_len = (int64_t)hdr_len;
         /* The rewritten payload is not the publisher's: a payload buffer of its own. */
-        pub_ctx_t spc = {.cmd = &icmd};
+        pub_ctx_t spc = {.cmd = &icmd, .shown = &icmd};
         deliver_in(ctx, c, &spc, sv->acct, &icmd, sv->from);
         pc->matched += spc.matched;
         if (spc.payload != NULL)
@@ -757,10 +759,18 @@ deliver_imports(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_
     }
 }
 
-void
-nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+uint32_t
+nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
+                      const char *shown, size_t shown_len)
 {
-    pub_ctx_t pc = {.cmd = cmd};
+    pub_ctx_t pc = {.cmd = cmd, .shown = cmd};
+    nd_proto_cmd_t scmd;
+    if (shown != NULL) {
+        scmd = *cmd;
+        scmd.subject.ptr = shown;
+        scmd.subject.len = shown_len;
+        pc.shown = &scmd;
+    }
     char mbuf[SUBJ_BUF];
     char *mheap = NULL;
     nd_proto_cmd_t mcmd;
@@ -779,7 +789,7 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         }
         if (m == ND_XF_MAP_DROP) {
             nd_epoch_exit(ctx);
-            return;
+            return 0;
         }
         if (m == ND_XF_MAP_MAPPED) {
             mcmd = *cmd;
@@ -787,6 +797,8 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
             mcmd.subject.len = n;
             cmd = &mcmd;
             pc.cmd = cmd;
+            if (shown == NULL)
+                pc.shown = cmd;
         }
     }
     const nd_sl_result_t *r = nd_slcache_match(ctx, &c->cache, nd_acct_sublist(c->acct),
@@ -808,6 +820,13 @@ nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     nd_free(mheap);
     if (pc.payload != NULL)
         nd_payload_unref(pc.payload);
+    return pc.matched;
+}
+
+void
+nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    (void)nd_deliver_publish_as(ctx, c, cmd, NULL, 0);
 }
 
 void

@@ -414,9 +414,10 @@ nd_iclient_discard(nd_ctx_t *ctx, nd_msg_t *msg)
     }
 }
 
-void
-nd_iclient_publish(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const char *reply,
-                   const char *hdr, size_t hdr_len, const char *data, size_t data_len)
+uint32_t
+nd_iclient_deliver(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const char *shown,
+                   size_t shown_len, const char *reply, const char *hdr, size_t hdr_len,
+                   const char *data, size_t data_len)
 {
     size_t hlen = hdr != NULL ? hdr_len : 0;
     /* The publish path reads the payload as a client's: headers then data, in one buffer. */
@@ -434,6 +435,27 @@ nd_iclient_publish(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const c
     cmd.hdr_len = (int64_t)hlen;
     cmd.payload.ptr = buf;
     cmd.payload.len = hlen + data_len;
-    nd_deliver_publish(ctx, ic->c, &cmd);
+    uint32_t n = nd_deliver_publish_as(ctx, ic->c, &cmd, shown, shown_len);
     nd_free(buf);
+    return n;
+}
+
+void
+nd_iclient_publish(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const char *reply,
+                   const char *hdr, size_t hdr_len, const char *data, size_t data_len)
+{
+    (void)nd_iclient_deliver(ctx, ic, subject, NULL, 0, reply, hdr, hdr_len, data, data_len);
+}
+
+bool
+nd_iclient_has_interest(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject)
+{
+    nd_sl_result_t r;
+    nd_sl_result_init(&r);
+    nd_epoch_enter(ctx);
+    nd_sl_match(ctx, nd_acct_sublist(ic->c->acct), subject, strlen(subject), &r);
+    bool any = !nd_sl_result_empty(&r);
+    nd_epoch_exit(ctx);
+    nd_sl_result_fini(&r);
+    return any;
 }

@@ -134,6 +134,18 @@ nd_server_t *nd_iclient_server(const nd_iclient_t *ic);
 void nd_iclient_publish(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const char *reply,
                         const char *hdr, size_t hdr_len, const char *data, size_t data_len);
 
+/* As nd_iclient_publish, the recipients' MSG lines showing `shown` (shown_len bytes) as the
+ * subject: a JetStream consumer delivers to a deliver subject or request inbox under the
+ * message's own subject. Returns: how many recipients matched (0: nobody has interest).
+ * Ctx: the internal client's turn. */
+uint32_t nd_iclient_deliver(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject,
+                            const char *shown, size_t shown_len, const char *reply,
+                            const char *hdr, size_t hdr_len, const char *data, size_t data_len);
+
+/* Whether any subscription in the client's account matches subject (a literal): e.g. a push
+ * consumer's deliver subject or a pull request's inbox. Ctx: a worker, outside epoch sections. */
+bool nd_iclient_has_interest(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject);
+
 /* The account the internal client lives in. Ctx: any thread. */
 nd_acct_t *nd_iclient_account(const nd_iclient_t *ic);
 
