@@ -40,6 +40,7 @@ struct nd_jwt;
 typedef struct nd_jsa nd_jsa_t;
 typedef struct nd_stream nd_stream_t;
 typedef struct js_audit_req js_audit_req_t;
+typedef struct nd_consumer nd_consumer_t;
 
 /* API requests a stream handles on its own turn (nd_imsg_t.tag). */
 enum {
@@ -50,6 +51,15 @@ enum {
     JS_OP_MSG_GET,
     JS_OP_MSG_DELETE,
     JS_OP_SNAPSHOT, /* stream_snap.c */
+    /* consumer requests: on the stream's turn (create, delete, names, list) */
+    JS_OP_CONSUMER_CREATE,
+    JS_OP_CONSUMER_DELETE,
+    JS_OP_CONSUMER_NAMES,
+    JS_OP_CONSUMER_LIST,
+    /* ... and on the consumer's turn */
+    JS_OP_CONSUMER_INFO,
+    JS_OP_CONSUMER_PAUSE,
+    JS_OP_CONSUMER_UNPIN,
 };
 
 /* An account's JetStream limits: nats-server's map of tier name -> JetStreamAccountLimits.
@@ -179,6 +189,14 @@ struct nd_stream {
 
     /* Shared: the store, behind its lock (store_locked.h). */
     nd_store_locked_t ls;
+
+    /* Consumers: the table is written on the stream's turn under mu, read by the API service
+     * under mu (sorted by name; each entry holds a reference). The stream signals them at the
+     * end of a turn that stored messages (consumer.c). */
+    nd_consumer_t **consumers;
+    size_t nconsumers, consumers_cap;
+    uint64_t turn_first_seq;  /* the first sequence stored this turn, 0 none */
+    bool turn_removed;        /* messages went this turn by purge or delete */
 
     /* Shared: under mu. */
     pthread_mutex_t mu;
@@ -330,5 +348,24 @@ void js_stream_snapshot(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
 /* $JS.API.STREAM.RESTORE.<name> on the API service's turn. */
 void js_restore_request(nd_ctx_t *ctx, nd_iclient_t *api, nd_jsa_t *jsa, const nd_imsg_t *m,
                         const char *name);
+
+/* ---- consumer.c, consumer_api.c: consumers ---- */
+/* Stream side (the stream's turn): API requests forwarded with a JS_OP_CONSUMER_* tag. */
+void js_consumer_stream_api(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
+/* Tells the consumers what this turn did (new messages from st->turn_first_seq, removals). */
+void js_consumers_signal(nd_ctx_t *ctx, nd_stream_t *st);
+/* Recovers the stream's consumers from its directory (its store is open). */
+void js_consumers_recover(nd_ctx_t *ctx, nd_stream_t *st);
+/* Stops every consumer (the stream closes or is deleted; delete: their state goes too). */
+void js_consumers_stop(nd_ctx_t *ctx, nd_stream_t *st, bool delete);
+/* Whether a consumer's filters match subj (interest retention keeps a message only then). */
+bool js_consumers_interested(nd_stream_t *st, const char *subj, size_t len);
+/* The consumer named name, with a reference (js_consumer_unref), or NULL. Any thread. */
+nd_consumer_t *js_consumer_find(nd_stream_t *st, const char *name);
+void js_consumer_unref(nd_consumer_t *c);
+/* Forwards m to the consumer's actor with tag. Returns: false when it has closed. */
+bool js_consumer_forward(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m, uint32_t tag);
+/* Account info's consumer count. Any thread. */
+size_t js_stream_nconsumers(nd_stream_t *st);
 
 #endif

@@ -51,18 +51,24 @@ sift_down(nd_store_ttls_t *h, size_t i)
 }
 
 void
+nd_store_ttls_push(nd_store_ttls_t *h, int64_t at, uint64_t seq)
+{
+    if (h->n == h->cap) {
+        h->cap = h->cap ? h->cap * 2 : 16;
+        h->v = nd_xrealloc(h->v, h->cap * sizeof *h->v);
+    }
+    h->v[h->n] = (nd_store_ttl_ent_t){at, seq};
+    sift_up(h, h->n++);
+}
+
+void
 nd_store_ttls_add(nd_store_ttls_t *h, uint64_t seq, int64_t ts, int64_t ttl_s)
 {
     if (ttl_s <= 0)
         return;
     if (ttl_s > (INT64_MAX - (ts > 0 ? ts : 0)) / NS_PER_S)
         return; /* past the end of time: never */
-    if (h->n == h->cap) {
-        h->cap = h->cap ? h->cap * 2 : 16;
-        h->v = nd_xrealloc(h->v, h->cap * sizeof *h->v);
-    }
-    h->v[h->n] = (nd_store_ttl_ent_t){ts + ttl_s * NS_PER_S, seq};
-    sift_up(h, h->n++);
+    nd_store_ttls_push(h, ts + ttl_s * NS_PER_S, seq);
 }
 
 bool

@@ -34,6 +34,9 @@ typedef struct nd_store_ttls {
 /* Schedules seq, stored at ts, to expire ttl_s seconds later. ttl_s <= 0 schedules nothing
  * (0: no TTL, -1: never); a deadline past INT64_MAX is never. */
 void nd_store_ttls_add(nd_store_ttls_t *h, uint64_t seq, int64_t ts, int64_t ttl_s);
+/* Schedules seq at the deadline at (Unix ns). The heap is a plain deadline heap: consumers
+ * schedule redeliveries with it too (consumer.c). */
+void nd_store_ttls_push(nd_store_ttls_t *h, int64_t at, uint64_t seq);
 /* Returns: the earliest deadline, 0 when nothing is scheduled. */
 static inline int64_t
 nd_store_ttls_next(const nd_store_ttls_t *h)

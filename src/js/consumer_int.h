@@ -1,0 +1,148 @@
+/* A consumer's private structure, shared by consumer.c (the actor: delivery, acks, redelivery,
+ * pull requests, persistence) and consumer_api.c (create, delete, info, names, list, recovery,
+ * on the stream's and the API service's turns).
+ *
+ *   nd_consumer_t  one consumer: an internal client subscribed to its ack subject
+ *                  ($JS.ACK.<stream>.<consumer>.>), its pull request subject
+ *                  ($JS.API.CONSUMER.MSG.NEXT.<stream>.<consumer>) and, with flow control, its
+ *                  flow control replies ($JS.FC.<stream>.<consumer>.>). It reads messages from
+ *                  its stream's store under the store's lock (store_locked.h) and is woken by
+ *                  its stream when new messages arrive (nd_iclient_call, coalesced by `signalled`).
+ *
+ * Pending (delivered, not yet acknowledged) messages are a deque sorted by stream sequence
+ * (new deliveries only ever append: stream sequences grow), with holes where acks fell: lookup
+ * by binary search, the ack floor is the first live entry, and acks in order pop the head. The
+ * redelivery deadlines are a min-heap of {deadline, sseq} (store_ttl.h's heap) with stale
+ * entries skipped when popped (the entry's deadline moved on by +WPI or a new delivery).
+ * 32 bytes per pending entry plus 16 per deadline.
+ *
+ * Lifetime: reference counted (the stream's table holds one, the actor one, a lookup one).
+ * c->ic is read and sent to under st->mu; the actor's last turn clears it there.
+ */
+#ifndef ND_JS_CONSUMER_INT_H
+#define ND_JS_CONSUMER_INT_H
+
+#include "js/consumer_cfg.h"
+#include "js/consumer_proto.h"
+#include "js/js_int.h"
+#include "js/store/store_ttl.h"
+
+typedef struct js_pend {
+    uint64_t sseq, dseq;
+    int64_t ts;  /* when ack_wait started counting (the delivery, a +WPI; a NAK delay moves it) */
+    uint32_t dc; /* deliveries so far; 0: acknowledged (a hole) */
+    uint32_t pad;
+} js_pend_t;
+
+/* A pull request waiting for messages. */
+typedef struct js_wreq {
+    char *reply;
+    int64_t n;          /* messages still wanted */
+    int64_t b;          /* max_bytes left; 0 = no limit */
+    int64_t expires;    /* Unix ns, 0 = none */
+    int64_t hb_ns, hbt; /* idle heartbeat interval and when the next one is due */
+    bool no_wait;
+    uint64_t d;         /* delivered so far */
+} js_wreq_t;
+
+/* What listings and monitoring read (under c->mu), copied at the end of each turn. */
+typedef struct js_consumer_stats {
+    uint64_t dseq, sseq;       /* last delivered */
+    uint64_t adflr, asflr;     /* ack floor */
+    int64_t last_delivered, last_acked;
+    uint64_t ack_pending, redelivered, waiting;
+    uint64_t npending;         /* num_pending as last counted */
+    bool push_bound;
+} js_consumer_stats_t;
+
+struct nd_consumer {
+    _Atomic int refs;
+    nd_stream_t *st;   /* a reference */
+    nd_iclient_t *ic;  /* under st->mu; NULL once the actor closed */
+    char *name;
+    int64_t created_ns;
+    bool ephemeral;    /* no durable_name */
+
+    /* The stream's copy of the config (its turn): idempotent creates and updates. */
+    nd_consumer_cfg_t scfg;
+
+    /* ---- the actor's own (its turn only) ---- */
+    nd_consumer_cfg_t cfg;
+    char *ack_prefix;  /* "$JS.ACK.<stream>.<consumer>." */
+    char *fc_prefix;   /* "$JS.FC.<stream>.<consumer>." */
+    nd_cstore_t *cs;   /* persisted state (NULL for none), of the inner store cs_of */
+    nd_store_t *cs_of;
+    char *create_reply;
+    js_audit_req_t *create_audit;
+    bool created_now;  /* the create answer: a new consumer (advisory sent) */
+
+    uint64_t sseq;     /* the next stream sequence to look at for new messages */
+    uint64_t dseq;     /* the last consumer sequence used */
+    uint64_t dsseq;    /* the stream sequence of the last delivery */
+    uint64_t adflr, asflr;
+    int64_t last_delivered, last_acked, last_active;
+    uint64_t npc;      /* messages pending (not yet delivered) as last counted */
+    bool npc_valid;
+
+    js_pend_t *pend;   /* [phead, ptail) sorted by sseq */
+    size_t phead, ptail, pcap, plive;
+    nd_store_ttls_t rdl;      /* redelivery deadlines */
+    uint64_t *rdq;            /* due for redelivery, oldest first */
+    size_t rdq_head, rdq_len, rdq_cap;
+    uint64_t *lss;            /* deliver last_per_subject: sequences to deliver first */
+    size_t lss_pos, lss_len;
+    uint64_t lss_resume;
+
+    js_wreq_t *wq;            /* pull requests, FIFO ring */
+    size_t wq_head, wq_len, wq_cap;
+
+    /* push */
+    bool active;              /* interest on the deliver subject, as last checked */
+    int64_t next_interest_check;
+    int64_t hb_due;           /* next idle heartbeat (push), 0 none */
+    char *fc_reply;           /* outstanding flow control request, NULL none */
+    uint64_t fc_bytes;        /* bytes delivered since the last flow control reply */
+    uint64_t fc_acked;        /* fc_bytes the last reply confirmed */
+    uint64_t fc_sent_at;      /* fc_bytes when the outstanding request went out */
+    uint64_t fc_window;
+
+    bool dirty;               /* state changed since it was last persisted */
+    int64_t persist_due;
+    char **dacks;             /* double-ack replies to send once the state is persisted */
+    size_t ndacks, dacks_cap;
+    bool stopped, deleting;
+    int64_t timer_at;         /* the armed timer's deadline, 0 none */
+    nd_store_msg_t msg;       /* load buffer */
+
+    _Atomic bool signalled;   /* a wake-up call is queued */
+
+    /* ---- shared: under mu ---- */
+    pthread_mutex_t mu;
+    js_consumer_stats_t stats;
+    json_t *cfg_json;         /* the config in force (consumer info in listings) */
+};
+
+/* consumer.c */
+/* The stream stored messages (removed: some went by purge, delete or expiry). Any thread. */
+void js_consumer_signal(nd_ctx_t *ctx, nd_consumer_t *c, bool removed);
+/* Starts the actor of a new or recovered consumer (state: recovered, may be NULL). */
+void js_consumer_spawn(nd_ctx_t *ctx, nd_consumer_t *c);
+nd_consumer_t *js_consumer_new(nd_stream_t *st, nd_consumer_cfg_t *cfg, int64_t created);
+void js_consumer_ref(nd_consumer_t *c);
+/* Info JSON from the shared stats (any thread; num_pending counted from the store). */
+json_t *js_consumer_list_info(nd_consumer_t *c);
+/* Calls on the consumer's turn. */
+void js_consumer_call_update(nd_ctx_t *ctx, nd_consumer_t *c, nd_consumer_cfg_t *cfg,
+                             const char *reply);
+void js_consumer_call_delete(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, bool files);
+/* Writes/removes the consumer's config file (<stream dir>/consumers/<name>.json). */
+int js_consumer_meta_write(nd_consumer_t *c);
+void js_consumer_meta_remove(nd_stream_t *st, const char *name);
+
+/* consumer_api.c */
+/* Removes c from its stream's table (the stream's turn). */
+void js_consumer_table_remove(nd_stream_t *st, nd_consumer_t *c);
+/* The actor asks its stream to delete it (an ephemeral gone inactive). */
+void js_consumer_request_delete(nd_ctx_t *ctx, nd_consumer_t *c);
+
+#endif
