@@ -367,7 +367,7 @@ js_ack_body_parse(const char *body, size_t len, js_ack_body_t *out)
 typedef enum { PF_INT, PF_INT64, PF_DUR, PF_BOOL, PF_STR } pf_type_t;
 
 static const char *const pf_gotype[] = {
-    [PF_INT] = "int", [PF_INT64] = "int64", [PF_DUR] = "time.Duration",
+    [PF_INT] = "int",   [PF_INT64] = "int64", [PF_DUR] = "time.Duration",
     [PF_BOOL] = "bool", [PF_STR] = "string",
 };
 
@@ -420,12 +420,24 @@ pull_store(const nd_apijson_t *aj, size_t k, const json_t *v, js_pull_req_t *r, 
         }
         int64_t x = json_integer_value(v);
         switch (k) {
-        case 0: r->expires_ns = x; break;
-        case 1: r->batch = x; break;
-        case 2: r->max_bytes = x; break;
-        case 4: r->heartbeat_ns = x; break;
-        case 6: r->min_pending = x; break;
-        default: r->min_ack_pending = x; break;
+        case 0:
+            r->expires_ns = x;
+            break;
+        case 1:
+            r->batch = x;
+            break;
+        case 2:
+            r->max_bytes = x;
+            break;
+        case 4:
+            r->heartbeat_ns = x;
+            break;
+        case 6:
+            r->min_pending = x;
+            break;
+        default:
+            r->min_ack_pending = x;
+            break;
         }
         return true;
     }
@@ -498,8 +510,7 @@ js_pull_req_parse(const char *body, size_t len, const js_pull_caps_t *caps, js_p
             return false;
         }
         /* The heartbeat must fit twice in expires (Go's product wraps like ours). */
-        if (out->heartbeat_ns > 0 &&
-            (int64_t)((uint64_t)out->heartbeat_ns * 2) > out->expires_ns) {
+        if (out->heartbeat_ns > 0 && (int64_t)((uint64_t)out->heartbeat_ns * 2) > out->expires_ns) {
             js_pull_req_t z = {.batch = 1};
             *out = z;
             snprintf(status, status_room, "400 Bad Request - heartbeat value too large");
@@ -513,8 +524,7 @@ js_pull_req_parse(const char *body, size_t len, const js_pull_caps_t *caps, js_p
     if (caps == NULL)
         return true;
     if (caps->max_batch > 0 && out->batch > caps->max_batch) {
-        snprintf(status, status_room, "409 Exceeded MaxRequestBatch of %" PRId64,
-                 caps->max_batch);
+        snprintf(status, status_room, "409 Exceeded MaxRequestBatch of %" PRId64, caps->max_batch);
         return false;
     }
     /* nats-server compares deadlines (now + expires against now + max), which is this. */
@@ -559,8 +569,8 @@ js_status_hdr(char *buf, size_t room, const char *status, const char *extra)
 size_t
 js_pending_hdrs(char *buf, size_t room, uint64_t msgs, uint64_t bytes)
 {
-    int n = snprintf(buf, room, "Nats-Pending-Messages: %" PRIu64 "\r\nNats-Pending-Bytes: %" PRIu64
-                                "\r\n",
+    int n = snprintf(buf, room,
+                     "Nats-Pending-Messages: %" PRIu64 "\r\nNats-Pending-Bytes: %" PRIu64 "\r\n",
                      msgs, bytes);
     if (n < 0 || (size_t)n >= room) {
         if (room > 0)

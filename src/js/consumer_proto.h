@@ -90,7 +90,7 @@ typedef struct js_pull_caps {
     int64_t max_batch, max_expires_ns, max_bytes;
 } js_pull_caps_t;
 
-#define JS_PULL_STATUS_MAX 256 /* room for any status js_pull_req_parse writes uncut */
+#define JS_PULL_STATUS_MAX 256 /* room for a status of js_pull_req_parse (see there) */
 
 /* Decodes a pull request body as nats-server's nextReqFromMsg and the first checks of
  * processNextMsgRequest: blank is batch 1, a bare integer (strconv.Atoi) is a batch, a body
@@ -99,9 +99,9 @@ typedef struct js_pull_caps {
  * idle_heartbeat > 0 and 2*idle_heartbeat > expires), anything else is batch 1. The priority
  * group checks (policy, group names, pin id) are the consumer's. On failure writes
  * nats-server's status reply into status, cut to status_room (JS_PULL_STATUS_MAX holds all but a
- * type error quoting a number of over 100 digits; Go's type errors pass 128 bytes), e.g. "400 Bad Request", "409 Exceeded MaxRequestBatch of 10",
- * "409 Exceeded MaxRequestExpires of 1s", "409 Exceeded MaxRequestMaxBytes of 100") and
- * returns false. */
+ * type error quoting a number of over 100 digits; Go's type errors pass 128 bytes), e.g.
+ * "409 Exceeded MaxRequestBatch of 10", "409 Exceeded MaxRequestExpires of 1s",
+ * "409 Exceeded MaxRequestMaxBytes of 100", and returns false. */
 bool js_pull_req_parse(const char *body, size_t len, const js_pull_caps_t *caps,
                        js_pull_req_t *out, char *status, size_t status_room);
 

@@ -74,27 +74,27 @@ Test(consumer_proto, ack_subj_malformed)
     static const char *const bad[] = {
         "",
         "$JS.ACK",
-        "$JS.ACK.S.C.1.2.3.4",             /* 8 tokens */
-        "$JS.ACK.S.C.1.2.3.4.5.6",         /* 10 */
-        "$JS.ACK.S.C.1.2.3.4.5.6.7",       /* 11 */
-        "$JS.ACK.D.H.S.C.1.2.3.4.5",       /* 11 */
+        "$JS.ACK.S.C.1.2.3.4",       /* 8 tokens */
+        "$JS.ACK.S.C.1.2.3.4.5.6",   /* 10 */
+        "$JS.ACK.S.C.1.2.3.4.5.6.7", /* 11 */
+        "$JS.ACK.D.H.S.C.1.2.3.4.5", /* 11 */
         "$JS.NAK.S.C.1.2.3.4.5",
         "$js.ACK.S.C.1.2.3.4.5",
         "$JS.ACKS.S.C.1.2.3.4.5",
         "JS.ACK.S.C.1.2.3.4.5",
-        "$JS.ACK..C.1.2.3.4.5",            /* empty stream */
-        "$JS.ACK.S..1.2.3.4.5",            /* empty consumer */
-        "$JS.ACK.S.C..2.3.4.5",            /* empty number */
+        "$JS.ACK..C.1.2.3.4.5", /* empty stream */
+        "$JS.ACK.S..1.2.3.4.5", /* empty consumer */
+        "$JS.ACK.S.C..2.3.4.5", /* empty number */
         "$JS.ACK.S.C.1.2.3.4.",
         "$JS.ACK.S.C.x.2.3.4.5",
         "$JS.ACK.S.C.1.2a.3.4.5",
         "$JS.ACK.S.C.1.2.-3.4.5",
         "$JS.ACK.S.C.1.2.3.+4.5",
         "$JS.ACK.S.C.1.2.3.4. 5",
-        "$JS.ACK.S.C.18446744073709551616.2.3.4.5",  /* UINT64_MAX + 1 */
-        "$JS.ACK.S.C.1.2.3.9223372036854775808.5",   /* ts above INT64_MAX */
+        "$JS.ACK.S.C.18446744073709551616.2.3.4.5", /* UINT64_MAX + 1 */
+        "$JS.ACK.S.C.1.2.3.9223372036854775808.5",  /* ts above INT64_MAX */
         "$JS.ACK.S.C.1.2.3.4.99999999999999999999999999",
-        "$JS.ACK..H.S.C.1.2.3.4.5.r",      /* empty domain */
+        "$JS.ACK..H.S.C.1.2.3.4.5.r", /* empty domain */
         "$JS.ACK.D.H.S.C.1.2.x.4.5.r",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -110,8 +110,8 @@ Test(consumer_proto, ack_subj_malformed)
 Test(consumer_proto, ack_subj_format_roundtrip)
 {
     char buf[JS_ACK_SUBJ_MAX + 64];
-    size_t n = js_ack_subj_format(buf, "ORDERS", "worker", 3, 1042, 7,
-                                  INT64_C(1700000000123456789), 12);
+    size_t n =
+        js_ack_subj_format(buf, "ORDERS", "worker", 3, 1042, 7, INT64_C(1700000000123456789), 12);
     cr_expect_str_eq(buf, "$JS.ACK.ORDERS.worker.3.1042.7.1700000000123456789.12");
     cr_expect_eq(n, strlen(buf));
     n = js_ack_subj_format(buf, "s", "c", UINT64_MAX, UINT64_MAX, UINT64_MAX, INT64_MIN,
@@ -201,8 +201,10 @@ Test(consumer_proto, ack_body_nak)
     expect_nak("-NAK -1s", true, -1000000000);
     expect_nak("-NAK  2us \n", true, 2000);
     expect_nak("-NAK 3\xc2\xb5s", true, 3000);
-    expect_nak("-NAK\xc2\xa0" "4ns\xe3\x80\x80", true, 4); /* Unicode spaces trimmed */
-    expect_nak("-NAK1s", true, 1000000000);                /* a prefix, as in Go */
+    expect_nak("-NAK\xc2\xa0"
+               "4ns\xe3\x80\x80",
+               true, 4);                    /* Unicode spaces trimmed */
+    expect_nak("-NAK1s", true, 1000000000); /* a prefix, as in Go */
     /* bad durations: a plain NAK (nats-server only warns) */
     expect_nak("-NAK 1", false, 0);
     expect_nak("-NAK 1x", false, 0);
@@ -228,7 +230,7 @@ Test(consumer_proto, ack_body_nak_json)
     expect_nak("-NAK {\"delay\": 2000000000 }", true, 2000000000);
     expect_nak("-NAK {\n\"delay\" :\t-5}", true, -5);
     expect_nak("-NAK {\"delay\":0}", true, 0);
-    expect_nak("-NAK {}", true, 0);  /* decodes: a delay of 0, not a plain NAK */
+    expect_nak("-NAK {}", true, 0); /* decodes: a delay of 0, not a plain NAK */
     expect_nak("-NAK {\"delay\":null}", true, 0);
     /* the slow path: Go's case-insensitive keys, other keys, last value wins, big numbers */
     expect_nak("-NAK {\"Delay\":7}", true, 7);
@@ -357,15 +359,14 @@ Test(consumer_proto, pull_json_fields)
     cr_expect_eq(r.batch, 0);
     cr_expect_eq(r.expires_ns, 1);
     /* Go's key matching, null, unknown keys, last wins */
-    cr_assert(pull("{\"BATCH\":2,\"No_Wait\":true,\"x\":{\"y\":[]},\"batch\":null}", NULL, &r,
-                   st));
+    cr_assert(pull("{\"BATCH\":2,\"No_Wait\":true,\"x\":{\"y\":[]},\"batch\":null}", NULL, &r, st));
     cr_expect_eq(r.batch, 2);
     cr_expect(r.no_wait);
     cr_assert(pull("{\"batch\":2,\"Batch\":3}", NULL, &r, st));
     cr_expect_eq(r.batch, 3);
     /* negative values pass through */
-    cr_assert(pull("{\"batch\":-1,\"expires\":-5,\"max_bytes\":-7,\"idle_heartbeat\":-1}", NULL,
-                   &r, st));
+    cr_assert(
+        pull("{\"batch\":-1,\"expires\":-5,\"max_bytes\":-7,\"idle_heartbeat\":-1}", NULL, &r, st));
     cr_expect_eq(r.batch, -1);
     cr_expect_eq(r.expires_ns, -5);
     cr_expect_eq(r.max_bytes, -7);
@@ -442,8 +443,8 @@ Test(consumer_proto, pull_json_errors)
     cr_expect(pull("{\"expires\":1,\"idle_heartbeat\":4611686018427387904}", NULL, &r, st));
     expect_status("{\"expires\":9223372036854775805,\"idle_heartbeat\":4611686018427387903}", NULL,
                   "400 Bad Request - heartbeat value too large");
-    cr_expect(pull("{\"expires\":9223372036854775806,\"idle_heartbeat\":4611686018427387903}",
-                   NULL, &r, st));
+    cr_expect(pull("{\"expires\":9223372036854775806,\"idle_heartbeat\":4611686018427387903}", NULL,
+                   &r, st));
     /* a failed parse leaves the defaults */
     cr_expect(!pull("{\"batch\":3,\"no_wait\":\"x\"}", NULL, &r, st));
     cr_expect_eq(r.batch, 1);
@@ -464,7 +465,8 @@ Test(consumer_proto, pull_caps)
                   "409 Exceeded MaxRequestExpires of 1s");
     cr_expect(pull("{\"batch\":1,\"expires\":-5000000000}", &caps, &r, st));
     cr_expect(pull("{\"batch\":1,\"max_bytes\":100}", &caps, &r, st));
-    expect_status("{\"batch\":1,\"max_bytes\":101}", &caps, "409 Exceeded MaxRequestMaxBytes of 100");
+    expect_status("{\"batch\":1,\"max_bytes\":101}", &caps,
+                  "409 Exceeded MaxRequestMaxBytes of 100");
     /* order: batch, then expires, then max_bytes */
     expect_status("{\"batch\":11,\"expires\":5000000000,\"max_bytes\":500}", &caps,
                   "409 Exceeded MaxRequestBatch of 10");
@@ -517,7 +519,8 @@ Test(consumer_proto, status_hdr)
     cr_expect_eq(js_pending_hdrs(ph, 20, 3, 4), 0);
     cr_expect_eq(ph[20], 'z');
     pn = js_pending_hdrs(ph, sizeof ph, UINT64_MAX, 0);
-    cr_expect_str_eq(ph, "Nats-Pending-Messages: 18446744073709551615\r\nNats-Pending-Bytes: 0\r\n");
+    cr_expect_str_eq(ph,
+                     "Nats-Pending-Messages: 18446744073709551615\r\nNats-Pending-Bytes: 0\r\n");
 }
 
 /* ---- Go durations ---- */
