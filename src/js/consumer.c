@@ -35,6 +35,7 @@
 #include "subj/subject.h"
 #include "util/evid.h"
 #include "util/log.h"
+#include "util/timefmt.h"
 
 #define DELIVER_BUDGET   256
 #define PERSIST_DELAY    (5 * 1000000LL)      /* 5 ms */
@@ -306,10 +307,10 @@ persist(nd_consumer_t *c)
     state_of(c, &s);
     bool ok = true;
     nd_store_t *in = store_acquire(c);
-    if (in != NULL && c->cs_of != in) {
+    if (in != NULL && c->cs_gen != c->st->ls.gen) {
         c->cs = NULL;
         if (in->ops->consumer_open(in, c->name, &c->cs) == ND_OK)
-            c->cs_of = in;
+            c->cs_gen = c->st->ls.gen;
     }
     if (in != NULL && c->cs != NULL) {
         nd_err_t e = in->ops->consumer_update(c->cs, &s);
@@ -337,7 +338,7 @@ restore_state(nd_consumer_t *c)
     nd_store_t *in = store_acquire(c);
     bool have = false;
     if (in != NULL && in->ops->consumer_open(in, c->name, &c->cs) == ND_OK) {
-        c->cs_of = in;
+        c->cs_gen = c->st->ls.gen;
         have = in->ops->consumer_state(c->cs, &s) == ND_OK;
     }
     nd_store_state_t ss = {0};
@@ -420,7 +421,8 @@ info_json(nd_consumer_t *c, const json_t *cfg, const js_consumer_stats_t *s, uin
     const json_t *pu = json_object_get(cfg, "pause_until");
     int64_t pause_until = 0;
     if (pu != NULL && json_is_string(pu))
-        (void)nd_time_parse(json_string_value(pu), &pause_until);
+        if (nd_time_parse_rfc3339(json_string_value(pu), &pause_until) != 0)
+            pause_until = 0;
     if (pause_until > now) {
         json_object_set_new(o, "paused", json_true());
         json_object_set_new(o, "pause_remaining", json_integer(pause_until - now));
@@ -953,6 +955,9 @@ on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
             nd_free(reply);
         }
         break;
+    case JS_ACK_NONE: /* nats-server does nothing, but answers a double ack */
+        dack_add(c, m);
+        break;
     case JS_ACK_NAK:
         if (p != NULL) {
             if (b.delay_ns > 0) {
@@ -1009,7 +1014,7 @@ pull_request(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, const char *bod
     }
     js_pull_caps_t caps = {c->cfg.max_batch, c->cfg.max_expires_ns, c->cfg.max_bytes};
     js_pull_req_t r;
-    char status[160];
+    char status[JS_PULL_STATUS_MAX];
     if (!js_pull_req_parse(body, len, &caps, &r, status, sizeof status)) {
         send_status(ctx, c, reply, status, NULL);
         return;
@@ -1432,21 +1437,9 @@ start_position(nd_consumer_t *c, nd_store_t *s)
     case ND_DELIVER_BY_START_SEQ:
         c->sseq = k->opt_start_seq;
         break;
-    case ND_DELIVER_BY_START_TIME: {
-        /* the first message at or after the time */
-        nd_store_msg_t m = {0};
-        uint64_t seq = ss.last_seq + 1;
-        for (uint64_t q = ss.first_seq; s->ops->load_next(s, NULL, 0, q, &m) == ND_OK;
-             q = m.seq + 1) {
-            if (m.ts >= k->opt_start_time_ns) {
-                seq = m.seq;
-                break;
-            }
-        }
-        nd_store_msg_free(&m);
-        c->sseq = seq;
+    case ND_DELIVER_BY_START_TIME:
+        c->sseq = js_seq_from_time(s, k->opt_start_time_ns);
         break;
-    }
     case ND_DELIVER_LAST_PER_SUBJECT: {
         /* every subject's last message first, in stream order, then what comes after */
         lss_walk_t wk = {c, 0};
@@ -1505,4 +1498,145 @@ js_consumer_spawn(nd_ctx_t *ctx, nd_consumer_t *c)
     nd_free(next);
     nd_free(fc);
     nd_free(dnext);
+}
+
+/* ---- calls from the stream ---- */
+
+typedef struct update_call {
+    nd_consumer_cfg_t cfg;
+    char *reply;
+    js_audit_req_t *audit;
+} update_call_t;
+
+static void
+update_drop(void *data)
+{
+    update_call_t *u = data;
+    nd_consumer_cfg_free(&u->cfg);
+    nd_free(u->reply);
+    js_audit_free(u->audit);
+    nd_free(u);
+}
+
+static void
+do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
+{
+    nd_consumer_t *c = arg;
+    update_call_t *u = data;
+    if (c->stopped) {
+        update_drop(u);
+        return;
+    }
+    bool had_fc = c->cfg.flow_control;
+    nd_consumer_cfg_free(&c->cfg);
+    c->cfg = u->cfg;
+    memset(&u->cfg, 0, sizeof u->cfg);
+    pthread_mutex_lock(&c->mu);
+    json_decref(c->cfg_json);
+    c->cfg_json = json_deep_copy(c->cfg.json);
+    pthread_mutex_unlock(&c->mu);
+    if (js_consumer_meta_write(c) != 0)
+        nd_log_warn("JetStream could not write the configuration of consumer '%s > %s'",
+                    c->st->name, c->name);
+    if (c->cfg.flow_control && !had_fc) {
+        char *fc = js_path("%s*", c->fc_prefix);
+        nd_iclient_subscribe(ctx, ic, fc);
+        nd_free(fc);
+    }
+    c->create_reply = u->reply;
+    u->reply = NULL;
+    c->create_audit = u->audit;
+    u->audit = NULL;
+    answer_create(ctx, c);
+    update_drop(u);
+    deliver(ctx, c);
+}
+
+void
+js_consumer_call_update(nd_ctx_t *ctx, nd_consumer_t *c, nd_consumer_cfg_t *cfg,
+                        const char *reply)
+{
+    update_call_t *u = nd_xcalloc(1, sizeof *u);
+    u->cfg = *cfg;
+    memset(cfg, 0, sizeof *cfg);
+    u->reply = nd_xstrdup(reply != NULL ? reply : "");
+    u->audit = js_audit_save_current();
+    pthread_mutex_lock(&c->st->mu);
+    if (c->ic != NULL)
+        nd_iclient_call(ctx, c->ic, do_update, u, update_drop);
+    else
+        update_drop(u);
+    pthread_mutex_unlock(&c->st->mu);
+}
+
+typedef struct delete_call {
+    char *reply; /* NULL: nobody to answer */
+    bool files;
+    js_audit_req_t *audit;
+} delete_call_t;
+
+static void
+delete_drop(void *data)
+{
+    delete_call_t *d = data;
+    nd_free(d->reply);
+    js_audit_free(d->audit);
+    nd_free(d);
+}
+
+/* Ends the consumer: waiting pull requests hear 409 Consumer Deleted, its files go (files),
+ * then the reply, then the actor stops. */
+static void
+do_delete(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
+{
+    nd_consumer_t *c = arg;
+    delete_call_t *d = data;
+    if (c->stopped) {
+        delete_drop(d);
+        return;
+    }
+    if (d->files) {
+        c->deleting = true;
+        for (size_t i = 0; i < c->wq_len; i++)
+            send_status(ctx, c, wq_at(c, i)->reply, "409 Consumer Deleted", NULL);
+        js_consumer_meta_remove(c->st, c->name);
+        nd_store_t *in = store_acquire(c);
+        if (in != NULL) {
+            nd_cstore_t *cs = c->cs_gen == c->st->ls.gen ? c->cs : NULL;
+            if (cs == NULL && in->ops->consumer_open(in, c->name, &cs) != ND_OK)
+                cs = NULL;
+            if (cs != NULL && in->ops->consumer_delete(cs) != ND_OK)
+                nd_log_warn("JetStream could not remove the state of consumer '%s > %s'",
+                            c->st->name, c->name);
+        }
+        store_release(c);
+        c->cs = NULL;
+    } else {
+        (void)persist(c);
+    }
+    c->stopped = true;
+    if (d->reply != NULL && d->reply[0] != '\0') {
+        json_t *o = js_resp("consumer_delete_response");
+        json_object_set_new(o, "success", json_true());
+        js_audit_begin(d->audit);
+        js_send(ctx, ic, d->reply, o);
+        js_audit_end();
+    }
+    delete_drop(d);
+    nd_iclient_stop(ctx, ic);
+}
+
+void
+js_consumer_call_delete(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, bool files)
+{
+    delete_call_t *d = nd_xcalloc(1, sizeof *d);
+    d->reply = reply != NULL ? nd_xstrdup(reply) : NULL;
+    d->files = files;
+    d->audit = reply != NULL ? js_audit_save_current() : NULL;
+    pthread_mutex_lock(&c->st->mu);
+    if (c->ic != NULL)
+        nd_iclient_call(ctx, c->ic, do_delete, d, delete_drop);
+    else
+        delete_drop(d);
+    pthread_mutex_unlock(&c->st->mu);
 }

@@ -70,8 +70,8 @@ struct nd_consumer {
     nd_consumer_cfg_t cfg;
     char *ack_prefix;  /* "$JS.ACK.<stream>.<consumer>." */
     char *fc_prefix;   /* "$JS.FC.<stream>.<consumer>." */
-    nd_cstore_t *cs;   /* persisted state (NULL for none), of the inner store cs_of */
-    nd_store_t *cs_of;
+    nd_cstore_t *cs;   /* persisted state (NULL for none), of the inner store of generation cs_gen */
+    uint64_t cs_gen;
     char *create_reply;
     js_audit_req_t *create_audit;
     bool created_now;  /* the create answer: a new consumer (advisory sent) */

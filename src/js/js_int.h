@@ -336,6 +336,8 @@ typedef struct js_info_opts {
     int64_t offset;
 } js_info_opts_t;
 json_t *js_stream_info(nd_stream_t *st, const js_info_opts_t *req, nd_jserr_t *err);
+/* The first sequence stored at or after t (Unix ns), last + 1 when none. */
+uint64_t js_seq_from_time(nd_store_t *store, int64_t t);
 /* StreamState's JSON; subjects and deleted (borrowed) may be NULL. */
 json_t *js_state_json(const nd_store_state_t *s, json_t *subjects, json_t *deleted);
 

@@ -49,7 +49,9 @@ js_stream_unref(nd_stream_t *st)
     nd_stream_cfg_free(&st->cfg);
     nd_stream_cfg_free(&st->scfg);
     pthread_mutex_destroy(&st->mu);
+    nd_store_close(&st->ls.base); /* when its consumers kept it open past the actor */
     nd_store_locked_fini(&st->ls);
+    nd_free(st->consumers);
     nd_free(st->name);
     nd_free(st->dir);
     nd_free(st->pub_ack);
@@ -258,7 +260,12 @@ publish_markers(nd_ctx_t *ctx, nd_stream_t *st)
 static int64_t
 store_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t now)
 {
+    nd_store_state_t before, after;
+    nd_store_state(st->store, &before);
     int64_t next = st->store->ops->tick(st->store, now);
+    nd_store_state(st->store, &after);
+    if (after.msgs < before.msgs || after.first_seq != before.first_seq)
+        st->turn_removed = true;
     for (int round = 0; st->nexpired > 0 && round < 4; round++) {
         publish_markers(ctx, st);
         next = st->store->ops->tick(st->store, now);
@@ -289,7 +296,10 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         js_audit_req_t audit;
         js_audit_view(&audit, m);
         js_audit_begin(&audit);
-        js_stream_api(ctx, st, m);
+        if (m->tag >= JS_OP_CONSUMER_CREATE)
+            js_consumer_stream_api(ctx, st, m);
+        else
+            js_stream_api(ctx, st, m);
         js_audit_end();
         return;
     }
@@ -445,6 +455,9 @@ on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         int64_t dd = js_stream_dedup_expire(st, now);
         arm_tick(ctx, st, next == 0 || (dd != 0 && dd < next) ? dd : next);
     }
+    /* consumers hear of what the turn stored once it reached the sync policy */
+    if (werr == 0)
+        js_consumers_signal(ctx, st);
     /* A batch that did not reach the sync policy is not acknowledged: every PubAck of the
      * turn becomes an error (a message may still be stored: at least once, never lost). Out of
      * space, the store is reopened before the errors leave, so a publisher that sees one
@@ -558,10 +571,13 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     js_audit_free(st->create_audit);
     st->create_audit = NULL;
     release_usage(st);
-    if (st->store != NULL) { /* a deleted stream's store is gone already (do_delete) */
+    /* The consumers write their state into the store as they close: it closes with the last
+     * reference on the stream (js_stream_unref) when some are still there. */
+    bool consumers = js_stream_nconsumers(st) > 0;
+    js_consumers_stop(ctx, st, false);
+    if (st->store != NULL && !consumers) /* a deleted stream's store is gone (do_delete) */
         nd_store_close(st->store);
-        st->store = NULL;
-    }
+    st->store = NULL;
     for (size_t i = 0; i < st->nexpired; i++)
         nd_free(st->expired[i]);
     nd_free(st->expired);
@@ -863,6 +879,7 @@ do_delete(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     st->stopped = true;
     send_acks(ctx, st);
     release_usage(st);
+    js_consumers_stop(ctx, st, true);
     if (st->store != NULL) {
         if (st->store->ops->destroy(st->store) != ND_OK)
             nd_log_warn("JetStream could not remove the store of stream '%s'", st->name);
@@ -948,6 +965,7 @@ do_open(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     js_stream_dedup_rebuild(st);
     arm_tick(ctx, st, store_tick(ctx, st, js_now()));
     stats_publish(st);
+    js_consumers_recover(ctx, st);
     nd_log_info("  Restored %" PRIu64 " messages for stream '%s > %s' in %" PRId64 "ms",
                 st->stats.state.msgs, nd_acct_name(jsa->acct), st->name,
                 (js_now() - t0) / 1000000);

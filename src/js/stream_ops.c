@@ -17,7 +17,6 @@
 
 #define JS_SUBJECTS_LIMIT 100000
 
-static uint64_t seq_from_time(nd_store_t *store, int64_t t);
 
 
 
@@ -185,6 +184,7 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
                                        keep, &purged);
     js_req_free(&q);
     st->dirty = true;
+    st->turn_removed = true;
     json_t *o = js_resp(what);
     if (e != ND_OK) {
         nd_jserr_setf(&err, ND_JSE_STREAM_GENERAL_ERROR_F, "%s", nd_strerror(e));
@@ -272,7 +272,7 @@ msg_get_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         return;
     }
     if (stime != NULL)
-        seq = seq_from_time(st->store, t);
+        seq = js_seq_from_time(st->store, t);
     nd_store_msg_t sm = {0};
     nd_err_t e;
     if (next != NULL)
@@ -327,6 +327,7 @@ msg_delete_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     nd_store_state(st->store, &ss);
     nd_err_t e = st->store->ops->remove(st->store, seq, !no_erase);
     st->dirty = true;
+    st->turn_removed = true;
     json_t *o = js_resp(what);
     if (e != ND_OK && (seq > ss.last_seq || seq < ss.first_seq)) {
         /* nats-server's store errors: past the end is EOF, before the start not found */
@@ -415,8 +416,8 @@ send_direct(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const nd_store_ms
 /* The first sequence stored at or after wall time t (nats-server's GetSeqFromTime): last + 1
  * when none. Timestamps only grow along the stream, so a binary search over sequences finds
  * it; deleted sequences are stepped over with load_next. */
-static uint64_t
-seq_from_time(nd_store_t *store, int64_t t)
+uint64_t
+js_seq_from_time(nd_store_t *store, int64_t t)
 {
     nd_store_state_t ss;
     nd_store_state(store, &ss);
@@ -500,7 +501,7 @@ direct_multi(nd_ctx_t *ctx, nd_stream_t *st, const char *reply, const js_req_t *
             status(ctx, st, reply, "NATS/1.0 408 Bad Request\r\n\r\n");
             return;
         }
-        uint64_t seq = seq_from_time(store, t);
+        uint64_t seq = js_seq_from_time(store, t);
         if (seq <= ss.first_seq) {
             status(ctx, st, reply, "NATS/1.0 404 No Results\r\n\r\n");
             return;
@@ -608,7 +609,7 @@ js_stream_direct_get(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
             if (seq > 0 || last != NULL || nd_time_parse_rfc3339(stime, &t) != 0) {
                 bad = "NATS/1.0 408 Bad Request\r\n\r\n";
             } else {
-                seq = seq_from_time(st->store, t);
+                seq = js_seq_from_time(st->store, t);
                 if (next == NULL)
                     next = ">"; /* from that time on, every subject */
             }

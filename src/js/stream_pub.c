@@ -496,9 +496,9 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         ack_code(st, m, over);
         return;
     }
-    if (c->retention == ND_RETENTION_INTEREST) {
-        /* No consumer yet (the consumers issue brings them): nobody is interested, so the
-         * message is not kept and its sequence is skipped, as nats-server does. */
+    if (c->retention == ND_RETENTION_INTEREST && !js_consumers_interested(st, subject, subject_len)) {
+        /* No consumer's filters match: nobody is interested, so the message is not kept and
+         * its sequence is skipped, as nats-server does. */
         uint64_t seq;
         if (store->ops->skip(store, &seq) == ND_OK) {
             st->dirty = true;
@@ -552,6 +552,8 @@ js_stream_publish(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
         return;
     }
     st->dirty = true; /* usage: synced at the turn's end; the limit checks add what is not */
+    if (st->turn_first_seq == 0)
+        st->turn_first_seq = seq;
     if (msg_id != NULL) {
         dd_add(st, msg_id, msg_id_len, seq, ts);
         nd_free(st->last_msg_id);

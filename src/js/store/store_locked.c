@@ -259,6 +259,7 @@ close_inner(nd_store_locked_t *l, bool destroy, nd_err_t *r)
     pthread_mutex_lock(&l->mu);
     nd_store_t *in = l->inner;
     l->inner = NULL;
+    l->gen++;
     if (in != NULL) {
         if (destroy)
             *r = in->ops->destroy(in);
@@ -316,6 +317,7 @@ nd_store_locked_set(nd_store_locked_t *l, nd_store_t *inner)
 {
     pthread_mutex_lock(&l->mu);
     l->inner = inner;
+    l->gen++;
     l->base.io_errno = 0;
     /* The handles consumer_open returns belong to the inner store: their ops are its own (the
      * caller holds the lock through nd_store_locked_acquire, or a snapshot's op holds it). */

@@ -25,6 +25,8 @@ typedef struct nd_store_locked {
     nd_store_ops_t ops; /* base's: the locked ops, and the inner store's consumer-state ops */
     pthread_mutex_t mu;
     nd_store_t *inner; /* under mu; NULL once closed or destroyed */
+    uint64_t gen;      /* under mu: counts the inner stores set (a handle of the inner store,
+                        * e.g. a consumer's state, is valid while gen is the same) */
 } nd_store_locked_t;
 
 void nd_store_locked_init(nd_store_locked_t *l);
