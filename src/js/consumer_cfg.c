@@ -23,8 +23,9 @@
  * as 2.9 did): a filter outside them is accepted.
  *
  * Not checked here, because they need the stream's other consumers or the account's state:
- * an existing consumer (10148, 10149, 10105), the workqueue rules (nd_consumer_cfg_check_workqueue),
- * a deliver subject that is still bound on an update (10013), max_consumers (10026).
+ * an existing consumer (10148, 10149, 10105), the workqueue rules
+ * (nd_consumer_cfg_check_workqueue), a deliver subject that is still bound on an update (10013),
+ * max_consumers (10026).
  */
 #include "js/consumer_cfg.h"
 
@@ -110,7 +111,7 @@ typedef enum {
     K_STR,
     K_INT, /* Go int (64-bit) */
     K_U64,
-    K_DUR,  /* time.Duration */
+    K_DUR, /* time.Duration */
     K_BOOL,
     K_STRS, /* []string */
     K_DURS, /* []time.Duration */
@@ -380,8 +381,9 @@ decode_time(dctx_t *d, const json_t *v, gtime_t *out)
              mm < 60;
     }
     if (!ok) {
-        fatal_err(d, "parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"%s\" as "
-                     "\"2006\"",
+        fatal_err(d,
+                  "parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"%s\" as "
+                  "\"2006\"",
                   s, s);
         return;
     }
@@ -396,13 +398,19 @@ typedef struct enumtab {
 } enumtab_t;
 
 static const enumtab_t deliver_tab[] = {
-    {"all", DP_ALL},       {"undefined", DP_ALL},         {"last", DP_LAST},
-    {"last_per_subject", DP_LAST_PER}, {"new", DP_NEW}, {"by_start_sequence", DP_START_SEQ},
-    {"by_start_time", DP_START_TIME},  {NULL, 0},
+    {"all", DP_ALL},
+    {"undefined", DP_ALL},
+    {"last", DP_LAST},
+    {"last_per_subject", DP_LAST_PER},
+    {"new", DP_NEW},
+    {"by_start_sequence", DP_START_SEQ},
+    {"by_start_time", DP_START_TIME},
+    {NULL, 0},
 };
 static const enumtab_t ack_tab[] = {
     {"none", AP_NONE}, {"all", AP_ALL}, {"explicit", AP_EXPLICIT}, {NULL, 0}};
-static const enumtab_t replay_tab[] = {{"instant", RP_INSTANT}, {"original", RP_ORIGINAL}, {NULL, 0}};
+static const enumtab_t replay_tab[] = {
+    {"instant", RP_INSTANT}, {"original", RP_ORIGINAL}, {NULL, 0}};
 static const enumtab_t prio_tab[] = {
     {"overflow", PP_OVERFLOW}, {"pinned_client", PP_PINNED}, {"none", PP_NONE}, {NULL, 0}};
 static const enumtab_t action_tab[] = {
@@ -616,8 +624,8 @@ decode_root(dctx_t *d, json_t *root, const sdesc_t *sd, void *base)
 static const char *
 enum_text(kind_t k, int64_t v)
 {
-    static const char *const dp[] = {"all", "last", "new", "by_start_sequence", "by_start_time",
-                                     "last_per_subject"};
+    static const char *const dp[] = {
+        "all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject"};
     switch (k) {
     case K_DELIVER:
         return v >= 0 && v <= DP_LAST_PER ? dp[v] : "undefined";
@@ -889,7 +897,8 @@ set_defaults(gcons_t *c, const nd_consumer_cfg_env_t *env, bool pedantic, nd_jse
         c->max_deliver = -1;
     if (c->nbackoff > 0) {
         if (pedantic && c->ack_wait != c->backoff[0])
-            return with_err(err, ND_JSE_PEDANTIC_F, "first backoff value has to equal batch AckWait");
+            return with_err(err, ND_JSE_PEDANTIC_F,
+                            "first backoff value has to equal batch AckWait");
         c->ack_wait = c->backoff[0];
     }
     if (c->max_ack_pending == 0) {
@@ -1353,8 +1362,8 @@ done:
 }
 
 bool
-nd_consumer_req_parse(const char *body, size_t len, const char *subj_stream,
-                      const char *subj_name, const char *subj_filter, bool legacy_durable,
+nd_consumer_req_parse(const char *body, size_t len, const char *subj_stream, const char *subj_name,
+                      const char *subj_filter, bool legacy_durable,
                       const nd_consumer_cfg_env_t *env, nd_consumer_req_t *out, nd_jserr_t *err)
 {
     nd_apijson_t aj;
@@ -1364,8 +1373,8 @@ nd_consumer_req_parse(const char *body, size_t len, const char *subj_stream,
     memset(out, 0, sizeof *out);
     if (!nd_apijson_parse(body ? body : "", body ? len : 0, env->strict, &aj, e, sizeof e))
         return with_err(err, ND_JSE_INVALID_JSON, e);
-    bool ok = parse_req(aj.root, &aj, subj_stream, subj_name, subj_filter, legacy_durable, env,
-                        out, err);
+    bool ok =
+        parse_req(aj.root, &aj, subj_stream, subj_name, subj_filter, legacy_durable, env, out, err);
     nd_apijson_free(&aj);
     return ok;
 }
@@ -1378,8 +1387,8 @@ nd_consumer_req_free(nd_consumer_req_t *r)
 }
 
 bool
-nd_consumer_cfg_from_json(const json_t *j, const nd_consumer_cfg_env_t *env,
-                          nd_consumer_cfg_t *out, nd_jserr_t *err)
+nd_consumer_cfg_from_json(const json_t *j, const nd_consumer_cfg_env_t *env, nd_consumer_cfg_t *out,
+                          nd_jserr_t *err)
 {
     if (!env)
         env = &defenv;
@@ -1505,9 +1514,8 @@ partition_unique(const nd_consumer_cfg_t *c, const nd_consumer_cfg_t *const *oth
 }
 
 bool
-nd_consumer_cfg_check_workqueue(const nd_consumer_cfg_t *c,
-                                const nd_consumer_cfg_t *const *others, size_t n,
-                                nd_jserr_t *err)
+nd_consumer_cfg_check_workqueue(const nd_consumer_cfg_t *c, const nd_consumer_cfg_t *const *others,
+                                size_t n, nd_jserr_t *err)
 {
     if (json_is_true(json_object_get(c->json, "direct")))
         return true;

@@ -178,8 +178,8 @@ Test(consumer_cfg, new_style_named_gets_name_and_threshold)
 
 Test(consumer_cfg, backoff_sets_ack_wait)
 {
-    nd_consumer_cfg_t c = cons("{\"ack_policy\":\"explicit\",\"backoff\":[1000000000,2000000000]}",
-                               "C");
+    nd_consumer_cfg_t c =
+        cons("{\"ack_policy\":\"explicit\",\"backoff\":[1000000000,2000000000]}", "C");
     cr_expect_eq(c.ack_wait_ns, 1000000000LL);
     cr_assert_eq(c.nbackoff, 2);
     cr_expect_eq(c.backoff_ns[1], 2000000000LL);
@@ -218,8 +218,8 @@ Test(consumer_cfg, stream_consumer_limits_are_defaults)
                     "\"max_ack_pending\":21}}",
                     "C", NULL, false, &env, 10121,
                     "consumer max ack pending exceeds system limit of 20");
-    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"inactive_threshold\":60000000000}}",
-                    "C", NULL, false, &env, 10153,
+    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"inactive_threshold\":60000000000}}", "C",
+                    NULL, false, &env, 10153,
                     "consumer inactive threshold exceeds system limit of 10s");
     /* Pedantic: the stream's limits are not applied silently. */
     EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"pedantic\":true,\"config\":{}}", "C", NULL, false,
@@ -387,8 +387,8 @@ Test(consumer_cfg, json_type_errors)
                 "invalid JSON: json: cannot unmarshal string into Go struct field "
                 "CreateConsumerRequest.config of type server.ConsumerConfig");
     nd_consumer_cfg_env_t env = env_of(&S);
-    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"action\":\"delete\"}", "C", NULL, false, &env,
-                    10025, "invalid JSON: unknown consumer action: \"delete\"");
+    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"action\":\"delete\"}", "C", NULL, false, &env, 10025,
+                    "invalid JSON: unknown consumer action: \"delete\"");
     EXPECT_ERR_FULL("[]", "C", NULL, false, &env, 10025,
                     "invalid JSON: json: cannot unmarshal array into Go value of type "
                     "server.CreateConsumerRequest");
@@ -399,8 +399,8 @@ Test(consumer_cfg, strict_unknown_field)
     nd_consumer_cfg_env_t env = env_of(&S);
     nd_consumer_req_t r;
     nd_jserr_t e;
-    cr_assert(parse_full("{\"stream_name\":\"S\",\"config\":{\"bogus\":1}}", "C", NULL, false,
-                         &env, &r, &e));
+    cr_assert(parse_full("{\"stream_name\":\"S\",\"config\":{\"bogus\":1}}", "C", NULL, false, &env,
+                         &r, &e));
     nd_consumer_req_free(&r);
     env.strict = true;
     EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"bogus\":1}}", "C", NULL, false, &env,
@@ -437,12 +437,10 @@ Test(consumer_cfg, create_handler_errors)
                     "consumer expected to be durable but no durable name set in subject");
     EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{}}", "D", NULL, true, &env, 10018,
                     "consumer expected to be durable but a durable name was not set");
-    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"E\"}}", "D", NULL,
-                    true, &env, 10017,
-                    "consumer name in subject does not match durable name in request");
-    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"E\"}}", "D", NULL,
-                    false, &env, 10017,
-                    "consumer name in subject does not match durable name in request");
+    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"E\"}}", "D", NULL, true,
+                    &env, 10017, "consumer name in subject does not match durable name in request");
+    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"E\"}}", "D", NULL, false,
+                    &env, 10017, "consumer name in subject does not match durable name in request");
     EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"E\"}}", NULL, NULL,
                     false, &env, 10020,
                     "consumer expected to be ephemeral but a durable name was set in request");
@@ -612,16 +610,16 @@ Test(consumer_cfg, server_limits)
                     "consumer max ack pending exceeds system limit of 100");
     env.max_ack_pending = 0;
     env.max_request_batch = 10;
-    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"max_batch\":11}}", "C", NULL, false,
-                    &env, 10125, "consumer max request batch exceeds server limit of 10");
+    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"max_batch\":11}}", "C", NULL, false, &env,
+                    10125, "consumer max request batch exceeds server limit of 10");
     EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"pedantic\":true,\"config\":{}}", "C", NULL, false,
                     &env, 10157,
                     "pedantic mode: max_request_batch must be set if it's JetStream limits are "
                     "set");
     env.max_request_batch = 0;
     env.inactive_threshold_max = 60000000000LL;
-    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"inactive_threshold\":90000000000}}",
-                    "C", NULL, false, &env, 10153,
+    EXPECT_ERR_FULL("{\"stream_name\":\"S\",\"config\":{\"inactive_threshold\":90000000000}}", "C",
+                    NULL, false, &env, 10153,
                     "consumer inactive threshold exceeds system limit of 1m0s");
 }
 
@@ -686,8 +684,7 @@ Test(consumer_cfg, equal_ignores_nats_metadata)
                                "C");
     nd_consumer_cfg_t c = cons("{\"durable_name\":\"C\",\"metadata\":{\"k\":\"w\"}}", "C");
     nd_consumer_cfg_t d = cons("{\"durable_name\":\"C\",\"metadata\":{\"k\":\"v\"}}", "C");
-    json_object_set_new(json_object_get(d.json, "metadata"), "_nats.req.level",
-                        json_string("1"));
+    json_object_set_new(json_object_get(d.json, "metadata"), "_nats.req.level", json_string("1"));
     cr_expect(!nd_consumer_cfg_equal(&a, &b)); /* pause_until differs */
     cr_expect(!nd_consumer_cfg_equal(&a, &c));
     cr_expect(nd_consumer_cfg_equal(&a, &d));
@@ -768,13 +765,16 @@ Test(consumer_cfg, workqueue_rules)
                                "\"workqueue\"}");
     nd_consumer_cfg_t all = wq(&w, "{\"ack_policy\":\"all\"}", "A");
     nd_consumer_cfg_t un = wq(&w, "{\"ack_policy\":\"explicit\"}", "U");
-    nd_consumer_cfg_t f1 = wq(&w, "{\"ack_policy\":\"explicit\",\"filter_subject\":\"w.a.*\"}", "F1");
+    nd_consumer_cfg_t f1 =
+        wq(&w, "{\"ack_policy\":\"explicit\",\"filter_subject\":\"w.a.*\"}", "F1");
     nd_consumer_cfg_t f2 = wq(&w, "{\"ack_policy\":\"explicit\",\"filter_subject\":\"w.>\"}", "F2");
-    nd_consumer_cfg_t f3 = wq(&w, "{\"ack_policy\":\"explicit\",\"filter_subjects\":[\"w.b\","
-                                  "\"w.c\"]}",
+    nd_consumer_cfg_t f3 = wq(&w,
+                              "{\"ack_policy\":\"explicit\",\"filter_subjects\":[\"w.b\","
+                              "\"w.c\"]}",
                               "F3");
-    nd_consumer_cfg_t nw = wq(&w, "{\"ack_policy\":\"explicit\",\"filter_subject\":\"w.d\","
-                                  "\"deliver_policy\":\"new\"}",
+    nd_consumer_cfg_t nw = wq(&w,
+                              "{\"ack_policy\":\"explicit\",\"filter_subject\":\"w.d\","
+                              "\"deliver_policy\":\"new\"}",
                               "N");
     nd_jserr_t e;
     cr_expect(!nd_consumer_cfg_check_workqueue(&all, NULL, 0, &e));
