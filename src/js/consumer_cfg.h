@@ -79,6 +79,7 @@ typedef struct nd_consumer_cfg_env {
     int64_t max_ack_pending;       /* the account's or server's limit, 0/-1 = none (10121) */
     int64_t max_request_batch;     /* jetstream { limits { max_request_batch } }; 0 = none (10125) */
     int64_t inactive_threshold_max; /* jetstream { limits { ... } }; 0 = none (10153) */
+    bool clustered;                /* false: num_replicas > 1 in a create request is 10074 */
 } nd_consumer_cfg_env_t;
 
 /* A decoded create request. */
