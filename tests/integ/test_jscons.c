@@ -936,70 +936,78 @@ Test(integ_jscons, ack_unknown_malformed_forged)
 
 /* ---- push ------------------------------------------------------------------------------------------ */
 
-Test(integ_jscons, push_delivery_and_queue_group)
+/* Push deliveries go to their own connection d (which also listens on _D.> for ack replies):
+ * on the API connection they could come before the create reply. */
+static nd_integ_conn_t *
+deliver_conn_at(const char *file, int line, env_t *e, const char *subs)
+{
+    nd_integ_conn_t *d = js_conn_open_at(file, line, e->srv, "_D.>");
+    nd_integ_send_at(file, line, d, subs, strlen(subs));
+    nd_integ_send_at(file, line, d, "PING\r\n", 6);
+    nd_integ_expect_at(file, line, d, "PONG\r\n", 6);
+    return d;
+}
+#define deliver_conn(e, subs) deliver_conn_at(__FILE__, __LINE__, (e), (subs))
+
+Test(integ_jscons, push_delivery)
 {
     env_t e;
     up(&e);
     stream_s(e.c, 2);
-    ND_SEND(e.c, "SUB dlv.1 5\r\nPING\r\n");
-    ND_EXPECT(e.c, "PONG\r\n");
+    nd_integ_conn_t *d = deliver_conn(&e, "SUB dlv.1 5\r\n");
     json_t *j = cons_at(__FILE__, __LINE__, e.c, "S", "P", false,
                         "{\"durable_name\":\"P\",\"deliver_subject\":\"dlv.1\","
                         "\"ack_policy\":\"explicit\"}");
     cr_assert_str_eq(jstr(j, "config.deliver_subject"), "dlv.1");
     cr_assert_null(jget(j, "config.max_waiting"));
     json_decref(j);
-    char *a1 = DELIVERY(e.c, "s.1", "m1", "S", "P", 1, 1, 1, 1);
-    char *a2 = DELIVERY(e.c, "s.2", "m2", "S", "P", 1, 2, 2, 0);
+    char *a1 = DELIVERY(d, "s.1", "m1", "S", "P", 1, 1, 1, 1);
+    char *a2 = DELIVERY(d, "s.2", "m2", "S", "P", 1, 2, 2, 0);
     pub(e.c, "s.3", "m3", "S", 3);
-    char *a3 = DELIVERY(e.c, "s.3", "m3", "S", "P", 1, 3, 3, 0);
-    ACK(e.c, a1, "+ACK", "_P.a");
-    ACK(e.c, a2, "+ACK", "_P.a");
-    ACK(e.c, a3, "+ACK", "_P.a");
+    char *a3 = DELIVERY(d, "s.3", "m3", "S", "P", 1, 3, 3, 0);
+    ACK(d, a1, "+ACK", "_D.a");
+    ACK(d, a2, "+ACK", "_D.a");
+    ACK(d, a3, "+ACK", "_D.a");
     STATE(e.c, "S", "P", 3, 3, 3, 3, 0, 0, 0, 0);
     /* A pull request to a push consumer. */
     next(e.c, "S", "P", "_P.n", "");
     STATUS(e.c, "_P.n", "409 Consumer is push based", "");
     free(a1), free(a2), free(a3);
+    nd_integ_conn_close(d);
+    down(&e);
+}
 
-    /* deliver_group: each message goes to one member of the queue group. */
-    nd_integ_conn_t *q1 = js_conn_open(e.srv, NULL), *q2 = js_conn_open(e.srv, NULL);
-    ND_SEND(q1, "SUB dlv.q G 7\r\nPING\r\n");
-    ND_EXPECT(q1, "PONG\r\n");
-    ND_SEND(q2, "SUB dlv.q G 8\r\nPING\r\n");
-    ND_EXPECT(q2, "PONG\r\n");
-    j = cons_at(__FILE__, __LINE__, e.c, "S", "Q", false,
-                "{\"durable_name\":\"Q\",\"deliver_subject\":\"dlv.q\",\"deliver_group\":\"G\","
-                "\"ack_policy\":\"none\"}");
+Test(integ_jscons, push_queue_group)
+{
+    env_t e;
+    up(&e);
+    stream_s(e.c, 3);
+    /* Two members of queue group G (sids 7 and 8) on one connection: each message goes to one. */
+    nd_integ_conn_t *d = deliver_conn(&e, "SUB dlv.q G 7\r\nSUB dlv.q G 8\r\n");
+    json_t *j = cons_at(__FILE__, __LINE__, e.c, "S", "Q", false,
+                        "{\"durable_name\":\"Q\",\"deliver_subject\":\"dlv.q\","
+                        "\"deliver_group\":\"G\",\"ack_policy\":\"explicit\"}");
     cr_assert_str_eq(jstr(j, "config.deliver_group"), "G");
     json_decref(j);
-    /* All three went out (delivered 3) to the two members, once each. */
-    STATE(e.c, "S", "Q", 3, 3, 3, 3, 0, 0, 0, 0);
     int got[4] = {0};
-    ND_PING(q1);
-    ND_PING(q2);
-    nd_integ_conn_t *qs[2] = {q1, q2};
-    int total = 0;
-    for (int k = 0; k < 2; k++) {
-        /* Each member reads what it got until its PONG. */
-        ND_SEND(qs[k], "PING\r\n");
-        for (;;) {
-            char *f = nd_integ_read_frame(qs[k]);
-            cr_assert_not_null(f);
-            if (strcmp(f, "PONG\r\n") == 0) {
-                free(f);
-                break;
-            }
-            int seq = 0;
-            cr_assert(sscanf(f, "MSG s.%d", &seq) == 1 && seq >= 1 && seq <= 3, "%s", f);
-            got[seq]++;
-            total++;
-            free(f);
-        }
+    js_msg_t m[3];
+    for (int k = 0; k < 3; k++) {
+        m[k] = js_read_msg(d);
+        int seq = 0, sid = 0;
+        cr_assert(sscanf(m[k].line, "MSG s.%d %d", &seq, &sid) == 2 && seq >= 1 && seq <= 3 &&
+                      (sid == 7 || sid == 8),
+                  "%s", m[k].line);
+        got[seq]++;
     }
-    cr_assert(total == 3 && got[1] == 1 && got[2] == 1 && got[3] == 1, "total %d", total);
-    nd_integ_conn_close(q1);
-    nd_integ_conn_close(q2);
+    cr_assert(got[1] == 1 && got[2] == 1 && got[3] == 1);
+    /* Not once per member: nothing more comes. */
+    ND_PING(d);
+    for (int k = 0; k < 3; k++) {
+        ACK(d, m[k].reply, "+ACK", "_D.a");
+        js_msg_free(&m[k]);
+    }
+    STATE(e.c, "S", "Q", 3, 3, 3, 3, 0, 0, 0, 0);
+    nd_integ_conn_close(d);
     down(&e);
 }
 
@@ -1008,15 +1016,14 @@ Test(integ_jscons, push_idle_heartbeat)
     env_t e;
     up(&e);
     stream_s(e.c, 1);
-    ND_SEND(e.c, "SUB dlv.h 5\r\nPING\r\n");
-    ND_EXPECT(e.c, "PONG\r\n");
+    nd_integ_conn_t *d = deliver_conn(&e, "SUB dlv.h 5\r\n");
     cons(e.c, "S", "H",
          "{\"durable_name\":\"H\",\"deliver_subject\":\"dlv.h\",\"ack_policy\":\"none\","
          "\"idle_heartbeat\":200000000}");
-    js_expect_msg(e.c, "s.1", NULL, "m1");
+    js_expect_msg(d, "s.1", NULL, "m1");
     /* Idle: heartbeats with the last delivered sequences and no reply. */
     for (int i = 0; i < 2; i++) {
-        js_msg_t h = js_expect_msg_at(__FILE__, __LINE__, e.c, "dlv.h",
+        js_msg_t h = js_expect_msg_at(__FILE__, __LINE__, d, "dlv.h",
                                       "NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 1\r\n"
                                       "Nats-Last-Stream: 1\r\n\r\n",
                                       "");
@@ -1024,12 +1031,12 @@ Test(integ_jscons, push_idle_heartbeat)
         js_msg_free(&h);
     }
     pub(e.c, "s.2", "m2", "S", 2);
-    js_expect_msg(e.c, "s.2", NULL, "m2");
-    js_msg_t h = js_expect_msg_at(__FILE__, __LINE__, e.c, "dlv.h",
-                                  "NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 2\r\n"
-                                  "Nats-Last-Stream: 2\r\n\r\n",
-                                  "");
-    js_msg_free(&h);
+    js_expect_msg(d, "s.2", NULL, "m2");
+    js_expect_msg(d, "dlv.h",
+                  "NATS/1.0 100 Idle Heartbeat\r\nNats-Last-Consumer: 2\r\n"
+                  "Nats-Last-Stream: 2\r\n\r\n",
+                  "");
+    nd_integ_conn_close(d);
     down(&e);
 }
 
@@ -1038,7 +1045,8 @@ Test(integ_jscons, push_flow_control)
     env_t e;
     up(&e);
     stream(e.c, "S", "{\"name\":\"S\",\"subjects\":[\"s.>\"]}");
-    /* 48 messages of 64 KiB: 3 MiB, more than the window nats-server lets out unanswered. */
+    /* 48 messages of 64 KiB: 3 MiB, more than the window nats-server lets out unanswered
+     * (2 MiB), so the test only gets them all by answering. */
     enum { N = 48, SZ = 65536 };
     char *body = malloc(SZ + 1);
     memset(body, 'x', SZ);
@@ -1046,14 +1054,13 @@ Test(integ_jscons, push_flow_control)
     for (int i = 1; i <= N; i++)
         pub(e.c, "s.big", body, "S", i);
     free(body);
-    ND_SEND(e.c, "SUB dlv.f 5\r\nPING\r\n");
-    ND_EXPECT(e.c, "PONG\r\n");
+    nd_integ_conn_t *d = deliver_conn(&e, "SUB dlv.f 5\r\n");
     cons(e.c, "S", "F",
          "{\"durable_name\":\"F\",\"deliver_subject\":\"dlv.f\",\"ack_policy\":\"none\","
          "\"flow_control\":true,\"idle_heartbeat\":5000000000}");
     int msgs = 0, fcs = 0;
     while (msgs < N) {
-        js_msg_t m = js_read_msg(e.c);
+        js_msg_t m = js_read_msg(d);
         if (strcmp(m.subject, "s.big") == 0) {
             cr_assert_eq(m.data_len, (size_t)SZ);
             cr_assert_null(m.hdr);
@@ -1064,13 +1071,14 @@ Test(integ_jscons, push_flow_control)
             cr_assert_str_eq(m.hdr, "NATS/1.0 100 FlowControl Request\r\n\r\n");
             cr_assert_str_eq(m.data, "");
             cr_assert(m.reply != NULL && strncmp(m.reply, "$JS.FC.S.F.", 11) == 0, "%s", m.line);
-            js_publish(e.c, m.reply, NULL, NULL, "");
+            js_publish(d, m.reply, NULL, NULL, "");
             fcs++;
         }
         js_msg_free(&m);
     }
     cr_assert(fcs >= 1, "no flow control request in %d messages", N);
     STATE(e.c, "S", "F", N, N, N, N, 0, 0, 0, 0);
+    nd_integ_conn_close(d);
     down(&e);
 }
 
