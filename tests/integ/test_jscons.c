@@ -493,7 +493,8 @@ Test(integ_jscons, create_errors)
          "{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"P\",\"deliver_subject\":\"a.b\","
          "\"idle_heartbeat\":1000,\"ack_policy\":\"explicit\"}}",
          400, 10083, "consumer idle heartbeat needs to be >= 100ms"},
-        {"$JS.API.CONSUMER.CREATE.S", "{\"stream_name\":\"S\",\"config\":{\"name\":\"a.b\"}}", 400,
+        {"$JS.API.CONSUMER.CREATE.S",
+         "{\"stream_name\":\"S\",\"config\":{\"name\":\"a.b\",\"ack_policy\":\"explicit\"}}", 400,
          10103, "durable name can not contain '.', '*', '>'"},
         {"$JS.API.CONSUMER.DURABLE.CREATE.S.a*",
          "{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"a*\",\"ack_policy\":\"explicit\"}}",
@@ -827,8 +828,9 @@ Test(integ_jscons, ack_max_deliver_advisory)
 {
     env_t e;
     up(&e);
-    ND_SEND(e.c, "SUB $JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.M 3\r\nPING\r\n");
-    ND_EXPECT(e.c, "PONG\r\n");
+    /* The advisory comes on its own connection: 2.9.10 sends it when a third delivery would
+     * happen, 2.11 already when the second one is NAKed. */
+    nd_integ_conn_t *adv = js_conn_open(e.srv, "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.M");
     stream_s(e.c, 1);
     cons(e.c, "S", "M", "{\"durable_name\":\"M\",\"ack_policy\":\"explicit\",\"max_deliver\":2}");
 
@@ -840,12 +842,16 @@ Test(integ_jscons, ack_max_deliver_advisory)
     a = DELIVERY(e.c, "s.1", "m1", "S", "M", 2, 1, 2, 0);
     ACK(e.c, a, "-NAK", "_P.a");
     free(a);
-    /* A third delivery would exceed max_deliver: the advisory instead, and the request times
-     * out empty. */
+    /* No third delivery: the request times out empty. */
     next(e.c, "S", "M", "_P.n", "{\"batch\":1,\"expires\":300000000}");
-    js_msg_t m = js_read_msg(e.c);
-    cr_assert_str_eq(m.subject, "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.M");
+    STATUS(e.c, "_P.n", "408 Request Timeout", PENDING(1, 0));
+    next(e.c, "S", "M", "_P.n", "{\"no_wait\":true}");
+    STATUS(e.c, "_P.n", "404 No Messages", "");
+
+    js_msg_t m = js_expect_msg_at(__FILE__, __LINE__, adv,
+                                  "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.S.M", NULL, NULL);
     json_t *j = json_loads(m.data, 0, NULL);
+    cr_assert_not_null(j, "%s", m.data);
     cr_assert_str_eq(jstr(j, "type"), "io.nats.jetstream.advisory.v1.max_deliver");
     cr_assert_str_eq(jstr(j, "stream"), "S");
     cr_assert_str_eq(jstr(j, "consumer"), "M");
@@ -853,10 +859,9 @@ Test(integ_jscons, ack_max_deliver_advisory)
     cr_assert(json_is_string(jget(j, "id")) && json_is_string(jget(j, "timestamp")));
     json_decref(j);
     js_msg_free(&m);
-    STATUS(e.c, "_P.n", "408 Request Timeout", PENDING(1, 0));
-    /* Still pending (never acked) but no longer delivered. */
-    next(e.c, "S", "M", "_P.n", "{\"no_wait\":true}");
-    STATUS(e.c, "_P.n", "404 No Messages", "");
+    /* Only one. */
+    ND_PING(adv);
+    nd_integ_conn_close(adv);
     down(&e);
 }
 
