@@ -21,10 +21,11 @@ const opts = { timeout: 60000 };
 // The fields of a KV entry the tests compare.
 const entry = (e) => e && { key: e.key, value: e.string(), revision: e.revision, operation: e.operation };
 
-// Stops a watcher or keys iterator and waits for it to end.
+// Stops a watcher and waits until the client has closed it (its consumer
+// is stopped with it).
 async function stopIter(iter, what) {
   iter.stop();
-  await within(iter.closed ?? Promise.resolve(), what);
+  await within(iter.iterClosed, what);
 }
 
 test("kv: create bucket, put/get, create and update with revisions, delete, purge", opts, async (t) => {
