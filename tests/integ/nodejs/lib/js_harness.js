@@ -187,3 +187,12 @@ export async function withServer(t, body, extraArgs = []) {
   const st = await srv.stop();
   assert.deepEqual(st, { code: 0, signal: null }, `server did not exit cleanly on SIGINT:\n${srv.log}`);
 }
+
+// True when the server under test is the reference nats-server rather than
+// natsd (the same test as nd_integ_is_reference() in tests/integ/harness.c).
+// The reference here is 2.9.10, so a test of behaviour that nats-server only
+// gained in 2.10 or 2.11 (which natsd implements) is skipped against it, and
+// only against it.
+export function isReference() {
+  return (process.env.NATSD_TEST_SERVER || "").includes("nats-server");
+}
