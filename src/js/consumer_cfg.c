@@ -40,7 +40,6 @@
 #include "js/apijson.h"
 #include "subj/subject.h"
 #include "util/gojson.h"
-#include "util/timefmt.h"
 
 #define NS_PER_MS            INT64_C(1000000)
 #define NS_PER_S             INT64_C(1000000000)
@@ -59,7 +58,8 @@
 /* A *time.Time: the instant and the offset it was written with (Go keeps the zone). */
 typedef struct gtime {
     bool set;
-    int64_t ns;
+    int64_t sec; /* Unix seconds (any year Go's RFC 3339 reads) */
+    int32_t nsec;
     int off_s;
 } gtime_t;
 
@@ -348,20 +348,116 @@ decode_int(dctx_t *d, const json_t *v, const char *sname, const char *path, cons
     return false;
 }
 
-/* The offset of an RFC 3339 time's zone, in seconds (0 for Z). */
-static int
-rfc3339_offset(const char *s)
+/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
+static int64_t
+days_from_civil(int64_t y, int m, int d)
 {
-    size_t n = strlen(s);
-    if (n >= 6 && (s[n - 6] == '+' || s[n - 6] == '-') && s[n - 3] == ':') {
-        int hh = (s[n - 5] - '0') * 10 + (s[n - 4] - '0');
-        int mm = (s[n - 2] - '0') * 10 + (s[n - 1] - '0');
-        return (hh * 3600 + mm * 60) * (s[n - 6] == '-' ? -1 : 1);
-    }
-    return 0;
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
 }
 
-/* time.Time's UnmarshalJSON (strict RFC 3339: 'Z' or ±hh:mm, two-digit fields). */
+static void
+civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+    z += 719468;
+    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+    int64_t doe = z - era * 146097;
+    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    int64_t mp = (5 * doy + 2) / 153;
+    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
+    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
+    *y = yoe + era * 400 + (*m <= 2);
+}
+
+static int
+digits(const char *s, int n)
+{
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    return v;
+}
+
+/* Go's strict RFC 3339 ("2006-01-02T15:04:05[.frac](Z|±07:00)"), as time.Time's UnmarshalJSON
+ * reads it: fields of fixed width, real calendar days, no leap second. Returns: success. */
+static bool
+parse_rfc3339(const char *s, gtime_t *out)
+{
+    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    if (strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+        s[16] != ':')
+        return false;
+    int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
+    int h = digits(s + 11, 2), mi = digits(s + 14, 2), se = digits(s + 17, 2);
+    if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 ||
+        se > 59)
+        return false;
+    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
+    if (d > mdays[mo - 1] + (mo == 2 && leap))
+        return false;
+    const char *p = s + 19;
+    int32_t nsec = 0;
+    if (*p == '.') {
+        int nd = 0;
+        for (p++; *p >= '0' && *p <= '9'; p++, nd++)
+            if (nd < 9)
+                nsec = nsec * 10 + (*p - '0');
+        if (nd == 0)
+            return false;
+        for (; nd < 9; nd++)
+            nsec *= 10;
+    }
+    int off = 0;
+    if (*p == 'Z')
+        p++;
+    else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
+        int oh = digits(p + 1, 2), om = digits(p + 4, 2);
+        if (oh < 0 || oh > 23 || om < 0 || om > 59)
+            return false;
+        off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+        p += 6;
+    } else
+        return false;
+    if (*p)
+        return false;
+    out->set = true;
+    out->sec = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+    out->nsec = nsec;
+    out->off_s = off;
+    return true;
+}
+
+/* Unix nanoseconds of t, saturated (years before 1678 or after 2262); 0 for Go's zero time. */
+static bool gtime_is_zero(const gtime_t *t);
+
+static int64_t
+gtime_ns(const gtime_t *t)
+{
+    if (!t->set || gtime_is_zero(t))
+        return 0;
+    if (t->sec >= INT64_MAX / NS_PER_S)
+        return INT64_MAX;
+    if (t->sec <= INT64_MIN / NS_PER_S)
+        return INT64_MIN;
+    return t->sec * NS_PER_S + t->nsec;
+}
+
+/* Go's IsZero: January 1, year 1, 00:00:00 UTC. */
+static bool
+gtime_is_zero(const gtime_t *t)
+{
+    return t->sec == days_from_civil(1, 1, 1) * 86400 && t->nsec == 0;
+}
+
+/* time.Time's UnmarshalJSON. */
 static void
 decode_time(dctx_t *d, const json_t *v, gtime_t *out)
 {
@@ -370,26 +466,15 @@ decode_time(dctx_t *d, const json_t *v, gtime_t *out)
         return;
     }
     const char *s = json_string_value(v);
-    size_t n = strlen(s);
-    int64_t ns;
-    bool ok = n >= 20 && s[n - 1] != 'z' && nd_time_parse_rfc3339(s, &ns) == 0;
-    if (ok && s[n - 1] != 'Z') {
-        int hh = (s[n - 5] - '0') * 10 + (s[n - 4] - '0');
-        int mm = (s[n - 2] - '0') * 10 + (s[n - 1] - '0');
-        ok = s[n - 5] >= '0' && s[n - 5] <= '9' && s[n - 4] >= '0' && s[n - 4] <= '9' &&
-             s[n - 2] >= '0' && s[n - 2] <= '9' && s[n - 1] >= '0' && s[n - 1] <= '9' && hh < 24 &&
-             mm < 60;
-    }
-    if (!ok) {
+    gtime_t t = {0};
+    if (!parse_rfc3339(s, &t)) {
         fatal_err(d,
                   "parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"%s\" as "
                   "\"2006\"",
                   s, s);
         return;
     }
-    out->set = true;
-    out->ns = ns;
-    out->off_s = rfc3339_offset(s);
+    *out = t;
 }
 
 typedef struct enumtab {
@@ -638,17 +723,29 @@ enum_text(kind_t k, int64_t v)
     }
 }
 
-/* Go's RFC3339Nano of a time in the zone it was written with. */
+/* Go's RFC3339Nano of a time in the zone it was written with (Z for offset 0). */
 static json_t *
 time_json(const gtime_t *t)
 {
-    char buf[64];
-    int n = nd_time_rfc3339(t->ns + (int64_t)t->off_s * NS_PER_S, buf);
-    if (t->off_s != 0 && n > 0 && buf[n - 1] == 'Z') {
-        int o = t->off_s < 0 ? -t->off_s : t->off_s;
-        snprintf(buf + n - 1, sizeof buf - (size_t)(n - 1), "%c%02d:%02d", t->off_s < 0 ? '-' : '+',
-                 o / 3600, (o % 3600) / 60);
+    char buf[80], frac[16] = "", zone[8] = "Z";
+    int64_t local = t->sec + t->off_s;
+    int64_t days = local >= 0 ? local / 86400 : -((-local + 86399) / 86400);
+    int64_t sod = local - days * 86400, y;
+    int m, d;
+    civil_from_days(days, &y, &m, &d);
+    if (t->nsec) {
+        snprintf(frac, sizeof frac, ".%09d", (int)t->nsec);
+        size_t n = strlen(frac);
+        while (frac[n - 1] == '0')
+            frac[--n] = '\0';
     }
+    if (t->off_s) {
+        int o = t->off_s < 0 ? -t->off_s : t->off_s;
+        snprintf(zone, sizeof zone, "%c%02d:%02d", t->off_s < 0 ? '-' : '+', (o / 3600) % 100,
+                 (o % 3600) / 60);
+    }
+    snprintf(buf, sizeof buf, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d%s%s", y, m, d,
+             (int)(sod / 3600), (int)(sod % 3600 / 60), (int)(sod % 60), frac, zone);
     return json_string(buf);
 }
 
@@ -875,8 +972,8 @@ set_static_metadata(gcons_t *g)
         g->metadata = json_object();
     json_object_del(g->metadata, "_nats.ver");
     json_object_del(g->metadata, "_nats.level");
-    bool l1 = (g->pause_until.set && g->pause_until.ns != 0) || g->priority_policy != PP_NONE ||
-              g->pinned_ttl != 0 || g->npriority_groups > 0;
+    bool l1 = (g->pause_until.set && !gtime_is_zero(&g->pause_until)) ||
+              g->priority_policy != PP_NONE || g->pinned_ttl != 0 || g->npriority_groups > 0;
     json_object_set_new(g->metadata, REQ_LEVEL_KEY, json_string(l1 ? "1" : "0"));
 }
 
@@ -1208,7 +1305,7 @@ fill_public(nd_consumer_cfg_t *out, const gcons_t *g)
     out->name = dup_or_null(out->durable ? g->durable : g->name);
     out->deliver_policy = (nd_deliver_policy_t)g->deliver_policy;
     out->opt_start_seq = g->opt_start_seq;
-    out->opt_start_time_ns = g->opt_start_time.set ? g->opt_start_time.ns : 0;
+    out->opt_start_time_ns = gtime_ns(&g->opt_start_time);
     out->ack_policy = g->ack_policy == AP_ALL        ? ND_ACK_ALL
                       : g->ack_policy == AP_EXPLICIT ? ND_ACK_EXPLICIT
                                                      : ND_ACK_NONE;
@@ -1248,7 +1345,7 @@ fill_public(nd_consumer_cfg_t *out, const gcons_t *g)
     out->inactive_threshold_ns = g->inactive_threshold;
     out->num_replicas = (int)g->replicas;
     out->mem_storage = g->mem_storage;
-    out->pause_until_ns = g->pause_until.set ? g->pause_until.ns : 0;
+    out->pause_until_ns = gtime_ns(&g->pause_until);
     out->priority_groups = strs_dup(g->priority_groups, g->npriority_groups);
     out->npriority_groups = g->npriority_groups;
     out->priority_policy = g->priority_policy == PP_OVERFLOW ? ND_PRIO_OVERFLOW

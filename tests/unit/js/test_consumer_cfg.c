@@ -290,6 +290,37 @@ Test(consumer_cfg, full_json_order)
         "\"a\":\"1\",\"b\":\"2\"},\"pause_until\":\"2030-01-02T03:04:05.5+02:00\"}");
 }
 
+Test(consumer_cfg, times)
+{
+    /* Go's zero time: written back as it is, and no API level 1. */
+    EXPECT_CJSON("{\"pause_until\":\"0001-01-01T00:00:00Z\"}",
+                 "{\"name\":\"C\",\"deliver_policy\":\"all\",\"ack_policy\":\"none\","
+                 "\"max_deliver\":-1,\"replay_policy\":\"instant\",\"max_waiting\":512,"
+                 "\"inactive_threshold\":5000000000,\"num_replicas\":0," MD0
+                 ",\"pause_until\":\"0001-01-01T00:00:00Z\"}");
+    nd_consumer_cfg_t c = cons("{\"pause_until\":\"2024-02-29T23:59:59.000000001-00:30\"}", "C");
+    cr_expect_eq(c.pause_until_ns, (1709251199LL + 1800) * 1000000000LL + 1);
+    char *s = dump(&c);
+    cr_expect(strstr(s, "\"pause_until\":\"2024-02-29T23:59:59.000000001-00:30\"") != NULL, "%s",
+              s);
+    free(s);
+    nd_consumer_cfg_free(&c);
+    const char *bad[] = {"2023-02-29T00:00:00Z", "2020-01-01T24:00:00Z",     "2020-01-01t00:00:00Z",
+                         "2020-01-01T00:00:00z", "2020-01-01T00:00:00+0100", "2020-1-01T00:00:00Z",
+                         "2020-01-01T00:00:60Z", "2020-01-01T00:00:00.Z"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char cfg[200], want[300];
+        snprintf(cfg, sizeof cfg, "{\"stream_name\":\"S\",\"config\":{\"pause_until\":\"%s\"}}",
+                 bad[i]);
+        snprintf(want, sizeof want,
+                 "invalid JSON: parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": cannot "
+                 "parse \"%s\" as \"2006\"",
+                 bad[i], bad[i]);
+        nd_consumer_cfg_env_t env = env_of(&S);
+        EXPECT_ERR_FULL(cfg, "C", NULL, false, &env, 10025, want);
+    }
+}
+
 Test(consumer_cfg, fields_from_full_config)
 {
     nd_consumer_cfg_t c =
