@@ -267,13 +267,15 @@ expect_ci_at(const char *file, int line, cjs_env_t *e, const char *stream, const
 #define expect_ci_eventually(e, stream, consumer, ...)                                             \
     expect_ci_at(__FILE__, __LINE__, (e), (stream), (consumer), (ci_want_t){__VA_ARGS__}, true)
 
-/* Fails unless the last error text of the library contains want. */
+/* Fails unless the library's last error text is exactly want after its "(file.c:line): "
+ * prefix (the text is the server's error description). */
 static void
 expect_last_error(const char *want)
 {
     const char *got = nats_GetLastError(NULL);
-    cr_assert(got != NULL && strstr(got, want) != NULL, "last error \"%s\", want \"%s\"",
-              got != NULL ? got : "(none)", want);
+    const char *text = got != NULL ? strstr(got, "): ") : NULL;
+    cr_assert(got != NULL && got[0] == '(' && text != NULL && strcmp(text + 3, want) == 0,
+              "last error \"%s\", want \"(...): %s\"", got != NULL ? got : "(none)", want);
 }
 
 /* ---- push consumers ------------------------------------------------------------------------ */
