@@ -77,6 +77,7 @@ js_consumer_new(nd_stream_t *st, nd_consumer_cfg_t *cfg, int64_t created)
     c->name = nd_xstrdup(cfg->name);
     c->created_ns = created;
     c->ephemeral = !cfg->durable;
+    c->retention = st->cfg.retention; /* cannot change (a stream update refuses it) */
     c->cfg = *cfg; /* takes it */
     memset(cfg, 0, sizeof *cfg);
     nd_consumer_cfg_copy(&c->scfg, &c->cfg);
@@ -115,6 +116,21 @@ ack_wait_for(const nd_consumer_t *c, uint32_t dc)
     return c->cfg.ack_wait_ns;
 }
 
+/* ---- retention: the stream drops what its consumers acknowledged ---- */
+
+/* Notes an acknowledged sequence for the stream (interest and workqueue retention). */
+static void
+retention_ack(nd_consumer_t *c, uint64_t sseq)
+{
+    if (c->retention == ND_RETENTION_LIMITS)
+        return;
+    if (c->nracks == c->racks_cap) {
+        c->racks_cap = c->racks_cap ? c->racks_cap * 2 : 16;
+        c->racks = nd_xrealloc(c->racks, c->racks_cap * sizeof *c->racks);
+    }
+    c->racks[c->nracks++] = sseq;
+}
+
 /* ---- pending deque ---- */
 
 static js_pend_t *
@@ -138,15 +154,18 @@ pend_find(nd_consumer_t *c, uint64_t sseq)
 static void
 pend_trim(nd_consumer_t *c)
 {
+    pthread_mutex_lock(&c->mu);
     while (c->phead < c->ptail && c->pend[c->phead].dc == 0)
         c->phead++;
     if (c->phead == c->ptail)
         c->phead = c->ptail = 0;
+    pthread_mutex_unlock(&c->mu);
 }
 
 static void
 pend_append(nd_consumer_t *c, uint64_t sseq, uint64_t dseq, int64_t ts, uint32_t dc)
 {
+    pthread_mutex_lock(&c->mu);
     if (c->ptail == c->pcap) {
         /* Compact the holes away first; grow when still more than 3/4 full. */
         size_t w = 0;
@@ -162,6 +181,7 @@ pend_append(nd_consumer_t *c, uint64_t sseq, uint64_t dseq, int64_t ts, uint32_t
     }
     c->pend[c->ptail++] = (js_pend_t){.sseq = sseq, .dseq = dseq, .ts = ts, .dc = dc};
     c->plive++;
+    pthread_mutex_unlock(&c->mu);
 }
 
 /* The floors follow the oldest live entry: everything before it is acknowledged. */
@@ -182,9 +202,25 @@ floors_update(nd_consumer_t *c)
 static void
 pend_drop(nd_consumer_t *c, js_pend_t *p)
 {
+    pthread_mutex_lock(&c->mu);
     p->dc = 0;
     c->plive--;
+    pthread_mutex_unlock(&c->mu);
     c->dirty = true;
+    retention_ack(c, p->sseq);
+}
+
+bool
+js_consumer_needs_ack(nd_consumer_t *c, uint64_t sseq)
+{
+    pthread_mutex_lock(&c->mu);
+    bool need;
+    if (sseq >= c->next_pub)
+        need = true; /* not delivered yet */
+    else
+        need = pend_find(c, sseq) != NULL;
+    pthread_mutex_unlock(&c->mu);
+    return need;
 }
 
 /* ---- the stream's store ---- */
@@ -635,8 +671,12 @@ commit(nd_consumer_t *c, src_t src, uint32_t dc, uint64_t dseq, int64_t now)
         c->lss_pos++;
         /* fall through */
     case SRC_NEW:
-        if (m->seq >= c->sseq)
+        if (m->seq >= c->sseq) {
             c->sseq = m->seq + 1;
+            pthread_mutex_lock(&c->mu);
+            c->next_pub = c->sseq;
+            pthread_mutex_unlock(&c->mu);
+        }
         if (c->npc > 0)
             c->npc--;
         if (acks(c)) {
@@ -650,25 +690,17 @@ commit(nd_consumer_t *c, src_t src, uint32_t dc, uint64_t dseq, int64_t now)
     if (!acks(c)) {
         c->adflr = c->dseq;
         c->asflr = c->dsseq;
-    } else {
-        floors_update(c);
+        retention_ack(c, m->seq);
     }
+    /* with acks, the floors move on acks only (a redelivery keeps them) */
     c->dirty = true;
 }
 
-/* Sends c->msg to `to`. Returns: the recipients that matched. */
+/* Sends c->msg to `to` with the ack subject rp. Returns: the recipients that matched. */
 static uint32_t
-send_msg(nd_ctx_t *ctx, nd_consumer_t *c, const char *to, uint32_t dc, uint64_t dseq,
-         uint64_t pending)
+send_msg(nd_ctx_t *ctx, nd_consumer_t *c, const char *to, const char *rp)
 {
     const nd_store_msg_t *m = &c->msg;
-    char reply[1024];
-    size_t pl = strlen(c->ack_prefix);
-    char *rp = reply, *heap = NULL;
-    if (pl + JS_ACK_SUBJ_MAX > sizeof reply)
-        rp = heap = nd_xmalloc(pl + JS_ACK_SUBJ_MAX);
-    size_t n = js_ack_subj_format(rp, c->st->name, c->name, dc, m->seq, dseq, m->ts, pending);
-    rp[n] = '\0';
     const char *hdr = (const char *)m->hdr;
     size_t hl = m->hdr_len;
     const char *data = (const char *)m->data;
@@ -694,7 +726,6 @@ send_msg(nd_ctx_t *ctx, nd_consumer_t *c, const char *to, uint32_t dc, uint64_t 
     uint32_t got = nd_iclient_deliver(ctx, c->ic, to, m->subj, m->subj_len, rp, hl ? hdr : NULL,
                                       hl, data, dl);
     nd_free(hbuf);
-    nd_free(heap);
     return got;
 }
 
@@ -786,13 +817,27 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
             break;
         }
         const nd_store_msg_t *m = &c->msg;
-        size_t sz = m->subj_len + m->hdr_len + m->data_len + strlen(c->ack_prefix) + 40;
+        uint64_t dseq = c->dseq + 1;
+        uint64_t pending = src == SRC_REDELIVER ? c->npc : (c->npc > 0 ? c->npc - 1 : 0);
+        char ackr[64 + JS_ACK_SUBJ_MAX];
+        char *ack = ackr;
+        size_t need = strlen(c->ack_prefix) + JS_ACK_SUBJ_MAX;
+        if (need > sizeof ackr)
+            ack = nd_xmalloc(need);
+        size_t al = js_ack_subj_format(ack, c->st->name, c->name, dc, m->seq, dseq, m->ts,
+                                       pending);
+        ack[al] = '\0';
+        /* what max_bytes counts: subject, ack subject, headers and data (nats-server) */
+        size_t sz = m->subj_len + al + m->hdr_len + m->data_len;
         const char *to;
         js_wreq_t *w = NULL;
         if (is_push(c)) {
             if (c->cfg.flow_control && c->fc_reply != NULL &&
-                c->fc_bytes - c->fc_acked >= fc_max(c))
+                c->fc_bytes - c->fc_acked >= fc_max(c)) {
+                if (ack != ackr)
+                    nd_free(ack);
                 break; /* stalled on flow control */
+            }
             to = c->cfg.deliver_subject;
         } else {
             /* the oldest request that can take it */
@@ -812,14 +857,17 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
                 }
                 break;
             }
-            if (w == NULL)
+            if (w == NULL) {
+                if (ack != ackr)
+                    nd_free(ack);
                 break;
+            }
             to = w->reply;
         }
-        uint64_t dseq = c->dseq + 1;
-        uint64_t pending = src == SRC_REDELIVER ? c->npc : (c->npc > 0 ? c->npc - 1 : 0);
         store_release(c);
-        uint32_t got = send_msg(ctx, c, to, dc, dseq, pending);
+        uint32_t got = send_msg(ctx, c, to, ack);
+        if (ack != ackr)
+            nd_free(ack);
         s = store_acquire(c);
         if (got == 0) {
             if (is_push(c)) {
@@ -934,6 +982,8 @@ on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
         return;
     js_ack_body_t b;
     js_ack_body_parse(m->data, m->data_len, &b);
+    if (a.sseq >= c->sseq && a.sseq > c->dsseq)
+        return; /* never delivered: a forged ack, ignored without a reply (2.11) */
     int64_t now = js_now();
     c->last_active = now;
     if (!acks(c)) {
@@ -1288,6 +1338,11 @@ on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         nd_free(c->dacks[i]);
     }
     c->ndacks = 0;
+    if (c->nracks > 0) {
+        js_consumer_retention_acks(ctx, c, c->racks, c->nracks);
+        c->racks = NULL;
+        c->nracks = c->racks_cap = 0;
+    }
     stats_publish(c);
     arm(ctx, c);
 }
@@ -1341,6 +1396,8 @@ free_actor_state(nd_consumer_t *c)
     c->rdq = NULL;
     nd_free(c->lss);
     c->lss = NULL;
+    nd_free(c->racks);
+    c->racks = NULL;
     for (size_t i = 0; i < c->ndacks; i++)
         nd_free(c->dacks[i]);
     nd_free(c->dacks);

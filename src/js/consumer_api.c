@@ -536,3 +536,69 @@ js_consumers_recover(nd_ctx_t *ctx, nd_stream_t *st)
     closedir(d);
     nd_free(dir);
 }
+
+/* ---- retention (the stream's turn) ---- */
+
+typedef struct racks_call {
+    nd_consumer_t *c; /* a reference */
+    uint64_t *seqs;
+    size_t n;
+} racks_call_t;
+
+static void
+racks_drop(void *data)
+{
+    racks_call_t *r = data;
+    js_consumer_unref(r->c);
+    nd_free(r->seqs);
+    nd_free(r);
+}
+
+/* Workqueue: a message goes once acknowledged. Interest: once no other consumer whose filters
+ * match it still needs it (nats-server's checkInterest / ackMsg). */
+static void
+do_racks(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
+{
+    (void)ctx;
+    (void)ic;
+    nd_stream_t *st = arg;
+    racks_call_t *r = data;
+    if (!st->stopped && st->store != NULL) {
+        nd_store_msg_t m = {0};
+        for (size_t i = 0; i < r->n; i++) {
+            uint64_t seq = r->seqs[i];
+            if (st->store->ops->load(st->store, seq, &m) != ND_OK)
+                continue;
+            bool keep = false;
+            if (st->cfg.retention == ND_RETENTION_INTEREST) {
+                for (size_t k = 0; k < st->nconsumers && !keep; k++) {
+                    nd_consumer_t *o = st->consumers[k];
+                    if (o != r->c && nd_consumer_cfg_matches(&o->scfg, m.subj, m.subj_len) &&
+                        js_consumer_needs_ack(o, seq))
+                        keep = true;
+                }
+            }
+            if (!keep && st->store->ops->remove(st->store, seq, false) == ND_OK)
+                st->dirty = true;
+        }
+        nd_store_msg_free(&m);
+    }
+    racks_drop(r);
+}
+
+void
+js_consumer_retention_acks(nd_ctx_t *ctx, nd_consumer_t *c, uint64_t *seqs, size_t n)
+{
+    racks_call_t *r = nd_xcalloc(1, sizeof *r);
+    js_consumer_ref(c);
+    r->c = c;
+    r->seqs = seqs;
+    r->n = n;
+    nd_stream_t *st = c->st;
+    pthread_mutex_lock(&st->jsa->mu);
+    if (st->ic != NULL)
+        nd_iclient_call(ctx, st->ic, do_racks, r, racks_drop);
+    else
+        racks_drop(r);
+    pthread_mutex_unlock(&st->jsa->mu);
+}

@@ -1468,7 +1468,13 @@ nd_consumer_req_parse(const char *body, size_t len, const char *subj_stream, con
     if (!env)
         env = &defenv;
     memset(out, 0, sizeof *out);
-    if (!nd_apijson_parse(body ? body : "", body ? len : 0, env->strict, &aj, e, sizeof e))
+    size_t blank = 0;
+    while (body != NULL && blank < len && (body[blank] == ' ' || body[blank] == '\t' ||
+                                           body[blank] == '\r' || body[blank] == '\n'))
+        blank++;
+    if (body == NULL || blank == len) /* Go's json.Unmarshal of nothing */
+        return with_err(err, ND_JSE_INVALID_JSON, "unexpected end of JSON input");
+    if (!nd_apijson_parse(body, len, env->strict, &aj, e, sizeof e))
         return with_err(err, ND_JSE_INVALID_JSON, e);
     bool ok =
         parse_req(aj.root, &aj, subj_stream, subj_name, subj_filter, legacy_durable, env, out, err);

@@ -62,6 +62,7 @@ struct nd_consumer {
     char *name;
     int64_t created_ns;
     bool ephemeral;    /* no durable_name */
+    nd_retention_t retention; /* the stream's */
 
     /* The stream's copy of the config (its turn): idempotent creates and updates. */
     nd_consumer_cfg_t scfg;
@@ -114,12 +115,16 @@ struct nd_consumer {
     int64_t timer_at;         /* the armed timer's deadline, 0 none */
     nd_store_msg_t msg;       /* load buffer */
 
+    uint64_t *racks;          /* acknowledged this turn, for the stream's retention */
+    size_t nracks, racks_cap;
     _Atomic bool signalled;   /* a wake-up call is queued */
 
     /* ---- shared: under mu ---- */
     pthread_mutex_t mu;
     js_consumer_stats_t stats;
     json_t *cfg_json;         /* the config in force (consumer info in listings) */
+    uint64_t next_pub;        /* sseq: what the stream's retention reads (with pend, whose
+                               * changes also happen under mu) */
 };
 
 /* consumer.c */
@@ -139,7 +144,13 @@ void js_consumer_call_delete(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply,
 int js_consumer_meta_write(nd_consumer_t *c);
 void js_consumer_meta_remove(nd_stream_t *st, const char *name);
 
+/* Whether c still needs sseq acknowledged (not delivered yet, or pending). Any thread. */
+bool js_consumer_needs_ack(nd_consumer_t *c, uint64_t sseq);
+
 /* consumer_api.c */
+/* The consumer's turn acknowledged seqs (n of them; ownership passes): an interest or
+ * workqueue stream drops those nobody else needs. */
+void js_consumer_retention_acks(nd_ctx_t *ctx, nd_consumer_t *c, uint64_t *seqs, size_t n);
 /* Removes c from its stream's table (the stream's turn). */
 void js_consumer_table_remove(nd_stream_t *st, nd_consumer_t *c);
 /* The actor asks its stream to delete it (an ephemeral gone inactive). */

@@ -132,7 +132,7 @@ limits_json(const nd_acct_js_t *l)
 
 /* One JetStreamTier object: usage, reservations, counts and limits. */
 static json_t *
-tier_json(int64_t mem, int64_t store, int64_t rmem, int64_t rstore, size_t streams,
+tier_json(int64_t mem, int64_t store, int64_t rmem, int64_t rstore, size_t streams, size_t nconsumers,
           const nd_acct_js_t *l)
 {
     json_t *o = json_object();
@@ -141,16 +141,17 @@ tier_json(int64_t mem, int64_t store, int64_t rmem, int64_t rstore, size_t strea
     json_object_set_new(o, "reserved_memory", json_integer(rmem));
     json_object_set_new(o, "reserved_storage", json_integer(rstore));
     json_object_set_new(o, "streams", json_integer((json_int_t)streams));
-    json_object_set_new(o, "consumers", json_integer(0));
+    json_object_set_new(o, "consumers", json_integer((json_int_t)nconsumers));
     json_object_set_new(o, "limits", limits_json(l));
     return o;
 }
 
 /* Memory and file bytes the account's streams use (from their last turns). */
 static void
-usage(nd_jsa_t *jsa, int64_t *mem, int64_t *store, size_t *nstreams)
+usage(nd_jsa_t *jsa, int64_t *mem, int64_t *store, size_t *nstreams, size_t *nconsumers)
 {
     *mem = *store = 0;
+    *nconsumers = 0;
     pthread_mutex_lock(&jsa->mu);
     *nstreams = jsa->nstreams;
     for (size_t i = 0; i < jsa->nstreams; i++) {
@@ -160,6 +161,7 @@ usage(nd_jsa_t *jsa, int64_t *mem, int64_t *store, size_t *nstreams)
             *mem += (int64_t)st->stats.state.bytes;
         else
             *store += (int64_t)st->stats.state.bytes;
+        *nconsumers += st->nconsumers;
         pthread_mutex_unlock(&st->mu);
     }
     pthread_mutex_unlock(&jsa->mu);
@@ -172,8 +174,8 @@ account_info(api_req_t *r)
 {
     nd_jsa_t *jsa = r->jsa;
     int64_t mem, store;
-    size_t n;
-    usage(jsa, &mem, &store, &n);
+    size_t n, nc;
+    usage(jsa, &mem, &store, &n, &nc);
     int64_t rmem = js_limits_reserved(jsa, true, NULL), rstore = js_limits_reserved(jsa, false, NULL);
     pthread_mutex_lock(&jsa->mu);
     js_limits_t tl = jsa->tl;
@@ -181,7 +183,7 @@ account_info(api_req_t *r)
     bool flat = tl.n == 1 && tl.t[0].name[0] == '\0';
     nd_acct_js_t zero;
     memset(&zero, 0, sizeof zero);
-    json_t *o = tier_json(mem, store, rmem, rstore, n, flat ? &tl.t[0].lim : &zero);
+    json_t *o = tier_json(mem, store, rmem, rstore, n, nc, flat ? &tl.t[0].lim : &zero);
     json_t *t = js_resp("account_info_response");
     json_object_update(t, o);
     json_decref(o);
@@ -204,11 +206,11 @@ account_info(api_req_t *r)
             bool is_r1 = strcmp(tl.t[i].name, "R1") == 0;
             r1 = r1 || is_r1;
             json_object_set_new(tiers, tl.t[i].name,
-                                is_r1 ? tier_json(mem, store, rmem, rstore, n, &tl.t[i].lim)
-                                      : tier_json(0, 0, 0, 0, 0, &tl.t[i].lim));
+                                is_r1 ? tier_json(mem, store, rmem, rstore, n, nc, &tl.t[i].lim)
+                                      : tier_json(0, 0, 0, 0, 0, 0, &tl.t[i].lim));
         }
         if (!r1 && n > 0)
-            json_object_set_new(tiers, "R1", tier_json(mem, store, rmem, rstore, n, &zero));
+            json_object_set_new(tiers, "R1", tier_json(mem, store, rmem, rstore, n, nc, &zero));
         json_object_set_new(o, "tiers", tiers);
     }
     js_send(r->ctx, r->ic, r->reply, o);
@@ -504,40 +506,52 @@ stream_op(api_req_t *r, const char *what, uint32_t tag)
         fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
 }
 
-/* Consumers come with the consumers issue: until then a stream has none. */
+/* Consumer requests: create, delete, names and list go to the stream (the consumer table's
+ * writer), info, pause and unpin to the consumer itself. */
 static void
 consumer_op(api_req_t *r, const char *op)
 {
-    char name[256] = "";
-    const char *p = strchr(op, '.');
-    p = p != NULL ? strchr(p + 1, '.') : NULL; /* after CONSUMER.<VERB> */
-    if (p != NULL) {
-        size_t n = strcspn(p + 1, ".");
-        snprintf(name, sizeof name, "%.*s", (int)n, p + 1);
-    }
-    bool names = strncmp(op, "CONSUMER.NAMES.", 15) == 0;
-    bool list = strncmp(op, "CONSUMER.LIST.", 14) == 0;
+    static const struct {
+        const char *verb;
+        uint32_t tag;
+        bool to_consumer;
+    } verbs[] = {
+        {"CONSUMER.DURABLE.CREATE.", JS_OP_CONSUMER_CREATE, false},
+        {"CONSUMER.CREATE.", JS_OP_CONSUMER_CREATE, false},
+        {"CONSUMER.DELETE.", JS_OP_CONSUMER_DELETE, false},
+        {"CONSUMER.NAMES.", JS_OP_CONSUMER_NAMES, false},
+        {"CONSUMER.LIST.", JS_OP_CONSUMER_LIST, false},
+        {"CONSUMER.INFO.", JS_OP_CONSUMER_INFO, true},
+        {"CONSUMER.PAUSE.", JS_OP_CONSUMER_PAUSE, true},
+        {"CONSUMER.UNPIN.", JS_OP_CONSUMER_UNPIN, true},
+    };
     const char *what = js_api_type(op);
-    if (jsa_find(r->jsa, name) == NULL) {
-        fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
+    for (size_t i = 0; i < sizeof verbs / sizeof verbs[0]; i++) {
+        size_t vl = strlen(verbs[i].verb);
+        if (strncmp(op, verbs[i].verb, vl) != 0)
+            continue;
+        const char *rest = op + vl;
+        size_t sl = strcspn(rest, ".");
+        char name[JS_NAME_BUF];
+        snprintf(name, sizeof name, "%.*s", (int)(sl < sizeof name ? sl : sizeof name - 1), rest);
+        nd_stream_t *st = jsa_find(r->jsa, name);
+        if (st == NULL) {
+            fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
+            return;
+        }
+        if (!verbs[i].to_consumer) {
+            if (!forward(r, st, verbs[i].tag))
+                fail_code(r, what, ND_JSE_STREAM_NOT_FOUND);
+            return;
+        }
+        nd_consumer_t *c = rest[sl] == '.' ? js_consumer_find(st, rest + sl + 1) : NULL;
+        if (c == NULL || !js_consumer_forward(r->ctx, c, r->m, verbs[i].tag))
+            fail_code(r, what, ND_JSE_CONSUMER_NOT_FOUND);
+        if (c != NULL)
+            js_consumer_unref(c);
         return;
     }
-    if (names || list) {
-        json_t *o = js_resp(what);
-        json_object_set_new(o, "total", json_integer(0));
-        json_object_set_new(o, "offset", json_integer(0));
-        json_object_set_new(o, "limit", json_integer(names ? JS_NAMES_LIMIT : JS_LIST_LIMIT));
-        json_object_set_new(o, "consumers", json_array());
-        js_send(r->ctx, r->ic, r->reply, o);
-        return;
-    }
-    if (strcmp(what, "consumer_create_response") == 0) {
-        nd_jserr_t err;
-        nd_jserr_setf(&err, ND_JSE_CONSUMER_CREATE_F, "consumers are not supported yet");
-        fail(r, what, &err);
-        return;
-    }
-    fail_code(r, what, ND_JSE_CONSUMER_NOT_FOUND);
+    nd_log_debug("JetStream API: no handler for %s", op);
 }
 
 /* The stream name token of "<VERB...>.<name>" after skip bytes of op. */
@@ -572,8 +586,8 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
             return;
         op = p + 5;
     }
-    if (strncmp(op, "DIRECT.GET.", 11) == 0)
-        return; /* the stream answers those itself */
+    if (strncmp(op, "DIRECT.GET.", 11) == 0 || strncmp(op, "CONSUMER.MSG.NEXT.", 18) == 0)
+        return; /* the stream or the consumer answers those itself */
     char name[JS_NAME_BUF];
     js_audit_req_t audit;
     js_audit_view(&audit, m);

@@ -177,6 +177,7 @@ stats_publish(nd_stream_t *st)
     nd_store_state(st->store, &s.state);
     s.bytes_used = (int64_t)s.state.bytes;
     pthread_mutex_lock(&st->mu);
+    s.state.consumers = st->nconsumers;
     st->stats = s;
     pthread_mutex_unlock(&st->mu);
 }

@@ -65,7 +65,7 @@ js_state_json(const nd_store_state_t *s, json_t *subjects, json_t *deleted)
             json_object_set(state, "deleted", deleted);
         json_object_set_new(state, "num_deleted", json_integer((json_int_t)s->num_deleted));
     }
-    json_object_set_new(state, "consumer_count", json_integer(0));
+    json_object_set_new(state, "consumer_count", json_integer((json_int_t)s->consumers));
     return state;
 }
 
@@ -75,6 +75,7 @@ js_stream_info(nd_stream_t *st, const js_info_opts_t *req, nd_jserr_t *err)
     (void)err;
     nd_store_state_t s;
     nd_store_state(st->store, &s);
+    s.consumers = js_stream_nconsumers(st);
     const char *filter = req != NULL ? req->filter : NULL;
     bool details = req != NULL && req->deleted_details;
     int64_t offset = req != NULL && req->offset > 0 ? req->offset : 0;

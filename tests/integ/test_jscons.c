@@ -512,10 +512,6 @@ Test(integ_jscons, create_errors)
         {"$JS.API.CONSUMER.CREATE.S",
          "{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"D\",\"ack_policy\":\"explicit\"}}",
          400, 10020, "consumer expected to be ephemeral but a durable name was set in request"},
-        {"$JS.API.CONSUMER.CREATE.S.F",
-         "{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"F\",\"filter_subject\":\"x.y\","
-         "\"ack_policy\":\"explicit\"}}",
-         400, 10093, "consumer filter subject is not a valid subset of the interest subjects"},
         {"$JS.API.CONSUMER.CREATE.S.D",
          "{\"stream_name\":\"T\",\"config\":{\"durable_name\":\"D\",\"ack_policy\":\"explicit\"}}",
          400, 10056, "stream name in subject does not match request"},
@@ -534,6 +530,21 @@ Test(integ_jscons, create_errors)
     json_t *j = api(e.c, "$JS.API.CONSUMER.NAMES.S", "");
     INTS(j, "total=0");
     json_decref(j);
+
+    /* A filter outside the stream's subjects: 2.9.10 refuses it (10093); 2.11 dropped that
+     * check (a stream's subjects may change), and natsd follows 2.11. */
+    static const char fbody[] = "{\"stream_name\":\"S\",\"config\":{\"durable_name\":\"F\","
+                                "\"filter_subject\":\"x.y\",\"ack_policy\":\"explicit\"}}";
+    if (nd_integ_is_reference()) {
+        API_ERR(e.c, "$JS.API.CONSUMER.CREATE.S.F", fbody, T_CREATE, 400, 10093,
+                "consumer filter subject is not a valid subset of the interest subjects");
+    } else {
+        json_t *f = api(e.c, "$JS.API.CONSUMER.CREATE.S.F", fbody);
+        INTS(f, "num_pending=0");
+        json_decref(f);
+        js_publish(e.c, "$JS.API.CONSUMER.DELETE.S.F", API, NULL, "");
+        js_expect_msg(e.c, API, NULL, "{\"type\":\"" T_DELETE "\",\"success\":true}");
+    }
 
     /* A change of a durable that cannot be changed. */
     cons(e.c, "S", "D", "{\"durable_name\":\"D\",\"ack_policy\":\"explicit\"}");
