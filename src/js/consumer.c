@@ -249,6 +249,16 @@ count_pending(nd_consumer_t *c, nd_store_t *s, uint64_t seq)
     return n;
 }
 
+/* What num_pending shows: the last-per-subject messages still to go, then the messages
+ * matching the filters from where new deliveries go on. Ctx: store held. */
+static uint64_t
+pending_now(nd_consumer_t *c, nd_store_t *s)
+{
+    if (c->lss != NULL)
+        return (c->lss_len - c->lss_pos) + count_pending(c, s, c->lss_resume);
+    return count_pending(c, s, c->sseq);
+}
+
 /* The next message matching the filters at or after seq into c->msg. Ctx: store held. */
 static bool
 load_next(nd_consumer_t *c, nd_store_t *s, uint64_t seq)
@@ -375,7 +385,8 @@ restore_state(nd_consumer_t *c)
     bool have = false;
     if (in != NULL && in->ops->consumer_open(in, c->name, &c->cs) == ND_OK) {
         c->cs_gen = c->st->ls.gen;
-        have = in->ops->consumer_state(c->cs, &s) == ND_OK;
+        /* a new consumer starts where its policy says, whatever an old one of its name left */
+        have = c->recovered && in->ops->consumer_state(c->cs, &s) == ND_OK;
     }
     nd_store_state_t ss = {0};
     if (in != NULL)
@@ -421,7 +432,7 @@ stats_publish(nd_consumer_t *c)
         .last_delivered = c->last_delivered, .last_acked = c->last_acked,
         .ack_pending = c->plive, .redelivered = nr, .waiting = c->wq_len,
         .push_bound = is_push(c) && c->active,
-        .npending = c->npc + (c->lss != NULL ? c->lss_len - c->lss_pos : 0),
+        .npending = c->npc,
     };
     pthread_mutex_unlock(&c->mu);
 }
@@ -729,16 +740,17 @@ send_msg(nd_ctx_t *ctx, nd_consumer_t *c, const char *to, const char *rp)
     return got;
 }
 
-/* Push: whether someone listens on the deliver subject (checked at most every so often while
- * nobody does). */
+/* Push: whether someone listens on the deliver subject (a sublist match). While nobody does,
+ * the timer looks again every so often (INTEREST_MIN, backing off to INTEREST_MAX), besides
+ * each wake-up. */
 static bool
 push_ready(nd_ctx_t *ctx, nd_consumer_t *c, int64_t now)
 {
-    if (!c->active && now >= c->next_interest_check) {
+    if (!c->active) {
         c->active = nd_iclient_has_interest(ctx, c->ic, c->cfg.deliver_subject);
         if (c->active) {
             c->next_interest_check = 0;
-        } else {
+        } else if (now >= c->next_interest_check) {
             int64_t back = c->next_interest_check == 0 ? INTEREST_MIN : INTEREST_MAX;
             c->next_interest_check = now + back;
         }
@@ -804,7 +816,7 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
         return;
     }
     if (!c->npc_valid || c->rdq_len == 0) {
-        c->npc = count_pending(c, s, c->sseq);
+        c->npc = pending_now(c, s);
         c->npc_valid = true;
     }
     int budget = DELIVER_BUDGET;
@@ -1073,7 +1085,7 @@ pull_request(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, const char *bod
     c->last_active = now;
     if (r.no_wait) {
         nd_store_t *s = store_acquire(c);
-        uint64_t np = s != NULL ? count_pending(c, s, c->sseq) : 0;
+        uint64_t np = s != NULL ? pending_now(c, s) : 0;
         store_release(c);
         np += c->rdq_len;
         if (acks(c) && c->cfg.max_ack_pending > 0 &&
@@ -1275,8 +1287,10 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     if (c->stopped)
         return;
     if (m->tag == JS_OP_CONSUMER_INFO) {
+        if (is_push(c))
+            c->active = nd_iclient_has_interest(ctx, c->ic, c->cfg.deliver_subject);
         nd_store_t *s = store_acquire(c);
-        uint64_t np = s != NULL ? count_pending(c, s, c->sseq) : 0;
+        uint64_t np = s != NULL ? pending_now(c, s) : 0;
         store_release(c);
         c->npc = np;
         c->npc_valid = true;
@@ -1338,6 +1352,12 @@ on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         nd_free(c->dacks[i]);
     }
     c->ndacks = 0;
+    if (is_push(c)) { /* push_bound in listings follows the subscribers */
+        bool was = c->active;
+        c->active = nd_iclient_has_interest(ctx, c->ic, c->cfg.deliver_subject);
+        if (c->active && !was)
+            deliver(ctx, c);
+    }
     if (c->nracks > 0) {
         js_consumer_retention_acks(ctx, c, c->racks, c->nracks);
         c->racks = NULL;
@@ -1353,7 +1373,7 @@ answer_create(nd_ctx_t *ctx, nd_consumer_t *c)
     if (c->create_reply == NULL)
         return;
     nd_store_t *s = store_acquire(c);
-    uint64_t np = s != NULL ? count_pending(c, s, c->sseq) : 0;
+    uint64_t np = s != NULL ? pending_now(c, s) : 0;
     store_release(c);
     c->npc = np;
     c->npc_valid = true;

@@ -530,6 +530,7 @@ js_consumers_recover(nd_ctx_t *ctx, nd_stream_t *st)
             continue;
         }
         nd_consumer_t *c = js_consumer_new(st, &cfg, created);
+        c->recovered = true;
         table_insert(st, c);
         js_consumer_spawn(ctx, c);
     }

@@ -62,6 +62,7 @@ struct nd_consumer {
     char *name;
     int64_t created_ns;
     bool ephemeral;    /* no durable_name */
+    bool recovered;    /* from the stream's directory at start: its state is the stored one */
     nd_retention_t retention; /* the stream's */
 
     /* The stream's copy of the config (its turn): idempotent creates and updates. */
