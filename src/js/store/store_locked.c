@@ -303,7 +303,13 @@ nd_store_locked_init(nd_store_locked_t *l)
     memset(l, 0, sizeof *l);
     l->ops = locked_ops;
     l->base.ops = &l->ops;
-    pthread_mutex_init(&l->mu, NULL);
+    /* Recursive: an op's callback may call the store again (subjects_state's callback loads a
+     * message for a direct get's multi_last). */
+    pthread_mutexattr_t a;
+    pthread_mutexattr_init(&a);
+    pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+    pthread_mutex_init(&l->mu, &a);
+    pthread_mutexattr_destroy(&a);
 }
 
 void
