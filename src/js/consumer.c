@@ -202,6 +202,8 @@ floors_update(nd_consumer_t *c)
 static void
 pend_drop(nd_consumer_t *c, js_pend_t *p)
 {
+    if (p->dc > 1)
+        c->nredelivered--;
     pthread_mutex_lock(&c->mu);
     p->dc = 0;
     c->plive--;
@@ -411,6 +413,8 @@ restore_state(nd_consumer_t *c)
         if (p->sseq < ss.first_seq)
             continue; /* gone from the stream meanwhile */
         pend_append(c, p->sseq, p->dseq, p->ts, dc);
+        if (dc > 1)
+            c->nredelivered++;
         nd_store_ttls_push(&c->rdl, p->ts + ack_wait_for(c, dc), p->sseq);
     }
     floors_update(c);
@@ -422,10 +426,7 @@ restore_state(nd_consumer_t *c)
 static void
 stats_publish(nd_consumer_t *c)
 {
-    uint64_t nr = 0;
-    for (size_t i = c->phead; i < c->ptail; i++)
-        if (c->pend[i].dc > 1)
-            nr++;
+    uint64_t nr = c->nredelivered;
     pthread_mutex_lock(&c->mu);
     c->stats = (js_consumer_stats_t){
         .dseq = c->dseq, .sseq = c->dsseq, .adflr = c->adflr, .asflr = c->asflr,
@@ -671,6 +672,8 @@ commit(nd_consumer_t *c, src_t src, uint32_t dc, uint64_t dseq, int64_t now)
         c->rdq_len--;
         js_pend_t *p = pend_find(c, m->seq);
         if (p != NULL) {
+            if (p->dc == 1)
+                c->nredelivered++;
             p->dc = dc;
             p->dseq = dseq;
             p->ts = now;
@@ -815,7 +818,7 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
         store_release(c);
         return;
     }
-    if (!c->npc_valid || c->rdq_len == 0) {
+    if (!c->npc_valid) { /* recounted after each wake-up by the stream, then kept */
         c->npc = pending_now(c, s);
         c->npc_valid = true;
     }

@@ -88,6 +88,7 @@ struct nd_consumer {
 
     js_pend_t *pend;   /* [phead, ptail) sorted by sseq */
     size_t phead, ptail, pcap, plive;
+    uint64_t nredelivered;    /* live entries delivered more than once */
     nd_store_ttls_t rdl;      /* redelivery deadlines */
     uint64_t *rdq;            /* due for redelivery, oldest first */
     size_t rdq_head, rdq_len, rdq_cap;

@@ -261,12 +261,10 @@ close_inner(nd_store_locked_t *l, bool destroy, nd_err_t *r)
     l->inner = NULL;
     l->gen++;
     if (in != NULL) {
-        if (destroy)
+        if (destroy) /* both free the store */
             *r = in->ops->destroy(in);
         else
             in->ops->close(in);
-        if (in->io_errno != 0)
-            l->base.io_errno = in->io_errno;
     }
     pthread_mutex_unlock(&l->mu);
 }
