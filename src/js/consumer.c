@@ -304,6 +304,32 @@ advise(nd_ctx_t *ctx, nd_consumer_t *c, const char *kind, const char *type, json
     nd_free(subj);
 }
 
+json_t *
+js_consumer_event_new(nd_ctx_t *ctx, const char *type)
+{
+    char id[23];
+    nd_event_id(ctx, id);
+    json_t *a = json_object();
+    json_object_set_new(a, "type", json_string(type));
+    json_object_set_new(a, "id", json_string(id));
+    json_object_set_new(a, "timestamp", js_time(js_now()));
+    return a;
+}
+
+void
+js_consumer_event_domain(const nd_consumer_t *c, json_t *ev)
+{
+    const char *dom = c->st->jsa->js->domain;
+    if (dom[0] != '\0')
+        json_object_set_new(ev, "domain", json_string(dom));
+}
+
+void
+js_consumer_event_send(nd_ctx_t *ctx, nd_consumer_t *c, const char *subj, json_t *ev)
+{
+    js_send(ctx, c->ic, subj, ev);
+}
+
 static void
 advise_max_deliveries(nd_ctx_t *ctx, nd_consumer_t *c, uint64_t sseq, uint64_t dc)
 {
@@ -434,7 +460,9 @@ stats_publish(nd_consumer_t *c)
         .ack_pending = c->plive, .redelivered = nr, .waiting = c->wq_len,
         .push_bound = is_push(c) && c->active,
         .npending = c->npc,
+        .pin_ts = c->pin_ts,
     };
+    memcpy(c->stats.pin_id, c->pin_id, sizeof c->pin_id);
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -476,6 +504,7 @@ info_json(nd_consumer_t *c, const json_t *cfg, const js_consumer_stats_t *s, uin
         json_object_set_new(o, "pause_remaining", json_integer(pause_until - now));
     }
     json_object_set_new(o, "ts", js_time(now));
+    js_prio_info(o, cfg, s);
     return o;
 }
 
@@ -530,16 +559,6 @@ static js_wreq_t *
 wq_at(nd_consumer_t *c, size_t i)
 {
     return &c->wq[(c->wq_head + i) % c->wq_cap];
-}
-
-static void
-wq_pop(nd_consumer_t *c)
-{
-    js_wreq_t *w = wq_at(c, 0);
-    nd_free(w->reply);
-    w->reply = NULL;
-    c->wq_head = (c->wq_head + 1) % c->wq_cap;
-    c->wq_len--;
 }
 
 /* Removes the i-th request (order kept). */
@@ -712,7 +731,8 @@ commit(nd_consumer_t *c, src_t src, uint32_t dc, uint64_t dseq, int64_t now)
 
 /* Sends c->msg to `to` with the ack subject rp. Returns: the recipients that matched. */
 static uint32_t
-send_msg(nd_ctx_t *ctx, nd_consumer_t *c, const char *to, const char *rp)
+send_msg(nd_ctx_t *ctx, nd_consumer_t *c, const char *to, const char *rp, const char *xh,
+         size_t xl)
 {
     const nd_store_msg_t *m = &c->msg;
     const char *hdr = (const char *)m->hdr;
@@ -720,18 +740,35 @@ send_msg(nd_ctx_t *ctx, nd_consumer_t *c, const char *to, const char *rp)
     const char *data = (const char *)m->data;
     size_t dl = m->data_len;
     char *hbuf = NULL;
-    if (c->cfg.headers_only) {
-        /* headers, plus Nats-Msg-Size with the payload's size, and no payload */
-        size_t room = hl + 64;
-        hbuf = nd_xmalloc(room);
-        size_t base = hl >= 4 ? hl - 2 : 0; /* drop the final CRLF */
+    if (xl > 0) {
+        /* extra header lines (Nats-Pin-Id) go before the block's final CRLF */
+        size_t base = hl >= 4 ? hl - 2 : 0;
+        hbuf = nd_xmalloc(hl + xl + 16);
         if (hl == 0) {
             memcpy(hbuf, "NATS/1.0\r\n", 10);
             base = 10;
         } else {
             memcpy(hbuf, hdr, base);
         }
-        base += (size_t)snprintf(hbuf + base, room - base, "Nats-Msg-Size: %zu\r\n\r\n", dl);
+        memcpy(hbuf + base, xh, xl);
+        memcpy(hbuf + base + xl, "\r\n", 2);
+        hdr = hbuf;
+        hl = base + xl + 2;
+    }
+    if (c->cfg.headers_only) {
+        /* headers, plus Nats-Msg-Size with the payload's size, and no payload */
+        size_t room = hl + 64;
+        char *nb = nd_xmalloc(room);
+        size_t base = hl >= 4 ? hl - 2 : 0; /* drop the final CRLF */
+        if (hl == 0) {
+            memcpy(nb, "NATS/1.0\r\n", 10);
+            base = 10;
+        } else {
+            memcpy(nb, hdr, base);
+        }
+        base += (size_t)snprintf(nb + base, room - base, "Nats-Msg-Size: %zu\r\n\r\n", dl);
+        nd_free(hbuf);
+        hbuf = nb;
         hdr = hbuf;
         hl = base;
         data = NULL;
@@ -809,6 +846,8 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
     int64_t now = js_now();
     if (paused(c, now))
         return;
+    if (c->pace_at > now)
+        return; /* the timer comes back then */
     if (!is_push(c) && c->wq_len == 0)
         return;
     if (is_push(c) && !push_ready(ctx, c, now))
@@ -846,6 +885,7 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
         size_t sz = m->subj_len + al + m->hdr_len + m->data_len;
         const char *to;
         js_wreq_t *w = NULL;
+        size_t wi = 0;
         if (is_push(c)) {
             if (c->cfg.flow_control && c->fc_reply != NULL &&
                 c->fc_bytes - c->fc_acked >= fc_max(c)) {
@@ -855,19 +895,34 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
             }
             to = c->cfg.deliver_subject;
         } else {
-            /* the oldest request that can take it */
-            while (c->wq_len > 0) {
-                w = wq_at(c, 0);
+            /* the oldest request that can take it (priority groups may pass some by) */
+            bool need_pin = js_prio_need_pin(c);
+            uint64_t npend = src == SRC_REDELIVER ? c->npc + 1 : c->npc;
+            while (wi < c->wq_len) {
+                w = wq_at(c, wi);
                 if (w->expires != 0 && now >= w->expires) {
                     send_pending_status(ctx, c, w, "408 Request Timeout");
-                    wq_pop(c);
+                    wq_remove(c, wi);
                     w = NULL;
                     continue;
                 }
                 if (w->b > 0 && (int64_t)sz > w->b) {
                     send_pending_status(ctx, c, w, "409 Message Size Exceeds MaxBytes");
-                    wq_pop(c);
+                    wq_remove(c, wi);
                     w = NULL;
+                    continue;
+                }
+                js_prio_verdict_t v = c->cfg.priority_policy == ND_PRIO_NONE
+                                          ? JS_PRIO_TAKE
+                                          : js_prio_admit(ctx, c, w, need_pin, npend, now);
+                if (v == JS_PRIO_DROP) {
+                    wq_remove(c, wi);
+                    w = NULL;
+                    continue;
+                }
+                if (v == JS_PRIO_SKIP) {
+                    w = NULL;
+                    wi++;
                     continue;
                 }
                 break;
@@ -879,8 +934,16 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
             }
             to = w->reply;
         }
+        if (!js_pace_ready(c, m->ts, sz, now)) {
+            if (ack != ackr)
+                nd_free(ack);
+            break; /* replay spacing or the rate limit: the timer comes back */
+        }
+        char xh[64];
+        size_t xl = is_push(c) ? 0 : js_prio_hdr(c, xh, sizeof xh);
+        int64_t mts = m->ts;
         store_release(c);
-        uint32_t got = send_msg(ctx, c, to, ack);
+        uint32_t got = send_msg(ctx, c, to, ack, xh, xl);
         if (ack != ackr)
             nd_free(ack);
         s = store_acquire(c);
@@ -890,10 +953,11 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
                 c->next_interest_check = now + INTEREST_MIN;
                 break;
             }
-            wq_pop(c); /* the requester is gone */
+            wq_remove(c, wi); /* the requester is gone */
             continue;
         }
         commit(c, src, dc, dseq, now);
+        js_pace_sent(c, mts, sz, now);
         budget--;
         if (is_push(c)) {
             if (c->cfg.flow_control) {
@@ -913,12 +977,14 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
             if (w->hb_ns > 0)
                 w->hbt = now + w->hb_ns;
             if (--w->n <= 0)
-                wq_pop(c);
+                wq_remove(c, wi);
         }
         if (s == NULL)
             break;
     }
     store_release(c);
+    if (eos)
+        js_pace_idle(c);
     if (!is_push(c))
         wq_process(ctx, c, eos);
     if (budget == 0)
@@ -1007,6 +1073,9 @@ on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
         return;
     }
     js_pend_t *p = pend_find(c, a.sseq);
+    if (p != NULL && c->cfg.ack_policy == ND_ACK_EXPLICIT &&
+        (b.kind == JS_ACK_ACK || b.kind == JS_ACK_NEXT))
+        js_pace_sample_ack(ctx, c, a.sseq, a.dseq, a.delivered, p->ts);
     switch (b.kind) {
     case JS_ACK_ACK:
         ack_one(c, a.sseq, now);
@@ -1084,6 +1153,9 @@ pull_request(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, const char *bod
         send_status(ctx, c, reply, status, NULL);
         return;
     }
+    js_wreq_t w = {0};
+    if (!js_prio_check_request(ctx, c, reply, body, len, &r, &w))
+        return;
     int64_t now = js_now();
     c->last_active = now;
     if (r.no_wait) {
@@ -1107,15 +1179,13 @@ pull_request(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, const char *bod
             return;
         }
     }
-    js_wreq_t w = {
-        .reply = nd_xstrdup(reply),
-        .n = r.batch,
-        .b = r.max_bytes,
-        .expires = r.expires_ns > 0 ? now + r.expires_ns : 0,
-        .hb_ns = r.heartbeat_ns,
-        .hbt = r.heartbeat_ns > 0 ? now + r.heartbeat_ns : 0,
-        .no_wait = r.no_wait,
-    };
+    w.reply = nd_xstrdup(reply);
+    w.n = r.batch;
+    w.b = r.max_bytes;
+    w.expires = r.expires_ns > 0 ? now + r.expires_ns : 0;
+    w.hb_ns = r.heartbeat_ns;
+    w.hbt = r.heartbeat_ns > 0 ? now + r.heartbeat_ns : 0;
+    w.no_wait = r.no_wait;
     wq_push(c, &w);
 }
 
@@ -1183,6 +1253,9 @@ arm(nd_ctx_t *ctx, nd_consumer_t *c)
     }
     if (c->cfg.pause_until_ns > now)
         AT(c->cfg.pause_until_ns);
+    AT(c->pause_edge);
+    AT(c->pin_deadline);
+    AT(c->pace_at);
 #undef AT
     if (at == 0 || at == c->timer_at)
         return;
@@ -1200,6 +1273,10 @@ on_timer(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         return;
     int64_t now = js_now();
     redeliveries_due(c, now);
+    js_pause_timer(ctx, c, now);
+    js_prio_timer(ctx, c, now);
+    if (c->pace_at != 0 && now >= c->pace_at)
+        c->pace_at = 0;
     if (is_push(c) && c->cfg.idle_heartbeat_ns > 0 && c->hb_due != 0 && now >= c->hb_due) {
         if (push_ready(ctx, c, now))
             send_heartbeat(ctx, c, c->cfg.deliver_subject);
@@ -1308,6 +1385,18 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         js_audit_begin(&audit);
         js_send(ctx, c->ic, m->reply, o);
         js_audit_end();
+        if (strstr(m->subject, ".CREATE.") != NULL)
+            js_pause_created(ctx, c); /* an idempotent create answered with the info */
+        return;
+    }
+    if (m->tag == JS_OP_CONSUMER_PAUSE) {
+        js_pause_request(ctx, c, m);
+        deliver(ctx, c);
+        return;
+    }
+    if (m->tag == JS_OP_CONSUMER_UNPIN) {
+        js_prio_unpin_request(ctx, c, m);
+        deliver(ctx, c);
         return;
     }
     if (m->subject_len > strlen(c->ack_prefix) &&
@@ -1392,6 +1481,7 @@ answer_create(nd_ctx_t *ctx, nd_consumer_t *c)
     c->create_audit = NULL;
     nd_free(c->create_reply);
     c->create_reply = NULL;
+    js_pause_created(ctx, c);
 }
 
 static void
@@ -1548,10 +1638,18 @@ js_consumer_spawn(nd_ctx_t *ctx, nd_consumer_t *c)
 {
     nd_stream_t *st = c->st;
     nd_store_t *s = store_acquire(c);
-    if (s != NULL)
+    if (s != NULL) {
         start_position(c, s);
+        if (c->cfg.replay_policy == ND_REPLAY_ORIGINAL) {
+            nd_store_state_t ss;
+            s->ops->state(s, &ss);
+            js_pace_start(c, ss.last_seq);
+        }
+    }
     store_release(c);
     restore_state(c);
+    if (c->cfg.pause_until_ns > js_now())
+        c->pause_edge = c->cfg.pause_until_ns;
     c->last_active = js_now();
     c->fc_window = FC_LIMIT / 16;
     const char *subj[4];
@@ -1608,6 +1706,8 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         return;
     }
     bool had_fc = c->cfg.flow_control;
+    int64_t old_pause = c->cfg.pause_until_ns;
+    uint64_t old_rate = c->cfg.rate_limit_bps;
     nd_consumer_cfg_free(&c->cfg);
     c->cfg = u->cfg;
     memset(&u->cfg, 0, sizeof u->cfg);
@@ -1623,6 +1723,10 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         nd_iclient_subscribe(ctx, ic, fc);
         nd_free(fc);
     }
+    if (c->cfg.rate_limit_bps != old_rate)
+        c->rl_last = 0; /* a new bucket, full */
+    if (c->cfg.pause_until_ns != old_pause)
+        js_pause_changed(ctx, c, old_pause);
     c->create_reply = u->reply;
     u->reply = NULL;
     c->create_audit = u->audit;

@@ -295,6 +295,15 @@ consumer_create(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *
     }
     nd_consumer_t *old = js_consumer_find(st, cfg->name);
     if (old != NULL) {
+        /* A create never changes the pause of an existing consumer (2.11 copies the one in
+         * force into the request): CONSUMER.PAUSE is the way. */
+        pthread_mutex_lock(&old->mu);
+        const json_t *pu = json_object_get(old->cfg_json, "pause_until");
+        char *until = json_is_string(pu) ? nd_xstrdup(json_string_value(pu)) : NULL;
+        pthread_mutex_unlock(&old->mu);
+        (void)nd_consumer_cfg_set_pause(cfg, until);
+        (void)nd_consumer_cfg_set_pause(&old->scfg, until);
+        nd_free(until);
         if (nd_consumer_cfg_equal(&old->scfg, cfg)) {
             /* the same consumer again: its info, as a create response */
             if (!js_consumer_forward(ctx, old, m, JS_OP_CONSUMER_INFO)) {

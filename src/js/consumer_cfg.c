@@ -1524,6 +1524,28 @@ nd_consumer_cfg_set_name(nd_consumer_cfg_t *c, const char *name)
     }
 }
 
+bool
+nd_consumer_cfg_set_pause(nd_consumer_cfg_t *c, const char *until)
+{
+    gtime_t t = {0};
+    if (until != NULL && !parse_rfc3339(until, &t))
+        return false;
+    gcons_t g;
+    decode_canonical(c->json, &g);
+    if (until == NULL || gtime_is_zero(&t)) {
+        g.pause_until = (gtime_t){0};
+    } else {
+        t.off_s = 0; /* kept in UTC, as nats-server does */
+        g.pause_until = t;
+    }
+    set_static_metadata(&g);
+    json_decref(c->json);
+    c->json = encode_cfg(&g);
+    c->pause_until_ns = gtime_ns(&g.pause_until);
+    gcons_free(&g);
+    return true;
+}
+
 /* ---- Comparing and updating -------------------------------------------------------------- */
 
 static json_t *

@@ -109,6 +109,11 @@ bool nd_consumer_cfg_from_json(const json_t *j, const nd_consumer_cfg_env_t *env
 /* Sets the name of an ephemeral (json too). */
 void nd_consumer_cfg_set_name(nd_consumer_cfg_t *c, const char *name);
 
+/* Sets pause_until (RFC 3339, any offset, stored in UTC; NULL or Go's zero time: not paused),
+ * and the "_nats.req.level" metadata that goes with it (json too). Returns: false when until
+ * does not parse (nothing changed). */
+bool nd_consumer_cfg_set_pause(nd_consumer_cfg_t *c, const char *until);
+
 /* Whether a create of b over an existing a is the same consumer (idempotent create; metadata
  * keys that start with "_nats." ignored). */
 bool nd_consumer_cfg_equal(const nd_consumer_cfg_t *a, const nd_consumer_cfg_t *b);

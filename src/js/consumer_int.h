@@ -43,6 +43,11 @@ typedef struct js_wreq {
     int64_t hb_ns, hbt; /* idle heartbeat interval and when the next one is due */
     bool no_wait;
     uint64_t d;         /* delivered so far */
+    /* 2.11 priority groups (consumer_prio.c): pg says the request was a JSON one (nats-server
+     * then has a PriorityGroup, possibly empty); id is the pin id it presented or was given. */
+    bool pg, id_long;
+    int64_t min_pending, min_ack_pending;
+    char id[64];
 } js_wreq_t;
 
 /* What listings and monitoring read (under c->mu), copied at the end of each turn. */
@@ -53,6 +58,8 @@ typedef struct js_consumer_stats {
     uint64_t ack_pending, redelivered, waiting;
     uint64_t npending;         /* num_pending as last counted */
     bool push_bound;
+    char pin_id[24];           /* the pinned client of the priority group, "" none */
+    int64_t pin_ts;
 } js_consumer_stats_t;
 
 struct nd_consumer {
@@ -117,6 +124,21 @@ struct nd_consumer {
     int64_t timer_at;         /* the armed timer's deadline, 0 none */
     nd_store_msg_t msg;       /* load buffer */
 
+    /* pinned_client priority policy (consumer_prio.c) */
+    char pin_id[24];          /* the current pin id, "" none */
+    int64_t pin_ts;           /* when it was given */
+    int64_t pin_deadline;     /* the pin's TTL runs out (priority_timeout), 0 none */
+    /* pause (consumer_pause.c) */
+    int64_t pause_edge;       /* the pause_until whose end is still to be announced, 0 none */
+    /* pacing (consumer_pace.c): replay_policy original and rate_limit_bps */
+    int64_t pace_at;          /* no delivery before this (wall ns), 0 none */
+    bool replay;              /* replaying at the original spacing, until caught up */
+    uint64_t replay_lseq;     /* the stream's last sequence when the replay began */
+    int64_t replay_lts;       /* the stored timestamp of the last message delivered */
+    int64_t replay_wall;      /* when that delivery went out */
+    double rl_tokens;         /* rate limit bucket (bytes) */
+    int64_t rl_last;          /* when the bucket was last filled, 0 never */
+
     uint64_t *racks;          /* acknowledged this turn, for the stream's retention */
     size_t nracks, racks_cap;
     _Atomic bool signalled;   /* a wake-up call is queued */
@@ -148,6 +170,57 @@ void js_consumer_meta_remove(nd_stream_t *st, const char *name);
 
 /* Whether c still needs sseq acknowledged (not delivered yet, or pending). Any thread. */
 bool js_consumer_needs_ack(nd_consumer_t *c, uint64_t sseq);
+
+/* Events: a new {"type", "id", "timestamp"} object; fields are added in nats-server's order,
+ * then js_consumer_event_send publishes it to subj (the object is stolen). */
+json_t *js_consumer_event_new(nd_ctx_t *ctx, const char *type);
+void js_consumer_event_domain(const nd_consumer_t *c, json_t *ev);
+void js_consumer_event_send(nd_ctx_t *ctx, nd_consumer_t *c, const char *subj, json_t *ev);
+
+/* consumer_pause.c: CONSUMER.PAUSE, pause_until and its advisories (2.11). Consumer's turn. */
+/* Answers a $JS.API.CONSUMER.PAUSE.<s>.<c> request. */
+void js_pause_request(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m);
+/* The pause in force changed (an update) from old_ns: advisory, timer edge. */
+void js_pause_changed(nd_ctx_t *ctx, nd_consumer_t *c, int64_t old_ns);
+/* A create answer went out: the advisory when the consumer is paused (as 2.11's create). */
+void js_pause_created(nd_ctx_t *ctx, nd_consumer_t *c);
+/* On a timer: a pause that ended is announced. */
+void js_pause_timer(nd_ctx_t *ctx, nd_consumer_t *c, int64_t now);
+
+/* consumer_prio.c: priority groups of pull consumers (2.11). Consumer's turn. */
+typedef enum { JS_PRIO_TAKE, JS_PRIO_SKIP, JS_PRIO_DROP } js_prio_verdict_t;
+/* A new pull request's priority group checks (nats-server processNextMsgRequest): may send 400s
+ * and 423. Returns: false when the request is refused; else fills w's group fields. */
+bool js_prio_check_request(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply,
+                           const char *body, size_t len, const js_pull_req_t *r, js_wreq_t *w);
+/* Whether waiting request w may take the next message (nats-server nextWaiting): DROP after
+ * answering it 423 Nats-Wrong-Pin-Id. need_pin: no pin was given yet when the search began;
+ * pending: the messages pending including this one; a TAKE with need_pin pins w. */
+js_prio_verdict_t js_prio_admit(nd_ctx_t *ctx, nd_consumer_t *c, js_wreq_t *w, bool need_pin,
+                                uint64_t pending, int64_t now);
+/* Whether a pinned_client consumer has no pin (a search for a request pins one). */
+bool js_prio_need_pin(const nd_consumer_t *c);
+/* The Nats-Pin-Id header line for deliveries ("" when the policy is not pinned_client). */
+size_t js_prio_hdr(const nd_consumer_t *c, char *buf, size_t room);
+/* Answers a $JS.API.CONSUMER.UNPIN.<s>.<c> request. */
+void js_prio_unpin_request(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m);
+/* On a timer: the pin's TTL ran out. */
+void js_prio_timer(nd_ctx_t *ctx, nd_consumer_t *c, int64_t now);
+/* Adds "priority_groups" to consumer info (when the config has groups). */
+void js_prio_info(json_t *info, const json_t *cfg, const js_consumer_stats_t *s);
+
+/* consumer_pace.c: replay_policy original, rate_limit_bps, ack sampling. Consumer's turn. */
+/* Starts an original-spacing replay (a new or recovered consumer). Ctx: store held. */
+void js_pace_start(nd_consumer_t *c, uint64_t last_seq);
+/* Whether a message of sz bytes stored at ts may go now; else sets c->pace_at. */
+bool js_pace_ready(nd_consumer_t *c, int64_t ts, size_t sz, int64_t now);
+/* A message stored at ts went out (now). */
+void js_pace_sent(nd_consumer_t *c, int64_t ts, size_t sz, int64_t now);
+/* Nothing more to deliver for now: a replay that caught up ends. */
+void js_pace_idle(nd_consumer_t *c);
+/* An explicit ack of a pending message (delivered at dts): the sampled ack metric. */
+void js_pace_sample_ack(nd_ctx_t *ctx, nd_consumer_t *c, uint64_t sseq, uint64_t dseq,
+                        uint64_t dc, int64_t dts);
 
 /* consumer_api.c */
 /* The consumer's turn acknowledged seqs (n of them; ownership passes): an interest or
