@@ -257,6 +257,21 @@ create_fail(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const nd_jserr_t
     js_send_error(ctx, st->ic, m->reply, "consumer_create_response", err);
 }
 
+/* The consumers of every stream of the account (its max_consumers limit). */
+static size_t
+account_consumers(nd_jsa_t *jsa)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&jsa->mu);
+    for (size_t i = 0; i < jsa->nstreams; i++) {
+        pthread_mutex_lock(&jsa->streams[i]->mu);
+        n += jsa->streams[i]->nconsumers;
+        pthread_mutex_unlock(&jsa->streams[i]->mu);
+    }
+    pthread_mutex_unlock(&jsa->mu);
+    return n;
+}
+
 static void
 consumer_create(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *op)
 {
@@ -333,7 +348,7 @@ consumer_create(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *
     }
     int64_t acct_max = st->jsa->limits.max_consumers;
     if ((st->cfg.max_consumers > 0 && (int64_t)st->nconsumers >= st->cfg.max_consumers) ||
-        (acct_max > 0 && (int64_t)st->nconsumers >= acct_max)) {
+        (acct_max > 0 && (int64_t)account_consumers(st->jsa) >= acct_max)) {
         nd_jserr_set(&err, ND_JSE_MAXIMUM_CONSUMERS_LIMIT, NULL);
         create_fail(ctx, st, m, &err);
         nd_consumer_req_free(&req);

@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "actors/alloc.h"
-#include "js/js_int.h"
+#include "js/consumer_int.h"
 
 #define JSZ_DEFAULT_LIMIT        1024
 #define JS_API_LEVEL             1 /* nats-server's JSApiLevel for the features served */
@@ -264,7 +264,7 @@ varz(void *arg)
 
 /* One StreamDetail. */
 static json_t *
-stream_detail(nd_stream_t *st, bool with_cfg)
+stream_detail(nd_stream_t *st, bool with_cfg, bool with_consumers)
 {
     json_t *info = js_stream_list_info(st);
     json_t *d = json_object();
@@ -281,6 +281,30 @@ stream_detail(nd_stream_t *st, bool with_cfg)
         json_object_set(d, "config", json_object_get(info, "config"));
     json_object_set(d, "state", json_object_get(info, "state"));
     json_decref(info);
+    if (with_consumers) {
+        /* ConsumerInfo of each, as nats-server's consumer_detail (config only with config) */
+        pthread_mutex_lock(&st->mu);
+        size_t nc = st->nconsumers;
+        nd_consumer_t **cs = nd_xcalloc(nc + 1, sizeof *cs);
+        for (size_t i = 0; i < nc; i++) {
+            cs[i] = st->consumers[i];
+            js_consumer_ref(cs[i]);
+        }
+        pthread_mutex_unlock(&st->mu);
+        json_t *arr = json_array();
+        for (size_t i = 0; i < nc; i++) {
+            json_t *ci = js_consumer_list_info(cs[i]);
+            if (!with_cfg)
+                json_object_del(ci, "config");
+            json_array_append_new(arr, ci);
+            js_consumer_unref(cs[i]);
+        }
+        nd_free(cs);
+        if (nc > 0)
+            json_object_set_new(d, "consumer_detail", arr);
+        else
+            json_decref(arr);
+    }
     return d;
 }
 
@@ -308,7 +332,7 @@ account_detail(nd_jsa_t *jsa, const nd_jsz_query_t *q)
     if (q->streams && n > 0) {
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++)
-            json_array_append_new(arr, stream_detail(s[i].st, q->config));
+            json_array_append_new(arr, stream_detail(s[i].st, q->config, q->consumers));
         json_object_set_new(d, "stream_detail", arr);
     }
     snap_free(s, n);
@@ -501,7 +525,27 @@ healthz(void *arg, const nd_js_health_query_t *q, json_t *errors)
         return not_found(errors, "STREAM", want_acc, want_st, NULL, text);
     }
     if (want_con != NULL) {
-        /* No consumers yet: any consumer asked for is missing. */
+        nd_consumer_t *c = NULL;
+        accts = js_accts(js, &naccts);
+        for (size_t i = 0; i < naccts && c == NULL; i++) {
+            nd_jsa_t *jsa = accts[i];
+            if (want_acc != NULL && strcmp(nd_acct_name(jsa->acct), want_acc) != 0)
+                continue;
+            pthread_mutex_lock(&jsa->mu);
+            nd_stream_t *st = want_st != NULL ? jsa_find(jsa, want_st) : NULL;
+            if (st != NULL)
+                js_stream_ref(st);
+            pthread_mutex_unlock(&jsa->mu);
+            if (st != NULL) {
+                c = js_consumer_find(st, want_con);
+                js_stream_unref(st);
+            }
+        }
+        nd_free(accts);
+        if (c != NULL) {
+            js_consumer_unref(c);
+            return json_array_size(errors) > 0 ? 503 : 200;
+        }
         snprintf(text, sizeof text,
                  "JetStream consumer \"%s\" not found for stream \"%s\" on account \"%s\"",
                  want_con, want_st != NULL ? want_st : "", want_acc != NULL ? want_acc : "");
