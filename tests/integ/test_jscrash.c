@@ -292,20 +292,6 @@ delivery_at(const char *file, int line, nd_integ_conn_t *c, const char *inbox, l
 #define DELIVERY(c, inbox, sseq, dc, data)                                                         \
     delivery_at(__FILE__, __LINE__, (c), (inbox), (sseq), (dc), (data))
 
-/* Expects the status "NATS/1.0 <code>..." on inbox. */
-static void
-status_at(const char *file, int line, nd_integ_conn_t *c, const char *inbox, const char *code)
-{
-    js_msg_t m = js_read_msg_at(file, line, c);
-    char want[64];
-    snprintf(want, sizeof want, "NATS/1.0 %s", code);
-    if (strcmp(m.subject, inbox) != 0 || m.hdr == NULL || strncmp(m.hdr, want, strlen(want)) != 0)
-        jfail(file, line, "expected status %s on %s, got \"%s\" headers %s payload %s", code,
-              inbox, m.line, m.hdr ? nd_integ_escape(m.hdr, m.hdr_len, 200) : "none", m.data);
-    js_msg_free(&m);
-}
-#define STATUS(c, inbox, code) status_at(__FILE__, __LINE__, (c), (inbox), (code))
-
 /* A pull request for n messages of s/d on inbox. */
 static void
 fetch(nd_integ_conn_t *c, const char *s, const char *d, const char *inbox, const char *body)
@@ -1127,4 +1113,192 @@ Test(integ_jscrash, deleted_stays_deleted_clean_stop)
 Test(integ_jscrash, deleted_stays_deleted_sigkill)
 {
     deleted_case(true);
+}
+
+/* ---- purge, delete and expiry -------------------------------------------------------------------
+ */
+
+/* A no_wait pull of up to n: returns the deliveries' stream sequences (with count dc in *dcs)
+ * until the 404 or 408 status that ends it; acks nothing. */
+static int
+pull_all(nd_integ_conn_t *c, const char *s, const char *d, int n, long long *seqs,
+         long long *dcs)
+{
+    char body[64];
+    snprintf(body, sizeof body, "{\"batch\":%d,\"no_wait\":true}", n);
+    fetch(c, s, d, "_p", body);
+    int got = 0;
+    for (;;) {
+        js_msg_t m = js_read_msg(c);
+        if (m.hdr != NULL) {
+            cr_assert(strncmp(m.hdr, "NATS/1.0 404", 12) == 0 ||
+                          strncmp(m.hdr, "NATS/1.0 408", 12) == 0,
+                      "status %s", nd_integ_escape(m.hdr, m.hdr_len, 100));
+            js_msg_free(&m);
+            return got;
+        }
+        ackinfo_t a;
+        cr_assert(parse_ack(m.reply, &a), "%s", m.line);
+        cr_assert(got < n);
+        seqs[got] = a.sseq;
+        dcs[got++] = a.dc;
+        js_msg_free(&m);
+        if (got == n)
+            return got;
+    }
+}
+
+static char *
+ack_subject(long long dc, long long sseq, long long dseq)
+{
+    char *r = NULL;
+    cr_assert(asprintf(&r, "$JS.ACK.S.D.%lld.%lld.%lld.1.0", dc, sseq, dseq) > 0);
+    return r;
+}
+
+Test(integ_jscrash, removed_by_delete_and_purge)
+{
+    srv_env_t e;
+    env_setup(&e, NULL, false);
+    nd_integ_server_t *srv = env_start(&e, false);
+    nd_integ_conn_t *c = conn(srv);
+    stream_s(c, 10);
+    create(c, "S", "D",
+           "{\"durable_name\":\"D\",\"ack_policy\":\"explicit\",\"ack_wait\":1000000000}");
+    fetch(c, "S", "D", "_p", "{\"batch\":6}");
+    char *a[7];
+    for (int i = 1; i <= 6; i++)
+        a[i] = DELIVERY(c, "_p", i, 1, NULL);
+    ACK(c, a[1], "+ACK");
+    CSTATE(c, "S", "D", 6, 6, 1, 1, 4, 5, 0);
+
+    /* Deleting a pending message: out of ack pending; the floor stays (2 is still pending). */
+    API_OK(c, "$JS.API.STREAM.MSG.DELETE.S", "{\"seq\":3}");
+    CSTATE(c, "S", "D", 6, 6, 1, 1, 4, 4, 0);
+    /* Deleting the oldest pending one moves the floor past both. */
+    API_OK(c, "$JS.API.STREAM.MSG.DELETE.S", "{\"seq\":2}");
+    CSTATE(c, "S", "D", 6, 6, 3, 3, 4, 3, 0);
+    /* Deleting one not yet delivered: one less pending. */
+    API_OK(c, "$JS.API.STREAM.MSG.DELETE.S", "{\"seq\":8}");
+    CSTATE(c, "S", "D", 6, 6, 3, 3, 3, 3, 0);
+
+    /* After ack_wait: 4, 5, 6 are redelivered, 2 and 3 are not; then 7, 9, 10. */
+    sleep_ms(1300);
+    long long seqs[16], dcs[16];
+    int n = pull_all(c, "S", "D", 16, seqs, dcs);
+    char got[256] = "";
+    for (int i = 0; i < n; i++)
+        snprintf(got + strlen(got), sizeof got - strlen(got), " %lld/%lld", seqs[i], dcs[i]);
+    cr_assert(n == 6 && seqs[0] == 4 && dcs[0] == 2 && seqs[1] == 5 && dcs[1] == 2 &&
+                  seqs[2] == 6 && dcs[2] == 2 && seqs[3] == 7 && dcs[3] == 1 && seqs[4] == 9 &&
+                  dcs[4] == 1 && seqs[5] == 10 && dcs[5] == 1,
+              "deliveries (seq/count):%s, expected 4/2 5/2 6/2 7/1 9/1 10/1", got);
+    /* Consumer sequences: 4 -> 7, 5 -> 8, 6 -> 9, 7 -> 10, 9 -> 11, 10 -> 12. */
+    CSTATE(c, "S", "D", 12, 10, 3, 3, 0, 6, 3);
+
+    /* A purge up to 6 (exclusive) takes 4 and 5: the floor moves to 6's predecessor. */
+    API_OK(c, "$JS.API.STREAM.PURGE.S", "{\"seq\":6}");
+    CSTATE(c, "S", "D", 12, 10, 8, 5, 0, 4, 1);
+    /* Acking 6 and 7 moves it to before 9 (8 is deleted). */
+    char *a6 = ack_subject(2, 6, 9), *a7 = ack_subject(1, 7, 10);
+    ACK(c, a6, "+ACK");
+    ACK(c, a7, "+ACK");
+    CSTATE(c, "S", "D", 12, 10, 10, 8, 0, 2, 0);
+
+    /* Three more, not fetched, then a full purge: nothing pending or unacknowledged is left. */
+    pub(c, "s.11", "m11", "S", 11);
+    pub(c, "s.12", "m12", "S", 12);
+    pub(c, "s.13", "m13", "S", 13);
+    CSTATE(c, "S", "D", 12, 10, 10, 8, 3, 2, 0);
+    API_OK(c, "$JS.API.STREAM.PURGE.S", "");
+    CSTATE(c, "S", "D", -1, -1, -1, -1, 0, 0, 0);
+    json_t *j = cinfo(c, "S", "D");
+    long long afs = jint(j, "ack_floor.stream_seq"), dss = jint(j, "delivered.stream_seq");
+    char *d = json_dumps(j, JSON_COMPACT);
+    /* Nothing is pending: the consumer seq floor is the last delivery (12). The stream seq
+     * floor must be at least the last delivered one, and nothing at or below the purge's end
+     * (13) needs an ack any more: nats-server's consumer purge sets it to 13.
+     * KNOWN BUG: natsd leaves it at the last delivery (10), and a restart recomputes it (13). */
+    cr_assert(afs >= 10 && dss >= 10 && jint(j, "ack_floor.consumer_seq") == 12, "%s", d);
+    KNOWN_BUG(afs == 13, "after a full purge up to 13, ack_floor.stream_seq is %lld, expected 13: %s",
+              afs, d);
+    free(d);
+    json_decref(j);
+    /* Nothing purged comes back after ack_wait; the next message is the next one published. */
+    sleep_ms(1300);
+    n = pull_all(c, "S", "D", 16, seqs, dcs);
+    cr_assert(n == 0, "%d deliveries after the purge, the first %lld", n, n ? seqs[0] : 0);
+    pub(c, "s.14", "m14", "S", 14);
+    n = pull_all(c, "S", "D", 16, seqs, dcs);
+    cr_assert(n == 1 && seqs[0] == 14 && dcs[0] == 1, "%d deliveries, the first %lld", n,
+              n ? seqs[0] : 0);
+    CSTATE(c, "S", "D", 13, 14, 12, -1, 0, 1, 0);
+    j = cinfo(c, "S", "D");
+    KNOWN_BUG(jint(j, "ack_floor.stream_seq") == 13,
+              "14 pending after the purge: ack_floor.stream_seq is %lld, expected 13",
+              jint(j, "ack_floor.stream_seq"));
+    json_decref(j);
+
+    /* The corrected state is what a restart recovers. */
+    json_t *before = cinfo(c, "S", "D");
+    nd_integ_conn_close(c);
+    nd_integ_server_stop(srv);
+    srv = env_start(&e, false);
+    c = conn(srv);
+    json_t *after = cinfo(c, "S", "D");
+    cr_assert(after != NULL);
+    same_info_known(before, after, "D after the removals", K_ACK_FLOOR_SSEQ);
+    json_decref(before), json_decref(after);
+    for (int i = 1; i <= 6; i++)
+        free(a[i]);
+    free(a6), free(a7);
+    nd_integ_conn_close(c);
+    nd_integ_conf_stop(srv, &e.conf);
+}
+
+Test(integ_jscrash, removed_by_max_age)
+{
+    srv_env_t e;
+    env_setup(&e, NULL, false);
+    nd_integ_server_t *srv = env_start(&e, false);
+    nd_integ_conn_t *c = conn(srv);
+    API_OK(c, "$JS.API.STREAM.CREATE.S",
+           "{\"name\":\"S\",\"subjects\":[\"s.>\"],\"max_age\":1000000000}");
+    for (int i = 1; i <= 5; i++) {
+        char subj[16], body[16];
+        snprintf(subj, sizeof subj, "s.%d", i);
+        snprintf(body, sizeof body, "m%d", i);
+        pub(c, subj, body, "S", i);
+    }
+    create(c, "S", "D",
+           "{\"durable_name\":\"D\",\"ack_policy\":\"explicit\",\"ack_wait\":800000000}");
+    fetch(c, "S", "D", "_p", "{\"batch\":3}");
+    char *a1 = DELIVERY(c, "_p", 1, 1, "m1");
+    char *a2 = DELIVERY(c, "_p", 2, 1, "m2");
+    char *a3 = DELIVERY(c, "_p", 3, 1, "m3");
+    ACK(c, a1, "+ACK");
+    CSTATE(c, "S", "D", 3, 3, 1, 1, 2, 2, 0);
+
+    /* Everything expires (and 2 and 3 were due for redelivery meanwhile: they must not come). */
+    int64_t t0 = mono_ms();
+    while (stream_int(c, "S", "state.messages") != 0) {
+        cr_assert(mono_ms() - t0 < 5000, "the messages did not expire");
+        sleep_ms(50);
+    }
+    CSTATE(c, "S", "D", 3, 3, 3, 3, 0, 0, 0);
+    long long seqs[8], dcs[8];
+    int n = pull_all(c, "S", "D", 8, seqs, dcs);
+    cr_assert(n == 0, "%d deliveries after expiry, the first %lld (count %lld)", n,
+              n ? seqs[0] : 0, n ? dcs[0] : 0);
+    sleep_ms(1000);
+    n = pull_all(c, "S", "D", 8, seqs, dcs);
+    cr_assert(n == 0, "%d deliveries after expiry, the first %lld (count %lld)", n,
+              n ? seqs[0] : 0, n ? dcs[0] : 0);
+    /* A new message is the next delivery. */
+    pub(c, "s.6", "m6", "S", 6);
+    fetch(c, "S", "D", "_p", "{\"batch\":1}");
+    char *a6 = DELIVERY(c, "_p", 6, 1, "m6");
+    free(a1), free(a2), free(a3), free(a6);
+    nd_integ_conn_close(c);
+    nd_integ_conf_stop(srv, &e.conf);
 }
