@@ -983,6 +983,41 @@ nd_integ_read_frame_at(const char *file, int line, nd_integ_conn_t *c)
     return f;
 }
 
+int
+nd_integ_conn_wait_any(nd_integ_conn_t *const *cs, size_t n, int timeout_ms)
+{
+    int64_t deadline = now_ms() + timeout_ms;
+    struct pollfd pfd[16];
+    if (n > 16)
+        n = 16;
+    for (;;) {
+        /* Frames already cut, or complete ones still in the raw buffer, come first. */
+        for (size_t i = 0; i < n; i++) {
+            nd_integ_conn_t *c = cs[i];
+            if (c->out_len > 0 || c->eof)
+                return (int)i;
+            while (c->in_len > 0 && frame_len(c->in, c->in_len) > 0) {
+                if (fill_frame(c, now_ms()) == 1 && c->out_len > 0)
+                    return (int)i;
+            }
+        }
+        int left = remaining_ms(deadline);
+        if (left <= 0)
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            pfd[i] = (struct pollfd){.fd = cs[i]->fd, .events = POLLIN};
+        int r;
+        do
+            r = poll(pfd, (nfds_t)n, left);
+        while (r < 0 && errno == EINTR);
+        if (r == 0)
+            return -1;
+        for (size_t i = 0; i < n; i++)
+            if (pfd[i].revents != 0)
+                (void)read_some(cs[i], 0);
+    }
+}
+
 void
 nd_integ_expect_unordered_at(const char *file, int line, nd_integ_conn_t *c,
                              const char *const *frames, size_t n)

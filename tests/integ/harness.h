@@ -132,6 +132,11 @@ void nd_integ_expect_unordered_at(const char *file, int line, nd_integ_conn_t *c
 char *nd_integ_read_frame_at(const char *file, int line, nd_integ_conn_t *c);
 #define nd_integ_read_frame(c) nd_integ_read_frame_at(__FILE__, __LINE__, (c))
 
+/* Waits up to timeout_ms until one of the n connections has a complete frame to read (or its
+ * stream ended), for a test that drives several connections from one loop. Returns: the index
+ * of the first such connection, or -1 on timeout. */
+int nd_integ_conn_wait_any(nd_integ_conn_t *const *cs, size_t n, int timeout_ms);
+
 /* Fails the test unless the server closes the connection without sending anything more (server
  * PINGs excepted). A reset counts as a close. */
 void nd_integ_expect_close_at(const char *file, int line, nd_integ_conn_t *c);
