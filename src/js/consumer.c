@@ -426,8 +426,12 @@ restore_state(nd_consumer_t *c)
     c->dsseq = s.delivered_sseq;
     c->adflr = s.ack_floor_cseq;
     c->asflr = s.ack_floor_sseq;
-    if (c->sseq <= s.delivered_sseq)
-        c->sseq = s.delivered_sseq + 1;
+    /* the stored position, not the policy applied to the stream as it is now (a deliver-new
+     * consumer would skip what arrived while it was down) */
+    c->sseq = s.delivered_sseq + 1;
+    nd_free(c->lss);
+    c->lss = NULL;
+    c->lss_pos = c->lss_len = 0;
     size_t r = 0;
     for (size_t i = 0; i < s.npending; i++) {
         const nd_store_pending_t *p = &s.pending[i];
@@ -671,7 +675,8 @@ peek(nd_ctx_t *ctx, nd_consumer_t *c, nd_store_t *s, uint32_t *dc)
         if (c->sseq < c->lss_resume)
             c->sseq = c->lss_resume;
     }
-    if (load_next(c, s, c->sseq)) {
+    if (load_next(c, s, c->sseq) &&
+        c->msg.seq <= atomic_load_explicit(&c->st->visible_seq, memory_order_acquire)) {
         *dc = 1;
         return SRC_NEW;
     }
@@ -1319,7 +1324,6 @@ static void
 do_removed(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
 {
     (void)ic;
-    (void)data;
     nd_consumer_t *c = arg;
     if (c->stopped)
         return;
@@ -1329,6 +1333,11 @@ do_removed(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         s->ops->state(s, &ss);
         if (c->sseq < ss.first_seq)
             c->sseq = ss.first_seq;
+        /* a purge: what went unseen counts as passed (nats-server's consumer purge) */
+        if (data != NULL && c->dsseq + 1 < ss.first_seq) {
+            c->dsseq = ss.first_seq - 1;
+            c->dirty = true;
+        }
         nd_store_msg_t m = {0};
         for (size_t i = c->phead; i < c->ptail; i++) {
             js_pend_t *p = &c->pend[i];
@@ -1346,13 +1355,13 @@ do_removed(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
 }
 
 void
-js_consumer_signal(nd_ctx_t *ctx, nd_consumer_t *c, bool removed)
+js_consumer_signal(nd_ctx_t *ctx, nd_consumer_t *c, int removed)
 {
     pthread_mutex_lock(&c->st->mu);
     nd_iclient_t *ic = c->ic;
     if (ic != NULL) {
         if (removed)
-            nd_iclient_call(ctx, ic, do_removed, NULL, NULL);
+            nd_iclient_call(ctx, ic, do_removed, removed == 2 ? (void *)c : NULL, NULL);
         else if (!atomic_exchange_explicit(&c->signalled, true, memory_order_acq_rel))
             nd_iclient_call(ctx, ic, do_signal, NULL, NULL);
     }
@@ -1489,6 +1498,12 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
 {
     (void)ic;
     nd_consumer_t *c = arg;
+    if (!c->recovered) {
+        /* the starting position is stored before anyone hears of the consumer, so a restart
+         * resumes from it (nats-server's SetStarting) */
+        c->dirty = true;
+        (void)persist(c);
+    }
     answer_create(ctx, c);
     deliver(ctx, c);
     arm(ctx, c);

@@ -124,9 +124,9 @@ js_consumers_interested(nd_stream_t *st, const char *subj, size_t len)
 void
 js_consumers_signal(nd_ctx_t *ctx, nd_stream_t *st)
 {
-    bool removed = st->turn_removed;
+    int removed = st->turn_purged ? 2 : st->turn_removed ? 1 : 0;
     bool stored = st->turn_first_seq != 0;
-    st->turn_removed = false;
+    st->turn_removed = st->turn_purged = false;
     st->turn_first_seq = 0;
     if (!removed && !stored)
         return;

@@ -152,8 +152,10 @@ struct nd_consumer {
 };
 
 /* consumer.c */
-/* The stream stored messages (removed: some went by purge, delete or expiry). Any thread. */
-void js_consumer_signal(nd_ctx_t *ctx, nd_consumer_t *c, bool removed);
+/* The stream stored messages; removed: 1 some went (delete, expiry), 2 a purge request
+ * removed some (the consumer then moves past what went, as nats-server's consumer purge).
+ * Any thread. */
+void js_consumer_signal(nd_ctx_t *ctx, nd_consumer_t *c, int removed);
 /* Starts the actor of a new or recovered consumer (state: recovered, may be NULL). */
 void js_consumer_spawn(nd_ctx_t *ctx, nd_consumer_t *c);
 nd_consumer_t *js_consumer_new(nd_stream_t *st, nd_consumer_cfg_t *cfg, int64_t created);

@@ -196,7 +196,12 @@ struct nd_stream {
     nd_consumer_t **consumers;
     size_t nconsumers, consumers_cap;
     uint64_t turn_first_seq;  /* the first sequence stored this turn, 0 none */
-    bool turn_removed;        /* messages went this turn by purge or delete */
+    /* The last sequence that reached the sync policy (written at the end of the stream's turn,
+     * after the write or fsync): consumers deliver nothing past it, so no consumer hands out a
+     * message a crash could still take back. */
+    _Atomic uint64_t visible_seq;
+    bool turn_removed;        /* messages went this turn (purge, delete, expiry, rollup) */
+    bool turn_purged;         /* ... by a purge request (consumers move past what went) */
 
     /* Shared: under mu. */
     pthread_mutex_t mu;

@@ -182,6 +182,16 @@ stats_publish(nd_stream_t *st)
     pthread_mutex_unlock(&st->mu);
 }
 
+/* What consumers may deliver: everything stored so far (call once it reached the sync
+ * policy, or at open). */
+static void
+publish_visible(nd_stream_t *st)
+{
+    nd_store_state_t ss;
+    nd_store_state(st->store, &ss);
+    atomic_store_explicit(&st->visible_seq, ss.last_seq, memory_order_release);
+}
+
 static void
 arm_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t deadline)
 {
@@ -219,6 +229,9 @@ store_cfg(nd_stream_t *st, const nd_stream_cfg_t *cfg, nd_store_cfg_t *sc)
     nd_stream_cfg_store(cfg, sc);
     sc->sync_interval_ns = st->jsa->js->sync_interval_ns;
     sc->sync_always = false;
+    /* ... but a consumer's state write, which a double ack's reply waits for, is synced on its
+     * own with sync_interval: always */
+    sc->sync_consumers = st->jsa->js->sync_always;
     if (cfg->subject_delete_marker_ttl_ns > 0) {
         sc->on_subject_expired = on_subject_expired;
         sc->expired_arg = st;
@@ -457,8 +470,10 @@ on_turn_end(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
         arm_tick(ctx, st, next == 0 || (dd != 0 && dd < next) ? dd : next);
     }
     /* consumers hear of what the turn stored once it reached the sync policy */
-    if (werr == 0)
+    if (werr == 0) {
+        publish_visible(st);
         js_consumers_signal(ctx, st);
+    }
     /* A batch that did not reach the sync policy is not acknowledged: every PubAck of the
      * turn becomes an error (a message may still be stored: at least once, never lost). Out of
      * space, the store is reopened before the errors leave, so a publisher that sees one
@@ -649,8 +664,10 @@ open_store(nd_stream_t *st, nd_store_recovery_t *rep)
         e = nd_filestore_open(&sc, &inner, rep);
         nd_free(msgs);
     }
-    if (e == ND_OK)
+    if (e == ND_OK) {
         st->store = nd_store_locked_set(&st->ls, inner);
+        publish_visible(st);
+    }
     return e;
 }
 
@@ -752,6 +769,7 @@ js_stream_create_restored(nd_ctx_t *ctx, nd_jsa_t *jsa, nd_stream_cfg_t *cfg, nd
         return NULL;
     } else {
         st->store = nd_store_locked_set(&st->ls, store);
+        publish_visible(st);
     }
     js_stream_dedup_rebuild(st);
     stats_publish(st);

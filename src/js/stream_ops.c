@@ -186,6 +186,7 @@ purge_request(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m)
     js_req_free(&q);
     st->dirty = true;
     st->turn_removed = true;
+    st->turn_purged = true;
     json_t *o = js_resp(what);
     if (e != ND_OK) {
         nd_jserr_setf(&err, ND_JSE_STREAM_GENERAL_ERROR_F, "%s", nd_strerror(e));

@@ -165,7 +165,7 @@ write_state(nd_cstore_t *c)
     memcpy(p + n - 8, &sum, 8);
     char fn[256];
     file_name(c->name, fn);
-    bool sync = fs->cfg.sync_always;
+    bool sync = fs->cfg.sync_always || fs->cfg.sync_consumers;
     int rc = nd_fs_write_file_atomic(fs->obsfd, fn, p, n, sync);
     int err = errno;
     free(p);

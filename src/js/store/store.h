@@ -67,6 +67,9 @@ typedef struct nd_store_cfg {
     uint64_t block_size;          /* bytes per block before a new one starts; 0 = default (8 MiB) */
     int64_t sync_interval_ns;     /* 0 = default (2 min) */
     bool sync_always;             /* every write is durable before the call returns */
+    bool sync_consumers;          /* consumer states are durable before consumer_update returns
+                                   * (sync_always implies it): a stream that syncs its messages
+                                   * once per batch itself still wants each state write synced */
     nd_store_compression_t compression;
     nd_store_cipher_t cipher;
     const uint8_t *key;           /* 32 bytes when cipher != NONE */
