@@ -388,8 +388,10 @@ deliver_internal(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_c
     const nd_proto_cmd_t *cmd = pc->cmd;
     if (pc->payload == NULL)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
+    /* An internal recipient sees what a socket recipient's MSG line shows (a consumer's
+     * delivery: the message's own subject, not the deliver subject). */
     nd_conn_msg_imsg_t *m =
-        nd_iclient_msg_new(ctx, t, c, c->acct, cmd, pc->payload, pc->via);
+        nd_iclient_msg_new(ctx, t, c, c->acct, pc->shown, pc->payload, pc->via);
     if (m == NULL)
         return false;
     pc->matched++;
