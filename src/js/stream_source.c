@@ -414,10 +414,17 @@ send_request(nd_ctx_t *ctx, nd_stream_t *st, js_srcs_t *S, size_t idx)
     char reply[64];
     s->gen++;
     snprintf(reply, sizeof reply, "%s.%zu.%" PRIu32, S->reply_pfx, idx, s->gen);
-    nd_iclient_publish(ctx, st->ic, subj, reply, NULL, 0, body, strlen(body));
+    /* (deliver: to learn whether anyone listens; at a start the origin's API service may not
+     * be up yet, e.g. while the server recovers its streams) */
+    uint32_t matched = nd_iclient_deliver(ctx, st->ic, subj, subj, strlen(subj), reply, NULL, 0,
+                                          body, strlen(body));
     free(body);
-    s->state = SRC_REQUESTED;
     s->lreq = js_now();
+    if (matched == 0) {
+        src_retry(ctx, st, s); /* no responders: again after the throttle, not a failure */
+        return;
+    }
+    s->state = SRC_REQUESTED;
     s->deadline = s->lreq + SRC_RESP_WAIT_NS;
     js_stream_arm(ctx, st, s->deadline);
 }
