@@ -35,19 +35,19 @@
 #include "util/log.h"
 #include "util/natshdr.h"
 
-#define NS_PER_S          1000000000LL
-#define SRC_HEARTBEAT_NS  (1 * NS_PER_S)   /* sourceHealthHB */
-#define SRC_STALLED_NS    (10 * NS_PER_S)  /* sourceHealthCheckInterval */
-#define SRC_THROTTLE_NS   (2 * NS_PER_S)   /* sourceConsumerRetryThreshold */
-#define SRC_BACKOFF_NS    (5 * NS_PER_S)   /* retryBackOff */
-#define SRC_BACKOFF_MAX   (120 * NS_PER_S) /* retryMaximum */
-#define SRC_RESP_WAIT_NS  (30 * NS_PER_S)  /* srcConsumerWaitTime */
+#define NS_PER_S         1000000000LL
+#define SRC_HEARTBEAT_NS (1 * NS_PER_S)   /* sourceHealthHB */
+#define SRC_STALLED_NS   (10 * NS_PER_S)  /* sourceHealthCheckInterval */
+#define SRC_THROTTLE_NS  (2 * NS_PER_S)   /* sourceConsumerRetryThreshold */
+#define SRC_BACKOFF_NS   (5 * NS_PER_S)   /* retryBackOff */
+#define SRC_BACKOFF_MAX  (120 * NS_PER_S) /* retryMaximum */
+#define SRC_RESP_WAIT_NS (30 * NS_PER_S)  /* srcConsumerWaitTime */
 
 typedef enum {
-    SRC_IDLE = 0,   /* no consumer; retry_at says when to ask for one */
-    SRC_SUBSCRIBE,  /* the deliver subject is being subscribed; the request leaves on ready */
-    SRC_REQUESTED,  /* the create request is out */
-    SRC_ACTIVE,     /* the consumer delivers */
+    SRC_IDLE = 0,  /* no consumer; retry_at says when to ask for one */
+    SRC_SUBSCRIBE, /* the deliver subject is being subscribed; the request leaves on ready */
+    SRC_REQUESTED, /* the create request is out */
+    SRC_ACTIVE,    /* the consumer delivers */
 } src_state_t;
 
 typedef struct js_src {
@@ -73,11 +73,11 @@ typedef struct js_src {
     uint64_t sseq; /* the last origin sequence held */
     uint64_t dseq; /* the last consumer sequence seen */
     uint64_t lag;
-    int64_t last;  /* when a message last came (Unix ns), 0 never */
-    int64_t lreq;  /* when the last request left, 0 never */
+    int64_t last; /* when a message last came (Unix ns), 0 never */
+    int64_t lreq; /* when the last request left, 0 never */
     int64_t retry_at, deadline;
     int fails;
-    json_t *err;   /* the last error (ApiError), NULL none */
+    json_t *err; /* the last error (ApiError), NULL none */
 } js_src_t;
 
 struct js_srcs {
@@ -337,6 +337,7 @@ send_request(nd_ctx_t *ctx, nd_stream_t *st, js_srcs_t *S, size_t idx)
     uint64_t start = 0;
     const char *start_time = NULL;
     if (S->mirror) {
+        s->sseq = state.last_seq; /* what is held, whatever arrived before */
         start = state.last_seq + 1;
         if (state.last_seq == 0) { /* never held anything: the configured start applies */
             start = 0;
@@ -386,6 +387,7 @@ send_request(nd_ctx_t *ctx, nd_stream_t *st, js_srcs_t *S, size_t idx)
     nd_free(s->cname);
     s->cname = nd_xstrdup(name);
     s->linked = false;
+    s->dseq = 0; /* a new consumer counts its deliveries from 1 */
     json_object_set_new(c, "name", json_string(name));
     const char *one = s->filter;
     if (one == NULL && s->ntr == 1) {
@@ -540,8 +542,8 @@ js_sources_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t now)
             if (now >= s->deadline) {
                 nd_log_warn("JetStream no response to the %s consumer request of stream '%s > %s' "
                             "for '%s'",
-                            S->mirror ? "mirror" : "source", nd_acct_name(st->jsa->acct),
-                            st->name, s->name);
+                            S->mirror ? "mirror" : "source", nd_acct_name(st->jsa->acct), st->name,
+                            s->name);
                 s->fails++;
                 src_retry(ctx, st, s);
             }
@@ -550,8 +552,8 @@ js_sources_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t now)
             if (now - s->last >= SRC_STALLED_NS) {
                 nd_log_debug("JetStream %s '%s' of stream '%s > %s' stalled: recreating its "
                              "consumer",
-                             S->mirror ? "mirror" : "source", s->name,
-                             nd_acct_name(st->jsa->acct), st->name);
+                             S->mirror ? "mirror" : "source", s->name, nd_acct_name(st->jsa->acct),
+                             st->name);
                 src_retry(ctx, st, s);
             }
             break;
@@ -613,16 +615,16 @@ on_response(nd_ctx_t *ctx, nd_stream_t *st, js_srcs_t *S, const nd_imsg_t *m)
         char *d = e != NULL ? json_dumps(e, JSON_COMPACT) : NULL;
         nd_log_warn("JetStream error response for stream '%s > %s' create %s consumer for '%s': "
                     "%s",
-                    nd_acct_name(st->jsa->acct), st->name, S->mirror ? "mirror" : "source",
-                    s->name, d != NULL ? d : "invalid response");
+                    nd_acct_name(st->jsa->acct), st->name, S->mirror ? "mirror" : "source", s->name,
+                    d != NULL ? d : "invalid response");
         free(d);
         json_decref(j);
         s->fails++;
         src_retry(ctx, st, s);
         return;
     }
-    uint64_t delivered =
-        (uint64_t)json_integer_value(json_object_get(json_object_get(ci, "delivered"), "stream_seq"));
+    uint64_t delivered = (uint64_t)json_integer_value(
+        json_object_get(json_object_get(ci, "delivered"), "stream_seq"));
     s->fails = 0;
     s->state = SRC_ACTIVE;
     s->last = js_now();
@@ -651,8 +653,8 @@ on_response(nd_ctx_t *ctx, nd_stream_t *st, js_srcs_t *S, const nd_imsg_t *m)
  * "Nats-Expected-", with "add_key: add_val" appended when add_key is set. Returns: malloc'd (or
  * NULL when the result is empty), its length in *out_len. */
 static char *
-edit_hdr(const char *hdr, size_t hl, const char *drop_key, const char *add_key,
-         const char *add_val, size_t *out_len)
+edit_hdr(const char *hdr, size_t hl, const char *drop_key, const char *add_key, const char *add_val,
+         size_t *out_len)
 {
     size_t cap = hl + 32 + (add_key ? strlen(add_key) + strlen(add_val) + 4 : 0);
     char *out = nd_xmalloc(cap);
@@ -727,8 +729,8 @@ mirror_store(nd_ctx_t *ctx, nd_stream_t *st, js_src_t *s, const nd_imsg_t *m, ui
     char xb[1024];
     size_t sl;
     const char *subj = transform(s, m, xb, sizeof xb, &sl);
-    nd_err_t e = st->store->ops->store_raw(st->store, sseq, ts, subj, sl, hdr, hl, m->data,
-                                           m->data_len);
+    nd_err_t e =
+        st->store->ops->store_raw(st->store, sseq, ts, subj, sl, hdr, hl, m->data, m->data_len);
     nd_free(hdr);
     if (e != ND_OK) {
         if (e == ND_ERR_STORE_IO)

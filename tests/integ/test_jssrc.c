@@ -101,7 +101,8 @@ pub_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, const c
     json_decref(j);
     js_msg_free(&m);
 }
-#define pub(c, subj, data, stream, seq) pub_at(__FILE__, __LINE__, (c), (subj), (data), (stream), (seq))
+#define pub(c, subj, data, stream, seq)                                                            \
+    pub_at(__FILE__, __LINE__, (c), (subj), (data), (stream), (seq))
 
 /* Direct get of seq from stream: the message (HMSG with the Nats-* headers). Returns: owned. */
 static js_msg_t
@@ -192,7 +193,8 @@ down(env_t *e)
     nd_integ_conf_stop(e->srv, &e->conf);
 }
 
-/* ---- mirrors ---------------------------------------------------------------------------------- */
+/* ---- mirrors ----------------------------------------------------------------------------------
+ */
 
 /* A mirror catches up with what the origin holds (its sequences and the gap of a deleted
  * message kept), then follows new messages; its info names the origin with lag 0. */
@@ -268,7 +270,8 @@ Test(integ_jssrc, mirror_of_purged_origin)
     down(&e);
 }
 
-/* ---- sources ---------------------------------------------------------------------------------- */
+/* ---- sources ----------------------------------------------------------------------------------
+ */
 
 /* A source with a filter takes only the matching messages, appended under its own sequences,
  * each with the Nats-Stream-Source header of its origin sequence. */
@@ -386,7 +389,8 @@ Test(integ_jssrc, two_sources_into_one)
     down(&e);
 }
 
-/* ---- restart ---------------------------------------------------------------------------------- */
+/* ---- restart ----------------------------------------------------------------------------------
+ */
 
 /* File streams: after a restart the mirror and the source resume where they were, so that what
  * the origin took meanwhile arrives once, without gaps or duplicates. */
@@ -447,7 +451,8 @@ Test(integ_jssrc, restart_resumes)
     nd_integ_conf_stop(srv, &conf);
 }
 
-/* ---- external API prefix ---------------------------------------------------------------------- */
+/* ---- external API prefix ----------------------------------------------------------------------
+ */
 
 /* Connects as user (password = user name) with headers, subscribed to API. */
 static nd_integ_conn_t *
@@ -474,7 +479,8 @@ Test(integ_jssrc, external_cross_account)
         &conf, NULL,
         "accounts {\n"
         "  A: { jetstream: enabled, users: [{user: a, password: a}],\n"
-        "       exports: [{service: \"$JS.API.>\"}, {service: \"$JS.FC.>\"}, {stream: \"dlv.>\"}] }\n"
+        "       exports: [{service: \"$JS.API.>\"}, {service: \"$JS.FC.>\"}, {stream: \"dlv.>\"}] "
+        "}\n"
         "  B: { jetstream: enabled, users: [{user: b, password: b}],\n"
         "       imports: [{service: {account: A, subject: \"$JS.API.>\"}, to: \"$JS.A.API.>\"},\n"
         "                 {service: {account: A, subject: \"$JS.FC.>\"}},\n"
@@ -504,8 +510,8 @@ Test(integ_jssrc, external_cross_account)
     js_msg_t m = dget_at(__FILE__, __LINE__, b, "S", 3);
     char *src = hdr_val(&m, "Nats-Stream-Source");
     /* "ORIG:<8 characters> 3[ > >]" */
-    cr_assert(src != NULL && strncmp(src, "ORIG:", 5) == 0 && strlen(src) >= 15 &&
-                  src[13] == ' ' && strcmp(src + 14, nd_integ_is_reference() ? "3" : "3 > >") == 0,
+    cr_assert(src != NULL && strncmp(src, "ORIG:", 5) == 0 && strlen(src) >= 15 && src[13] == ' ' &&
+                  strcmp(src + 14, nd_integ_is_reference() ? "3" : "3 > >") == 0,
               "%s", src ? src : "(none)");
     free(src);
     js_msg_free(&m);
@@ -541,10 +547,65 @@ Test(integ_jssrc, external_api_prefix)
     js_msg_t m = dget_at(__FILE__, __LINE__, e.c, "S", 2);
     char *src = hdr_val(&m, "Nats-Stream-Source");
     /* "ORIG:<8 characters> 2[ > >]" */
-    cr_assert(src != NULL && strncmp(src, "ORIG:", 5) == 0 && strlen(src) >= 15 &&
-                  src[13] == ' ' && strcmp(src + 14, nd_integ_is_reference() ? "2" : "2 > >") == 0,
+    cr_assert(src != NULL && strncmp(src, "ORIG:", 5) == 0 && strlen(src) >= 15 && src[13] == ' ' &&
+                  strcmp(src + 14, nd_integ_is_reference() ? "2" : "2 > >") == 0,
               "%s", src ? src : "(none)");
     free(src);
     js_msg_free(&m);
+    down(&e);
+}
+
+/* ---- recovery of a lost consumer ----------------------------------------------------------------
+ */
+
+/* The origin's consumer goes (deleted here): without heartbeats the mirror and the source
+ * recreate it after the stall interval (10 s) and catch up from where they were. */
+Test(integ_jssrc, consumer_lost_recreated, .timeout = 60)
+{
+    env_t e;
+    up(&e, NULL);
+    stream(e.c, "ORIG", "{\"name\":\"ORIG\",\"subjects\":[\"o.>\"]}");
+    pub(e.c, "o.a", "1", "ORIG", 1);
+    stream(e.c, "M", "{\"name\":\"M\",\"mirror\":{\"name\":\"ORIG\"}}");
+    stream(e.c, "S", "{\"name\":\"S\",\"sources\":[{\"name\":\"ORIG\"}]}");
+    json_decref(wait_msgs(e.c, "M", 1));
+    json_decref(wait_msgs(e.c, "S", 1));
+    json_t *names = api(e.c, "$JS.API.CONSUMER.NAMES.ORIG", "");
+    json_t *list = json_object_get(names, "consumers");
+    if (json_array_size(list) == 0) {
+        json_decref(names);
+        down(&e);
+        cr_skip_test("the server does not list its mirror/source consumers");
+    }
+    cr_assert_eq(json_array_size(list), 2);
+    for (size_t i = 0; i < 2; i++) {
+        char subj[256];
+        snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DELETE.ORIG.%s",
+                 json_string_value(json_array_get(list, i)));
+        json_t *j = api(e.c, subj, "");
+        cr_assert(json_is_true(json_object_get(j, "success")));
+        json_decref(j);
+    }
+    json_decref(names);
+    pub(e.c, "o.a", "2", "ORIG", 2);
+    pub(e.c, "o.a", "3", "ORIG", 3);
+    json_t *j = NULL;
+    for (int i = 0; i < 400; i++) { /* up to 20 s + the throttle */
+        if (j != NULL)
+            json_decref(j);
+        j = info(e.c, "S");
+        if (jint(j, "state.messages") == 3)
+            break;
+        sleep_ms(50);
+    }
+    cr_assert_eq(jint(j, "state.messages"), 3);
+    json_decref(j);
+    j = wait_msgs(e.c, "M", 3);
+    cr_assert_eq(jint(j, "state.last_seq"), 3);
+    json_decref(j);
+    sleep_ms(300);
+    j = info(e.c, "S");
+    cr_assert_eq(jint(j, "state.messages"), 3, "no duplicates");
+    json_decref(j);
     down(&e);
 }
