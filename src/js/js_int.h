@@ -41,6 +41,7 @@ typedef struct nd_jsa nd_jsa_t;
 typedef struct nd_stream nd_stream_t;
 typedef struct js_audit_req js_audit_req_t;
 typedef struct nd_consumer nd_consumer_t;
+typedef struct js_srcs js_srcs_t;
 
 /* API requests a stream handles on its own turn (nd_imsg_t.tag). */
 enum {
@@ -203,6 +204,9 @@ struct nd_stream {
     bool turn_removed;        /* messages went this turn (purge, delete, expiry, rollup) */
     bool turn_purged;         /* ... by a purge request (consumers move past what went) */
 
+    /* The mirror or sources being fed (stream_source.c), NULL when none. The actor's own. */
+    js_srcs_t *srcs;
+
     /* Shared: under mu. */
     pthread_mutex_t mu;
     js_stream_stats_t stats;
@@ -355,6 +359,26 @@ void js_stream_snapshot(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
 /* $JS.API.STREAM.RESTORE.<name> on the API service's turn. */
 void js_restore_request(nd_ctx_t *ctx, nd_iclient_t *api, nd_jsa_t *jsa, const nd_imsg_t *m,
                         const char *name);
+
+/* Arms the stream's timer for deadline (Unix ns) unless an earlier one is armed. Ctx: its turn. */
+void js_stream_arm(nd_ctx_t *ctx, nd_stream_t *st, int64_t deadline);
+
+/* ---- stream_source.c: mirror and sources (the stream's turn) ---- */
+/* Starts feeding the stream from its mirror or sources (its store open, its client running);
+ * does nothing when already started or when the config has neither. */
+void js_sources_start(nd_ctx_t *ctx, nd_stream_t *st);
+/* The client's subscriptions are in place (on_ready): pending consumer requests leave. */
+void js_sources_ready(nd_ctx_t *ctx, nd_stream_t *st);
+/* Handles m when it is a consumer create response or a delivery for the mirror or a source.
+ * Returns: false when m is none of these (an ordinary publish). */
+bool js_sources_msg(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m);
+/* Retries, response timeouts and stall checks due at now. Returns: the next deadline, 0 none. */
+int64_t js_sources_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t now);
+/* Stops feeding (close, delete, a configuration change); unsubscribe: drop the subscriptions
+ * too (the client lives on). */
+void js_sources_stop(nd_ctx_t *ctx, nd_stream_t *st, bool unsubscribe);
+/* Adds "mirror" or "sources" (StreamSourceInfo) to a stream info object. */
+void js_sources_info(nd_stream_t *st, json_t *info);
 
 /* ---- consumer.c, consumer_api.c: consumers ---- */
 /* Stream side (the stream's turn): API requests forwarded with a JS_OP_CONSUMER_* tag. */

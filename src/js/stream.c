@@ -287,6 +287,12 @@ store_tick(nd_ctx_t *ctx, nd_stream_t *st, int64_t now)
     return next;
 }
 
+void
+js_stream_arm(nd_ctx_t *ctx, nd_stream_t *st, int64_t deadline)
+{
+    arm_tick(ctx, st, deadline);
+}
+
 static void
 send_acks(nd_ctx_t *ctx, nd_stream_t *st)
 {
@@ -317,6 +323,8 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         js_audit_end();
         return;
     }
+    if (st->srcs != NULL && js_sources_msg(ctx, st, m)) /* mirror/sources (stream_source.c) */
+        return;
     if (m->subject_len > 19 && memcmp(m->subject, "$JS.API.DIRECT.GET.", 19) == 0) {
         js_stream_direct_get(ctx, st, m);
         return;
@@ -512,6 +520,9 @@ on_timer(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     int64_t dd = js_stream_dedup_expire(st, now);
     if (dd != 0 && (next == 0 || dd < next))
         next = dd;
+    int64_t sn = js_sources_tick(ctx, st, now);
+    if (sn != 0 && (next == 0 || sn < next))
+        next = sn;
     stats_publish(st);
     arm_tick(ctx, st, next);
 }
@@ -562,6 +573,7 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     /* A recovered store may hold messages to expire: the first tick schedules them. */
     if (!st->stopped && st->store != NULL)
         arm_tick(ctx, st, store_tick(ctx, st, js_now()));
+    js_sources_ready(ctx, st); /* starts the mirror/sources, or sends their requests */
 }
 
 /* The stream's bytes leave the account's and the server's usage (close, delete). */
@@ -582,6 +594,7 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     (void)ic;
     nd_stream_t *st = arg;
     send_acks(ctx, st); /* nothing normally: turns end with them sent */
+    js_sources_stop(ctx, st, false);
     nd_free(st->create_reply_to);
     st->create_reply_to = NULL;
     js_audit_free(st->create_audit);
@@ -827,12 +840,24 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     nd_store_cfg_t sc;
     store_cfg(st, &u->cfg, &sc);
     nd_err_t e = st->store->ops->update_cfg(st->store, &sc);
+    bool srcs_changed = false;
+    static const char *const keys[] = {"mirror", "sources"};
+    for (int k = 0; k < 2; k++) {
+        json_t *a = json_object_get(st->cfg.json, keys[k]), *b = json_object_get(u->cfg.json, keys[k]);
+        if ((a == NULL) != (b == NULL) || (a != NULL && !json_equal(a, b)))
+            srcs_changed = true;
+    }
     nd_stream_cfg_free(&st->cfg);
     st->cfg = u->cfg;
     nd_xf_free(st->xf);
     nd_xf_free(st->rp_xf);
     st->xf = st->rp_xf = NULL;
     memset(&u->cfg, 0, sizeof u->cfg);
+    /* mirror/sources: fed again under the new configuration, from where the store is */
+    if (srcs_changed) {
+        js_sources_stop(ctx, st, true);
+        js_sources_start(ctx, st);
+    }
     pthread_mutex_lock(&st->mu);
     nd_stream_cfg_free(&st->scfg);
     nd_stream_cfg_copy(&st->scfg, &st->cfg);
@@ -898,6 +923,7 @@ do_delete(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     st->stopped = true;
     send_acks(ctx, st);
     release_usage(st);
+    js_sources_stop(ctx, st, true);
     js_consumers_stop(ctx, st, true);
     if (st->store != NULL) {
         if (st->store->ops->destroy(st->store) != ND_OK)
@@ -990,6 +1016,7 @@ do_open(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
                 (js_now() - t0) / 1000000);
     st->opened = true;
     recovered(st);
+    js_sources_start(ctx, st); /* when on_ready came before the store opened */
 }
 
 static void

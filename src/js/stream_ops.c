@@ -102,6 +102,7 @@ js_stream_info(nd_stream_t *st, const js_info_opts_t *req, nd_jserr_t *err)
     json_decref(deleted);
     if (st->jsa->js->domain[0] != '\0')
         json_object_set_new(o, "domain", json_string(st->jsa->js->domain));
+    js_sources_info(st, o); /* "mirror" / "sources" (stream_source.c) */
     json_object_set_new(o, "ts", js_time(js_now()));
     if (sc.map != NULL) {
         /* the paging of the subject details, for the response's ApiPaged */

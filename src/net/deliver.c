@@ -388,8 +388,10 @@ deliver_internal(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_c
     const nd_proto_cmd_t *cmd = pc->cmd;
     if (pc->payload == NULL)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
+    /* An internal recipient sees what a socket recipient's MSG line shows (a consumer's
+     * delivery: the message's own subject, not the deliver subject). */
     nd_conn_msg_imsg_t *m =
-        nd_iclient_msg_new(ctx, t, c, c->acct, cmd, pc->payload, pc->via);
+        nd_iclient_msg_new(ctx, t, c, c->acct, pc->shown, pc->payload, pc->via);
     if (m == NULL)
         return false;
     pc->matched++;
@@ -613,10 +615,10 @@ import_subject(const nd_xf_t *xf, const char *to, size_t to_len, const char *sub
 /* Matches icmd in acct's sublist and delivers it there, sharing pc's payload buffer and adding
  * to its count. Ctx: in the section. */
 static void
-deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
-           const nd_proto_cmd_t *icmd, const char *via)
+deliver_in_as(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
+              const nd_proto_cmd_t *icmd, const nd_proto_cmd_t *shown, const char *via)
 {
-    pub_ctx_t ipc = {.cmd = icmd, .shown = icmd, .payload = pc->payload, .via = via};
+    pub_ctx_t ipc = {.cmd = icmd, .shown = shown, .payload = pc->payload, .via = via};
     nd_sl_result_t r;
     nd_sl_result_init(&r);
     nd_sl_match(ctx, nd_acct_sublist(acct), icmd->subject.ptr, icmd->subject.len, &r);
@@ -624,6 +626,13 @@ deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
     nd_sl_result_fini(&r);
     pc->payload = ipc.payload;
     pc->matched += ipc.matched;
+}
+
+static void
+deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
+           const nd_proto_cmd_t *icmd, const char *via)
+{
+    deliver_in_as(ctx, c, pc, acct, icmd, icmd, via);
 }
 
 /* Service imports a request passes through, at most (a chain A <- B <- C <- ...). */
@@ -754,7 +763,11 @@ deliver_imports(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_
         nd_proto_cmd_t icmd = *cmd;
         icmd.subject.ptr = import_subject(im->xf, im->to, im->to_len, cmd->subject.ptr,
                                           cmd->subject.len, buf, &heap, &icmd.subject.len);
-        deliver_in(ctx, c, pc, im->acct, &icmd, NULL);
+        /* a delivery shown under another subject (a consumer's) keeps showing it */
+        nd_proto_cmd_t scmd = icmd;
+        if (pc->shown != cmd)
+            scmd.subject = pc->shown->subject;
+        deliver_in_as(ctx, c, pc, im->acct, &icmd, &scmd, NULL);
         nd_free(heap);
     }
 }
