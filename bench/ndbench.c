@@ -165,7 +165,7 @@ typedef struct opts {
     const char *storage;
     const char *dir;
     int inflight;
-    uint64_t fetch;     /* 0 = the mode's default */
+    uint64_t fetch; /* 0 = the mode's default */
     uint64_t keys;
     uint64_t consumers;
 } opts_t;
@@ -2189,8 +2189,8 @@ push_mode(const char *mode, bool ack)
              ack ? "explicit" : "none",
              ack ? ",\"ack_wait\":30000000000,\"max_ack_pending\":10000" : "");
     snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DURABLE.CREATE.%s.PUSH", stream);
-    snprintf(body, sizeof body, "{\"stream_name\":\"%s\",\"config\":{\"durable_name\":\"PUSH\",%s}}",
-             stream, cfg);
+    snprintf(body, sizeof body,
+             "{\"stream_name\":\"%s\",\"config\":{\"durable_name\":\"PUSH\",%s}}", stream, cfg);
     char rec[1600];
     int rl = snprintf(rec, sizeof rec, "PUB %s %s.r%" PRIu64 " %zu\r\n%s\r\n", subj, c.inbox,
                       ++c.req, strlen(body), body);
@@ -2259,8 +2259,8 @@ static void
 kv_put_send(const jsc_t *c, uint64_t key, const char *payload)
 {
     char rec[512];
-    int hl = snprintf(rec, sizeof rec, "PUB $KV.b.k%" PRIu64 " %s.a %zu\r\n", key, c->inbox,
-                      g_opt.size);
+    int hl =
+        snprintf(rec, sizeof rec, "PUB $KV.b.k%" PRIu64 " %s.a %zu\r\n", key, c->inbox, g_opt.size);
     size_t tot = (size_t)hl + g_opt.size + 2;
     char *buf = tot <= sizeof rec ? rec : xmalloc(tot);
     if (buf != rec)
@@ -2362,8 +2362,9 @@ mode_kvget(void)
             t0 = now_s();
         }
         char rec[512];
-        int rl = snprintf(rec, sizeof rec, "PUB $JS.API.DIRECT.GET.KV_b.$KV.b.k%" PRIu64 " %s.g 0\r\n\r\n",
-                          i % keys, c.inbox);
+        int rl = snprintf(rec, sizeof rec,
+                          "PUB $JS.API.DIRECT.GET.KV_b.$KV.b.k%" PRIu64 " %s.g 0\r\n\r\n", i % keys,
+                          c.inbox);
         uint64_t a = now_ns();
         write_all(c.fd, rec, (size_t)rl);
         while (rd_next(&c.rd, &ev, false) != EV_MSG) {
