@@ -18,18 +18,28 @@
 # without a server (ndbench fsync): the one-fsync-per-message rate that group commit is compared
 # with, printed below the table.
 #
+# The consumer and KV modes (cons) run the same way, with `-js -sd <fresh dir>`: jspull (a durable
+# pull consumer fetching 100 at a time and acking each message), jspush and jspushack (a push
+# consumer delivering to a core subscriber, ack none / explicit with each message acked), kvput
+# and kvget (a KV bucket's stream: puts waiting for their PubAck, direct gets; latency),
+# jspending (server RSS per delivered, unacked message; the messages sit in a memory stream
+# filled before the first reading) and jsidle (server RSS per idle durable pull consumer).
+# Their targets (natsd against nats-server 2.9.10) are printed in the goal column.
+#
 # Usage: bench/compare.sh [options]
 #   --quick              3 rounds, 30% of the messages, 2000 connections, 20000 subscriptions,
 #                        30% of the JetStream messages and streams (core modes: about one
 #                        minute on 2 cores)
 #   --rounds R           runs per server and mode (default 5)
 #   --modes LIST         comma-separated subset of: pub,pubsub,fanout,queue,reqrep,idleconns,subs
-#                        (core, the default), jspub,jspubid,jssync,jsmem,jscreate,jsfsync (js);
-#                        the words core, js and all stand for those groups
+#                        (core, the default), jspub,jspubid,jssync,jsmem,jscreate,jsfsync (js),
+#                        jspull,jspush,jspushack,kvput,kvget,jspending,jsidle (cons); the words
+#                        core, js, cons and all stand for those groups
 #   --size BYTES         payload size (default 16)
 #   --scale F            multiplies the message and request counts (default 1)
 #   --conns C            idle connections (default 10000)
 #   --nsubs N            subscriptions (default 100000)
+#   --consumers C        idle consumers of jsidle (default 10000; --quick: 2000)
 #   --server-args "..."  extra flags given to both servers
 #   --store-dir DIR      where the JetStream modes make their store directories (see above)
 #   --natsd PATH         natsd binary (default: built in --build-dir)
@@ -56,12 +66,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 ROUNDS=5
 CORE_MODES="pub,pubsub,fanout,queue,reqrep,idleconns,subs"
 JS_MODES="jspub,jspubid,jssync,jsmem,jscreate,jsfsync"
+CONS_MODES="jspull,jspush,jspushack,kvput,kvget,jspending,jsidle"
 MODES="core"
 STORE_DIR=""
 SIZE=16
 SCALE=1
 CONNS=10000
 NSUBS=100000
+CONSUMERS=10000
 SERVER_ARGS=""
 NATSD=""
 NATS_SERVER=""
@@ -84,6 +96,7 @@ while [ $# -gt 0 ]; do
     --scale) SCALE="$2"; shift ;;
     --conns) CONNS="$2"; shift ;;
     --nsubs) NSUBS="$2"; shift ;;
+    --consumers) CONSUMERS="$2"; shift ;;
     --server-args) SERVER_ARGS="$2"; shift ;;
     --store-dir) STORE_DIR="$2"; shift ;;
     --natsd) NATSD="$2"; shift ;;
@@ -108,6 +121,7 @@ if [ "$QUICK" = 1 ]; then
     [ "$SCALE" = 1 ] && SCALE=0.3
     [ "$CONNS" = 10000 ] && CONNS=2000
     [ "$NSUBS" = 100000 ] && NSUBS=20000
+    [ "$CONSUMERS" = 10000 ] && CONSUMERS=2000
 fi
 
 # ---- binaries --------------------------------------------------------------------------------
@@ -163,6 +177,11 @@ JSMEM_N=$(scaled 1000000)
 JSCREATE_N=$(scaled 1000)
 JSFSYNC_N=$(scaled 50000)
 FSYNC_N=$(scaled 2000)
+JSPULL_N=$(scaled 200000)
+JSPUSH_N=$(scaled 500000)
+JSPUSHACK_N=$(scaled 50000)
+KV_N=$(scaled 20000)
+JSPENDING_N=$(scaled 200000)
 
 # Expand the group words of --modes.
 expanded=""
@@ -171,7 +190,8 @@ for m in "${requested[@]}"; do
     case "$m" in
     core) m="$CORE_MODES" ;;
     js) m="$JS_MODES" ;;
-    all) m="$CORE_MODES,$JS_MODES" ;;
+    cons) m="$CONS_MODES" ;;
+    all) m="$CORE_MODES,$JS_MODES,$CONS_MODES" ;;
     esac
     expanded="${expanded:+$expanded,}$m"
 done
@@ -193,10 +213,16 @@ mode_args() {
     jsmem) echo "-n $JSMEM_N -z $SIZE" ;;
     jscreate) echo "-n $JSCREATE_N" ;;
     jsfsync) echo "-n $JSFSYNC_N -z $SIZE" ;;
+    jspull) echo "-n $JSPULL_N -z $SIZE" ;;
+    jspush) echo "-n $JSPUSH_N -z $SIZE" ;;
+    jspushack) echo "-n $JSPUSHACK_N -z $SIZE" ;;
+    kvput | kvget) echo "-n $KV_N -z $SIZE" ;;
+    jspending) echo "-n $JSPENDING_N -z $SIZE" ;;
+    jsidle) echo "--consumers $CONSUMERS" ;;
     *) die "unknown mode $1" ;;
     esac
 }
-is_js_mode() { case "$1" in js*) return 0 ;; *) return 1 ;; esac; }
+is_js_mode() { case "$1" in js* | kv*) return 0 ;; *) return 1 ;; esac; }
 mode_metrics() {
     case "$1" in
     pub) echo "msgs_per_s:msgs/s:higher srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
@@ -210,6 +236,22 @@ mode_metrics() {
     jssync) echo "p50_us:ack_p50_us:lower p99_us:ack_p99_us:lower srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
     jsmem) echo "bytes_per_msg:B/msg:lower" ;;
     jscreate) echo "p50_us:p50_us:lower p99_us:p99_us:lower" ;;
+    jspull | jspush | jspushack) echo "msgs_per_s:msgs/s:higher srv_cpu_ns_per_op:srv_cpu_ns/msg:lower" ;;
+    kvput) echo "p50_us:put_p50_us:lower p99_us:put_p99_us:lower srv_cpu_ns_per_op:srv_cpu_ns/put:lower" ;;
+    kvget) echo "p50_us:get_p50_us:lower p99_us:get_p99_us:lower srv_cpu_ns_per_op:srv_cpu_ns/get:lower" ;;
+    jspending) echo "bytes_per_pending:B/pending:lower" ;;
+    jsidle) echo "bytes_per_consumer:B/consumer:lower creates_per_s:creates/s:higher" ;;
+    esac
+}
+
+# The targets of the consumer and KV modes (from the issues that asked for them): "ratio OP X"
+# compares natsd/nats-server with X, "abs OP X" natsd's own value.
+mode_target() {
+    case "$1:$2" in
+    jspull:msgs_per_s) echo "ratio >= 2.0" ;;
+    kvput:p50_us | kvget:p50_us) echo "ratio <= 0.7" ;;
+    jspending:bytes_per_pending) echo "abs <= 64" ;;
+    jsidle:bytes_per_consumer) echo "abs < 1024" ;;
     esac
 }
 
@@ -306,8 +348,11 @@ run_one() {
         printf '  %-11s %-9s round %d: server did not start (see %s)\n' "$name" "$mode" "$round" "$log" >&2
         return
     fi
+    local limit=300
+    # jsidle creates its consumers one request each: allow for a slow server with many.
+    [ "$mode" = jsidle ] && limit=$((300 + CONSUMERS / 50))
     # shellcheck disable=SC2046 # mode_args is a list of flags.
-    if timeout 300 "$NDBENCH" "$mode" -p "$PORT" --pid "$SERVER_PID" $(mode_args "$mode") >"$out" 2>&1 &&
+    if timeout "$limit" "$NDBENCH" "$mode" -p "$PORT" --pid "$SERVER_PID" $(mode_args "$mode") >"$out" 2>&1 &&
         grep -q '^RESULT ' "$out"; then
         grep '^RESULT ' "$out" | head -1 >>"$LOG_DIR/$name.$mode.results"
         [ -n "$VERBOSE" ] && grep -v '^RESULT ' "$out" | sed "s/^/  $name: /" >&2
@@ -397,9 +442,20 @@ else
     echo "# payload $SIZE B; $(nproc) CPUs; raw results in $LOG_DIR"
 fi
 if [ "$HAVE_JS" = 1 ]; then
-    echo "# JetStream: -js -sd <fresh dir per run> under $STORE_ROOT ($(command stat -f -c %T "$STORE_ROOT")); jspub $JSPUB_N,"
-    echo "# jspubid $JSPUBID_N, jsfsync $JSFSYNC_N msgs with 256 PubAcks in flight; jssync $JSSYNC_N one at a time;"
-    echo "# jsmem $JSMEM_N msgs in a memory stream; jscreate $JSCREATE_N file streams; file streams unless said"
+    echo "# JetStream: -js -sd <fresh dir per run> under $STORE_ROOT ($(command stat -f -c %T "$STORE_ROOT")); file streams unless said"
+    case ",$MODES," in
+    *,jspub,* | *,jspubid,* | *,jssync,* | *,jsmem,* | *,jscreate,* | *,jsfsync,*)
+        echo "# jspub $JSPUB_N, jspubid $JSPUBID_N, jsfsync $JSFSYNC_N msgs with 256 PubAcks in flight; jssync $JSSYNC_N one"
+        echo "# at a time; jsmem $JSMEM_N msgs in a memory stream; jscreate $JSCREATE_N file streams"
+        ;;
+    esac
+    case ",$MODES," in
+    *,jspull,* | *,jspush,* | *,jspushack,* | *,kvput,* | *,kvget,* | *,jspending,* | *,jsidle,*)
+        echo "# consumers: jspull $JSPULL_N preloaded msgs fetched 100 at a time, each acked; jspush $JSPUSH_N (ack none),"
+        echo "# jspushack $JSPUSHACK_N (each acked) to one subscriber; kvput/kvget $KV_N ops over 1000 keys one at a time;"
+        echo "# jspending $JSPENDING_N unacked msgs of a memory stream; jsidle $CONSUMERS idle durable pull consumers"
+        ;;
+    esac
     case ",$MODES," in
     *,jsfsync,*)
         if [ "$NS_SYNC_ALWAYS" = 1 ]; then
@@ -437,6 +493,17 @@ for mode in "${MODE_LIST[@]}"; do
         read -r b bn <<<"$(stat nats-server "$mode" "$key" "$goal")"
         ratio=$(awk -v a="$a" -v b="$b" 'BEGIN { if (a == "-" || b == "-" || b == 0) print "n/a"; else printf "%.2f\n", a / b }')
         note="$goal is better"
+        target="$(mode_target "$mode" "$key")"
+        if [ -n "$target" ]; then
+            read -r kind op want <<<"$target"
+            if [ "$kind" = ratio ]; then v="$ratio"; what="target natsd/nats-srv $op $want"
+            else v="$a"; what="target natsd $op $want"; fi
+            met=$(awk -v v="$v" -v op="$op" -v w="$want" 'BEGIN {
+                if (v == "-" || v == "n/a") { print "?"; exit }
+                v += 0; ok = (op == ">=") ? v >= w : (op == "<=") ? v <= w : (op == "<") ? v < w : v > w
+                print ok ? "met" : "MISSED" }')
+            note="$note; $what: $met"
+        fi
         if [ "$an" != "$ROUNDS" ]; then note="$note; natsd ok $an/$ROUNDS"; fi
         if [ "$bn" != "$ROUNDS" ]; then note="$note; nats-server ok $bn/$ROUNDS"; fi
         printf '%-10s %-16s %12s %12s %12s  %s\n' "$mode" "$label" "$(fmt_num "$a")" "$(fmt_num "$b")" "$ratio" "$note"

@@ -44,6 +44,28 @@
  *   fsync      no server: N appends of a message-sized record to a file in --dir, each followed
  *              by fsync; the one-fsync-per-message rate that group commit is compared with.
  *
+ * Consumer and KV modes (a fresh server; the consumer modes first preload N messages into the
+ * stream, untimed; consumers are made with $JS.API.CONSUMER.DURABLE.CREATE, which nats-server
+ * 2.9 knows too):
+ *   jspull     a durable pull consumer (ack explicit) fetches the N messages --fetch (100) at a
+ *              time ($JS.API.CONSUMER.MSG.NEXT with batch and expires, one request outstanding,
+ *              the next one sent when the previous is filled) and acks each one (+ACK published
+ *              to its reply, no reply asked); msgs/s from the first fetch until CONSUMER.INFO
+ *              shows the ack floor at N and nothing pending.
+ *   jspush     a durable push consumer (ack none) delivers the N messages to a core subscriber
+ *              on its own connection; msgs/s from the create request to the N-th delivery.
+ *   jspushack  the same with ack explicit, each delivery acked; until the ack floor reaches N.
+ *   kvput      a KV bucket's stream (KV_b on $KV.b.>, max_msgs_per_subject 1, allow_direct)
+ *              and sequential puts (publish to $KV.b.k<i mod --keys> with a reply, wait for the
+ *              PubAck): latency percentiles.
+ *   kvget      --keys puts, then sequential direct gets ($JS.API.DIRECT.GET.KV_b.$KV.b.k<i>),
+ *              each checked for its value: latency percentiles.
+ *   jspending  a memory stream of N messages, an explicit-ack consumer (ack_wait 1 h,
+ *              max_ack_pending above N) pulled N messages without acks (--fetch 1000 at a time):
+ *              the server's RSS growth per pending message.
+ *   jsidle     --consumers (10000) durable pull consumers on one empty stream, created with up
+ *              to --inflight requests outstanding: the server's RSS growth per consumer.
+ *
  * Output: every mode prints one machine-readable line, `RESULT mode=<mode> key=value ...`, and
  * one line for humans. On failure (a refused connection, an -ERR, a message that never arrived)
  * it prints `ndbench: <mode>: <why>` to stderr and exits 1. The throughput and reqrep modes add
@@ -143,6 +165,9 @@ typedef struct opts {
     const char *storage;
     const char *dir;
     int inflight;
+    uint64_t fetch; /* 0 = the mode's default */
+    uint64_t keys;
+    uint64_t consumers;
 } opts_t;
 
 static opts_t g_opt;
@@ -1557,14 +1582,10 @@ json_u64(const char *s, size_t n, const char *after, const char *key, const char
  * case JetStream comes up after the client port; anything else that is not a stream create
  * response fails the run. */
 static uint64_t
-js_stream_create(jsc_t *c, const char *name, const char *subject, const char *storage)
+js_stream_create_body(jsc_t *c, const char *name, const char *body)
 {
-    char subj[256], body[600];
+    char subj[256];
     snprintf(subj, sizeof subj, "$JS.API.STREAM.CREATE.%s", name);
-    snprintf(body, sizeof body,
-             "{\"name\":\"%s\",\"subjects\":[\"%s\"],\"storage\":\"%s\",\"retention\":\"limits\","
-             "\"num_replicas\":1}",
-             name, subject, storage);
     double deadline = now_s() + 2;
     ev_t ev;
     for (;;) {
@@ -1581,6 +1602,17 @@ js_stream_create(jsc_t *c, const char *name, const char *subject, const char *st
     if (memmem(ev.data, ev.len, "\"config\"", 8) == NULL)
         fail("%s: not a stream create response: %.*s", what, (int)ev.len, ev.data);
     return json_u64(ev.data, ev.len, "\"state\"", "messages", what);
+}
+
+static uint64_t
+js_stream_create(jsc_t *c, const char *name, const char *subject, const char *storage)
+{
+    char body[1024];
+    snprintf(body, sizeof body,
+             "{\"name\":\"%s\",\"subjects\":[\"%s\"],\"storage\":\"%s\",\"retention\":\"limits\","
+             "\"num_replicas\":1}",
+             name, subject, storage);
+    return js_stream_create_body(c, name, body);
 }
 
 /* Messages the stream holds now, from STREAM.INFO. */
@@ -1916,6 +1948,541 @@ mode_jscreate(void)
     return 0;
 }
 
+/* ---------------------------------------------------------------------------------------------- */
+/* JetStream consumer and KV modes */
+
+/* An output buffer: the acks (and the next pull request) of one read's worth of deliveries go
+ * out in one write. */
+typedef struct obuf {
+    char *p;
+    size_t len, cap;
+} obuf_t;
+
+static void
+ob_add(obuf_t *o, const void *d, size_t n)
+{
+    if (o->len + n > o->cap) {
+        size_t cap = o->cap ? o->cap : 64 * KIB;
+        while (cap < o->len + n)
+            cap *= 2;
+        char *np = realloc(o->p, cap);
+        if (np == NULL)
+            fail("out of memory (%zu bytes)", cap);
+        o->p = np;
+        o->cap = cap;
+    }
+    memcpy(o->p + o->len, d, n);
+    o->len += n;
+}
+
+static void
+ob_flush(obuf_t *o, int fd)
+{
+    if (o->len > 0)
+        write_all(fd, o->p, o->len);
+    o->len = 0;
+}
+
+/* Creates a durable consumer with $JS.API.CONSUMER.DURABLE.CREATE (nats-server 2.9 and natsd
+ * both know it); cfg holds the config members other than durable_name, without braces. */
+static void
+js_consumer_create(jsc_t *c, const char *stream, const char *durable, const char *cfg)
+{
+    char subj[512], body[1024], what[600];
+    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DURABLE.CREATE.%s.%s", stream, durable);
+    snprintf(body, sizeof body, "{\"stream_name\":\"%s\",\"config\":{\"durable_name\":\"%s\",%s}}",
+             stream, durable, cfg);
+    snprintf(what, sizeof what, "CONSUMER.DURABLE.CREATE %s > %s", stream, durable);
+    ev_t ev;
+    js_request(c, subj, body, &ev);
+    js_check_reply(&ev, what);
+    if (memmem(ev.data, ev.len, "\"config\"", 8) == NULL)
+        fail("%s: not a consumer create response: %.*s", what, (int)ev.len, ev.data);
+}
+
+/* CONSUMER.INFO: the ack floor's stream sequence and num_ack_pending. */
+static void
+js_consumer_acks(jsc_t *c, const char *stream, const char *cons, uint64_t *floor, uint64_t *pend)
+{
+    char subj[512], what[600];
+    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.INFO.%s.%s", stream, cons);
+    snprintf(what, sizeof what, "CONSUMER.INFO %s > %s", stream, cons);
+    ev_t ev;
+    js_request(c, subj, "", &ev);
+    js_check_reply(&ev, what);
+    *floor = json_u64(ev.data, ev.len, "\"ack_floor\"", "stream_seq", what);
+    *pend = json_u64(ev.data, ev.len, NULL, "num_ack_pending", what);
+}
+
+/* Polls CONSUMER.INFO until the server has processed every ack (ack floor at `last`, nothing
+ * pending): acks are fire-and-forget, so only then is the work done. */
+static void
+js_wait_all_acked(jsc_t *c, const char *stream, const char *cons, uint64_t last)
+{
+    double deadline = now_s() + g_opt.timeout;
+    uint64_t floor, pend;
+    for (;;) {
+        js_consumer_acks(c, stream, cons, &floor, &pend);
+        if (floor >= last && pend == 0)
+            return;
+        if (now_s() > deadline)
+            fail("consumer %s: ack floor %" PRIu64 " of %" PRIu64 ", %" PRIu64
+                 " pending after --timeout",
+                 cons, floor, last, pend);
+        sleep_us(200);
+    }
+}
+
+/* Creates the stream (file storage unless --storage) and fills it with n messages; the stream
+ * must be new (a consumer mode counts on exactly n messages). Untimed. */
+static void
+js_preload(jsc_t *c, const char *stream, const char *subject, const char *storage, uint64_t n)
+{
+    uint64_t base = js_stream_create(c, stream, subject, storage);
+    if (base != 0)
+        fail("stream %s already holds %" PRIu64 " messages: run against a fresh server", stream,
+             base);
+    js_publish_async(c, subject, n, false);
+    js_expect_msgs(c, stream, n);
+}
+
+/* Reads deliveries on r until *got reaches `until`, adding an +ACK for each to o when `ack`
+ * (o is flushed before every read, so acks leave in one write per read). A delivery must carry
+ * a $JS.ACK reply when acked and the payload size sent; a status message (an HMSG with a code:
+ * 408 request expired, 409, 404 no messages) fails the run. */
+static void
+cons_read(rd_t *r, int fd, obuf_t *o, uint64_t until, bool ack, uint64_t *got)
+{
+    ev_t ev;
+    while (*got < until) {
+        int k = rd_parse(r, &ev, true);
+        switch (k) {
+        case EV_NONE:
+            ob_flush(o, fd);
+            if (!rd_fill(r))
+                fail("the server closed the connection after %" PRIu64 " messages", *got);
+            break;
+        case EV_MSG: {
+            int st = js_status(&ev);
+            if (st != 0) {
+                const char *eol = memchr(ev.data, '\r', ev.hdr_len);
+                fail("status message after %" PRIu64 " messages: %.*s", *got,
+                     eol ? (int)(eol - ev.data) : (int)ev.hdr_len, ev.data);
+            }
+            if (ev.len - ev.hdr_len != g_opt.size)
+                fail("delivery of %zu bytes, %zu expected", ev.len - ev.hdr_len, g_opt.size);
+            (*got)++;
+            if (ack) {
+                if (ev.reply == NULL || ev.reply_len < 8 || memcmp(ev.reply, "$JS.ACK.", 8) != 0)
+                    fail("a delivery without a $JS.ACK reply: %.*s", (int)ev.line_len, ev.line);
+                ob_add(o, "PUB ", 4);
+                ob_add(o, ev.reply, ev.reply_len);
+                ob_add(o, " 4\r\n+ACK\r\n", 10);
+            }
+            break;
+        }
+        case EV_PING:
+            ob_add(o, "PONG\r\n", 6);
+            break;
+        case EV_INFO:
+            note_info(&ev);
+            break;
+        case EV_ERR:
+            fail("server error: %.*s", (int)ev.line_len, ev.line);
+        default:
+            break;
+        }
+    }
+}
+
+/* Adds a pull request for `batch` messages ($JS.API.CONSUMER.MSG.NEXT, replies to <inbox>.f). */
+static void
+pull_request(obuf_t *o, const jsc_t *c, const char *stream, const char *cons, uint64_t batch)
+{
+    char body[128], rec[768];
+    int bl = snprintf(body, sizeof body, "{\"batch\":%" PRIu64 ",\"expires\":%" PRId64 "}", batch,
+                      (int64_t)(g_opt.timeout * 1e9));
+    int rl = snprintf(rec, sizeof rec, "PUB $JS.API.CONSUMER.MSG.NEXT.%s.%s %s.f %d\r\n%s\r\n",
+                      stream, cons, c->inbox, bl, body);
+    if (rl < 0 || (size_t)rl >= sizeof rec)
+        fail("pull request too long");
+    ob_add(o, rec, (size_t)rl);
+}
+
+/* Pulls n messages in batches of `batch` (one pull request outstanding, the next sent when the
+ * previous one is filled, as a client's fetch loop does), acking each when `ack`. */
+static void
+pull_all(jsc_t *c, obuf_t *o, const char *stream, const char *cons, uint64_t n, uint64_t batch,
+         bool ack)
+{
+    uint64_t got = 0, asked = 0;
+    while (got < n) {
+        uint64_t k = n - asked < batch ? n - asked : batch;
+        pull_request(o, c, stream, cons, k);
+        asked += k;
+        cons_read(&c->rd, c->fd, o, asked, ack, &got);
+    }
+    ob_add(o, "PING\r\n", 6);
+    ob_flush(o, c->fd);
+    rd_wait_pong(&c->rd, NULL);
+}
+
+/* jspull: a durable pull consumer fetching preloaded messages in batches, acking each one. */
+static int
+mode_jspull(void)
+{
+    uint64_t n = msgs_or(200000), batch = g_opt.fetch ? g_opt.fetch : 100;
+    const char *stream = stream_or("NDBENCH"), *subject = subject_or("ndbench.js");
+    const char *storage = g_opt.storage ? g_opt.storage : "file";
+    jsc_t c;
+    js_open(&c);
+    js_preload(&c, stream, subject, storage, n);
+    js_consumer_create(&c, stream, "PULL",
+                       "\"deliver_policy\":\"all\",\"ack_policy\":\"explicit\","
+                       "\"ack_wait\":30000000000,\"max_ack_pending\":10000,\"max_waiting\":512");
+    obuf_t o = {0};
+    cpu_begin();
+    double t0 = now_s();
+    pull_all(&c, &o, stream, "PULL", n, batch, true);
+    js_wait_all_acked(&c, stream, "PULL", n);
+    double secs = now_s() - t0;
+    char kv[96], hc[96], h[32];
+    cpu_end(n, "msg", kv, sizeof kv, hc, sizeof hc);
+    double rate = (double)n / secs;
+    human_rate(h, sizeof h, rate);
+    printf("RESULT mode=jspull msgs=%" PRIu64 " size=%zu batch=%" PRIu64 " storage=%s "
+           "secs=%.4f msgs_per_s=%.0f%s\n",
+           n, g_opt.size, batch, storage, secs, rate, kv);
+    printf("jspull: %" PRIu64 " msgs of %zu B from a %s stream, fetched %" PRIu64
+           " at a time, each acked, in %.3f s: %s msgs/s%s\n",
+           n, g_opt.size, storage, batch, secs, h, hc);
+    free(o.p);
+    js_close(&c);
+    return 0;
+}
+
+/* jspush and jspushack: a push consumer delivering preloaded messages to a core subscriber on
+ * its own connection (ack none; jspushack: explicit, each message acked on that connection).
+ * The clock runs from the create request to the n-th delivery (with acks: to the ack floor
+ * reaching n), so it includes the consumer's start. */
+static int
+push_mode(const char *mode, bool ack)
+{
+    uint64_t n = msgs_or(500000);
+    const char *stream = stream_or("NDBENCH"), *subject = subject_or("ndbench.js");
+    const char *storage = g_opt.storage ? g_opt.storage : "file";
+    jsc_t c;
+    js_open(&c);
+    js_preload(&c, stream, subject, storage, n);
+    char dsubj[96], extra[160];
+    snprintf(dsubj, sizeof dsubj, "ndbench.push.%d", (int)getpid());
+    snprintf(extra, sizeof extra, "SUB %s 1\r\n", dsubj);
+    rd_t r;
+    int fd = conn_open_with(&r, RD_INITIAL, CONNECT_LINE_JS, extra);
+
+    /* The create request goes out first and its answer is read after the deliveries: they
+     * queue in the subscriber's socket meanwhile, and a failed create shows as no deliveries
+     * (after --timeout) followed by the create's error. */
+    char cfg[512], subj[512], body[1024];
+    snprintf(cfg, sizeof cfg,
+             "\"deliver_subject\":\"%s\",\"deliver_policy\":\"all\",\"ack_policy\":\"%s\"%s", dsubj,
+             ack ? "explicit" : "none",
+             ack ? ",\"ack_wait\":30000000000,\"max_ack_pending\":10000" : "");
+    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DURABLE.CREATE.%s.PUSH", stream);
+    snprintf(body, sizeof body,
+             "{\"stream_name\":\"%s\",\"config\":{\"durable_name\":\"PUSH\",%s}}", stream, cfg);
+    char rec[1600];
+    int rl = snprintf(rec, sizeof rec, "PUB %s %s.r%" PRIu64 " %zu\r\n%s\r\n", subj, c.inbox,
+                      ++c.req, strlen(body), body);
+    obuf_t o = {0};
+    cpu_begin();
+    double t0 = now_s();
+    write_all(c.fd, rec, (size_t)rl);
+    uint64_t got = 0;
+    cons_read(&r, fd, &o, n, ack, &got);
+    ob_add(&o, "PING\r\n", 6);
+    ob_flush(&o, fd);
+    rd_wait_pong(&r, NULL);
+    ev_t ev;
+    while (rd_next(&c.rd, &ev, false) != EV_MSG) {
+    }
+    js_check_reply(&ev, "CONSUMER.DURABLE.CREATE (push)");
+    if (ack)
+        js_wait_all_acked(&c, stream, "PUSH", n);
+    double secs = now_s() - t0;
+    char kv[96], hc[96], h[32];
+    cpu_end(n, "msg", kv, sizeof kv, hc, sizeof hc);
+    double rate = (double)n / secs;
+    human_rate(h, sizeof h, rate);
+    printf("RESULT mode=%s msgs=%" PRIu64 " size=%zu ack=%s storage=%s secs=%.4f "
+           "msgs_per_s=%.0f%s\n",
+           mode, n, g_opt.size, ack ? "explicit" : "none", storage, secs, rate, kv);
+    printf("%s: %" PRIu64 " msgs of %zu B pushed from a %s stream to one subscriber%s in %.3f "
+           "s: %s msgs/s%s\n",
+           mode, n, g_opt.size, storage, ack ? ", each acked," : "", secs, h, hc);
+    free(o.p);
+    close(fd);
+    rd_free(&r);
+    js_close(&c);
+    return 0;
+}
+
+static int
+mode_jspush(void)
+{
+    return push_mode("jspush", false);
+}
+
+static int
+mode_jspushack(void)
+{
+    return push_mode("jspushack", true);
+}
+
+/* The KV bucket `b` as the clients make it: stream KV_b on $KV.b.>, one message per subject,
+ * direct gets allowed. */
+static void
+kv_bucket(jsc_t *c, const char *storage)
+{
+    char body[600];
+    snprintf(body, sizeof body,
+             "{\"name\":\"KV_b\",\"subjects\":[\"$KV.b.>\"],\"storage\":\"%s\","
+             "\"retention\":\"limits\",\"max_msgs_per_subject\":1,\"discard\":\"new\","
+             "\"allow_direct\":true,\"allow_rollup_hdrs\":true,\"deny_delete\":true,"
+             "\"num_replicas\":1}",
+             storage);
+    js_stream_create_body(c, "KV_b", body);
+}
+
+/* One KV put of key k<key>: a publish to $KV.b.k<key> with a reply, written to fd. */
+static void
+kv_put_send(const jsc_t *c, uint64_t key, const char *payload)
+{
+    char rec[512];
+    int hl =
+        snprintf(rec, sizeof rec, "PUB $KV.b.k%" PRIu64 " %s.a %zu\r\n", key, c->inbox, g_opt.size);
+    size_t tot = (size_t)hl + g_opt.size + 2;
+    char *buf = tot <= sizeof rec ? rec : xmalloc(tot);
+    if (buf != rec)
+        memcpy(buf, rec, (size_t)hl);
+    memcpy(buf + hl, payload, g_opt.size);
+    memcpy(buf + hl + g_opt.size, "\r\n", 2);
+    write_all(c->fd, buf, tot);
+    if (buf != rec)
+        free(buf);
+}
+
+static void
+print_latency(const char *mode, const char *what, uint64_t *lat, uint64_t n, double secs,
+              const char *kv, const char *hc)
+{
+    double sum = 0;
+    for (uint64_t i = 0; i < n; i++)
+        sum += (double)lat[i];
+    qsort(lat, n, sizeof *lat, cmp_u64);
+    double p50 = pct_us(lat, n, 50), p90 = pct_us(lat, n, 90), p99 = pct_us(lat, n, 99);
+    double mx = (double)lat[n - 1] / 1e3, mean = sum / (double)n / 1e3;
+    printf("RESULT mode=%s ops=%" PRIu64 " size=%zu keys=%" PRIu64 " p50_us=%.1f p90_us=%.1f "
+           "p99_us=%.1f max_us=%.1f mean_us=%.1f ops_per_s=%.0f%s\n",
+           mode, n, g_opt.size, g_opt.keys, p50, p90, p99, mx, mean, (double)n / secs, kv);
+    printf("%s: %" PRIu64 " %s of %zu B over %" PRIu64 " keys, one at a time: p50 %.1f us, p90 "
+           "%.1f us, p99 %.1f us, max %.1f us (mean %.1f us, %.0f ops/s)%s\n",
+           mode, n, what, g_opt.size, g_opt.keys, p50, p90, p99, mx, mean, (double)n / secs, hc);
+}
+
+/* kvput: sequential puts over --keys keys, each waiting for its PubAck. */
+static int
+mode_kvput(void)
+{
+    uint64_t n = msgs_or(20000), keys = g_opt.keys;
+    const char *storage = g_opt.storage ? g_opt.storage : "file";
+    jsc_t c;
+    js_open(&c);
+    kv_bucket(&c, storage);
+    check_payload();
+    char *payload = xmalloc(g_opt.size);
+    for (size_t j = 0; j < g_opt.size; j++)
+        payload[j] = (char)('a' + j % 26);
+    uint64_t *lat = xcalloc(n, sizeof *lat);
+    cpu_begin();
+    uint64_t total = g_opt.warmup + n;
+    double t0 = 0;
+    for (uint64_t i = 0; i < total; i++) {
+        if (i == g_opt.warmup) {
+            cpu_begin();
+            t0 = now_s();
+        }
+        uint64_t a = now_ns();
+        kv_put_send(&c, i % keys, payload);
+        if (js_take_acks(&c, false) != 1)
+            fail("more than one PubAck for one put");
+        if (i >= g_opt.warmup)
+            lat[i - g_opt.warmup] = now_ns() - a;
+    }
+    double secs = now_s() - t0;
+    char kv[96], hc[96];
+    cpu_end(n, "put", kv, sizeof kv, hc, sizeof hc);
+    uint64_t want = total < keys ? total : keys;
+    js_expect_msgs(&c, "KV_b", want);
+    print_latency("kvput", "puts", lat, n, secs, kv, hc);
+    free(lat);
+    free(payload);
+    js_close(&c);
+    return 0;
+}
+
+/* kvget: --keys keys put first (untimed), then sequential direct gets of the last message of
+ * $KV.b.k<i> ($JS.API.DIRECT.GET.KV_b.$KV.b.k<i>), each checked for its payload. */
+static int
+mode_kvget(void)
+{
+    uint64_t n = msgs_or(20000), keys = g_opt.keys;
+    const char *storage = g_opt.storage ? g_opt.storage : "file";
+    jsc_t c;
+    js_open(&c);
+    kv_bucket(&c, storage);
+    check_payload();
+    char *payload = xmalloc(g_opt.size);
+    for (size_t j = 0; j < g_opt.size; j++)
+        payload[j] = (char)('a' + j % 26);
+    for (uint64_t k = 0; k < keys; k++) {
+        kv_put_send(&c, k, payload);
+        if (js_take_acks(&c, false) != 1)
+            fail("more than one PubAck for one put");
+    }
+    js_expect_msgs(&c, "KV_b", keys);
+    uint64_t *lat = xcalloc(n, sizeof *lat);
+    cpu_begin();
+    uint64_t total = g_opt.warmup + n;
+    double t0 = 0;
+    ev_t ev;
+    for (uint64_t i = 0; i < total; i++) {
+        if (i == g_opt.warmup) {
+            cpu_begin();
+            t0 = now_s();
+        }
+        char rec[512];
+        int rl = snprintf(rec, sizeof rec,
+                          "PUB $JS.API.DIRECT.GET.KV_b.$KV.b.k%" PRIu64 " %s.g 0\r\n\r\n", i % keys,
+                          c.inbox);
+        uint64_t a = now_ns();
+        write_all(c.fd, rec, (size_t)rl);
+        while (rd_next(&c.rd, &ev, false) != EV_MSG) {
+        }
+        uint64_t b = now_ns();
+        js_check_reply(&ev, "DIRECT.GET");
+        if (ev.len - ev.hdr_len != g_opt.size)
+            fail("DIRECT.GET: a value of %zu bytes, %zu expected", ev.len - ev.hdr_len, g_opt.size);
+        if (i >= g_opt.warmup)
+            lat[i - g_opt.warmup] = b - a;
+    }
+    double secs = now_s() - t0;
+    char kv[96], hc[96];
+    cpu_end(n, "get", kv, sizeof kv, hc, sizeof hc);
+    print_latency("kvget", "direct gets", lat, n, secs, kv, hc);
+    free(lat);
+    free(payload);
+    js_close(&c);
+    return 0;
+}
+
+/* jspending: the server's RSS growth per delivered, unacknowledged message. The stream is in
+ * memory by default, filled before the first reading, so that the growth is the consumer's
+ * pending state (and not a file store's block cache); ack_wait is an hour, so nothing is
+ * redelivered while the readings are taken. */
+static int
+mode_jspending(void)
+{
+    uint64_t n = msgs_or(200000), batch = g_opt.fetch ? g_opt.fetch : 1000;
+    const char *stream = stream_or("NDBENCH"), *subject = subject_or("ndbench.js");
+    const char *storage = g_opt.storage ? g_opt.storage : "memory";
+    pid_t pid = find_server_pid(true);
+    jsc_t c;
+    js_open(&c);
+    js_preload(&c, stream, subject, storage, n);
+    char cfg[256];
+    snprintf(cfg, sizeof cfg,
+             "\"deliver_policy\":\"all\",\"ack_policy\":\"explicit\",\"ack_wait\":3600000000000,"
+             "\"max_ack_pending\":%" PRIu64 ",\"max_waiting\":512",
+             n + 1000);
+    js_consumer_create(&c, stream, "PEND", cfg);
+    sleep_us((long)g_opt.settle_ms * 1000);
+    long before = rss_kb(pid);
+    obuf_t o = {0};
+    double t0 = now_s();
+    pull_all(&c, &o, stream, "PEND", n, batch, false);
+    double secs = now_s() - t0;
+    uint64_t floor, pend;
+    js_consumer_acks(&c, stream, "PEND", &floor, &pend);
+    if (pend != n)
+        fail("consumer PEND has %" PRIu64 " acks pending, %" PRIu64 " expected", pend, n);
+    sleep_us((long)g_opt.settle_ms * 1000);
+    long after = rss_kb(pid);
+    double per = ((double)after - (double)before) * 1024.0 / (double)n;
+    printf("RESULT mode=jspending msgs=%" PRIu64 " size=%zu batch=%" PRIu64 " storage=%s pid=%d "
+           "rss_before_kb=%ld rss_after_kb=%ld bytes_per_pending=%.1f msgs_per_s=%.0f\n",
+           n, g_opt.size, batch, storage, (int)pid, before, after, per, (double)n / secs);
+    printf("jspending: %" PRIu64 " msgs pulled from a %s stream and left unacked; server RSS "
+           "%ld -> %ld KiB: %.1f B per pending message\n",
+           n, storage, before, after, per);
+    free(o.p);
+    js_close(&c);
+    return 0;
+}
+
+/* jsidle: --consumers durable pull consumers on one empty stream (file storage unless
+ * --storage), created with up to --inflight requests outstanding: the server's RSS growth per
+ * consumer, and the creation rate. */
+static int
+mode_jsidle(void)
+{
+    uint64_t n = g_opt.consumers;
+    const char *stream = stream_or("NDBENCH"), *subject = subject_or("ndbench.js");
+    const char *storage = g_opt.storage ? g_opt.storage : "file";
+    pid_t pid = find_server_pid(true);
+    jsc_t c;
+    js_open(&c);
+    js_stream_create(&c, stream, subject, storage);
+    sleep_us((long)g_opt.settle_ms * 1000);
+    long before = rss_kb(pid);
+    uint64_t w = (uint64_t)g_opt.inflight, sent = 0, got = 0;
+    double t0 = now_s();
+    ev_t ev;
+    while (got < n) {
+        if (sent < n && sent - got < w) {
+            char subj[512], body[600], rec[1200];
+            snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DURABLE.CREATE.%s.I%" PRIu64, stream,
+                     sent + 1);
+            int bl = snprintf(body, sizeof body,
+                              "{\"stream_name\":\"%s\",\"config\":{\"durable_name\":\"I%" PRIu64
+                              "\",\"deliver_policy\":\"all\",\"ack_policy\":\"explicit\"}}",
+                              stream, sent + 1);
+            int rl = snprintf(rec, sizeof rec, "PUB %s %s.c %d\r\n%s\r\n", subj, c.inbox, bl, body);
+            write_all(c.fd, rec, (size_t)rl);
+            sent++;
+            continue;
+        }
+        while (rd_next(&c.rd, &ev, false) != EV_MSG) {
+        }
+        js_check_reply(&ev, "CONSUMER.DURABLE.CREATE");
+        if (memmem(ev.data, ev.len, "\"config\"", 8) == NULL)
+            fail("not a consumer create response: %.*s", (int)ev.len, ev.data);
+        got++;
+    }
+    double secs = now_s() - t0;
+    sleep_us((long)g_opt.settle_ms * 1000);
+    long after = rss_kb(pid);
+    double per = ((double)after - (double)before) * 1024.0 / (double)n;
+    printf("RESULT mode=jsidle consumers=%" PRIu64 " storage=%s pid=%d rss_before_kb=%ld "
+           "rss_after_kb=%ld bytes_per_consumer=%.0f creates_per_s=%.0f\n",
+           n, storage, (int)pid, before, after, per, (double)n / secs);
+    printf("jsidle: %" PRIu64 " idle durable pull consumers on a %s stream, created in %.2f s "
+           "(%.0f/s); server RSS %ld -> %ld KiB: %.0f B per consumer\n",
+           n, storage, secs, (double)n / secs, before, after, per);
+    js_close(&c);
+    return 0;
+}
+
 /* No server: the rate of one write + fsync per message on a file in --dir, the baseline that
  * group commit under `sync_interval: always` is measured against. A record is the message plus
  * about what a file store adds to it (a header, the subject, a checksum). */
@@ -1992,12 +2559,14 @@ usage(FILE *f)
         "Usage: ndbench MODE [options]\n"
         "Modes: pub pubsub fanout queue reqrep idleconns subs wait\n"
         "       jspub jspubid jssync jsmem jscreate jsfsync fsync (see the source's header)\n"
+        "       jspull jspush jspushack kvput kvget jspending jsidle (consumers and KV)\n"
         "  -s, --server HOST    server address (default 127.0.0.1)\n"
         "  -p, --port PORT      server port (default 4222)\n"
         "  -n, --msgs N         messages (pub 10M, pubsub 4M, fanout 2M, queue 3M) or\n"
         "                       requests (reqrep 20000); jspub 1M, jspubid 500k, jssync 20000,\n"
         "                       jsmem 1M, jsfsync 50000 messages; jscreate 1000 streams;\n"
-        "                       fsync 2000 appends\n"
+        "                       fsync 2000 appends; jspull, jspending 200k, jspush(ack) 500k\n"
+        "                       preloaded messages; kvput, kvget 20000 operations\n"
         "  -z, --size BYTES     payload size (default 16)\n"
         "  -P, --pubs P         publishers in the pub mode (default 1)\n"
         "  -k, --subs K         subscribers in the fanout mode (default 5)\n"
@@ -2014,14 +2583,17 @@ usage(FILE *f)
         "      --settle MS      pause before the second RSS reading (default 500)\n"
         "      --batch N        idleconns connections awaiting their PONG at once (default "
         "256)\n"
-        "      --inflight N     PubAcks outstanding in jspub, jspubid, jsmem, jsfsync (default "
-        "256)\n"
+        "      --inflight N     PubAcks outstanding in jspub, jspubid, jsmem, jsfsync and the\n"
+        "                       preloads, consumer creates outstanding in jsidle (default 256)\n"
         "      --stream NAME    stream of the js modes (default NDBENCH; jscreate: prefix, NDBC)\n"
         "      --storage KIND   file or memory (default file; jsmem memory)\n"
         "      --dir DIR        directory of the fsync mode (on the store's disk)\n"
+        "      --fetch N        pull batch of jspull (default 100) and jspending (1000)\n"
+        "      --keys K         keys of kvput and kvget (default 1000)\n"
+        "      --consumers C    idle consumers of jsidle (default 10000)\n"
         "  -h, --help\n"
         "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n"
-        "Run idleconns, subs and jsmem against a freshly started server.\n");
+        "Run idleconns, subs, jsmem, jspending and jsidle against a freshly started server.\n");
 }
 
 static uint64_t
@@ -2058,6 +2630,9 @@ main(int argc, char **argv)
         O_STORAGE,
         O_DIR,
         O_INFLIGHT,
+        O_FETCH,
+        O_KEYS,
+        O_CONSUMERS,
     };
     static const struct option longopts[] = {
         {"server", required_argument, NULL, 's'},
@@ -2081,6 +2656,9 @@ main(int argc, char **argv)
         {"storage", required_argument, NULL, O_STORAGE},
         {"dir", required_argument, NULL, O_DIR},
         {"inflight", required_argument, NULL, O_INFLIGHT},
+        {"fetch", required_argument, NULL, O_FETCH},
+        {"keys", required_argument, NULL, O_KEYS},
+        {"consumers", required_argument, NULL, O_CONSUMERS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -2100,6 +2678,8 @@ main(int argc, char **argv)
         .settle_ms = 500,
         .batch = 256,
         .inflight = 256,
+        .keys = 1000,
+        .consumers = 10000,
     };
     int c;
     while ((c = getopt_long(argc, argv, "s:p:n:z:P:k:q:c:N:h", longopts, NULL)) != -1) {
@@ -2171,6 +2751,15 @@ main(int argc, char **argv)
         case O_INFLIGHT:
             g_opt.inflight = (int)parse_u64("--inflight", optarg);
             break;
+        case O_FETCH:
+            g_opt.fetch = parse_u64("--fetch", optarg);
+            break;
+        case O_KEYS:
+            g_opt.keys = parse_u64("--keys", optarg);
+            break;
+        case O_CONSUMERS:
+            g_opt.consumers = parse_u64("--consumers", optarg);
+            break;
         case 'h':
             usage(stdout);
             return 0;
@@ -2186,7 +2775,7 @@ main(int argc, char **argv)
     g_opt.mode = g_mode = argv[optind];
     if (g_opt.pubs < 1 || g_opt.subs < 1 || g_opt.members < 1 || g_opt.conns < 1 ||
         g_opt.nsubs < 1 || g_opt.batch < 1 || g_opt.timeout <= 0 || g_opt.window < 1 ||
-        g_opt.inflight < 1) {
+        g_opt.inflight < 1 || g_opt.keys < 1 || g_opt.consumers < 1) {
         fprintf(stderr, "ndbench: counts must be at least 1 and --timeout positive\n");
         return 2;
     }
@@ -2211,6 +2800,9 @@ main(int argc, char **argv)
         {"subs", mode_subs},         {"wait", mode_wait},       {"jspub", mode_jspub},
         {"jspubid", mode_jspubid},   {"jssync", mode_jssync},   {"jsmem", mode_jsmem},
         {"jscreate", mode_jscreate}, {"jsfsync", mode_jsfsync}, {"fsync", mode_fsync},
+        {"jspull", mode_jspull},     {"jspush", mode_jspush},   {"jspushack", mode_jspushack},
+        {"kvput", mode_kvput},       {"kvget", mode_kvget},     {"jspending", mode_jspending},
+        {"jsidle", mode_jsidle},
     };
     for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
         if (strcmp(modes[i].name, g_opt.mode) == 0)
