@@ -138,12 +138,16 @@ next_frame(conn_t *c, frame_t *f, int timeout_ms)
             line[ll] = '\0';
             bool hmsg = strncmp(line, "HMSG ", 5) == 0;
             if (hmsg || strncmp(line, "MSG ", 4) == 0) {
-                char *tok[6];
+                char copy[600], *save = NULL;
+                memcpy(copy, line, ll + 1);
+                char *tok[8];
                 int nt = 0;
-                for (char *s = strtok(line, " "); s != NULL && nt < 6; s = strtok(NULL, " "))
+                for (char *s = strtok_r(line, " ", &save); s != NULL && nt < 8;
+                     s = strtok_r(NULL, " ", &save))
                     tok[nt++] = s;
                 int want = hmsg ? 5 : 4; /* without reply */
-                STRESS_CHECK(nt == want || nt == want + 1, "bad frame line");
+                STRESS_CHECK(nt == want || nt == want + 1, "conn %d: bad frame line %s", c->id,
+                             copy);
                 size_t hl = 0, tl;
                 if (hmsg) {
                     hl = strtoul(tok[nt - 2], NULL, 10);
