@@ -12,6 +12,8 @@
 #include "util/hex.h"
 
 #include <errno.h>
+#include <float.h>
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -322,7 +324,12 @@ parse_number(parser_t *ps)
             return json_integer(v);
         }
     }
-    json_t *r = json_real(strtod(text, NULL));
+    /* jansson has no infinity: an out-of-range literal keeps its sign at the largest double, and
+     * its text (below) is what an "cannot unmarshal number" error shows, as Go's */
+    double d = strtod(text, NULL);
+    if (isinf(d))
+        d = d > 0 ? DBL_MAX : -DBL_MAX;
+    json_t *r = json_real(d);
     nd_apijson_t *o = ps->out;
     o->nums = nd_xrealloc(o->nums, (o->nnums + 1) * sizeof *o->nums);
     o->nums[o->nnums].v = r;

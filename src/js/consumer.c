@@ -42,6 +42,10 @@
 #define INTEREST_MIN     (100 * 1000000LL)    /* push: recheck interest after 100 ms ... */
 #define INTEREST_MAX     (1000 * 1000000LL)   /* ... backing off to 1 s */
 #define FC_LIMIT         (32u << 20)          /* nats-server's JsFlowControlMaxPending */
+/* Messages waiting in a consumer's mailbox (acks, pull requests): a flood of pull requests
+ * is answered (409 Exceeded MaxWaiting) as fast as it comes, so only a burst past this many
+ * finds the mailbox full. */
+#define CONSUMER_QUEUE_LIMIT 262144
 
 /* ---- references ---- */
 
@@ -89,6 +93,12 @@ js_consumer_new(nd_stream_t *st, nd_consumer_cfg_t *cfg, int64_t created)
 }
 
 /* ---- small helpers ---- */
+
+static int64_t
+sat_add(int64_t a, int64_t b)
+{
+    return b > 0 && a > INT64_MAX - b ? INT64_MAX : a + b;
+}
 
 static bool
 is_push(const nd_consumer_t *c)
@@ -1063,39 +1073,42 @@ static void pull_request(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, con
 static void
 on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
 {
+    /* nats-server 2.11's processAck: stream sequence 0 is never answered; an ack, +NXT or +TERM
+     * of a sequence not delivered yet changes nothing, and such an ack or +TERM is not answered
+     * either; +NXT asks for more whatever it acked. The subscription lets only the five number
+     * tokens through: one that is not a number reads as Go's uint64(-1), as nats-server's. */
     js_ack_subj_t a;
-    if (!js_ack_subj_parse(m->subject, m->subject_len, &a))
-        return;
+    if (!js_ack_subj_parse(m->subject, m->subject_len, &a)) {
+        memset(&a, 0, sizeof a);
+        a.sseq = UINT64_MAX;
+    }
     js_ack_body_t b;
     js_ack_body_parse(m->data, m->data_len, &b);
-    if (a.sseq >= c->sseq && a.sseq > c->dsseq)
-        return; /* never delivered: a forged ack, ignored without a reply (2.11) */
+    bool delivered = a.sseq != 0 && a.sseq < c->sseq;
+    bool answer = a.sseq != 0;
     int64_t now = js_now();
     c->last_active = now;
-    if (!acks(c)) {
-        if (b.kind == JS_ACK_NEXT && !is_push(c))
-            pull_request(ctx, c, m->reply, b.arg, b.arg_len);
-        return;
-    }
-    js_pend_t *p = pend_find(c, a.sseq);
+    js_pend_t *p = acks(c) && a.sseq != 0 ? pend_find(c, a.sseq) : NULL;
     if (p != NULL && c->cfg.ack_policy == ND_ACK_EXPLICIT &&
         (b.kind == JS_ACK_ACK || b.kind == JS_ACK_NEXT))
         js_pace_sample_ack(ctx, c, a.sseq, a.dseq, a.delivered, p->ts);
     switch (b.kind) {
     case JS_ACK_ACK:
-        ack_one(c, a.sseq, now);
-        dack_add(c, m);
+        if (delivered && acks(c))
+            ack_one(c, a.sseq, now);
+        answer = answer && delivered;
         break;
     case JS_ACK_NEXT:
-        ack_one(c, a.sseq, now);
+        if (delivered && acks(c))
+            ack_one(c, a.sseq, now);
         if (!is_push(c) && m->reply_len > 0) {
             char *reply = nd_xstrndup(m->reply, m->reply_len);
             pull_request(ctx, c, reply, b.arg, b.arg_len);
             nd_free(reply);
         }
+        answer = false;
         break;
     case JS_ACK_NONE: /* nats-server does nothing, but answers a double ack */
-        dack_add(c, m);
         break;
     case JS_ACK_NAK:
         if (p != NULL) {
@@ -1113,7 +1126,6 @@ on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
             json_object_set_new(o, "deliveries", json_integer((json_int_t)p->dc));
             advise(ctx, c, "MSG_NAKED", "io.nats.jetstream.advisory.v1.nak", o);
         }
-        dack_add(c, m);
         break;
     case JS_ACK_PROGRESS:
         if (p != NULL) {
@@ -1121,7 +1133,6 @@ on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
             nd_store_ttls_push(&c->rdl, now + ack_wait_for(c, p->dc), a.sseq);
             c->dirty = true;
         }
-        dack_add(c, m);
         break;
     case JS_ACK_TERM:
         if (p != NULL) {
@@ -1135,9 +1146,11 @@ on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
                 json_object_set_new(o, "reason", json_stringn(b.arg, b.arg_len));
             advise(ctx, c, "MSG_TERMINATED", "io.nats.jetstream.advisory.v1.terminated", o);
         }
-        dack_add(c, m);
+        answer = answer && delivered;
         break;
     }
+    if (answer)
+        dack_add(c, m);
 }
 
 /* ---- pull requests ---- */
@@ -1187,9 +1200,10 @@ pull_request(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, const char *bod
     w.reply = nd_xstrdup(reply);
     w.n = r.batch;
     w.b = r.max_bytes;
-    w.expires = r.expires_ns > 0 ? now + r.expires_ns : 0;
+    /* a negative expiry has passed already (408 at once); a huge one saturates, as Go's */
+    w.expires = r.expires_ns == 0 ? 0 : r.expires_ns < 0 ? now : sat_add(now, r.expires_ns);
     w.hb_ns = r.heartbeat_ns;
-    w.hbt = r.heartbeat_ns > 0 ? now + r.heartbeat_ns : 0;
+    w.hbt = r.heartbeat_ns > 0 ? sat_add(now, r.heartbeat_ns) : 0;
     w.no_wait = r.no_wait;
     wq_push(c, &w);
 }
@@ -1669,7 +1683,7 @@ js_consumer_spawn(nd_ctx_t *ctx, nd_consumer_t *c)
     c->fc_window = FC_LIMIT / 16;
     const char *subj[4];
     size_t n = 0;
-    char *ack = js_path("%s>", c->ack_prefix);
+    char *ack = js_path("%s*.*.*.*.*", c->ack_prefix); /* nats-server's five tokens */
     char *next = js_path("$JS.API.CONSUMER.MSG.NEXT.%s.%s", st->name, c->name);
     char *fc = js_path("%s*", c->fc_prefix);
     char *dnext = NULL;
@@ -1685,7 +1699,7 @@ js_consumer_spawn(nd_ctx_t *ctx, nd_consumer_t *c)
     js_consumer_ref(c); /* the actor's */
     pthread_mutex_lock(&st->mu);
     nd_iclient_spawn(ctx, st->jsa->js->srv, st->jsa->acct, ND_CONN_SYSTEM, "js-consumer", subj,
-                     n, 0, &consumer_hooks, c, &c->ic);
+                     n, CONSUMER_QUEUE_LIMIT, &consumer_hooks, c, &c->ic);
     pthread_mutex_unlock(&st->mu);
     nd_free(ack);
     nd_free(next);
@@ -1793,6 +1807,16 @@ do_delete(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     if (c->stopped) {
         delete_drop(d);
         return;
+    }
+    if (c->create_reply != NULL) {
+        /* deleted before it was ready (its stream went): the create still gets an answer */
+        nd_jserr_t err;
+        nd_jserr_set(&err, ND_JSE_STREAM_NOT_FOUND, NULL);
+        js_audit_begin(c->create_audit);
+        js_send_error(ctx, ic, c->create_reply, "consumer_create_response", &err);
+        js_audit_end();
+        nd_free(c->create_reply);
+        c->create_reply = NULL;
     }
     if (d->files) {
         c->deleting = true;
