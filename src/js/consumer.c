@@ -143,6 +143,20 @@ retention_ack(nd_consumer_t *c, uint64_t sseq)
 
 /* ---- pending deque ---- */
 
+static uint32_t
+dc_clamp(uint32_t dc)
+{
+    return dc > JS_PEND_DC_MAX ? JS_PEND_DC_MAX : dc;
+}
+
+/* The deadline of p leaves the delivery order: into the heap at `at`. */
+static void
+pend_move(nd_consumer_t *c, js_pend_t *p, int64_t at)
+{
+    p->moved = 1;
+    nd_store_ttls_push(&c->rdl, at, p->sseq);
+}
+
 static js_pend_t *
 pend_find(nd_consumer_t *c, uint64_t sseq)
 {
@@ -168,7 +182,7 @@ pend_trim(nd_consumer_t *c)
     while (c->phead < c->ptail && c->pend[c->phead].dc == 0)
         c->phead++;
     if (c->phead == c->ptail)
-        c->phead = c->ptail = 0;
+        c->phead = c->ptail = c->pscan = 0;
     pthread_mutex_unlock(&c->mu);
 }
 
@@ -184,12 +198,14 @@ pend_append(nd_consumer_t *c, uint64_t sseq, uint64_t dseq, int64_t ts, uint32_t
                 c->pend[w++] = c->pend[i];
         c->phead = 0;
         c->ptail = w;
+        c->pscan = 0;
         if (w + w / 3 >= c->pcap) {
             c->pcap = c->pcap ? c->pcap * 2 : 64;
             c->pend = nd_xrealloc(c->pend, c->pcap * sizeof *c->pend);
         }
     }
-    c->pend[c->ptail++] = (js_pend_t){.sseq = sseq, .dseq = dseq, .ts = ts, .dc = dc};
+    c->pend[c->ptail++] =
+        (js_pend_t){.sseq = sseq, .dseq = dseq, .ts = ts, .dc = dc_clamp(dc), .moved = 0};
     c->plive++;
     pthread_mutex_unlock(&c->mu);
 }
@@ -266,9 +282,33 @@ count_pending(nd_consumer_t *c, nd_store_t *s, uint64_t seq)
 static uint64_t
 pending_now(nd_consumer_t *c, nd_store_t *s)
 {
+    nd_store_state_t ss;
+    s->ops->state(s, &ss);
+    c->npc_upto = ss.last_seq;
     if (c->lss != NULL)
         return (c->lss_len - c->lss_pos) + count_pending(c, s, c->lss_resume);
     return count_pending(c, s, c->sseq);
+}
+
+/* Without filters (and without the gaps interest retention leaves), what the stream stored
+ * since the last count adds to num_pending one for one: no recount per wake-up. */
+static bool
+npc_incremental(const nd_consumer_t *c)
+{
+    return c->cfg.nfilters == 0 && c->retention != ND_RETENTION_INTEREST;
+}
+
+static void
+npc_add_new(nd_consumer_t *c)
+{
+    if (!npc_incremental(c))
+        return;
+    uint64_t v = atomic_load_explicit(&c->st->visible_seq, memory_order_acquire);
+    uint64_t from = c->npc_upto > c->sseq - 1 ? c->npc_upto : c->sseq - 1;
+    if (v > from)
+        c->npc += v - from;
+    if (v > c->npc_upto)
+        c->npc_upto = v;
 }
 
 /* The next message matching the filters at or after seq into c->msg. Ctx: store held. */
@@ -455,7 +495,7 @@ restore_state(nd_consumer_t *c)
         pend_append(c, p->sseq, p->dseq, p->ts, dc);
         if (dc > 1)
             c->nredelivered++;
-        nd_store_ttls_push(&c->rdl, p->ts + ack_wait_for(c, dc), p->sseq);
+        pend_move(c, &c->pend[c->ptail - 1], p->ts + ack_wait_for(c, dc));
     }
     floors_update(c);
     nd_consumer_state_free(&s);
@@ -463,9 +503,13 @@ restore_state(nd_consumer_t *c)
 
 /* ---- stats for listings ---- */
 
+static void npc_add_new(nd_consumer_t *c);
+
 static void
 stats_publish(nd_consumer_t *c)
 {
+    if (c->npc_valid)
+        npc_add_new(c);
     uint64_t nr = c->nredelivered;
     pthread_mutex_lock(&c->mu);
     c->stats = (js_consumer_stats_t){
@@ -708,10 +752,10 @@ commit(nd_consumer_t *c, src_t src, uint32_t dc, uint64_t dseq, int64_t now)
         if (p != NULL) {
             if (p->dc == 1)
                 c->nredelivered++;
-            p->dc = dc;
+            p->dc = dc_clamp(dc);
             p->dseq = dseq;
             p->ts = now;
-            nd_store_ttls_push(&c->rdl, now + ack_wait_for(c, dc), m->seq);
+            pend_move(c, p, now + ack_wait_for(c, dc));
         }
         break;
     }
@@ -727,10 +771,8 @@ commit(nd_consumer_t *c, src_t src, uint32_t dc, uint64_t dseq, int64_t now)
         }
         if (c->npc > 0)
             c->npc--;
-        if (acks(c)) {
+        if (acks(c)) /* its deadline is in delivery order: no heap entry */
             pend_append(c, m->seq, dseq, now, dc);
-            nd_store_ttls_push(&c->rdl, now + ack_wait_for(c, dc), m->seq);
-        }
         break;
     case SRC_NONE:
         break;
@@ -872,9 +914,11 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
         store_release(c);
         return;
     }
-    if (!c->npc_valid) { /* recounted after each wake-up by the stream, then kept */
+    if (!c->npc_valid) {
         c->npc = pending_now(c, s);
         c->npc_valid = true;
+    } else {
+        npc_add_new(c);
     }
     int budget = DELIVER_BUDGET;
     bool eos = false;
@@ -1115,9 +1159,11 @@ on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
             if (b.delay_ns > 0) {
                 /* redelivered once the delay passed: ts is set so that ts + wait = then */
                 p->ts = now + b.delay_ns - ack_wait_for(c, p->dc);
-                nd_store_ttls_push(&c->rdl, now + b.delay_ns, a.sseq);
-            } else if (!rdq_has(c, a.sseq)) {
-                rdq_push(c, a.sseq);
+                pend_move(c, p, now + b.delay_ns);
+            } else {
+                p->moved = 1;
+                if (!rdq_has(c, a.sseq))
+                    rdq_push(c, a.sseq);
             }
             c->dirty = true;
             json_t *o = json_object();
@@ -1130,7 +1176,7 @@ on_ack(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
     case JS_ACK_PROGRESS:
         if (p != NULL) {
             p->ts = now;
-            nd_store_ttls_push(&c->rdl, now + ack_wait_for(c, p->dc), a.sseq);
+            pend_move(c, p, now + ack_wait_for(c, p->dc));
             c->dirty = true;
         }
         break;
@@ -1210,13 +1256,30 @@ pull_request(nd_ctx_t *ctx, nd_consumer_t *c, const char *reply, const char *bod
 
 /* ---- timers ---- */
 
-/* Moves due redeliveries to the queue. */
+/* The first live entry still in delivery order: its deadline is the earliest of all such. */
+static js_pend_t *
+inorder_head(nd_consumer_t *c)
+{
+    if (c->pscan < c->phead)
+        c->pscan = c->phead;
+    while (c->pscan < c->ptail && (c->pend[c->pscan].dc == 0 || c->pend[c->pscan].moved))
+        c->pscan++;
+    return c->pscan < c->ptail ? &c->pend[c->pscan] : NULL;
+}
+
+/* Moves due redeliveries to the queue: first deliveries in order, then the heap's. */
 static void
 redeliveries_due(nd_consumer_t *c, int64_t now)
 {
+    int64_t w1 = ack_wait_for(c, 1);
+    js_pend_t *p;
+    while ((p = inorder_head(c)) != NULL && p->ts + w1 <= now) {
+        p->moved = 1; /* in the queue now, not in the deque's order */
+        rdq_push(c, p->sseq);
+    }
     uint64_t seq;
     while (nd_store_ttls_pop(&c->rdl, now, &seq)) {
-        js_pend_t *p = pend_find(c, seq);
+        p = pend_find(c, seq);
         if (p == NULL)
             continue; /* acked */
         if (p->ts + ack_wait_for(c, p->dc) > now)
@@ -1250,6 +1313,9 @@ arm(nd_ctx_t *ctx, nd_consumer_t *c)
             at = t_;                                                                           \
     } while (0)
     AT(nd_store_ttls_next(&c->rdl));
+    js_pend_t *ih = inorder_head(c);
+    if (ih != NULL)
+        AT(ih->ts + ack_wait_for(c, 1));
     for (size_t i = 0; i < c->wq_len; i++) {
         AT(wq_at(c, i)->expires);
         AT(wq_at(c, i)->hbt);
@@ -1266,8 +1332,9 @@ arm(nd_ctx_t *ctx, nd_consumer_t *c)
     if (c->cfg.inactive_threshold_ns > 0)
         AT(c->last_active + c->cfg.inactive_threshold_ns);
     if (c->dirty) {
+        /* the whole state is written each time: a big pending set is written less often */
         if (c->persist_due == 0)
-            c->persist_due = now + PERSIST_DELAY;
+            c->persist_due = now + PERSIST_DELAY + (int64_t)c->plive * 1000;
         AT(c->persist_due);
     }
     if (c->cfg.pause_until_ns > now)
@@ -1321,7 +1388,8 @@ do_signal(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     (void)data;
     nd_consumer_t *c = arg;
     atomic_store_explicit(&c->signalled, false, memory_order_relaxed);
-    c->npc_valid = false;
+    if (!npc_incremental(c))
+        c->npc_valid = false; /* filtered: recounted by the next delivery */
     deliver(ctx, c);
 }
 

@@ -11,10 +11,12 @@
  *
  * Pending (delivered, not yet acknowledged) messages are a deque sorted by stream sequence
  * (new deliveries only ever append: stream sequences grow), with holes where acks fell: lookup
- * by binary search, the ack floor is the first live entry, and acks in order pop the head. The
- * redelivery deadlines are a min-heap of {deadline, sseq} (store_ttl.h's heap) with stale
- * entries skipped when popped (the entry's deadline moved on by +WPI or a new delivery).
- * 32 bytes per pending entry plus 16 per deadline.
+ * by binary search, the ack floor is the first live entry, and acks in order pop the head.
+ * Redelivery deadlines: a first delivery's is its time plus the ack wait, so along the deque
+ * they only grow and a cursor (pscan) finds the due ones without any index; a deadline that
+ * moves (a redelivery, a NAK delay, a +WPI) goes into a min-heap of {deadline, sseq}
+ * (store_ttl.h's heap), whose stale entries are skipped when popped. 24 bytes per pending
+ * message, plus 16 for each moved deadline.
  *
  * Lifetime: reference counted (the stream's table holds one, the actor one, a lookup one).
  * c->ic is read and sent to under st->mu; the actor's last turn clears it there.
@@ -27,11 +29,16 @@
 #include "js/js_int.h"
 #include "js/store/store_ttl.h"
 
+#define JS_PEND_DC_MAX 32767 /* delivery counts saturate there */
 typedef struct js_pend {
-    uint64_t sseq, dseq;
-    int64_t ts;  /* when ack_wait started counting (the delivery, a +WPI; a NAK delay moves it) */
-    uint32_t dc; /* deliveries so far; 0: acknowledged (a hole) */
-    uint32_t pad;
+    uint64_t sseq;
+    int64_t ts;           /* when ack_wait started counting (the delivery, a +WPI; a NAK
+                           * delay moves it) */
+    uint64_t dseq : 48;   /* the consumer sequence it last went out with */
+    uint64_t dc : 15;     /* deliveries so far; 0: acknowledged (a hole) */
+    uint64_t moved : 1;   /* its deadline left the delivery order: it is in the deadline heap
+                           * or the redelivery queue (first deliveries are not: their deadlines
+                           * grow along the deque) */
 } js_pend_t;
 
 /* A pull request waiting for messages. */
@@ -90,11 +97,13 @@ struct nd_consumer {
     uint64_t dsseq;    /* the stream sequence of the last delivery */
     uint64_t adflr, asflr;
     int64_t last_delivered, last_acked, last_active;
-    uint64_t npc;      /* messages pending (not yet delivered) as last counted */
+    uint64_t npc;      /* messages pending (not yet delivered) as last counted ... */
+    uint64_t npc_upto; /* ... up to this stream sequence (new ones add to it, unfiltered) */
     bool npc_valid;
 
     js_pend_t *pend;   /* [phead, ptail) sorted by sseq */
     size_t phead, ptail, pcap, plive;
+    size_t pscan;             /* no live first-delivery entry before it (pend index) */
     uint64_t nredelivered;    /* live entries delivered more than once */
     nd_store_ttls_t rdl;      /* redelivery deadlines */
     uint64_t *rdq;            /* due for redelivery, oldest first */
