@@ -106,7 +106,7 @@ js_pause_request(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
         nd_jserr_setf(&err, ND_JSE_INVALID_JSON,
                       "parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"%s\" "
                       "as \"2006\"",
-                      until, until);
+                      until != NULL ? until : "", until != NULL ? until : "");
         js_send_error(ctx, c->ic, m->reply, what, &err);
         if (have)
             js_req_free(&q);

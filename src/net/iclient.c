@@ -422,8 +422,11 @@ nd_iclient_deliver(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const c
                    const char *data, size_t data_len)
 {
     size_t hlen = hdr != NULL ? hdr_len : 0;
-    /* The publish path reads the payload as a client's: headers then data, in one buffer. */
-    char *buf = nd_xmalloc(hlen + data_len + 2);
+    /* The publish path reads the payload as a client's: headers then data, in one buffer (on
+     * the stack when small: a consumer delivers one message per call). */
+    char small[2048];
+    size_t need = hlen + data_len + 2;
+    char *buf = need <= sizeof small ? small : nd_xmalloc(need);
     if (hlen > 0)
         memcpy(buf, hdr, hlen);
     if (data_len > 0)
@@ -438,7 +441,8 @@ nd_iclient_deliver(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const c
     cmd.payload.ptr = buf;
     cmd.payload.len = hlen + data_len;
     uint32_t n = nd_deliver_publish_as(ctx, ic->c, &cmd, shown, shown_len);
-    nd_free(buf);
+    if (buf != small)
+        nd_free(buf);
     return n;
 }
 
