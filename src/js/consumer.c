@@ -1035,8 +1035,12 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
             }
             if (w->hb_ns > 0)
                 w->hbt = now + w->hb_ns;
-            if (--w->n <= 0)
+            if (--w->n <= 0) {
+                /* the batch is full with max_bytes left: said so (2.11) */
+                if (w->b > 0)
+                    send_pending_status(ctx, c, w, "409 Batch Completed");
                 wq_remove(c, wi);
+            }
         }
         if (s == NULL)
             break;

@@ -704,6 +704,16 @@ Test(integ_jscons, pull_request_limits)
              100 - strlen("s.1") - strlen(a) - strlen("m1"));
     STATUS(e.c, "_P.5", "408 Request Timeout", left);
     free(a);
+    if (!nd_integ_is_reference()) {
+        /* 2.11: a batch filled with max_bytes left ends with 409 Batch Completed */
+        pub(e.c, "s.2", "m2", "S", 2);
+        next(e.c, "S", "L", "_P.6", "{\"batch\":1,\"max_bytes\":100}");
+        char *a2 = DELIVERY(e.c, "s.2", "m2", "S", "L", 1, 2, 2, 0);
+        snprintf(left, sizeof left, "Nats-Pending-Messages: 0\r\nNats-Pending-Bytes: %zu\r\n",
+                 100 - strlen("s.2") - strlen(a2) - strlen("m2"));
+        STATUS(e.c, "_P.6", "409 Batch Completed", left);
+        free(a2);
+    }
     down(&e);
 }
 
