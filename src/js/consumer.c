@@ -1419,8 +1419,9 @@ do_removed(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         s->ops->state(s, &ss);
         if (c->sseq < ss.first_seq)
             c->sseq = ss.first_seq;
+        int how = (int)(intptr_t)data;
         /* a purge: what went unseen counts as passed (nats-server's consumer purge) */
-        if (data != NULL && c->dsseq + 1 < ss.first_seq) {
+        if (how == JS_REMOVED_PURGE && c->dsseq + 1 < ss.first_seq) {
             c->dsseq = ss.first_seq - 1;
             c->dirty = true;
         }
@@ -1429,7 +1430,11 @@ do_removed(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
             js_pend_t *p = &c->pend[i];
             if (p->dc == 0)
                 continue;
-            if (p->sseq < ss.first_seq || s->ops->load(s, p->sseq, &m) != ND_OK)
+            if (p->sseq < ss.first_seq)
+                pend_drop(c, p);
+            else if (how == JS_REMOVED_HEAD)
+                break; /* sorted: nothing further went */
+            else if (s->ops->load(s, p->sseq, &m) != ND_OK)
                 pend_drop(c, p);
         }
         nd_store_msg_free(&m);
@@ -1447,7 +1452,7 @@ js_consumer_signal(nd_ctx_t *ctx, nd_consumer_t *c, int removed)
     nd_iclient_t *ic = c->ic;
     if (ic != NULL) {
         if (removed)
-            nd_iclient_call(ctx, ic, do_removed, removed == 2 ? (void *)c : NULL, NULL);
+            nd_iclient_call(ctx, ic, do_removed, (void *)(intptr_t)removed, NULL);
         else if (!atomic_exchange_explicit(&c->signalled, true, memory_order_acq_rel))
             nd_iclient_call(ctx, ic, do_signal, NULL, NULL);
     }

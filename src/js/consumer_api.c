@@ -124,11 +124,24 @@ js_consumers_interested(nd_stream_t *st, const char *subj, size_t len)
 void
 js_consumers_signal(nd_ctx_t *ctx, nd_stream_t *st)
 {
-    int removed = st->turn_purged ? 2 : st->turn_removed ? 1 : 0;
+    int removed = st->turn_purged    ? JS_REMOVED_PURGE
+                  : st->turn_removed ? JS_REMOVED_ANY
+                                     : JS_REMOVED_NONE;
     bool stored = st->turn_first_seq != 0;
     st->turn_removed = st->turn_purged = false;
     st->turn_first_seq = 0;
-    if (!removed && !stored)
+    if (st->nconsumers > 0 && st->store != NULL) {
+        /* what limits removed as the turn stored (discard old, per-subject limits, rollups) */
+        nd_store_state_t ss;
+        nd_store_state(st->store, &ss);
+        if (ss.num_deleted != st->sig_deleted && removed < JS_REMOVED_ANY)
+            removed = JS_REMOVED_ANY;
+        else if (ss.first_seq > st->sig_first && removed < JS_REMOVED_HEAD)
+            removed = JS_REMOVED_HEAD;
+        st->sig_first = ss.first_seq;
+        st->sig_deleted = ss.num_deleted;
+    }
+    if (removed == JS_REMOVED_NONE && !stored)
         return;
     for (size_t i = 0; i < st->nconsumers; i++)
         js_consumer_signal(ctx, st->consumers[i], removed);

@@ -161,9 +161,15 @@ struct nd_consumer {
 };
 
 /* consumer.c */
-/* The stream stored messages; removed: 1 some went (delete, expiry), 2 a purge request
- * removed some (the consumer then moves past what went, as nats-server's consumer purge).
- * Any thread. */
+/* What a stream's turn removed, as its consumers learn it. */
+enum {
+    JS_REMOVED_NONE = 0,
+    JS_REMOVED_HEAD,  /* the first sequence moved on (limits, discard old) */
+    JS_REMOVED_ANY,   /* messages may have gone anywhere (delete, expiry, rollup, limits) */
+    JS_REMOVED_PURGE, /* a purge request (the consumer moves past what went, as nats-server's
+                       * consumer purge) */
+};
+/* The stream stored messages, and removed some (JS_REMOVED_*). Any thread. */
 void js_consumer_signal(nd_ctx_t *ctx, nd_consumer_t *c, int removed);
 /* Starts the actor of a new or recovered consumer (state: recovered, may be NULL). */
 void js_consumer_spawn(nd_ctx_t *ctx, nd_consumer_t *c);

@@ -203,6 +203,8 @@ struct nd_stream {
     _Atomic uint64_t visible_seq;
     bool turn_removed;        /* messages went this turn (purge, delete, expiry, rollup) */
     bool turn_purged;         /* ... by a purge request (consumers move past what went) */
+    uint64_t sig_first, sig_deleted; /* the store's first_seq / num_deleted the consumers
+                                      * last heard of (what limits removed shows there) */
 
     /* The mirror or sources being fed (stream_source.c), NULL when none. The actor's own. */
     js_srcs_t *srcs;
