@@ -541,8 +541,8 @@ read_at(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t off, void *p, size_t n)
         if (e != ND_OK)
             return e;
     }
-    bool in_order = b == fs->ra_last_blk && off > fs->ra_last_off &&
-                    off <= fs->ra_last_end + ND_FS_RA_SIZE;
+    bool in_order =
+        b == fs->ra_last_blk && off > fs->ra_last_off && off <= fs->ra_last_end + ND_FS_RA_SIZE;
     fs->ra_last_blk = b;
     fs->ra_last_off = off;
     fs->ra_last_end = off + n;
@@ -1766,8 +1766,7 @@ fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
     }
     nd_fs_blk_t *b;
     uint32_t i;
-    for (uint64_t s = nd_fs_next_live(fs, start, &b, &i); s;
-         s = nd_fs_next_live(fs, s + 1, &b, &i))
+    for (uint64_t s = nd_fs_next_live(fs, start, &b, &i); s; s = nd_fs_next_live(fs, s + 1, &b, &i))
         if (slot_matches(fs, b, i, filter, fl, false, lit))
             nd_store_subj_state_count(out, s);
 }

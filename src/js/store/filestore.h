@@ -191,7 +191,7 @@ struct nd_filestore {
      * wsize, so they leave it valid; everything else that changes bytes below wsize or ends
      * the block (rollback's ftruncate, an in-place erase, a rewrite, a block freed) drops it
      * first (ra_drop). ra_last_* remember the previous file read, to tell in-order reads. */
-    uint8_t *ra_buf; /* ND_FS_RA_SIZE bytes, or NULL */
+    uint8_t *ra_buf;     /* ND_FS_RA_SIZE bytes, or NULL */
     nd_fs_blk_t *ra_blk; /* NULL: the window holds nothing */
     uint64_t ra_off;
     size_t ra_len;
