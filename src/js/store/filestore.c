@@ -39,8 +39,13 @@
  *
  * In memory: per block, for each sequence base..base+n-1, the record offset (or "none"), subject
  * id, message size and timestamp (20 bytes a message); message bodies are read with pread (or
- * from the write buffer). A subject table maps subject -> {msgs, first, last} (fs_subj.c,
- * fs_state.c); first/last are recomputed lazily after removals, as in the memstore.
+ * from the write buffer). Reads that walk a block forward (a consumer) go through one
+ * read-ahead window of ND_FS_RA_SIZE bytes per store (read_at): one pread per window instead of
+ * one per message. It only ever holds bytes below the block's wsize, which appends never
+ * touch; whatever else changes them (rollback's ftruncate, a secure erase, a rewrite) or frees
+ * the block drops it first. A subject table maps subject -> {msgs, first, last} (fs_subj.c,
+ * fs_state.c); first/last are recomputed lazily after removals, as in the memstore. Unfiltered
+ * counts (filtered_state, num_pending) add up the blocks' message counters.
  *
  * Invariants
  *   - Sequences only grow along the files: the MSG records of block n+1 have higher seqs than
