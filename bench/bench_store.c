@@ -8,6 +8,9 @@
  *            after 1 M messages of 16 B;
  *   recovery file store open time for 1 M messages of 16 B: after a clean close (intact index)
  *            and with index.db deleted (a full rebuild from the blocks).
+ *   scan     file store, reopened after a clean close: ns per load_next walking the whole
+ *            stream in order (what a consumer does), 16 B and 1 KiB; ns per unfiltered
+ *            filtered_state from the middle of the stream (a consumer's num_pending).
  *
  * Usage: bench_store [-s mem|file|all] [-n messages-of-16B] [-d dir]
  * Wall-clock figures; they depend on the machine and the disk. Plain figures, one per line.
@@ -219,6 +222,50 @@ bench_recovery(size_t n)
 }
 #endif
 
+#if HAVE_FILESTORE
+static void
+bench_scan(size_t n16)
+{
+    static const size_t sizes[] = {16, 1024};
+    uint8_t payload[1024];
+    memset(payload, 'x', sizeof payload);
+    for (size_t k = 0; k < 2; k++) {
+        size_t len = sizes[k], n = len == 16 ? n16 : n16 / 5;
+        char dir[256];
+        nd_store_t *st = open_store(true, false, dir, sizeof dir);
+        fill(st, n, payload, len);
+        nd_store_close(st);
+        nd_store_cfg_t cfg = {.dir = dir};
+        if (nd_filestore_open(&cfg, &st, NULL) != ND_OK)
+            abort();
+        nd_store_msg_t m = {0};
+        size_t got = 0;
+        double t0 = now_s();
+        for (uint64_t s = 1; st->ops->load_next(st, ">", 1, s, &m) == ND_OK; s = m.seq + 1)
+            got++;
+        double dt = now_s() - t0;
+        if (got != n)
+            abort();
+        printf("filestore scan load_next %4zu B: %8.0f ns/op  (%zu msgs)\n", len,
+               dt * 1e9 / (double)n, n);
+        nd_store_msg_free(&m);
+        size_t reps = 2000;
+        uint64_t sum = 0;
+        t0 = now_s();
+        for (size_t i = 0; i < reps; i++) {
+            nd_store_subj_state_t ss;
+            st->ops->filtered_state(st, ">", 1, n / 2 + i, &ss);
+            sum += ss.msgs;
+        }
+        dt = now_s() - t0;
+        if (sum == 0)
+            abort();
+        printf("filestore pending mid   %4zu B: %8.0f ns/op\n", len, dt * 1e9 / (double)reps);
+        destroy_store(st);
+    }
+}
+#endif
+
 int
 main(int argc, char **argv)
 {
@@ -254,6 +301,7 @@ main(int argc, char **argv)
         bench_kind("filestore interval", true, false, n);
         bench_kind("filestore sync_always", true, true, n);
         bench_recovery(n);
+        bench_scan(n);
 #else
         printf("filestore: not built yet\n");
 #endif

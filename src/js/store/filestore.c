@@ -39,8 +39,13 @@
  *
  * In memory: per block, for each sequence base..base+n-1, the record offset (or "none"), subject
  * id, message size and timestamp (20 bytes a message); message bodies are read with pread (or
- * from the write buffer). A subject table maps subject -> {msgs, first, last} (fs_subj.c,
- * fs_state.c); first/last are recomputed lazily after removals, as in the memstore.
+ * from the write buffer). Reads that walk a block forward (a consumer) go through one
+ * read-ahead window of ND_FS_RA_SIZE bytes per store (read_at): one pread per window instead of
+ * one per message. It only ever holds bytes below the block's wsize, which appends never
+ * touch; whatever else changes them (rollback's ftruncate, a secure erase, a rewrite) or frees
+ * the block drops it first. A subject table maps subject -> {msgs, first, last} (fs_subj.c,
+ * fs_state.c); first/last are recomputed lazily after removals, as in the memstore. Unfiltered
+ * counts (filtered_state, num_pending) add up the blocks' message counters.
  *
  * Invariants
  *   - Sequences only grow along the files: the MSG records of block n+1 have higher seqs than
@@ -170,6 +175,17 @@ static inline size_t
 slot_rec_len(const nd_fs_blk_t *b, uint32_t i)
 {
     return (size_t)b->msz[i] - 16 + ND_FS_REC_OVERHEAD;
+}
+
+/* Forgets the read-ahead window when it (or the in-order tracking) refers to block b, or to
+ * any block when b is NULL. Called before bytes below b's wsize change or b is freed. */
+static void
+ra_drop(nd_filestore_t *fs, const nd_fs_blk_t *b)
+{
+    if (!b || fs->ra_blk == b)
+        fs->ra_blk = NULL;
+    if (!b || fs->ra_last_blk == b)
+        fs->ra_last_blk = NULL;
 }
 
 /* ---- writing ---------------------------------------------------------------------------- */
@@ -447,6 +463,7 @@ rollback(nd_filestore_t *fs, wmark_t m)
     if (target >= b->wsize) {
         fs->wlen -= (size_t)(b->size - target);
     } else {
+        ra_drop(fs, b);
         int fd = nd_fs_blk_fd(fs, b);
         if (fd < 0 || ftruncate(fd, (off_t)target) < 0)
             io_fail(fs, errno, true);
@@ -489,6 +506,33 @@ begin(nd_filestore_t *fs)
 
 /* ---- reading ---------------------------------------------------------------------------- */
 
+/* Fills the window with block b's file bytes from off (at most up to its wsize) and copies the
+ * first n to p. Returns: false when the fill failed (the caller reads the n bytes directly). */
+static bool
+ra_fill(nd_filestore_t *fs, nd_fs_blk_t *b, int fd, uint64_t off, void *p, size_t n)
+{
+    size_t len = ND_FS_RA_SIZE;
+    if (b->wsize - off < len)
+        len = (size_t)(b->wsize - off);
+    if (!fs->ra_buf)
+        fs->ra_buf = nd_xmalloc(ND_FS_RA_SIZE);
+    fs->ra_blk = NULL;
+    /* A file shorter than wsize (damaged behind our back) fails here; the exact read may
+     * still succeed, and it decides the error. */
+    if (nd_fs_pread_all(fd, fs->ra_buf, len, (off_t)off) < 0)
+        return false;
+    fs->ra_blk = b;
+    fs->ra_off = off;
+    fs->ra_len = len;
+    fs->ra_used = true;
+    memcpy(p, fs->ra_buf, n);
+    return true;
+}
+
+/* Reads n bytes of block b at off: from the write buffer, from the read-ahead window, or from
+ * the file. A read that follows the previous one in the same block (a consumer walking the
+ * stream) refills the window, so in-order loads cost one pread per ND_FS_RA_SIZE bytes; any
+ * other read (a random load, a large record) is one exact pread as before. */
 static nd_err_t
 read_at(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t off, void *p, size_t n)
 {
@@ -502,8 +546,22 @@ read_at(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t off, void *p, size_t n)
         if (e != ND_OK)
             return e;
     }
+    bool in_order =
+        b == fs->ra_last_blk && off > fs->ra_last_off && off <= fs->ra_last_end + ND_FS_RA_SIZE;
+    fs->ra_last_blk = b;
+    fs->ra_last_off = off;
+    fs->ra_last_end = off + n;
+    if (b == fs->ra_blk && off >= fs->ra_off && off + n <= fs->ra_off + fs->ra_len) {
+        memcpy(p, fs->ra_buf + (off - fs->ra_off), n);
+        fs->ra_used = true;
+        return ND_OK;
+    }
     int fd = nd_fs_blk_fd(fs, b);
-    if (fd < 0 || nd_fs_pread_all(fd, p, n, (off_t)off) < 0)
+    if (fd < 0)
+        return nd_store_io_error(&fs->base, errno);
+    if (in_order && n <= ND_FS_RA_SIZE / 4 && ra_fill(fs, b, fd, off, p, n))
+        return ND_OK;
+    if (nd_fs_pread_all(fd, p, n, (off_t)off) < 0)
         return nd_store_io_error(&fs->base, errno);
     return ND_OK;
 }
@@ -790,6 +848,8 @@ rewrite_blk(nd_filestore_t *fs, nd_fs_blk_t *b, uint64_t keep_max, const seqvec_
         return be;
     }
     unlink_index(fs);
+    /* The offsets move: nothing read from the old file may serve a later read. */
+    ra_drop(fs, b);
     if (renameat(fs->msgsfd, tmp, fs->msgsfd, name) < 0) {
         int err = errno;
         close(fd);
@@ -858,6 +918,7 @@ drop_blk(nd_filestore_t *fs, size_t pos)
     if (unlinkat(fs->msgsfd, name, 0) < 0 && errno != ENOENT)
         return io_fail(fs, errno, false);
     fs->dir_unsynced = true;
+    ra_drop(fs, b);
     nd_fs_blk_free(b);
     memmove(&fs->blks[pos], &fs->blks[pos + 1], (fs->nblks - pos - 1) * sizeof(fs->blks[0]));
     fs->nblks--;
@@ -945,6 +1006,7 @@ reset_all(nd_filestore_t *fs, uint64_t first, uint64_t last, int64_t last_ts)
         nd_fs_blk_name(b->idx, name);
         nd_fs_blk_close_fd(fs, b);
         unlinkat(fs->msgsfd, name, 0);
+        ra_drop(fs, b);
         nd_fs_blk_free(b);
     }
     fs->blks[0] = act;
@@ -1355,6 +1417,7 @@ erase_in_place(nd_filestore_t *fs, nd_fs_blk_t *b, uint32_t i)
         return e;
     }
     unlink_index(fs);
+    ra_drop(fs, b); /* the erased bytes must not be served from the window afterwards */
     int fd = nd_fs_blk_fd(fs, b);
     if (fd < 0 || nd_fs_pwrite_all(fd, rec, len, (off_t)off) < 0) {
         free(rec);
@@ -1531,6 +1594,7 @@ fs_truncate(nd_store_t *st, uint64_t seq)
                 nd_fs_state_remove(fs, b->base + i);
         nd_fs_blk_close_fd(fs, b);
         unlinkat(fs->msgsfd, name, 0);
+        ra_drop(fs, b);
         nd_fs_blk_free(b);
         memmove(&fs->blks[kpos + 1], &fs->blks[kpos + 2],
                 (fs->nblks - kpos - 2) * sizeof(fs->blks[0]));
@@ -1597,6 +1661,72 @@ fs_deleted(nd_store_t *st, uint64_t **seqs, size_t *n)
     return ND_OK;
 }
 
+/* The live slots of b in [i, nslots). A block without holes from its first live slot on
+ * answers at once; otherwise the shorter side of i is counted. */
+static uint64_t
+blk_live_from(const nd_fs_blk_t *b, uint32_t i)
+{
+    if (i <= b->first_slot)
+        return b->msgs;
+    if (i >= b->nslots)
+        return 0;
+    if ((uint64_t)(b->nslots - b->first_slot) == b->msgs)
+        return b->nslots - i;
+    uint64_t n = 0;
+    if (i - b->first_slot < b->nslots - i) {
+        for (uint32_t k = b->first_slot; k < i; k++)
+            n += b->off[k] != ND_FS_NOOFF;
+        return b->msgs - n;
+    }
+    for (uint32_t k = i; k < b->nslots; k++)
+        n += b->off[k] != ND_FS_NOOFF;
+    return n;
+}
+
+/* Every live message from start on: whole blocks by their counters, the block start falls in
+ * by blk_live_from, so O(blocks) rather than O(messages). */
+static void
+count_all(nd_filestore_t *fs, uint64_t start, nd_store_subj_state_t *out)
+{
+    if (start <= fs->first_seq) {
+        out->msgs = fs->msgs;
+        out->first_seq = fs->first_seq;
+        out->last_seq = nd_fs_prev_live(fs, fs->last_seq, NULL, NULL);
+        return;
+    }
+    nd_fs_blk_t *b;
+    uint32_t i;
+    uint64_t first = nd_fs_next_live(fs, start, &b, &i);
+    if (!first)
+        return;
+    /* next_live walks forward from the block start would fall in, so b is at or after it. */
+    size_t p = nd_fs_find_blk_pos(fs, start);
+    while (fs->blks[p] != b)
+        p++;
+    uint64_t n = blk_live_from(b, i);
+    for (p++; p < fs->nblks; p++)
+        n += fs->blks[p]->msgs;
+    out->msgs = n;
+    out->first_seq = first;
+    out->last_seq = nd_fs_prev_live(fs, fs->last_seq, NULL, NULL);
+}
+
+/* Whether filter matches every subject in the store (then it counts as ">"). Only asked when
+ * there are few subjects: a stream of one or a handful of subjects under a filter such as
+ * "orders.>" is the common case, and the walk costs O(subjects). */
+static bool
+filter_covers_all(nd_filestore_t *fs, const char *filter, size_t fl)
+{
+    if (fs->subj.used > 64)
+        return false;
+    for (uint32_t k = 0; k < fs->subj.nents; k++) {
+        const nd_fs_subj_t *e = &fs->subj.ents[k];
+        if (e->s && !nd_subj_match(filter, fl, e->s, e->len))
+            return false;
+    }
+    return true;
+}
+
 static void
 fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
                   nd_store_subj_state_t *out)
@@ -1615,13 +1745,11 @@ fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
         if (lit == ND_FS_NOSID)
             return;
     }
+    if (all || (start > fs->first_seq && filter_covers_all(fs, filter, fl))) {
+        count_all(fs, start, out);
+        return;
+    }
     if (start <= fs->first_seq) {
-        if (all) {
-            out->msgs = fs->msgs;
-            out->first_seq = fs->first_seq;
-            out->last_seq = nd_fs_prev_live(fs, fs->last_seq, NULL, NULL);
-            return;
-        }
         if (literal) {
             nd_fs_subj_t *e = nd_fs_subj_fresh(fs, lit);
             out->msgs = e->msgs;
@@ -1643,20 +1771,9 @@ fs_filtered_state(nd_store_t *st, const char *filter, size_t fl, uint64_t start,
     }
     nd_fs_blk_t *b;
     uint32_t i;
-    for (uint64_t s = nd_fs_next_live(fs, start, &b, &i); s;
-         s = nd_fs_next_live(fs, s + 1, &b, &i)) {
-        if (all && i == b->first_slot) {
-            /* A whole block from its first live message on counts at once. */
-            if (out->msgs == 0)
-                out->first_seq = s;
-            out->msgs += b->msgs;
-            out->last_seq = nd_fs_prev_live(fs, nd_fs_blk_last(b), NULL, NULL);
-            s = nd_fs_blk_last(b);
-            continue;
-        }
-        if (slot_matches(fs, b, i, filter, fl, all, lit))
+    for (uint64_t s = nd_fs_next_live(fs, start, &b, &i); s; s = nd_fs_next_live(fs, s + 1, &b, &i))
+        if (slot_matches(fs, b, i, filter, fl, false, lit))
             nd_store_subj_state_count(out, s);
-    }
 }
 
 static void
@@ -1765,6 +1882,13 @@ fs_tick(nd_store_t *st, int64_t now)
         if (fs->next_sync && now >= fs->next_sync)
             (void)checkpoint(fs);
     }
+    /* A window nobody read from since the last tick goes back (memory per idle store). */
+    if (fs->ra_buf && !fs->ra_used) {
+        ra_drop(fs, NULL);
+        free(fs->ra_buf);
+        fs->ra_buf = NULL;
+    }
+    fs->ra_used = false;
     int64_t next = 0;
     nd_fs_blk_t *b;
     uint32_t i;
@@ -1842,6 +1966,7 @@ free_all(nd_filestore_t *fs)
         close(fs->obsfd);
     free(fs->wbuf);
     free(fs->rbuf);
+    free(fs->ra_buf);
     free(fs->xbuf);
     free(fs->dir);
     explicit_bzero(fs->key, sizeof(fs->key));
@@ -2043,6 +2168,7 @@ check_meta(nd_filestore_t *fs)
 static void
 reset_mem(nd_filestore_t *fs)
 {
+    ra_drop(fs, NULL);
     for (size_t i = 0; i < fs->nblks; i++) {
         if (fs->blks[i]->fd >= 0)
             fs->nopen--;

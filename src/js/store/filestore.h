@@ -77,6 +77,10 @@ enum {
  * that made them (tick's deadline includes it), so a process crash loses at most this much. */
 #define ND_FS_FLUSH_NS      (10ll * 1000000ll)
 #define ND_FS_WBUF_FLUSH_AT (256u << 10)
+/* Read-ahead window (read_at in filestore.c): reads that walk a block in file order are served
+ * from one pread of this many bytes; a read larger than a quarter of it goes straight to the
+ * file. One window per store, allocated on first use and freed by a tick that finds it idle. */
+#define ND_FS_RA_SIZE (128u << 10)
 /* A sealed block is compacted when less than this share (percent) of it is still live. */
 #define ND_FS_COMPACT_LIVE_PCT 50u
 #define ND_FS_MAX_OPEN_FDS     64u
@@ -181,6 +185,19 @@ struct nd_filestore {
     uint64_t nconsumers;
     uint8_t *rbuf; /* scratch for scans and rewrites */
     size_t rcap;
+
+    /* Read-ahead (read_at in filestore.c). The window holds bytes [ra_off, ra_off + ra_len) of
+     * block ra_blk's file, all below its wsize when read. Appends only ever write at or past
+     * wsize, so they leave it valid; everything else that changes bytes below wsize or ends
+     * the block (rollback's ftruncate, an in-place erase, a rewrite, a block freed) drops it
+     * first (ra_drop). ra_last_* remember the previous file read, to tell in-order reads. */
+    uint8_t *ra_buf;     /* ND_FS_RA_SIZE bytes, or NULL */
+    nd_fs_blk_t *ra_blk; /* NULL: the window holds nothing */
+    uint64_t ra_off;
+    size_t ra_len;
+    nd_fs_blk_t *ra_last_blk;
+    uint64_t ra_last_off, ra_last_end;
+    bool ra_used; /* the window served or was filled since the last tick */
 
     nd_store_ttls_t ttls; /* TTL deadlines (allow_msg_ttl), rebuilt from headers at open */
     uint64_t age_from;    /* every live seq in [first_seq, age_from) has TTL "never" */
