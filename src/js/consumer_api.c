@@ -394,6 +394,28 @@ consumer_create(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *
     advise_action(ctx, st, c->name, true);
 }
 
+/* An interest stream drops what only a deleted consumer still needed: every message no
+ * remaining consumer needs (nats-server's checkInterestState). O(messages). */
+static void
+interest_sweep(nd_stream_t *st)
+{
+    if (st->cfg.retention != ND_RETENTION_INTEREST || st->store == NULL)
+        return;
+    nd_store_msg_t m = {0};
+    for (uint64_t seq = 1; st->store->ops->load_next(st->store, NULL, 0, seq, &m) == ND_OK;
+         seq = m.seq + 1) {
+        bool keep = false;
+        for (size_t k = 0; k < st->nconsumers && !keep; k++) {
+            nd_consumer_t *o = st->consumers[k];
+            keep = nd_consumer_cfg_matches(&o->scfg, m.subj, m.subj_len) &&
+                   js_consumer_needs_ack(o, m.seq);
+        }
+        if (!keep && st->store->ops->remove(st->store, m.seq, false) == ND_OK)
+            st->dirty = true;
+    }
+    nd_store_msg_free(&m);
+}
+
 static void
 consumer_delete(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *op)
 {
@@ -412,6 +434,7 @@ consumer_delete(nd_ctx_t *ctx, nd_stream_t *st, const nd_imsg_t *m, const char *
     js_consumer_call_delete(ctx, c, m->reply, true);
     advise_action(ctx, st, c->name, false);
     js_consumer_unref(c);
+    interest_sweep(st);
 }
 
 static void

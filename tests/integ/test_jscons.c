@@ -1154,6 +1154,18 @@ Test(integ_jscons, retention_interest_and_workqueue)
     ACK(e.c, a2, "+ACK", "_P.a");
     cr_assert_eq(stream_msgs(e.c, "I"), 0);
     free(a1), free(a2), free(b1), free(b2);
+    if (!nd_integ_is_reference()) {
+        /* A deleted consumer no longer holds messages: what only it needed goes with it. */
+        pub(e.c, "i.3", "z", "I", 3);
+        next(e.c, "I", "A", "_P.n", "");
+        char *a3 = DELIVERY(e.c, "i.3", "z", "I", "A", 1, 3, 3, 0);
+        ACK(e.c, a3, "+ACK", "_P.a");
+        cr_assert_eq(stream_msgs(e.c, "I"), 1); /* B still needs it */
+        js_publish(e.c, "$JS.API.CONSUMER.DELETE.I.B", API, NULL, "");
+        js_expect_msg(e.c, API, NULL, "{\"type\":\"" T_DELETE "\",\"success\":true}");
+        cr_assert_eq(stream_msgs(e.c, "I"), 0);
+        free(a3);
+    }
 
     stream(e.c, "W", "{\"name\":\"W\",\"subjects\":[\"w.>\"],\"retention\":\"workqueue\"}");
     pub(e.c, "w.1", "p", "W", 1);
