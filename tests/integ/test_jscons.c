@@ -32,13 +32,10 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "jscons_util.h"
 #include "jsproto.h"
 
 TestSuite(integ_jscons, .fini = nd_integ_cleanup, .timeout = 120);
-
-/* API replies arrive on API (sid 1); pull requests and ack replies use subjects under _P. (sid 2).
- */
-#define API "_R.1"
 
 typedef struct env {
     nd_integ_conf_t conf;
@@ -73,59 +70,6 @@ sleep_ms(int ms)
 /* ---- requests ----------------------------------------------------------------------------------
  */
 
-static json_t *
-api_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, const char *body)
-{
-    return js_request_json_at(file, line, c, subj, API, body);
-}
-#define api(c, subj, body) api_at(__FILE__, __LINE__, (c), (subj), (body))
-
-/* Expects the API error {"type":T,"error":{"code":code,"err_code":err,"description":desc}} and no
- * other key. desc NULL: any description starting with "invalid JSON" (see the file comment). */
-static void
-api_err_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, const char *body,
-           const char *type, int code, int err, const char *desc)
-{
-    json_t *j = api_at(file, line, c, subj, body);
-    char *d = json_dumps(j, JSON_COMPACT);
-    json_t *e = json_object_get(j, "error");
-    const char *got = json_string_value(json_object_get(e, "description"));
-    const char *t = json_string_value(json_object_get(j, "type"));
-    bool ok = json_object_size(j) == 2 && t != NULL && strcmp(t, type) == 0 &&
-              json_object_size(e) == 3 && json_integer_value(json_object_get(e, "code")) == code &&
-              json_integer_value(json_object_get(e, "err_code")) == err && got != NULL &&
-              (desc ? strcmp(got, desc) == 0
-                    : strncmp(got, "invalid JSON", 12) == 0 &&
-                          (!nd_integ_is_reference() || strcmp(got, "invalid JSON") == 0));
-    if (!ok)
-        jfail(file, line, "%s: expected error %d/%d \"%s\" of type %s, got %s", subj, code, err,
-              desc ? desc : "invalid JSON...", type, d);
-    free(d);
-    json_decref(j);
-}
-#define T_CREATE "io.nats.jetstream.api.v1.consumer_create_response"
-#define T_INFO   "io.nats.jetstream.api.v1.consumer_info_response"
-#define T_DELETE "io.nats.jetstream.api.v1.consumer_delete_response"
-#define T_NAMES  "io.nats.jetstream.api.v1.consumer_names_response"
-#define T_LIST   "io.nats.jetstream.api.v1.consumer_list_response"
-#define API_ERR(c, subj, body, type, code, err, desc)                                              \
-    api_err_at(__FILE__, __LINE__, (c), (subj), (body), (type), (code), (err), (desc))
-
-/* Creates a stream from its config (a JSON object text). */
-static void
-stream_at(const char *file, int line, nd_integ_conn_t *c, const char *name, const char *cfg)
-{
-    char subj[256];
-    snprintf(subj, sizeof subj, "$JS.API.STREAM.CREATE.%s", name);
-    json_t *j = api_at(file, line, c, subj, cfg);
-    if (json_object_get(j, "error") != NULL) {
-        char *d = json_dumps(j, JSON_COMPACT);
-        jfail(file, line, "stream %s: %s", name, d);
-    }
-    json_decref(j);
-}
-#define stream(c, name, cfg) stream_at(__FILE__, __LINE__, (c), (name), (cfg))
-
 /* The stream's state.messages. */
 static long long
 stream_msgs_at(const char *file, int line, nd_integ_conn_t *c, const char *name)
@@ -138,19 +82,6 @@ stream_msgs_at(const char *file, int line, nd_integ_conn_t *c, const char *name)
     return n;
 }
 #define stream_msgs(c, name) stream_msgs_at(__FILE__, __LINE__, (c), (name))
-
-/* Publishes with a reply and expects the PubAck {"stream":S, "seq":N} exactly. */
-static void
-pub_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, const char *body,
-       const char *stream, long long seq)
-{
-    char want[300];
-    snprintf(want, sizeof want, "{\"stream\":\"%s\", \"seq\":%lld}", stream, seq);
-    js_publish_at(file, line, c, subj, API, NULL, body);
-    js_msg_free_ret(js_expect_msg_at(file, line, c, API, NULL, want));
-}
-#define pub(c, subj, body, stream, seq)                                                            \
-    pub_at(__FILE__, __LINE__, (c), (subj), (body), (stream), (seq))
 
 /* Creates a consumer: name NULL sends the legacy ephemeral CONSUMER.CREATE.<s>; legacy true sends
  * CONSUMER.DURABLE.CREATE.<s>.<name>. Fails on an error reply. Returns: the reply (owned). */
@@ -175,37 +106,6 @@ cons_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const cha
 }
 #define cons(c, s, name, cfg)                                                                      \
     json_decref(cons_at(__FILE__, __LINE__, (c), (s), (name), false, (cfg)))
-
-static json_t *
-info_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const char *name)
-{
-    char subj[256];
-    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.INFO.%s.%s", s, name);
-    json_t *j = api_at(file, line, c, subj, "");
-    if (json_object_get(j, "error") != NULL) {
-        char *d = json_dumps(j, JSON_COMPACT);
-        jfail(file, line, "consumer info %s: %s", name, d);
-    }
-    return j;
-}
-#define info(c, s, name) info_at(__FILE__, __LINE__, (c), (s), (name))
-
-/* Fails unless j has each integer "path=value" of the NULL-terminated list. */
-static void
-ints_at(const char *file, int line, json_t *j, const char *const *kv)
-{
-    for (int i = 0; kv[i] != NULL; i++) {
-        const char *eq = strchr(kv[i], '=');
-        char path[128];
-        snprintf(path, sizeof path, "%.*s", (int)(eq - kv[i]), kv[i]);
-        long long want = strtoll(eq + 1, NULL, 10), got = jint_at(file, line, j, path);
-        if (got != want) {
-            char *d = json_dumps(j, JSON_COMPACT);
-            jfail(file, line, "%s is %lld, expected %lld in %s", path, got, want, d);
-        }
-    }
-}
-#define INTS(j, ...) ints_at(__FILE__, __LINE__, (j), (const char *const[]){__VA_ARGS__, NULL})
 
 /* Checks the consumer info's counters. */
 static void
@@ -234,34 +134,6 @@ state_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const ch
 
 /* ---- pull requests and deliveries --------------------------------------------------------------
  */
-
-/* Sends a pull request for consumer s/n with reply inbox and body. */
-static void
-next_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const char *n,
-        const char *inbox, const char *body)
-{
-    char subj[256];
-    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.MSG.NEXT.%s.%s", s, n);
-    js_publish_at(file, line, c, subj, inbox, NULL, body);
-}
-#define next(c, s, n, inbox, body) next_at(__FILE__, __LINE__, (c), (s), (n), (inbox), (body))
-
-/* Expects the status message "NATS/1.0 <status>" with the header lines extra (may be "") on
- * inbox, with an empty payload and no reply subject. */
-static void
-status_at(const char *file, int line, nd_integ_conn_t *c, const char *inbox, const char *status,
-          const char *extra)
-{
-    char hdr[512];
-    snprintf(hdr, sizeof hdr, "NATS/1.0 %s\r\n%s\r\n", status, extra);
-    js_msg_t m = js_expect_msg_at(file, line, c, inbox, hdr, "");
-    if (m.reply != NULL)
-        jfail(file, line, "status %s came with reply %s", status, m.reply);
-    js_msg_free(&m);
-}
-#define STATUS(c, inbox, status, extra)                                                            \
-    status_at(__FILE__, __LINE__, (c), (inbox), (status), (extra))
-#define PENDING(n, b) "Nats-Pending-Messages: " #n "\r\nNats-Pending-Bytes: " #b "\r\n"
 
 /* Expects a delivery of data on its original subject subj through consumer s/n: the reply must be
  * $JS.ACK.<s>.<n>.<dc>.<sseq>.<dseq>.<ts>.<pending> with ts > 0 and the other tokens exact, and
@@ -302,19 +174,6 @@ ack_at(const char *file, int line, nd_integ_conn_t *c, const char *ack, const ch
         js_msg_free_ret(js_expect_msg_at(file, line, c, reply, NULL, ""));
 }
 #define ACK(c, ack, body, reply) ack_at(__FILE__, __LINE__, (c), (ack), (body), (reply))
-
-/* A stream S on s.> with messages s.1 "m1" .. s.<n> "m<n>". */
-static void
-stream_s(nd_integ_conn_t *c, int n)
-{
-    stream(c, "S", "{\"name\":\"S\",\"subjects\":[\"s.>\"]}");
-    for (int i = 1; i <= n; i++) {
-        char subj[32], body[32];
-        snprintf(subj, sizeof subj, "s.%d", i);
-        snprintf(body, sizeof body, "m%d", i);
-        pub(c, subj, body, "S", i);
-    }
-}
 
 /* ---- the consumer API --------------------------------------------------------------------------
  */

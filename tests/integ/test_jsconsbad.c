@@ -32,17 +32,11 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "jscons_util.h"
 #include "jsproto.h"
 
 TestSuite(integ_jsconsbad, .fini = nd_integ_cleanup, .timeout = 180);
 
-/* API replies arrive on API (sid 1); pull requests and ack replies use subjects under _P. (sid 2).
- */
-#define API "_R.1"
-
-#define T_CREATE "io.nats.jetstream.api.v1.consumer_create_response"
-#define T_INFO   "io.nats.jetstream.api.v1.consumer_info_response"
-#define T_DELETE "io.nats.jetstream.api.v1.consumer_delete_response"
 #define T_SDEL   "io.nats.jetstream.api.v1.stream_delete_response"
 
 typedef struct env {
@@ -94,67 +88,6 @@ soft(const char *file, int line, const char *fmt, ...)
 
 /* ---- requests (as in test_jscons.c) -------------------------------------------------------- */
 
-static json_t *
-api_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, const char *body)
-{
-    return js_request_json_at(file, line, c, subj, API, body);
-}
-#define api(c, subj, body) api_at(__FILE__, __LINE__, (c), (subj), (body))
-
-/* Expects the API error {"type":T,"error":{"code":code,"err_code":err,"description":desc}} and no
- * other key. desc NULL: any description starting with "invalid JSON" (2.9.10 says just that, 2.10+
- * append ": <decoder error>"). */
-static void
-api_err_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, const char *body,
-           const char *type, int code, int err, const char *desc)
-{
-    json_t *j = api_at(file, line, c, subj, body);
-    char *d = json_dumps(j, JSON_COMPACT);
-    json_t *e = json_object_get(j, "error");
-    const char *got = json_string_value(json_object_get(e, "description"));
-    const char *t = json_string_value(json_object_get(j, "type"));
-    bool ok = json_object_size(j) == 2 && t != NULL && strcmp(t, type) == 0 &&
-              json_object_size(e) == 3 && json_integer_value(json_object_get(e, "code")) == code &&
-              json_integer_value(json_object_get(e, "err_code")) == err && got != NULL &&
-              (desc ? strcmp(got, desc) == 0
-                    : strncmp(got, "invalid JSON", 12) == 0 &&
-                          (!nd_integ_is_reference() || strcmp(got, "invalid JSON") == 0));
-    if (!ok)
-        jfail(file, line, "%s: expected error %d/%d \"%s\" of type %s, got %.2000s", subj, code,
-              err, desc ? desc : "invalid JSON...", type, d);
-    free(d);
-    json_decref(j);
-}
-#define API_ERR(c, subj, body, type, code, err, desc)                                              \
-    api_err_at(__FILE__, __LINE__, (c), (subj), (body), (type), (code), (err), (desc))
-
-static void
-stream_at(const char *file, int line, nd_integ_conn_t *c, const char *name, const char *cfg)
-{
-    char subj[256];
-    snprintf(subj, sizeof subj, "$JS.API.STREAM.CREATE.%s", name);
-    json_t *j = api_at(file, line, c, subj, cfg);
-    if (json_object_get(j, "error") != NULL) {
-        char *d = json_dumps(j, JSON_COMPACT);
-        jfail(file, line, "stream %s: %s", name, d);
-    }
-    json_decref(j);
-}
-#define stream(c, name, cfg) stream_at(__FILE__, __LINE__, (c), (name), (cfg))
-
-/* Publishes with a reply and expects the PubAck {"stream":S, "seq":N} exactly. */
-static void
-pub_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, const char *body,
-       const char *stream, long long seq)
-{
-    char want[300];
-    snprintf(want, sizeof want, "{\"stream\":\"%s\", \"seq\":%lld}", stream, seq);
-    js_publish_at(file, line, c, subj, API, NULL, body);
-    js_msg_free_ret(js_expect_msg_at(file, line, c, API, NULL, want));
-}
-#define pub(c, subj, body, stream, seq)                                                            \
-    pub_at(__FILE__, __LINE__, (c), (subj), (body), (stream), (seq))
-
 /* Creates consumer s/name from its config; fails on an error reply. */
 static void
 cons_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const char *name,
@@ -184,37 +117,6 @@ cons_delete_at(const char *file, int line, nd_integ_conn_t *c, const char *s, co
 }
 #define cons_delete(c, s, name) cons_delete_at(__FILE__, __LINE__, (c), (s), (name))
 
-static json_t *
-info_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const char *name)
-{
-    char subj[256];
-    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.INFO.%s.%s", s, name);
-    json_t *j = api_at(file, line, c, subj, "");
-    if (json_object_get(j, "error") != NULL) {
-        char *d = json_dumps(j, JSON_COMPACT);
-        jfail(file, line, "consumer info %s: %s", name, d);
-    }
-    return j;
-}
-#define info(c, s, name) info_at(__FILE__, __LINE__, (c), (s), (name))
-
-/* Fails unless j has each integer "path=value" of the NULL-terminated list. */
-static void
-ints_at(const char *file, int line, json_t *j, const char *const *kv)
-{
-    for (int i = 0; kv[i] != NULL; i++) {
-        const char *eq = strchr(kv[i], '=');
-        char path[128];
-        snprintf(path, sizeof path, "%.*s", (int)(eq - kv[i]), kv[i]);
-        long long want = strtoll(eq + 1, NULL, 10), got = jint_at(file, line, j, path);
-        if (got != want) {
-            char *d = json_dumps(j, JSON_COMPACT);
-            jfail(file, line, "%s is %lld, expected %lld in %s", path, got, want, d);
-        }
-    }
-}
-#define INTS(j, ...) ints_at(__FILE__, __LINE__, (j), (const char *const[]){__VA_ARGS__, NULL})
-
 static void
 state_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const char *name,
          long long dcs, long long dss, long long acs, long long ass, long long pending,
@@ -237,31 +139,6 @@ state_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const ch
  * num_waiting) */
 #define STATE(c, s, n, dcs, dss, acs, ass, p, ap, w)                                               \
     state_at(__FILE__, __LINE__, (c), (s), (n), (dcs), (dss), (acs), (ass), (p), (ap), (w))
-
-static void
-next_at(const char *file, int line, nd_integ_conn_t *c, const char *s, const char *n,
-        const char *inbox, const char *body)
-{
-    char subj[256];
-    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.MSG.NEXT.%s.%s", s, n);
-    js_publish_at(file, line, c, subj, inbox, NULL, body);
-}
-#define next(c, s, n, inbox, body) next_at(__FILE__, __LINE__, (c), (s), (n), (inbox), (body))
-
-static void
-status_at(const char *file, int line, nd_integ_conn_t *c, const char *inbox, const char *status,
-          const char *extra)
-{
-    char hdr[512];
-    snprintf(hdr, sizeof hdr, "NATS/1.0 %s\r\n%s\r\n", status, extra);
-    js_msg_t m = js_expect_msg_at(file, line, c, inbox, hdr, "");
-    if (m.reply != NULL)
-        jfail(file, line, "status %s came with reply %s", status, m.reply);
-    js_msg_free(&m);
-}
-#define STATUS(c, inbox, status, extra)                                                            \
-    status_at(__FILE__, __LINE__, (c), (inbox), (status), (extra))
-#define PENDING(n, b) "Nats-Pending-Messages: " #n "\r\nNats-Pending-Bytes: " #b "\r\n"
 
 /* Expects a delivery of data on subj through s/n with the given dc/sseq/dseq/pending in its ack
  * subject. Returns: the ack subject (owned). */
@@ -286,19 +163,6 @@ delivery_at(const char *file, int line, nd_integ_conn_t *c, const char *subj, co
 }
 #define DELIVERY(c, subj, data, s, n, dc, sseq, dseq, pending)                                     \
     delivery_at(__FILE__, __LINE__, (c), (subj), (data), (s), (n), (dc), (sseq), (dseq), (pending))
-
-/* A stream S on s.> with messages s.1 "m1" .. s.<n> "m<n>". */
-static void
-stream_s(nd_integ_conn_t *c, int n)
-{
-    stream(c, "S", "{\"name\":\"S\",\"subjects\":[\"s.>\"]}");
-    for (int i = 1; i <= n; i++) {
-        char subj[32], body[32];
-        snprintf(subj, sizeof subj, "s.%d", i);
-        snprintf(body, sizeof body, "m%d", i);
-        pub(c, subj, body, "S", i);
-    }
-}
 
 /* The server still works: an API request, a publish into a fresh stream and a pull from a fresh
  * consumer. Uses stream HEALTH (made here, deleted after). */
