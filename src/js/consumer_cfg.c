@@ -38,6 +38,7 @@
 
 #include "actors/alloc.h"
 #include "js/apijson.h"
+#include "util/timefmt.h"
 #include "subj/subject.h"
 #include "util/gojson.h"
 
@@ -882,45 +883,6 @@ valid_sub(const char *s)
     return s && nd_subj_valid_sub(s, strlen(s));
 }
 
-/* Go's time.Duration.String. */
-static void
-go_duration(int64_t d, char *out, size_t cap)
-{
-    uint64_t u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-    const char *sign = d < 0 ? "-" : "";
-    char frac[16] = "";
-    if (u == 0) {
-        snprintf(out, cap, "0s");
-        return;
-    }
-    if (u < (uint64_t)NS_PER_S) {
-        /* ns, µs or ms with the fraction's trailing zeros dropped. */
-        uint64_t div = u < 1000 ? 1 : u < 1000000 ? 1000 : 1000000;
-        const char *unit = div == 1 ? "ns" : div == 1000 ? "\xc2\xb5s" : "ms";
-        if (div > 1 && u % div) {
-            snprintf(frac, sizeof frac, ".%0*" PRIu64, div == 1000 ? 3 : 6, u % div);
-            size_t n = strlen(frac);
-            while (frac[n - 1] == '0')
-                frac[--n] = '\0';
-        }
-        snprintf(out, cap, "%s%" PRIu64 "%s%s", sign, u / div, frac, unit);
-        return;
-    }
-    uint64_t secs = u / NS_PER_S, ns = u % NS_PER_S;
-    if (ns) {
-        snprintf(frac, sizeof frac, ".%09" PRIu64, ns);
-        size_t n = strlen(frac);
-        while (frac[n - 1] == '0')
-            frac[--n] = '\0';
-    }
-    uint64_t h = secs / 3600, m = (secs % 3600) / 60, s = secs % 60;
-    if (h)
-        snprintf(out, cap, "%s%" PRIu64 "h%" PRIu64 "m%" PRIu64 "%ss", sign, h, m, s, frac);
-    else if (m)
-        snprintf(out, cap, "%s%" PRIu64 "m%" PRIu64 "%ss", sign, m, s, frac);
-    else
-        snprintf(out, cap, "%s%" PRIu64 "%ss", sign, s, frac);
-}
 
 static bool
 set0(nd_jserr_t *err, nd_jse_t e)
@@ -1154,11 +1116,11 @@ check_cfg(const gcons_t *c, const nd_consumer_cfg_env_t *env, bool recovering, n
         return limit_err(err, ND_JSE_CONSUMER_MAX_PENDING_ACK_EXCESS_F, l);
     }
     if (sl_inactive > 0 && c->inactive_threshold > sl_inactive) {
-        go_duration(sl_inactive, l, sizeof l);
+        nd_time_go_duration(l, sizeof l, sl_inactive);
         return limit_err(err, ND_JSE_CONSUMER_INACTIVE_THRESHOLD_EXCESS, l);
     }
     if (env->inactive_threshold_max > 0 && c->inactive_threshold > env->inactive_threshold_max) {
-        go_duration(env->inactive_threshold_max, l, sizeof l);
+        nd_time_go_duration(l, sizeof l, env->inactive_threshold_max);
         return limit_err(err, ND_JSE_CONSUMER_INACTIVE_THRESHOLD_EXCESS, l);
     }
 

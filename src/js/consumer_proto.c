@@ -27,6 +27,7 @@
 #include "cfg/opts_parse.h"
 #include "js/apijson.h"
 #include "util/gojson.h"
+#include "util/timefmt.h"
 
 /* ---- helpers ---- */
 
@@ -531,7 +532,7 @@ js_pull_req_parse(const char *body, size_t len, const js_pull_caps_t *caps, js_p
     if (out->expires_ns != 0 && caps->max_expires_ns > 0 &&
         out->expires_ns > caps->max_expires_ns) {
         char d[40];
-        js_go_duration(d, sizeof d, caps->max_expires_ns);
+        nd_time_go_duration(d, sizeof d, caps->max_expires_ns);
         snprintf(status, status_room, "409 Exceeded MaxRequestExpires of %s", d);
         return false;
     }
@@ -580,85 +581,3 @@ js_pending_hdrs(char *buf, size_t room, uint64_t msgs, uint64_t bytes)
     return (size_t)n;
 }
 
-/* Go's fmtFrac: the prec low digits of v as a fraction without trailing zeros (and without the
- * point when they are all zero), written backwards ending at *w. Returns: v without them. */
-static uint64_t
-fmt_frac(char *buf, size_t *w, uint64_t v, int prec)
-{
-    bool print = false;
-    for (int i = 0; i < prec; i++) {
-        unsigned digit = (unsigned)(v % 10);
-        print = print || digit != 0;
-        if (print)
-            buf[--*w] = (char)('0' + digit);
-        v /= 10;
-    }
-    if (print)
-        buf[--*w] = '.';
-    return v;
-}
-
-static void
-fmt_int(char *buf, size_t *w, uint64_t v)
-{
-    char *s = put_u64_rev(buf + *w, v);
-    *w = (size_t)(s - buf);
-}
-
-size_t
-js_go_duration(char *buf, size_t room, int64_t ns)
-{
-    char b[32];
-    size_t w = sizeof b;
-    bool neg = ns < 0;
-    uint64_t u = neg ? 0 - (uint64_t)ns : (uint64_t)ns;
-    if (u < 1000000000) {
-        int prec;
-        if (u == 0) {
-            b[--w] = 's';
-            b[--w] = '0';
-            goto done;
-        } else if (u < 1000) {
-            prec = 0;
-            b[--w] = 's';
-            b[--w] = 'n';
-        } else if (u < 1000000) {
-            prec = 3;
-            b[--w] = 's';
-            b[--w] = (char)0xb5; /* U+00B5 MICRO SIGN, as Go writes it */
-            b[--w] = (char)0xc2;
-        } else {
-            prec = 6;
-            b[--w] = 's';
-            b[--w] = 'm';
-        }
-        u = fmt_frac(b, &w, u, prec);
-        fmt_int(b, &w, u);
-    } else {
-        b[--w] = 's';
-        u = fmt_frac(b, &w, u, 9);
-        fmt_int(b, &w, u % 60);
-        u /= 60;
-        if (u > 0) {
-            b[--w] = 'm';
-            fmt_int(b, &w, u % 60);
-            u /= 60;
-            if (u > 0) {
-                b[--w] = 'h';
-                fmt_int(b, &w, u);
-            }
-        }
-    }
-    if (neg)
-        b[--w] = '-';
-done:;
-    size_t n = sizeof b - w;
-    if (n + 1 > room) {
-        if (room > 0)
-            buf[0] = '\0';
-        return 0;
-    }
-    memcpy(buf, b + w, n);
-    buf[n] = '\0';
-    return n;
-}

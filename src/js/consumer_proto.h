@@ -113,7 +113,4 @@ size_t js_status_hdr(char *buf, size_t room, const char *status, const char *ext
  * Nats-Pending-Bytes: b\r\n") into buf. Returns: its length. */
 size_t js_pending_hdrs(char *buf, size_t room, uint64_t msgs, uint64_t bytes);
 
-/* Go's time.Duration String() ("1s", "1.5s", "100ms", "2m0s"), for status texts. */
-size_t js_go_duration(char *buf, size_t room, int64_t ns);
-
 #endif

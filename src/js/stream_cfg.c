@@ -28,6 +28,7 @@
 
 #include "actors/alloc.h"
 #include "js/apijson.h"
+#include "util/timefmt.h"
 #include "subj/subject.h"
 #include "subj/transform.h"
 #include "util/gojson.h"
@@ -981,86 +982,6 @@ overlap_within(char *const *v, size_t n, size_t *oi, size_t *oj)
     return found;
 }
 
-/* Go's time.Duration.String. */
-static void
-go_duration(int64_t d, char *out, size_t cap)
-{
-    char buf[40];
-    size_t w = sizeof buf;
-    uint64_t u = d < 0 ? (uint64_t)0 - (uint64_t)d : (uint64_t)d;
-    bool neg = d < 0;
-    buf[--w] = '\0';
-    if (u < (uint64_t)NS_PER_S) {
-        int prec = 0;
-        const char *unit;
-        if (u == 0) {
-            snprintf(out, cap, "0s");
-            return;
-        } else if (u < 1000) {
-            unit = "ns";
-        } else if (u < 1000000) {
-            prec = 3;
-            unit = "\xc2\xb5s";
-        } else {
-            prec = 6;
-            unit = "ms";
-        }
-        size_t ul = strlen(unit);
-        w -= ul;
-        memcpy(buf + w, unit, ul);
-        bool print = false;
-        for (int i = 0; i < prec; i++) {
-            unsigned digit = (unsigned)(u % 10);
-            print = print || digit != 0;
-            if (print)
-                buf[--w] = (char)('0' + digit);
-            u /= 10;
-        }
-        if (print)
-            buf[--w] = '.';
-        do {
-            buf[--w] = (char)('0' + u % 10);
-            u /= 10;
-        } while (u > 0);
-    } else {
-        buf[--w] = 's';
-        bool print = false;
-        for (int i = 0; i < 9; i++) {
-            unsigned digit = (unsigned)(u % 10);
-            print = print || digit != 0;
-            if (print)
-                buf[--w] = (char)('0' + digit);
-            u /= 10;
-        }
-        if (print)
-            buf[--w] = '.';
-        uint64_t secs = u % 60;
-        u /= 60;
-        do {
-            buf[--w] = (char)('0' + secs % 10);
-            secs /= 10;
-        } while (secs > 0);
-        if (u > 0) {
-            buf[--w] = 'm';
-            uint64_t mins = u % 60;
-            u /= 60;
-            do {
-                buf[--w] = (char)('0' + mins % 10);
-                mins /= 10;
-            } while (mins > 0);
-            if (u > 0) {
-                buf[--w] = 'h';
-                do {
-                    buf[--w] = (char)('0' + u % 10);
-                    u /= 10;
-                } while (u > 0);
-            }
-        }
-    }
-    if (neg)
-        buf[--w] = '-';
-    snprintf(out, cap, "%s", buf + w);
-}
 
 static bool invalid(nd_jserr_t *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static bool
@@ -1176,7 +1097,7 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
         return invalid(err, "duplicates window can not be larger then max age");
     if (lim_dup > 0 && c->duplicates > lim_dup) {
         char ds[40];
-        go_duration(lim_dup, ds, sizeof ds);
+        nd_time_go_duration(ds, sizeof ds, lim_dup);
         return invalid(err, "duplicates window can not be larger then server limit of %s", ds);
     }
     if (c->duplicates > 0 && c->duplicates < 100 * NS_PER_MS)

@@ -36,20 +36,6 @@ put48(char out[48], const char *fmt, ...)
     out[n] = '\0';
 }
 
-/* Removes trailing zeros of a fraction of `digits` digits; writes "" when it is 0. */
-static void
-frac_trim(uint64_t frac, int digits, char *out, size_t cap)
-{
-    if (frac == 0) {
-        out[0] = '\0';
-        return;
-    }
-    snprintf(out, cap, ".%0*" PRIu64, digits, frac);
-    size_t n = strlen(out);
-    while (n > 1 && out[n - 1] == '0')
-        out[--n] = '\0';
-}
-
 void
 nd_mon_fmt_time(int64_t wall_ns, char out[48])
 {
@@ -93,33 +79,7 @@ nd_mon_fmt_uptime(int64_t ns, char out[48])
 void
 nd_mon_fmt_duration(int64_t ns, char out[48])
 {
-    /* Go's time.Duration.String(): "0s", "850ns", "1.5µs", "1.430383ms", "2.5s", "1h0m5s". */
-    if (ns == 0) {
-        put48(out, "0s");
-        return;
-    }
-    const char *sign = ns < 0 ? "-" : "";
-    uint64_t u = ns < 0 ? (uint64_t)(-(ns + 1)) + 1 : (uint64_t)ns;
-    char frac[32];
-    if (u < 1000) {
-        put48(out, "%s%" PRIu64 "ns", sign, u);
-    } else if (u < 1000000) {
-        frac_trim(u % 1000, 3, frac, sizeof frac);
-        put48(out, "%s%" PRIu64 "%s\xc2\xb5s", sign, u / 1000, frac);
-    } else if (u < 1000000000) {
-        frac_trim(u % 1000000, 6, frac, sizeof frac);
-        put48(out, "%s%" PRIu64 "%sms", sign, u / 1000000, frac);
-    } else {
-        uint64_t secs = u / 1000000000ULL;
-        frac_trim(u % 1000000000ULL, 9, frac, sizeof frac);
-        uint64_t h = secs / 3600, m = (secs / 60) % 60, s = secs % 60;
-        if (h > 0)
-            put48(out, "%s%" PRIu64 "h%" PRIu64 "m%" PRIu64 "%ss", sign, h, m, s, frac);
-        else if (m > 0)
-            put48(out, "%s%" PRIu64 "m%" PRIu64 "%ss", sign, m, s, frac);
-        else
-            put48(out, "%s%" PRIu64 "%ss", sign, s, frac);
-    }
+    (void)nd_time_go_duration(out, 48, ns); /* 48 holds any: "-2562047h47m16.854775808s" */
 }
 
 /* ---- responses ---- */

@@ -2,6 +2,7 @@
 #include "util/timefmt.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -76,4 +77,92 @@ nd_time_parse_rfc3339(const char *s, int64_t *wall_ns)
     else
         *wall_ns = secs * 1000000000LL + frac;
     return 0;
+}
+
+/* ---- Go's time.Duration.String() ---- */
+
+/* Go's fmtFrac: the prec low digits of v as a fraction without trailing zeros (and without the
+ * point when they are all zero), written backwards ending at *w. Returns: v without them. */
+static uint64_t
+fmt_frac(char *buf, size_t *w, uint64_t v, int prec)
+{
+    bool print = false;
+    for (int i = 0; i < prec; i++) {
+        unsigned digit = (unsigned)(v % 10);
+        print = print || digit != 0;
+        if (print)
+            buf[--*w] = (char)('0' + digit);
+        v /= 10;
+    }
+    if (print)
+        buf[--*w] = '.';
+    return v;
+}
+
+/* v's decimal digits written backwards ending at *w. */
+static void
+fmt_int(char *buf, size_t *w, uint64_t v)
+{
+    do {
+        buf[--*w] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+}
+
+size_t
+nd_time_go_duration(char *buf, size_t room, int64_t ns)
+{
+    char b[32];
+    size_t w = sizeof b;
+    bool neg = ns < 0;
+    uint64_t u = neg ? 0 - (uint64_t)ns : (uint64_t)ns;
+    if (u < 1000000000) {
+        int prec;
+        if (u == 0) {
+            b[--w] = 's';
+            b[--w] = '0';
+            goto done;
+        } else if (u < 1000) {
+            prec = 0;
+            b[--w] = 's';
+            b[--w] = 'n';
+        } else if (u < 1000000) {
+            prec = 3;
+            b[--w] = 's';
+            b[--w] = (char)0xb5; /* U+00B5 MICRO SIGN, as Go writes it */
+            b[--w] = (char)0xc2;
+        } else {
+            prec = 6;
+            b[--w] = 's';
+            b[--w] = 'm';
+        }
+        u = fmt_frac(b, &w, u, prec);
+        fmt_int(b, &w, u);
+    } else {
+        b[--w] = 's';
+        u = fmt_frac(b, &w, u, 9);
+        fmt_int(b, &w, u % 60);
+        u /= 60;
+        if (u > 0) {
+            b[--w] = 'm';
+            fmt_int(b, &w, u % 60);
+            u /= 60;
+            if (u > 0) {
+                b[--w] = 'h';
+                fmt_int(b, &w, u);
+            }
+        }
+    }
+    if (neg)
+        b[--w] = '-';
+done:;
+    size_t n = sizeof b - w;
+    if (n + 1 > room) {
+        if (room > 0)
+            buf[0] = '\0';
+        return 0;
+    }
+    memcpy(buf, b + w, n);
+    buf[n] = '\0';
+    return n;
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "js/consumer_proto.h"
+#include "util/timefmt.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -37,8 +38,8 @@ check_pull(const char *s, size_t n)
     if (memchr(r.group, '\0', sizeof r.group) == NULL || memchr(r.id, '\0', sizeof r.id) == NULL)
         abort();
     char d[40];
-    if (js_go_duration(d, sizeof d, r.expires_ns) == 0 ||
-        js_go_duration(d, sizeof d, r.heartbeat_ns) == 0)
+    if (nd_time_go_duration(d, sizeof d, r.expires_ns) == 0 ||
+        nd_time_go_duration(d, sizeof d, r.heartbeat_ns) == 0)
         abort();
 }
 

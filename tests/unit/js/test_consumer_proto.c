@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "js/consumer_proto.h"
+#include "util/timefmt.h"
 
 /* ---- $JS.ACK subjects ---- */
 
@@ -529,7 +530,7 @@ static void
 expect_dur(int64_t ns, const char *want)
 {
     char buf[40];
-    size_t n = js_go_duration(buf, sizeof buf, ns);
+    size_t n = nd_time_go_duration(buf, sizeof buf, ns);
     cr_expect_str_eq(buf, want, "%lld", (long long)ns);
     cr_expect_eq(n, strlen(want));
 }
@@ -562,11 +563,11 @@ Test(consumer_proto, go_duration)
     expect_dur(INT64_MIN, "-2562047h47m16.854775808s");
     char buf[4];
     memset(buf, 'z', sizeof buf);
-    cr_expect_eq(js_go_duration(buf, 3, 1000000000), 2);
+    cr_expect_eq(nd_time_go_duration(buf, 3, 1000000000), 2);
     cr_expect_str_eq(buf, "1s");
     cr_expect_eq(buf[3], 'z');
-    cr_expect_eq(js_go_duration(buf, 2, 1000000000), 0);
+    cr_expect_eq(nd_time_go_duration(buf, 2, 1000000000), 0);
     cr_expect_str_eq(buf, "");
     cr_expect_str_eq(buf, "");
-    cr_expect_eq(js_go_duration(buf, 0, 1), 0);
+    cr_expect_eq(nd_time_go_duration(buf, 0, 1), 0);
 }
