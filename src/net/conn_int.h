@@ -303,6 +303,10 @@ void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
  * the message's own subject. Returns: how many recipients matched (0: no interest). */
 uint32_t nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
                                const char *shown, size_t shown_len);
+/* Whether a publish of subj in acct would reach anyone: its subscriptions, or those of an
+ * account importing subj (as nd_deliver_publish would deliver it). Ctx: a worker, outside
+ * epoch sections. */
+bool nd_deliver_has_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t len);
 /* The DELIVER message of cmd for sub (hmsg: with its headers, else the payload alone), holding
  * a new reference on payload (cmd's payload bytes). Used by the server's own publisher. */
 nd_conn_msg_deliver_t *nd_deliver_msg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd,

@@ -772,6 +772,37 @@ deliver_imports(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_
     }
 }
 
+bool
+nd_deliver_has_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t len)
+{
+    nd_sl_result_t r;
+    nd_sl_result_init(&r);
+    nd_epoch_enter(ctx);
+    nd_sl_match(ctx, nd_acct_sublist(acct), subj, len, &r);
+    bool any = !nd_sl_result_empty(&r);
+    /* acquire: pairs with the release store of nd_acct_route_install (a complete route). */
+    const nd_acct_route_t *rt = atomic_load_explicit(&acct->route, memory_order_acquire);
+    for (size_t i = 0; !any && rt != NULL && i < rt->nstreams; i++) {
+        const nd_acct_stream_imp_t *im = &rt->streams[i];
+        if (!nd_subj_match(im->from, im->from_len, subj, len))
+            continue;
+        char buf[SUBJ_BUF];
+        char *heap = NULL;
+        size_t ilen;
+        const char *isubj =
+            import_subject(im->xf, im->to, im->to_len, subj, len, buf, &heap, &ilen);
+        nd_sl_result_t ir;
+        nd_sl_result_init(&ir);
+        nd_sl_match(ctx, nd_acct_sublist(im->acct), isubj, ilen, &ir);
+        any = !nd_sl_result_empty(&ir);
+        nd_sl_result_fini(&ir);
+        nd_free(heap);
+    }
+    nd_epoch_exit(ctx);
+    nd_sl_result_fini(&r);
+    return any;
+}
+
 uint32_t
 nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
                       const char *shown, size_t shown_len)

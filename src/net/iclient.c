@@ -456,41 +456,5 @@ nd_iclient_publish(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject, const c
 bool
 nd_iclient_has_interest(nd_ctx_t *ctx, nd_iclient_t *ic, const char *subject)
 {
-    nd_sl_result_t r;
-    nd_sl_result_init(&r);
-    size_t len = strlen(subject);
-    nd_epoch_enter(ctx);
-    nd_sl_match(ctx, nd_acct_sublist(ic->c->acct), subject, len, &r);
-    bool any = !nd_sl_result_empty(&r);
-    /* Interest through a stream import counts too (e.g. a consumer delivering to a subject
-     * another account imports: a cross-account mirror's or source's). */
-    /* acquire: pairs with the release store of nd_acct_route_install. */
-    const nd_acct_route_t *rt = atomic_load_explicit(&ic->c->acct->route, memory_order_acquire);
-    for (size_t i = 0; !any && rt != NULL && i < rt->nstreams; i++) {
-        const nd_acct_stream_imp_t *im = &rt->streams[i];
-        if (!nd_subj_match(im->from, im->from_len, subject, len))
-            continue;
-        char buf[256];
-        const char *isubj = subject;
-        size_t ilen = len;
-        if (im->xf != NULL) {
-            ilen = nd_xf_apply(im->xf, subject, len, buf, sizeof buf);
-            if (ilen >= sizeof buf) {
-                any = true; /* too long to check here: assume interest */
-                break;
-            }
-            isubj = buf;
-        } else if (im->to != NULL) {
-            isubj = im->to;
-            ilen = im->to_len;
-        }
-        nd_sl_result_t ir;
-        nd_sl_result_init(&ir);
-        nd_sl_match(ctx, nd_acct_sublist(im->acct), isubj, ilen, &ir);
-        any = !nd_sl_result_empty(&ir);
-        nd_sl_result_fini(&ir);
-    }
-    nd_epoch_exit(ctx);
-    nd_sl_result_fini(&r);
-    return any;
+    return nd_deliver_has_interest(ctx, ic->c->acct, subject, strlen(subject));
 }
