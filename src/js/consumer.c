@@ -333,27 +333,6 @@ load_next(nd_consumer_t *c, nd_store_t *s, uint64_t seq)
 
 /* ---- advisories ---- */
 
-static void
-advise(nd_ctx_t *ctx, nd_consumer_t *c, const char *kind, const char *type, json_t *o)
-{
-    char id[23];
-    nd_event_id(ctx, id);
-    json_t *a = json_object();
-    json_object_set_new(a, "type", json_string(type));
-    json_object_set_new(a, "id", json_string(id));
-    json_object_set_new(a, "timestamp", js_time(js_now()));
-    json_object_set_new(a, "stream", json_string(c->st->name));
-    json_object_set_new(a, "consumer", json_string(c->name));
-    json_object_update(a, o);
-    json_decref(o);
-    const char *dom = c->st->jsa->js->domain;
-    if (dom[0] != '\0')
-        json_object_set_new(a, "domain", json_string(dom));
-    char *subj = js_path("$JS.EVENT.ADVISORY.CONSUMER.%s.%s.%s", kind, c->st->name, c->name);
-    js_send(ctx, c->ic, subj, a);
-    nd_free(subj);
-}
-
 json_t *
 js_consumer_event_new(nd_ctx_t *ctx, const char *type)
 {
@@ -378,6 +357,22 @@ void
 js_consumer_event_send(nd_ctx_t *ctx, nd_consumer_t *c, const char *subj, json_t *ev)
 {
     js_send(ctx, c->ic, subj, ev);
+}
+
+/* $JS.EVENT.ADVISORY.CONSUMER.<kind>.<stream>.<consumer>: the event header, stream, consumer,
+ * the fields of o (stolen), domain. */
+static void
+advise(nd_ctx_t *ctx, nd_consumer_t *c, const char *kind, const char *type, json_t *o)
+{
+    json_t *a = js_consumer_event_new(ctx, type);
+    json_object_set_new(a, "stream", json_string(c->st->name));
+    json_object_set_new(a, "consumer", json_string(c->name));
+    json_object_update(a, o);
+    json_decref(o);
+    js_consumer_event_domain(c, a);
+    char *subj = js_path("$JS.EVENT.ADVISORY.CONSUMER.%s.%s.%s", kind, c->st->name, c->name);
+    js_send(ctx, c->ic, subj, a);
+    nd_free(subj);
 }
 
 static void

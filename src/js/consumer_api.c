@@ -19,7 +19,6 @@
 #include "js/consumer_int.h"
 #include "js/jsreq.h"
 #include "subj/subject.h"
-#include "util/evid.h"
 #include "util/log.h"
 
 #define NAMES_LIMIT 1024
@@ -234,12 +233,7 @@ api_op(const nd_imsg_t *m)
 static void
 advise_action(nd_ctx_t *ctx, nd_stream_t *st, const char *name, bool created)
 {
-    char id[23];
-    nd_event_id(ctx, id);
-    json_t *a = json_object();
-    json_object_set_new(a, "type", json_string("io.nats.jetstream.advisory.v1.consumer_action"));
-    json_object_set_new(a, "id", json_string(id));
-    json_object_set_new(a, "timestamp", js_time(js_now()));
+    json_t *a = js_consumer_event_new(ctx, "io.nats.jetstream.advisory.v1.consumer_action");
     json_object_set_new(a, "stream", json_string(st->name));
     json_object_set_new(a, "consumer", json_string(name));
     json_object_set_new(a, "action", json_string(created ? "create" : "delete"));
