@@ -852,8 +852,6 @@ push_ready(nd_ctx_t *ctx, nd_consumer_t *c, int64_t now)
     return c->active;
 }
 
-static uint64_t fc_max(const nd_consumer_t *c);
-
 static void
 send_flow_control(nd_ctx_t *ctx, nd_consumer_t *c)
 {
@@ -871,14 +869,6 @@ send_flow_control(nd_ctx_t *ctx, nd_consumer_t *c)
     char hdr[64];
     size_t n = js_status_hdr(hdr, sizeof hdr, "100 FlowControl Request", NULL);
     nd_iclient_publish(ctx, c->ic, c->cfg.deliver_subject, c->fc_reply, hdr, n, NULL, 0);
-}
-
-/* The flow control window: nats-server starts at 1/16 of the limit and doubles it with each
- * reply. */
-static uint64_t
-fc_max(const nd_consumer_t *c)
-{
-    return c->fc_window;
 }
 
 static bool
@@ -942,7 +932,7 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
         size_t wi = 0;
         if (is_push(c)) {
             if (c->cfg.flow_control && c->fc_reply != NULL &&
-                c->fc_bytes - c->fc_acked >= fc_max(c)) {
+                c->fc_bytes - c->fc_acked >= c->fc_window) {
                 if (ack != ackr)
                     nd_free(ack);
                 break; /* stalled on flow control */
@@ -1016,7 +1006,7 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
         if (is_push(c)) {
             if (c->cfg.flow_control) {
                 c->fc_bytes += sz;
-                if (c->fc_reply == NULL && c->fc_bytes - c->fc_acked > fc_max(c) / 2)
+                if (c->fc_reply == NULL && c->fc_bytes - c->fc_acked > c->fc_window / 2)
                     send_flow_control(ctx, c);
             }
             if (c->cfg.idle_heartbeat_ns > 0)

@@ -90,7 +90,6 @@ struct nd_consumer {
     uint64_t cs_gen;
     char *create_reply;
     js_audit_req_t *create_audit;
-    bool created_now;  /* the create answer: a new consumer (advisory sent) */
 
     uint64_t sseq;     /* the next stream sequence to look at for new messages */
     uint64_t dseq;     /* the last consumer sequence used */
@@ -123,7 +122,7 @@ struct nd_consumer {
     uint64_t fc_bytes;        /* bytes delivered since the last flow control reply */
     uint64_t fc_acked;        /* fc_bytes the last reply confirmed */
     uint64_t fc_sent_at;      /* fc_bytes when the outstanding request went out */
-    uint64_t fc_window;
+    uint64_t fc_window;       /* nats-server's: 1/16 of FC_LIMIT, doubled by each reply up to it */
 
     bool dirty;               /* state changed since it was last persisted */
     int64_t persist_due;
