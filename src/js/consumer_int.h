@@ -119,7 +119,7 @@ struct nd_consumer {
     int64_t next_interest_check;
     int64_t hb_due;           /* next idle heartbeat (push), 0 none */
     char *fc_reply;           /* outstanding flow control request, NULL none */
-    uint64_t fc_bytes;        /* bytes delivered since the last flow control reply */
+    uint64_t fc_bytes;        /* bytes delivered so far (push with flow control) */
     uint64_t fc_acked;        /* fc_bytes the last reply confirmed */
     uint64_t fc_sent_at;      /* fc_bytes when the outstanding request went out */
     uint64_t fc_window;       /* nats-server's: 1/16 of FC_LIMIT, doubled by each reply up to it */
