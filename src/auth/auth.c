@@ -183,6 +183,15 @@ find_acct(const nd_auth_t *a, const char *name)
     return a->accts[0].acct;
 }
 
+nd_acct_t *
+nd_auth_find(const nd_auth_t *a, const char *name, size_t len)
+{
+    for (size_t i = 0; i < a->naccts; i++)
+        if (strlen(a->accts[i].name) == len && memcmp(a->accts[i].name, name, len) == 0)
+            return a->accts[i].acct;
+    return NULL;
+}
+
 nd_auth_acct_t *
 nd_auth_add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name, const nd_auth_t *prev)
 {

@@ -29,6 +29,7 @@
 
 #include "util/log.h"
 #include "subj/account.h"
+#include "net/route_int.h"
 #include "net/tls.h"
 
 #define SCRATCH_READ  (64 * 1024)
@@ -296,6 +297,13 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_cancel(ctx, &c->stall_timer);
     nd_timer_cancel(ctx, &c->tls_timer);
     nd_timer_cancel(ctx, &c->auth_timer);
+    if (c->route != NULL) {
+        nd_route_teardown(ctx, c); /* its subscriptions, its place in the route table */
+        c->tr.vt->close(&c->tr);
+        if (c->io.fd >= 0)
+            nd_poller_remove(c->srv->poller, &c->io);
+        return;
+    }
     size_t n = 0;
     nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
     if (c->connected)
@@ -322,8 +330,9 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
     flush(ctx, c); /* best effort: a final -ERR should reach the client */
     drop_output(c);
     return_scratch(ctx, c);
-    nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", c->ip, c->port,
-                 (unsigned long long)c->cid, nd_close_reason_text(reason));
+    if (c->route == NULL)
+        nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", c->ip, c->port,
+                     (unsigned long long)c->cid, nd_close_reason_text(reason));
     teardown(ctx, c);
     nd_actor_close(ctx, &c->base);
 }
@@ -352,6 +361,7 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     nd_conn_auth_fini(c);
     if (c->ic != NULL)
         nd_iclient_fini(ctx, c);
+    nd_route_fini(ctx, c);
     c->rbuf = c->wbuf = NULL;
     if (c->scratch != NULL) {
         nd_sl_result_fini(c->scratch);
@@ -387,8 +397,9 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
                            : st == ND_PROTO_ERR_MAX_PAYLOAD ? ND_ERR_MAX_PAYLOAD
                            : st == ND_PROTO_ERR_UNKNOWN_OP  ? ND_ERR_UNKNOWN_OP
                                                             : ND_ERR_PROTO_ARGS;
-            nd_log_error("%s:%d - cid:%llu - Client parser ERROR: %s", c->ip, c->port,
-                         (unsigned long long)c->cid, nd_strerror(err));
+            nd_log_error("%s:%d - %s:%llu - %s parser ERROR: %s", c->ip, c->port,
+                         c->route ? "rid" : "cid", (unsigned long long)c->cid,
+                         c->route ? "Router" : "Client", nd_strerror(err));
             nd_conn_write_err(c, err);
             nd_conn_close(ctx, c,
                           err == ND_ERR_MAX_CONTROL_LINE ? ND_CLOSE_MAX_CONTROL_LINE
@@ -398,7 +409,7 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
             nd_deliver_flush(ctx, c);
             return off;
         }
-        if (!nd_client_handle(ctx, c, &cmd))
+        if (c->route != NULL ? !nd_route_handle(ctx, c, &cmd) : !nd_client_handle(ctx, c, &cmd))
             break; /* paused before cmd (it stays unconsumed) or closed */
         off += used;
     }
@@ -624,6 +635,12 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
         return;
     c->started = true;
     refresh_live(ctx, c);
+    if (c->route != NULL) {
+        /* Routes are not clients: not counted, not in /connz (/routez lists them). */
+        c->mon.start_ns = nd_mon_wall_ns();
+        nd_route_conn_start(ctx, c);
+        return;
+    }
     int32_t conns = atomic_fetch_add_explicit(&s->nconns, 1, memory_order_relaxed) + 1;
     c->counted = true;
     nd_connreg_add(s->connreg, &c->mon);
@@ -729,7 +746,24 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         nd_conn_tls_timer(ctx, c, msg);
         return;
     case ND_CONN_MSG_AUTH_TIMER:
+        if (c->route != NULL) {
+            if (nd_timer_fired(&c->auth_timer, msg) && !c->closing && !c->connected) {
+                nd_log_error("%s:%d - rid:%llu - Authentication Timeout", c->ip, c->port,
+                             (unsigned long long)c->cid);
+                nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
+                nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
+            }
+            return;
+        }
         nd_conn_auth_timer(ctx, c, msg);
+        return;
+    case ND_CONN_MSG_RPROTO:
+        nd_route_on_proto(c, msg);
+        return;
+    case ND_CONN_MSG_INFO_UPDATE:
+        if (!c->closing && c->started && c->connected && c->protocol >= 1 &&
+            c->kind == ND_CONN_CLIENT && c->route == NULL)
+            write_info(ctx, c, c->ldm_sent);
         return;
     case ND_CONN_MSG_REPLY:
         nd_conn_auth_reply(c, (nd_conn_msg_reply_t *)msg);
@@ -837,16 +871,25 @@ conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, 
     nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
 }
 
-void
-nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
+/* A socket connection of kind (a client, or a route with rt). */
+static void
+spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struct nd_route *rt)
 {
     nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
-    conn_init(c, srv, srv->gacct, ND_CONN_CLIENT, fd, false);
+    conn_init(c, srv, srv->gacct, kind, fd, false);
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
     nd_proto_parser_init(
         &c->parser, (size_t)nd_server_live_get(srv, max_control_line),
         nd_server_live_get(srv, max_payload));
+    if (rt != NULL) {
+        /* A route: its own ops, no payload limit (nats-server's mpay -1 for routes). */
+        c->route = rt;
+        c->verbose = c->pedantic = false;
+        nd_proto_parser_set_ops(&c->parser, ND_PROTO_OPS_ROUTE);
+        nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
+                                   ND_PROTO_NO_LIMIT);
+    }
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -861,8 +904,9 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
             c->port = ntohs(a->sin_port);
         }
     }
-    nd_log_debug("%s:%d - cid:%llu - Client connection created", c->ip, c->port,
-                 (unsigned long long)c->cid);
+    if (rt == NULL)
+        nd_log_debug("%s:%d - cid:%llu - Client connection created", c->ip, c->port,
+                     (unsigned long long)c->cid);
     int err = nd_poller_add(srv->poller, &c->io, fd, &c->base, ND_CONN_MSG_IO);
     if (err != 0) {
         /* Nothing was sent to the actor yet, so its fields are still ours to set. */
@@ -876,6 +920,18 @@ nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
         nd_actor_send(ctx, &c->base, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_START));
     }
     nd_actor_unref(ctx, &c->base); /* the poller registration and the actor's life keep it */
+}
+
+void
+nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
+{
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL);
+}
+
+void
+nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt)
+{
+    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt);
 }
 
 /* An internal client's connection carries the nd_iclient_t right after it (ic_size bytes), so
@@ -935,6 +991,12 @@ void
 nd_conn_send_ldm(nd_ctx_t *ctx, nd_actor_t *conn)
 {
     nd_actor_send(ctx, conn, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_LDM));
+}
+
+void
+nd_conn_send_info_update(nd_ctx_t *ctx, nd_actor_t *conn)
+{
+    nd_actor_send(ctx, conn, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_INFO_UPDATE));
 }
 
 void

@@ -40,7 +40,12 @@ typedef enum {
     X(ND_CLOSE_TLS_HANDSHAKE, "TLS Handshake Failure")                                          \
     X(ND_CLOSE_AUTH_EXPIRED, "Authentication Expired")                                           \
     X(ND_CLOSE_REVOKED, "Credentials Revoked")                                                   \
-    X(ND_CLOSE_MAX_ACCOUNT_CONNECTIONS, "Maximum Account Connections Exceeded")
+    X(ND_CLOSE_MAX_ACCOUNT_CONNECTIONS, "Maximum Account Connections Exceeded")                 \
+    X(ND_CLOSE_WRONG_PORT, "Incorrect Port")                                                     \
+    X(ND_CLOSE_DUPLICATE_ROUTE, "Duplicate Route")                                               \
+    X(ND_CLOSE_ROUTE_REMOVED, "Route Removed")                                                   \
+    X(ND_CLOSE_CLUSTER_NAME_CONFLICT, "Cluster Name Conflict")                                   \
+    X(ND_CLOSE_DUPLICATE_SERVER_NAME, "Duplicate Server Name")
 
 typedef enum {
 #define ND_CLOSE_ENUM(name, text) name,
@@ -64,5 +69,7 @@ void nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd);
  * or to close with "Server Shutdown". conn: a live reference. Ctx: any thread with a ctx. */
 void nd_conn_send_ldm(nd_ctx_t *ctx, nd_actor_t *conn);
 void nd_conn_send_shutdown(nd_ctx_t *ctx, nd_actor_t *conn);
+/* The client INFO changed (connect_urls): a client that takes async INFO gets it again. */
+void nd_conn_send_info_update(nd_ctx_t *ctx, nd_actor_t *conn);
 
 #endif

@@ -45,6 +45,8 @@ enum {
     ND_CONN_MSG_ISTART,     /* nd_conn_msg_istart_t: an internal client's subscriptions */
     ND_CONN_MSG_ICALL,      /* nd_conn_msg_icall_t: run a function on an internal client's turn */
     ND_CONN_MSG_ITIMER,     /* an internal client's timer */
+    ND_CONN_MSG_RPROTO,     /* a route: protocol bytes to write (route.c) */
+    ND_CONN_MSG_INFO_UPDATE, /* a client: the INFO changed (connect_urls), send it again */
 };
 
 /* A message for an internal client's subscription (iclient.h): the publish itself, not MSG
@@ -145,6 +147,8 @@ typedef struct nd_conn {
     /* immutable after spawn, here because publishers read it next to the fields above: the
      * internal client this connection is (iclient.c), NULL for a socket */
     struct nd_iclient *ic;
+    /* immutable after spawn: a route's own state (route_int.h; owner only), NULL otherwise */
+    struct nd_route *route;
 
     /* owner only */
     nd_io_t io ND_CACHE_ALIGNED;
@@ -303,6 +307,12 @@ void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
  * the message's own subject. Returns: how many recipients matched (0: no interest). */
 uint32_t nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
                                const char *shown, size_t shown_len);
+/* A route's inbound RMSG/HMSG (cmd as a PUB/HPUB; cmd->queues the queue groups it names),
+ * delivered in acct to local subscribers only. */
+void nd_deliver_route_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct,
+                              const nd_proto_cmd_t *cmd);
+/* conn.c: a route connection for a connected socket (route.c made rt). Owns: fd, rt. */
+void nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt);
 /* Whether a publish of subj in acct would reach anyone: its subscriptions, or those of an
  * account importing subj (as nd_deliver_publish would deliver it). Ctx: a worker, outside
  * epoch sections. */

@@ -63,6 +63,18 @@ typedef struct line_tail {
     uint8_t len; /* 0 until formatted */
 } line_tail_t;
 
+/* A route this publish goes to (one RMSG per route, whatever number of its subscriptions
+ * matched), with the queue groups it was chosen for. */
+typedef struct route_tgt {
+    nd_conn_t *t;
+    const nd_sub_t **qs; /* qin, or a heap array past ROUTE_QIN */
+    uint32_t nq, qcap;
+    const nd_sub_t *qin[4];
+} route_tgt_t;
+
+#define ROUTE_QIN 4
+#define ROUTE_TGT_INLINE 4
+
 typedef struct pub_ctx {
     const nd_proto_cmd_t *cmd;
     const nd_proto_cmd_t *shown; /* what the MSG lines show: cmd, or a copy with the subject a
@@ -72,6 +84,15 @@ typedef struct pub_ctx {
     nd_payload_t *payload; /* created on the first large delivery */
     uint32_t matched;      /* recipients found, delivered or not */
     line_tail_t tail[2];   /* [0]: as published; [1]: headers stripped (MSG with the payload) */
+    /* routes (route.c): the account matched in, whether the publisher is a route (then only
+     * local subscribers, and of queue groups only those it names in qfilter), and the routes
+     * this publish goes to */
+    nd_acct_t *acct;
+    bool from_route;
+    const nd_proto_slice_t *qfilter;
+    route_tgt_t rin[ROUTE_TGT_INLINE];
+    route_tgt_t *rts; /* rin, or a heap array */
+    uint32_t nrt, rtcap;
 } pub_ctx_t;
 
 static void
@@ -402,6 +423,121 @@ deliver_internal(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_c
     return true;
 }
 
+/* ---- routes: one RMSG/HMSG per route (route.c has the protocol) ---- */
+
+/* Notes that the publish goes to route t, for queue group member sub (NULL: a plain
+ * subscription). Ctx: in the section. */
+static void
+route_target(pub_ctx_t *pc, nd_conn_t *t, const nd_sub_t *qsub)
+{
+    route_tgt_t *rt = NULL;
+    for (uint32_t i = 0; i < pc->nrt; i++)
+        if (pc->rts[i].t == t) {
+            rt = &pc->rts[i];
+            break;
+        }
+    if (rt == NULL) {
+        if (pc->rts == NULL) {
+            pc->rts = pc->rin;
+            pc->rtcap = ROUTE_TGT_INLINE;
+        }
+        if (pc->nrt == pc->rtcap) {
+            route_tgt_t *v = nd_xmalloc(pc->rtcap * 2 * sizeof(*v));
+            memcpy(v, pc->rts, pc->nrt * sizeof(*v));
+            for (uint32_t i = 0; i < pc->nrt; i++)
+                if (v[i].qs == pc->rts[i].qin)
+                    v[i].qs = v[i].qin;
+            if (pc->rts != pc->rin)
+                nd_free(pc->rts);
+            pc->rts = v;
+            pc->rtcap *= 2;
+        }
+        rt = &pc->rts[pc->nrt++];
+        rt->t = t;
+        rt->qs = rt->qin;
+        rt->nq = 0;
+        rt->qcap = ROUTE_QIN;
+        pc->matched++;
+    }
+    if (qsub == NULL)
+        return;
+    if (rt->nq == rt->qcap) {
+        const nd_sub_t **v = nd_xmalloc(rt->qcap * 2 * sizeof(*v));
+        memcpy(v, rt->qs, rt->nq * sizeof(*v));
+        if (rt->qs != rt->qin)
+            nd_free(rt->qs);
+        rt->qs = v;
+        rt->qcap *= 2;
+    }
+    rt->qs[rt->nq++] = qsub;
+}
+
+/* Writes the RMSG/HMSG of the publish for each route target into its chunk, and forgets the
+ * targets. Ctx: in the section. */
+static void
+route_flush(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc)
+{
+    const nd_proto_cmd_t *cmd = pc->cmd;
+    for (uint32_t i = 0; i < pc->nrt; i++) {
+        route_tgt_t *rt = &pc->rts[i];
+        nd_conn_t *t = rt->t;
+        bool hmsg = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
+        uint32_t pl_off = 0, size = (uint32_t)cmd->payload.len;
+        if (hmsg && !atomic_load_explicit(&t->headers, memory_order_relaxed)) {
+            hmsg = false;
+            pl_off = (uint32_t)cmd->hdr_len;
+            size -= pl_off;
+        }
+        if (!atomic_load_explicit(&t->slow, memory_order_relaxed)) {
+            size_t qroom = 0;
+            for (uint32_t q = 0; q < rt->nq; q++)
+                qroom += rt->qs[q]->queue_len + 1;
+            size_t room = 16 + pc->acct->name_len + cmd->subject.len + cmd->reply.len + qroom +
+                          48 + size + 2;
+            nd_conn_msg_chunk_t *ch = slot_chunk(ctx, outbox_slot(&c->outbox, t));
+            char *p0 = chunk_reserve(ch, room), *p = p0;
+            p = hmsg ? put(p, "HMSG ", 5) : put(p, "RMSG ", 5);
+            p = put(p, pc->acct->name, pc->acct->name_len);
+            *p++ = ' ';
+            p = put(p, cmd->subject.ptr, cmd->subject.len);
+            *p++ = ' ';
+            if (rt->nq > 0) {
+                if (cmd->reply.len > 0) {
+                    p = put(p, "+ ", 2);
+                    p = put(p, cmd->reply.ptr, cmd->reply.len);
+                    *p++ = ' ';
+                } else {
+                    p = put(p, "| ", 2);
+                }
+                for (uint32_t q = 0; q < rt->nq; q++) {
+                    p = put(p, rt->qs[q]->queue, rt->qs[q]->queue_len);
+                    *p++ = ' ';
+                }
+            } else if (cmd->reply.len > 0) {
+                p = put(p, cmd->reply.ptr, cmd->reply.len);
+                *p++ = ' ';
+            }
+            if (hmsg) {
+                p = put_u64(p, (uint64_t)cmd->hdr_len);
+                *p++ = ' ';
+            }
+            p = put_u64(p, size);
+            p = put(p, "\r\n", 2);
+            p = put(p, cmd->payload.ptr + pl_off, size);
+            p = put(p, "\r\n", 2);
+            ch->len += (uint32_t)(p - p0);
+            ch->msgs++;
+            ch->bytes += size;
+        }
+        if (rt->qs != rt->qin)
+            nd_free(rt->qs);
+    }
+    if (pc->rts != pc->rin)
+        nd_free(pc->rts);
+    pc->rts = NULL;
+    pc->nrt = pc->rtcap = 0;
+}
+
 /* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush).
  * Returns: false when the sub cannot take it (unsubscribed, its connection slow, its
  * auto-unsubscribe count reached), so a queue group can pick another member. */
@@ -412,6 +548,12 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     const nd_proto_cmd_t *cmd = pc->cmd;
     if (nd_sub_cancelled(sub))
         return false;
+    if (sub->origin == ND_SUB_ROUTE) {
+        if (pc->from_route)
+            return false; /* one hop: a routed message never goes to another route */
+        route_target(pc, t, sub->queue != NULL ? sub : NULL);
+        return true;
+    }
     /* One load of a field next to `slow` and `headers` (read below anyway) for recipients
      * without permissions. */
     const nd_permset_t *tp = atomic_load_explicit(&t->rperms, memory_order_relaxed);
@@ -555,11 +697,65 @@ qmember_take(nd_sub_t *sub, void *arg)
     return deliver(q->ctx, q->c, q->pc, sub);
 }
 
+/* Queue groups with members on other servers: a member is picked with the odds of its weight
+ * (a route stands for the members behind it), as nats-server's result list repeats a route's
+ * queue subscription weight times. */
+typedef struct wpick {
+    uint64_t total, x;
+    nd_sub_t *chosen;
+} wpick_t;
+
+static inline uint64_t
+qweight(const nd_sub_t *sub)
+{
+    return sub->origin == ND_SUB_ROUTE
+               ? atomic_load_explicit(&((nd_sub_t *)sub)->qweight, memory_order_relaxed)
+               : 1;
+}
+
+static bool
+wpick_sum(nd_sub_t *sub, void *arg)
+{
+    ((wpick_t *)arg)->total += qweight(sub);
+    return false;
+}
+
+static bool
+wpick_choose(nd_sub_t *sub, void *arg)
+{
+    wpick_t *w = arg;
+    uint64_t q = qweight(sub);
+    if (w->x < q) {
+        w->chosen = sub;
+        return true;
+    }
+    w->x -= q;
+    return false;
+}
+
+/* Whether queue is one of the blank-separated names in list. */
+static bool
+queue_listed(const nd_proto_slice_t *list, const nd_sub_t *sub)
+{
+    const char *p = list->ptr, *end = list->ptr + list->len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t'))
+            p++;
+        const char *s = p;
+        while (p < end && *p != ' ' && *p != '\t')
+            p++;
+        if ((size_t)(p - s) == sub->queue_len && memcmp(s, sub->queue, sub->queue_len) == 0)
+            return true;
+    }
+    return false;
+}
+
 /* Delivers to every plain subscription of r and to one member of each of its queue groups.
  * Ctx: in the section that produced r. */
 static void
 deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t *r)
 {
+    bool routes = c->srv->routes != NULL;
     for (uint32_t v = 0; v < r->npvecs; v++) {
         const nd_sl_vec_t *vec = r->pvecs[v];
         uint32_t n = nd_sl_vec_len(vec);
@@ -578,11 +774,27 @@ deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t 
         nd_sub_t *sub = nd_sl_result_qpick(ctx, r, g);
         if (sub == NULL)
             continue;
+        if (pc->from_route) {
+            /* Only the groups the sender chose us for, and only local members. */
+            if (pc->qfilter == NULL || !queue_listed(pc->qfilter, sub))
+                continue;
+        } else if (routes) {
+            wpick_t w = {0};
+            nd_sl_result_qeach(ctx, r, g, NULL, wpick_sum, &w);
+            if (w.total > 0) {
+                w.x = nd_ctx_rand(ctx) % w.total;
+                nd_sl_result_qeach(ctx, r, g, NULL, wpick_choose, &w);
+                if (w.chosen != NULL)
+                    sub = w.chosen;
+            }
+        }
         if ((c->echo || sub->conn != &c->base) && deliver(ctx, c, pc, sub))
             continue;
         qtake_t qt = {ctx, c, pc};
         nd_sl_result_qeach(ctx, r, g, sub, qmember_take, &qt);
     }
+    if (pc->nrt > 0)
+        route_flush(ctx, c, pc);
 }
 
 /* Room for a mapped or imported subject on the stack; longer ones are allocated. */
@@ -618,7 +830,8 @@ static void
 deliver_in_as(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
               const nd_proto_cmd_t *icmd, const nd_proto_cmd_t *shown, const char *via)
 {
-    pub_ctx_t ipc = {.cmd = icmd, .shown = shown, .payload = pc->payload, .via = via};
+    pub_ctx_t ipc = {.cmd = icmd, .shown = shown, .payload = pc->payload, .via = via,
+                     .acct = acct};
     nd_sl_result_t r;
     nd_sl_result_init(&r);
     nd_sl_match(ctx, nd_acct_sublist(acct), icmd->subject.ptr, icmd->subject.len, &r);
@@ -807,7 +1020,7 @@ uint32_t
 nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
                       const char *shown, size_t shown_len)
 {
-    pub_ctx_t pc = {.cmd = cmd, .shown = cmd};
+    pub_ctx_t pc = {.cmd = cmd, .shown = cmd, .acct = c->acct};
     nd_proto_cmd_t scmd;
     if (shown != NULL) {
         scmd = *cmd;
@@ -865,6 +1078,21 @@ nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
     if (pc.payload != NULL)
         nd_payload_unref(pc.payload);
     return pc.matched;
+}
+
+void
+nd_deliver_route_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd_proto_cmd_t *cmd)
+{
+    pub_ctx_t pc = {.cmd = cmd, .shown = cmd, .acct = acct, .from_route = true,
+                    .qfilter = cmd->queues.len > 0 ? &cmd->queues : NULL};
+    nd_sl_result_t *r = scratch_of(c);
+    nd_epoch_enter(ctx);
+    /* No L1 cache: one route carries many accounts. The sender applied mappings already. */
+    nd_sl_match(ctx, nd_acct_sublist(acct), cmd->subject.ptr, cmd->subject.len, r);
+    deliver_result(ctx, c, &pc, r);
+    nd_epoch_exit(ctx);
+    if (pc.payload != NULL)
+        nd_payload_unref(pc.payload);
 }
 
 void

@@ -101,6 +101,9 @@ static const opdef_t op_table[] = {
     {"SUB", 3, ND_PROTO_OP_SUB, G_SEP},         {"UNSUB", 5, ND_PROTO_OP_UNSUB, G_SEP},
     {"CONNECT", 7, ND_PROTO_OP_CONNECT, G_OPT}, {"INFO", 4, ND_PROTO_OP_INFO, G_OPT},
     {"+OK", 3, ND_PROTO_OP_OK, G_NOARG},        {"-ERR", 4, ND_PROTO_OP_ERR, G_SEP},
+    /* routes */
+    {"RMSG", 4, ND_PROTO_OP_RMSG, G_SEP},       {"HMSG", 4, ND_PROTO_OP_RHMSG, G_SEP},
+    {"RS+", 3, ND_PROTO_OP_RSUB, G_SEP},        {"RS-", 3, ND_PROTO_OP_RUNSUB, G_SEP},
 };
 
 #define N_OPS (sizeof op_table / sizeof op_table[0])
@@ -108,8 +111,11 @@ static const opdef_t op_table[] = {
 /* nats-server's parseSize reads at most 9 digits ("999M"), so sizes never overflow. */
 #define MAX_SIZE_DIGITS 9
 
-/* The most tokens any op's argument has (HPUB subject reply hdr total). */
+/* The most tokens any client op's argument has (HPUB subject reply hdr total). */
 #define MAX_TOKENS 4
+/* The most tokens of a route's RMSG/HMSG (account, subject, indicator, reply, queue names,
+ * sizes); a message for more queue groups than that is a protocol error. */
+#define MAX_RTOKENS 132
 
 typedef struct tok {
     size_t off, len; /* relative to the argument start */
@@ -296,11 +302,53 @@ payload_resume(nd_proto_parser_t *p, const char *buf, size_t len, size_t *used, 
     if (buf[need - 1] != '\n')
         return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
     const char *s = buf + p->arg;
-    cmd->subject = slice(s, 0, p->subj_len);
+    cmd->subject = slice(s, p->subj_off, p->subj_len);
     cmd->reply = slice(s, p->reply_off, p->reply_len);
+    cmd->account = slice(s, 0, p->acct_len);
+    cmd->queues = slice(s, p->queues_off, p->queues_len);
     cmd->payload = slice(s, p->ctl, need - 2 - p->arg - p->ctl);
     cmd->hdr_len = p->hdr_len;
     return done(p, need, used, cmd);
+}
+
+/* Where the parts of a message's control line are, relative to the argument's start. */
+typedef struct msg_args {
+    size_t subj_off, subj_len, reply_off, reply_len, acct_len, queues_off, queues_len;
+    int64_t hdr, size;
+} msg_args_t;
+
+/* Goes on from a checked control line to the payload at s[ctl] (PUB HPUB RMSG HMSG). */
+static inline nd_proto_status_t
+finish_msg(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, const msg_args_t *m,
+           size_t ctl, size_t *used, nd_proto_cmd_t *cmd)
+{
+    size_t need = ctl + (size_t)m->size + 2;
+    if (avail >= need) { /* the common case: the whole message is in the buffer */
+        if (s[need - 2] != '\r' || s[need - 1] != '\n')
+            return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
+        cmd->subject = slice(s, m->subj_off, m->subj_len);
+        cmd->reply = slice(s, m->reply_off, m->reply_len);
+        cmd->account = slice(s, 0, m->acct_len);
+        cmd->queues = slice(s, m->queues_off, m->queues_len);
+        cmd->payload = slice(s, ctl, (size_t)m->size);
+        cmd->hdr_len = m->hdr;
+        return done(p, base + need, used, cmd);
+    }
+    if (avail + 1 == need && s[need - 2] != '\r')
+        return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd); /* see payload_resume */
+    p->subj_off = m->subj_off;
+    p->subj_len = m->subj_len;
+    p->reply_off = m->reply_off;
+    p->reply_len = m->reply_len;
+    p->acct_len = m->acct_len;
+    p->queues_off = m->queues_off;
+    p->queues_len = m->queues_len;
+    p->hdr_len = m->hdr;
+    p->ctl = ctl;
+    p->arg = base;
+    p->need = base + need;
+    p->phase = PH_PAYLOAD;
+    return ND_PROTO_MORE;
 }
 
 /* PUB and HPUB: checks the control line, split into t[0..n) (n is at most 4 for HPUB and 3 for
@@ -326,27 +374,52 @@ finish_pub(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, const
         return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
     if (p->max_payload >= 0 && size > p->max_payload)
         return fail(p, ND_PROTO_ERR_MAX_PAYLOAD, used, cmd);
-    size_t need = ctl + (size_t)size + 2;
-    if (avail >= need) { /* the common case: the whole message is in the buffer */
-        if (s[need - 2] != '\r' || s[need - 1] != '\n')
-            return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd);
-        cmd->subject = slice(s, 0, t[0].len);
-        cmd->reply = slice(s, reply_off, reply_len);
-        cmd->payload = slice(s, ctl, (size_t)size);
-        cmd->hdr_len = hdr;
-        return done(p, base + need, used, cmd);
+    msg_args_t m = {.subj_len = t[0].len, .reply_off = reply_off, .reply_len = reply_len,
+                    .hdr = hdr, .size = size};
+    return finish_msg(p, s, avail, base, &m, ctl, used, cmd);
+}
+
+/* A route's RMSG or HMSG (nats-server's processRoutedMsgArgs and processRoutedHeaderMsgArgs):
+ * "<account> <subject> [<reply>] [<hdr>] <size>", or with queue names
+ * "<account> <subject> + <reply> <queue>... [<hdr>] <size>" / "... | <queue>... [<hdr>] <size>". */
+static nd_proto_status_t
+finish_rmsg(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size_t end,
+            size_t ctl, size_t *used, nd_proto_cmd_t *cmd)
+{
+    tok_t t[MAX_RTOKENS];
+    size_t hm = p->op == ND_PROTO_OP_RHMSG;
+    size_t n = split_args(s, end, t, MAX_RTOKENS, 1);
+    if (n < 3 + hm || n > MAX_RTOKENS)
+        return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+    msg_args_t m = {.subj_off = t[1].off, .subj_len = t[1].len, .acct_len = t[0].len};
+    size_t sizes = 1 + hm; /* tokens at the end that are sizes */
+    if (n == 3 + hm + 1) {
+        m.reply_off = t[2].off;
+        m.reply_len = t[2].len;
+    } else if (n > 3 + hm + 1) {
+        size_t q0;
+        if (t[2].len != 1 || (s[t[2].off] != '+' && s[t[2].off] != '|'))
+            return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+        if (s[t[2].off] == '+') {
+            m.reply_off = t[3].off;
+            m.reply_len = t[3].len;
+            q0 = 4;
+        } else {
+            q0 = 3;
+        }
+        size_t qn = n - sizes;
+        if (qn > q0) {
+            m.queues_off = t[q0].off;
+            m.queues_len = t[qn - 1].off + t[qn - 1].len - t[q0].off;
+        }
     }
-    if (avail + 1 == need && s[need - 2] != '\r')
-        return fail(p, ND_PROTO_ERR_UNKNOWN_OP, used, cmd); /* see payload_resume */
-    p->subj_len = t[0].len;
-    p->reply_off = reply_off;
-    p->reply_len = reply_len;
-    p->hdr_len = hdr;
-    p->ctl = ctl;
-    p->arg = base;
-    p->need = base + need;
-    p->phase = PH_PAYLOAD;
-    return ND_PROTO_MORE;
+    m.hdr = hm ? parse_size(s + t[n - 2].off, t[n - 2].len) : 0;
+    m.size = parse_size(s + t[n - 1].off, t[n - 1].len);
+    if (m.hdr < 0 || m.size < 0 || m.hdr > m.size)
+        return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+    if (p->max_payload >= 0 && m.size > p->max_payload)
+        return fail(p, ND_PROTO_ERR_MAX_PAYLOAD, used, cmd);
+    return finish_msg(p, s, avail, base, &m, ctl, used, cmd);
 }
 
 /* A complete argument line s[0..end) of p->op; the line ends at s[ctl] (just after '\n'). */
@@ -385,6 +458,26 @@ finish_line(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size
         }
         cmd->sid = slice(s, t[0].off, t[0].len);
         break;
+    case ND_PROTO_OP_RMSG:
+    case ND_PROTO_OP_RHMSG:
+        return finish_rmsg(p, s, avail, base, end, ctl, used, cmd);
+    case ND_PROTO_OP_RSUB:
+    case ND_PROTO_OP_RUNSUB: {
+        size_t q = p->op == ND_PROTO_OP_RSUB ? 4 : 3; /* the token count with a queue */
+        n = split_args(s, end, t, 4, 1);
+        cmd->queue = slice(s, 0, 0);
+        cmd->max_msgs = 0;
+        if (n == q) {
+            cmd->queue = slice(s, t[2].off, t[2].len);
+            if (q == 4)
+                cmd->max_msgs = parse_size(s + t[3].off, t[3].len);
+        } else if (n != 2) {
+            return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+        }
+        cmd->account = slice(s, t[0].off, t[0].len);
+        cmd->subject = slice(s, t[1].off, t[1].len);
+        break;
+    }
     default: /* CONNECT, INFO, -ERR: the caller parses the JSON or logs the text */
         cmd->arg = trimmed(s, end);
         break;

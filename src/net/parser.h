@@ -40,8 +40,8 @@ typedef enum nd_proto_status {
     ND_PROTO_ERR_ARGS,         /* wrong argument count or bad size: closed with no -ERR */
 } nd_proto_status_t;
 
-/* Protocol operations. Route, gateway and leaf ops (RS+, RMSG, LS+, A+ ...) get their own values
- * and rows in parser.c's op table when those connection kinds arrive. */
+/* Protocol operations. Gateway and leaf ops (LS+, A+ ...) get their own values and rows in
+ * parser.c's op table when those connection kinds arrive. */
 typedef enum nd_proto_op {
     ND_PROTO_OP_NONE = 0,
     ND_PROTO_OP_CONNECT,
@@ -54,6 +54,10 @@ typedef enum nd_proto_op {
     ND_PROTO_OP_INFO,
     ND_PROTO_OP_OK,  /* +OK */
     ND_PROTO_OP_ERR, /* -ERR */
+    ND_PROTO_OP_RSUB,   /* RS+ <account> <subject> [<queue> <weight>] */
+    ND_PROTO_OP_RUNSUB, /* RS- <account> <subject> [<queue>] */
+    ND_PROTO_OP_RMSG,   /* RMSG <account> <subject> [+ <reply> <queues> | | <queues> | <reply>] <size> */
+    ND_PROTO_OP_RHMSG,  /* HMSG on a route: as RMSG with <hdr> before <size> */
     ND_PROTO_OP_COUNT_
 } nd_proto_op_t;
 
@@ -66,6 +70,14 @@ typedef enum nd_proto_op {
      ND_PROTO_OPBIT(ND_PROTO_OP_UNSUB) | ND_PROTO_OPBIT(ND_PROTO_OP_PING) |                        \
      ND_PROTO_OPBIT(ND_PROTO_OP_PONG) | ND_PROTO_OPBIT(ND_PROTO_OP_INFO) |                         \
      ND_PROTO_OPBIT(ND_PROTO_OP_OK) | ND_PROTO_OPBIT(ND_PROTO_OP_ERR))
+
+/* The ops a ROUTER connection may send. */
+#define ND_PROTO_OPS_ROUTE                                                                         \
+    (ND_PROTO_OPBIT(ND_PROTO_OP_CONNECT) | ND_PROTO_OPBIT(ND_PROTO_OP_INFO) |                      \
+     ND_PROTO_OPBIT(ND_PROTO_OP_PING) | ND_PROTO_OPBIT(ND_PROTO_OP_PONG) |                         \
+     ND_PROTO_OPBIT(ND_PROTO_OP_OK) | ND_PROTO_OPBIT(ND_PROTO_OP_ERR) |                            \
+     ND_PROTO_OPBIT(ND_PROTO_OP_RSUB) | ND_PROTO_OPBIT(ND_PROTO_OP_RUNSUB) |                       \
+     ND_PROTO_OPBIT(ND_PROTO_OP_RMSG) | ND_PROTO_OPBIT(ND_PROTO_OP_RHMSG))
 
 /* No payload limit (nats-server's jwt.NoLimit); sizes are still at most 9 digits. */
 #define ND_PROTO_NO_LIMIT (-1)
@@ -85,15 +97,18 @@ typedef struct nd_proto_slice {
  * caller moves or overwrites those bytes. */
 typedef struct nd_proto_cmd {
     nd_proto_op_t op;         /* on an error: the op being parsed, or NONE if not known yet */
-    nd_proto_slice_t subject; /* PUB HPUB SUB */
-    nd_proto_slice_t reply;   /* PUB HPUB: empty (len 0) when absent */
-    nd_proto_slice_t queue;   /* SUB: empty when absent */
+    nd_proto_slice_t subject; /* PUB HPUB SUB RS+ RS- RMSG HMSG */
+    nd_proto_slice_t reply;   /* PUB HPUB RMSG HMSG: empty (len 0) when absent */
+    nd_proto_slice_t queue;   /* SUB RS+ RS-: empty when absent */
+    nd_proto_slice_t account; /* RS+ RS- RMSG HMSG */
+    nd_proto_slice_t queues;  /* RMSG HMSG: the queue names, separated by blanks; may be empty */
     nd_proto_slice_t sid;     /* SUB UNSUB */
     nd_proto_slice_t arg;     /* CONNECT/INFO: the JSON; -ERR: the text, quotes included.
                                * Blanks and CR/LF at both ends are trimmed; may be empty. */
-    nd_proto_slice_t payload; /* PUB: the payload; HPUB: headers + payload. No CRLF. */
-    int64_t hdr_len;          /* HPUB: header bytes at the start of payload; PUB: 0 */
-    int64_t max_msgs;         /* UNSUB: auto-unsubscribe count, -1 when absent or not a size */
+    nd_proto_slice_t payload; /* PUB RMSG: the payload; HPUB HMSG: headers + payload. No CRLF. */
+    int64_t hdr_len;          /* HPUB HMSG: header bytes at the start of payload; PUB RMSG: 0 */
+    int64_t max_msgs;         /* UNSUB: auto-unsubscribe count, -1 when absent or not a size;
+                               * RS+ with a queue: the weight (-1 when not a size) */
 } nd_proto_cmd_t;
 
 /* All parser state of one connection. Treat the fields as private. */
@@ -111,7 +126,8 @@ typedef struct nd_proto_parser {
     size_t scan; /* where the next search goes on: the bytes before it were searched already */
     size_t need; /* PAYLOAD: bytes the whole command needs; 0 in every other phase */
     size_t ctl;  /* PAYLOAD: the control line's length, i.e. the payload's offset */
-    size_t subj_len, reply_off, reply_len;
+    size_t subj_off, subj_len, reply_off, reply_len;
+    size_t acct_len, queues_off, queues_len; /* RMSG/HMSG (0 for PUB/HPUB) */
     int64_t hdr_len;
 } nd_proto_parser_t;
 

@@ -1,8 +1,12 @@
 /* The server: listener, INFO template and accept; see server.h. */
 #include "net/server.h"
 
+#include <arpa/inet.h>
+#include <ifaddrs.h>
 #include <jansson.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +16,7 @@
 #include "auth/auth.h"
 #include "net/conn.h"
 #include "net/listener.h"
+#include "net/route.h"
 #include "util/log.h"
 #include "net/connreg.h"
 #include "subj/account.h"
@@ -55,9 +60,63 @@ nd_server_set_live(nd_server_t *s, const nd_opts_t *o)
     atomic_fetch_add_explicit(&l->gen, 1, memory_order_release);
 }
 
+/* "host:port" for a client to reach us, with IPv6 in brackets. */
+static void
+add_url(json_t *arr, const char *host, int port)
+{
+    char u[300];
+    snprintf(u, sizeof u, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host, port);
+    json_array_append_new(arr, json_string(u));
+}
+
+void
+nd_server_own_connect_urls(nd_server_t *s, json_t *arr)
+{
+    const char *h = s->opts.host;
+    if (s->opts.client_advertise != NULL && s->opts.client_advertise[0] != '\0') {
+        const char *a = s->opts.client_advertise;
+        if (strrchr(a, ':') != NULL && a[0] != '[')
+            json_array_append_new(arr, json_string(a));
+        else
+            add_url(arr, a, s->port);
+        return;
+    }
+    if (h != NULL && h[0] != '\0' && strcmp(h, "0.0.0.0") != 0 && strcmp(h, "::") != 0) {
+        add_url(arr, h, s->port);
+        return;
+    }
+    /* Listening on every interface: every address but loopback, as nats-server lists them. */
+    struct ifaddrs *ifs = NULL;
+    if (getifaddrs(&ifs) != 0)
+        return;
+    for (struct ifaddrs *i = ifs; i != NULL; i = i->ifa_next) {
+        char ip[48];
+        if (i->ifa_addr == NULL)
+            continue;
+        if (i->ifa_addr->sa_family == AF_INET) {
+            inet_ntop(AF_INET, &((struct sockaddr_in *)i->ifa_addr)->sin_addr, ip, sizeof ip);
+            if (strncmp(ip, "127.", 4) == 0)
+                continue;
+        } else if (i->ifa_addr->sa_family == AF_INET6) {
+            const struct in6_addr *a6 = &((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+            if (IN6_IS_ADDR_LOOPBACK(a6) || IN6_IS_ADDR_LINKLOCAL(a6))
+                continue;
+            inet_ntop(AF_INET6, a6, ip, sizeof ip);
+        } else {
+            continue;
+        }
+        add_url(arr, ip, s->port);
+    }
+    freeifaddrs(ifs);
+}
+
+/* One INFO template is built at a time: a route joining and a reload may race. */
+static pthread_mutex_t info_mu = PTHREAD_MUTEX_INITIALIZER;
+
 void
 nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
 {
+    pthread_mutex_lock(&info_mu);
     json_t *o = json_object();
     json_object_set_new(o, "server_id", json_string(s->server_id));
     json_object_set_new(o, "server_name",
@@ -86,6 +145,17 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
         json_integer(nd_server_live_get(s, max_payload)));
     if (s->opts.jetstream)
         json_object_set_new(o, "jetstream", json_true());
+    if (s->routes != NULL) {
+        char name[128];
+        nd_routes_name(s->routes, name, sizeof name);
+        json_object_set_new(o, "cluster", json_string(name));
+        if (!nd_routes_no_advertise(s->routes)) {
+            json_t *urls = json_array();
+            nd_server_own_connect_urls(s, urls);
+            nd_routes_connect_urls(s->routes, urls);
+            json_object_set_new(o, "connect_urls", urls);
+        }
+    }
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     /* Keep "INFO {...", dropping the closing brace: each connection appends its own fields. */
@@ -101,6 +171,7 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
     nd_server_info_t *old = atomic_exchange_explicit(&s->info, info, memory_order_release);
     if (old != NULL)
         nd_epoch_retire(ctx, &old->retire, free_info);
+    pthread_mutex_unlock(&info_mu);
 }
 
 void
@@ -126,8 +197,8 @@ on_accept(nd_ctx_t *ctx, int fd, void *arg)
 static void
 log_unbuilt(const nd_opts_t *o)
 {
-    if (o->cluster_url || o->routes || o->cluster_name)
-        nd_log_warn("Clustering is not supported by natsd yet; --cluster/--routes ignored");
+    if (!nd_routes_configured(o) && (o->routes || o->cluster_name))
+        nd_log_warn("--routes and --cluster_name need a cluster port (--cluster): ignored");
     if (o->config_file)
         nd_log_info("Using configuration file: %s", o->config_file);
 }
@@ -204,6 +275,21 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     }
     s->port = nd_listener_port(s->listener);
     nd_server_set_live(s, opts);
+    if (nd_routes_configured(opts)) {
+        if (opts->jetstream) {
+            /* Clustered JetStream needs Raft, which natsd does not have yet: every node would
+             * answer $JS.API on its own. */
+            nd_log_error("JetStream with a cluster (clustered JetStream) is not supported by natsd "
+                         "yet: remove jetstream {} or cluster {}");
+            nd_server_free(s);
+            return NULL;
+        }
+        s->routes = nd_routes_new(s);
+        if (s->routes == NULL) {
+            nd_server_free(s);
+            return NULL;
+        }
+    }
     s->rscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     s->wscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
@@ -230,6 +316,8 @@ nd_server_accept(nd_server_t *s)
     if (s->tls != NULL)
         nd_log_info("TLS required for client connections");
     nd_log_info("Server is ready");
+    if (s->routes != NULL)
+        nd_routes_start(s->routes);
 }
 
 void
@@ -242,6 +330,7 @@ void
 nd_server_stop_accepting(nd_server_t *s)
 {
     nd_server_stop_listening(s);
+    nd_routes_stop(s->routes);
     if (s->gacct != NULL) {
         /* Connections hold their own references; ours would keep the pool's shutdown waiting. */
         nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
@@ -257,6 +346,7 @@ void
 nd_server_free(nd_server_t *s)
 {
     nd_listener_free(s->listener); /* stopped already, or never started */
+    nd_routes_free(s->routes);
     if (s->poller != NULL)
         nd_poller_free(s->poller);
     /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */

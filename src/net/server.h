@@ -163,6 +163,7 @@ typedef struct nd_server {
     char server_id[57];
     int port;          /* the bound client port */
     struct nd_listener *listener; /* the client port (net/listener.h) */
+    struct nd_routes *routes;     /* the cluster (net/route.h), NULL when not clustered */
     nd_iobuf_t *rscratch, *wscratch; /* one each per worker, indexed by ctx->worker */
     /* client TLS (net/tls.h), NULL when off: a reference, replaced by a reload. Read and
      * written only at start and by the reloading thread (under the reload mutex), which
@@ -235,6 +236,10 @@ void nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s);
  * connections and publishes an INFO template that carries it; connections keep the context they
  * started with. Ctx: the reloading thread's ctx. */
 void nd_server_set_tls(nd_ctx_t *ctx, nd_server_t *s, struct nd_tls_ctx *tls);
+/* Appends our own client URLs ("host:port": client_advertise, the listen host, or every
+ * non-loopback address when listening on all) to the jansson array arr. */
+struct json_t;
+void nd_server_own_connect_urls(nd_server_t *s, struct json_t *arr);
 /* Frees the server after the pool has shut down. */
 void nd_server_free(nd_server_t *s);
 

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "actors/alloc.h"
+#include "subj/interest.h"
 
 static void
 notify_send(nd_ctx_t *ctx, nd_actor_t *notify, uint32_t id)
@@ -29,6 +30,8 @@ on_sub(nd_ctx_t *ctx, nd_acct_t *a, nd_acct_msg_sub_t *m)
 {
     if (!nd_sl_insert(ctx, &a->sl, m->sub))
         nd_sub_unref(ctx, m->sub); /* not inserted: the sublist's reference goes back */
+    else
+        nd_interest_count(ctx, a, m->sub, 1); /* routes hear of it before the notify goes */
     /* The insert above is published (release) before this send, and the receiver's mailbox pop
      * acquires it: the subscriber sees its sub in place when the notify arrives. */
     notify_send(ctx, m->notify, m->notify_id);
@@ -37,8 +40,10 @@ on_sub(nd_ctx_t *ctx, nd_acct_t *a, nd_acct_msg_sub_t *m)
 static void
 on_unsub(nd_ctx_t *ctx, nd_acct_t *a, nd_acct_msg_unsub_t *m)
 {
-    if (nd_sl_remove(ctx, &a->sl, m->sub))
+    if (nd_sl_remove(ctx, &a->sl, m->sub)) {
+        nd_interest_count(ctx, a, m->sub, -1);
         nd_sub_unref(ctx, m->sub); /* the sublist's */
+    }
     nd_sub_unref(ctx, m->sub);     /* the sender's */
 }
 
@@ -51,8 +56,10 @@ on_unsub_all(nd_ctx_t *ctx, nd_acct_t *a, nd_acct_msg_unsub_all_t *m)
     for (size_t i = 0; i < m->n; i++) {
         if (m->subs[i] == NULL)
             continue;
-        if (removed[i])
+        if (removed[i]) {
+            nd_interest_count(ctx, a, m->subs[i], -1);
             nd_sub_unref(ctx, m->subs[i]);
+        }
         nd_sub_unref(ctx, m->subs[i]);
     }
     if (removed != small)
@@ -74,6 +81,9 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_ACCT_MSG_UNSUB_ALL:
         on_unsub_all(ctx, a, (nd_acct_msg_unsub_all_t *)msg);
         break;
+    case ND_ACCT_MSG_INTEREST_DUMP:
+        nd_interest_on_dump(ctx, a, msg);
+        break;
     default:
         nd_fatal("account %s: unknown message id %u", a->name, msg->id);
     }
@@ -93,6 +103,7 @@ final(nd_ctx_t *ctx, nd_actor_t *self)
     /* The sublist stays a valid, empty sublist: publishers holding a reference on the account
      * may still match against it until they let go. */
     nd_sl_fini(ctx, &a->sl, drop_sublist_ref, NULL);
+    nd_interest_free(a);
 }
 
 static void
@@ -117,6 +128,9 @@ discard(nd_ctx_t *ctx, nd_msg_t *msg)
         nd_free(m->subs);
         break;
     }
+    case ND_ACCT_MSG_INTEREST_DUMP:
+        nd_interest_on_dump(ctx, NULL, msg); /* closed: only the end mark */
+        break;
     default:
         break;
     }

@@ -30,6 +30,7 @@
 #define ND_ACCT_MSG_SUB       (ND_MSG_USER_BASE + 0)
 #define ND_ACCT_MSG_UNSUB     (ND_MSG_USER_BASE + 1)
 #define ND_ACCT_MSG_UNSUB_ALL (ND_MSG_USER_BASE + 2)
+#define ND_ACCT_MSG_INTEREST_DUMP (ND_MSG_USER_BASE + 3) /* subj/interest.h */
 
 typedef struct nd_acct_msg_sub {
     nd_msg_t hdr;
@@ -66,6 +67,8 @@ typedef struct nd_acct {
     void *limits;
     void *imports;
     void *exports;
+    /* owner actor only: local interest counts for routes (subj/interest.c), NULL until used */
+    void *rinterest;
     /* Cross-account routing (src/auth/acct_route.h): mappings and stream importers, or NULL.
      * Writer: the auth slot (release store); readers: publishers inside an epoch section
      * (acquire load). The route belongs to the authorization snapshot that built it. */

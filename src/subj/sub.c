@@ -42,6 +42,7 @@ nd_sub_new(nd_ctx_t *ctx, nd_actor_t *conn, const char *subject, size_t subject_
     atomic_init(&sub->delivered, 0);
     atomic_init(&sub->max_msgs, 0);
     atomic_init(&sub->cancelled, false);
+    atomic_init(&sub->qweight, 1);
     atomic_init(&sub->refs, 1);
     sub->conn = conn;
     if (conn != NULL)

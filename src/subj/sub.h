@@ -30,6 +30,10 @@
 #include "actors/actor.h"
 #include "actors/epoch.h"
 
+/* Where a subscription comes from (nd_sub_t.origin). Local interest (clients, services) is
+ * propagated to routes; a route's interest never is (one hop). */
+enum { ND_SUB_LOCAL = 0, ND_SUB_ROUTE = 1 };
+
 #define ND_SUB_MAGIC 0x53554221u /* "SUB!" while alive */
 #define ND_SUB_DEAD  0xDEADB0B0u /* written just before the memory is freed */
 
@@ -52,6 +56,11 @@ typedef struct nd_sub {
     /* any thread, atomic */
     _Atomic uint32_t refs;
     _Atomic bool cancelled; /* unsubscribed: publishers that still find it drop messages */
+    /* immutable after nd_sub_new's caller set it, before the sub is sent to its account */
+    uint8_t origin; /* ND_SUB_LOCAL, or ND_SUB_ROUTE for a remote server's interest */
+    /* a route's queue subscription: the members it stands for (nats-server's queue weight);
+     * written by the route connection, read by publishers (relaxed) */
+    _Atomic uint16_t qweight;
 
     union {
         /* Holders of a reference only, while one exists (the sublist writer works under the

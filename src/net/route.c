@@ -1,0 +1,1153 @@
+/* Routes: the route connection's protocol and the route table (nats-server 2.9's route.go).
+ *
+ * Handshake. Both sides send INFO (the route INFO: our id, name, cluster name, cluster port,
+ * client connect_urls) as soon as the connection exists; the soliciting side sends CONNECT
+ * (credentials from the route URL, the cluster name, our id as "name") before it. The accepting
+ * side expects CONNECT first (anything else is an authorization violation), checks the cluster
+ * authorization and name, and the peer's first INFO registers the route on both sides: one
+ * route per remote server id, a second connection to the same server is closed as "Duplicate
+ * Route", one to ourselves likewise (the dialer then stops), a peer with our server name is
+ * refused. Cluster names: a configured name must match; a dynamic one (none configured) takes
+ * the peer's when the peer's is configured or greater, as nats-server's.
+ *
+ * Interest. Once registered, each account sends the route its local interest (subj/interest.h:
+ * a dump, then every change as it happens), written as RS+/RS- lines. The peer's RS+ becomes a
+ * subscription of this connection (origin ND_SUB_ROUTE, sid "<account> <subject>[ <queue>]",
+ * the queue weight in qweight) in that account's sublist; RS- removes it. Publishers find them
+ * like any subscription and send RMSG/HMSG (deliver.c); the peer's RMSG is delivered to local
+ * subscribers only (nd_deliver_route_publish), so a message crosses one route at most.
+ *
+ * Gossip. When a route registers, its INFO (with "ip" set to the address we see) is forwarded
+ * to every other route; a server that hears of a member it has no route to solicits it (an
+ * implicit route, retried connect_retries times), so any seed list forms a full mesh. Clients
+ * get every member's client URLs in connect_urls and an async INFO when that list changes,
+ * unless no_advertise.
+ *
+ * Not yet: route pooling and pinned accounts (2.10; a 2.10+ peer falls back to one route when
+ * the INFO has no pool size), route TLS, route permissions, compression (declined: never
+ * offered), leaf-origin LS+ (lnoc is not advertised, so peers send RS+).
+ */
+#include "net/route_int.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "auth/auth.h"
+#include "auth/passwd.h"
+#include "net/connreg.h"
+#include "net/listener.h"
+#include "natsd/natsd.h"
+#include "subj/interest.h"
+#include "subj/subject.h"
+#include "util/gojson.h"
+#include "util/log.h"
+
+#define ROUTE_DEFAULT_AUTH_TIMEOUT_S 2.0
+
+/* Log prefix of a route connection, as nats-server's "<ip>:<port> - rid:<n> - ". */
+#define RFMT     "%s:%d - rid:%llu - "
+#define RARGS(c) (c)->ip, (c)->port, (unsigned long long)(c)->cid
+
+/* ---- the route table ---- */
+
+static void
+ent_free(nd_ctx_t *ctx, nd_route_ent_t *e)
+{
+    nd_actor_unref(ctx, &e->c->base);
+    nd_free(e->remote_name);
+    nd_free(e->ip);
+    nd_free(e->url);
+    nd_free(e->remote_host);
+    nd_free(e->gossip);
+    nd_strlist_free(&e->connect_urls);
+    nd_free(e);
+}
+
+bool
+nd_routes_connected(nd_routes_t *r, const char *id)
+{
+    pthread_mutex_lock(&r->mu);
+    bool found = false;
+    for (size_t i = 0; i < r->nents && !found; i++)
+        found = strcmp(r->ents[i]->remote_id, id) == 0;
+    pthread_mutex_unlock(&r->mu);
+    return found;
+}
+
+/* A protocol line (or several) for a route to write as it is. */
+typedef struct rproto_msg {
+    nd_msg_t hdr;
+    uint32_t len;
+    char data[];
+} rproto_msg_t;
+
+static void
+send_proto(nd_ctx_t *ctx, nd_conn_t *c, const char *data, size_t len)
+{
+    rproto_msg_t *m = (rproto_msg_t *)nd_msg_new(ctx, sizeof(*m) + len, ND_CONN_MSG_RPROTO);
+    m->len = (uint32_t)len;
+    memcpy(m->data, data, len);
+    nd_actor_send(ctx, &c->base, &m->hdr);
+}
+
+void
+nd_route_on_proto(nd_conn_t *c, nd_msg_t *msg)
+{
+    rproto_msg_t *m = (rproto_msg_t *)msg;
+    if (!c->closing)
+        nd_conn_write(c, m->data, m->len);
+}
+
+/* ---- interest: RS+ / RS- ---- */
+
+/* Appends "RS+ <acct> <subject>[ <queue> <weight>]\r\n" (weight 0: RS-). Returns: its length. */
+static size_t
+format_interest(char *out, const nd_acct_t *acct, const char *subj, size_t slen,
+                const char *queue, size_t qlen, uint32_t weight)
+{
+    char *p = out;
+    memcpy(p, weight > 0 ? "RS+ " : "RS- ", 4);
+    p += 4;
+    memcpy(p, acct->name, acct->name_len);
+    p += acct->name_len;
+    *p++ = ' ';
+    memcpy(p, subj, slen);
+    p += slen;
+    if (queue != NULL) {
+        *p++ = ' ';
+        memcpy(p, queue, qlen);
+        p += qlen;
+        if (weight > 0)
+            p += sprintf(p, " %u", weight);
+    }
+    memcpy(p, "\r\n", 2);
+    return (size_t)(p + 2 - out);
+}
+
+static size_t
+interest_room(const nd_acct_t *acct, size_t slen, size_t qlen)
+{
+    return 4 + acct->name_len + 1 + slen + 1 + qlen + 12 + 2;
+}
+
+/* The accounts' interest hook (subj/interest.h): runs on an account's turn. */
+static void
+on_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const char *queue,
+            size_t qlen, uint32_t weight, void *arg)
+{
+    nd_routes_t *r = arg;
+    char small[512];
+    size_t room = interest_room(acct, slen, qlen);
+    char *buf = room <= sizeof small ? small : nd_xmalloc(room);
+    size_t n = format_interest(buf, acct, subj, slen, queue, qlen, weight);
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nents; i++)
+        send_proto(ctx, r->ents[i]->c, buf, n);
+    pthread_mutex_unlock(&r->mu);
+    if (buf != small)
+        nd_free(buf);
+}
+
+/* One account's interest dump for one new route. */
+typedef struct dump {
+    nd_conn_t *c; /* a reference */
+    char *buf;
+    size_t len, cap;
+} dump_t;
+
+static void
+on_dump(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const char *queue,
+        size_t qlen, uint32_t weight, void *arg)
+{
+    dump_t *d = arg;
+    if (subj == NULL) { /* the end */
+        if (d->len > 0)
+            send_proto(ctx, d->c, d->buf, d->len);
+        nd_actor_unref(ctx, &d->c->base);
+        nd_free(d->buf);
+        nd_free(d);
+        return;
+    }
+    size_t room = interest_room(acct, slen, qlen);
+    if (d->len + room > d->cap) {
+        d->cap = nd_grow_cap(d->cap, d->len + room, 4096);
+        d->buf = nd_xrealloc(d->buf, d->cap);
+    }
+    d->len += format_interest(d->buf + d->len, acct, subj, slen, queue, qlen, weight);
+}
+
+/* Asks every account for its interest, to be written to route c. */
+static void
+send_all_interest(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+    for (size_t i = 0; a != NULL && i < a->naccts; i++) {
+        if (a->accts[i].acct == NULL)
+            continue;
+        dump_t *d = nd_new(dump_t);
+        d->c = c;
+        nd_actor_ref(&c->base);
+        nd_interest_send_dump(ctx, a->accts[i].acct, on_dump, d);
+    }
+    nd_auth_unref(ctx, a);
+}
+
+/* ---- our route INFO and CONNECT ---- */
+
+static void
+build_info(nd_routes_t *r)
+{
+    nd_server_t *s = r->srv;
+    json_t *o = json_object();
+    json_object_set_new(o, "server_id", json_string(s->server_id));
+    json_object_set_new(o, "server_name",
+                        json_string(s->opts.server_name ? s->opts.server_name : s->server_id));
+    json_object_set_new(o, "version", json_string(NATSD_COMPAT_VERSION));
+    json_object_set_new(o, "proto", json_integer(2));
+    json_object_set_new(o, "go", json_string("natsd " NATSD_VERSION));
+    json_object_set_new(o, "host", json_string(r->cfg.host ? r->cfg.host : "0.0.0.0"));
+    json_object_set_new(o, "port", json_integer(r->port));
+    json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
+    if (r->cfg.user != NULL)
+        json_object_set_new(o, "auth_required", json_true());
+    json_object_set_new(o, "max_payload", json_integer(nd_server_live_get(s, max_payload)));
+    if (r->cfg.advertise != NULL) {
+        char ip[300];
+        snprintf(ip, sizeof ip, "nats-route://%s/", r->cfg.advertise);
+        json_object_set_new(o, "ip", json_string(ip));
+    }
+    json_object_set_new(o, "cluster", json_string(r->name));
+    if (r->dynamic)
+        json_object_set_new(o, "dynamic", json_true());
+    if (!r->cfg.no_advertise) {
+        json_t *urls = json_array();
+        nd_server_own_connect_urls(s, urls);
+        json_object_set_new(o, "connect_urls", urls);
+    }
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    size_t n = strlen(js);
+    char *info = nd_xmalloc(n + 6);
+    memcpy(info, "INFO ", 5);
+    memcpy(info + 5, js, n - 1); /* without the closing brace: a connection adds its nonce */
+    info[n + 4] = '\0';
+    free(js);
+    nd_free(r->info_json);
+    r->info_json = info;
+}
+
+static void
+write_route_info(nd_conn_t *c)
+{
+    nd_routes_t *r = c->srv->routes;
+    char tail[64];
+    char nonce[12];
+    uint8_t raw[8];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        memset(raw, 7, sizeof raw);
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (size_t i = 0; i < 11; i++)
+        nonce[i] = b64[(raw[i % 8] >> (i / 8)) & 63];
+    nonce[11] = '\0';
+    int n = snprintf(tail, sizeof tail, ",\"nonce\":\"%s\"} \r\n", nonce);
+    pthread_mutex_lock(&r->mu);
+    nd_conn_write(c, r->info_json, strlen(r->info_json));
+    pthread_mutex_unlock(&r->mu);
+    nd_conn_write(c, tail, (size_t)n);
+}
+
+static void
+write_connect(nd_conn_t *c)
+{
+    nd_routes_t *r = c->srv->routes;
+    nd_route_job_cred_t cred = {0};
+    nd_route_job_creds(c->route->job, &cred);
+    json_t *o = json_object();
+    json_object_set_new(o, "echo", json_true());
+    json_object_set_new(o, "verbose", json_false());
+    json_object_set_new(o, "pedantic", json_false());
+    if (cred.user[0] != '\0')
+        json_object_set_new(o, "user", json_string(cred.user));
+    if (cred.pass[0] != '\0')
+        json_object_set_new(o, "pass", json_string(cred.pass));
+    json_object_set_new(o, "tls_required", json_false());
+    json_object_set_new(o, "headers", json_boolean(!c->srv->opts.no_header_support));
+    json_object_set_new(o, "name", json_string(c->srv->server_id));
+    pthread_mutex_lock(&r->mu);
+    json_object_set_new(o, "cluster", json_string(r->name));
+    if (r->dynamic)
+        json_object_set_new(o, "dynamic", json_true());
+    pthread_mutex_unlock(&r->mu);
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    nd_conn_write(c, "CONNECT ", 8);
+    nd_conn_write(c, js, strlen(js));
+    nd_conn_write(c, "\r\n", 2);
+    free(js);
+}
+
+void
+nd_route_conn_start(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_routes_t *r = c->srv->routes;
+    nd_log_info(RFMT "Route connection created", RARGS(c));
+    if (c->route->job != NULL) {
+        nd_log_debug(RFMT "Route connect msg sent", RARGS(c));
+        write_connect(c);
+    } else if (r->cfg.user != NULL) {
+        double t = r->cfg.auth_timeout_s > 0 ? r->cfg.auth_timeout_s : ROUTE_DEFAULT_AUTH_TIMEOUT_S;
+        nd_timer_start(ctx, &c->auth_timer, (uint64_t)(t * 1e9), 0);
+    }
+    write_route_info(c);
+    nd_conn_start_pings(ctx, c);
+}
+
+/* ---- the peer's CONNECT and INFO ---- */
+
+static void
+route_fail(nd_ctx_t *ctx, nd_conn_t *c, const char *text, nd_close_reason_t reason)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "-ERR '%s'\r\n", text);
+    nd_conn_write(c, line, (size_t)n);
+    nd_conn_close(ctx, c, reason);
+}
+
+/* Cluster names: a dynamic name gives way to a configured or greater one. Returns: false when
+ * the connection must be refused. */
+static bool
+cluster_name_ok(nd_routes_t *r, const char *theirs, bool their_dynamic)
+{
+    bool ok;
+    pthread_mutex_lock(&r->mu);
+    if (theirs == NULL || theirs[0] == '\0' || strcmp(theirs, r->name) == 0) {
+        ok = true;
+    } else if (r->dynamic && (!their_dynamic || strcmp(r->name, theirs) < 0)) {
+        snprintf(r->name, sizeof r->name, "%s", theirs);
+        r->dynamic = their_dynamic;
+        build_info(r);
+        ok = true;
+    } else {
+        ok = false;
+    }
+    pthread_mutex_unlock(&r->mu);
+    return ok;
+}
+
+static bool
+on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_routes_t *r = c->srv->routes;
+    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
+    if (o == NULL) {
+        nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
+        return false;
+    }
+    bool ok = true;
+    const char *lang = json_string_value(json_object_get(o, "lang"));
+    const char *gw = json_string_value(json_object_get(o, "gateway"));
+    const char *user = json_string_value(json_object_get(o, "user"));
+    const char *pass = json_string_value(json_object_get(o, "pass"));
+    const char *cluster = json_string_value(json_object_get(o, "cluster"));
+    const char *name = json_string_value(json_object_get(o, "name"));
+    bool dynamic = json_is_true(json_object_get(o, "dynamic"));
+    if (lang != NULL && lang[0] != '\0') {
+        nd_log_error(RFMT "attempted to connect to route port", RARGS(c));
+        route_fail(ctx, c, "attempted to connect to route port", ND_CLOSE_WRONG_PORT);
+        ok = false;
+    } else if (gw != NULL && gw[0] != '\0') {
+        char text[300];
+        snprintf(text, sizeof text, "Rejecting connection from gateway \"%s\" on the Route port",
+                 gw);
+        nd_log_error(RFMT "%s", RARGS(c), text);
+        route_fail(ctx, c, text, ND_CLOSE_WRONG_PORT);
+        ok = false;
+    } else if (r->cfg.user != NULL &&
+               (user == NULL || strcmp(user, r->cfg.user) != 0 || pass == NULL ||
+                !nd_passwd_check(r->cfg.pass ? r->cfg.pass : "", r->cfg.pass ? strlen(r->cfg.pass) : 0,
+                                 pass, strlen(pass)))) {
+        nd_log_error(RFMT "authentication error", RARGS(c));
+        route_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+        ok = false;
+    } else if (!cluster_name_ok(r, cluster, dynamic)) {
+        char ours[128], text[400];
+        nd_routes_name(r, ours, sizeof ours);
+        snprintf(text, sizeof text, "Rejecting connection, cluster name \"%s\" does not match \"%s\"",
+                 cluster ? cluster : "", ours);
+        nd_log_error(RFMT "%s", RARGS(c), text);
+        route_fail(ctx, c, text, ND_CLOSE_CLUSTER_NAME_CONFLICT);
+        ok = false;
+    }
+    if (ok) {
+        c->route->connect_seen = true;
+        c->connected = true;
+        nd_timer_cancel(ctx, &c->auth_timer);
+        if (name != NULL)
+            snprintf(c->route->remote_id, sizeof c->route->remote_id, "%s", name);
+        atomic_store_explicit(&c->headers,
+                              json_is_true(json_object_get(o, "headers")) &&
+                                  !c->srv->opts.no_header_support,
+                              memory_order_relaxed);
+    }
+    json_decref(o);
+    return ok;
+}
+
+/* Our own client URLs and those of every route, for the client INFO. */
+void
+nd_routes_connect_urls(nd_routes_t *r, json_t *arr)
+{
+    pthread_mutex_lock(&r->mu);
+    if (!r->cfg.no_advertise) {
+        for (size_t i = 0; i < r->nents; i++) {
+            if (r->ents[i]->ldm)
+                continue;
+            for (size_t k = 0; k < r->ents[i]->connect_urls.n; k++) {
+                const char *u = r->ents[i]->connect_urls.v[k];
+                bool dup = false;
+                for (size_t j = 0; j < json_array_size(arr) && !dup; j++)
+                    dup = strcmp(json_string_value(json_array_get(arr, j)), u) == 0;
+                if (!dup)
+                    json_array_append_new(arr, json_string(u));
+            }
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
+bool
+nd_routes_no_advertise(const nd_routes_t *r)
+{
+    return r->cfg.no_advertise;
+}
+
+void
+nd_routes_name(nd_routes_t *r, char *out, size_t cap)
+{
+    pthread_mutex_lock(&r->mu);
+    snprintf(out, cap, "%s", r->name);
+    pthread_mutex_unlock(&r->mu);
+}
+
+/* The client INFO changed (a member joined, left or went lame duck): republish it and tell
+ * clients. */
+static void
+client_urls_changed(nd_ctx_t *ctx, nd_server_t *s)
+{
+    nd_server_publish_info(ctx, s);
+    nd_conn_info_t **all = NULL;
+    size_t n = nd_connreg_live(s->connreg, 0, &all);
+    for (size_t i = 0; i < n; i++)
+        nd_conn_send_info_update(ctx, all[i]->actor);
+    nd_connreg_release_all(ctx, all, n);
+}
+
+/* Whether host:port is one of our configured (explicit) route URLs. */
+static bool
+configured(nd_routes_t *r, const char *host, int port)
+{
+    for (size_t i = 0; i < r->cfg.routes.n; i++) {
+        char h[256];
+        int p;
+        if (nd_route_url_hostport(r->cfg.routes.v[i], h, sizeof h, &p) == 0 && p == port &&
+            strcasecmp(h, host) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Whether url is one of our configured (explicit) route URLs, as written. */
+static bool
+configured_url(nd_routes_t *r, const char *url)
+{
+    for (size_t i = 0; i < r->cfg.routes.n; i++)
+        if (strcmp(r->cfg.routes.v[i], url) == 0)
+            return true;
+    return false;
+}
+
+/* An INFO about another member, gossiped by a route: solicit it unless we know it. */
+static void
+implicit_route(nd_routes_t *r, json_t *o)
+{
+    const char *id = json_string_value(json_object_get(o, "server_id"));
+    const char *ip = json_string_value(json_object_get(o, "ip"));
+    const char *host = json_string_value(json_object_get(o, "host"));
+    int port = (int)json_integer_value(json_object_get(o, "port"));
+    if (id == NULL || ip == NULL || strcmp(id, r->srv->server_id) == 0 ||
+        nd_routes_connected(r, id) || (host != NULL && configured(r, host, port)))
+        return;
+    char url[512];
+    const char *rest = strstr(ip, "://");
+    if (json_is_true(json_object_get(o, "auth_required")) && r->cfg.user != NULL && rest != NULL)
+        snprintf(url, sizeof url, "nats-route://%s:%s@%s", r->cfg.user,
+                 r->cfg.pass ? r->cfg.pass : "", rest + 3);
+    else
+        snprintf(url, sizeof url, "%s", ip);
+    nd_route_dial(r->dialer, url, false);
+}
+
+/* Registers c as the route to its remote server. Returns: false when one exists already. */
+static bool
+register_route(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
+{
+    nd_routes_t *r = c->srv->routes;
+    const char *host = json_string_value(json_object_get(info, "host"));
+    int rport = (int)json_integer_value(json_object_get(info, "port"));
+    /* What we forward to the others: the peer's INFO, with the address we reach it at. */
+    json_object_del(info, "nonce");
+    if (json_string_value(json_object_get(info, "ip")) == NULL ||
+        json_string_value(json_object_get(info, "ip"))[0] == '\0') {
+        char ip[128];
+        snprintf(ip, sizeof ip, strchr(c->ip, ':') ? "nats-route://[%s]:%d/" : "nats-route://%s:%d/",
+                 c->ip, rport);
+        json_object_set_new(info, "ip", json_string(ip));
+    }
+    char *js = json_dumps(info, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    size_t jn = strlen(js);
+
+    nd_route_ent_t *e = nd_new(nd_route_ent_t);
+    e->c = c;
+    e->rid = c->cid;
+    snprintf(e->remote_id, sizeof e->remote_id, "%s", c->route->remote_id);
+    e->remote_name = nd_xstrdup(c->route->remote_name ? c->route->remote_name : "");
+    e->ip = nd_xstrdup(c->ip);
+    e->port = c->port;
+    e->solicited = c->route->job != NULL;
+    e->url = c->route->url ? nd_xstrdup(c->route->url) : NULL;
+    e->remote_host = nd_xstrdup(host ? host : "");
+    e->remote_port = rport;
+    e->gossip = nd_xmalloc(jn + 10);
+    memcpy(e->gossip, "INFO ", 5);
+    memcpy(e->gossip + 5, js, jn);
+    memcpy(e->gossip + 5 + jn, "\r\n", 3);
+    free(js);
+    json_t *urls = json_object_get(info, "connect_urls");
+    for (size_t i = 0; i < json_array_size(urls); i++)
+        if (json_is_string(json_array_get(urls, i)))
+            nd_strlist_add(&e->connect_urls, json_string_value(json_array_get(urls, i)));
+    e->start_wall_ns = c->mon.start_ns;
+
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nents; i++) {
+        if (strcmp(r->ents[i]->remote_id, e->remote_id) == 0) {
+            pthread_mutex_unlock(&r->mu);
+            e->c = NULL;
+            nd_free(e->remote_name);
+            nd_free(e->ip);
+            nd_free(e->url);
+            nd_free(e->remote_host);
+            nd_free(e->gossip);
+            nd_strlist_free(&e->connect_urls);
+            nd_free(e);
+            return false;
+        }
+    }
+    nd_actor_ref(&c->base);
+    /* Tell the others about the newcomer: they solicit it if they do not know it. */
+    for (size_t i = 0; i < r->nents; i++)
+        send_proto(ctx, r->ents[i]->c, e->gossip, strlen(e->gossip));
+    if (r->nents == r->cap) {
+        r->cap = r->cap ? r->cap * 2 : 8;
+        r->ents = nd_xrealloc(r->ents, r->cap * sizeof(*r->ents));
+    }
+    r->ents[r->nents++] = e;
+    bool urls_changed = e->connect_urls.n > 0 && !r->cfg.no_advertise;
+    pthread_mutex_unlock(&r->mu);
+
+    c->route->registered = true;
+    nd_log_debug(RFMT "Registering remote route \"%s\"", RARGS(c), c->route->remote_id);
+    send_all_interest(ctx, c);
+    nd_log_debug(RFMT "Sent local subscriptions to route", RARGS(c));
+    if (urls_changed)
+        client_urls_changed(ctx, c->srv);
+    return true;
+}
+
+static bool
+on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_routes_t *r = c->srv->routes;
+    nd_route_t *rt = c->route;
+    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
+    if (o == NULL) {
+        nd_log_error(RFMT "Error parsing route INFO", RARGS(c));
+        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+        return false;
+    }
+    const char *id = json_string_value(json_object_get(o, "server_id"));
+    const char *name = json_string_value(json_object_get(o, "server_name"));
+    const char *cluster = json_string_value(json_object_get(o, "cluster"));
+    if (id == NULL)
+        id = "";
+    if (strcmp(id, c->srv->server_id) == 0) {
+        /* A route to ourselves (a seed list that names this server). */
+        snprintf(rt->remote_id, sizeof rt->remote_id, "%s", id);
+        json_decref(o);
+        nd_conn_close(ctx, c, ND_CLOSE_DUPLICATE_ROUTE);
+        return false;
+    }
+    if (!cluster_name_ok(r, cluster, json_is_true(json_object_get(o, "dynamic")))) {
+        json_decref(o);
+        nd_conn_close(ctx, c, ND_CLOSE_CLUSTER_NAME_CONFLICT);
+        return false;
+    }
+    if (rt->info_received) {
+        if (rt->remote_id[0] != '\0' && strcmp(rt->remote_id, id) != 0) {
+            implicit_route(r, o); /* gossip about another member */
+        } else if (json_is_true(json_object_get(o, "ldm"))) {
+            bool changed = false;
+            pthread_mutex_lock(&r->mu);
+            for (size_t i = 0; i < r->nents; i++)
+                if (r->ents[i]->c == c && !r->ents[i]->ldm) {
+                    r->ents[i]->ldm = true;
+                    changed = r->ents[i]->connect_urls.n > 0 && !r->cfg.no_advertise;
+                }
+            pthread_mutex_unlock(&r->mu);
+            if (changed)
+                client_urls_changed(ctx, c->srv);
+        }
+        json_decref(o);
+        return true;
+    }
+    const char *own = c->srv->opts.server_name;
+    if (rt->job == NULL && name != NULL && own != NULL && strcmp(name, own) == 0) {
+        nd_log_error(RFMT "Remote server has a duplicate name: \"%s\"", RARGS(c), name);
+        json_decref(o);
+        nd_conn_close(ctx, c, ND_CLOSE_DUPLICATE_SERVER_NAME);
+        return false;
+    }
+    rt->info_received = true;
+    snprintf(rt->remote_id, sizeof rt->remote_id, "%s", id);
+    nd_free(rt->remote_name);
+    rt->remote_name = nd_xstrdup(name ? name : "");
+    atomic_store_explicit(&c->headers,
+                          json_is_true(json_object_get(o, "headers")) &&
+                              !c->srv->opts.no_header_support,
+                          memory_order_relaxed);
+    if (rt->job != NULL)
+        nd_route_job_learned(r->dialer, rt->job, id);
+    bool ok = register_route(ctx, c, o);
+    json_decref(o);
+    if (!ok) {
+        nd_log_debug(RFMT "Detected duplicate remote route \"%s\"", RARGS(c), rt->remote_id);
+        nd_conn_close(ctx, c, ND_CLOSE_DUPLICATE_ROUTE);
+        return false;
+    }
+    return true;
+}
+
+/* ---- the peer's interest ---- */
+
+/* The account named by a route command: the route's own list first, then the auth snapshot (a
+ * reference is kept in the list). Returns: NULL when no such account exists. */
+static nd_acct_t *
+route_acct(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_slice_t *name)
+{
+    nd_route_t *rt = c->route;
+    for (size_t i = 0; i < rt->naccts; i++)
+        if (rt->accts[i]->name_len == name->len &&
+            memcmp(rt->accts[i]->name, name->ptr, name->len) == 0)
+            return rt->accts[i];
+    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+    nd_acct_t *acct = a != NULL ? nd_auth_find(a, name->ptr, name->len) : NULL;
+    if (acct != NULL) {
+        nd_actor_ref(&acct->actor);
+        if (rt->naccts == rt->acap) {
+            rt->acap = rt->acap ? rt->acap * 2 : 4;
+            rt->accts = nd_xrealloc(rt->accts, rt->acap * sizeof(*rt->accts));
+        }
+        rt->accts[rt->naccts++] = acct;
+    }
+    nd_auth_unref(ctx, a);
+    return acct;
+}
+
+/* The sid of a remote subscription: "<account> <subject>[ <queue>]", as nats-server keys it. */
+static size_t
+remote_sid(char *out, size_t cap, const nd_proto_cmd_t *cmd)
+{
+    size_t n = cmd->account.len + 1 + cmd->subject.len +
+               (cmd->queue.len > 0 ? cmd->queue.len + 1 : 0);
+    if (n > cap)
+        return n;
+    char *p = out;
+    memcpy(p, cmd->account.ptr, cmd->account.len);
+    p += cmd->account.len;
+    *p++ = ' ';
+    memcpy(p, cmd->subject.ptr, cmd->subject.len);
+    p += cmd->subject.len;
+    if (cmd->queue.len > 0) {
+        *p++ = ' ';
+        memcpy(p, cmd->queue.ptr, cmd->queue.len);
+    }
+    return n;
+}
+
+static void
+on_rsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_acct_t *acct = route_acct(ctx, c, &cmd->account);
+    if (acct == NULL) {
+        /* Once per route at error level (a peer's $SYS interest alone is dozens of lines). */
+        nd_log(c->route->unknown_logged ? ND_LOG_DEBUG : ND_LOG_ERROR,
+               RFMT "Unknown account \"%.*s\" for remote subject \"%.*s\"", RARGS(c),
+               (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr);
+        c->route->unknown_logged = true;
+        return;
+    }
+    if (!nd_subj_valid_sub(cmd->subject.ptr, cmd->subject.len) ||
+        (cmd->queue.len > 0 && !nd_subj_valid_queue(cmd->queue.ptr, cmd->queue.len))) {
+        nd_log_error(RFMT "Could not insert subscription: invalid subject", RARGS(c));
+        nd_conn_write(c, "-ERR 'Invalid Subscription'\r\n", 29);
+        return;
+    }
+    char small[256];
+    size_t n = remote_sid(small, sizeof small, cmd);
+    char *sid = small;
+    if (n > sizeof small) {
+        sid = nd_xmalloc(n);
+        remote_sid(sid, n, cmd);
+    }
+    uint16_t w = cmd->max_msgs > 0xffff ? 0xffff : cmd->max_msgs < 1 ? 1 : (uint16_t)cmd->max_msgs;
+    nd_sub_t *sub = nd_sidmap_get(&c->subs, sid, n);
+    if (sub != NULL) {
+        if (cmd->queue.len > 0)
+            atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
+    } else {
+        sub = nd_sub_new(ctx, &c->base, cmd->subject.ptr, cmd->subject.len, cmd->queue.ptr,
+                         cmd->queue.len, sid, n);
+        sub->origin = ND_SUB_ROUTE;
+        atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
+        sub->conn_data = acct;
+        nd_sidmap_put(&c->subs, sub);
+        nd_acct_send_sub(ctx, acct, sub, NULL, 0);
+    }
+    if (sid != small)
+        nd_free(sid);
+}
+
+static void
+on_runsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    char small[256];
+    size_t n = remote_sid(small, sizeof small, cmd);
+    char *sid = small;
+    if (n > sizeof small) {
+        sid = nd_xmalloc(n);
+        remote_sid(sid, n, cmd);
+    }
+    nd_sub_t *sub = nd_sidmap_del(&c->subs, sid, n);
+    if (sub != NULL) {
+        nd_sub_cancel(sub);
+        nd_acct_send_unsub(ctx, (nd_acct_t *)sub->conn_data, sub);
+    }
+    if (sid != small)
+        nd_free(sid);
+}
+
+static void
+on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    c->in_msgs++;
+    c->in_bytes += cmd->payload.len;
+    nd_acct_t *acct = route_acct(ctx, c, &cmd->account);
+    if (acct == NULL) {
+        nd_log_debug(RFMT "Unknown account \"%.*s\" for routed message on subject: \"%.*s\"",
+                     RARGS(c), (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len,
+                     cmd->subject.ptr);
+        return;
+    }
+    nd_proto_cmd_t pub = *cmd;
+    pub.op = cmd->op == ND_PROTO_OP_RHMSG ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB;
+    nd_deliver_route_publish(ctx, c, acct, &pub);
+}
+
+static void
+trace(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    const char *op = nd_proto_op_name(cmd->op);
+    switch (cmd->op) {
+    case ND_PROTO_OP_RSUB:
+    case ND_PROTO_OP_RUNSUB:
+        nd_log(ND_LOG_TRACE, RFMT "<<- [%s %.*s %.*s%s%.*s]", RARGS(c), op, (int)cmd->account.len,
+               cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr,
+               cmd->queue.len ? " " : "", (int)cmd->queue.len, cmd->queue.ptr);
+        break;
+    case ND_PROTO_OP_RMSG:
+    case ND_PROTO_OP_RHMSG:
+        nd_log(ND_LOG_TRACE, RFMT "<<- [%s %.*s %.*s%s%.*s %zu]", RARGS(c), op,
+               (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr,
+               cmd->reply.len ? " " : "", (int)cmd->reply.len, cmd->reply.ptr, cmd->payload.len);
+        break;
+    case ND_PROTO_OP_CONNECT:
+    case ND_PROTO_OP_INFO:
+    case ND_PROTO_OP_ERR:
+        nd_log(ND_LOG_TRACE, RFMT "<<- [%s %.*s]", RARGS(c), op, (int)cmd->arg.len, cmd->arg.ptr);
+        break;
+    default:
+        nd_log(ND_LOG_TRACE, RFMT "<<- [%s]", RARGS(c), op);
+        break;
+    }
+}
+
+bool
+nd_route_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_route_t *rt = c->route;
+    if (nd_log_enabled(ND_LOG_TRACE))
+        trace(c, cmd);
+    if (rt->job == NULL && !rt->connect_seen && cmd->op != ND_PROTO_OP_CONNECT) {
+        /* An accepted route must say CONNECT first (nats-server's expectConnect). */
+        nd_log_error(RFMT "authentication error", RARGS(c));
+        route_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+        return false;
+    }
+    switch (cmd->op) {
+    case ND_PROTO_OP_RMSG:
+    case ND_PROTO_OP_RHMSG:
+        on_rmsg(ctx, c, cmd);
+        return !c->closing;
+    case ND_PROTO_OP_RSUB:
+        on_rsub(ctx, c, cmd);
+        return true;
+    case ND_PROTO_OP_RUNSUB:
+        on_runsub(ctx, c, cmd);
+        return true;
+    case ND_PROTO_OP_PING:
+        nd_conn_write(c, "PONG\r\n", 6);
+        return true;
+    case ND_PROTO_OP_PONG:
+        c->pings_out = 0;
+        nd_connreg_pong(&c->mon);
+        return true;
+    case ND_PROTO_OP_CONNECT:
+        if (rt->job != NULL || rt->connect_seen)
+            return true; /* nothing to learn from a second one */
+        return on_connect(ctx, c, cmd);
+    case ND_PROTO_OP_INFO:
+        return on_info(ctx, c, cmd);
+    case ND_PROTO_OP_OK:
+        return true;
+    case ND_PROTO_OP_ERR:
+        nd_log_error(RFMT "Route Error %.*s", RARGS(c), (int)cmd->arg.len, cmd->arg.ptr);
+        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+        return false;
+    default:
+        nd_conn_write_err(c, ND_ERR_UNKNOWN_OP);
+        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+        return false;
+    }
+}
+
+/* ---- close ---- */
+
+void
+nd_route_teardown(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_routes_t *r = c->srv->routes;
+    nd_route_t *rt = c->route;
+    /* The peer's subscriptions, account by account. */
+    size_t n = 0;
+    nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
+    for (size_t a = 0; a < rt->naccts; a++) {
+        size_t k = 0;
+        nd_sub_t **mine = nd_xmalloc((n > 0 ? n : 1) * sizeof(*mine));
+        for (size_t i = 0; i < n; i++)
+            if (subs[i] != NULL && subs[i]->conn_data == rt->accts[a]) {
+                nd_sub_cancel(subs[i]);
+                mine[k++] = subs[i];
+                subs[i] = NULL;
+            }
+        if (k > 0)
+            nd_acct_send_unsub_all(ctx, rt->accts[a], mine, k);
+        else
+            nd_free(mine);
+    }
+    nd_free(subs);
+    bool urls_changed = false;
+    if (rt->registered) {
+        nd_route_ent_t *gone = NULL;
+        pthread_mutex_lock(&r->mu);
+        for (size_t i = 0; i < r->nents; i++)
+            if (r->ents[i]->c == c) {
+                gone = r->ents[i];
+                r->ents[i] = r->ents[--r->nents];
+                break;
+            }
+        pthread_mutex_unlock(&r->mu);
+        if (gone != NULL) {
+            urls_changed = gone->connect_urls.n > 0 && !gone->ldm && !r->cfg.no_advertise;
+            ent_free(ctx, gone);
+        }
+        rt->registered = false;
+    }
+    nd_log_info(RFMT "Router connection closed: %s", RARGS(c), nd_close_reason_text(c->reason));
+    if (rt->job != NULL) {
+        bool self = strcmp(rt->remote_id, c->srv->server_id) == 0;
+        nd_route_dial_closed(r->dialer, rt->job, rt->remote_id, self);
+        rt->job = NULL;
+    }
+    if (urls_changed)
+        client_urls_changed(ctx, c->srv);
+}
+
+void
+nd_route_fini(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_route_t *rt = c->route;
+    if (rt == NULL)
+        return;
+    for (size_t i = 0; i < rt->naccts; i++)
+        nd_actor_unref(ctx, &rt->accts[i]->actor);
+    nd_free(rt->accts);
+    nd_free(rt->remote_name);
+    nd_free(rt->url);
+    nd_free(rt);
+    c->route = NULL;
+}
+
+void
+nd_route_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_route_job_t *job, const char *url)
+{
+    nd_route_t *rt = nd_new(nd_route_t);
+    rt->job = job;
+    rt->url = url != NULL ? nd_xstrdup(url) : NULL;
+    nd_conn_spawn_route(ctx, srv, fd, rt);
+}
+
+/* ---- listener, start, stop ---- */
+
+static void
+on_accept(nd_ctx_t *ctx, int fd, void *arg)
+{
+    nd_server_t *s = arg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    nd_route_spawn(ctx, s, fd, NULL, NULL);
+}
+
+bool
+nd_routes_configured(const nd_opts_t *o)
+{
+    return (o->cluster != NULL && (o->cluster->port != 0 || o->cluster->host != NULL)) ||
+           (o->cluster_url != NULL && o->cluster_url[0] != '\0');
+}
+
+/* Splits a comma-separated --routes value into l. */
+static void
+split_routes(const char *s, nd_strlist_t *l)
+{
+    while (s != NULL && *s != '\0') {
+        const char *e = strchr(s, ',');
+        size_t n = e ? (size_t)(e - s) : strlen(s);
+        while (n > 0 && (*s == ' ')) {
+            s++;
+            n--;
+        }
+        while (n > 0 && s[n - 1] == ' ')
+            n--;
+        if (n > 0) {
+            char *u = nd_xmalloc(n + 1);
+            memcpy(u, s, n);
+            u[n] = '\0';
+            nd_strlist_add(l, u);
+            nd_free(u);
+        }
+        s = e ? e + 1 : NULL;
+    }
+}
+
+/* The cluster block with the command-line flags over it (nats-server's MergeOptions). */
+static void
+build_cfg(nd_routes_t *r, const nd_opts_t *o)
+{
+    nd_route_cfg_t *c = &r->cfg;
+    const nd_cluster_opts_t *b = o->cluster;
+    if (b != NULL) {
+        c->host = b->host ? nd_xstrdup(b->host) : NULL;
+        c->port = b->port;
+        c->user = b->user ? nd_xstrdup(b->user) : NULL;
+        c->pass = b->pass ? nd_xstrdup(b->pass) : NULL;
+        c->auth_timeout_s = b->auth_timeout_s;
+        c->advertise = b->advertise ? nd_xstrdup(b->advertise) : NULL;
+        c->no_advertise = b->no_advertise;
+        c->connect_retries = b->connect_retries;
+        for (size_t i = 0; i < b->routes.n; i++)
+            nd_strlist_add(&c->routes, b->routes.v[i]);
+        if (b->name != NULL)
+            snprintf(r->name, sizeof r->name, "%s", b->name);
+    }
+    if (o->cluster_url != NULL && o->cluster_url[0] != '\0') {
+        char h[256], user[128], pass[128];
+        int p;
+        if (nd_route_url_parse(o->cluster_url, h, sizeof h, &p, user, sizeof user, pass,
+                               sizeof pass) == 0) {
+            nd_free(c->host);
+            c->host = nd_xstrdup(h);
+            c->port = p;
+            if (user[0] != '\0') {
+                nd_free(c->user);
+                nd_free(c->pass);
+                c->user = nd_xstrdup(user);
+                c->pass = nd_xstrdup(pass);
+            }
+        }
+    }
+    if (o->routes != NULL) {
+        nd_strlist_free(&c->routes);
+        split_routes(o->routes, &c->routes);
+    }
+    if (o->cluster_name != NULL && o->cluster_name[0] != '\0')
+        snprintf(r->name, sizeof r->name, "%s", o->cluster_name);
+    if (o->cluster_advertise != NULL) {
+        nd_free(c->advertise);
+        c->advertise = nd_xstrdup(o->cluster_advertise);
+    }
+    if (o->cluster_no_advertise)
+        c->no_advertise = true;
+    if (o->cluster_connect_retries != 0)
+        c->connect_retries = o->cluster_connect_retries;
+    if (r->name[0] == '\0') {
+        /* nats-server names a cluster without a name with a random id and lets it change. */
+        char id[57];
+        uint8_t raw[16];
+        if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+            memset(raw, 1, sizeof raw);
+        static const char al[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        for (size_t i = 0; i < 22; i++)
+            id[i] = al[raw[i % 16] % 36 ^ (i / 16)];
+        id[22] = '\0';
+        snprintf(r->name, sizeof r->name, "%s", id);
+        r->dynamic = true;
+    }
+}
+
+nd_routes_t *
+nd_routes_new(nd_server_t *s)
+{
+    nd_routes_t *r = nd_new(nd_routes_t);
+    r->srv = s;
+    pthread_mutex_init(&r->mu, NULL);
+    build_cfg(r, &s->opts);
+    r->listener = nd_listener_bind(&(nd_listener_decl_t){
+        .host = r->cfg.host,
+        .port = r->cfg.port,
+        .backlog = 1024,
+        .what = "router port",
+        .ready = "Listening for route connections on",
+        .accept_name = "Route",
+        .errlog = ND_LISTENER_ERRLOG_NATS,
+        .on_accept = on_accept,
+        .arg = s,
+    });
+    if (r->listener == NULL) {
+        nd_routes_free(r);
+        return NULL;
+    }
+    r->port = nd_listener_port(r->listener);
+    build_info(r);
+    nd_interest_set_hook(on_interest, r);
+    return r;
+}
+
+void
+nd_routes_start(nd_routes_t *r)
+{
+    nd_log_info("Cluster name is %s", r->name);
+    if (r->dynamic)
+        nd_log_warn("Cluster name was dynamically generated, consider setting one");
+    nd_listener_start(r->listener, r->srv->pool, r->srv->poller);
+    nd_listener_log_ready(r->listener);
+    r->dialer = nd_route_dialer_new(r->srv);
+    for (size_t i = 0; i < r->cfg.routes.n; i++)
+        nd_route_dial(r->dialer, r->cfg.routes.v[i], true);
+}
+
+void
+nd_routes_stop(nd_routes_t *r)
+{
+    if (r == NULL)
+        return;
+    if (r->listener != NULL)
+        nd_listener_stop(r->listener);
+    nd_route_dialer_stop(r->dialer);
+    /* The table's references would keep the pool's shutdown waiting. */
+    nd_ctx_t *ctx = nd_ctx_external_new(r->srv->pool);
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nents; i++)
+        nd_conn_send_shutdown(ctx, &r->ents[i]->c->base);
+    pthread_mutex_unlock(&r->mu);
+    nd_ctx_external_free(ctx);
+}
+
+void
+nd_routes_free(nd_routes_t *r)
+{
+    if (r == NULL)
+        return;
+    nd_interest_set_hook(NULL, NULL);
+    nd_listener_free(r->listener);
+    nd_route_dialer_free(r->dialer);
+    for (size_t i = 0; i < r->nents; i++) {
+        /* The pool is gone: the actors were freed by its shutdown; only our copies remain. */
+        nd_route_ent_t *e = r->ents[i];
+        nd_free(e->remote_name);
+        nd_free(e->ip);
+        nd_free(e->url);
+        nd_free(e->remote_host);
+        nd_free(e->gossip);
+        nd_strlist_free(&e->connect_urls);
+        nd_free(e);
+    }
+    nd_free(r->ents);
+    nd_free(r->info_json);
+    nd_free(r->cfg.host);
+    nd_free(r->cfg.user);
+    nd_free(r->cfg.pass);
+    nd_free(r->cfg.advertise);
+    nd_strlist_free(&r->cfg.routes);
+    pthread_mutex_destroy(&r->mu);
+    nd_free(r);
+}
+
+size_t
+nd_routes_stats(nd_routes_t *r, nd_route_stat_t **out)
+{
+    pthread_mutex_lock(&r->mu);
+    size_t n = r->nents;
+    nd_route_stat_t *v = nd_xcalloc(n > 0 ? n : 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
+        const nd_route_ent_t *e = r->ents[i];
+        nd_route_stat_t *s = &v[i];
+        const nd_mon_conn_t *m = &e->c->mon;
+        s->rid = e->rid;
+        snprintf(s->remote_id, sizeof s->remote_id, "%s", e->remote_id);
+        snprintf(s->remote_name, sizeof s->remote_name, "%s", e->remote_name);
+        s->did_solicit = e->solicited;
+        s->is_configured = e->solicited && e->url != NULL && configured_url(r, e->url);
+        snprintf(s->ip, sizeof s->ip, "%s", e->ip);
+        s->port = e->port;
+        s->start_wall_ns = e->start_wall_ns;
+        s->last_ns = atomic_load_explicit(&m->last_ns, memory_order_relaxed);
+        s->rtt_ns = atomic_load_explicit(&m->rtt_ns, memory_order_relaxed);
+        s->pending = atomic_load_explicit(&e->c->pending, memory_order_relaxed);
+        s->in_msgs = atomic_load_explicit(&m->in_msgs, memory_order_relaxed);
+        s->in_bytes = atomic_load_explicit(&m->in_bytes, memory_order_relaxed);
+        s->out_msgs = atomic_load_explicit(&m->out_msgs, memory_order_relaxed);
+        s->out_bytes = atomic_load_explicit(&m->out_bytes, memory_order_relaxed);
+        s->subs = atomic_load_explicit(&m->num_subs, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&r->mu);
+    *out = v;
+    return n;
+}

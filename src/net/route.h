@@ -1,0 +1,62 @@
+/* Routes: the server's side of a cluster (nats-server's route protocol, single route per remote
+ * server as 2.9 does, which 2.10+ servers also accept). See route.c for the protocol and
+ * docs/architecture.md "Routes" for the picture.
+ *
+ * Lifecycle: nd_routes_new binds the route port (before the pool starts, so a port in use fails
+ * the start); nd_routes_start starts accepting and soliciting (after the pool runs);
+ * nd_routes_stop closes the listener and stops the dialer (before the pool's shutdown, which
+ * closes the route connections); nd_routes_free after the pool is gone.
+ */
+#ifndef ND_ROUTE_H
+#define ND_ROUTE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg/opts.h"
+
+struct nd_server;
+typedef struct nd_routes nd_routes_t;
+
+/* Returns: whether o configures clustering (a cluster port by the block or --cluster). */
+bool nd_routes_configured(const nd_opts_t *o);
+
+/* Binds the route port and sets up the route table, and installs the accounts' interest hook.
+ * Returns: NULL after logging why. Ctx: the starting thread. */
+nd_routes_t *nd_routes_new(struct nd_server *s);
+/* Logs the cluster lines, starts accepting and solicits the configured routes. Ctx: main, after
+ * nd_pool_start. */
+void nd_routes_start(nd_routes_t *r);
+/* Stops accepting and soliciting; returns once no new route can appear. Ctx: main. */
+void nd_routes_stop(nd_routes_t *r);
+void nd_routes_free(nd_routes_t *r);
+
+/* Appends the client URLs of every registered route ("host:port" strings) to the jansson array
+ * arr, unless no_advertise. Ctx: any thread. */
+struct json_t;
+void nd_routes_connect_urls(nd_routes_t *r, struct json_t *arr);
+/* Returns: whether the cluster's no_advertise is set. */
+bool nd_routes_no_advertise(const nd_routes_t *r);
+/* Returns: the cluster name in force (copied into out). */
+void nd_routes_name(nd_routes_t *r, char *out, size_t cap);
+
+/* One route as /routez shows it. */
+typedef struct nd_route_stat {
+    uint64_t rid;
+    char remote_id[64];
+    char remote_name[128];
+    bool did_solicit, is_configured;
+    char ip[48];
+    int port;
+    int64_t start_wall_ns;
+    int64_t last_ns, rtt_ns; /* as nd_mon_conn_t keeps them */
+    int64_t pending;
+    uint64_t in_msgs, out_msgs, in_bytes, out_bytes;
+    uint32_t subs;
+} nd_route_stat_t;
+
+/* Returns: the number of registered routes, their figures in *out (nd_free it). */
+size_t nd_routes_stats(nd_routes_t *r, nd_route_stat_t **out);
+
+#endif

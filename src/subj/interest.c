@@ -1,0 +1,167 @@
+/* An account's route interest: counts of local subscriptions by subject and queue group. See
+ * subj/interest.h.
+ *
+ * The map is a ck_hs set (owner-only: the account actor) of entries keyed by the subject, or by
+ * "subject queue" for a queue group (a space never occurs in either), as nats-server keys its
+ * Account.rm. An entry lives while its count is above zero.
+ */
+#include "subj/interest.h"
+
+#include <ck_hs.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "actors/alloc.h"
+
+typedef struct entry {
+    uint64_t hash;
+    uint32_t count;
+    uint32_t slen; /* the subject's length; the queue follows after a space when qlen > 0 */
+    uint32_t qlen;
+    uint32_t len;
+    char key[];
+} entry_t;
+
+typedef struct dump_msg {
+    nd_msg_t hdr;
+    nd_interest_fn fn;
+    void *arg;
+} dump_msg_t;
+
+static _Atomic(nd_interest_fn) hook;
+static void *hook_arg;
+
+void
+nd_interest_set_hook(nd_interest_fn fn, void *arg)
+{
+    hook_arg = arg;
+    atomic_store_explicit(&hook, fn, memory_order_release);
+}
+
+static void *
+hs_malloc(size_t n)
+{
+    return nd_xmalloc(n);
+}
+
+static void
+hs_free(void *p, size_t n, bool defer)
+{
+    (void)n, (void)defer;
+    nd_free(p);
+}
+
+static struct ck_malloc hs_alloc = {.malloc = hs_malloc, .free = hs_free};
+
+static unsigned long
+hs_hash(const void *obj, unsigned long seed)
+{
+    (void)seed;
+    return (unsigned long)((const entry_t *)obj)->hash;
+}
+
+static bool
+hs_cmp(const void *a, const void *b)
+{
+    const entry_t *x = a, *y = b;
+    return x->len == y->len && memcmp(x->key, y->key, x->len) == 0;
+}
+
+static ck_hs_t *
+map_of(nd_acct_t *acct)
+{
+    if (acct->rinterest == NULL) {
+        ck_hs_t *hs = nd_xmalloc(sizeof *hs);
+        if (!ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hs_hash, hs_cmp, &hs_alloc, 64,
+                        0))
+            nd_fatal("account: cannot allocate the route interest map");
+        acct->rinterest = hs;
+    }
+    return acct->rinterest;
+}
+
+void
+nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta)
+{
+    /* acquire: pairs with the release in nd_interest_set_hook (hook_arg is set). */
+    nd_interest_fn fn = atomic_load_explicit(&hook, memory_order_acquire);
+    if (fn == NULL || sub->origin != ND_SUB_LOCAL)
+        return;
+    size_t slen = sub->subject_len, qlen = sub->queue != NULL ? sub->queue_len : 0;
+    size_t len = slen + (qlen > 0 ? qlen + 1 : 0);
+    entry_t *k = nd_xmalloc(sizeof *k + len);
+    memcpy(k->key, sub->subject, slen);
+    if (qlen > 0) {
+        k->key[slen] = ' ';
+        memcpy(k->key + slen + 1, sub->queue, qlen);
+    }
+    k->len = (uint32_t)len;
+    k->slen = (uint32_t)slen;
+    k->qlen = (uint32_t)qlen;
+    k->hash = XXH3_64bits(k->key, len);
+    k->count = 0;
+    ck_hs_t *hs = map_of(acct);
+    entry_t *e = ck_hs_get(hs, (unsigned long)k->hash, k);
+    if (e == NULL) {
+        if (delta < 0) { /* not counted (inserted before the hook existed) */
+            nd_free(k);
+            return;
+        }
+        e = k;
+        if (!ck_hs_put(hs, (unsigned long)e->hash, e))
+            nd_fatal("account: cannot grow the route interest map");
+    } else {
+        nd_free(k);
+    }
+    uint32_t before = e->count;
+    e->count = delta > 0 ? before + 1 : before - 1;
+    uint32_t after = e->count;
+    const char *queue = qlen > 0 ? e->key + slen + 1 : NULL;
+    if (qlen > 0 || before == 0 || after == 0)
+        fn(ctx, acct, e->key, slen, queue, qlen, qlen > 0 ? after : (after > 0), hook_arg);
+    if (after == 0) {
+        ck_hs_remove(hs, (unsigned long)e->hash, e);
+        nd_free(e);
+    }
+}
+
+void
+nd_interest_send_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg)
+{
+    dump_msg_t *m = ND_MSG_NEW(ctx, dump_msg_t, ND_ACCT_MSG_INTEREST_DUMP);
+    m->fn = fn;
+    m->arg = arg;
+    nd_actor_send(ctx, &acct->actor, &m->hdr);
+}
+
+void
+nd_interest_on_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg)
+{
+    dump_msg_t *m = (dump_msg_t *)msg;
+    if (acct != NULL && acct->rinterest != NULL) {
+        ck_hs_iterator_t it = CK_HS_ITERATOR_INITIALIZER;
+        void *obj;
+        while (ck_hs_next(acct->rinterest, &it, &obj)) {
+            const entry_t *e = obj;
+            const char *queue = e->qlen > 0 ? e->key + e->slen + 1 : NULL;
+            m->fn(ctx, acct, e->key, e->slen, queue, e->qlen, e->qlen > 0 ? e->count : 1, m->arg);
+        }
+    }
+    m->fn(ctx, acct, NULL, 0, NULL, 0, 0, m->arg);
+}
+
+void
+nd_interest_free(nd_acct_t *acct)
+{
+    ck_hs_t *hs = acct->rinterest;
+    if (hs == NULL)
+        return;
+    ck_hs_iterator_t it = CK_HS_ITERATOR_INITIALIZER;
+    void *obj;
+    while (ck_hs_next(hs, &it, &obj))
+        nd_free(obj);
+    ck_hs_destroy(hs);
+    nd_free(hs);
+    acct->rinterest = NULL;
+}

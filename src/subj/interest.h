@@ -1,0 +1,44 @@
+/* An account's interest as routes see it (nats-server's Account.rm, updateRouteSubscriptionMap):
+ * how many local subscriptions the account has per subject, and per subject and queue group.
+ *
+ * The account actor, the only writer of its sublist, counts every local subscription it inserts
+ * or removes (nd_sub_t.origin ND_SUB_LOCAL; a route's own interest is never counted, so nothing
+ * travels more than one hop) and reports the changes a remote server must hear to the interest
+ * hook: a plain subject when its count goes 0 -> 1 (weight 1) or 1 -> 0 (weight 0), a queue
+ * group on every change (weight = its local members, 0 when none is left). The hook runs on the
+ * account's turn, before the subscriber is notified, so an RS+ is queued to every route before
+ * the client's next publish can be (client.c pauses until the notify).
+ *
+ * Nothing is counted while no hook is installed (a server without routes pays nothing).
+ */
+#ifndef ND_INTEREST_H
+#define ND_INTEREST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "subj/account.h"
+
+/* One interest change, or (dump) one entry. queue is NULL for a plain subject. */
+typedef void (*nd_interest_fn)(nd_ctx_t *ctx, nd_acct_t *acct, const char *subject, size_t slen,
+                               const char *queue, size_t qlen, uint32_t weight, void *arg);
+
+/* Installs the change hook (NULL: none). Ctx: the starting thread, before any account counts
+ * (the pool may run, but no subscription exists yet), or at shutdown. */
+void nd_interest_set_hook(nd_interest_fn fn, void *arg);
+
+/* Asks acct to call fn for every entry of its interest, then once more with subject NULL (the
+ * end), on its turn: a new route learns the account's interest this way. Changes the account
+ * made before the dump are in it; changes after it reach the hook. Ctx: any thread. */
+void nd_interest_send_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg);
+
+/* ---- used by account.c (the account's own turn) ---- */
+
+/* Counts sub (inserted: +1, removed: -1) when it is local and a hook is installed. */
+void nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta);
+/* Handles ND_ACCT_MSG_INTEREST_DUMP; acct NULL (a closed account's discard): the end only. */
+void nd_interest_on_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg);
+/* Frees the account's interest map. */
+void nd_interest_free(nd_acct_t *acct);
+
+#endif
