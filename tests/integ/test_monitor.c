@@ -1068,8 +1068,8 @@ sample_ok(const char *line, char *name, size_t name_cap)
 }
 
 /* A strict check of the Prometheus text format 0.0.4 plus natsd's own rules: every family has
- * HELP then TYPE before its samples, a family's samples are contiguous, names start with natsd_,
- * counters end in _total. */
+ * HELP then TYPE before its samples, a family's samples are contiguous, names start with natsd_
+ * (or are the standard process_ ones), counters end in _total. */
 static void
 check_metrics(const char *body, size_t len)
 {
@@ -1109,7 +1109,8 @@ check_metrics(const char *body, size_t len)
             cr_assert(ntypes < 128);
             snprintf(types[ntypes++], sizeof types[0], "%s", n);
             snprintf(cur, sizeof cur, "%s", n);
-            cr_assert(strncmp(n, "natsd_", 6) == 0, "line %d: %s", lineno, n);
+            cr_assert(strncmp(n, "natsd_", 6) == 0 || strncmp(n, "process_", 8) == 0,
+                      "line %d: %s", lineno, n);
             if (strcmp(t, "counter") == 0)
                 cr_assert(strlen(n) > 6 && strcmp(n + strlen(n) - 6, "_total") == 0,
                           "counter %s does not end in _total", n);
@@ -1140,6 +1141,27 @@ Test(integ_monitor, metrics)
     cr_assert(strstr(r.body, "\nnatsd_out_bytes_total 4\n") != NULL);
     cr_assert(strstr(r.body, "\nnatsd_subscriptions 1\n") != NULL);
     cr_assert(strstr(r.body, "natsd_account_connections{account=\"$G\"} 1\n") != NULL);
+    cr_assert(strstr(r.body, "\nnatsd_connections_accepted_total 1\n") != NULL);
+    cr_assert(strstr(r.body, "\nprocess_open_fds ") != NULL);
+    cr_assert_null(strstr(r.body, "# EOF"));
+    /* Full resolution: nine decimals, not %.9g's ten seconds. */
+    const char *st = strstr(r.body, "\nnatsd_start_time_seconds ");
+    cr_assert_not_null(st);
+    st += strlen("\nnatsd_start_time_seconds ");
+    cr_assert_eq(strcspn(st, "\n"), strcspn(st, ".") + 10, "%.30s", st);
+    hresp_free(&r);
+    /* OpenMetrics when asked for as Prometheus asks: a counter's family is named without _total,
+     * the exposition ends with # EOF. */
+    r = http_get_hdr(m.http, "/metrics",
+                     "Accept: application/openmetrics-text;version=1.0.0,text/plain;"
+                     "version=0.0.4;q=0.5,*/*;q=0.1\r\n");
+    cr_assert_eq(r.status, 200);
+    cr_assert(strcasestr(r.head, "Content-Type: application/openmetrics-text; version=1.0.0; "
+                                 "charset=utf-8") != NULL,
+              "%s", r.head);
+    cr_assert(r.body_len > 6 && strcmp(r.body + r.body_len - 6, "# EOF\n") == 0);
+    cr_assert(strstr(r.body, "\n# TYPE natsd_in_msgs counter\nnatsd_in_msgs_total 1\n") != NULL,
+              "%s", r.body);
     hresp_free(&r);
     /* The validator itself rejects what it should. */
     char name[64];
@@ -1150,6 +1172,63 @@ Test(integ_monitor, metrics)
     cr_assert_null(sample_ok("natsd_x{a=\"b\",c=\"d\\\"\"} 1.5e+09 123", name, sizeof name));
     nd_integ_conn_close(a);
     mon_stop(&m);
+}
+
+/* Both formats read by a real parser: the Prometheus Python client's (Debian's
+ * python3-prometheus-client, installed by scripts/setup.sh --tests), through
+ * tests/integ/check_metrics.py. JetStream on, with a stream, so the per-account and per-stream
+ * families are there too. */
+static void
+save_body(const char *path, const hresp_t *r)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(r->body, 1, r->body_len, f), r->body_len);
+    fclose(f);
+}
+
+Test(integ_monitor, metrics_parsers)
+{
+    if (system("/usr/bin/python3 -c 'import prometheus_client.openmetrics.parser' 2>/dev/null") !=
+        0)
+        cr_assert_fail("the Prometheus Python client is missing: install python3-prometheus-client "
+                       "(scripts/setup.sh --tests)");
+    char dir[] = "/tmp/natsd-metrics-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char conf[512];
+    snprintf(conf, sizeof conf, "jetstream { store_dir: \"%s\" }\n", dir);
+    mon_t m = mon_start_with(conf, NULL);
+    nd_integ_conn_t *a = client(m.srv, "{\"verbose\":false,\"headers\":true}");
+    static const char create[] = "{\"name\":\"S\",\"subjects\":[\"m\"],\"storage\":\"memory\"}";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "SUB _r 9\r\nPUB $JS.API.STREAM.CREATE.S _r %zu\r\n%s\r\n",
+             strlen(create), create);
+    ND_SENDS(a, cmd);
+    char *f = nd_integ_read_frame(a);
+    cr_assert(strncmp(f, "MSG _r 9 ", 9) == 0 && strstr(f, "\"config\"") != NULL, "%s", f);
+    free(f);
+    ND_SEND(a, "SUB m 1\r\nPUB m 4\r\nabcd\r\nPING\r\n");
+    ND_EXPECT(a, "MSG m 1 4\r\nabcd\r\nPONG\r\n");
+    hresp_t r = http_get(m.http, "/metrics");
+    cr_assert_eq(r.status, 200);
+    cr_assert(strstr(r.body, "stream=\"S\"") != NULL, "%s", r.body);
+    char prom[600], om[600];
+    snprintf(prom, sizeof prom, "%s/metrics.prom", dir);
+    snprintf(om, sizeof om, "%s/metrics.om", dir);
+    save_body(prom, &r);
+    hresp_free(&r);
+    r = http_get_hdr(m.http, "/metrics", "Accept: application/openmetrics-text\r\n");
+    cr_assert_eq(r.status, 200);
+    save_body(om, &r);
+    hresp_free(&r);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/check_metrics.py %s %s", ND_INTEG_SOURCE_DIR,
+             prom, om);
+    int rc = system(cmd);
+    cr_assert(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s failed", cmd);
+    nd_integ_conn_close(a);
+    mon_stop(&m);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 /* ---- secrets ---- */
