@@ -115,6 +115,8 @@ void nd_mon_req_fini(nd_mon_req_t *req);
 
 /* Response helpers. */
 void nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o); /* steals o; JSONP aware */
+/* The same without indentation, as Go's json.Marshal (nats-server's /healthz). */
+void nd_mon_reply_json_compact(nd_mon_req_t *req, int status, json_t *o);
 void nd_mon_reply_text(nd_mon_req_t *req, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

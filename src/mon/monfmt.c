@@ -114,10 +114,10 @@ u64_untag(char *text)
     free(tag);
 }
 
-void
-nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o)
+static void
+reply_json(nd_mon_req_t *req, int status, json_t *o, size_t flags)
 {
-    char *js = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    char *js = json_dumps(o, flags | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(o);
     u64_untag(js);
     const char *cb = nd_mon_param(req, "callback");
@@ -141,6 +141,18 @@ nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o)
     }
     free(js);
     req->status = status;
+}
+
+void
+nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o)
+{
+    reply_json(req, status, o, JSON_INDENT(2));
+}
+
+void
+nd_mon_reply_json_compact(nd_mon_req_t *req, int status, json_t *o)
+{
+    reply_json(req, status, o, JSON_COMPACT);
 }
 
 void

@@ -779,12 +779,23 @@ Test(integ_monitor, subsz)
 Test(integ_monitor, healthz_and_empty_shapes)
 {
     mon_t m = mon_start();
-    json_t *h = get_json(m.http, "/healthz");
-    cr_assert_str_eq(jstr(h, "status"), "ok");
-    json_decref(h);
-    h = get_json(m.http, "/healthz?js-enabled-only=true");
-    cr_assert_str_eq(jstr(h, "status"), "ok");
-    json_decref(h);
+    /* nats-server's exact bytes: compact, no status_code. */
+    static const char *const probes[] = {"/healthz", "/healthz?js-enabled-only=true",
+                                         "/healthz?js-server-only=true",
+                                         "/healthz?js-enabled=true"};
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        hresp_t r = http_get(m.http, probes[i]);
+        cr_assert_eq(r.status, 200, "%s", probes[i]);
+        cr_assert_str_eq(r.body, "{\"status\":\"ok\"}", "%s", probes[i]);
+        cr_assert(strcasestr(r.head, "Content-Type: application/json") != NULL);
+        hresp_free(&r);
+    }
+    /* A bad boolean: plain text, as every endpoint. */
+    hresp_t hr = http_get(m.http, "/healthz?js-enabled-only=maybe");
+    cr_assert_eq(hr.status, 400);
+    cr_assert_str_eq(hr.body, "Error decoding boolean for 'js-enabled-only': strconv.ParseBool: "
+                              "parsing \"maybe\": invalid syntax");
+    hresp_free(&hr);
     json_t *o = get_json(m.http, "/routez");
     cr_assert_eq(jint(o, "num_routes"), 0);
     cr_assert_eq(json_array_size(json_object_get(o, "routes")), 0);
@@ -814,6 +825,41 @@ Test(integ_monitor, healthz_and_empty_shapes)
     cr_assert_eq(r.status, 200);
     cr_assert(strncmp(r.body, "cb({", 4) == 0 && r.body[r.body_len - 1] == ')');
     hresp_free(&r);
+    mon_stop(&m);
+}
+
+/* JetStream configured but not running (its store directory cannot be made): every probe but
+ * js-server-only answers 503 with nats-server's text (nats-server itself refuses to start
+ * then, so there is no reference to compare with: the texts are those of its healthz). */
+Test(integ_monitor, healthz_jetstream_not_running)
+{
+    if (nd_integ_is_reference())
+        cr_skip_test("nats-server does not start without its JetStream store");
+    mon_t m = mon_start_with("jetstream { store_dir: \"/proc/self/no-such-dir\" }\n", NULL);
+    static const char unavailable[] =
+        "{\"status\":\"unavailable\",\"error\":\"JetStream not enabled (10076)\"}";
+    static const struct {
+        const char *path;
+        int status;
+        const char *body;
+    } cases[] = {
+        {"/healthz", 503, unavailable},
+        {"/healthz?js-enabled-only=true", 503, unavailable},
+        {"/healthz?js-enabled=true", 503, unavailable},
+        {"/healthz?js-server-only=true", 200, "{\"status\":\"ok\"}"},
+        {"/healthz?details=true", 503,
+         "{\"status\":\"error\",\"errors\":[{\"type\":\"JETSTREAM\",\"error\":"
+         "\"JetStream not enabled (10076)\"}]}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hresp_t r = http_get(m.http, cases[i].path);
+        cr_assert_eq(r.status, cases[i].status, "%s: %d", cases[i].path, r.status);
+        cr_assert_str_eq(r.body, cases[i].body, "%s", cases[i].path);
+        hresp_free(&r);
+    }
+    json_t *o = get_json(m.http, "/jsz");
+    cr_assert(json_is_true(json_object_get(o, "disabled")));
+    json_decref(o);
     mon_stop(&m);
 }
 
