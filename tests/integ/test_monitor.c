@@ -751,7 +751,38 @@ Test(integ_monitor, subsz)
     json_int_t ca = cid_of(a);
     json_t *s = get_json(m.http, "/subsz");
     cr_assert_eq(jint(s, "num_subscriptions"), 3);
+    cr_assert_eq(jint(s, "num_inserts"), 3);
+    cr_assert_eq(jint(s, "num_removes"), 0);
     cr_assert_null(json_object_get(s, "subscriptions_list"));
+    /* Without a list, the statistics alone (nats-server's keys, in its order). */
+    static const char *const keys[] = {"num_subscriptions", "num_cache",      "num_inserts",
+                                       "num_removes",       "num_matches",    "cache_hit_rate",
+                                       "max_fanout",        "avg_fanout"};
+    cr_assert_eq(json_object_size(s), sizeof keys / sizeof keys[0]);
+    {
+        size_t i = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(s, k, v) cr_assert_str_eq(k, keys[i++]);
+    }
+    json_decref(s);
+    /* Real figures: the first publish walks the sublist (fanout 2: foo.* and foo.bar), the
+     * second is answered by the connection's cache; an UNSUB is a remove. */
+    ND_SEND(a, "PUB foo.bar 1\r\nx\r\nPUB foo.bar 1\r\nx\r\nSUB gone 4\r\nUNSUB 4\r\nPING\r\n");
+    ND_EXPECT(a, "MSG foo.bar 1 1\r\nx\r\nMSG foo.bar 2 1\r\nx\r\n"
+                 "MSG foo.bar 1 1\r\nx\r\nMSG foo.bar 2 1\r\nx\r\nPONG\r\n");
+    s = get_json(m.http, "/subsz");
+    cr_assert_eq(jint(s, "num_subscriptions"), 3);
+    cr_assert_eq(jint(s, "num_inserts"), 4);
+    cr_assert_eq(jint(s, "num_removes"), 1);
+    if (!nd_integ_is_reference()) {
+        /* nats-server also counts its own lookups; natsd has none in $G here. */
+        cr_assert_eq(jint(s, "num_matches"), 2);
+        cr_assert(json_real_value(json_object_get(s, "cache_hit_rate")) == 0.5, "%f",
+                  json_number_value(json_object_get(s, "cache_hit_rate")));
+        cr_assert_eq(jint(s, "max_fanout"), 2);
+        cr_assert_eq(jint(s, "avg_fanout"), 2);
+    }
     json_decref(s);
     s = get_json(m.http, "/subsz?subs=1");
     cr_assert_eq(jint(s, "total"), 3);
