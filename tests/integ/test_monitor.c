@@ -441,6 +441,8 @@ Test(integ_monitor, connz_fields_and_subs)
     cr_assert(is_rfc3339(jstr(c, "start")));
     cr_assert(is_rfc3339(jstr(c, "last_activity")));
     cr_assert(json_is_string(json_object_get(c, "rtt")));
+    /* Estimated at CONNECT (accept to CONNECT), before any server PING, as nats-server does. */
+    cr_assert_str_neq(jstr(c, "rtt"), "0s");
     cr_assert(json_is_string(json_object_get(c, "uptime")));
     cr_assert(json_is_string(json_object_get(c, "idle")));
     cr_assert_null(json_object_get(c, "subscriptions_list"));
