@@ -88,7 +88,7 @@ typedef struct nd_mon_req {
     nd_mon_ep_t ep;
     nd_mon_param_t *params;
     size_t nparams;
-    int64_t now_ns; /* wall clock when the request was routed */
+    int64_t now_ns;   /* wall clock when the request was routed */
     bool openmetrics; /* the Accept header asks for OpenMetrics text (/metrics) */
     /* the response */
     int status;
@@ -142,12 +142,12 @@ json_t *nd_mon_sub_detail(const nd_sub_info_t *si, uint64_t cid, bool with_accou
 
 /* Process figures. */
 typedef struct nd_mon_proc {
-    uint64_t cpu_ns;        /* user + system CPU time */
-    uint64_t rss_bytes;     /* resident set size */
-    uint64_t vsize_bytes;   /* virtual memory size */
-    uint64_t open_fds;      /* entries of /proc/self/fd */
-    uint64_t max_fds;       /* the soft RLIMIT_NOFILE */
-    int64_t start_wall_ns;  /* when the process started, since the Unix epoch; 0: unknown */
+    uint64_t cpu_ns;       /* user + system CPU time */
+    uint64_t rss_bytes;    /* resident set size */
+    uint64_t vsize_bytes;  /* virtual memory size */
+    uint64_t open_fds;     /* entries of /proc/self/fd */
+    uint64_t max_fds;      /* the soft RLIMIT_NOFILE */
+    int64_t start_wall_ns; /* when the process started, since the Unix epoch; 0: unknown */
 } nd_mon_proc_t;
 /* Reads the figures of this process from /proc/self (zeros where it cannot). Ctx: any thread
  * (it reads files: a monitoring request's turn only). */

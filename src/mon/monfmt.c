@@ -325,8 +325,8 @@ nd_mon_proc_read(nd_mon_proc_t *p)
             p->rss_bytes = rss > 0 ? (uint64_t)rss * (uint64_t)page : 0;
             int64_t bt = boot_time_s();
             if (bt > 0)
-                p->start_wall_ns = bt * 1000000000ll +
-                                   (int64_t)start * (1000000000ll / (int64_t)tck);
+                p->start_wall_ns =
+                    bt * 1000000000ll + (int64_t)start * (1000000000ll / (int64_t)tck);
         }
     }
     DIR *d = opendir("/proc/self/fd");

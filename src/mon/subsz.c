@@ -89,14 +89,13 @@ finish(nd_mon_req_t *req)
     json_object_set_new(o, "num_inserts", json_integer((json_int_t)ss.inserts));
     json_object_set_new(o, "num_removes", json_integer((json_int_t)ss.removes));
     json_object_set_new(o, "num_matches", json_integer((json_int_t)ss.matches));
-    json_object_set_new(o, "cache_hit_rate",
-                        nd_mon_json_float(ss.matches > 0 ? (double)ss.cache_hits /
-                                                               (double)ss.matches
-                                                         : 0));
+    json_object_set_new(
+        o, "cache_hit_rate",
+        nd_mon_json_float(ss.matches > 0 ? (double)ss.cache_hits / (double)ss.matches : 0));
     json_object_set_new(o, "max_fanout", json_integer((json_int_t)ss.fanout_max));
-    json_object_set_new(o, "avg_fanout",
-                        nd_mon_json_float(ss.walks > 0 ? (double)ss.fanout_sum / (double)ss.walks
-                                                       : 0));
+    json_object_set_new(
+        o, "avg_fanout",
+        nd_mon_json_float(ss.walks > 0 ? (double)ss.fanout_sum / (double)ss.walks : 0));
     if (!st->list) {
         nd_mon_reply_json(req, 200, o);
         return;

@@ -404,9 +404,8 @@ count_fanout(nd_sl_t *sl, const nd_sl_result_t *r)
         return;
     atomic_fetch_add_explicit(&sl->fanout_sum, f, memory_order_relaxed);
     uint64_t m = atomic_load_explicit(&sl->fanout_max, memory_order_relaxed);
-    while (f > m && !atomic_compare_exchange_weak_explicit(&sl->fanout_max, &m, f,
-                                                           memory_order_relaxed,
-                                                           memory_order_relaxed))
+    while (f > m && !atomic_compare_exchange_weak_explicit(
+                        &sl->fanout_max, &m, f, memory_order_relaxed, memory_order_relaxed))
         ;
 }
 

@@ -757,8 +757,8 @@ Test(integ_monitor, subsz)
     cr_assert_eq(jint(s, "num_removes"), 0);
     cr_assert_null(json_object_get(s, "subscriptions_list"));
     /* Without a list, the statistics alone (nats-server's keys, in its order). */
-    static const char *const keys[] = {"num_subscriptions", "num_cache",      "num_inserts",
-                                       "num_removes",       "num_matches",    "cache_hit_rate",
+    static const char *const keys[] = {"num_subscriptions", "num_cache",   "num_inserts",
+                                       "num_removes",       "num_matches", "cache_hit_rate",
                                        "max_fanout",        "avg_fanout"};
     cr_assert_eq(json_object_size(s), sizeof keys / sizeof keys[0]);
     {
@@ -850,7 +850,8 @@ Test(integ_monitor, healthz_and_empty_shapes)
         bool g = false;
         size_t i;
         json_t *e;
-        json_array_foreach(json_object_get(o, "accounts"), i, e) g |= !strcmp(json_string_value(e), "$G");
+        json_array_foreach(json_object_get(o, "accounts"), i, e) g |=
+            !strcmp(json_string_value(e), "$G");
         cr_assert(g, "no $G in /accountz");
     }
     json_decref(o);
@@ -1200,8 +1201,8 @@ check_metrics(const char *body, size_t len)
             cr_assert(ntypes < 128);
             snprintf(types[ntypes++], sizeof types[0], "%s", n);
             snprintf(cur, sizeof cur, "%s", n);
-            cr_assert(strncmp(n, "natsd_", 6) == 0 || strncmp(n, "process_", 8) == 0,
-                      "line %d: %s", lineno, n);
+            cr_assert(strncmp(n, "natsd_", 6) == 0 || strncmp(n, "process_", 8) == 0, "line %d: %s",
+                      lineno, n);
             if (strcmp(t, "counter") == 0)
                 cr_assert(strlen(n) > 6 && strcmp(n + strlen(n) - 6, "_total") == 0,
                           "counter %s does not end in _total", n);
