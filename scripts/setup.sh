@@ -7,7 +7,8 @@ set -euo pipefail
 build_pkgs=(cmake make gcc clang pkg-config libck-dev libmsgpack-dev libjansson-dev libxxhash-dev
             libssl-dev libcriterion-dev libclang-rt-14-dev liblz4-dev
             libcrypt-dev)
-test_pkgs=(libnats-dev nats-server openssl) # openssl: the TLS tests make their certificates
+test_pkgs=(libnats-dev nats-server openssl # openssl: the TLS tests make their certificates
+           python3-prometheus-client) # /metrics read by a real parser (check_metrics.py)
 
 want=("${build_pkgs[@]}")
 if [ "${1:-}" = "--tests" ]; then

@@ -706,6 +706,15 @@ nd_opts_parse_args(nd_opts_t *o, int argc, char **argv)
         fprintf(stderr, "nats-server: %s\n", err);
         rc = 1;
     } else if (rc == 0 && check) {
+        /* natsd's own addition: what the file configures that natsd would ignore (the features
+         * it has not built) is said here too, not only in the log of a real start, so a
+         * config check does not pass a file whose features silently do nothing. */
+        for (const char *p = o->config_warnings; p != NULL && *p;) {
+            const char *e = strchr(p, '\n');
+            int n = e ? (int)(e - p) : (int)strlen(p);
+            fprintf(stderr, "nats-server: warning: %.*s\n", n, p);
+            p = e ? e + 1 : p + n;
+        }
         fprintf(stderr, "nats-server: configuration file %s is valid\n", path);
         rc = 2;
     }

@@ -410,6 +410,7 @@ handle(nd_ctx_t *ctx, http_conn_t *h, const nd_http_req_t *pr)
     if (q != NULL)
         parse_query(req, q + 1, tl - pl - 1);
     req->now_ns = nd_mon_wall_ns();
+    req->openmetrics = nd_http_accepts_openmetrics(pr->accept, pr->accept_len);
     nd_mon_route(req);
     if (!req->need_subs) {
         finish_request(h, req, head, keep);

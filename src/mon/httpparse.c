@@ -124,6 +124,9 @@ nd_http_parse(const char *buf, size_t len, nd_http_req_t *pr)
         } else if (nd_http_ieq(l, nlen, "authorization")) {
             pr->authz = v;
             pr->authz_len = vl;
+        } else if (nd_http_ieq(l, nlen, "accept")) {
+            pr->accept = v;
+            pr->accept_len = vl;
         }
     }
     if (clen > ND_HTTP_MAX_BODY)
@@ -134,6 +137,71 @@ nd_http_parse(const char *buf, size_t len, nd_http_req_t *pr)
     return 1;
 }
 
+/* The q parameter of one media range's parameters p[0..n) (";q=0.5;..."), 1 when absent, -1
+ * when malformed (the range is then ignored). Thousandths, as RFC 9110 allows three digits. */
+static int
+accept_q(const char *p, size_t n)
+{
+    int q = 1000;
+    while (n > 0) {
+        const char *semi = memchr(p, ';', n);
+        size_t pl = semi != NULL ? (size_t)(semi - p) : n;
+        const char *a = p;
+        size_t al = pl;
+        nd_http_trim(&a, &al);
+        if (al >= 2 && (a[0] == 'q' || a[0] == 'Q') && a[1] == '=') {
+            a += 2;
+            al -= 2;
+            if (al == 0 || (a[0] != '0' && a[0] != '1'))
+                return -1;
+            q = (a[0] - '0') * 1000;
+            size_t i = 1;
+            if (i < al && a[i] == '.') {
+                int scale = 100;
+                for (i++; i < al && scale > 0; i++, scale /= 10) {
+                    if (a[i] < '0' || a[i] > '9')
+                        return -1;
+                    q += (a[i] - '0') * scale;
+                }
+            }
+            if (i != al || q > 1000)
+                return -1;
+        }
+        if (semi == NULL)
+            break;
+        n -= pl + 1;
+        p = semi + 1;
+    }
+    return q;
+}
+
+bool
+nd_http_accepts_openmetrics(const char *v, size_t n)
+{
+    int om = -1, text = -1;
+    while (v != NULL && n > 0) {
+        const char *comma = memchr(v, ',', n);
+        size_t rl = comma != NULL ? (size_t)(comma - v) : n;
+        const char *semi = memchr(v, ';', rl);
+        const char *t = v;
+        size_t tl = semi != NULL ? (size_t)(semi - v) : rl;
+        nd_http_trim(&t, &tl);
+        int q = semi != NULL ? accept_q(semi + 1, rl - (size_t)(semi + 1 - v)) : 1000;
+        if (nd_http_ieq(t, tl, "application/openmetrics-text")) {
+            if (q > om)
+                om = q;
+        } else if (nd_http_ieq(t, tl, "text/plain") || nd_http_ieq(t, tl, "text/*") ||
+                   nd_http_ieq(t, tl, "*/*")) {
+            if (q > text)
+                text = q;
+        }
+        if (comma == NULL)
+            break;
+        n -= rl + 1;
+        v = comma + 1;
+    }
+    return om > 0 && om >= text;
+}
 
 bool
 nd_http_pct_decode(const char *s, size_t n, char *out, bool plus)

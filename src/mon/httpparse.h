@@ -34,6 +34,8 @@ typedef struct nd_http_req {
     bool keep;         /* keep-alive: HTTP/1.1 unless "Connection: close", 1.0 only if asked */
     const char *authz; /* the Authorization value, or NULL */
     size_t authz_len;
+    const char *accept; /* the Accept value, or NULL (a repeated header: the last one) */
+    size_t accept_len;
     size_t total; /* bytes of the request, body included */
 } nd_http_req_t;
 
@@ -44,6 +46,13 @@ int nd_http_parse(const char *buf, size_t len, nd_http_req_t *pr);
 /* Percent-decodes s[0..n) into out (which holds n + 1 bytes; the result is NUL-terminated and
  * at most n bytes); plus: '+' means a space (query strings). Returns: false on a bad escape. */
 bool nd_http_pct_decode(const char *s, size_t n, char *out, bool plus);
+
+/* Whether an Accept header value asks for OpenMetrics text rather than the Prometheus text
+ * format: true when an "application/openmetrics-text" range has a q above 0 and at least the
+ * highest q among the ranges that take text/plain (text/plain, text/<any>, <any>/<any>).
+ * Prometheus sends openmetrics at q=1 (or unlisted q) and text/plain at 0.5. NULL or empty:
+ * false. Ctx: any thread. */
+bool nd_http_accepts_openmetrics(const char *v, size_t n);
 
 /* Case-insensitive comparison of a[0..alen) with the string b. */
 bool nd_http_ieq(const char *a, size_t alen, const char *b);

@@ -1,9 +1,18 @@
 /* /metrics: the figures of /varz (and per-account and JetStream figures) in the Prometheus text
- * exposition format 0.0.4, so Prometheus scrapes natsd directly, without the separate exporter
- * nats-server needs. Every family has # HELP and # TYPE lines; names are stable, prefixed
- * `natsd_`, counters end in `_total`, units are seconds and bytes; label values are escaped
- * (backslash, double quote, newline) as the format requires.
- * Reference: https://prometheus.io/docs/instrumenting/exposition_formats/ (text format).
+ * exposition format 0.0.4, or in OpenMetrics text 1.0.0 when the request's Accept header asks
+ * for it (http.c decides, as Prometheus negotiates), so Prometheus scrapes natsd directly,
+ * without the separate exporter nats-server needs. Every family has # HELP and # TYPE lines;
+ * natsd's names are prefixed `natsd_`, the process's are the standard `process_*` ones that
+ * Prometheus's client libraries export; units are seconds and bytes; label values are escaped
+ * (backslash, double quote, newline) as both formats require.
+ *
+ * The two formats differ only where OpenMetrics is stricter: a counter's family is named
+ * without its `_total` suffix (which its sample keeps), so no gauge may be named as a counter
+ * less `_total` (the names below are unique either way), and the exposition ends with `# EOF`.
+ * Times are printed from integer nanoseconds as seconds with nine decimals, so a timestamp
+ * keeps its full resolution (a double printed with %g would round it to ten seconds).
+ * References: https://prometheus.io/docs/instrumenting/exposition_formats/ (text format 0.0.4),
+ * https://github.com/OpenObservability/OpenMetrics/blob/main/specification/OpenMetrics.md.
  */
 #include <inttypes.h>
 #include <stdarg.h>
@@ -18,6 +27,7 @@
 typedef struct out {
     char *p;
     size_t len, cap;
+    bool om; /* OpenMetrics text: counter families named without _total, # EOF at the end */
 } out_t;
 
 static void put(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -59,10 +69,34 @@ put_label(out_t *o, const char *v)
     }
 }
 
+/* A family's HELP and TYPE lines; full: its name as its samples carry it (a counter's with
+ * _total). */
+static void
+family_full(out_t *o, const char *full, const char *type, const char *help)
+{
+    int n = (int)strlen(full);
+    if (o->om && strcmp(type, "counter") == 0 && n > 6 && strcmp(full + n - 6, "_total") == 0)
+        n -= 6;
+    put(o, "# HELP %.*s %s\n# TYPE %.*s %s\n", n, full, help, n, full, type);
+}
+
 static void
 family(out_t *o, const char *name, const char *type, const char *help)
 {
-    put(o, "# HELP natsd_%s %s\n# TYPE natsd_%s %s\n", name, help, name, type);
+    char full[128];
+    snprintf(full, sizeof full, "natsd_%s", name);
+    family_full(o, full, type, help);
+}
+
+/* Nanoseconds as seconds, exactly. */
+static void
+put_seconds(out_t *o, int64_t ns)
+{
+    if (ns < 0) {
+        put(o, "-");
+        ns = -ns;
+    }
+    put(o, "%" PRId64 ".%09" PRId64, ns / 1000000000, ns % 1000000000);
 }
 
 static void
@@ -83,7 +117,48 @@ static void
 gauge_f(out_t *o, const char *name, const char *help, double v)
 {
     family(o, name, "gauge", help);
-    put(o, "natsd_%s %.9g\n", name, v);
+    put(o, "natsd_%s %.15g\n", name, v);
+}
+
+/* A time or a duration, from nanoseconds (full: the whole metric name). */
+static void
+seconds_full(out_t *o, const char *full, const char *type, const char *help, int64_t ns)
+{
+    family_full(o, full, type, help);
+    put(o, "%s ", full);
+    put_seconds(o, ns);
+    put(o, "\n");
+}
+
+static void
+seconds(out_t *o, const char *name, const char *type, const char *help, int64_t ns)
+{
+    char full[128];
+    snprintf(full, sizeof full, "natsd_%s", name);
+    seconds_full(o, full, type, help, ns);
+}
+
+/* The standard process families, as Prometheus's client libraries name them, from
+ * /proc/self. */
+static void
+put_process(out_t *o, const nd_mon_proc_t *p)
+{
+    seconds_full(o, "process_cpu_seconds_total", "counter",
+                 "Total user and system CPU time spent in seconds.", (int64_t)p->cpu_ns);
+    family_full(o, "process_resident_memory_bytes", "gauge", "Resident memory size in bytes.");
+    put(o, "process_resident_memory_bytes %" PRIu64 "\n", p->rss_bytes);
+    family_full(o, "process_virtual_memory_bytes", "gauge", "Virtual memory size in bytes.");
+    put(o, "process_virtual_memory_bytes %" PRIu64 "\n", p->vsize_bytes);
+    family_full(o, "process_open_fds", "gauge", "Number of open file descriptors.");
+    put(o, "process_open_fds %" PRIu64 "\n", p->open_fds);
+    family_full(o, "process_max_fds", "gauge", "Maximum number of open file descriptors.");
+    if (p->max_fds == UINT64_MAX)
+        put(o, "process_max_fds +Inf\n");
+    else
+        put(o, "process_max_fds %" PRIu64 "\n", p->max_fds);
+    if (p->start_wall_ns > 0)
+        seconds_full(o, "process_start_time_seconds", "gauge",
+                     "Start time of the process since unix epoch in seconds.", p->start_wall_ns);
 }
 
 /* One sample of an account family. */
@@ -194,7 +269,9 @@ nd_mon_metrics(nd_mon_req_t *req)
     const nd_opts_t *op = &s->opts;
     nd_connreg_totals_t t;
     nd_connreg_totals(s->connreg, &t);
-    out_t o = {0};
+    nd_mon_proc_t proc;
+    nd_mon_proc_read(&proc);
+    out_t o = {.om = req->openmetrics};
 
     family(&o, "info", "gauge", "Server identity; the value is always 1.");
     put(&o, "natsd_info{server_id=\"");
@@ -202,12 +279,15 @@ nd_mon_metrics(nd_mon_req_t *req)
     put(&o, "\",server_name=\"");
     put_label(&o, op->server_name ? op->server_name : s->server_id);
     put(&o, "\",version=\"%s\",natsd_version=\"%s\"} 1\n", NATSD_COMPAT_VERSION, NATSD_VERSION);
-    gauge_f(&o, "start_time_seconds", "Start time of the server since the Unix epoch, in seconds.",
-            (double)s->start_wall_ns / 1e9);
-    gauge_f(&o, "uptime_seconds", "Time since the server started, in seconds.",
-            (double)(req->now_ns - s->start_wall_ns) / 1e9);
+    seconds(&o, "start_time_seconds", "gauge",
+            "Start time of the server since the Unix epoch, in seconds.", s->start_wall_ns);
+    seconds(&o, "uptime_seconds", "gauge", "Time since the server started, in seconds.",
+            req->now_ns - s->start_wall_ns);
     gauge_u(&o, "connections", "Client connections open now.", t.live);
-    counter_u(&o, "connections_total", "Client connections accepted since start.", t.total_conns);
+    /* Not connections_total: in OpenMetrics that counter's family would be named as the gauge
+     * above. */
+    counter_u(&o, "connections_accepted_total", "Client connections accepted since start.",
+              t.total_conns);
     gauge_u(&o, "subscriptions", "Subscriptions now.", t.live_subs);
     counter_u(&o, "in_msgs_total", "Messages received from clients.", t.in_msgs);
     counter_u(&o, "out_msgs_total", "Messages delivered to clients.", t.out_msgs);
@@ -215,10 +295,9 @@ nd_mon_metrics(nd_mon_req_t *req)
     counter_u(&o, "out_bytes_total", "Payload bytes delivered to clients.", t.out_bytes);
     counter_u(&o, "slow_consumers_total", "Connections closed as slow consumers.",
               t.slow_consumers);
-    gauge_u(&o, "memory_bytes", "Resident set size of the process, in bytes.",
-            (uint64_t)nd_mon_rss_bytes());
-    family(&o, "cpu_seconds_total", "counter", "CPU time used by the process, in seconds.");
-    put(&o, "natsd_cpu_seconds_total %.9g\n", nd_mon_cpu_seconds());
+    gauge_u(&o, "memory_bytes", "Resident set size of the process, in bytes.", proc.rss_bytes);
+    seconds(&o, "cpu_seconds_total", "counter", "CPU time used by the process, in seconds.",
+            (int64_t)proc.cpu_ns);
     gauge_f(&o, "cpu_percent", "CPU use over the process's lifetime, in percent of one core.",
             nd_mon_cpu_percent(s, req->now_ns));
     gauge_u(&o, "cores", "Online CPU cores.", (uint64_t)nd_mon_cores());
@@ -255,10 +334,14 @@ nd_mon_metrics(nd_mon_req_t *req)
            "Connections closed as slow consumers, by account.", "$G", t.slow_consumers);
 
     put_jetstream(&o, s);
+    put_process(&o, &proc);
+    if (o.om)
+        put(&o, "# EOF\n");
 
     nd_free(req->body);
     req->body = o.p;
     req->body_len = o.len;
-    req->ctype = "text/plain; version=0.0.4; charset=utf-8";
+    req->ctype = o.om ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                      : "text/plain; version=0.0.4; charset=utf-8";
     req->status = 200;
 }

@@ -88,7 +88,8 @@ typedef struct nd_mon_req {
     nd_mon_ep_t ep;
     nd_mon_param_t *params;
     size_t nparams;
-    int64_t now_ns; /* wall clock when the request was routed */
+    int64_t now_ns;   /* wall clock when the request was routed */
+    bool openmetrics; /* the Accept header asks for OpenMetrics text (/metrics) */
     /* the response */
     int status;
     const char *ctype; /* static */
@@ -114,6 +115,8 @@ void nd_mon_req_fini(nd_mon_req_t *req);
 
 /* Response helpers. */
 void nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o); /* steals o; JSONP aware */
+/* The same without indentation, as Go's json.Marshal (nats-server's /healthz). */
+void nd_mon_reply_json_compact(nd_mon_req_t *req, int status, json_t *o);
 void nd_mon_reply_text(nd_mon_req_t *req, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -138,6 +141,17 @@ json_t *nd_mon_json_float(double v);
 json_t *nd_mon_sub_detail(const nd_sub_info_t *si, uint64_t cid, bool with_account);
 
 /* Process figures. */
+typedef struct nd_mon_proc {
+    uint64_t cpu_ns;       /* user + system CPU time */
+    uint64_t rss_bytes;    /* resident set size */
+    uint64_t vsize_bytes;  /* virtual memory size */
+    uint64_t open_fds;     /* entries of /proc/self/fd */
+    uint64_t max_fds;      /* the soft RLIMIT_NOFILE */
+    int64_t start_wall_ns; /* when the process started, since the Unix epoch; 0: unknown */
+} nd_mon_proc_t;
+/* Reads the figures of this process from /proc/self (zeros where it cannot). Ctx: any thread
+ * (it reads files: a monitoring request's turn only). */
+void nd_mon_proc_read(nd_mon_proc_t *p);
 int64_t nd_mon_rss_bytes(void);
 double nd_mon_cpu_seconds(void);
 double nd_mon_cpu_percent(const nd_server_t *srv, int64_t now_ns);

@@ -2,12 +2,14 @@
  * query parameter decoding (the 400 texts are nats-server's, which come from Go's strconv), the
  * response helpers and the process figures (/proc).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -112,10 +114,10 @@ u64_untag(char *text)
     free(tag);
 }
 
-void
-nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o)
+static void
+reply_json(nd_mon_req_t *req, int status, json_t *o, size_t flags)
 {
-    char *js = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
+    char *js = json_dumps(o, flags | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(10));
     json_decref(o);
     u64_untag(js);
     const char *cb = nd_mon_param(req, "callback");
@@ -139,6 +141,18 @@ nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o)
     }
     free(js);
     req->status = status;
+}
+
+void
+nd_mon_reply_json(nd_mon_req_t *req, int status, json_t *o)
+{
+    reply_json(req, status, o, JSON_INDENT(2));
+}
+
+void
+nd_mon_reply_json_compact(nd_mon_req_t *req, int status, json_t *o)
+{
+    reply_json(req, status, o, JSON_COMPACT);
 }
 
 void
@@ -267,6 +281,68 @@ nd_mon_param_bool(nd_mon_req_t *req, const char *key, bool *out)
 }
 
 /* ---- process figures ---- */
+
+/* Seconds since the Unix epoch at boot: /proc/stat's btime line, 0 when unknown. */
+static int64_t
+boot_time_s(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    if (f == NULL)
+        return 0;
+    char line[256];
+    long long bt = 0;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "btime %lld", &bt) == 1)
+            break;
+    fclose(f);
+    return bt;
+}
+
+void
+nd_mon_proc_read(nd_mon_proc_t *p)
+{
+    memset(p, 0, sizeof *p);
+    long tck = sysconf(_SC_CLK_TCK), page = sysconf(_SC_PAGESIZE);
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    if (f != NULL) {
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        /* The command name (field 2) may hold spaces and parentheses: fields are counted
+         * from after its last closing parenthesis. utime(14) stime(15) starttime(22)
+         * vsize(23) rss(24). */
+        char *c = strrchr(buf, ')');
+        unsigned long long ut, st, start, vsize;
+        long long rss;
+        if (c != NULL && tck > 0 &&
+            sscanf(c + 1,
+                   " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %*d %*d %*d %*d %*d"
+                   " %*d %llu %llu %lld",
+                   &ut, &st, &start, &vsize, &rss) == 5) {
+            p->cpu_ns = (ut + st) * (1000000000ull / (unsigned long long)tck);
+            p->vsize_bytes = vsize;
+            p->rss_bytes = rss > 0 ? (uint64_t)rss * (uint64_t)page : 0;
+            int64_t bt = boot_time_s();
+            if (bt > 0)
+                p->start_wall_ns =
+                    bt * 1000000000ll + (int64_t)start * (1000000000ll / (int64_t)tck);
+        }
+    }
+    DIR *d = opendir("/proc/self/fd");
+    if (d != NULL) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL)
+            if (e->d_name[0] != '.')
+                p->open_fds++;
+        closedir(d);
+        if (p->open_fds > 0)
+            p->open_fds--; /* the directory stream's own descriptor */
+    }
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+        p->max_fds = rl.rlim_cur == RLIM_INFINITY ? UINT64_MAX : (uint64_t)rl.rlim_cur;
+}
 
 int64_t
 nd_mon_rss_bytes(void)

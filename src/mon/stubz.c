@@ -46,10 +46,8 @@ nd_mon_gatewayz(nd_mon_req_t *req)
     bool b;
     if (!nd_mon_param_bool(req, "accs", &b) || !subs_ok(req))
         return;
+    /* nats-server omits name, host and port (omitempty) while no gateway is configured. */
     json_t *o = head(req);
-    json_object_set_new(o, "name", json_string(""));
-    json_object_set_new(o, "host", json_string(req->mon->srv->opts.host));
-    json_object_set_new(o, "port", json_integer(0));
     json_object_set_new(o, "outbound_gateways", json_object());
     json_object_set_new(o, "inbound_gateways", json_object());
     nd_mon_reply_json(req, 200, o);
@@ -62,7 +60,7 @@ nd_mon_leafz(nd_mon_req_t *req)
         return;
     json_t *o = head(req);
     json_object_set_new(o, "leafnodes", json_integer(0));
-    json_object_set_new(o, "leafs", json_array());
+    json_object_set_new(o, "leafs", json_null()); /* nats-server's nil slice */
     nd_mon_reply_json(req, 200, o);
 }
 

@@ -3,20 +3,28 @@
  * literal test subject). The lists are gathered from the connection actors (see http.c) and
  * sorted by cid then sid so that pages are stable.
  *
- * natsd's sublist keeps no insert/remove/match/cache counters (its per-connection caches are
- * private to each connection), so those statistics are reported as 0.
+ * The statistics are the accounts' sublists' (nd_sl_stats_add), summed over every account or
+ * those of acc=<name>, as nats-server's SublistStats: inserts, removes, matches (every subject
+ * looked up: trie walks plus the lookups a connection's cache answered), cache_hit_rate (those
+ * cache answers over matches), and the fanout (subscriptions plus queue groups a lookup found),
+ * which natsd measures over its walks since its caches are private to their connections.
+ * num_cache is 0 for the same reason: natsd has no shared cache to count. Without a list the
+ * answer is the statistics alone, as nats-server prints them.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "mon/mon_int.h"
 #include "actors/alloc.h"
+#include "auth/auth.h"
+#include "subj/account.h"
 #include "subj/subject.h"
 
 typedef struct subsz_state {
     bool list;
     int64_t offset, limit;
     char *test;  /* owned, or NULL */
+    char *acc;   /* owned, or NULL: every account */
     bool no_acc; /* acc names an account natsd does not have */
 } subsz_state_t;
 
@@ -24,8 +32,10 @@ static void
 state_free(void *p)
 {
     subsz_state_t *st = p;
-    if (st != NULL)
+    if (st != NULL) {
         nd_free(st->test);
+        nd_free(st->acc);
+    }
     nd_free(st);
 }
 
@@ -46,23 +56,50 @@ cmp_entry(const void *pa, const void *pb)
     return strcmp(a->si->sid, b->si->sid);
 }
 
+/* The sublists' statistics: every account's, or the one named acc (none: zeros). */
+static void
+sl_stats(nd_mon_req_t *req, const char *acc, nd_sl_stats_t *st)
+{
+    memset(st, 0, sizeof *st);
+    nd_server_t *s = req->mon->srv;
+    nd_auth_t *a = s->auth != NULL ? nd_auth_slot_get(s->auth) : NULL;
+    if (a == NULL)
+        return;
+    for (size_t i = 0; i < a->naccts; i++) {
+        nd_acct_t *acct = a->accts[i].acct;
+        if (acct != NULL && (acc == NULL || strcmp(nd_acct_name(acct), acc) == 0))
+            nd_sl_stats_add(nd_acct_sublist(acct), st);
+    }
+    nd_auth_unref(req->ctx, a);
+}
+
 static void
 finish(nd_mon_req_t *req)
 {
     subsz_state_t *st = req->state;
-    nd_connreg_totals_t t;
-    nd_connreg_totals(req->mon->srv->connreg, &t);
+    nd_sl_stats_t ss;
+    sl_stats(req, st->acc, &ss);
     json_t *o = json_object();
-    json_object_set_new(o, "server_id", json_string(req->mon->srv->server_id));
-    json_object_set_new(o, "now", nd_mon_json_time(req->now_ns));
-    json_object_set_new(o, "num_subscriptions", json_integer((json_int_t)t.live_subs));
+    if (st->list) {
+        json_object_set_new(o, "server_id", json_string(req->mon->srv->server_id));
+        json_object_set_new(o, "now", nd_mon_json_time(req->now_ns));
+    }
+    json_object_set_new(o, "num_subscriptions", json_integer((json_int_t)ss.count));
     json_object_set_new(o, "num_cache", json_integer(0));
-    json_object_set_new(o, "num_inserts", json_integer(0));
-    json_object_set_new(o, "num_removes", json_integer(0));
-    json_object_set_new(o, "num_matches", json_integer(0));
-    json_object_set_new(o, "cache_hit_rate", json_integer(0));
-    json_object_set_new(o, "max_fanout", json_integer(0));
-    json_object_set_new(o, "avg_fanout", json_integer(0));
+    json_object_set_new(o, "num_inserts", json_integer((json_int_t)ss.inserts));
+    json_object_set_new(o, "num_removes", json_integer((json_int_t)ss.removes));
+    json_object_set_new(o, "num_matches", json_integer((json_int_t)ss.matches));
+    json_object_set_new(
+        o, "cache_hit_rate",
+        nd_mon_json_float(ss.matches > 0 ? (double)ss.cache_hits / (double)ss.matches : 0));
+    json_object_set_new(o, "max_fanout", json_integer((json_int_t)ss.fanout_max));
+    json_object_set_new(
+        o, "avg_fanout",
+        nd_mon_json_float(ss.walks > 0 ? (double)ss.fanout_sum / (double)ss.walks : 0));
+    if (!st->list) {
+        nd_mon_reply_json(req, 200, o);
+        return;
+    }
     size_t total = 0;
     entry_t *es = NULL;
     if (st->list && !st->no_acc) {
@@ -89,12 +126,10 @@ finish(nd_mon_req_t *req)
     json_object_set_new(o, "total", json_integer((json_int_t)total));
     json_object_set_new(o, "offset", json_integer(st->offset));
     json_object_set_new(o, "limit", json_integer(st->limit));
-    if (st->list) {
-        json_t *a = json_array();
-        for (size_t i = (size_t)st->offset, k = 0; i < total && k < (uint64_t)st->limit; i++, k++)
-            json_array_append_new(a, nd_mon_sub_detail(es[i].si, es[i].cid, true));
-        json_object_set_new(o, "subscriptions_list", a);
-    }
+    json_t *a = json_array();
+    for (size_t i = (size_t)st->offset, k = 0; i < total && k < (uint64_t)st->limit; i++, k++)
+        json_array_append_new(a, nd_mon_sub_detail(es[i].si, es[i].cid, true));
+    json_object_set_new(o, "subscriptions_list", a);
     nd_free(es);
     nd_mon_reply_json(req, 200, o);
 }
@@ -121,6 +156,8 @@ nd_mon_subsz(nd_mon_req_t *req)
     }
     const char *acc = nd_mon_param(req, "acc");
     st->no_acc = acc != NULL && *acc && strcmp(acc, "$G") != 0;
+    if (acc != NULL && *acc)
+        st->acc = nd_xstrdup(acc);
     st->offset = offset < 0 ? 0 : offset;
     st->limit = limit <= 0 ? 1024 : limit;
     req->finish = finish;

@@ -330,6 +330,15 @@ endpoint(nd_ctx_t *ctx, nd_server_t *s, nd_mon_ep_t ep, int64_t now, const char 
     json_t *data = NULL;
     if (!req.need_subs && req.body != NULL)
         data = json_loadb(req.body, req.body_len, 0, NULL);
+    /* Over $SYS there is no status line: nats-server (2.10+) puts the code in the body. */
+    if (ep == ND_MON_EP_HEALTHZ && json_is_object(data)) {
+        json_t *h = json_object();
+        json_object_set(h, "status", json_object_get(data, "status"));
+        json_object_set_new(h, "status_code", json_integer(req.status));
+        json_object_update_missing(h, data);
+        json_decref(data);
+        data = h;
+    }
     nd_mon_req_fini(&req);
     return data;
 }

@@ -111,6 +111,7 @@ get_str(json_t *o, const char *key, char **dst)
 static bool
 on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
+    nd_connreg_connect(&c->mon); /* first, as nats-server's processConnect */
     json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
     if (o == NULL || !types_ok(o)) {
         /* nats-server closes on a CONNECT that does not decode, without an -ERR. */

@@ -77,6 +77,7 @@ void
 nd_connreg_add(nd_connreg_t *r, nd_mon_conn_t *mc)
 {
     mc->start_ns = nd_mon_wall_ns();
+    mc->start_mono_ns = nd_now_ns();
     atomic_store_explicit(&mc->last_ns, mc->start_ns, memory_order_relaxed);
     pthread_mutex_lock(&r->lock);
     mc->prev = NULL;
@@ -104,6 +105,13 @@ nd_connreg_pong(nd_mon_conn_t *mc)
         return;
     uint64_t rtt = nd_now_ns() - mc->ping_sent_ns;
     mc->ping_sent_ns = 0;
+    atomic_store_explicit(&mc->rtt_ns, (int64_t)(rtt > 0 ? rtt : 1), memory_order_relaxed);
+}
+
+void
+nd_connreg_connect(nd_mon_conn_t *mc)
+{
+    uint64_t rtt = nd_now_ns() - mc->start_mono_ns;
     atomic_store_explicit(&mc->rtt_ns, (int64_t)(rtt > 0 ? rtt : 1), memory_order_relaxed);
 }
 

@@ -96,7 +96,8 @@ typedef struct nd_mon_conn {
     _Atomic uint32_t num_subs;
     bool registered; /* under the registry's mutex */
     /* owner only */
-    uint64_t ping_sent_ns; /* monotonic; 0 when no RTT ping is outstanding */
+    uint64_t ping_sent_ns;  /* monotonic; 0 when no RTT ping is outstanding */
+    uint64_t start_mono_ns; /* monotonic, at registration (the accept, before INFO goes out) */
 } nd_mon_conn_t;
 
 /* Fills ci's cid, kind, ip, port and pending from the connection that embeds mc, and returns its
@@ -178,6 +179,9 @@ nd_connreg_touch(nd_mon_conn_t *mc)
 /* RTT measurement: a PING went out / a PONG came back. Ctx: the owner's turn. */
 void nd_connreg_ping_sent(nd_mon_conn_t *mc);
 void nd_connreg_pong(nd_mon_conn_t *mc);
+/* A CONNECT arrived: the RTT is estimated as the time since the accept (INFO out, CONNECT in),
+ * as nats-server does, until the first PING measures it. Ctx: the owner's turn. */
+void nd_connreg_connect(nd_mon_conn_t *mc);
 
 /* Copies the CONNECT strings (any may be NULL) into the registry. Ctx: the owner's turn. */
 void nd_connreg_set_meta(nd_connreg_t *r, nd_mon_conn_t *mc, const char *name, const char *lang,

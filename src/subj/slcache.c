@@ -239,6 +239,7 @@ nd_slcache_match(nd_ctx_t *ctx, nd_slcache_t *c, nd_sl_t *sl, const char *s, siz
     nd_slcache_entry_t **slot = find(c, s, len, hash);
     if (slot != NULL && (*slot)->res.gen == gen) {
         c->hits++;
+        nd_sl_count_cache_hit(sl);
         return &(*slot)->res;
     }
     c->misses++;

@@ -392,11 +392,29 @@ match_level(nd_sl_result_t *r, const sl_node_t *n, const char *p, const char *en
     }
 }
 
+/* Adds one walk's fanout (its plain subscriptions, stale slots included, plus its queue groups)
+ * to the statistics. Only walks pay for this: a connection's cache answers most publishes. */
+static void
+count_fanout(nd_sl_t *sl, const nd_sl_result_t *r)
+{
+    uint64_t f = r->nqgroups;
+    for (uint32_t i = 0; i < r->npvecs; i++)
+        f += nd_sl_vec_len(r->pvecs[i]);
+    if (f == 0)
+        return;
+    atomic_fetch_add_explicit(&sl->fanout_sum, f, memory_order_relaxed);
+    uint64_t m = atomic_load_explicit(&sl->fanout_max, memory_order_relaxed);
+    while (f > m && !atomic_compare_exchange_weak_explicit(
+                        &sl->fanout_max, &m, f, memory_order_relaxed, memory_order_relaxed))
+        ;
+}
+
 bool
 nd_sl_match(nd_ctx_t *ctx, nd_sl_t *sl, const char *subject, size_t len, nd_sl_result_t *r)
 {
     (void)ctx;
     r->npvecs = r->nqgroups = r->nqvecs = 0;
+    atomic_fetch_add_explicit(&sl->matches, 1, memory_order_relaxed);
     /* The generation is read before the walk: a change racing with the walk bumps it past the
      * recorded value, so a cache never keeps a result newer changes might contradict. */
     r->gen = nd_sl_generation(sl);
@@ -408,7 +426,25 @@ nd_sl_match(nd_ctx_t *ctx, nd_sl_t *sl, const char *subject, size_t len, nd_sl_r
         r->npvecs = r->nqgroups = r->nqvecs = 0;
         return false;
     }
+    count_fanout(sl, r);
     return !nd_sl_result_empty(r);
+}
+
+void
+nd_sl_stats_add(const nd_sl_t *sl, nd_sl_stats_t *st)
+{
+    uint64_t walks = atomic_load_explicit(&sl->matches, memory_order_relaxed);
+    uint64_t hits = atomic_load_explicit(&sl->cache_hits, memory_order_relaxed);
+    uint64_t max = atomic_load_explicit(&sl->fanout_max, memory_order_relaxed);
+    st->count += nd_sl_count(sl);
+    st->inserts += atomic_load_explicit(&sl->inserts, memory_order_relaxed);
+    st->removes += atomic_load_explicit(&sl->removes, memory_order_relaxed);
+    st->walks += walks;
+    st->cache_hits += hits;
+    st->matches += walks + hits;
+    st->fanout_sum += atomic_load_explicit(&sl->fanout_sum, memory_order_relaxed);
+    if (max > st->fanout_max)
+        st->fanout_max = max;
 }
 
 /* ---- writer: vectors ---- */
@@ -815,6 +851,7 @@ nd_sl_insert(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *sub)
     }
     sub->sl_owner = sl;
     atomic_fetch_add_explicit(&sl->count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sl->inserts, 1, memory_order_relaxed);
     commit(ctx, sl);
     return true;
 }
@@ -849,6 +886,7 @@ remove_one(nd_sl_t *sl, nd_sub_t *sub)
     sub->sl_owner = NULL;
     sub->sl_set = NULL;
     atomic_fetch_sub_explicit(&sl->count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&sl->removes, 1, memory_order_relaxed);
 }
 
 bool

@@ -131,7 +131,39 @@ typedef struct nd_sl {
     _Atomic uint64_t nodes; /* trie nodes, root included (for tests and monitoring) */
     /* writer only */
     nd_sl_pend_t pend;
+    /* any thread, atomic, relaxed: statistics for /subsz, as nats-server's SublistStats. Padded
+     * away from gen and count: every publish adds to them, and a readers' line that took those
+     * increments would be invalidated under every other worker's generation check. */
+    char pad_stats[64];
+    _Atomic uint64_t inserts;    /* subscriptions inserted, ever */
+    _Atomic uint64_t removes;    /* subscriptions removed, ever */
+    _Atomic uint64_t matches;    /* trie walks (nd_sl_match) */
+    _Atomic uint64_t cache_hits; /* matches answered by a connection's cache (nd_slcache_match) */
+    _Atomic uint64_t fanout_sum; /* the walks' fanouts added up */
+    _Atomic uint64_t fanout_max; /* the largest fanout of one walk */
+    char pad_end[64];
 } nd_sl_t;
+
+/* A sublist's statistics. A walk's fanout is its plain subscriptions plus its queue groups (each
+ * delivers once), as nats-server counts a cached result's. */
+typedef struct nd_sl_stats {
+    uint64_t count, inserts, removes;
+    uint64_t matches; /* walks + cache hits: every subject looked up */
+    uint64_t cache_hits;
+    uint64_t walks;
+    uint64_t fanout_sum, fanout_max;
+} nd_sl_stats_t;
+
+/* Adds sl's statistics into *st (so several accounts' can be summed). Ctx: any thread (a
+ * snapshot; the counters are read one by one). */
+void nd_sl_stats_add(const nd_sl_t *sl, nd_sl_stats_t *st);
+
+/* Counts one lookup that a connection's cache answered. Ctx: any thread. */
+static inline void
+nd_sl_count_cache_hit(nd_sl_t *sl)
+{
+    atomic_fetch_add_explicit(&sl->cache_hits, 1, memory_order_relaxed);
+}
 
 /* Initialises an empty sublist in place / releases everything it holds. nd_sl_fini calls
  * on_remove(ctx, sub, arg) (may be NULL) for every subscription still inside, after unlinking

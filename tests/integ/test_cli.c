@@ -238,6 +238,34 @@ Test(integ_cli, help_version_bad_flags)
     free(out), free(errs);
 }
 
+/* -t with features natsd has not built: still valid (as nats-server says of the same file), and
+ * natsd says what it would ignore before saying so. */
+Test(integ_cli, check_config_warns_unbuilt_features)
+{
+    const char *bin = nd_integ_server_path();
+    char conf[160];
+    snprintf(conf, sizeof conf, "%s/features.conf", dir);
+    nd_integ_write_file(conf, "port: 4222\nmqtt { port: 1883 }\nleafnodes { port: 7422 }\n");
+    const char *check[] = {"-t", "-c", conf, NULL};
+    char *out, *errs;
+    cr_assert_eq(run(bin, check, &out, &errs), 0);
+    char valid[256];
+    snprintf(valid, sizeof valid, "nats-server: configuration file %s is valid\n", conf);
+    if (nd_integ_is_reference()) {
+        cr_assert_str_eq(errs, valid);
+    } else {
+        char want[1024];
+        snprintf(want, sizeof want,
+                 "nats-server: warning: %s:2:1: MQTT is configured but not supported yet by "
+                 "natsd: ignored\n"
+                 "nats-server: warning: %s:3:1: Leafnodes is configured but not supported yet by "
+                 "natsd: ignored\n%s",
+                 conf, conf, valid);
+        cr_assert_str_eq(errs, want);
+    }
+    free(out), free(errs);
+}
+
 Test(integ_cli, pid_ports_reopen_quit)
 {
     const char *bin = nd_integ_server_path();

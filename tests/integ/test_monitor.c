@@ -441,6 +441,8 @@ Test(integ_monitor, connz_fields_and_subs)
     cr_assert(is_rfc3339(jstr(c, "start")));
     cr_assert(is_rfc3339(jstr(c, "last_activity")));
     cr_assert(json_is_string(json_object_get(c, "rtt")));
+    /* Estimated at CONNECT (accept to CONNECT), before any server PING, as nats-server does. */
+    cr_assert_str_neq(jstr(c, "rtt"), "0s");
     cr_assert(json_is_string(json_object_get(c, "uptime")));
     cr_assert(json_is_string(json_object_get(c, "idle")));
     cr_assert_null(json_object_get(c, "subscriptions_list"));
@@ -751,7 +753,38 @@ Test(integ_monitor, subsz)
     json_int_t ca = cid_of(a);
     json_t *s = get_json(m.http, "/subsz");
     cr_assert_eq(jint(s, "num_subscriptions"), 3);
+    cr_assert_eq(jint(s, "num_inserts"), 3);
+    cr_assert_eq(jint(s, "num_removes"), 0);
     cr_assert_null(json_object_get(s, "subscriptions_list"));
+    /* Without a list, the statistics alone (nats-server's keys, in its order). */
+    static const char *const keys[] = {"num_subscriptions", "num_cache",   "num_inserts",
+                                       "num_removes",       "num_matches", "cache_hit_rate",
+                                       "max_fanout",        "avg_fanout"};
+    cr_assert_eq(json_object_size(s), sizeof keys / sizeof keys[0]);
+    {
+        size_t i = 0;
+        const char *k;
+        json_t *v;
+        json_object_foreach(s, k, v) cr_assert_str_eq(k, keys[i++]);
+    }
+    json_decref(s);
+    /* Real figures: the first publish walks the sublist (fanout 2: foo.* and foo.bar), the
+     * second is answered by the connection's cache; an UNSUB is a remove. */
+    ND_SEND(a, "PUB foo.bar 1\r\nx\r\nPUB foo.bar 1\r\nx\r\nSUB gone 4\r\nUNSUB 4\r\nPING\r\n");
+    ND_EXPECT(a, "MSG foo.bar 1 1\r\nx\r\nMSG foo.bar 2 1\r\nx\r\n"
+                 "MSG foo.bar 1 1\r\nx\r\nMSG foo.bar 2 1\r\nx\r\nPONG\r\n");
+    s = get_json(m.http, "/subsz");
+    cr_assert_eq(jint(s, "num_subscriptions"), 3);
+    cr_assert_eq(jint(s, "num_inserts"), 4);
+    cr_assert_eq(jint(s, "num_removes"), 1);
+    if (!nd_integ_is_reference()) {
+        /* nats-server also counts its own lookups; natsd has none in $G here. */
+        cr_assert_eq(jint(s, "num_matches"), 2);
+        cr_assert(json_real_value(json_object_get(s, "cache_hit_rate")) == 0.5, "%f",
+                  json_number_value(json_object_get(s, "cache_hit_rate")));
+        cr_assert_eq(jint(s, "max_fanout"), 2);
+        cr_assert_eq(jint(s, "avg_fanout"), 2);
+    }
     json_decref(s);
     s = get_json(m.http, "/subsz?subs=1");
     cr_assert_eq(jint(s, "total"), 3);
@@ -779,24 +812,48 @@ Test(integ_monitor, subsz)
 Test(integ_monitor, healthz_and_empty_shapes)
 {
     mon_t m = mon_start();
-    json_t *h = get_json(m.http, "/healthz");
-    cr_assert_str_eq(jstr(h, "status"), "ok");
-    json_decref(h);
-    h = get_json(m.http, "/healthz?js-enabled-only=true");
-    cr_assert_str_eq(jstr(h, "status"), "ok");
-    json_decref(h);
+    /* nats-server's exact bytes: compact, no status_code. */
+    static const char *const probes[] = {"/healthz", "/healthz?js-enabled-only=true",
+                                         "/healthz?js-server-only=true",
+                                         "/healthz?js-enabled=true"};
+    for (size_t i = 0; i < sizeof probes / sizeof probes[0]; i++) {
+        hresp_t r = http_get(m.http, probes[i]);
+        cr_assert_eq(r.status, 200, "%s", probes[i]);
+        cr_assert_str_eq(r.body, "{\"status\":\"ok\"}", "%s", probes[i]);
+        cr_assert(strcasestr(r.head, "Content-Type: application/json") != NULL);
+        hresp_free(&r);
+    }
+    /* A bad boolean: plain text, as every endpoint. */
+    hresp_t hr = http_get(m.http, "/healthz?js-enabled-only=maybe");
+    cr_assert_eq(hr.status, 400);
+    cr_assert_str_eq(hr.body, "Error decoding boolean for 'js-enabled-only': strconv.ParseBool: "
+                              "parsing \"maybe\": invalid syntax");
+    hresp_free(&hr);
     json_t *o = get_json(m.http, "/routez");
     cr_assert_eq(jint(o, "num_routes"), 0);
     cr_assert_eq(json_array_size(json_object_get(o, "routes")), 0);
     json_decref(o);
     o = get_json(m.http, "/gatewayz");
     cr_assert(json_is_object(json_object_get(o, "outbound_gateways")));
+    /* No gateway configured: nats-server omits these (omitempty). */
+    cr_assert_null(json_object_get(o, "name"));
+    cr_assert_null(json_object_get(o, "host"));
+    cr_assert_null(json_object_get(o, "port"));
     json_decref(o);
     o = get_json(m.http, "/leafz");
     cr_assert_eq(jint(o, "leafnodes"), 0);
+    cr_assert(json_is_null(json_object_get(o, "leafs")), "leafs is not null");
     json_decref(o);
     o = get_json(m.http, "/accountz");
-    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(o, "accounts"), 0)), "$G");
+    {
+        /* nats-server lists them in its map's order. */
+        bool g = false;
+        size_t i;
+        json_t *e;
+        json_array_foreach(json_object_get(o, "accounts"), i, e) g |=
+            !strcmp(json_string_value(e), "$G");
+        cr_assert(g, "no $G in /accountz");
+    }
     json_decref(o);
     o = get_json(m.http, "/accstatz");
     cr_assert(json_is_array(json_object_get(o, "account_statz")));
@@ -814,6 +871,41 @@ Test(integ_monitor, healthz_and_empty_shapes)
     cr_assert_eq(r.status, 200);
     cr_assert(strncmp(r.body, "cb({", 4) == 0 && r.body[r.body_len - 1] == ')');
     hresp_free(&r);
+    mon_stop(&m);
+}
+
+/* JetStream configured but not running (its store directory cannot be made): every probe but
+ * js-server-only answers 503 with nats-server's text (nats-server itself refuses to start
+ * then, so there is no reference to compare with: the texts are those of its healthz). */
+Test(integ_monitor, healthz_jetstream_not_running)
+{
+    if (nd_integ_is_reference())
+        cr_skip_test("nats-server does not start without its JetStream store");
+    mon_t m = mon_start_with("jetstream { store_dir: \"/proc/self/no-such-dir\" }\n", NULL);
+    static const char unavailable[] =
+        "{\"status\":\"unavailable\",\"error\":\"JetStream not enabled (10076)\"}";
+    static const struct {
+        const char *path;
+        int status;
+        const char *body;
+    } cases[] = {
+        {"/healthz", 503, unavailable},
+        {"/healthz?js-enabled-only=true", 503, unavailable},
+        {"/healthz?js-enabled=true", 503, unavailable},
+        {"/healthz?js-server-only=true", 200, "{\"status\":\"ok\"}"},
+        {"/healthz?details=true", 503,
+         "{\"status\":\"error\",\"errors\":[{\"type\":\"JETSTREAM\",\"error\":"
+         "\"JetStream not enabled (10076)\"}]}"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hresp_t r = http_get(m.http, cases[i].path);
+        cr_assert_eq(r.status, cases[i].status, "%s: %d", cases[i].path, r.status);
+        cr_assert_str_eq(r.body, cases[i].body, "%s", cases[i].path);
+        hresp_free(&r);
+    }
+    json_t *o = get_json(m.http, "/jsz");
+    cr_assert(json_is_true(json_object_get(o, "disabled")));
+    json_decref(o);
     mon_stop(&m);
 }
 
@@ -1068,8 +1160,8 @@ sample_ok(const char *line, char *name, size_t name_cap)
 }
 
 /* A strict check of the Prometheus text format 0.0.4 plus natsd's own rules: every family has
- * HELP then TYPE before its samples, a family's samples are contiguous, names start with natsd_,
- * counters end in _total. */
+ * HELP then TYPE before its samples, a family's samples are contiguous, names start with natsd_
+ * (or are the standard process_ ones), counters end in _total. */
 static void
 check_metrics(const char *body, size_t len)
 {
@@ -1109,7 +1201,8 @@ check_metrics(const char *body, size_t len)
             cr_assert(ntypes < 128);
             snprintf(types[ntypes++], sizeof types[0], "%s", n);
             snprintf(cur, sizeof cur, "%s", n);
-            cr_assert(strncmp(n, "natsd_", 6) == 0, "line %d: %s", lineno, n);
+            cr_assert(strncmp(n, "natsd_", 6) == 0 || strncmp(n, "process_", 8) == 0, "line %d: %s",
+                      lineno, n);
             if (strcmp(t, "counter") == 0)
                 cr_assert(strlen(n) > 6 && strcmp(n + strlen(n) - 6, "_total") == 0,
                           "counter %s does not end in _total", n);
@@ -1140,6 +1233,27 @@ Test(integ_monitor, metrics)
     cr_assert(strstr(r.body, "\nnatsd_out_bytes_total 4\n") != NULL);
     cr_assert(strstr(r.body, "\nnatsd_subscriptions 1\n") != NULL);
     cr_assert(strstr(r.body, "natsd_account_connections{account=\"$G\"} 1\n") != NULL);
+    cr_assert(strstr(r.body, "\nnatsd_connections_accepted_total 1\n") != NULL);
+    cr_assert(strstr(r.body, "\nprocess_open_fds ") != NULL);
+    cr_assert_null(strstr(r.body, "# EOF"));
+    /* Full resolution: nine decimals, not %.9g's ten seconds. */
+    const char *st = strstr(r.body, "\nnatsd_start_time_seconds ");
+    cr_assert_not_null(st);
+    st += strlen("\nnatsd_start_time_seconds ");
+    cr_assert_eq(strcspn(st, "\n"), strcspn(st, ".") + 10, "%.30s", st);
+    hresp_free(&r);
+    /* OpenMetrics when asked for as Prometheus asks: a counter's family is named without _total,
+     * the exposition ends with # EOF. */
+    r = http_get_hdr(m.http, "/metrics",
+                     "Accept: application/openmetrics-text;version=1.0.0,text/plain;"
+                     "version=0.0.4;q=0.5,*/*;q=0.1\r\n");
+    cr_assert_eq(r.status, 200);
+    cr_assert(strcasestr(r.head, "Content-Type: application/openmetrics-text; version=1.0.0; "
+                                 "charset=utf-8") != NULL,
+              "%s", r.head);
+    cr_assert(r.body_len > 6 && strcmp(r.body + r.body_len - 6, "# EOF\n") == 0);
+    cr_assert(strstr(r.body, "\n# TYPE natsd_in_msgs counter\nnatsd_in_msgs_total 1\n") != NULL,
+              "%s", r.body);
     hresp_free(&r);
     /* The validator itself rejects what it should. */
     char name[64];
@@ -1150,6 +1264,63 @@ Test(integ_monitor, metrics)
     cr_assert_null(sample_ok("natsd_x{a=\"b\",c=\"d\\\"\"} 1.5e+09 123", name, sizeof name));
     nd_integ_conn_close(a);
     mon_stop(&m);
+}
+
+/* Both formats read by a real parser: the Prometheus Python client's (Debian's
+ * python3-prometheus-client, installed by scripts/setup.sh --tests), through
+ * tests/integ/check_metrics.py. JetStream on, with a stream, so the per-account and per-stream
+ * families are there too. */
+static void
+save_body(const char *path, const hresp_t *r)
+{
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(r->body, 1, r->body_len, f), r->body_len);
+    fclose(f);
+}
+
+Test(integ_monitor, metrics_parsers)
+{
+    if (system("/usr/bin/python3 -c 'import prometheus_client.openmetrics.parser' 2>/dev/null") !=
+        0)
+        cr_assert_fail("the Prometheus Python client is missing: install python3-prometheus-client "
+                       "(scripts/setup.sh --tests)");
+    char dir[] = "/tmp/natsd-metrics-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char conf[512];
+    snprintf(conf, sizeof conf, "jetstream { store_dir: \"%s\" }\n", dir);
+    mon_t m = mon_start_with(conf, NULL);
+    nd_integ_conn_t *a = client(m.srv, "{\"verbose\":false,\"headers\":true}");
+    static const char create[] = "{\"name\":\"S\",\"subjects\":[\"m\"],\"storage\":\"memory\"}";
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "SUB _r 9\r\nPUB $JS.API.STREAM.CREATE.S _r %zu\r\n%s\r\n",
+             strlen(create), create);
+    ND_SENDS(a, cmd);
+    char *f = nd_integ_read_frame(a);
+    cr_assert(strncmp(f, "MSG _r 9 ", 9) == 0 && strstr(f, "\"config\"") != NULL, "%s", f);
+    free(f);
+    ND_SEND(a, "SUB m 1\r\nPUB m 4\r\nabcd\r\nPING\r\n");
+    ND_EXPECT(a, "MSG m 1 4\r\nabcd\r\nPONG\r\n");
+    hresp_t r = http_get(m.http, "/metrics");
+    cr_assert_eq(r.status, 200);
+    cr_assert(strstr(r.body, "stream=\"S\"") != NULL, "%s", r.body);
+    char prom[600], om[600];
+    snprintf(prom, sizeof prom, "%s/metrics.prom", dir);
+    snprintf(om, sizeof om, "%s/metrics.om", dir);
+    save_body(prom, &r);
+    hresp_free(&r);
+    r = http_get_hdr(m.http, "/metrics", "Accept: application/openmetrics-text\r\n");
+    cr_assert_eq(r.status, 200);
+    save_body(om, &r);
+    hresp_free(&r);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s/check_metrics.py %s %s", ND_INTEG_SOURCE_DIR,
+             prom, om);
+    int rc = system(cmd);
+    cr_assert(rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 0, "%s failed", cmd);
+    nd_integ_conn_close(a);
+    mon_stop(&m);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    cr_assert_eq(system(cmd), 0);
 }
 
 /* ---- secrets ---- */
@@ -1263,6 +1434,9 @@ key_sets(const char *binary)
         {"subsz", "/subsz?subs=1"},
         {"healthz", "/healthz"},
         {"routez", "/routez"},
+        {"subsz_stats", "/subsz"},
+        {"gatewayz", "/gatewayz"},
+        {"leafz", "/leafz"},
     };
     json_t *set = json_object();
     for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
@@ -1290,6 +1464,14 @@ Test(integ_monitor, keys_match_reference)
         for (size_t i = 0; i < sizeof allowed_missing / sizeof allowed_missing[0]; i++)
             allowed |= strcmp(k, allowed_missing[i]) == 0;
         cr_assert(allowed || json_object_get(ours, k) != NULL, "natsd lacks %s", k);
+    }
+    /* Where natsd's shape is complete, no key beyond nats-server's either. */
+    static const char *const strict[] = {"healthz.", "subsz_stats.", "gatewayz.", "leafz."};
+    json_object_foreach(ours, k, v)
+    {
+        for (size_t i = 0; i < sizeof strict / sizeof strict[0]; i++)
+            if (strncmp(k, strict[i], strlen(strict[i])) == 0)
+                cr_assert_not_null(json_object_get(theirs, k), "natsd has %s, nats-server not", k);
     }
     json_decref(theirs);
     json_decref(ours);

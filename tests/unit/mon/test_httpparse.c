@@ -80,3 +80,33 @@ Test(http, percent_decoding)
     cr_assert(!nd_http_pct_decode("%zz", 3, out, true));
     cr_assert(!nd_http_pct_decode("x%", 2, out, true));
 }
+
+static bool
+om(const char *v)
+{
+    return nd_http_accepts_openmetrics(v, v != NULL ? strlen(v) : 0);
+}
+
+Test(http, accept_openmetrics)
+{
+    /* What Prometheus 2.x sends when it may scrape OpenMetrics. */
+    cr_assert(om("application/openmetrics-text;version=1.0.0,application/openmetrics-text;"
+                 "version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));
+    cr_assert(om("application/openmetrics-text; version=1.0.0; charset=utf-8"));
+    cr_assert(om("Application/OpenMetrics-Text"));
+    /* What it sends when OpenMetrics is off, and what curl and browsers send. */
+    cr_assert(!om("text/plain;version=0.0.4;q=1,*/*;q=0.1"));
+    cr_assert(!om("*/*"));
+    cr_assert(!om(NULL));
+    cr_assert(!om(""));
+    cr_assert(!om("text/html,application/xhtml+xml,*/*;q=0.8"));
+    /* q decides; a refused or malformed range counts for nothing. */
+    cr_assert(!om("application/openmetrics-text;q=0"));
+    cr_assert(!om("application/openmetrics-text;q=0.4,text/plain;q=0.5"));
+    cr_assert(om("text/plain;q=0.5,application/openmetrics-text;q=0.9"));
+    cr_assert(!om("application/openmetrics-text;q=2"));
+    cr_assert(!om("application/openmetrics-text;q=x"));
+    nd_http_req_t r;
+    cr_assert_eq(p("GET /metrics HTTP/1.1\r\nAccept: application/openmetrics-text\r\n\r\n", &r), 1);
+    cr_assert(r.accept != NULL && r.accept_len == 28);
+}

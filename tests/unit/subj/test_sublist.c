@@ -747,3 +747,42 @@ Test(sl, long_tokens_match)
     nd_sl_result_fini(&r);
     nd_sl_free(ctx, sl, NULL, NULL);
 }
+
+/* /subsz's figures: inserts, removes, walks and their fanout (plain subscriptions plus queue
+ * groups); cache hits are counted by the caller (nd_sl_count_cache_hit). */
+Test(sl, stats)
+{
+    nd_sl_t *sl = nd_sl_new();
+    nd_sl_result_t r;
+    nd_sl_result_init(&r);
+    nd_sub_t *a = add(sl, "foo.*", NULL, 1);
+    nd_sub_t *b = add(sl, "foo.bar", NULL, 2);
+    nd_sub_t *c = add(sl, "foo.bar", "q", 4);
+    nd_sub_t *d = add(sl, "foo.bar", "q", 8);
+    drop(sl, d);
+    nd_epoch_enter(ctx);
+    cr_expect(nd_sl_match(ctx, sl, "foo.bar", 7, &r)); /* fanout 2 plain + 1 group */
+    cr_expect(nd_sl_match(ctx, sl, "foo.x", 5, &r));   /* fanout 1 */
+    cr_expect(!nd_sl_match(ctx, sl, "none", 4, &r));   /* fanout 0 */
+    nd_epoch_exit(ctx);
+    nd_sl_count_cache_hit(sl);
+    nd_sl_stats_t st = {0};
+    nd_sl_stats_add(sl, &st);
+    cr_expect_eq(st.count, 3);
+    cr_expect_eq(st.inserts, 4);
+    cr_expect_eq(st.removes, 1);
+    cr_expect_eq(st.walks, 3);
+    cr_expect_eq(st.cache_hits, 1);
+    cr_expect_eq(st.matches, 4);
+    cr_expect_eq(st.fanout_max, 3);
+    cr_expect_eq(st.fanout_sum, 4);
+    /* Summed over several sublists (accounts); the maximum stays a maximum. */
+    nd_sl_stats_add(sl, &st);
+    cr_expect_eq(st.inserts, 8);
+    cr_expect_eq(st.fanout_max, 3);
+    drop(sl, a);
+    drop(sl, b);
+    drop(sl, c);
+    nd_sl_result_fini(&r);
+    nd_sl_free(ctx, sl, NULL, NULL);
+}
