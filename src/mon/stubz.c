@@ -1,5 +1,5 @@
 /* Endpoints of features natsd does not have yet, in their empty shapes (nats-server 2.10's field
- * names, as it answers with nothing configured): /routez, /gatewayz, /leafz, /accountz,
+ * names, as it answers with nothing configured): /gatewayz, /leafz, /accountz,
  * /accstatz (the global account's figures); and the HTML index at "/". (/jsz is jsz.c.)
  */
 #include <stdio.h>
@@ -27,17 +27,6 @@ subs_ok(nd_mon_req_t *req)
         return true;
     bool b;
     return nd_mon_param_bool(req, "subs", &b);
-}
-
-void
-nd_mon_routez(nd_mon_req_t *req)
-{
-    if (!subs_ok(req))
-        return;
-    json_t *o = head(req);
-    json_object_set_new(o, "num_routes", json_integer(0));
-    json_object_set_new(o, "routes", json_array());
-    nd_mon_reply_json(req, 200, o);
 }
 
 void

@@ -2,6 +2,7 @@
  * (inventory §4). Counters come from the connection registry (connreg.h): exact totals without
  * touching the message path. */
 #include "mon/mon_int.h"
+#include "net/route.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 #include "auth/auth.h"
@@ -80,7 +81,9 @@ nd_mon_varz(nd_mon_req_t *req)
                         json_integer(nd_server_live_get(s, max_control_line)));
     json_object_set_new(v, "max_payload", json_integer(nd_server_live_get(s, max_payload)));
     json_object_set_new(v, "max_pending", json_integer(o->max_pending));
-    json_object_set_new(v, "cluster", json_object());
+    json_t *cluster = json_object();
+    size_t nroutes = s->routes != NULL ? nd_routes_varz(s->routes, cluster) : 0;
+    json_object_set_new(v, "cluster", cluster);
     json_object_set_new(v, "gateway", json_object());
     json_object_set_new(v, "leaf", json_object());
     json_object_set_new(v, "mqtt", json_object());
@@ -100,7 +103,7 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "cpu", nd_mon_json_float(nd_mon_cpu_percent(s, now)));
     json_object_set_new(v, "connections", json_integer(t.live));
     json_object_set_new(v, "total_connections", json_integer((json_int_t)t.total_conns));
-    json_object_set_new(v, "routes", json_integer(0));
+    json_object_set_new(v, "routes", json_integer((json_int_t)nroutes));
     json_object_set_new(v, "remotes", json_integer(0));
     json_object_set_new(v, "leafnodes", json_integer(0));
     json_object_set_new(v, "in_msgs", json_integer((json_int_t)t.in_msgs));

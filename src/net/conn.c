@@ -638,6 +638,7 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
     if (c->route != NULL) {
         /* Routes are not clients: not counted, not in /connz (/routez lists them). */
         c->mon.start_ns = nd_mon_wall_ns();
+        atomic_store_explicit(&c->mon.last_ns, c->mon.start_ns, memory_order_relaxed);
         nd_route_conn_start(ctx, c);
         return;
     }

@@ -1151,3 +1151,31 @@ nd_routes_stats(nd_routes_t *r, nd_route_stat_t **out)
     *out = v;
     return n;
 }
+
+size_t
+nd_routes_varz(nd_routes_t *r, json_t *o)
+{
+    pthread_mutex_lock(&r->mu);
+    json_object_set_new(o, "name", json_string(r->name));
+    size_t n = r->nents;
+    pthread_mutex_unlock(&r->mu);
+    json_object_set_new(o, "addr", json_string(r->cfg.host ? r->cfg.host : "0.0.0.0"));
+    json_object_set_new(o, "cluster_port", json_integer(r->port));
+    double at = r->cfg.auth_timeout_s > 0 ? r->cfg.auth_timeout_s : ROUTE_DEFAULT_AUTH_TIMEOUT_S;
+    /* Go prints a whole float64 without a fraction. */
+    json_object_set_new(o, "auth_timeout", at == (double)(int64_t)at ? json_integer((json_int_t)at)
+                                                                      : json_real(at));
+    json_t *urls = json_array();
+    for (size_t i = 0; i < r->cfg.routes.n; i++) {
+        char h[256];
+        int p;
+        if (nd_route_url_hostport(r->cfg.routes.v[i], h, sizeof h, &p) == 0) {
+            char u[300];
+            snprintf(u, sizeof u, strchr(h, ':') ? "[%s]:%d" : "%s:%d", h, p);
+            json_array_append_new(urls, json_string(u));
+        }
+    }
+    json_object_set_new(o, "urls", urls);
+    json_object_set_new(o, "tls_timeout", json_integer(2));
+    return n;
+}

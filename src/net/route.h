@@ -41,6 +41,10 @@ bool nd_routes_no_advertise(const nd_routes_t *r);
 /* Returns: the cluster name in force (copied into out). */
 void nd_routes_name(nd_routes_t *r, char *out, size_t cap);
 
+/* Fills o with /varz's "cluster" object (name, addr, cluster_port, auth_timeout, urls,
+ * tls_timeout). Returns: the number of routes. */
+size_t nd_routes_varz(nd_routes_t *r, struct json_t *o);
+
 /* One route as /routez shows it. */
 typedef struct nd_route_stat {
     uint64_t rid;
