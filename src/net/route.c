@@ -13,7 +13,9 @@
  * Interest. Once registered, each account sends the route its local interest (subj/interest.h:
  * a dump, then every change as it happens), written as RS+/RS- lines. The peer's RS+ becomes a
  * subscription of this connection (origin ND_SUB_ROUTE, sid "<account> <subject>[ <queue>]",
- * the queue weight in qweight) in that account's sublist; RS- removes it. Publishers find them
+ * the queue weight in qweight) in that account's sublist; RS- removes it. An RMSG waits until
+ * every RS+ before it is in place (the connection pauses, as a client does before a PUB), so
+ * a responder's reply to a request finds the requester's interest. Publishers find them
  * like any subscription and send RMSG/HMSG (deliver.c); the peer's RMSG is delivered to local
  * subscribers only (nd_deliver_route_publish), so a message crosses one route at most.
  *
@@ -730,7 +732,10 @@ on_rsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
         sub->conn_data = acct;
         nd_sidmap_put(&c->subs, sub);
-        nd_acct_send_sub(ctx, acct, sub, NULL, 0);
+        /* Acknowledged: a message that follows waits for it (nd_route_handle), so a reply to
+         * a request the peer sends right after its interest finds that interest. */
+        c->sub_acks_due++;
+        nd_acct_send_sub(ctx, acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
     }
     if (sid != small)
         nd_free(sid);
@@ -804,6 +809,12 @@ bool
 nd_route_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
     nd_route_t *rt = c->route;
+    if ((cmd->op == ND_PROTO_OP_RMSG || cmd->op == ND_PROTO_OP_RHMSG) && c->sub_acks_due > 0) {
+        /* nats-server inserts a remote subscription before it reads on; we wait for the
+         * account's acknowledgement before delivering what follows (conn.c resumes). */
+        c->paused = true;
+        return false;
+    }
     if (nd_log_enabled(ND_LOG_TRACE))
         trace(c, cmd);
     if (rt->job == NULL && !rt->connect_seen && cmd->op != ND_PROTO_OP_CONNECT) {
@@ -1178,4 +1189,18 @@ nd_routes_varz(nd_routes_t *r, json_t *o)
     json_object_set_new(o, "urls", urls);
     json_object_set_new(o, "tls_timeout", json_integer(2));
     return n;
+}
+
+void
+nd_routes_send_ldm(nd_ctx_t *ctx, nd_routes_t *r)
+{
+    pthread_mutex_lock(&r->mu);
+    size_t n = strlen(r->info_json);
+    char *line = nd_xmalloc(n + 32);
+    memcpy(line, r->info_json, n);
+    memcpy(line + n, ",\"ldm\":true} \r\n", 15);
+    for (size_t i = 0; i < r->nents; i++)
+        send_proto(ctx, r->ents[i]->c, line, n + 15);
+    pthread_mutex_unlock(&r->mu);
+    nd_free(line);
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "actors/ctx.h"
 #include "cfg/opts.h"
 
 struct nd_server;
@@ -36,6 +37,9 @@ void nd_routes_free(nd_routes_t *r);
  * arr, unless no_advertise. Ctx: any thread. */
 struct json_t;
 void nd_routes_connect_urls(nd_routes_t *r, struct json_t *arr);
+/* Lame duck mode: tells every route (an INFO with "ldm":true), so the other members stop
+ * offering our client URLs. Ctx: any thread with a ctx. */
+void nd_routes_send_ldm(nd_ctx_t *ctx, nd_routes_t *r);
 /* Returns: whether the cluster's no_advertise is set. */
 bool nd_routes_no_advertise(const nd_routes_t *r);
 /* Returns: the cluster name in force (copied into out). */

@@ -19,6 +19,7 @@
  * can be sent to them after the list was taken; a client that closed meanwhile discards them.
  */
 #include "server/lameduck.h"
+#include "net/route.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -112,6 +113,8 @@ static void
 on_start(nd_ctx_t *ctx, ldm_actor_t *a)
 {
     nd_server_t *s = a->srv;
+    if (s->routes != NULL)
+        nd_routes_send_ldm(ctx, s->routes); /* members drop our client URLs */
     nd_conn_info_t **clients = NULL;
     size_t n = list_clients(ctx, s, &clients);
     for (size_t i = 0; i < n; i++)
