@@ -160,6 +160,7 @@ typedef struct opts {
     uint64_t warmup;
     int settle_ms;
     int batch;
+    const char *sub_ports; /* subscribers connect to these ports in turn (a cluster) */
     const char *subject;
     const char *stream;
     const char *storage;
@@ -284,6 +285,32 @@ resolve(void)
     freeaddrinfo(res);
 }
 
+/* --sub-ports: the subscribers' addresses, and which one the next subscriber takes. */
+static struct sockaddr_storage g_sub_addr[16];
+static socklen_t g_sub_addrlen[16];
+static int g_nsub_addr, g_sub_next;
+static const struct sockaddr_storage *g_connect_to; /* set: sock_connect uses it */
+static socklen_t g_connect_len;
+
+static void
+resolve_sub_ports(void)
+{
+    for (const char *p = g_opt.sub_ports; p != NULL && *p != '\0' && g_nsub_addr < 16;) {
+        struct addrinfo hints = {0}, *res = NULL;
+        char port[16];
+        size_t n = strcspn(p, ",");
+        snprintf(port, sizeof port, "%.*s", (int)n, p);
+        hints.ai_family = AF_UNSPEC;
+        hints.ai_socktype = SOCK_STREAM;
+        if (getaddrinfo(g_opt.host, port, &hints, &res) != 0)
+            fail("cannot resolve %s:%s", g_opt.host, port);
+        memcpy(&g_sub_addr[g_nsub_addr], res->ai_addr, res->ai_addrlen);
+        g_sub_addrlen[g_nsub_addr++] = res->ai_addrlen;
+        freeaddrinfo(res);
+        p += n + (p[n] == ',');
+    }
+}
+
 /* Returns a connected blocking socket with TCP_NODELAY (requests and PINGs must not wait for
  * Nagle) and the --timeout on reads and writes, or -1 with errno set. */
 static int
@@ -294,7 +321,8 @@ sock_connect(void)
         return -1;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (connect(fd, (struct sockaddr *)&g_addr, g_addrlen) != 0) {
+    if (connect(fd, (struct sockaddr *)(g_connect_to ? g_connect_to : &g_addr),
+                g_connect_to ? g_connect_len : g_addrlen) != 0) {
         int e = errno;
         close(fd);
         errno = e;
@@ -641,7 +669,13 @@ sub_open(sub_t *s, const char *subject, const char *queue, uint64_t target)
     char extra[512];
     snprintf(extra, sizeof extra, "SUB %s%s%s 1\r\n", subject, queue ? " " : "",
              queue ? queue : "");
+    if (g_nsub_addr > 0) {
+        int i = g_sub_next++ % g_nsub_addr;
+        g_connect_to = &g_sub_addr[i];
+        g_connect_len = g_sub_addrlen[i];
+    }
     s->fd = conn_open(&s->rd, RD_INITIAL, extra);
+    g_connect_to = NULL;
     s->target = target;
     atomic_init(&s->count, 0);
     s->t_first = s->t_last = 0;
@@ -1042,6 +1076,8 @@ mode_pubsub(void)
     const char *subject = subject_or("ndbench.pubsub");
     sub_t s;
     sub_open(&s, subject, NULL, n);
+    if (g_nsub_addr > 0)
+        sleep_us((long)g_opt.settle_ms * 1000); /* the interest crosses the routes */
     cpu_begin();
     double pubsecs = run_publisher(subject, n, &s, 1, false);
     join_subs(&s, 1, n);
@@ -1072,6 +1108,8 @@ mode_fanout(void)
     sub_t *subs = xcalloc((size_t)k, sizeof *subs);
     for (int i = 0; i < k; i++)
         sub_open(&subs[i], subject, NULL, n);
+    if (g_nsub_addr > 0)
+        sleep_us((long)g_opt.settle_ms * 1000); /* the interest crosses the routes */
     cpu_begin();
     run_publisher(subject, n, subs, k, false);
     join_subs(subs, k, n);
@@ -2580,7 +2618,10 @@ usage(FILE *f)
         "      --timeout SEC    give up after this long without progress (default 10)\n"
         "      --warmup N       untimed requests before the reqrep and jssync measurement\n"
         "                       (default 1000)\n"
-        "      --settle MS      pause before the second RSS reading (default 500)\n"
+        "      --settle MS      pause before the second RSS reading, and after the subscribers\n"
+        "                       of --sub-ports subscribed (default 500)\n"
+        "      --sub-ports P,.. pubsub, fanout: subscribers connect to these ports in turn (other\n"
+        "                       servers of a cluster; the publisher uses --port)\n"
         "      --batch N        idleconns connections awaiting their PONG at once (default "
         "256)\n"
         "      --inflight N     PubAcks outstanding in jspub, jspubid, jsmem, jsfsync and the\n"
@@ -2633,6 +2674,7 @@ main(int argc, char **argv)
         O_FETCH,
         O_KEYS,
         O_CONSUMERS,
+        O_SUB_PORTS,
     };
     static const struct option longopts[] = {
         {"server", required_argument, NULL, 's'},
@@ -2659,6 +2701,7 @@ main(int argc, char **argv)
         {"fetch", required_argument, NULL, O_FETCH},
         {"keys", required_argument, NULL, O_KEYS},
         {"consumers", required_argument, NULL, O_CONSUMERS},
+        {"sub-ports", required_argument, NULL, O_SUB_PORTS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -2729,6 +2772,9 @@ main(int argc, char **argv)
         case O_WARMUP:
             g_opt.warmup = parse_u64("--warmup", optarg);
             break;
+        case O_SUB_PORTS:
+            g_opt.sub_ports = optarg;
+            break;
         case O_SETTLE:
             g_opt.settle_ms = (int)parse_u64("--settle", optarg);
             break;
@@ -2790,6 +2836,7 @@ main(int argc, char **argv)
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
     resolve();
+    resolve_sub_ports();
 
     static const struct {
         const char *name;
