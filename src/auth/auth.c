@@ -143,10 +143,8 @@ add_list(nd_permset_t *p, nd_perms_kind_t kind, const nd_strlist_t *l)
     }
 }
 
-/* Builds the sealed permission set of a user's configured permissions. Returns: NULL when they
- * restrict nothing. */
-static nd_permset_t *
-build_perms(const nd_perms_t *cp)
+nd_permset_t *
+nd_perms_build(const nd_perms_t *cp)
 {
     if (!cp->pub_set && !cp->sub_set && !cp->resp_set)
         return NULL;
@@ -282,7 +280,7 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
         u->name = dup_or_null(cu->name);
         u->pass = dup_or_null(cu->pass);
         u->nkey = dup_or_null(cu->nkey);
-        u->perms = cu->has_perms ? build_perms(&cu->perms) : NULL;
+        u->perms = cu->has_perms ? nd_perms_build(&cu->perms) : NULL;
         u->acct = find_acct(a, cu->account);
         u->conn_types = cu->conn_types;
         if (u->nkey != NULL)

@@ -147,6 +147,9 @@ bool nd_auth_creds_empty(const nd_auth_t *a, const nd_auth_creds_t *cr);
 void nd_auth_jwt_load(nd_ctx_t *ctx, nd_auth_t *a, const nd_opts_t *o, const nd_auth_t *prev);
 bool nd_auth_jwt_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g);
 void nd_auth_jwt_free(nd_auth_t *a);
+/* Builds the sealed permission set of configured permissions (a user's, or the cluster's
+ * import/export). Returns: a new reference, or NULL when they restrict nothing. */
+nd_permset_t *nd_perms_build(const nd_perms_t *cp);
 /* Returns: the account named exactly name[0..len) (borrowed: valid while a is held), or NULL. */
 nd_acct_t *nd_auth_find(const nd_auth_t *a, const char *name, size_t len);
 nd_auth_acct_t *nd_auth_add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name,

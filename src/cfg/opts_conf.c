@@ -390,9 +390,10 @@ static const nd_opt_desc_t top_d[] = {
       RELOAD("MaxPayload", ND_RL_LIVE, "Reloaded: max_payload = %s")),
     T("max_pending", max_pending, ND_OT_I64, ZDEF_BOUNDED(ND_DEFAULT_MAX_PENDING), .min = 0,
       .max = INT64_MAX, REFUSE("MaxPending")),
-    /* Clustering is not built: a change other than the listen address is kept, not applied. */
+    /* A cluster change other than the listen address: the route list is applied (routes added
+     * are solicited, routes removed are closed); the rest is kept for the next start. */
     T("cluster", cluster, ND_OT_PTR, .sub = &nd_opt_cluster_block,
-      RELOAD("Cluster", ND_RL_UNBUILT, "cluster"), .derive = ND_DV_CLUSTER),
+      RELOAD("Cluster", ND_RL_CLUSTER, "Reloaded: cluster"), .derive = ND_DV_CLUSTER),
     T("gateway", gateway, ND_OT_PTR, .sub = &nd_opt_gateway_block, REFUSE("Gateway")),
     T("leaf leafnodes", leaf, ND_OT_PTR, .sub = &nd_opt_leaf_block, REFUSE("LeafNode")),
     /* JetStream starts with the server; a reload that enables it, moves its store or changes its

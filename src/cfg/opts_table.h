@@ -52,6 +52,7 @@ typedef enum nd_opt_reload {
     ND_RL_TLS,         /* the client TLS context: rebuilt */
     ND_RL_MON,         /* the monitor's (http_auth) */
     ND_RL_UNBUILT,     /* accepted and kept, with a warning that it is not applied */
+    ND_RL_CLUSTER,     /* the routes: nd_routes_reload (the listen address is refused) */
 } nd_opt_reload_t;
 
 /* Member flags. */

@@ -743,6 +743,9 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_CONN_MSG_SHUTDOWN:
         nd_conn_close(ctx, c, ND_CLOSE_SHUTDOWN);
         return;
+    case ND_CONN_MSG_CLOSE:
+        nd_conn_close(ctx, c, ((nd_conn_msg_close_t *)msg)->reason);
+        return;
     case ND_CONN_MSG_TLS_TIMER:
         nd_conn_tls_timer(ctx, c, msg);
         return;
@@ -992,6 +995,14 @@ void
 nd_conn_send_ldm(nd_ctx_t *ctx, nd_actor_t *conn)
 {
     nd_actor_send(ctx, conn, nd_msg_new(ctx, sizeof(nd_msg_t), ND_CONN_MSG_LDM));
+}
+
+void
+nd_conn_send_close(nd_ctx_t *ctx, nd_actor_t *conn, nd_close_reason_t reason)
+{
+    nd_conn_msg_close_t *m = ND_MSG_NEW(ctx, nd_conn_msg_close_t, ND_CONN_MSG_CLOSE);
+    m->reason = reason;
+    nd_actor_send(ctx, conn, &m->hdr);
 }
 
 void

@@ -69,6 +69,8 @@ void nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd);
  * or to close with "Server Shutdown". conn: a live reference. Ctx: any thread with a ctx. */
 void nd_conn_send_ldm(nd_ctx_t *ctx, nd_actor_t *conn);
 void nd_conn_send_shutdown(nd_ctx_t *ctx, nd_actor_t *conn);
+/* Closes the connection with reason (a route removed by a reload). */
+void nd_conn_send_close(nd_ctx_t *ctx, nd_actor_t *conn, nd_close_reason_t reason);
 /* The client INFO changed (connect_urls): a client that takes async INFO gets it again. */
 void nd_conn_send_info_update(nd_ctx_t *ctx, nd_actor_t *conn);
 

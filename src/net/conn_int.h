@@ -47,6 +47,7 @@ enum {
     ND_CONN_MSG_ITIMER,     /* an internal client's timer */
     ND_CONN_MSG_RPROTO,     /* a route: protocol bytes to write (route.c) */
     ND_CONN_MSG_INFO_UPDATE, /* a client: the INFO changed (connect_urls), send it again */
+    ND_CONN_MSG_CLOSE,       /* nd_conn_msg_close_t: close with this reason */
 };
 
 /* A message for an internal client's subscription (iclient.h): the publish itself, not MSG
@@ -65,6 +66,11 @@ typedef struct nd_conn_msg_imsg {
 } nd_conn_msg_imsg_t;
 
 struct nd_iclient;
+
+typedef struct nd_conn_msg_close {
+    nd_msg_t hdr;
+    nd_close_reason_t reason;
+} nd_conn_msg_close_t;
 
 /* nd_iclient_call's message. */
 typedef struct nd_conn_msg_icall {

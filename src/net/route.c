@@ -25,8 +25,11 @@
  * get every member's client URLs in connect_urls and an async INFO when that list changes,
  * unless no_advertise.
  *
+ * Permissions: the cluster's import (publish) list filters the interest we send, so peers send
+ * us only what we import; its export (subscribe) list filters the RS+ we accept.
+ *
  * Not yet: route pooling and pinned accounts (2.10; a 2.10+ peer falls back to one route when
- * the INFO has no pool size), route TLS, route permissions, compression (declined: never
+ * the INFO has no pool size), route TLS, compression (declined: never
  * offered), leaf-origin LS+ (lnoc is not advertised, so peers send RS+).
  */
 #include "net/route_int.h"
@@ -147,6 +150,8 @@ on_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const
             size_t qlen, uint32_t weight, void *arg)
 {
     nd_routes_t *r = arg;
+    if (r->perms != NULL && !nd_perms_pub_allowed(r->perms, subj, slen))
+        return; /* not imported: the other servers must not send us these */
     char small[512];
     size_t room = interest_room(acct, slen, qlen);
     char *buf = room <= sizeof small ? small : nd_xmalloc(room);
@@ -179,6 +184,9 @@ on_dump(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const cha
         nd_free(d);
         return;
     }
+    nd_permset_t *perms = d->c->srv->routes->perms;
+    if (perms != NULL && !nd_perms_pub_allowed(perms, subj, slen))
+        return;
     size_t room = interest_room(acct, slen, qlen);
     if (d->len + room > d->cap) {
         d->cap = nd_grow_cap(d->cap, d->len + room, 4096);
@@ -457,17 +465,19 @@ client_urls_changed(nd_ctx_t *ctx, nd_server_t *s)
 static bool
 configured(nd_routes_t *r, const char *host, int port)
 {
-    for (size_t i = 0; i < r->cfg.routes.n; i++) {
+    bool found = false;
+    pthread_mutex_lock(&r->mu); /* a reload may replace the list */
+    for (size_t i = 0; i < r->cfg.routes.n && !found; i++) {
         char h[256];
         int p;
-        if (nd_route_url_hostport(r->cfg.routes.v[i], h, sizeof h, &p) == 0 && p == port &&
-            strcasecmp(h, host) == 0)
-            return true;
+        found = nd_route_url_hostport(r->cfg.routes.v[i], h, sizeof h, &p) == 0 && p == port &&
+                strcasecmp(h, host) == 0;
     }
-    return false;
+    pthread_mutex_unlock(&r->mu);
+    return found;
 }
 
-/* Whether url is one of our configured (explicit) route URLs, as written. */
+/* Whether url is one of our configured (explicit) route URLs, as written. Ctx: under r->mu. */
 static bool
 configured_url(nd_routes_t *r, const char *url)
 {
@@ -711,6 +721,13 @@ on_rsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         (cmd->queue.len > 0 && !nd_subj_valid_queue(cmd->queue.ptr, cmd->queue.len))) {
         nd_log_error(RFMT "Could not insert subscription: invalid subject", RARGS(c));
         nd_conn_write(c, "-ERR 'Invalid Subscription'\r\n", 29);
+        return;
+    }
+    nd_permset_t *perms = c->srv->routes->perms;
+    if (perms != NULL && !nd_perms_sub_allowed(perms, cmd->subject.ptr, cmd->subject.len,
+                                               cmd->queue.ptr, cmd->queue.len)) {
+        nd_log_debug(RFMT "Can not export \"%.*s\", ignoring remote subscription request",
+                     RARGS(c), (int)cmd->subject.len, cmd->subject.ptr);
         return;
     }
     char small[256];
@@ -1066,6 +1083,8 @@ nd_routes_new(nd_server_t *s)
         return NULL;
     }
     r->port = nd_listener_port(r->listener);
+    if (s->opts.cluster != NULL && s->opts.cluster->has_perms)
+        r->perms = nd_perms_build(&s->opts.cluster->perms);
     build_info(r);
     nd_interest_set_hook(on_interest, r);
     return r;
@@ -1127,6 +1146,8 @@ nd_routes_free(nd_routes_t *r)
     nd_free(r->cfg.pass);
     nd_free(r->cfg.advertise);
     nd_strlist_free(&r->cfg.routes);
+    if (r->perms != NULL)
+        nd_perms_unref(r->perms);
     pthread_mutex_destroy(&r->mu);
     nd_free(r);
 }
@@ -1177,6 +1198,7 @@ nd_routes_varz(nd_routes_t *r, json_t *o)
     json_object_set_new(o, "auth_timeout", at == (double)(int64_t)at ? json_integer((json_int_t)at)
                                                                       : json_real(at));
     json_t *urls = json_array();
+    pthread_mutex_lock(&r->mu);
     for (size_t i = 0; i < r->cfg.routes.n; i++) {
         char h[256];
         int p;
@@ -1186,6 +1208,7 @@ nd_routes_varz(nd_routes_t *r, json_t *o)
             json_array_append_new(urls, json_string(u));
         }
     }
+    pthread_mutex_unlock(&r->mu);
     json_object_set_new(o, "urls", urls);
     json_object_set_new(o, "tls_timeout", json_integer(2));
     return n;
@@ -1203,4 +1226,54 @@ nd_routes_send_ldm(nd_ctx_t *ctx, nd_routes_t *r)
         send_proto(ctx, r->ents[i]->c, line, n + 15);
     pthread_mutex_unlock(&r->mu);
     nd_free(line);
+}
+
+static bool
+listed(const nd_strlist_t *l, const char *s)
+{
+    for (size_t i = 0; i < l->n; i++)
+        if (strcmp(l->v[i], s) == 0)
+            return true;
+    return false;
+}
+
+void
+nd_routes_reload(nd_routes_t *r, const nd_opts_t *o)
+{
+    nd_routes_t n = {0};
+    build_cfg(&n, o);
+    nd_ctx_t *ctx = nd_ctx_external_new(r->srv->pool);
+    /* Lock order: the dialer's mutex before the table's, so the dialer is called after. */
+    pthread_mutex_lock(&r->mu);
+    nd_strlist_t old = r->cfg.routes;
+    r->cfg.routes = n.cfg.routes;
+    n.cfg.routes = nd_strlist_dup(&r->cfg.routes);
+    nd_conn_t **gone = nd_xmalloc((r->nents + 1) * sizeof(*gone));
+    size_t ngone = 0;
+    for (size_t k = 0; k < r->nents; k++)
+        if (r->ents[k]->url != NULL && listed(&old, r->ents[k]->url) &&
+            !listed(&n.cfg.routes, r->ents[k]->url)) {
+            gone[ngone] = r->ents[k]->c;
+            nd_actor_ref(&gone[ngone++]->base);
+        }
+    pthread_mutex_unlock(&r->mu);
+    /* Removed: no more dialing, and its connection closes ("Route Removed"). */
+    for (size_t i = 0; i < old.n; i++)
+        if (!listed(&n.cfg.routes, old.v[i]))
+            nd_route_dial_remove(r->dialer, old.v[i]);
+    for (size_t i = 0; i < ngone; i++) {
+        nd_conn_send_close(ctx, &gone[i]->base, ND_CLOSE_ROUTE_REMOVED);
+        nd_actor_unref(ctx, &gone[i]->base);
+    }
+    nd_free(gone);
+    for (size_t i = 0; i < n.cfg.routes.n; i++)
+        if (!listed(&old, n.cfg.routes.v[i]))
+            nd_route_dial(r->dialer, n.cfg.routes.v[i], true);
+    nd_ctx_external_free(ctx);
+    nd_strlist_free(&old);
+    nd_free(n.cfg.host);
+    nd_free(n.cfg.user);
+    nd_free(n.cfg.pass);
+    nd_free(n.cfg.advertise);
+    nd_strlist_free(&n.cfg.routes);
 }

@@ -37,6 +37,10 @@ void nd_routes_free(nd_routes_t *r);
  * arr, unless no_advertise. Ctx: any thread. */
 struct json_t;
 void nd_routes_connect_urls(nd_routes_t *r, struct json_t *arr);
+/* A reload: routes added to the list are solicited, routes removed are closed ("Route
+ * Removed") and not solicited again; the other cluster options keep their start values.
+ * Ctx: the reloading thread. */
+void nd_routes_reload(nd_routes_t *r, const nd_opts_t *o);
 /* Lame duck mode: tells every route (an INFO with "ldm":true), so the other members stop
  * offering our client URLs. Ctx: any thread with a ctx. */
 void nd_routes_send_ldm(nd_ctx_t *ctx, nd_routes_t *r);

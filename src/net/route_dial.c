@@ -390,6 +390,18 @@ nd_route_dial(nd_route_dialer_t *d, const char *url, bool explicit_route)
 }
 
 void
+nd_route_dial_remove(nd_route_dialer_t *d, const char *url)
+{
+    pthread_mutex_lock(&d->mu);
+    for (nd_route_job_t *j = d->jobs; j != NULL; j = j->next)
+        if (strcmp(j->url, url) == 0) {
+            j->done = true;
+            j->explicit_route = false;
+        }
+    pthread_mutex_unlock(&d->mu);
+}
+
+void
 nd_route_dial_closed(nd_route_dialer_t *d, nd_route_job_t *job, const char *remote_id, bool self)
 {
     pthread_mutex_lock(&d->mu);

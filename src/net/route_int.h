@@ -71,13 +71,16 @@ struct nd_routes {
     struct nd_listener *listener;
     struct nd_route_dialer *dialer;
     int port; /* the bound route port */
-    /* under mu */
+    /* under mu (taken after the dialer's mutex, never before it) */
     pthread_mutex_t mu;
     char name[128]; /* the cluster name (a dynamic one may change to a peer's) */
     bool dynamic;
     nd_route_ent_t **ents;
     size_t nents, cap;
     char *info_json; /* our route INFO ("INFO {...}" without the closing brace) */
+    /* cluster permissions (immutable after start, NULL: none): import = publish (the interest
+     * we send, hence what we receive), export = subscribe (the interest we accept) */
+    struct nd_permset *perms;
 };
 
 /* route.c: the connection side. */
@@ -95,6 +98,8 @@ nd_route_dialer_t *nd_route_dialer_new(nd_server_t *srv);
 /* Adds a URL to solicit: explicit ones are retried forever, implicit ones connect_retries
  * times. Does nothing for a URL already being solicited. */
 void nd_route_dial(nd_route_dialer_t *d, const char *url, bool explicit_route);
+/* A URL removed from the configuration: its job never dials again. */
+void nd_route_dial_remove(nd_route_dialer_t *d, const char *url);
 /* The connection a job made has closed: reconnect unless remote_id ("" if never known) is
  * connected another way, is ourselves, or the job was implicit. */
 void nd_route_dial_closed(nd_route_dialer_t *d, nd_route_job_t *job, const char *remote_id,

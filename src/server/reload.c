@@ -47,6 +47,7 @@
  * the resolver, which apply_auth rebuilds on every reload.
  */
 #include "server/reload.h"
+#include "net/route.h"
 
 #include <pthread.h>
 #include <stddef.h>
@@ -81,6 +82,7 @@ typedef struct nd_reload {
 #define H_TLS     ND_RL_TLS     /* the client TLS context: rebuilt (nd_server_set_tls) */
 #define H_MON     ND_RL_MON     /* http_auth: the monitor's (nd_mon_set_auth) */
 #define H_UNBUILT ND_RL_UNBUILT /* accepted and kept, with a warning that it is not applied */
+#define H_CLUSTER ND_RL_CLUSTER /* the routes (nd_routes_reload) */
 
 /* The options compared: the rows of nd_opt_top_block that name nats-server's Options field
  * (.go), in the table's order, which is that struct's. */
@@ -496,6 +498,8 @@ nd_reload_run(nd_server_t *s, const char *config)
         nd_ctx_external_free(ctx);
     }
     apply_auth(s, &n);
+    if ((what & (1u << H_CLUSTER)) && s->routes != NULL)
+        nd_routes_reload(s->routes, &n);
     if (!same_str(n.pid_file, r->cur.pid_file) && n.pid_file != NULL && *n.pid_file) {
         /* nats-server writes the new pid file (and leaves the old one). */
         char perr[512];
