@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-scripts/setup.sh --tests
+scripts/setup.sh --tests ${fuzz:+--fuzz}
 
 if [ -n "$fuzz" ]; then
     # ASan+UBSan inside the fuzzer; the corpus it grows stays in the build tree.
