@@ -22,9 +22,10 @@ deb=$("$src/scripts/package.sh" --build-dir "$build" --out "$tmp" | tail -n 1)
 [ -f "$deb" ] || fail "package.sh made no .deb"
 echo "built $(basename "$deb")"
 
-dpkg-deb -f "$deb" Package | grep -qx natsd || fail "Package field"
-dpkg-deb -f "$deb" Depends | grep -q 'libssl3' || fail "Depends lacks the shared libraries"
-dpkg-deb -f "$deb" Depends | grep -q 'adduser' || fail "Depends lacks adduser"
+[ "$(dpkg-deb -f "$deb" Package)" = natsd ] || fail "Package field"
+depends=$(dpkg-deb -f "$deb" Depends)
+grep -q 'libssl3' <<<"$depends" || fail "Depends lacks the shared libraries: $depends"
+grep -q 'adduser' <<<"$depends" || fail "Depends lacks adduser: $depends"
 root=$tmp/root
 dpkg-deb -x "$deb" "$root"
 mkdir -p "$tmp/control"
@@ -78,7 +79,7 @@ exec 3<>"/dev/tcp/127.0.0.1/$mport"
 printf 'GET /healthz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
 health=$(timeout 5 cat <&3)
 exec 3>&-
-echo "$health" | head -n 1 | grep -q ' 200 ' || fail "/healthz: $health"
+[[ "${health%%$'\r'*}" == *" 200 "* ]] || fail "/healthz: $health"
 kill -USR2 "$pid"
 rc=0
 wait "$pid" || rc=$?

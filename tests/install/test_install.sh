@@ -58,7 +58,8 @@ groff -man -Tutf8 -ww -z "$prefix/share/man/man8/natsd.8" 2>"$tmp/groff.log"
 [ ! -s "$tmp/groff.log" ] || { cat "$tmp/groff.log"; fail "natsd.8 has troff warnings"; }
 bash -c "source '$prefix/share/bash-completion/completions/natsd' && complete -p natsd" >/dev/null ||
     fail "bash completion does not load"
-"$prefix/bin/natsd" --version | grep -q '^natsd: v' || fail "installed natsd --version"
+version=$("$prefix/bin/natsd" --version)
+grep -q '^natsd: v' <<<"$version" || fail "installed natsd --version: $version"
 
 cd "$tmp"
 run() { # name, then the command; its output is shown on failure
@@ -75,9 +76,10 @@ run() { # name, then the command; its output is shown on failure
 # shellcheck disable=SC2046,SC2086
 run build-shared cc $cflags "$src/examples/embed.c" -o embed_shared \
     $(pkg-config --cflags --libs natsd libnats)
-ldd ./embed_shared | grep -q "libnatsd.so.0 => $libdir/" 2>/dev/null ||
-    LD_LIBRARY_PATH=$libdir ldd ./embed_shared | grep -q "libnatsd.so.0 => $libdir/" ||
-    fail "embed_shared does not load the installed libnatsd.so.0"
+# (ldd's output is read whole: grep -q stopping early would fail the pipe under pipefail.)
+deps=$(LD_LIBRARY_PATH=$libdir ldd ./embed_shared)
+grep -q "libnatsd.so.0 => $libdir/" <<<"$deps" ||
+    fail "embed_shared does not load the installed libnatsd.so.0: $deps"
 run embed-shared env LD_LIBRARY_PATH="$libdir" ./embed_shared
 
 # 2. Static: libnatsd.a plus the Libs.private of natsd.pc.
@@ -85,7 +87,8 @@ static_libs=$(pkg-config --static --libs natsd | sed 's/-lnatsd\b/-l:libnatsd.a/
 # shellcheck disable=SC2046,SC2086
 run build-static cc $cflags "$src/examples/embed.c" -o embed_static \
     $(pkg-config --cflags natsd libnats) $static_libs $(pkg-config --libs libnats)
-ldd ./embed_static | grep -q libnatsd && fail "embed_static links libnatsd.so"
+deps=$(ldd ./embed_static)
+if grep -q libnatsd <<<"$deps"; then fail "embed_static links libnatsd.so"; fi
 run embed-static ./embed_static
 
 # 3. CMake: find_package(natsd) with natsd::natsd.

@@ -173,3 +173,39 @@ Test(natsd_api, client_url_of_a_specific_host)
     cr_assert_str_eq(natsd_client_url(s), want);
     natsd_stop(s);
 }
+
+/* Counts the warnings about malformed bcrypt hashes and checks none shows a secret. */
+static void
+on_bcrypt_warn(void *arg, natsd_log_level_t level, const char *msg)
+{
+    int *n = arg;
+    if (level == NATSD_LOG_WARN && strstr(msg, "looks like a bcrypt hash but is not a valid one")) {
+        (*n)++;
+        cr_assert_not_null(strstr(msg, "user \"ops\""), "%s", msg);
+        cr_assert_null(strstr(msg, "$2a$"), "the value stays out of the log: %s", msg);
+    }
+}
+
+Test(natsd_api, warns_about_a_malformed_bcrypt_password)
+{
+    static int warned;
+    natsd_set_log_callback(on_bcrypt_warn, &warned);
+    char err[1024];
+    natsd_opts_t *o = natsd_opts_new();
+    cr_assert_eq(natsd_opts_load_string(
+                     o,
+                     "listen: 127.0.0.1:-1\n"
+                     "authorization { users: [\n"
+                     "  { user: ops, password: \"$2a$11$...\" }\n"
+                     "  { user: app, password: "
+                     "\"$2a$04$Q.CgCP2Sl9pkcTXEZHazaeMwPaAkSHk7AI51HkyMt5iJQQyUA4qxq\" }\n"
+                     "]}\n",
+                     err, sizeof err),
+                 0, "%s", err);
+    natsd_t *s = natsd_start(o);
+    natsd_opts_free(o);
+    cr_assert_not_null(s);
+    natsd_stop(s);
+    natsd_set_log_callback(NULL, NULL);
+    cr_assert_eq(warned, 1, "one warning, for ops only");
+}
