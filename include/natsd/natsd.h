@@ -19,6 +19,10 @@
 #define NATSD_API
 #endif
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* The options are opaque to an embedding program: build them with the natsd_opts_* functions. */
 typedef struct nd_opts natsd_opts_t;
 
@@ -111,5 +115,9 @@ NATSD_API void natsd_set_log_callback(natsd_log_fn fn, void *arg);
  * may switch them again, never past this cap. Default: NATSD_LOG_TRACE (no cap; debug and trace
  * as the options say). Process-wide, like the callback. Ctx: any thread. */
 NATSD_API void natsd_set_log_level(natsd_log_level_t level);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
