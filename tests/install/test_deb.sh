@@ -34,7 +34,33 @@ for f in postinst prerm postrm; do
     [ -x "$tmp/control/$f" ] || fail "no executable $f"
     sh -n "$tmp/control/$f" || fail "$f: syntax"
 done
-grep -q 'adduser --system' "$tmp/control/postinst" || fail "postinst does not create the natsd user"
+# postinst with stand-ins for the system commands (nothing on this machine changes): on a first
+# install it makes the natsd group and system user and enables the unit; once they exist, it
+# makes neither again.
+stubs=$tmp/stubs
+mkdir -p "$stubs"
+for c in addgroup adduser chown chmod deb-systemd-helper deb-systemd-invoke systemctl; do
+    printf '#!/bin/sh\necho "%s $*" >>"%s/calls"\n' "$c" "$tmp" >"$stubs/$c"
+    chmod +x "$stubs/$c"
+done
+printf '#!/bin/sh\n[ -f "%s/exists" ]\n' "$tmp" >"$stubs/getent"
+chmod +x "$stubs/getent"
+PATH=$stubs:$PATH "$tmp/control/postinst" configure || fail "postinst configure failed"
+calls=$(cat "$tmp/calls")
+grep -q '^addgroup --system --quiet natsd$' <<<"$calls" || fail "postinst: no natsd group: $calls"
+grep -q '^adduser --system .*--ingroup natsd .*natsd$' <<<"$calls" ||
+    fail "postinst: no natsd system user: $calls"
+grep -q '^deb-systemd-helper .*natsd.service' <<<"$calls" || fail "postinst: unit not enabled"
+rm -f "$tmp/calls"
+touch "$tmp/exists"
+PATH=$stubs:$PATH "$tmp/control/postinst" configure 0.0.9 || fail "postinst upgrade failed"
+if grep -qE '^add(user|group)' "$tmp/calls" 2>/dev/null; then
+    fail "postinst made the user again: $(cat "$tmp/calls")"
+fi
+for f in prerm postrm; do
+    PATH=$stubs:$PATH "$tmp/control/$f" remove || fail "$f remove failed"
+done
+PATH=$stubs:$PATH "$tmp/control/postrm" purge || fail "postrm purge failed"
 grep -qx /etc/natsd/natsd.conf "$tmp/control/conffiles" || fail "natsd.conf is not a conffile"
 
 for f in usr/bin/natsd usr/include/natsd/natsd.h usr/share/man/man8/natsd.8.gz \
