@@ -58,6 +58,18 @@ groff -man -Tutf8 -ww -z "$prefix/share/man/man8/natsd.8" 2>"$tmp/groff.log"
 [ ! -s "$tmp/groff.log" ] || { cat "$tmp/groff.log"; fail "natsd.8 has troff warnings"; }
 bash -c "source '$prefix/share/bash-completion/completions/natsd' && complete -p natsd" >/dev/null ||
     fail "bash completion does not load"
+# Every flag of `natsd --help` (the flag table of src/cfg/opts.c) is in the man page and the
+# completion, so neither falls behind the table.
+help=$("$prefix/bin/natsd" --help)
+flags=$(grep -E '^ +-' <<<"$help" | sed -E 's/^ +//; s/   .*//' |
+        grep -oE -- '(^|[ ,])--?[A-Za-z][A-Za-z_]*' | tr -d ' ,' | sort -u)
+man=$(cat "$prefix/share/man/man8/natsd.8")
+comp=$(cat "$prefix/share/bash-completion/completions/natsd")
+for f in $flags --passwd; do
+    grep -qF -- "${f//-/\\-}" <<<"$man" || fail "natsd.8 does not document $f"
+    grep -qE -- "(^|[ \"|])$f([ \"|)]|$)" <<<"$comp" || fail "the completion lacks $f"
+done
+echo "man page and completion: all $(wc -w <<<"$flags") flags of --help"
 version=$("$prefix/bin/natsd" --version)
 grep -q '^natsd: v' <<<"$version" || fail "installed natsd --version: $version"
 
