@@ -5,9 +5,8 @@
 include(CMakePackageConfigHelpers)
 
 install(TARGETS natsd RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-install(TARGETS natsd_shared nd_core EXPORT natsdTargets
-  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(TARGETS natsd_shared EXPORT natsdTargets LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+install(FILES ${PROJECT_BINARY_DIR}/libnatsd.a DESTINATION ${CMAKE_INSTALL_LIBDIR})
 install(DIRECTORY include/natsd DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         FILES_MATCHING PATTERN "*.h")
 
@@ -28,7 +27,12 @@ string(REGEX REPLACE "/$" "" ND_PC_PREFIX_REL "${ND_PC_PREFIX_REL}")
 configure_file(cmake/natsd.pc.in natsd.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/natsd.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# find_package(natsd): natsd::natsd (the shared library) and natsd::natsd_static.
+# find_package(natsd): natsd::natsd (the shared library, exported) and natsd::natsd_static
+# (libnatsd.a, an imported target written in natsdConfig.cmake with the libraries it needs by
+# name, as natsd.pc's Libs.private).
+string(REPLACE "-l" "" ND_CMAKE_STATIC_LIBS "${ND_PC_LIBS_PRIVATE}")
+string(REPLACE " -pthread" "" ND_CMAKE_STATIC_LIBS "${ND_CMAKE_STATIC_LIBS}")
+string(REPLACE " " ";" ND_CMAKE_STATIC_LIBS "${ND_CMAKE_STATIC_LIBS}")
 set(ND_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/natsd)
 install(EXPORT natsdTargets NAMESPACE natsd:: DESTINATION ${ND_CMAKE_DIR})
 configure_package_config_file(cmake/natsdConfig.cmake.in natsdConfig.cmake

@@ -2,8 +2,8 @@
 # Installs this build tree into a temporary prefix (cmake --install) and checks what an
 # embedder and an operator get from it: the layout, libnatsd.so's SONAME and exported symbols
 # (the natsd_ API only), the man page and the bash completion; then builds examples/embed.c
-# against the installed prefix three ways and runs each: with pkg-config alone (shared), with
-# pkg-config --static (libnatsd.a), and with find_package(natsd) in a CMake project.
+# against the installed prefix and runs it: with pkg-config alone (shared), with pkg-config
+# --static (libnatsd.a), and with find_package(natsd) in a CMake project (both libraries).
 #   tests/install/test_install.sh BUILD_DIR SOURCE_DIR [SANITIZER]
 # SANITIZER (address) compiles the example with the build's sanitizer flags, so the ASan run
 # checks the embedding program too.
@@ -50,8 +50,11 @@ soname=$(readelf -d "$libdir/libnatsd.so" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/
 leaked=$(nm -D --defined-only "$libdir/libnatsd.so" | awk '{print $3}' |
          grep -vE '^natsd_|^_(init|fini|edata|end|_bss_start)$' || true)
 [ -z "$leaked" ] || fail "libnatsd.so exports more than natsd_*: $(echo "$leaked" | head -n 5)"
+leaked=$(nm -g --defined-only "$libdir/libnatsd.a" | awk 'NF == 3 {print $3}' | grep -v '^natsd_' ||
+         true)
+[ -z "$leaked" ] || fail "libnatsd.a has global symbols beyond natsd_*: $(echo "$leaked" | head -n 5)"
 nexp=$(nm -D --defined-only "$libdir/libnatsd.so" | grep -c ' natsd_')
-echo "libnatsd.so: SONAME $soname, $nexp natsd_ symbols exported, nothing else"
+echo "libnatsd.so: SONAME $soname, $nexp natsd_ symbols exported, nothing else; libnatsd.a too"
 
 # The man page renders without warnings; the completion loads.
 groff -man -Tutf8 -ww -z "$prefix/share/man/man8/natsd.8" 2>"$tmp/groff.log"
@@ -103,7 +106,7 @@ deps=$(ldd ./embed_static)
 if grep -q libnatsd <<<"$deps"; then fail "embed_static links libnatsd.so"; fi
 run embed-static ./embed_static
 
-# 3. CMake: find_package(natsd) with natsd::natsd.
+# 3. CMake: find_package(natsd) with natsd::natsd and natsd::natsd_static.
 mkdir -p cm
 cat >cm/CMakeLists.txt <<CMAKE
 cmake_minimum_required(VERSION 3.22)
@@ -113,9 +116,12 @@ find_package(PkgConfig REQUIRED)
 pkg_check_modules(NATS REQUIRED IMPORTED_TARGET libnats)
 add_executable(embed_cmake "$src/examples/embed.c")
 target_link_libraries(embed_cmake PRIVATE natsd::natsd PkgConfig::NATS)
+add_executable(embed_cmake_static "$src/examples/embed.c")
+target_link_libraries(embed_cmake_static PRIVATE natsd::natsd_static PkgConfig::NATS)
 CMAKE
 run cmake-configure cmake -S cm -B cm/build -DCMAKE_PREFIX_PATH="$prefix" \
     -DCMAKE_C_FLAGS="$cflags" -DCMAKE_BUILD_RPATH="$libdir"
 run cmake-build cmake --build cm/build
 run embed-cmake ./cm/build/embed_cmake
+run embed-cmake-static ./cm/build/embed_cmake_static
 echo "install test passed"
