@@ -20,7 +20,7 @@ while [ $# -gt 0 ]; do
     esac
 done
 
-scripts/setup.sh --tests
+scripts/setup.sh --tests ${fuzz:+--fuzz}
 
 if [ -n "$fuzz" ]; then
     # ASan+UBSan inside the fuzzer; the corpus it grows stays in the build tree.
@@ -46,7 +46,7 @@ case "$sanitize" in
     *) echo "unknown sanitizer $sanitize" >&2; exit 2 ;;
 esac
 
-cmake -S . -B "$dir" -DND_WERROR=ON -DND_SANITIZE="$sanitize" >/dev/null
+cmake -S . -B "$dir" -DND_WERROR=ON -DND_TESTS=ON -DND_SANITIZE="$sanitize" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1:strict_string_checks=1"

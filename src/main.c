@@ -13,6 +13,7 @@
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 #include "util/log.h"
+#include "server/passwdtool.h"
 #include "server/pidfile.h"
 #include "server/sigctl.h"
 
@@ -86,6 +87,8 @@ serve(natsd_t *s, const sigset_t *set)
 int
 main(int argc, char **argv)
 {
+    if (nd_passwdtool_wanted(argc, argv))
+        return nd_passwdtool_run(argc, argv); /* natsd --passwd: a bcrypt hash, nothing else */
     nd_opts_t opts;
     nd_opts_defaults(&opts);
     int rc = nd_opts_parse_args(&opts, argc, argv);

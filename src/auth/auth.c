@@ -240,6 +240,28 @@ plaintext(const nd_auth_t *a)
     return false;
 }
 
+/* A password (or token) that starts like a bcrypt hash is checked as one, so a malformed hash
+ * (the "$2a$11$..." of an example, a hash cut short when pasted) locks its user out without a
+ * word from nats-server. natsd says so at every load of the config (start and reload); the
+ * value itself is never logged. */
+static void
+warn_bad_bcrypt_one(const char *what, const char *who, const char *v)
+{
+    if (v != NULL && nd_passwd_is_bcrypt(v, strlen(v)) && !nd_passwd_bcrypt_valid(v, strlen(v)))
+        nd_log_warn("%s%s%s%s looks like a bcrypt hash but is not a valid one: no client can "
+                    "match it (natsd --passwd makes a hash)",
+                    what, who ? " of user \"" : "", who ? who : "", who ? "\"" : "");
+}
+
+static void
+warn_bad_bcrypt(const nd_auth_t *a)
+{
+    warn_bad_bcrypt_one("Password", a->user, a->pass);
+    warn_bad_bcrypt_one("Token", NULL, a->token);
+    for (size_t i = 0; i < a->nusers; i++)
+        warn_bad_bcrypt_one("Password", a->users[i].name, a->users[i].pass);
+}
+
 nd_auth_t *
 nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t *prev)
 {
@@ -310,6 +332,7 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     fingerprint(a, o);
     if (prev == NULL && plaintext(a))
         nd_log_warn("Plaintext passwords detected, use nkeys or bcrypt"); /* as nats-server */
+    warn_bad_bcrypt(a);
     return a;
 }
 

@@ -19,6 +19,23 @@ nd_passwd_is_bcrypt(const char *s, size_t len)
 }
 
 bool
+nd_passwd_bcrypt_valid(const char *s, size_t len)
+{
+    if (!nd_passwd_is_bcrypt(s, len) || len != 60)
+        return false;
+    int cost = (s[4] - '0') * 10 + (s[5] - '0');
+    if (cost < 4 || cost > 31)
+        return false;
+    for (size_t i = 7; i < len; i++) {
+        char c = s[i];
+        if (!(c == '.' || c == '/' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+              (c >= '0' && c <= '9')))
+            return false;
+    }
+    return true;
+}
+
+bool
 nd_passwd_equal_ct(const void *a, size_t alen, const void *b, size_t blen)
 {
     if (alen != blen)

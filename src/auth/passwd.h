@@ -26,6 +26,12 @@
  * two decimal digits of cost, then "$"). */
 bool nd_passwd_is_bcrypt(const char *s, size_t len);
 
+/* Returns: true when s[0..len) is a well-formed bcrypt hash: a prefix nd_passwd_is_bcrypt accepts
+ * with a cost of 04..31, then 53 characters of bcrypt's base64 (22 of salt, 31 of hash), 60 in
+ * all. A value that passes nd_passwd_is_bcrypt but not this (a "$2a$11$..." placeholder, a hash
+ * cut short) is checked as bcrypt and so never matches any password: worth a warning. */
+bool nd_passwd_bcrypt_valid(const char *s, size_t len);
+
 /* Returns: true when the value the client sent (given) matches the configured one (stored):
  * bcrypt when stored is a bcrypt hash, else a constant-time byte compare. A NUL inside either
  * value never matches a bcrypt hash (crypt_r would stop at it, Go's bcrypt would not). */

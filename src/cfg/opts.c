@@ -265,7 +265,9 @@ static const char usage_text[] =
     "natsd notes:\n"
     "    --version prints \"nats-server: v" NATSD_COMPAT_VERSION "\" (the nats-server release natsd is\n"
     "    compatible with, which client test suites parse) and then \"natsd: v" NATSD_VERSION "\".\n"
-    "    Flags of features natsd does not provide yet are accepted and logged as not supported.\n";
+    "    Flags of features natsd does not provide yet are accepted and logged as not supported.\n"
+    "    natsd --passwd [--cost N] reads a password (twice from a terminal, else one line of\n"
+    "    stdin) and prints its bcrypt hash for a config file, as `nats server passwd` does.\n";
 
 static const char tls_help_text[] =
     "\n"

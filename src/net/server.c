@@ -240,7 +240,10 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
 
     /* nats-server 2.10's banner (server.go Start), with natsd's own version and pool size. */
     nd_log_info("Starting nats-server (natsd %s)", NATSD_VERSION);
-    nd_log_info("  Version:  %s", NATSD_COMPAT_VERSION);
+    /* The version line names what runs (issue 18); --version and INFO keep the nats-server
+     * release natsd is compatible with, which clients and their test suites read. */
+    nd_log_info("  Version:  %s (natsd, compatible with nats-server %s)", NATSD_VERSION,
+                NATSD_COMPAT_VERSION);
 #ifdef ND_GIT_COMMIT
     nd_log_info("  Git:      [%s]", ND_GIT_COMMIT);
 #else
@@ -249,8 +252,8 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     nd_log_info("  natsd:    %s, %u workers", NATSD_VERSION, nd_pool_workers(pool));
     if (opts->cluster_name != NULL && opts->cluster_name[0] != '\0')
         nd_log_info("  Cluster:  %s", opts->cluster_name);
-    nd_log_info("  Name:     %s", opts->server_name && *opts->server_name ? opts->server_name
-                                                                          : s->server_id);
+    nd_log_info("  Name:     %s",
+                opts->server_name && *opts->server_name ? opts->server_name : s->server_id);
     nd_log_info("  ID:       %s", s->server_id);
     log_unbuilt(opts);
 

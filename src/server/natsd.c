@@ -2,7 +2,11 @@
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
+#include <string.h>
+#include <time.h>
 
 #include "actors/alloc.h"
 #include "actors/pool.h"
@@ -13,13 +17,22 @@
 #include "server/lameduck.h"
 #include "server/reload.h"
 #include "net/server.h"
+#include "util/log.h"
 
 struct natsd {
     nd_pool_t *pool;
     nd_server_t *server;
     nd_mon_t *mon; /* HTTP monitoring, or NULL when off */
     nd_js_t *js;   /* JetStream, or NULL when off */
+    char url[320]; /* natsd_client_url */
+    /* any thread, atomic (relaxed: a flag read by natsd_ready, nothing published with it) */
+    atomic_bool ready; /* accepting clients: set at the end of natsd_start, cleared by lame duck
+                        * mode and natsd_stop */
 };
+
+_Static_assert((int)NATSD_LOG_TRACE == (int)ND_LOG_TRACE &&
+                   (int)NATSD_LOG_FATAL == (int)ND_LOG_FATAL,
+               "natsd_log_level_t mirrors nd_log_level_t");
 
 natsd_opts_t *
 natsd_opts_new(void)
@@ -66,6 +79,21 @@ natsd_opts_load_string(natsd_opts_t *o, const char *text, char *err, size_t errl
     return api_rc(nd_opts_apply_config_string(o, text, "natsd_opts_load_string", err, errlen));
 }
 
+/* "nats://host:port" for a client of this machine: loopback when the server listens on every
+ * address. */
+static void
+set_client_url(natsd_t *s)
+{
+    const char *h = s->server->opts.host;
+    if (h == NULL || h[0] == '\0' || strcmp(h, "0.0.0.0") == 0)
+        h = "127.0.0.1";
+    else if (strcmp(h, "::") == 0 || strcmp(h, "[::]") == 0)
+        h = "::1";
+    bool v6 = strchr(h, ':') != NULL && h[0] != '[';
+    snprintf(s->url, sizeof s->url, "nats://%s%s%s:%d", v6 ? "[" : "", h, v6 ? "]" : "",
+             s->server->port);
+}
+
 natsd_t *
 natsd_start(const nd_opts_t *opts)
 {
@@ -75,6 +103,16 @@ natsd_start(const nd_opts_t *opts)
         opts = &dflt;
     }
     natsd_t *s = nd_new(natsd_t);
+    char err[1024];
+    /* The options' log settings apply to an embedded server too (the binary has set them
+     * already; opening the same sink again changes nothing). */
+    if (nd_opts_configure_log(opts, err, sizeof err) != 0) {
+        nd_log_error("%s", err);
+        if (opts == &dflt)
+            nd_opts_free(&dflt);
+        nd_free(s);
+        return NULL;
+    }
     if (nd_mon_listen(opts, &s->mon) != 0) {
         /* nats-server does not run without the monitoring port it was asked for. */
         if (opts == &dflt)
@@ -102,6 +140,8 @@ natsd_start(const nd_opts_t *opts)
     nd_sys_start(s->server); /* $SYS services and the periodic STATSZ, with a system account */
     s->js = nd_js_start(s->server);
     nd_server_accept(s->server);
+    set_client_url(s);
+    atomic_store_explicit(&s->ready, true, memory_order_relaxed);
     return s;
 }
 
@@ -110,6 +150,7 @@ natsd_stop(natsd_t *s)
 {
     if (s == NULL)
         return;
+    atomic_store_explicit(&s->ready, false, memory_order_relaxed);
     nd_mon_stop_accepting(s->mon);
     nd_server_stop_accepting(s->server);
     nd_js_stop(s->js);
@@ -118,7 +159,7 @@ natsd_stop(natsd_t *s)
     nd_mon_free(s->mon);
     nd_lameduck_free(s->server);
     nd_reload_free(s->server);
-    nd_server_free(s->server);  /* the poller goes after the connections it served */
+    nd_server_free(s->server); /* the poller goes after the connections it served */
     nd_pool_free(s->pool);
     nd_free(s);
 }
@@ -138,6 +179,7 @@ natsd_reload(natsd_t *s, const char *config)
 bool
 natsd_lame_duck(natsd_t *s)
 {
+    atomic_store_explicit(&s->ready, false, memory_order_relaxed);
     return nd_lameduck_start(s->server);
 }
 
@@ -169,4 +211,64 @@ const char *
 natsd_version(void)
 {
     return NATSD_VERSION;
+}
+
+bool
+natsd_ready(natsd_t *s, int timeout_ms)
+{
+    if (s == NULL)
+        return false;
+    /* Polled in 5 ms steps: readiness changes only at start and at the start of the end. */
+    for (int waited = 0;; waited += 5) {
+        if (atomic_load_explicit(&s->ready, memory_order_relaxed))
+            return true;
+        if (timeout_ms >= 0 && waited >= timeout_ms)
+            return false;
+        nanosleep(&(struct timespec){0, 5 * 1000 * 1000}, NULL);
+    }
+}
+
+const char *
+natsd_client_url(const natsd_t *s)
+{
+    return s->url;
+}
+
+/* The embedder's callback and its argument, passed to the log's hook as one pointer. */
+typedef struct log_cb {
+    natsd_log_fn fn;
+    void *arg;
+} log_cb_t;
+
+static void
+log_trampoline(void *arg, nd_log_level_t level, const char *msg)
+{
+    const log_cb_t *cb = arg;
+    cb->fn(cb->arg, (natsd_log_level_t)level, msg);
+}
+
+void
+natsd_set_log_callback(natsd_log_fn fn, void *arg)
+{
+    /* Serialises callers; the old pair is freed once the log's hook (which delivers lines under
+     * the log's mutex) no longer points at it. */
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    static log_cb_t *cur;
+    pthread_mutex_lock(&mu);
+    log_cb_t *old = cur;
+    cur = NULL;
+    if (fn != NULL) {
+        cur = nd_new(log_cb_t);
+        cur->fn = fn;
+        cur->arg = arg;
+    }
+    nd_log_set_hook(cur != NULL ? log_trampoline : NULL, cur);
+    nd_free(old);
+    pthread_mutex_unlock(&mu);
+}
+
+void
+natsd_set_log_level(natsd_log_level_t level)
+{
+    nd_log_set_cap((nd_log_level_t)level);
 }

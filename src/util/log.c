@@ -66,12 +66,16 @@ typedef struct sink {
 static struct {
     /* any thread, atomic (relaxed: they only gate output, nothing is published with them) */
     atomic_bool debug, trace;
+    atomic_int cap; /* the least severe level logged (nd_log_set_cap) */
     /* under mu */
     pthread_mutex_t mu;
     sink_t s;
+    nd_log_hook_fn hook; /* an embedder's receiver instead of s, or NULL */
+    void *hook_arg;
     char tag[64];       /* program base name, for syslog */
     char hostname[256]; /* for remote syslog */
 } g = {
+    .cap = ND_LOG_TRACE,
     .mu = PTHREAD_MUTEX_INITIALIZER,
     .s = {.kind = SINK_STDERR, .fd = 2, .logtime = true},
 };
@@ -333,7 +337,7 @@ nd_log(nd_log_level_t level, const char *fmt, ...)
     va_start(ap, fmt);
     int m = vsnprintf(stack, sizeof stack, fmt, ap);
     va_end(ap);
-    if (m < 0)
+    if (m < 0 || (int)level > atomic_load_explicit(&g.cap, memory_order_relaxed))
         return;
     if ((size_t)m >= sizeof stack) {
         msg = nd_xmalloc((size_t)m + 1);
@@ -342,15 +346,39 @@ nd_log(nd_log_level_t level, const char *fmt, ...)
         va_end(ap);
     }
     pthread_mutex_lock(&g.mu);
-    emit(level, msg, (size_t)m);
+    if (g.hook != NULL)
+        g.hook(g.hook_arg, level, msg);
+    else
+        emit(level, msg, (size_t)m);
     pthread_mutex_unlock(&g.mu);
     if (msg != stack)
         nd_free(msg);
 }
 
+void
+nd_log_set_hook(nd_log_hook_fn fn, void *arg)
+{
+    pthread_mutex_lock(&g.mu);
+    g.hook = fn;
+    g.hook_arg = arg;
+    pthread_mutex_unlock(&g.mu);
+}
+
+void
+nd_log_set_cap(nd_log_level_t max)
+{
+    atomic_store_explicit(&g.cap, (int)max, memory_order_relaxed);
+    if (max >= ND_LOG_DEBUG)
+        atomic_store_explicit(&g.debug, true, memory_order_relaxed);
+    if (max >= ND_LOG_TRACE)
+        atomic_store_explicit(&g.trace, true, memory_order_relaxed);
+}
+
 bool
 nd_log_enabled(nd_log_level_t level)
 {
+    if ((int)level > atomic_load_explicit(&g.cap, memory_order_relaxed))
+        return false;
     if (level == ND_LOG_TRACE)
         return atomic_load_explicit(&g.trace, memory_order_relaxed);
     if (level == ND_LOG_DEBUG)

@@ -29,12 +29,12 @@ void nd_log_setup(bool debug, bool trace, bool logtime, const char *file);
 /* What the log needs of the options (the config room fills it: nd_opts_log_cfg in cfg/opts.h),
  * so this leaf module knows nothing of the server's option struct. Borrows the strings. */
 typedef struct nd_log_cfg {
-    bool debug, trace;   /* trace: trace or trace_verbose */
-    bool logtime, utc;   /* logtime, logtime_utc */
-    bool syslog;         /* local syslog */
-    const char *file;    /* log_file, NULL or "" = none */
-    int64_t size_limit;  /* log_size_limit, <= 0 = none */
-    int64_t max_num;     /* log_max_num, <= 0 = keep all */
+    bool debug, trace;  /* trace: trace or trace_verbose */
+    bool logtime, utc;  /* logtime, logtime_utc */
+    bool syslog;        /* local syslog */
+    const char *file;   /* log_file, NULL or "" = none */
+    int64_t size_limit; /* log_size_limit, <= 0 = none */
+    int64_t max_num;    /* log_max_num, <= 0 = keep all */
     const char *remote_syslog;
 } nd_log_cfg_t;
 
@@ -54,6 +54,16 @@ void nd_log_reopen(void);
 
 /* Closes the file or syslog sink and goes back to stderr (clean exit, tests). */
 void nd_log_close(void);
+
+/* An embedder's receiver for every line instead of the sink (natsd_set_log_callback): the text
+ * without prefix or newline, called under the log's mutex so lines never overlap. NULL: the sink
+ * again. */
+typedef void (*nd_log_hook_fn)(void *arg, nd_log_level_t level, const char *msg);
+void nd_log_set_hook(nd_log_hook_fn fn, void *arg);
+
+/* Drops every line below max (natsd_set_log_level); DEBUG and TRACE also switch those levels
+ * on. The cap outlives nd_log_set_levels (config reload). Default: ND_LOG_TRACE. */
+void nd_log_set_cap(nd_log_level_t max);
 
 bool nd_log_enabled(nd_log_level_t level);
 void nd_log(nd_log_level_t level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

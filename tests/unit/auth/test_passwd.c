@@ -110,3 +110,24 @@ Test(passwd, plain_compare)
     cr_expect(!nd_passwd_equal_ct("abc", 3, "abd", 3));
     cr_expect(!nd_passwd_equal_ct("abc", 3, "ab", 2));
 }
+
+Test(passwd, bcrypt_valid_shape)
+{
+    const char *good = "$2a$04$Q.CgCP2Sl9pkcTXEZHazaeMwPaAkSHk7AI51HkyMt5iJQQyUA4qxq";
+    cr_expect(nd_passwd_bcrypt_valid(good, strlen(good)));
+    char *h = nd_passwd_bcrypt_hash("pw", "$2a$", 4);
+    cr_assert_not_null(h);
+    cr_expect(nd_passwd_bcrypt_valid(h, strlen(h)), "%s", h);
+    nd_free(h);
+    static const char *const bad[] = {
+        "$2a$11$...",                                                  /* the README placeholder */
+        "$2a$04$Q.CgCP2Sl9pkcTXEZHazaeMwPaAkSHk7AI51HkyMt5iJQQyUA4qx", /* cut short */
+        "$2a$04$Q.CgCP2Sl9pkcTXEZHazaeMwPaAkSHk7AI51HkyMt5iJQQyUA4qxqq",
+        "$2a$03$Q.CgCP2Sl9pkcTXEZHazaeMwPaAkSHk7AI51HkyMt5iJQQyUA4qxq", /* cost below 4 */
+        "$2a$32$Q.CgCP2Sl9pkcTXEZHazaeMwPaAkSHk7AI51HkyMt5iJQQyUA4qxq", /* cost above 31 */
+        "$2a$04$Q.CgCP2Sl9pkcTXEZHazaeMwPaAkSHk7AI51HkyMt5iJQQyUA4qx!", /* not bcrypt's base64 */
+        "plain-password-of-sixty-characters-is-not-a-hash-at-all-000",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect(!nd_passwd_bcrypt_valid(bad[i], strlen(bad[i])), "%s", bad[i]);
+}

@@ -5,6 +5,7 @@
 #include <criterion/criterion.h>
 
 #include <arpa/inet.h>
+#include <pthread.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,4 +102,110 @@ Test(natsd_api, load_file_then_override)
     cr_assert_not_null(strstr(info, "\"auth_required\":true"), "%s", info);
     natsd_stop(s);
     unlink(path);
+}
+
+/* What the log callback saw: lines by level, and whether one mentions a text. */
+typedef struct seen_log {
+    pthread_mutex_t mu;
+    int by_level[NATSD_LOG_TRACE + 1];
+    bool ready_line;
+} seen_log_t;
+
+static void
+on_log(void *arg, natsd_log_level_t level, const char *msg)
+{
+    seen_log_t *seen = arg;
+    pthread_mutex_lock(&seen->mu);
+    seen->by_level[level]++;
+    if (strstr(msg, "Server is ready") != NULL)
+        seen->ready_line = true;
+    cr_assert(strchr(msg, '\n') == NULL, "a line without its newline: %s", msg);
+    pthread_mutex_unlock(&seen->mu);
+}
+
+Test(natsd_api, ready_url_and_log_callback)
+{
+    static seen_log_t seen = {.mu = PTHREAD_MUTEX_INITIALIZER};
+    natsd_set_log_callback(on_log, &seen);
+    natsd_set_log_level(NATSD_LOG_INFO);
+    char err[1024];
+    natsd_opts_t *o = natsd_opts_new();
+    cr_assert_eq(natsd_opts_set(o, "port", "-1", err, sizeof err), 0, "%s", err);
+    cr_assert_eq(natsd_opts_set(o, "debug", "true", err, sizeof err), 0, "%s", err);
+    natsd_t *s = natsd_start(o);
+    natsd_opts_free(o);
+    cr_assert_not_null(s);
+    cr_assert(natsd_ready(s, 1000));
+    cr_assert(natsd_ready(s, 0));
+    /* Listening on every address: the URL a local client uses is the loopback one. */
+    char want[64];
+    snprintf(want, sizeof want, "nats://127.0.0.1:%d", natsd_port(s));
+    cr_assert_str_eq(natsd_client_url(s), want);
+    char info[4096];
+    read_info(natsd_port(s), info, sizeof info);
+    cr_assert(natsd_lame_duck(s));
+    cr_assert_not(natsd_ready(s, 0), "not ready once lame duck mode began");
+    natsd_stop(s);
+    natsd_set_log_callback(NULL, NULL);
+    pthread_mutex_lock(&seen.mu);
+    cr_assert(seen.ready_line, "the banner reached the callback");
+    cr_assert_gt(seen.by_level[NATSD_LOG_INFO], 0);
+    /* debug: true in the options, but the level caps it. */
+    cr_assert_eq(seen.by_level[NATSD_LOG_DEBUG], 0);
+    cr_assert_eq(seen.by_level[NATSD_LOG_TRACE], 0);
+    pthread_mutex_unlock(&seen.mu);
+    cr_assert_not(natsd_ready(NULL, 0));
+}
+
+Test(natsd_api, client_url_of_a_specific_host)
+{
+    natsd_set_log_level(NATSD_LOG_WARN); /* quiet: no banner */
+    char err[1024];
+    natsd_opts_t *o = natsd_opts_new();
+    cr_assert_eq(natsd_opts_load_string(o, "listen: \"[::1]:-1\"", err, sizeof err), 0, "%s", err);
+    natsd_t *s = natsd_start(o);
+    natsd_opts_free(o);
+    if (s == NULL) {
+        cr_skip_test("no IPv6 loopback here");
+    }
+    char want[64];
+    snprintf(want, sizeof want, "nats://[::1]:%d", natsd_port(s));
+    cr_assert_str_eq(natsd_client_url(s), want);
+    natsd_stop(s);
+}
+
+/* Counts the warnings about malformed bcrypt hashes and checks none shows a secret. */
+static void
+on_bcrypt_warn(void *arg, natsd_log_level_t level, const char *msg)
+{
+    int *n = arg;
+    if (level == NATSD_LOG_WARN && strstr(msg, "looks like a bcrypt hash but is not a valid one")) {
+        (*n)++;
+        cr_assert_not_null(strstr(msg, "user \"ops\""), "%s", msg);
+        cr_assert_null(strstr(msg, "$2a$"), "the value stays out of the log: %s", msg);
+    }
+}
+
+Test(natsd_api, warns_about_a_malformed_bcrypt_password)
+{
+    static int warned;
+    natsd_set_log_callback(on_bcrypt_warn, &warned);
+    char err[1024];
+    natsd_opts_t *o = natsd_opts_new();
+    cr_assert_eq(natsd_opts_load_string(
+                     o,
+                     "listen: 127.0.0.1:-1\n"
+                     "authorization { users: [\n"
+                     "  { user: ops, password: \"$2a$11$...\" }\n"
+                     "  { user: app, password: "
+                     "\"$2a$04$Q.CgCP2Sl9pkcTXEZHazaeMwPaAkSHk7AI51HkyMt5iJQQyUA4qxq\" }\n"
+                     "]}\n",
+                     err, sizeof err),
+                 0, "%s", err);
+    natsd_t *s = natsd_start(o);
+    natsd_opts_free(o);
+    cr_assert_not_null(s);
+    natsd_stop(s);
+    natsd_set_log_callback(NULL, NULL);
+    cr_assert_eq(warned, 1, "one warning, for ops only");
 }
