@@ -213,6 +213,7 @@ nd_conn_mon_ident(const nd_mon_conn_t *mc, nd_conn_info_t *ci)
     const nd_conn_t *c = (const nd_conn_t *)((const char *)mc - offsetof(nd_conn_t, mon));
     ci->cid = c->cid;
     ci->kind = (int)c->kind;
+    ci->websocket = c->ws != NULL;
     memcpy(ci->ip, c->ip, sizeof ci->ip);
     ci->port = c->port;
     ci->pending = atomic_load_explicit(&c->pending, memory_order_relaxed);

@@ -240,7 +240,8 @@ start_ws(nd_server_t *s)
             return -1;
         }
     }
-    const char *host = wo->host != NULL && wo->host[0] ? wo->host : s->opts.host;
+    /* nats-server's baseline: an empty host is 0.0.0.0, not the client port's host. */
+    const char *host = wo->host != NULL && wo->host[0] ? wo->host : "0.0.0.0";
     ws->listener = nd_listener_bind(&(nd_listener_decl_t){
         .host = host,
         .port = wo->port,
@@ -385,8 +386,8 @@ nd_server_accept(nd_server_t *s)
     if (s->ws != NULL) {
         /* nats-server starts the websocket server before its client accept loop. */
         nd_listener_start(s->ws->listener, s->pool, s->poller);
-        const char *h = s->opts.ws->host != NULL && s->opts.ws->host[0] ? s->opts.ws->host
-                                                                        : s->opts.host;
+        const char *h =
+            s->opts.ws->host != NULL && s->opts.ws->host[0] ? s->opts.ws->host : "0.0.0.0";
         nd_log_info("Listening for websocket clients on %s://%s:%d", s->ws->tls ? "wss" : "ws",
                     h, s->ws->port);
         if (s->ws->tls == NULL)

@@ -22,19 +22,23 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "harness.h"
 
 static nd_integ_conf_t conf;
 static nd_integ_server_t *srv;
-static int ws_port;
+static int ws_port, http_port;
 
 static void
 suite_init(void)
 {
     ws_port = nd_integ_free_port();
+    http_port = nd_integ_free_port();
     char text[256];
     snprintf(text, sizeof text,
-             "websocket { host: 127.0.0.1, port: %d, no_tls: true }\n", ws_port);
+             "http: \"127.0.0.1:%d\"\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true }\n",
+             http_port, ws_port);
     srv = nd_integ_conf_start(&conf, text);
 }
 
@@ -420,5 +424,69 @@ Test(ws, close_echo)
     send_frame(fd, 0x88, "\x03\xe8" "bye", 5, false);
     expect_close_frame(fd, 1000, "bye");
     expect_eof(fd);
+    close(fd);
+}
+
+/* ---- monitoring ---- */
+
+/* GET path on the monitoring port. Returns: the body's JSON (owned). */
+static json_t *
+http_json(const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)http_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    char req[256];
+    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+                     path);
+    send_all(fd, req, (size_t)n);
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        cr_assert(poll(&pf, 1, ND_INTEG_TIMEOUT_MS) == 1);
+        ssize_t k = recv(fd, buf + len, cap - len - 1, 0);
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+    }
+    buf[len] = '\0';
+    close(fd);
+    char *body = strstr(buf, "\r\n\r\n");
+    cr_assert_not_null(body);
+    json_error_t e;
+    json_t *j = json_loads(body + 4, 0, &e);
+    cr_assert_not_null(j, "%s: %s", path, e.text);
+    free(buf);
+    return j;
+}
+
+/* /connz lists a WebSocket client as a client of type "websocket"; /varz shows the port. */
+Test(ws, monitoring)
+{
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false,\"name\":\"wsmon\"}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    json_t *cz = http_json("/connz");
+    json_t *conns = json_object_get(cz, "connections");
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(conns); i++) {
+        json_t *c = json_array_get(conns, i);
+        const char *name = json_string_value(json_object_get(c, "name"));
+        if (name == NULL || strcmp(name, "wsmon") != 0)
+            continue;
+        found = true;
+        cr_assert_str_eq(json_string_value(json_object_get(c, "kind")), "Client");
+        cr_assert_str_eq(json_string_value(json_object_get(c, "type")), "websocket");
+    }
+    cr_assert(found, "no wsmon in /connz");
+    json_decref(cz);
+    json_t *vz = http_json("/varz");
+    json_t *w = json_object_get(vz, "websocket");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "host")), "127.0.0.1");
+    cr_assert_eq(json_integer_value(json_object_get(w, "port")), ws_port);
+    cr_assert(json_is_true(json_object_get(w, "no_tls")));
+    json_decref(vz);
     close(fd);
 }
