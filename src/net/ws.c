@@ -43,23 +43,23 @@ enum {
 typedef struct ws_conn {
     nd_transport_t inner;
     /* read side */
-    uint8_t hdr[14];         /* the frame header being gathered */
-    uint8_t hlen;            /* bytes of it so far */
-    bool in_frame;           /* a frame's payload is being read */
-    bool in_msg;             /* a data message waits for its final frame */
-    bool eof;                /* a close frame came (or a protocol error): no more data */
-    bool failed;             /* ... because of a protocol error */
-    uint8_t op;              /* the current frame's opcode */
-    uint8_t mkey[4], mpos;   /* its masking key and the key's position */
-    uint64_t rem;            /* its payload bytes still to read */
-    uint8_t ctl[CTL_MAX];    /* a control frame's payload */
+    uint8_t hdr[14];       /* the frame header being gathered */
+    uint8_t hlen;          /* bytes of it so far */
+    bool in_frame;         /* a frame's payload is being read */
+    bool in_msg;           /* a data message waits for its final frame */
+    bool eof;              /* a close frame came (or a protocol error): no more data */
+    bool failed;           /* ... because of a protocol error */
+    uint8_t op;            /* the current frame's opcode */
+    uint8_t mkey[4], mpos; /* its masking key and the key's position */
+    uint64_t rem;          /* its payload bytes still to read */
+    uint8_t ctl[CTL_MAX];  /* a control frame's payload */
     uint8_t ctl_len;
     /* write side */
-    uint64_t wrem;           /* payload bytes of the data frame being written */
-    uint8_t whdr[14];        /* its header, and how much of it went out */
+    uint64_t wrem;    /* payload bytes of the data frame being written */
+    uint8_t whdr[14]; /* its header, and how much of it went out */
     uint8_t whlen, whoff;
-    uint8_t *out;            /* raw bytes to write at the next frame boundary: the prefix, */
-    size_t olen, ooff;       /* pongs, the close frame (owned) */
+    uint8_t *out;      /* raw bytes to write at the next frame boundary: the prefix, */
+    size_t olen, ooff; /* pongs, the close frame (owned) */
     bool close_queued;
 } ws_conn_t;
 
@@ -725,8 +725,7 @@ nd_ws_check_upgrade(const nd_ws_srv_t *ws, const char *buf, const nd_http_req_t 
     memset(out, 0, sizeof *out);
     const char *v;
     size_t vn;
-    if (!nd_http_ieq(req->method, req->method_len, "GET") ||
-        memcmp(req->method, "GET", 3) != 0) {
+    if (!nd_http_ieq(req->method, req->method_len, "GET") || memcmp(req->method, "GET", 3) != 0) {
         out->status = 405;
         out->reason = "request method must be GET";
     } else if (!nd_http_header(buf, req, "Host", 0, &v, &vn) || vn == 0) {

@@ -41,7 +41,7 @@ typedef struct nd_ws_srv {
     size_t norigins;
     struct nd_ws_origin {
         char *scheme, *host, *port; /* lower-case host; port defaulted from the scheme */
-    } *origins;
+    } * origins;
 } nd_ws_srv_t;
 
 /* What the upgrade request asks for. */

@@ -102,8 +102,7 @@ recv_head(int fd, char *out, size_t cap)
     size_t n = 0;
     while (n < 4 || memcmp(out + n - 4, "\r\n\r\n", 4) != 0) {
         cr_assert(n + 1 < cap, "response head too long");
-        cr_assert(recv_n(fd, out + n, 1), "end of stream in the response head: %.*s", (int)n,
-                  out);
+        cr_assert(recv_n(fd, out + n, 1), "end of stream in the response head: %.*s", (int)n, out);
         n++;
     }
     out[n] = '\0';
@@ -421,7 +420,10 @@ Test(ws, ping_pong)
 Test(ws, close_echo)
 {
     int fd = ws_open();
-    send_frame(fd, 0x88, "\x03\xe8" "bye", 5, false);
+    send_frame(fd, 0x88,
+               "\x03\xe8"
+               "bye",
+               5, false);
     expect_close_frame(fd, 1000, "bye");
     expect_eof(fd);
     close(fd);
@@ -438,8 +440,8 @@ http_json(const char *path)
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     cr_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
     char req[256];
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
-                     path);
+    int n =
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
     send_all(fd, req, (size_t)n);
     size_t cap = 1 << 20, len = 0;
     char *buf = malloc(cap);

@@ -135,7 +135,10 @@ Test(ws, ping_answered_and_close_echoed)
     uint8_t r[64];
     ssize_t k = read(peer, r, sizeof r);
     cr_assert_eq(k, 4 + 6);
-    cr_assert(memcmp(r, "\x8a\x02" "ab", 4) == 0);
+    cr_assert(memcmp(r,
+                     "\x8a\x02"
+                     "ab",
+                     4) == 0);
     cr_assert(memcmp(r + 4, "\x88\x04\x03\xe8ok", 6) == 0);
 }
 
