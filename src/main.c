@@ -98,6 +98,12 @@ main(int argc, char **argv)
         nd_opts_free(&opts);
         return rc == 2 ? 0 : 1;
     }
+    if (opts.ws != NULL && opts.ws->port != 0 && opts.ws->tls == NULL && !opts.ws->no_tls) {
+        /* nats-server's validateOptions, before anything is logged. */
+        fprintf(stderr, "nats-server: websocket requires TLS configuration\n");
+        nd_opts_free(&opts);
+        return 1;
+    }
     char err[1024];
     if (nd_opts_configure_log(&opts, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);

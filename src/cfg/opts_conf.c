@@ -56,7 +56,6 @@ static const struct {
     {"gateway", "Gateways"},
     {"leaf leafnodes", "Leafnodes"},
     {"mqtt", "MQTT"},
-    {"websocket ws", "WebSocket"},
     /* operator, resolver: MEMORY and resolver_preload are wired (src/auth/auth_jwt.c, which warns
      * about the resolvers it does not build); these are not. */
     {"trusted trusted_keys resolver_tls resolver_pinned_accounts", "Operator mode"},

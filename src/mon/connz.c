@@ -166,7 +166,7 @@ conn_json(const nd_conn_info_t *ci, const connz_state_t *st, int64_t now)
     json_t *o = json_object();
     json_object_set_new(o, "cid", json_integer((json_int_t)ci->cid));
     json_object_set_new(o, "kind", json_string(kind_name(ci->kind)));
-    json_object_set_new(o, "type", json_string("nats"));
+    json_object_set_new(o, "type", json_string(ci->websocket ? "websocket" : "nats"));
     json_object_set_new(o, "ip", json_string(ci->ip));
     json_object_set_new(o, "port", json_integer(ci->port));
     json_object_set_new(o, "start", nd_mon_json_time(ci->start_ns));

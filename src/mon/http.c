@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "mon/httpparse.h"
+#include "util/httpparse.h"
 #include "mon/mon_int.h"
 #include "actors/alloc.h"
 #include "actors/timer.h"

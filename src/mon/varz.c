@@ -7,6 +7,46 @@
 #include "natsd/natsd.h"
 #include "auth/auth.h"
 #include "net/tls.h"
+#include "net/ws.h"
+
+
+/* nats-server's WebsocketOptsVarz: the options, every member omitted when empty, the port the
+ * one bound. */
+static json_t *
+ws_varz(const nd_server_t *s)
+{
+    json_t *w = json_object();
+    const nd_ws_opts_t *o = s->opts.ws;
+    if (o == NULL || o->port == 0)
+        return w;
+    json_object_set_new(w, "host", json_string(o->host != NULL && o->host[0] ? o->host : "0.0.0.0"));
+    json_object_set_new(w, "port", json_integer(s->ws != NULL ? s->ws->port : o->port));
+    if (o->advertise != NULL && o->advertise[0])
+        json_object_set_new(w, "advertise", json_string(o->advertise));
+    if (o->no_auth_user != NULL && o->no_auth_user[0])
+        json_object_set_new(w, "no_auth_user", json_string(o->no_auth_user));
+    if (o->jwt_cookie != NULL && o->jwt_cookie[0])
+        json_object_set_new(w, "jwt_cookie", json_string(o->jwt_cookie));
+    if (o->handshake_timeout_ms > 0)
+        json_object_set_new(w, "handshake_timeout", json_integer(o->handshake_timeout_ms * 1000000));
+    if (o->auth_timeout_s > 0)
+        json_object_set_new(w, "auth_timeout", json_real(o->auth_timeout_s));
+    if (o->no_tls)
+        json_object_set_new(w, "no_tls", json_true());
+    if (o->tls != NULL && o->tls->verify_and_map)
+        json_object_set_new(w, "tls_map", json_true());
+    if (o->same_origin)
+        json_object_set_new(w, "same_origin", json_true());
+    if (o->allowed_origins.n > 0) {
+        json_t *a = json_array();
+        for (size_t i = 0; i < o->allowed_origins.n; i++)
+            json_array_append_new(a, json_string(o->allowed_origins.v[i]));
+        json_object_set_new(w, "allowed_origins", a);
+    }
+    if (o->compression)
+        json_object_set_new(w, "compression", json_true());
+    return w;
+}
 
 static json_t *
 seconds(double s)
@@ -87,7 +127,7 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "gateway", json_object());
     json_object_set_new(v, "leaf", json_object());
     json_object_set_new(v, "mqtt", json_object());
-    json_object_set_new(v, "websocket", json_object());
+    json_object_set_new(v, "websocket", ws_varz(s));
     /* nats-server's JetStreamVarz while JetStream runs, else its zero value. */
     const nd_js_mon_t *jsm = nd_server_js_mon(s);
     json_object_set_new(v, "jetstream", jsm != NULL ? jsm->varz(jsm->arg) : json_object());

@@ -31,6 +31,7 @@
 #include "subj/account.h"
 #include "net/route_int.h"
 #include "net/tls.h"
+#include "net/ws.h"
 
 #define SCRATCH_READ  (64 * 1024)
 #define SCRATCH_KEEP  (1024 * 1024) /* a write scratch grown past this is shrunk after the turn */
@@ -212,6 +213,7 @@ nd_conn_mon_ident(const nd_mon_conn_t *mc, nd_conn_info_t *ci)
     const nd_conn_t *c = (const nd_conn_t *)((const char *)mc - offsetof(nd_conn_t, mon));
     ci->cid = c->cid;
     ci->kind = (int)c->kind;
+    ci->websocket = c->ws != NULL;
     memcpy(ci->ip, c->ip, sizeof ci->ip);
     ci->port = c->port;
     ci->pending = atomic_load_explicit(&c->pending, memory_order_relaxed);
@@ -308,7 +310,8 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
     if (c->connected)
         nd_conn_client_event(ctx, c, false); /* e.g. the $SYS DISCONNECT advisory */
-    mon_closed(c, subs, n);
+    if (c->ws == NULL || c->counted) /* a WebSocket client registers once upgraded */
+        mon_closed(c, subs, n);
     if (n > 0)
         nd_acct_send_unsub_all(ctx, c->acct, subs, n);
     else
@@ -328,6 +331,7 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
     c->closing = true;
     c->reason = reason;
     flush(ctx, c); /* best effort: a final -ERR should reach the client */
+    nd_ws_closing(&c->tr, reason); /* the close frame follows it (ws.c) */
     drop_output(c);
     return_scratch(ctx, c);
     if (c->route == NULL)
@@ -630,7 +634,6 @@ refresh_live(nd_ctx_t *ctx, nd_conn_t *c)
 static void
 on_start(nd_ctx_t *ctx, nd_conn_t *c)
 {
-    nd_server_t *s = c->srv;
     if (c->closing || c->started)
         return;
     c->started = true;
@@ -642,20 +645,34 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
         nd_route_conn_start(ctx, c);
         return;
     }
+    if (c->ws != NULL) {
+        nd_conn_ws_begin(ctx, c); /* a client once upgraded (conn_ws.c) */
+        return;
+    }
+    nd_conn_start_client(ctx, c);
+}
+
+void
+nd_conn_start_client(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_server_t *s = c->srv;
     int32_t conns = atomic_fetch_add_explicit(&s->nconns, 1, memory_order_relaxed) + 1;
     c->counted = true;
     nd_connreg_add(s->connreg, &c->mon);
     /* After registering: lame duck mode sets s->ldm before it lists the registered connections
      * (under the registry's mutex), so we are either on its list or see the flag here. */
     c->ldm_sent = atomic_load_explicit(&s->ldm, memory_order_relaxed);
-    /* The TLS context in force now is ours for life, even if a reload replaces it (the template
-     * holds a reference on it, so take ours inside the epoch section). acquire: pairs with the
-     * release exchange in nd_server_publish_info. */
-    nd_epoch_enter(ctx);
-    c->tls = nd_tls_ctx_ref(atomic_load_explicit(&s->info, memory_order_acquire)->tls);
-    nd_epoch_exit(ctx);
+    if (c->ws == NULL) {
+        /* The TLS context in force now is ours for life, even if a reload replaces it (the
+         * template holds a reference on it, so take ours inside the epoch section). acquire:
+         * pairs with the release exchange in nd_server_publish_info. A WebSocket client has
+         * its listener's TLS (or none), and it is up already. */
+        nd_epoch_enter(ctx);
+        c->tls = nd_tls_ctx_ref(atomic_load_explicit(&s->info, memory_order_acquire)->tls);
+        nd_epoch_exit(ctx);
+    }
     nd_conn_auth_begin(ctx, c); /* before INFO: it carries the nonce; its timeout reads c->tls */
-    if (c->tls != NULL && nd_conn_tls_begin(ctx, c))
+    if (c->tls != NULL && c->ws == NULL && nd_conn_tls_begin(ctx, c))
         return; /* INFO and the ping timer wait for TLS (conn_tls.c) */
     if (nd_conn_greet(ctx, c, conns))
         arm_ping(ctx, c, true);
@@ -726,6 +743,8 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         if (c->tls_state != ND_CONN_TLS_NONE && c->tls_state != ND_CONN_TLS_UP &&
             !nd_conn_tls_io(ctx, c, &ev))
             return;
+        if (c->ws != NULL && c->ws_state != ND_CONN_WS_UP && !nd_conn_ws_io(ctx, c, &ev))
+            return;
         /* TLS: a read that OpenSSL stopped to write first resumes on the writable edge. */
         if ((ev & ND_IO_READ) || ((ev & ND_IO_WRITE) && nd_tls_read_wants_write(&c->tr)))
             do_read(ctx, c, (ev & ND_IO_HUP) != 0);
@@ -757,6 +776,10 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
                 nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
                 nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
             }
+            return;
+        }
+        if (c->ws_state == ND_CONN_WS_UPGRADE) {
+            nd_conn_ws_timer(ctx, c, msg);
             return;
         }
         nd_conn_auth_timer(ctx, c, msg);
@@ -875,12 +898,14 @@ conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, 
     nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
 }
 
-/* A socket connection of kind (a client, or a route with rt). */
+/* A socket connection of kind (a client, or a route with rt; a WebSocket client with ws). */
 static void
-spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struct nd_route *rt)
+spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struct nd_route *rt,
+             struct nd_ws_srv *ws)
 {
     nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
     conn_init(c, srv, srv->gacct, kind, fd, false);
+    c->ws = ws;
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
     nd_proto_parser_init(
@@ -929,13 +954,19 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
 void
 nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, NULL);
+}
+
+void
+nd_conn_spawn_ws(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_ws_srv *ws)
+{
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, ws);
 }
 
 void
 nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt);
+    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt, NULL);
 }
 
 /* An internal client's connection carries the nd_iclient_t right after it (ic_size bytes), so

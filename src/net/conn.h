@@ -65,6 +65,11 @@ nd_actor_t *nd_conn_mon_ident(const struct nd_mon_conn *mc, struct nd_conn_info 
  * first turn). Owns: fd. Ctx: a worker (the client listener actor's turn, net/listener.h). */
 void nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd);
 
+/* As nd_conn_spawn for a socket accepted on the WebSocket port: the connection upgrades first
+ * (conn_ws.c), then is a client. ws: the listener's settings, which outlive the connection. */
+struct nd_ws_srv;
+void nd_conn_spawn_ws(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_ws_srv *ws);
+
 /* Lame duck mode (lameduck.c): tells a connection to send its client the INFO with "ldm":true,
  * or to close with "Server Shutdown". conn: a live reference. Ctx: any thread with a ctx. */
 void nd_conn_send_ldm(nd_ctx_t *ctx, nd_actor_t *conn);

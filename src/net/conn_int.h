@@ -175,6 +175,8 @@ typedef struct nd_conn {
     bool tls_info_due;         /* handshake first: INFO goes out once TLS is up */
     bool tls_pings_due;        /* the ping timer starts once TLS is up */
     nd_strlist_t tls_names;    /* verify_and_map: the client certificate's candidate user names */
+    struct nd_ws_srv *ws;      /* a WebSocket client: its listener's settings (conn_ws.c), else NULL */
+    uint8_t ws_state;          /* ND_CONN_WS_* (conn_ws.c) */
     nd_timer_t auth_timer;     /* conn_auth.c */
     nd_perms_conn_t perms;     /* our permissions and their caches (perms.perms NULL: none) */
     bool authed;               /* authenticated (or no authentication required) */
@@ -255,6 +257,27 @@ bool nd_conn_tls_begin(nd_ctx_t *ctx, nd_conn_t *c);
  * message was used up (or the connection closed). */
 bool nd_conn_tls_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev);
 void nd_conn_tls_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
+
+/* conn.c: the start of a client connection once its transport is ready (counted, registered,
+ * INFO, pings); a WebSocket client calls it after its upgrade. */
+void nd_conn_start_client(nd_ctx_t *ctx, nd_conn_t *c);
+
+/* conn_tls.c: wss: the TLS handshake before the HTTP upgrade (no INFO, no pings after it). */
+void nd_conn_tls_begin_ws(nd_ctx_t *ctx, nd_conn_t *c);
+
+/* conn_ws.c: the WebSocket upgrade of a client connection (see its top comment). */
+enum {
+    ND_CONN_WS_NONE = 0,
+    ND_CONN_WS_UPGRADE, /* waiting for (or reading) the HTTP upgrade request */
+    ND_CONN_WS_UP,      /* frames: the transport is the WebSocket one (net/ws.h) */
+};
+/* Called by on_start for a WebSocket connection: TLS (wss) and the handshake timer. */
+void nd_conn_ws_begin(nd_ctx_t *ctx, nd_conn_t *c);
+/* Advances the upgrade on an I/O message. Returns: true when the connection may now read
+ * frames; false when the message was used up (or the connection closed). */
+bool nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev);
+/* The handshake timeout (the auth timer's message while upgrading). */
+void nd_conn_ws_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
 
 /* conn_auth.c: authentication and permissions of client connections (see its top comment). */
 /* At start: takes the auth snapshot's requirements, makes the nonce, arms the auth timer. */

@@ -126,6 +126,14 @@ nd_conn_tls_begin(nd_ctx_t *ctx, nd_conn_t *c)
     return true;
 }
 
+void
+nd_conn_tls_begin_ws(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    c->tls_info_due = c->tls_pings_due = false; /* both come after the HTTP upgrade */
+    wrap(ctx, c, false);
+    drive(ctx, c);
+}
+
 /* Looks at the client's first byte without consuming it. Returns: 1 with *b, 0 for nothing yet,
  * -1 when the stream ended or failed (the read that follows reports it). */
 static int

@@ -60,6 +60,7 @@ typedef struct nd_conn_info {
     _Atomic uint32_t refs;
     uint64_t cid;
     int kind; /* nd_conn_kind_t */
+    bool websocket; /* a client of the websocket port ("type":"websocket") */
     char ip[48];
     int port;
     int64_t start_ns, last_ns, stop_ns; /* wall clock; stop_ns is 0 while open */

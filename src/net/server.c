@@ -25,6 +25,7 @@
 #include "natsd/natsd.h"
 #include "util/nkey.h"
 #include "net/tls.h"
+#include "net/ws.h"
 
 static void
 make_server_id(char out[57])
@@ -194,6 +195,73 @@ on_accept(nd_ctx_t *ctx, int fd, void *arg)
     nd_conn_spawn(ctx, s, fd);
 }
 
+/* The websocket port's accept callback. Ctx: the listener actor's turn. */
+static void
+on_accept_ws(nd_ctx_t *ctx, int fd, void *arg)
+{
+    nd_server_t *s = arg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    nd_conn_spawn_ws(ctx, s, fd, s->ws);
+}
+
+/* websocket {}: nats-server's validateWebsocketOptions checks, its TLS and the bound port.
+ * Returns: -1 after logging why. */
+static int
+start_ws(nd_server_t *s)
+{
+    const nd_ws_opts_t *wo = s->opts.ws;
+    if (wo == NULL || wo->port == 0)
+        return 0;
+    if (wo->tls == NULL && !wo->no_tls) {
+        nd_log_error("websocket requires TLS configuration");
+        return -1;
+    }
+    nd_ws_srv_t *ws = nd_xcalloc(1, sizeof(*ws));
+    s->ws = ws;
+    ws->handshake_ms = wo->handshake_timeout_ms > 0 ? wo->handshake_timeout_ms : 0;
+    ws->same_origin = wo->same_origin;
+    if (wo->allowed_origins.n > 0) {
+        ws->origins = nd_xcalloc(wo->allowed_origins.n, sizeof(*ws->origins));
+        for (size_t i = 0; i < wo->allowed_origins.n; i++) {
+            const char *o = wo->allowed_origins.v[i];
+            if (!nd_ws_origin_parse(o, strlen(o), &ws->origins[ws->norigins])) {
+                nd_log_error("error parsing allowed origin: %s", o);
+                continue;
+            }
+            ws->norigins++;
+        }
+    }
+    if (wo->tls != NULL) {
+        char err[512];
+        ws->tls = nd_tls_ctx_new(wo->tls, err, sizeof err);
+        if (ws->tls == NULL) {
+            nd_log_error("websocket TLS: %s", err);
+            return -1;
+        }
+    }
+    /* nats-server's baseline: an empty host is 0.0.0.0, not the client port's host. */
+    const char *host = wo->host != NULL && wo->host[0] ? wo->host : "0.0.0.0";
+    ws->listener = nd_listener_bind(&(nd_listener_decl_t){
+        .host = host,
+        .port = wo->port,
+        .backlog = 4096,
+        .what = "websocket",
+        .ready = "Listening for websocket clients on",
+        .accept_name = "Websocket",
+        .errlog = ND_LISTENER_ERRLOG_NATS,
+        .on_accept = on_accept_ws,
+        .arg = s,
+    });
+    if (ws->listener == NULL)
+        return -1;
+    ws->port = nd_listener_port(ws->listener);
+    if (wo->compression)
+        nd_log_warn("websocket compression (permessage-deflate) is not supported by natsd yet: "
+                    "clients get uncompressed frames");
+    return 0;
+}
+
 static void
 log_unbuilt(const nd_opts_t *o)
 {
@@ -277,6 +345,10 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         return NULL;
     }
     s->port = nd_listener_port(s->listener);
+    if (start_ws(s) < 0) {
+        nd_server_free(s);
+        return NULL;
+    }
     nd_server_set_live(s, opts);
     if (nd_routes_configured(opts)) {
         if (opts->jetstream) {
@@ -314,6 +386,16 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
 void
 nd_server_accept(nd_server_t *s)
 {
+    if (s->ws != NULL) {
+        /* nats-server starts the websocket server before its client accept loop. */
+        nd_listener_start(s->ws->listener, s->pool, s->poller);
+        const char *h =
+            s->opts.ws->host != NULL && s->opts.ws->host[0] ? s->opts.ws->host : "0.0.0.0";
+        nd_log_info("Listening for websocket clients on %s://%s:%d", s->ws->tls ? "wss" : "ws",
+                    h, s->ws->port);
+        if (s->ws->tls == NULL)
+            nd_log_warn("Websocket not configured with TLS. DO NOT USE IN PRODUCTION!");
+    }
     nd_listener_start(s->listener, s->pool, s->poller);
     nd_listener_log_ready(s->listener);
     if (s->tls != NULL)
@@ -327,6 +409,8 @@ void
 nd_server_stop_listening(nd_server_t *s)
 {
     nd_listener_stop(s->listener);
+    if (s->ws != NULL)
+        nd_listener_stop(s->ws->listener);
 }
 
 void
@@ -349,6 +433,11 @@ void
 nd_server_free(nd_server_t *s)
 {
     nd_listener_free(s->listener); /* stopped already, or never started */
+    if (s->ws != NULL) {
+        nd_listener_free(s->ws->listener);
+        nd_tls_ctx_unref(s->ws->tls);
+        nd_ws_srv_free(s->ws);
+    }
     nd_routes_free(s->routes);
     if (s->poller != NULL)
         nd_poller_free(s->poller);

@@ -1,4 +1,4 @@
-/* libFuzzer driver for the monitoring port's HTTP request parser (src/mon/httpparse.c).
+/* libFuzzer driver for the monitoring port's HTTP request parser (src/util/httpparse.c).
  *
  * Input: the bytes a client sends. Every call gets an exactly sized heap copy, so ASan reports any
  * read at or past len. Checks the invariants httpparse.h promises for incremental parsing (the
@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon/httpparse.h"
+#include "util/httpparse.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -54,6 +54,11 @@ bool nd_http_pct_decode(const char *s, size_t n, char *out, bool plus);
  * false. Ctx: any thread. */
 bool nd_http_accepts_openmetrics(const char *v, size_t n);
 
+/* The value (trimmed) of the idx-th header line named name (case-insensitive) of a request that
+ * nd_http_parse found complete in buf. Returns: false when there are fewer such lines. */
+bool nd_http_header(const char *buf, const nd_http_req_t *pr, const char *name, size_t idx,
+                    const char **v, size_t *vn);
+
 /* Case-insensitive comparison of a[0..alen) with the string b. */
 bool nd_http_ieq(const char *a, size_t alen, const char *b);
 /* Strips spaces and tabs at both ends of (*p, *n). */

@@ -1,5 +1,5 @@
 /* HTTP/1.x request parsing; see httpparse.h. */
-#include "mon/httpparse.h"
+#include "util/httpparse.h"
 #include "util/hex.h"
 
 #include <stdint.h>
@@ -222,4 +222,31 @@ nd_http_pct_decode(const char *s, size_t n, char *out, bool plus)
     }
     out[o] = '\0';
     return true;
+}
+
+bool
+nd_http_header(const char *buf, const nd_http_req_t *pr, const char *name, size_t idx,
+               const char **v, size_t *vn)
+{
+    const char *end = buf + pr->total;
+    const char *l = memchr(buf, '\n', pr->total); /* the request line (parsed: it has one) */
+    for (l = l + 1; l < end;) {
+        const char *e = memchr(l, '\n', (size_t)(end - l));
+        if (e == NULL)
+            return false;
+        size_t ll = (size_t)(e - l);
+        if (ll > 0 && l[ll - 1] == '\r')
+            ll--;
+        if (ll == 0)
+            return false; /* the end of the headers */
+        const char *colon = memchr(l, ':', ll);
+        if (colon != NULL && nd_http_ieq(l, (size_t)(colon - l), name) && idx-- == 0) {
+            *v = colon + 1;
+            *vn = ll - (size_t)(colon - l) - 1;
+            nd_http_trim(v, vn);
+            return true;
+        }
+        l = e + 1;
+    }
+    return false;
 }

@@ -1,11 +1,11 @@
-/* Unit tests of the monitoring port's HTTP request parser (src/mon/httpparse.c). */
+/* Unit tests of the monitoring port's HTTP request parser (src/util/httpparse.c). */
 #include <criterion/criterion.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "mon/httpparse.h"
+#include "util/httpparse.h"
 
 static int
 p(const char *s, nd_http_req_t *r)

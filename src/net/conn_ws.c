@@ -1,0 +1,221 @@
+/* The WebSocket upgrade of a client connection, before it becomes an ordinary client.
+ *
+ * A socket accepted on the websocket port is a connection actor of kind CLIENT with c->ws set.
+ * Its first turn starts TLS when the port has it (wss: conn_tls.c, nothing before the handshake)
+ * and arms the handshake timer (handshake_timeout, on the auth timer, which is free until the
+ * client starts). Then it reads the HTTP request into its private read buffer (at most
+ * ND_HTTP_MAX_HEAD + ND_HTTP_MAX_BODY bytes) on its own turns and checks it as nats-server's
+ * wsUpgrade does (net/ws.c). A bad request gets nats-server's answer (Go's http.Error: the status
+ * text as the body, "Sec-Websocket-Version: 13") and the connection closes; a good one gets the
+ * 101, the transport becomes the WebSocket one (net/ws.h) and the client starts as any other
+ * (nd_conn_start_client: counted, in /connz, INFO in a frame, auth timer, pings). A client is
+ * not in /connz and not counted while it upgrades, as in nats-server, whose HTTP server owns
+ * the socket until then.
+ * Differences kept small on purpose: nats-server's Go HTTP server keeps an HTTP/1.1 connection
+ * open after an error answer (keep-alive) and reads another request; natsd answers and closes.
+ * permessage-deflate is declined, X-Forwarded-For and the cookies are not read yet.
+ * References: nats-server 2.9.10 server/websocket.go (wsUpgrade, wsReturnHTTPError,
+ * createWSClient); probes of /usr/sbin/nats-server 2.9.10 (tests/integ/test_ws.c).
+ */
+#include "net/conn_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "util/httpparse.h"
+#include "util/log.h"
+#include "net/tls.h"
+#include "net/ws.h"
+
+#define REQ_MAX (ND_HTTP_MAX_HEAD + ND_HTTP_MAX_BODY)
+
+static const char *
+status_text(int status)
+{
+    switch (status) {
+    case 400:
+        return "Bad Request";
+    case 403:
+        return "Forbidden";
+    case 405:
+        return "Method Not Allowed";
+    case 413:
+        return "Request Entity Too Large";
+    case 414:
+        return "Request URI Too Long";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 501:
+        return "Not Implemented";
+    default:
+        return "Internal Server Error";
+    }
+}
+
+/* Go's answer to a request its HTTP server refuses before any handler sees it. */
+static void
+answer_go_error(nd_conn_t *c, int status, const char *text)
+{
+    char r[256];
+    int n = snprintf(r, sizeof r,
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     "Connection: close\r\n\r\n%d %s",
+                     status, text, status, text);
+    nd_conn_write(c, r, (size_t)n);
+}
+
+/* nats-server's wsReturnHTTPError: http.Error with the status text. */
+static void
+answer_error(nd_conn_t *c, const nd_http_req_t *req, int status)
+{
+    char date[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+    const char *t = status_text(status);
+    bool head = nd_http_ieq(req->method, req->method_len, "HEAD");
+    char r[512];
+    int n = snprintf(r, sizeof r,
+                     "HTTP/1.%d %d %s\r\nContent-Type: text/plain; charset=utf-8\r\n"
+                     "Sec-Websocket-Version: 13\r\nX-Content-Type-Options: nosniff\r\n"
+                     "Date: %s\r\nContent-Length: %zu\r\n\r\n%s%s",
+                     req->http11 ? 1 : 0, status, t, date, strlen(t) + 1, head ? "" : t,
+                     head ? "" : "\n");
+    nd_conn_write(c, r, (size_t)n);
+}
+
+static void
+hs_error(nd_ctx_t *ctx, nd_conn_t *c, const char *why)
+{
+    nd_log_error("%s:%d - websocket handshake error: %s", c->ip, c->port, why);
+    nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
+}
+
+void
+nd_conn_ws_begin(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    c->ws_state = ND_CONN_WS_UPGRADE;
+    if (c->ws->handshake_ms > 0)
+        nd_timer_start(ctx, &c->auth_timer, (uint64_t)c->ws->handshake_ms * 1000000ull, 0);
+    if (c->ws->tls != NULL) {
+        c->tls = nd_tls_ctx_ref(c->ws->tls);
+        nd_conn_tls_begin_ws(ctx, c);
+    }
+}
+
+void
+nd_conn_ws_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
+{
+    if (!nd_timer_fired(&c->auth_timer, msg) || c->closing)
+        return;
+    nd_log_debug("%s:%d - websocket handshake timeout", c->ip, c->port);
+    nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
+}
+
+/* The request is complete and good: the 101, the WebSocket transport, then the client. */
+static void
+upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u)
+{
+    char r[256];
+    int n = snprintf(r, sizeof r,
+                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
+                     u->accept);
+    /* Written now, under the transport it came on; the rest (if the socket took only part)
+     * is the WebSocket transport's prefix, so it precedes the first frame. */
+    ssize_t w = nd_transport_write(&c->tr, r, (size_t)n);
+    if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        nd_conn_close(ctx, c, ND_CLOSE_WRITE_ERROR);
+        return;
+    }
+    size_t off = w > 0 ? (size_t)w : 0;
+    nd_ws_wrap(&c->tr, r + off, (size_t)n - off);
+    c->ws_state = ND_CONN_WS_UP;
+    nd_timer_cancel(ctx, &c->auth_timer);
+    nd_free(c->rbuf);
+    c->rbuf = NULL;
+    c->rcap = c->rlen = 0;
+    nd_conn_start_client(ctx, c);
+}
+
+/* Reads what the socket has into the private buffer. Returns: 1 read something or nothing
+ * waits, 0 end of stream, -1 failed. */
+static int
+fill(nd_conn_t *c)
+{
+    for (;;) {
+        if (c->rlen == c->rcap) {
+            if (c->rcap >= REQ_MAX)
+                return 1;
+            size_t cap = c->rcap == 0 ? 1024 : c->rcap * 2;
+            c->rcap = cap > REQ_MAX ? REQ_MAX : cap;
+            c->rbuf = nd_xrealloc(c->rbuf, c->rcap);
+        }
+        size_t space = c->rcap - c->rlen;
+        ssize_t n = c->tr.vt->read(&c->tr, c->rbuf + c->rlen, space);
+        if (n == 0)
+            return 0;
+        if (n < 0)
+            return errno == EAGAIN || errno == EWOULDBLOCK ? 1 : -1;
+        c->rlen += (size_t)n;
+        if ((size_t)n < space)
+            return 1;
+    }
+}
+
+bool
+nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev)
+{
+    if (!(*ev & (ND_IO_READ | ND_IO_HUP)))
+        return false;
+    int f = fill(c);
+    if (f < 0) {
+        nd_conn_close(ctx, c, ND_CLOSE_READ_ERROR);
+        return false;
+    }
+    nd_http_req_t req;
+    int st = c->rlen > 0 ? nd_http_parse(c->rbuf, c->rlen, &req) : 0;
+    if (st == 0 && c->rlen >= REQ_MAX)
+        st = 431;
+    if (st == 0) {
+        if (f == 0)
+            nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
+        return false;
+    }
+    if (st != 1) {
+        answer_go_error(c, st, status_text(st));
+        hs_error(ctx, c, "bad HTTP request");
+        return false;
+    }
+    const char *v;
+    size_t vn;
+    if (req.http11 && !nd_http_header(c->rbuf, &req, "Host", 0, &v, &vn)) {
+        /* Go's server refuses an HTTP/1.1 request without Host itself. */
+        answer_go_error(c, 400, "Bad Request: missing required Host header");
+        hs_error(ctx, c, "'Host' missing in request");
+        return false;
+    }
+    nd_ws_upgrade_t u;
+    nd_ws_check_upgrade(c->ws, c->rbuf, &req, c->ws->tls != NULL, &u);
+    if (u.status != 0) {
+        answer_error(c, &req, u.status);
+        if (u.status == 403) {
+            char why[128];
+            snprintf(why, sizeof why, "origin not allowed: %s", u.reason);
+            hs_error(ctx, c, why);
+        } else {
+            hs_error(ctx, c, u.reason);
+        }
+        return false;
+    }
+    if (req.total < c->rlen) {
+        /* nats-server hijacks the socket and finds bytes buffered: it closes without a word. */
+        hs_error(ctx, c, "client sent data before handshake is complete");
+        return false;
+    }
+    upgrade(ctx, c, &u);
+    return false; /* nothing more to read now: the client speaks once it has the INFO */
+}

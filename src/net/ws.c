@@ -1,0 +1,763 @@
+/* WebSocket: upgrade checks, frame codec and transport; see ws.h.
+ * References: RFC 6455 (sections 4.2, 5, 7.4), nats-server 2.9.10 server/websocket.go (wsUpgrade,
+ * wsRead, wsHandleControlFrame, wsEnqueueCloseMessage, checkOrigin).
+ */
+#include "net/ws.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+
+#include "actors/alloc.h"
+#include "util/base64.h"
+#include "util/httpparse.h"
+#include "util/log.h"
+
+enum {
+    OP_CONT = 0,
+    OP_TEXT = 1,
+    OP_BINARY = 2,
+    OP_CLOSE = 8,
+    OP_PING = 9,
+    OP_PONG = 10,
+};
+
+#define CTL_MAX 125
+
+/* RFC 6455 7.4.1 status codes, as nats-server uses them. */
+enum {
+    CLOSE_NORMAL = 1000,
+    CLOSE_GOING_AWAY = 1001,
+    CLOSE_PROTOCOL = 1002,
+    CLOSE_NO_STATUS = 1005,
+    CLOSE_ABNORMAL = 1006,
+    CLOSE_BAD_DATA = 1007,
+    CLOSE_POLICY = 1008,
+    CLOSE_TOO_BIG = 1009,
+    CLOSE_INTERNAL = 1011,
+    CLOSE_TLS = 1015,
+};
+
+typedef struct ws_conn {
+    nd_transport_t inner;
+    /* read side */
+    uint8_t hdr[14];       /* the frame header being gathered */
+    uint8_t hlen;          /* bytes of it so far */
+    bool in_frame;         /* a frame's payload is being read */
+    bool in_msg;           /* a data message waits for its final frame */
+    bool eof;              /* a close frame came (or a protocol error): no more data */
+    bool failed;           /* ... because of a protocol error */
+    uint8_t op;            /* the current frame's opcode */
+    uint8_t mkey[4], mpos; /* its masking key and the key's position */
+    uint64_t rem;          /* its payload bytes still to read */
+    uint8_t ctl[CTL_MAX];  /* a control frame's payload */
+    uint8_t ctl_len;
+    /* write side */
+    uint64_t wrem;    /* payload bytes of the data frame being written */
+    uint8_t whdr[14]; /* its header, and how much of it went out */
+    uint8_t whlen, whoff;
+    uint8_t *out;      /* raw bytes to write at the next frame boundary: the prefix, */
+    size_t olen, ooff; /* pongs, the close frame (owned) */
+    bool close_queued;
+} ws_conn_t;
+
+/* ---- codec ---- */
+
+size_t
+nd_ws_frame_header(uint8_t *h, uint8_t opcode, uint64_t len)
+{
+    h[0] = (uint8_t)(0x80 | opcode);
+    if (len <= 125) {
+        h[1] = (uint8_t)len;
+        return 2;
+    }
+    if (len < 65536) {
+        h[1] = 126;
+        h[2] = (uint8_t)(len >> 8);
+        h[3] = (uint8_t)len;
+        return 4;
+    }
+    h[1] = 127;
+    for (int i = 0; i < 8; i++)
+        h[2 + i] = (uint8_t)(len >> (56 - 8 * i));
+    return 10;
+}
+
+void
+nd_ws_accept_key(const char *key, size_t n, char out[29])
+{
+    static const char guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11";
+    uint8_t d[EVP_MAX_MD_SIZE];
+    unsigned dl = 0;
+    EVP_MD_CTX *mc = EVP_MD_CTX_new();
+    if (mc == NULL || EVP_DigestInit_ex(mc, EVP_sha1(), NULL) != 1 ||
+        EVP_DigestUpdate(mc, key, n) != 1 || EVP_DigestUpdate(mc, guid, sizeof guid - 1) != 1 ||
+        EVP_DigestFinal_ex(mc, d, &dl) != 1)
+        nd_fatal("ws: SHA-1 failed");
+    EVP_MD_CTX_free(mc);
+    nd_b64_encode(ND_B64_STD, d, dl, out);
+}
+
+/* RFC 3629 UTF-8 (no overlongs, no surrogates), for close reasons. */
+static bool
+utf8_ok(const uint8_t *p, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        uint8_t c = p[i];
+        size_t k;
+        uint32_t cp;
+        if (c < 0x80) {
+            i++;
+            continue;
+        } else if ((c & 0xE0) == 0xC0) {
+            k = 1, cp = c & 0x1F;
+        } else if ((c & 0xF0) == 0xE0) {
+            k = 2, cp = c & 0x0F;
+        } else if ((c & 0xF8) == 0xF0) {
+            k = 3, cp = c & 0x07;
+        } else {
+            return false;
+        }
+        for (size_t j = 1; j <= k; j++) {
+            if (i + j >= n || (p[i + j] & 0xC0) != 0x80)
+                return false;
+            cp = (cp << 6) | (p[i + j] & 0x3F);
+        }
+        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+            cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return false;
+        i += k + 1;
+    }
+    return true;
+}
+
+/* ---- control output ---- */
+
+static void
+out_add(ws_conn_t *w, const void *p, size_t n)
+{
+    if (w->ooff == w->olen) {
+        w->ooff = w->olen = 0;
+    }
+    w->out = nd_xrealloc(w->out, w->olen + n);
+    memcpy(w->out + w->olen, p, n);
+    w->olen += n;
+}
+
+static void
+queue_control(ws_conn_t *w, uint8_t op, const uint8_t *p, size_t n)
+{
+    uint8_t h[14];
+    size_t hl = nd_ws_frame_header(h, op, n);
+    out_add(w, h, hl);
+    if (n > 0)
+        out_add(w, p, n);
+}
+
+/* A close frame with status and body (cut to fit a control frame, with "...", as nats-server). */
+static void
+queue_close(ws_conn_t *w, int status, const char *body, size_t n)
+{
+    if (w->close_queued)
+        return;
+    w->close_queued = true;
+    uint8_t p[CTL_MAX];
+    p[0] = (uint8_t)(status >> 8);
+    p[1] = (uint8_t)status;
+    if (n > CTL_MAX - 2) {
+        memcpy(p + 2, body, CTL_MAX - 5);
+        memcpy(p + 2 + CTL_MAX - 5, "...", 3);
+        n = CTL_MAX - 2;
+    } else if (n > 0) {
+        memcpy(p + 2, body, n);
+    }
+    queue_control(w, OP_CLOSE, p, 2 + n);
+}
+
+/* Writes queued control output if no data frame is half written. Returns: false when some is
+ * left (errno set by the inner transport) or the frame boundary is not reached. */
+static bool
+out_flush(ws_conn_t *w)
+{
+    if (w->ooff == w->olen)
+        return true;
+    if (w->wrem > 0 || w->whoff < w->whlen) {
+        errno = EAGAIN;
+        return false;
+    }
+    while (w->ooff < w->olen) {
+        ssize_t n = nd_transport_write(&w->inner, w->out + w->ooff, w->olen - w->ooff);
+        if (n <= 0) {
+            if (n == 0)
+                errno = EAGAIN;
+            return false;
+        }
+        w->ooff += (size_t)n;
+    }
+    nd_free(w->out);
+    w->out = NULL;
+    w->olen = w->ooff = 0;
+    return true;
+}
+
+/* ---- read ---- */
+
+static void
+protocol_error(ws_conn_t *w, const char *why)
+{
+    queue_close(w, CLOSE_PROTOCOL, why, strlen(why));
+    w->eof = w->failed = true;
+}
+
+/* Header length once its first two bytes are known. */
+static size_t
+header_len(const uint8_t *h)
+{
+    size_t n = 2;
+    if ((h[1] & 0x7F) == 126)
+        n += 2;
+    else if ((h[1] & 0x7F) == 127)
+        n += 8;
+    if (h[1] & 0x80)
+        n += 4;
+    return n;
+}
+
+/* Validates a complete header and starts its frame. Returns: false on a protocol error. */
+static bool
+start_frame(ws_conn_t *w)
+{
+    const uint8_t *h = w->hdr;
+    bool fin = (h[0] & 0x80) != 0, rsv1 = (h[0] & 0x40) != 0;
+    uint8_t op = h[0] & 0x0F;
+    if (!(h[1] & 0x80)) {
+        protocol_error(w, "mask bit missing");
+        return false;
+    }
+    uint64_t len = h[1] & 0x7F;
+    size_t p = 2;
+    if (len == 126) {
+        len = ((uint64_t)h[2] << 8) | h[3];
+        p = 4;
+    } else if (len == 127) {
+        len = 0;
+        for (int i = 0; i < 8; i++)
+            len = (len << 8) | h[2 + i];
+        p = 10;
+    }
+    switch (op) {
+    case OP_PING:
+    case OP_PONG:
+    case OP_CLOSE:
+        if (len > CTL_MAX) {
+            protocol_error(w, "control frame length bigger than maximum allowed of 125 bytes");
+            return false;
+        }
+        if (!fin) {
+            protocol_error(w, "control frame does not have final bit set");
+            return false;
+        }
+        break;
+    case OP_TEXT:
+    case OP_BINARY:
+        if (w->in_msg) {
+            protocol_error(w, "new message started before final frame for previous message was "
+                              "received");
+            return false;
+        }
+        if (rsv1) {
+            /* permessage-deflate was not negotiated. */
+            protocol_error(w, "compressed frame without negotiated compression");
+            return false;
+        }
+        w->in_msg = !fin;
+        break;
+    case OP_CONT:
+        if (!w->in_msg || rsv1) {
+            protocol_error(w, "invalid continuation frame");
+            return false;
+        }
+        w->in_msg = !fin;
+        break;
+    default: {
+        char why[32];
+        int n = snprintf(why, sizeof why, "unknown opcode %u", op);
+        queue_close(w, CLOSE_PROTOCOL, why, (size_t)n);
+        w->eof = w->failed = true;
+        return false;
+    }
+    }
+    if (len & (1ull << 63)) {
+        protocol_error(w, "invalid 64-bit payload length");
+        return false;
+    }
+    if (len > ND_WS_MAX_FRAME) {
+        static const char big[] = "frame too big";
+        queue_close(w, CLOSE_TOO_BIG, big, sizeof big - 1);
+        w->eof = w->failed = true;
+        return false;
+    }
+    memcpy(w->mkey, h + p, 4);
+    w->mpos = 0;
+    w->op = op;
+    w->rem = len;
+    w->in_frame = true;
+    w->ctl_len = 0;
+    return true;
+}
+
+static void
+unmask(ws_conn_t *w, uint8_t *dst, const uint8_t *src, size_t n)
+{
+    uint8_t p = w->mpos;
+    for (size_t i = 0; i < n; i++, p = (p + 1) & 3)
+        dst[i] = src[i] ^ w->mkey[p];
+    w->mpos = p;
+}
+
+/* A complete control frame (payload in ctl). */
+static void
+on_control(ws_conn_t *w)
+{
+    if (w->op == OP_PING) {
+        queue_control(w, OP_PONG, w->ctl, w->ctl_len);
+    } else if (w->op == OP_CLOSE) {
+        int status = CLOSE_NO_STATUS;
+        const char *body = "";
+        size_t bl = 0;
+        if (w->ctl_len >= 2) {
+            status = (w->ctl[0] << 8) | w->ctl[1];
+            body = (const char *)w->ctl + 2;
+            bl = w->ctl_len - 2u;
+            if (!utf8_ok(w->ctl + 2, bl)) {
+                static const char bad[] = "invalid utf8 body in close frame";
+                status = CLOSE_BAD_DATA;
+                body = bad;
+                bl = sizeof bad - 1;
+            }
+        }
+        queue_close(w, status, body, bl);
+        w->eof = true;
+    }
+}
+
+/* Decodes buf[0..n) in place. Returns: the data bytes now at buf[0..). */
+static size_t
+decode(ws_conn_t *w, uint8_t *buf, size_t n)
+{
+    size_t i = 0, o = 0;
+    while (i < n && !w->eof) {
+        if (!w->in_frame) {
+            size_t need = w->hlen < 2 ? 2 : header_len(w->hdr);
+            while (w->hlen < need && i < n) {
+                w->hdr[w->hlen++] = buf[i++];
+                if (w->hlen == 2)
+                    need = header_len(w->hdr);
+            }
+            if (w->hlen < need)
+                break;
+            w->hlen = 0;
+            if (!start_frame(w))
+                break;
+            if (w->op >= OP_CLOSE && w->rem == 0) {
+                w->in_frame = false;
+                on_control(w);
+                continue;
+            }
+            if (w->rem == 0)
+                w->in_frame = false;
+            continue;
+        }
+        size_t k = n - i;
+        if (k > w->rem)
+            k = (size_t)w->rem;
+        if (w->op >= OP_CLOSE) {
+            unmask(w, w->ctl + w->ctl_len, buf + i, k);
+            w->ctl_len = (uint8_t)(w->ctl_len + k);
+        } else {
+            unmask(w, buf + o, buf + i, k); /* o <= i: moving back is safe byte by byte */
+            o += k;
+        }
+        i += k;
+        w->rem -= k;
+        if (w->rem == 0) {
+            w->in_frame = false;
+            if (w->op >= OP_CLOSE)
+                on_control(w);
+        }
+    }
+    return o;
+}
+
+static ssize_t
+ws_read(nd_transport_t *t, void *buf, size_t len)
+{
+    ws_conn_t *w = t->impl;
+    size_t got = 0;
+    ssize_t r = -1;
+    int err = EAGAIN;
+    while (got < len && !w->eof) {
+        r = w->inner.vt->read(&w->inner, (char *)buf + got, len - got);
+        if (r <= 0) {
+            err = errno;
+            break;
+        }
+        got += decode(w, (uint8_t *)buf + got, (size_t)r);
+    }
+    if (w->ooff < w->olen)
+        out_flush(w); /* pongs and the close echo go out now, when no frame is half written */
+    if (got > 0)
+        return (ssize_t)got;
+    if (w->eof) {
+        if (w->failed) {
+            errno = EPROTO;
+            return -1;
+        }
+        return 0;
+    }
+    if (r == 0)
+        return 0;
+    errno = err;
+    return -1;
+}
+
+/* ---- write ---- */
+
+static ssize_t
+ws_writev(nd_transport_t *t, const struct iovec *iov, int iovcnt)
+{
+    ws_conn_t *w = t->impl;
+    if (!out_flush(w) && (w->wrem == 0 && w->whoff == w->whlen))
+        return -1; /* raw output first (the 101's rest, control frames); errno from it */
+    size_t total = 0;
+    for (int i = 0; i < iovcnt; i++)
+        total += iov[i].iov_len;
+    if (total == 0)
+        return 0;
+    if (w->wrem == 0) {
+        w->whlen = (uint8_t)nd_ws_frame_header(w->whdr, OP_BINARY, total);
+        w->whoff = 0;
+        w->wrem = total;
+    }
+    struct iovec v[17];
+    int nv = 0;
+    size_t hl = (size_t)(w->whlen - w->whoff);
+    if (hl > 0)
+        v[nv++] = (struct iovec){.iov_base = w->whdr + w->whoff, .iov_len = hl};
+    uint64_t left = w->wrem;
+    for (int i = 0; i < iovcnt && nv < 17 && left > 0; i++) {
+        size_t k = iov[i].iov_len;
+        if (k > left)
+            k = (size_t)left;
+        if (k == 0)
+            continue;
+        v[nv++] = (struct iovec){.iov_base = iov[i].iov_base, .iov_len = k};
+        left -= k;
+    }
+    ssize_t n = w->inner.vt->writev(&w->inner, v, nv);
+    if (n < 0)
+        return -1;
+    size_t hdone = (size_t)n < hl ? (size_t)n : hl;
+    w->whoff = (uint8_t)(w->whoff + hdone);
+    size_t data = (size_t)n - hdone;
+    w->wrem -= data;
+    if (w->wrem == 0)
+        w->whoff = w->whlen = 0;
+    if (data == 0) {
+        errno = EAGAIN;
+        return -1;
+    }
+    return (ssize_t)data;
+}
+
+static void
+ws_shutdown(nd_transport_t *t)
+{
+    ws_conn_t *w = t->impl;
+    w->inner.vt->shutdown(&w->inner);
+}
+
+static void
+ws_close(nd_transport_t *t)
+{
+    ws_conn_t *w = t->impl;
+    if (w == NULL)
+        return;
+    out_flush(w); /* best effort: the close frame, when no data frame is half written */
+    w->inner.vt->close(&w->inner);
+    nd_free(w->out);
+    nd_free(w);
+    t->impl = NULL;
+}
+
+static const nd_transport_vt_t ws_vt = {
+    .name = "websocket",
+    .read = ws_read,
+    .writev = ws_writev,
+    .shutdown = ws_shutdown,
+    .close = ws_close,
+};
+
+void
+nd_ws_wrap(nd_transport_t *t, const void *prefix, size_t n)
+{
+    ws_conn_t *w = nd_xcalloc(1, sizeof(*w));
+    w->inner = *t;
+    if (n > 0)
+        out_add(w, prefix, n);
+    t->vt = &ws_vt;
+    t->impl = w;
+}
+
+bool
+nd_ws_is(const nd_transport_t *t)
+{
+    return t->vt == &ws_vt;
+}
+
+bool
+nd_ws_pending(const nd_transport_t *t)
+{
+    const ws_conn_t *w = nd_ws_is(t) ? t->impl : NULL;
+    return w != NULL && w->ooff < w->olen;
+}
+
+void
+nd_ws_closing(nd_transport_t *t, nd_close_reason_t reason)
+{
+    if (!nd_ws_is(t))
+        return;
+    int status;
+    switch (reason) {
+    case ND_CLOSE_CLIENT:
+        status = CLOSE_NORMAL;
+        break;
+    case ND_CLOSE_AUTH_TIMEOUT:
+    case ND_CLOSE_AUTH_FAILURE:
+    case ND_CLOSE_SLOW_PENDING:
+    case ND_CLOSE_SLOW_DEADLINE:
+    case ND_CLOSE_MAX_ACCOUNT_CONNECTIONS:
+    case ND_CLOSE_MAX_CONNECTIONS:
+    case ND_CLOSE_MAX_CONTROL_LINE:
+    case ND_CLOSE_MAX_SUBSCRIPTIONS:
+    case ND_CLOSE_AUTH_EXPIRED:
+    case ND_CLOSE_REVOKED:
+        status = CLOSE_POLICY;
+        break;
+    case ND_CLOSE_TLS_HANDSHAKE:
+        status = CLOSE_TLS;
+        break;
+    case ND_CLOSE_PARSE_ERROR:
+    case ND_CLOSE_PROTOCOL_VIOLATION:
+    case ND_CLOSE_BAD_PROTOCOL:
+        status = CLOSE_PROTOCOL;
+        break;
+    case ND_CLOSE_MAX_PAYLOAD:
+        status = CLOSE_TOO_BIG;
+        break;
+    case ND_CLOSE_SHUTDOWN:
+        status = CLOSE_GOING_AWAY;
+        break;
+    case ND_CLOSE_WRITE_ERROR:
+    case ND_CLOSE_READ_ERROR:
+    case ND_CLOSE_STALE:
+        status = CLOSE_ABNORMAL;
+        break;
+    default:
+        status = CLOSE_INTERNAL;
+        break;
+    }
+    const char *text = nd_close_reason_text(reason);
+    queue_close(t->impl, status, text, strlen(text));
+}
+
+/* ---- upgrade ---- */
+
+/* Whether a header named name has value among its comma-separated tokens (wsHeaderContains). */
+static bool
+header_has(const char *buf, const nd_http_req_t *req, const char *name, const char *value)
+{
+    const char *v;
+    size_t vn;
+    for (size_t i = 0; nd_http_header(buf, req, name, i, &v, &vn); i++) {
+        while (vn > 0) {
+            const char *comma = memchr(v, ',', vn);
+            size_t tl = comma != NULL ? (size_t)(comma - v) : vn;
+            const char *tok = v;
+            size_t tn = tl;
+            nd_http_trim(&tok, &tn);
+            if (nd_http_ieq(tok, tn, value))
+                return true;
+            if (comma == NULL)
+                break;
+            vn -= tl + 1;
+            v = comma + 1;
+        }
+    }
+    return false;
+}
+
+/* Splits "host[:port]" (IPv6 in brackets) into a lower-case host and a port defaulted from
+ * secure, as nats-server's wsGetHostAndPort. */
+static bool
+host_port(const char *s, size_t n, bool secure, char **host, char **port)
+{
+    const char *h = s, *p = NULL;
+    size_t hl = n, pl = 0;
+    if (n > 0 && s[0] == '[') {
+        const char *rb = memchr(s, ']', n);
+        if (rb == NULL)
+            return false;
+        h = s + 1;
+        hl = (size_t)(rb - s - 1);
+        if ((size_t)(rb - s) + 1 < n) {
+            if (rb[1] != ':')
+                return false;
+            p = rb + 2;
+            pl = n - (size_t)(p - s);
+        }
+    } else {
+        const char *c = memchr(s, ':', n);
+        if (c != NULL) {
+            if (memchr(c + 1, ':', n - (size_t)(c + 1 - s)) != NULL)
+                return false; /* too many colons */
+            hl = (size_t)(c - s);
+            p = c + 1;
+            pl = n - hl - 1;
+        }
+    }
+    *host = nd_xmalloc(hl + 1);
+    for (size_t i = 0; i < hl; i++)
+        (*host)[i] = (char)(h[i] >= 'A' && h[i] <= 'Z' ? h[i] + 32 : h[i]);
+    (*host)[hl] = '\0';
+    if (p != NULL) {
+        *port = nd_xmalloc(pl + 1);
+        memcpy(*port, p, pl);
+        (*port)[pl] = '\0';
+    } else {
+        *port = nd_xstrdup(secure ? "443" : "80");
+    }
+    return true;
+}
+
+bool
+nd_ws_origin_parse(const char *s, size_t n, struct nd_ws_origin *o)
+{
+    memset(o, 0, sizeof *o);
+    const char *sep = n >= 3 ? memmem(s, n, "://", 3) : NULL;
+    if (sep == NULL || sep == s)
+        return false;
+    size_t sl = (size_t)(sep - s);
+    const char *h = sep + 3;
+    size_t hl = n - sl - 3;
+    const char *slash = memchr(h, '/', hl);
+    if (slash != NULL)
+        hl = (size_t)(slash - h);
+    o->scheme = nd_xmalloc(sl + 1);
+    for (size_t i = 0; i < sl; i++)
+        o->scheme[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+    o->scheme[sl] = '\0';
+    if (!host_port(h, hl, strcmp(o->scheme, "https") == 0, &o->host, &o->port)) {
+        nd_ws_origin_fini(o);
+        return false;
+    }
+    return true;
+}
+
+void
+nd_ws_origin_fini(struct nd_ws_origin *o)
+{
+    nd_free(o->scheme);
+    nd_free(o->host);
+    nd_free(o->port);
+    memset(o, 0, sizeof *o);
+}
+
+/* nats-server's checkOrigin. Returns: NULL when allowed, else the reason. */
+static const char *
+check_origin(const nd_ws_srv_t *ws, const char *buf, const nd_http_req_t *req, bool secure)
+{
+    if (!ws->same_origin && ws->norigins == 0)
+        return NULL;
+    const char *v;
+    size_t vn;
+    if (!nd_http_header(buf, req, "Origin", 0, &v, &vn) || vn == 0) {
+        if (!nd_http_header(buf, req, "Sec-WebSocket-Origin", 0, &v, &vn) || vn == 0)
+            return NULL; /* no origin: not a browser, accepted */
+    }
+    struct nd_ws_origin o;
+    if (!nd_ws_origin_parse(v, vn, &o))
+        return "invalid origin";
+    const char *why = NULL;
+    if (ws->same_origin) {
+        const char *hv;
+        size_t hn;
+        char *rh = NULL, *rp = NULL;
+        if (!nd_http_header(buf, req, "Host", 0, &hv, &hn) || !host_port(hv, hn, secure, &rh, &rp))
+            why = "not same origin";
+        else if (strcmp(rh, o.host) != 0 || strcmp(rp, o.port) != 0)
+            why = "not same origin";
+        nd_free(rh);
+        nd_free(rp);
+    }
+    if (why == NULL && ws->norigins > 0) {
+        why = "not in the allowed list";
+        for (size_t i = 0; i < ws->norigins; i++) {
+            const struct nd_ws_origin *a = &ws->origins[i];
+            if (strcmp(a->host, o.host) == 0 && strcmp(a->scheme, o.scheme) == 0 &&
+                strcmp(a->port, o.port) == 0) {
+                why = NULL;
+                break;
+            }
+        }
+    }
+    nd_ws_origin_fini(&o);
+    return why;
+}
+
+void
+nd_ws_check_upgrade(const nd_ws_srv_t *ws, const char *buf, const nd_http_req_t *req, bool secure,
+                    nd_ws_upgrade_t *out)
+{
+    memset(out, 0, sizeof *out);
+    const char *v;
+    size_t vn;
+    if (!nd_http_ieq(req->method, req->method_len, "GET") || memcmp(req->method, "GET", 3) != 0) {
+        out->status = 405;
+        out->reason = "request method must be GET";
+    } else if (!nd_http_header(buf, req, "Host", 0, &v, &vn) || vn == 0) {
+        out->status = 400;
+        out->reason = "'Host' missing in request";
+    } else if (!header_has(buf, req, "Upgrade", "websocket")) {
+        out->status = 400;
+        out->reason = "invalid value for header 'Upgrade'";
+    } else if (!header_has(buf, req, "Connection", "Upgrade")) {
+        out->status = 400;
+        out->reason = "invalid value for header 'Connection'";
+    } else if (!nd_http_header(buf, req, "Sec-WebSocket-Key", 0, &v, &vn) || vn == 0) {
+        out->status = 400;
+        out->reason = "key missing";
+    } else {
+        nd_ws_accept_key(v, vn, out->accept);
+        if (!header_has(buf, req, "Sec-WebSocket-Version", "13")) {
+            out->status = 400;
+            out->reason = "invalid version";
+        } else if ((out->reason = check_origin(ws, buf, req, secure)) != NULL) {
+            out->status = 403;
+        }
+    }
+}
+
+void
+nd_ws_srv_free(nd_ws_srv_t *ws)
+{
+    if (ws == NULL)
+        return;
+    for (size_t i = 0; i < ws->norigins; i++)
+        nd_ws_origin_fini(&ws->origins[i]);
+    nd_free(ws->origins);
+    nd_free(ws);
+}

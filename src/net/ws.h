@@ -1,0 +1,88 @@
+/* WebSocket (RFC 6455) for client connections: the upgrade request's checks, the frame codec and
+ * the WebSocket transport that carries the NATS protocol inside binary frames.
+ *
+ * The transport wraps the connection's transport (TCP, or TLS for wss) after the HTTP upgrade:
+ *   - read: decodes the client's frames in the caller's buffer, in place (a payload byte never
+ *     moves forward), so the connection's parser sees the NATS byte stream and an operation may
+ *     span frames. Client frames must be masked; binary, text and continuation frames carry
+ *     data; a ping is answered with a pong, a close with the echo of its status (nats-server's
+ *     rules, server/websocket.go wsRead/wsHandleControlFrame), after which read reports the end
+ *     of the stream. A protocol error queues a close frame (1002 and nats-server's reason) and
+ *     fails the read (EPROTO). Between reads only the header of a partial frame (at most 14
+ *     bytes) and a partial control payload (at most 125) are kept, inside the state.
+ *   - writev: frames the caller's bytes as unmasked binary frames without copying them: the
+ *     frame header goes out in the same writev as the payload, and a frame whose payload the
+ *     socket took only in part is finished by the next calls (the connection retries the same
+ *     unwritten bytes, as with TLS). Control frames (pong, close) wait for a frame boundary.
+ *   - close: writes the pending close frame, best effort, then closes the inner transport.
+ * permessage-deflate is not negotiated (the extension is declined by leaving it out of the 101).
+ */
+#ifndef ND_WS_H
+#define ND_WS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cfg/opts.h"
+#include "net/conn.h"
+#include "net/transport.h"
+
+/* Frame payloads above this close the connection (1009), as nats-server's limit on messages. */
+#define ND_WS_MAX_FRAME (64u * 1024 * 1024)
+
+/* The WebSocket listener's settings, shared (read-only) by its connections. Built at start. */
+typedef struct nd_ws_srv {
+    struct nd_listener *listener;
+    struct nd_tls_ctx *tls; /* wss: a reference; NULL: plain ws (no_tls) */
+    int port;               /* bound */
+    int64_t handshake_ms;   /* handshake_timeout; 0: none (TLS has its own timeout) */
+    bool same_origin;
+    size_t norigins;
+    struct nd_ws_origin {
+        char *scheme, *host, *port; /* lower-case host; port defaulted from the scheme */
+    } * origins;
+} nd_ws_srv_t;
+
+/* What the upgrade request asks for. */
+typedef struct nd_ws_upgrade {
+    int status;         /* 0: upgrade; else the HTTP status to answer */
+    const char *reason; /* why not (nats-server's log text), static */
+    char accept[32];    /* Sec-WebSocket-Accept for the 101 */
+    bool no_masking;    /* Nats-No-Masking: true (leaf nodes only; refused for clients) */
+} nd_ws_upgrade_t;
+
+/* Checks a complete request (req: nd_http_parse's result over buf[0..len)) as nats-server's
+ * wsUpgrade does, in its order: method, Host, Upgrade, Connection, key, version, origin.
+ * secure: the request came over TLS (for same_origin). Ctx: any thread. */
+struct nd_http_req;
+void nd_ws_check_upgrade(const nd_ws_srv_t *ws, const char *buf, const struct nd_http_req *req,
+                         bool secure, nd_ws_upgrade_t *out);
+
+/* The base64 SHA-1 of key + RFC 6455's GUID into out (29 bytes with the NUL). */
+void nd_ws_accept_key(const char *key, size_t n, char out[29]);
+
+/* Parses an allowed origin ("scheme://host[:port]") into o. Returns: false when it is not an
+ * absolute URL with a host. */
+bool nd_ws_origin_parse(const char *s, size_t n, struct nd_ws_origin *o);
+void nd_ws_origin_fini(struct nd_ws_origin *o);
+
+/* Writes a frame header for a payload of len bytes (fin set, no mask) into h (14 bytes).
+ * Returns: its length. */
+size_t nd_ws_frame_header(uint8_t *h, uint8_t opcode, uint64_t len);
+
+/* Switches t (TCP or TLS, handshake done) to the WebSocket transport. prefix (copied; may be
+ * NULL): bytes written as they are before any frame (the rest of the 101 response). Ctx: the
+ * owner's turn. */
+void nd_ws_wrap(nd_transport_t *t, const void *prefix, size_t n);
+bool nd_ws_is(const nd_transport_t *t);
+/* The connection closes for reason: queues nats-server's close frame for it (unless one was
+ * queued already), which the transport's close writes. */
+void nd_ws_closing(nd_transport_t *t, nd_close_reason_t reason);
+/* Whether control frames wait to be written (a pong that the socket did not take at once). */
+bool nd_ws_pending(const nd_transport_t *t);
+
+/* Frees the listener's settings (not the listener). NULL is fine. */
+void nd_ws_srv_free(nd_ws_srv_t *ws);
+
+#endif

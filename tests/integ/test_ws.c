@@ -1,0 +1,494 @@
+/* WebSocket clients (src/net/ws.c, conn_ws.c): the server as a process with a websocket port,
+ * driven by raw sockets that speak RFC 6455 themselves (masked client frames, fragments,
+ * control frames) and by bad upgrade requests.
+ *
+ * Every expectation was checked against nats-server 2.9.10 (integ.ws.reference runs this file
+ * against /usr/sbin/nats-server): the 101 and its Sec-WebSocket-Accept, the INFO in one binary
+ * frame, the status line, Sec-Websocket-Version header and body of each refused upgrade, the
+ * close frame for an unmasked client frame (1002 "mask bit missing"), the pong, the close echo.
+ * nats-server keeps an HTTP/1.1 connection open after a refused upgrade and natsd closes it, so
+ * the tests read a refusal by its Content-Length and do not look at what follows.
+ */
+#include <criterion/criterion.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "harness.h"
+
+static nd_integ_conf_t conf;
+static nd_integ_server_t *srv;
+static int ws_port, http_port;
+
+static void
+suite_init(void)
+{
+    ws_port = nd_integ_free_port();
+    http_port = nd_integ_free_port();
+    char text[256];
+    snprintf(text, sizeof text,
+             "http: \"127.0.0.1:%d\"\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true }\n",
+             http_port, ws_port);
+    srv = nd_integ_conf_start(&conf, text);
+}
+
+static void
+suite_fini(void)
+{
+    if (srv != NULL)
+        nd_integ_conf_stop(srv, &conf);
+    srv = NULL;
+    nd_integ_cleanup();
+}
+
+TestSuite(ws, .init = suite_init, .fini = suite_fini, .timeout = 60);
+
+/* ---- raw sockets ---- */
+
+static int
+ws_dial(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(fd >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ws_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
+    return fd;
+}
+
+static void
+send_all(int fd, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n > 0) {
+        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
+        cr_assert(k > 0, "send: %s", strerror(errno));
+        b += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Reads exactly n bytes. Returns: false at end of stream (a reset counts). */
+static bool
+recv_n(int fd, void *p, size_t n)
+{
+    char *b = p;
+    while (n > 0) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        cr_assert(poll(&pf, 1, ND_INTEG_TIMEOUT_MS) == 1, "timed out reading");
+        ssize_t k = recv(fd, b, n, 0);
+        if (k <= 0)
+            return false;
+        b += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* The HTTP response head (through the empty line) into out. */
+static void
+recv_head(int fd, char *out, size_t cap)
+{
+    size_t n = 0;
+    while (n < 4 || memcmp(out + n - 4, "\r\n\r\n", 4) != 0) {
+        cr_assert(n + 1 < cap, "response head too long");
+        cr_assert(recv_n(fd, out + n, 1), "end of stream in the response head: %.*s", (int)n, out);
+        n++;
+    }
+    out[n] = '\0';
+}
+
+static const char key_hdr[] = "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n";
+static const char upgrade_101[] = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                                  "Connection: Upgrade\r\n"
+                                  "Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n";
+
+/* A server frame: opcode and fin in *b0, payload malloc'd into *p (NUL-terminated). Returns:
+ * false at end of stream. */
+static bool
+recv_frame(int fd, uint8_t *b0, char **p, size_t *n)
+{
+    uint8_t h[2];
+    if (!recv_n(fd, h, 2))
+        return false;
+    cr_assert((h[1] & 0x80) == 0, "server frames are not masked");
+    uint64_t len = h[1] & 0x7F;
+    if (len == 126) {
+        uint8_t e[2];
+        cr_assert(recv_n(fd, e, 2));
+        len = ((uint64_t)e[0] << 8) | e[1];
+    } else if (len == 127) {
+        uint8_t e[8];
+        cr_assert(recv_n(fd, e, 8));
+        len = 0;
+        for (int i = 0; i < 8; i++)
+            len = (len << 8) | e[i];
+    }
+    cr_assert(len < (1u << 24));
+    *p = malloc(len + 1);
+    cr_assert(len == 0 || recv_n(fd, *p, len));
+    (*p)[len] = '\0';
+    *b0 = h[0];
+    *n = (size_t)len;
+    return true;
+}
+
+/* Sends a client frame with b0 (fin and opcode), masked unless unmasked. */
+static void
+send_frame(int fd, uint8_t b0, const void *data, size_t n, bool unmasked)
+{
+    uint8_t *f = malloc(n + 14);
+    size_t h = 0;
+    f[h++] = b0;
+    uint8_t m = unmasked ? 0 : 0x80;
+    if (n <= 125) {
+        f[h++] = (uint8_t)(m | n);
+    } else if (n < 65536) {
+        f[h++] = m | 126;
+        f[h++] = (uint8_t)(n >> 8);
+        f[h++] = (uint8_t)n;
+    } else {
+        f[h++] = m | 127;
+        for (int i = 7; i >= 0; i--)
+            f[h++] = (uint8_t)((uint64_t)n >> (8 * i));
+    }
+    static const uint8_t key[4] = {0x12, 0x34, 0x56, 0x78};
+    if (!unmasked) {
+        memcpy(f + h, key, 4);
+        h += 4;
+    }
+    for (size_t i = 0; i < n; i++)
+        f[h + i] = ((const uint8_t *)data)[i] ^ (unmasked ? 0 : key[i & 3]);
+    send_all(fd, f, h + n);
+    free(f);
+}
+
+#define BIN  0x82
+#define TEXT 0x81
+
+static void
+send_text(int fd, const char *s)
+{
+    send_frame(fd, BIN, s, strlen(s), false);
+}
+
+/* Upgrades a new connection and reads the INFO frame. Returns: the socket. */
+static int
+ws_open(void)
+{
+    int fd = ws_dial();
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n\r\n",
+                     ws_port, key_hdr);
+    send_all(fd, req, (size_t)n);
+    char head[1024];
+    recv_head(fd, head, sizeof head);
+    cr_assert_str_eq(head, upgrade_101);
+    uint8_t b0;
+    char *p;
+    size_t len;
+    cr_assert(recv_frame(fd, &b0, &p, &len), "no INFO frame");
+    cr_assert_eq(b0, BIN, "INFO frame: 0x%02x", b0);
+    cr_assert(strncmp(p, "INFO {", 6) == 0 && len > 8 && strcmp(p + len - 4, "} \r\n") == 0,
+              "INFO: %s", p);
+    cr_assert(strstr(p, "\"client_ip\":\"127.0.0.1\"") != NULL, "INFO: %s", p);
+    free(p);
+    return fd;
+}
+
+/* Reads data frames until their concatenated payloads are want's length, then compares (the
+ * server may split or join its operations across frames). */
+static void
+expect_stream(int fd, const char *want)
+{
+    size_t wl = strlen(want), have = 0;
+    char *acc = calloc(1, wl + 1);
+    while (have < wl) {
+        uint8_t b0;
+        char *p;
+        size_t n;
+        cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream, had \"%s\"", acc);
+        cr_assert(b0 == BIN, "frame 0x%02x (%s), had \"%s\"", b0, p, acc);
+        cr_assert(have + n <= wl, "more than expected: \"%s%s\", wanted \"%s\"", acc, p, want);
+        memcpy(acc + have, p, n);
+        have += n;
+        free(p);
+    }
+    cr_assert_str_eq(acc, want);
+    free(acc);
+}
+
+static void
+expect_eof(int fd)
+{
+    char b;
+    cr_assert(!recv_n(fd, &b, 1), "more bytes after the close");
+}
+
+/* ---- upgrade ---- */
+
+Test(ws, upgrade_ok)
+{
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+}
+
+/* The refusals: status line, nats-server's extra header and body (Go's http.Error). */
+static void
+bad_upgrade(const char *req, const char *status, const char *body)
+{
+    nd_integ_context("%s", status);
+    int fd = ws_dial();
+    send_all(fd, req, strlen(req));
+    char head[2048];
+    recv_head(fd, head, sizeof head);
+    cr_assert(strncmp(head, status, strlen(status)) == 0, "head: %s", head);
+    cr_assert(strstr(head, "\r\nSec-Websocket-Version: 13\r\n") != NULL, "head: %s", head);
+    cr_assert(strstr(head, "\r\nContent-Type: text/plain; charset=utf-8\r\n") != NULL, "head: %s",
+              head);
+    char cl[64];
+    snprintf(cl, sizeof cl, "\r\nContent-Length: %zu\r\n", strlen(body));
+    cr_assert(strstr(head, cl) != NULL, "head: %s", head);
+    char got[64] = "";
+    cr_assert(recv_n(fd, got, strlen(body)));
+    cr_assert_str_eq(got, body);
+    close(fd);
+    nd_integ_context(NULL);
+}
+
+Test(ws, bad_upgrades)
+{
+    bad_upgrade("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Version: 13\r\n\r\n",
+                "HTTP/1.1 400 Bad Request\r\n", "Bad Request\n");
+    bad_upgrade("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 12\r\n\r\n",
+                "HTTP/1.1 400 Bad Request\r\n", "Bad Request\n");
+    bad_upgrade("POST / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                "HTTP/1.1 405 Method Not Allowed\r\n", "Method Not Allowed\n");
+    bad_upgrade("GET / HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                "HTTP/1.1 400 Bad Request\r\n", "Bad Request\n");
+    bad_upgrade("GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
+                "HTTP/1.1 400 Bad Request\r\n", "Bad Request\n");
+}
+
+/* An HTTP/1.1 request without Host is refused by Go's server itself, with its own text. */
+Test(ws, missing_host)
+{
+    int fd = ws_dial();
+    const char *req = "GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                      "Sec-WebSocket-Version: 13\r\n\r\n";
+    send_all(fd, req, strlen(req));
+    static const char want[] = "HTTP/1.1 400 Bad Request: missing required Host header\r\n"
+                               "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
+                               "\r\n400 Bad Request: missing required Host header";
+    char got[sizeof want] = "";
+    cr_assert(recv_n(fd, got, sizeof want - 1));
+    cr_assert_str_eq(got, want);
+    expect_eof(fd);
+    close(fd);
+}
+
+/* ---- the NATS protocol in frames ---- */
+
+Test(ws, pub_sub)
+{
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false}\r\n");
+    send_text(fd, "SUB foo 1\r\n");
+    send_text(fd, "PUB foo 5\r\nhello\r\n");
+    send_text(fd, "PING\r\n");
+    expect_stream(fd, "MSG foo 1 5\r\nhello\r\nPONG\r\n");
+    /* A plain TCP client sees the WebSocket client's messages and the other way round. */
+    nd_integ_conn_t *c = nd_integ_conn_open(srv);
+    ND_SEND(c, "CONNECT {\"verbose\":false}\r\nSUB foo 9\r\n");
+    ND_PING(c);
+    send_text(fd, "PUB foo 2\r\nhi\r\nPING\r\n");
+    expect_stream(fd, "MSG foo 1 2\r\nhi\r\nPONG\r\n");
+    ND_EXPECT(c, "MSG foo 9 2\r\nhi\r\n");
+    ND_SEND(c, "PUB foo 3\r\ntcp\r\nPING\r\n");
+    ND_EXPECT(c, "MSG foo 9 3\r\ntcp\r\nPONG\r\n");
+    send_text(fd, "PING\r\n");
+    expect_stream(fd, "MSG foo 1 3\r\ntcp\r\nPONG\r\n");
+    nd_integ_conn_close(c);
+    close(fd);
+}
+
+/* A PUB split across two messages, one of them a text frame, and a message in fragments (a
+ * binary frame without fin and a continuation frame): a byte stream for the parser. */
+Test(ws, split_frames)
+{
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nSUB foo 1\r\n");
+    send_frame(fd, BIN, "PUB foo 5\r\nhel", 14, false);
+    send_frame(fd, TEXT, "lo\r\n", 4, false);
+    send_frame(fd, 0x02, "PUB fo", 6, false);    /* binary, not final */
+    send_frame(fd, 0x00, "o 2\r\nab", 7, false); /* continuation, not final */
+    send_frame(fd, 0x80, "\r\nPING\r\n", 8, false);
+    expect_stream(fd, "MSG foo 1 5\r\nhello\r\nMSG foo 1 2\r\nab\r\nPONG\r\n");
+    close(fd);
+}
+
+/* One frame carrying several operations. */
+Test(ws, ops_in_one_frame)
+{
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nSUB a 1\r\nSUB b 2\r\nPUB a 1\r\nx\r\n"
+                  "PUB b 2\r\nyz\r\nPING\r\n");
+    expect_stream(fd, "MSG a 1 1\r\nx\r\nMSG b 2 2\r\nyz\r\nPONG\r\n");
+    close(fd);
+}
+
+/* ---- control frames and errors ---- */
+
+static void
+expect_close_frame(int fd, int status, const char *body)
+{
+    uint8_t b0;
+    char *p;
+    size_t n;
+    for (;;) {
+        cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream before the close frame");
+        if (b0 != BIN)
+            break;
+        free(p); /* a server PING in a data frame */
+    }
+    cr_assert_eq(b0, 0x88, "frame 0x%02x", b0);
+    cr_assert(n >= 2);
+    cr_assert_eq(((uint8_t)p[0] << 8) | (uint8_t)p[1], status);
+    cr_assert_str_eq(p + 2, body);
+    free(p);
+}
+
+/* nats-server 2.9.10 queues the same close frame but races it with closing the socket (the
+ * reference often reads end-of-stream at once); natsd always writes it first, as RFC 6455
+ * 7.1.7 asks. */
+Test(ws, unmasked_frame_closes)
+{
+    int fd = ws_open();
+    send_frame(fd, BIN, "PING\r\n", 6, true);
+    uint8_t b0;
+    char *p;
+    size_t n;
+    if (recv_frame(fd, &b0, &p, &n)) {
+        cr_assert_eq(b0, 0x88, "frame 0x%02x", b0);
+        cr_assert(n >= 2 && (((uint8_t)p[0] << 8) | (uint8_t)p[1]) == 1002);
+        cr_assert_str_eq(p + 2, "mask bit missing");
+        free(p);
+    } else {
+        cr_assert(nd_integ_is_reference(), "natsd closed without the close frame");
+    }
+    expect_eof(fd);
+    close(fd);
+}
+
+Test(ws, ping_pong)
+{
+    int fd = ws_open();
+    send_frame(fd, 0x89, "hi", 2, false);
+    uint8_t b0;
+    char *p;
+    size_t n;
+    cr_assert(recv_frame(fd, &b0, &p, &n));
+    cr_assert_eq(b0, 0x8A, "frame 0x%02x", b0);
+    cr_assert_str_eq(p, "hi");
+    free(p);
+    /* Still a client after it. */
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+}
+
+Test(ws, close_echo)
+{
+    int fd = ws_open();
+    send_frame(fd, 0x88,
+               "\x03\xe8"
+               "bye",
+               5, false);
+    expect_close_frame(fd, 1000, "bye");
+    expect_eof(fd);
+    close(fd);
+}
+
+/* ---- monitoring ---- */
+
+/* GET path on the monitoring port. Returns: the body's JSON (owned). */
+static json_t *
+http_json(const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)http_port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0);
+    char req[256];
+    int n =
+        snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
+    send_all(fd, req, (size_t)n);
+    size_t cap = 1 << 20, len = 0;
+    char *buf = malloc(cap);
+    for (;;) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        cr_assert(poll(&pf, 1, ND_INTEG_TIMEOUT_MS) == 1);
+        ssize_t k = recv(fd, buf + len, cap - len - 1, 0);
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+    }
+    buf[len] = '\0';
+    close(fd);
+    char *body = strstr(buf, "\r\n\r\n");
+    cr_assert_not_null(body);
+    json_error_t e;
+    json_t *j = json_loads(body + 4, 0, &e);
+    cr_assert_not_null(j, "%s: %s", path, e.text);
+    free(buf);
+    return j;
+}
+
+/* /connz lists a WebSocket client as a client of type "websocket"; /varz shows the port. */
+Test(ws, monitoring)
+{
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false,\"name\":\"wsmon\"}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    json_t *cz = http_json("/connz");
+    json_t *conns = json_object_get(cz, "connections");
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(conns); i++) {
+        json_t *c = json_array_get(conns, i);
+        const char *name = json_string_value(json_object_get(c, "name"));
+        if (name == NULL || strcmp(name, "wsmon") != 0)
+            continue;
+        found = true;
+        cr_assert_str_eq(json_string_value(json_object_get(c, "kind")), "Client");
+        cr_assert_str_eq(json_string_value(json_object_get(c, "type")), "websocket");
+    }
+    cr_assert(found, "no wsmon in /connz");
+    json_decref(cz);
+    json_t *vz = http_json("/varz");
+    json_t *w = json_object_get(vz, "websocket");
+    cr_assert_str_eq(json_string_value(json_object_get(w, "host")), "127.0.0.1");
+    cr_assert_eq(json_integer_value(json_object_get(w, "port")), ws_port);
+    cr_assert(json_is_true(json_object_get(w, "no_tls")));
+    json_decref(vz);
+    close(fd);
+}
