@@ -642,7 +642,10 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
         /* Routes are not clients: not counted, not in /connz (/routez lists them). */
         c->mon.start_ns = nd_mon_wall_ns();
         atomic_store_explicit(&c->mon.last_ns, c->mon.start_ns, memory_order_relaxed);
-        nd_route_conn_start(ctx, c);
+        if (c->srv->routes->tls_server != NULL)
+            nd_conn_tls_begin_route(ctx, c); /* the route starts once TLS is up */
+        else
+            nd_route_conn_start(ctx, c);
         return;
     }
     if (c->ws != NULL) {

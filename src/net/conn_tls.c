@@ -18,6 +18,7 @@
  * Handshake steps run on the connection's own turns from its I/O messages and never block.
  */
 #include "net/conn_int.h"
+#include "net/route_int.h"
 
 #include <errno.h>
 #include <sys/socket.h>
@@ -70,6 +71,10 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
     c->tls_state = ND_CONN_TLS_UP;
     nd_log_debug("%s:%d - cid:%llu - TLS handshake complete (%s, %s)", c->ip, c->port,
                  (unsigned long long)c->cid, nd_tls_version(&c->tr), nd_tls_cipher(&c->tr));
+    if (c->route != NULL) {
+        nd_route_conn_start(ctx, c); /* INFO, CONNECT and pings, now encrypted */
+        return true;
+    }
     if (c->tls->verify_and_map) {
         /* For the auth code: the user names this certificate may map to (tls.h). The auth
          * check that looks them up among the configured users is not wired yet. */
@@ -124,6 +129,23 @@ nd_conn_tls_begin(nd_ctx_t *ctx, nd_conn_t *c)
     if (info_then_tls(ctx, c))
         drive(ctx, c); /* sends the INFO prefix */
     return true;
+}
+
+void
+nd_conn_tls_begin_route(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_routes_t *r = c->srv->routes;
+    bool solicited = c->route->job != NULL;
+    c->tls = nd_tls_ctx_ref(solicited ? r->tls_client : r->tls_server);
+    if (solicited)
+        nd_tls_wrap_client(&c->tr, c->tls, c->route->host);
+    else
+        nd_tls_wrap(&c->tr, c->tls, NULL, 0);
+    c->tls_state = ND_CONN_TLS_HANDSHAKE;
+    nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
+    nd_log_debug("%s:%d - rid:%llu - Starting TLS route %s handshake", c->ip, c->port,
+                 (unsigned long long)c->cid, solicited ? "client" : "server");
+    drive(ctx, c);
 }
 
 void

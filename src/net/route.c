@@ -28,8 +28,11 @@
  * Permissions: the cluster's import (publish) list filters the interest we send, so peers send
  * us only what we import; its export (subscribe) list filters the RS+ we accept.
  *
+ * TLS (cluster tls {}): the handshake comes first, before INFO, both ways (conn_tls.c); the
+ * soliciting side checks the server's certificate against the CA and the host it dialed.
+ *
  * Not yet: route pooling and pinned accounts (2.10; a 2.10+ peer falls back to one route when
- * the INFO has no pool size), route TLS, compression (declined: never
+ * the INFO has no pool size), compression (declined: never
  * offered), leaf-origin LS+ (lnoc is not advertised, so peers send RS+).
  */
 #include "net/route_int.h"
@@ -50,6 +53,7 @@
 #include "auth/passwd.h"
 #include "net/connreg.h"
 #include "net/listener.h"
+#include "net/tls.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
 #include "subj/subject.h"
@@ -229,6 +233,10 @@ build_info(nd_routes_t *r)
     json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
     if (r->cfg.user != NULL)
         json_object_set_new(o, "auth_required", json_true());
+    if (r->tls_server != NULL) {
+        json_object_set_new(o, "tls_required", json_true());
+        json_object_set_new(o, "tls_verify", json_boolean(r->tls_server->verify));
+    }
     json_object_set_new(o, "max_payload", json_integer(nd_server_live_get(s, max_payload)));
     if (r->cfg.advertise != NULL) {
         char ip[300];
@@ -289,7 +297,7 @@ write_connect(nd_conn_t *c)
         json_object_set_new(o, "user", json_string(cred.user));
     if (cred.pass[0] != '\0')
         json_object_set_new(o, "pass", json_string(cred.pass));
-    json_object_set_new(o, "tls_required", json_false());
+    json_object_set_new(o, "tls_required", json_boolean(r->tls_client != NULL));
     json_object_set_new(o, "headers", json_boolean(!c->srv->opts.no_header_support));
     json_object_set_new(o, "name", json_string(c->srv->server_id));
     pthread_mutex_lock(&r->mu);
@@ -950,6 +958,9 @@ nd_route_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_route_job_t *job, con
     nd_route_t *rt = nd_new(nd_route_t);
     rt->job = job;
     rt->url = url != NULL ? nd_xstrdup(url) : NULL;
+    int port;
+    if (url != NULL && nd_route_url_hostport(url, rt->host, sizeof rt->host, &port) != 0)
+        rt->host[0] = '\0';
     nd_conn_spawn_route(ctx, srv, fd, rt);
 }
 
@@ -1085,6 +1096,17 @@ nd_routes_new(nd_server_t *s)
     r->port = nd_listener_port(r->listener);
     if (s->opts.cluster != NULL && s->opts.cluster->has_perms)
         r->perms = nd_perms_build(&s->opts.cluster->perms);
+    if (s->opts.cluster != NULL && s->opts.cluster->tls != NULL) {
+        char err[512];
+        r->tls_server = nd_tls_ctx_new(s->opts.cluster->tls, err, sizeof err);
+        if (r->tls_server != NULL)
+            r->tls_client = nd_tls_ctx_new_client(s->opts.cluster->tls, err, sizeof err);
+        if (r->tls_client == NULL) {
+            nd_log_error("Cluster TLS: %s", err);
+            nd_routes_free(r);
+            return NULL;
+        }
+    }
     build_info(r);
     nd_interest_set_hook(on_interest, r);
     return r;
@@ -1148,6 +1170,8 @@ nd_routes_free(nd_routes_t *r)
     nd_strlist_free(&r->cfg.routes);
     if (r->perms != NULL)
         nd_perms_unref(r->perms);
+    nd_tls_ctx_unref(r->tls_server);
+    nd_tls_ctx_unref(r->tls_client);
     pthread_mutex_destroy(&r->mu);
     nd_free(r);
 }

@@ -28,6 +28,7 @@ typedef struct nd_route {
     bool registered;     /* in the route table */
     bool connect_seen;   /* accepted: the peer's CONNECT has been handled */
     bool unknown_logged; /* an RS+ for an unknown account was logged at error level */
+    char host[256];      /* solicited: the host dialed (what its TLS certificate must name) */
     char remote_id[64];
     char *remote_name;
     /* accounts our remote subscriptions are in, each with a reference (few per route) */
@@ -81,7 +82,13 @@ struct nd_routes {
     /* cluster permissions (immutable after start, NULL: none): import = publish (the interest
      * we send, hence what we receive), export = subscribe (the interest we accept) */
     struct nd_permset *perms;
+    /* route TLS (cluster tls {}), NULL when off: both sides of the handshake, immutable */
+    struct nd_tls_ctx *tls_server, *tls_client;
 };
+
+/* conn_tls.c: a route's TLS handshake (TLS before anything else, as nats-server's routes);
+ * nd_route_conn_start runs once it is done. */
+void nd_conn_tls_begin_route(nd_ctx_t *ctx, nd_conn_t *c);
 
 /* route.c: the connection side. */
 void nd_route_conn_start(nd_ctx_t *ctx, nd_conn_t *c);

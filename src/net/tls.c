@@ -216,6 +216,42 @@ nd_tls_ctx_new(const nd_tls_opts_t *t, char *err, size_t errlen)
 }
 
 nd_tls_ctx_t *
+nd_tls_ctx_new_client(const nd_tls_opts_t *t, char *err, size_t errlen)
+{
+    SSL_CTX *sc = SSL_CTX_new(TLS_client_method());
+    if (sc == NULL)
+        return ctx_fail(NULL, "cannot create the TLS context", err, errlen);
+    SSL_CTX_set_min_proto_version(sc, t->min_version == 0x0304 ? TLS1_3_VERSION : TLS1_2_VERSION);
+    SSL_CTX_set_options(sc, SSL_OP_NO_RENEGOTIATION | SSL_OP_IGNORE_UNEXPECTED_EOF);
+    SSL_CTX_set_mode(sc, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER |
+                             SSL_MODE_RELEASE_BUFFERS);
+    const char *cert = t->cert_file, *key = t->key_file;
+    if (cert == NULL && t->ncerts > 0) {
+        cert = t->certs[0].cert_file;
+        key = t->certs[0].key_file;
+    }
+    if (cert != NULL && key != NULL) {
+        if (SSL_CTX_use_certificate_chain_file(sc, cert) != 1)
+            return ctx_fail(sc, "cannot load the TLS certificate", err, errlen);
+        if (SSL_CTX_use_PrivateKey_file(sc, key, SSL_FILETYPE_PEM) != 1)
+            return ctx_fail(sc, "cannot load the TLS key", err, errlen);
+    }
+    if (t->ca_file != NULL && SSL_CTX_load_verify_locations(sc, t->ca_file, NULL) != 1)
+        return ctx_fail(sc, "failed to parse root ca certificate", err, errlen);
+    if (t->ca_file == NULL)
+        SSL_CTX_set_default_verify_paths(sc);
+    SSL_CTX_set_verify(sc, t->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    nd_tls_ctx_t *c = nd_xcalloc(1, sizeof(*c));
+    atomic_init(&c->refs, 1);
+    c->ssl_ctx = sc;
+    c->timeout_ms =
+        t->timeout_s > 0 ? (int64_t)(t->timeout_s * 1000.0 + 0.5) : ND_TLS_DEFAULT_TIMEOUT_MS;
+    c->verify = !t->insecure;
+    c->client = true;
+    return c;
+}
+
+nd_tls_ctx_t *
 nd_tls_ctx_ref(nd_tls_ctx_t *c)
 {
     if (c != NULL)
@@ -432,6 +468,23 @@ nd_tls_wrap(nd_transport_t *t, const nd_tls_ctx_t *ctx, const void *prefix, size
     }
     t->vt = &tls_vt;
     t->impl = tc;
+}
+
+void
+nd_tls_wrap_client(nd_transport_t *t, const nd_tls_ctx_t *ctx, const char *host)
+{
+    nd_tls_wrap(t, ctx, NULL, 0);
+    SSL *ssl = ((tls_conn_t *)t->impl)->ssl;
+    SSL_set_connect_state(ssl);
+    if (host != NULL && host[0] != '\0') {
+        X509_VERIFY_PARAM *vp = SSL_get0_param(ssl);
+        /* Go checks the URL's host against the certificate: an IP address against its IP SANs. */
+        if (X509_VERIFY_PARAM_set1_ip_asc(vp, host) != 1) {
+            ERR_clear_error();
+            X509_VERIFY_PARAM_set1_host(vp, host, 0);
+            SSL_set_tlsext_host_name(ssl, host);
+        }
+    }
 }
 
 bool

@@ -34,6 +34,7 @@ typedef struct nd_tls_ctx {
     bool handshake_first; /* TLS before INFO */
     bool verify;          /* a client certificate is required and verified against the CA */
     bool verify_and_map;  /* the client certificate names the user (see nd_tls_peer_names) */
+    bool client;          /* the client side (a solicited route): nd_tls_ctx_new_client */
 } nd_tls_ctx_t;
 
 /* The client TLS options in force: the --tls* flags override the tls {} block, as nats-server's
@@ -46,6 +47,9 @@ int nd_tls_client_opts(const nd_opts_t *o, nd_tls_opts_t **out, char *err, size_
  * in place. Returns: the context with one reference for the caller, or NULL with the reason in
  * err. Ctx: a non-worker thread (start or reload: it reads files). */
 nd_tls_ctx_t *nd_tls_ctx_new(const nd_tls_opts_t *t, char *err, size_t errlen);
+/* Builds the client side of a route's TLS from the same tls {} block: our certificate (the
+ * peer may verify it), the CA that verifies the server's, unless `insecure`. */
+nd_tls_ctx_t *nd_tls_ctx_new_client(const nd_tls_opts_t *t, char *err, size_t errlen);
 /* Returns: c with one more reference (c may be NULL). Ctx: any thread. */
 nd_tls_ctx_t *nd_tls_ctx_ref(nd_tls_ctx_t *c);
 /* Drops a reference; the last one frees the context. An SSL object made by nd_tls_wrap holds
@@ -57,6 +61,9 @@ void nd_tls_ctx_unref(nd_tls_ctx_t *c);
  * not started. prefix (copied; may be NULL): plaintext sent before any TLS byte (the INFO line
  * that nats-server writes before the client starts TLS). Ctx: the owner's turn. */
 void nd_tls_wrap(nd_transport_t *t, const nd_tls_ctx_t *ctx, const void *prefix, size_t n);
+/* As nd_tls_wrap for a client context: we start the handshake; host (an IP address or a name)
+ * is what the server's certificate must name when the context verifies. */
+void nd_tls_wrap_client(nd_transport_t *t, const nd_tls_ctx_t *ctx, const char *host);
 
 /* True when t is a TLS transport. */
 bool nd_tls_is(const nd_transport_t *t);
