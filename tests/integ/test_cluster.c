@@ -11,10 +11,16 @@
  * are skipped when the server under test is the reference itself.
  *
  * Synchronisation: a route or a remote interest is waited for by polling /routez (num_routes,
- * remote_id, subs=1) with a hang guard (nd_integ_wait_routes, nd_integ_wait_route_sub); "this was
+ * remote_id, subs=1) with a hang guard (wait_routes_to, nd_integ_wait_route_sub); "this was
  * not delivered" is shown by a later message on the same route arriving first (one route keeps
  * the order of what one server sends to another); a client's own state by a PING round trip or
  * a libnats flush. Nothing sleeps to wait for something and nothing asserts on time.
+ *
+ * Route pooling: nats-server 2.9 has one route per pair of servers; 2.10 pools them (pool_size,
+ * default 3) and /routez lists every pooled connection. Where both ends are natsd the mesh check
+ * accepts any pool size that is the same for every peer; where either end is the reference it
+ * wants exactly one route. Interest is counted in subscriptions_list, which pooling does not
+ * multiply (an account's interest travels on one connection of the pool).
  *
  * What the reference does, noted where a test depends on it:
  * - client INFO connect_urls are "host:port" strings without a scheme, the server's own URL
@@ -167,15 +173,28 @@ node_kill(node_t *n)
     n->srv = NULL;
 }
 
-/* Returns: whether /routez of n shows exactly the routes to the nodes in peers (by remote_id),
- * one each. On false, *why says what was seen (owned by the caller). */
+/* Returns: whether n runs the reference nats-server. */
+static bool
+node_is_ref(const node_t *n)
+{
+    if (strcmp(n->bin, nd_integ_server_path()) == 0)
+        return nd_integ_is_reference();
+    const char *ref = nd_integ_reference_path();
+    return ref != NULL && strcmp(n->bin, ref) == 0;
+}
+
+/* Returns: whether /routez of n shows routes to exactly the nodes in peers (by remote_id): one
+ * each where either end is nats-server 2.9 (no route pooling), and where both ends are natsd the
+ * same number for every such peer (natsd may pool routes as 2.10 does: /routez then lists each
+ * pooled connection). On false, *why says what was seen (owned by the caller). */
 static bool
 routes_are(const node_t *n, node_t *const *peers, int npeers, char **why)
 {
     json_t *rz = get_json(n->mport, "/routez");
     json_t *routes = json_object_get(rz, "routes");
     int num = (int)json_integer_value(json_object_get(rz, "num_routes"));
-    bool ok = num == npeers && (int)json_array_size(routes) == npeers;
+    bool ok = num == (int)json_array_size(routes);
+    int total = 0, pool = 0;
     for (int i = 0; ok && i < npeers; i++) {
         int seen = 0;
         size_t j;
@@ -186,15 +205,37 @@ routes_are(const node_t *n, node_t *const *peers, int npeers, char **why)
             if (rid != NULL && strcmp(rid, peers[i]->id) == 0)
                 seen++;
         }
-        ok = seen == 1;
+        total += seen;
+        if (node_is_ref(n) || node_is_ref(peers[i])) {
+            ok = seen == 1;
+        } else {
+            if (pool == 0)
+                pool = seen;
+            ok = seen >= 1 && seen == pool;
+        }
     }
+    ok = ok && total == num; /* no route to anything else, no duplicate left over */
     if (!ok && why != NULL)
         *why = json_dumps(rz, JSON_COMPACT);
     json_decref(rz);
     return ok;
 }
 
-/* Waits until every node of nodes[0..k) has exactly one route to each of the others. */
+/* Waits until n's routes are exactly to peers[0..np) (routes_are). */
+static void
+wait_routes_to(const node_t *n, node_t *const *peers, int np)
+{
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    char *why = NULL;
+    while (!routes_are(n, peers, np, now_ms() > deadline ? &why : NULL)) {
+        if (why != NULL)
+            cr_assert_fail("%s (%s) never had routes to exactly the %d servers wanted: %s",
+                           n->name, n->bin, np, why);
+        poll_gap();
+    }
+}
+
+/* Waits until every node of nodes[0..k) has routes to each of the others and nothing else. */
 static void
 wait_mesh(node_t *nodes, int k)
 {
@@ -204,14 +245,7 @@ wait_mesh(node_t *nodes, int k)
         for (int j = 0; j < k; j++)
             if (j != i)
                 peers[np++] = &nodes[j];
-        int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
-        char *why = NULL;
-        while (!routes_are(&nodes[i], peers, np, now_ms() > deadline ? &why : NULL)) {
-            if (why != NULL)
-                cr_assert_fail("%s (%s) never had exactly one route to each of the %d others: %s",
-                               nodes[i].name, nodes[i].bin, np, why);
-            poll_gap();
-        }
+        wait_routes_to(&nodes[i], peers, np);
     }
 }
 
@@ -520,6 +554,8 @@ check_queue(node_t *pub, node_t *const m[3], node_t *plain, const char *p)
         cr_assert(seen[i] == 1, "queue message %d delivered %d times (members got %d/%d/%d)", i,
                   seen[i], counts[0], counts[1], counts[2]);
     cr_assert_eq(total, N);
+    cr_log_info("queue group from %s: %s %d, %s %d, %s %d", pub->name, m[0]->name, counts[0],
+                m[1]->name, counts[1], m[2]->name, counts[2]);
     for (int i = 0; i < 3; i++)
         cr_assert(counts[i] >= 50, "member on %s got %d of %d (all: %d/%d/%d)", m[i]->name,
                   counts[i], N, counts[0], counts[1], counts[2]);
@@ -682,7 +718,8 @@ Test(integ_cluster, info_connect_urls)
 
     /* C leaves: the client is told, and A's list drops C. */
     node_stop(&n[2]);
-    nd_integ_wait_routes(n[0].mport, 1);
+    node_t *only_b[] = {&n[1]};
+    wait_routes_to(&n[0], only_b, 1);
     wait_info_urls(c, n, 2);
     nd_integ_conn_close(c);
     node_stop(&n[1]);
@@ -732,8 +769,9 @@ Test(integ_cluster, kill_and_restart_node)
     nd_integ_wait_route_sub(n[1].mport, "k.a", 1);
 
     node_kill(&n[1]);
-    nd_integ_wait_routes(n[0].mport, 1);
-    nd_integ_wait_routes(n[2].mport, 1);
+    node_t *only_c[] = {&n[2]}, *only_a[] = {&n[0]};
+    wait_routes_to(&n[0], only_c, 1);
+    wait_routes_to(&n[2], only_a, 1);
     node_start(&n[1]); /* same config: same ports, a new server id */
     wait_mesh(n, 3);
 
