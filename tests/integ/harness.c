@@ -1221,8 +1221,8 @@ nd_integ_http_get_at(const char *file, int line, int port, const char *path)
         if (r == 0) {
             close(fd);
             free(buf);
-            fail_at(file, line, "GET %s on port %d: no complete response within %d ms", path,
-                    port, ND_INTEG_TIMEOUT_MS);
+            fail_at(file, line, "GET %s on port %d: no complete response within %d ms", path, port,
+                    ND_INTEG_TIMEOUT_MS);
         }
         char chunk[65536];
         ssize_t n = recv(fd, chunk, sizeof chunk, 0);

@@ -248,8 +248,8 @@ wait_routes_to(const node_t *n, node_t *const *peers, int np)
     char *why = NULL;
     while (!routes_are(n, peers, np, now_ms() > deadline ? &why : NULL)) {
         if (why != NULL)
-            cr_assert_fail("%s (%s) never had routes to exactly the %d servers wanted: %s",
-                           n->name, n->bin, np, why);
+            cr_assert_fail("%s (%s) never had routes to exactly the %d servers wanted: %s", n->name,
+                           n->bin, np, why);
         poll_gap();
     }
 }
@@ -321,8 +321,7 @@ client(node_t *n)
                           "\"no_responders\":true}");
 }
 
-static void
-sendf(nd_integ_conn_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void sendf(nd_integ_conn_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 sendf(nd_integ_conn_t *c, const char *fmt, ...)
@@ -336,8 +335,7 @@ sendf(nd_integ_conn_t *c, const char *fmt, ...)
     free(s);
 }
 
-static void
-expectf(nd_integ_conn_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void expectf(nd_integ_conn_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void
 expectf(nd_integ_conn_t *c, const char *fmt, ...)
@@ -359,8 +357,8 @@ expectf(nd_integ_conn_t *c, const char *fmt, ...)
 static void
 check_pubsub(node_t *a, node_t *b, const char *p)
 {
-    nd_integ_context("pub/sub from %s (%s) to %s (%s), prefix %s", a->name, a->bin, b->name,
-                     b->bin, p);
+    nd_integ_context("pub/sub from %s (%s) to %s (%s), prefix %s", a->name, a->bin, b->name, b->bin,
+                     p);
     nd_integ_conn_t *cb = client(b), *ca = client(a);
     sendf(cb, "SUB %s.foo 1\r\nSUB %s.bar 2\r\nPING\r\n", p, p);
     ND_EXPECT(cb, "PONG\r\n");
@@ -1092,7 +1090,7 @@ Test(integ_cluster, mixed_reference_seed)
 /* ---- 11. bad input on the route port ---- */
 
 #define ROUTE_CONNECT                                                                              \
-    "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"RAWROUTE\",\"cluster\":\"T\","      \
+    "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"RAWROUTE\",\"cluster\":\"T\","       \
     "\"headers\":true}\r\n"
 
 Test(integ_cluster, bad_route_input)
