@@ -77,6 +77,7 @@ typedef struct node {
     int port, cport, mport;
     char routes[512];   /* the routes: [...] entries, quoted, comma-separated; "" for none */
     char cextra[512];   /* more lines inside cluster {} */
+    char textra[512];   /* more top-level lines */
     nd_integ_conf_t cf; /* the config file (kept across a kill and restart) */
     nd_integ_server_t *srv;
     char id[64]; /* server_id from /varz, refreshed at each start */
@@ -157,13 +158,14 @@ node_start(node_t *n)
              "server_name: %s\n"
              "listen: 127.0.0.1:%d\n"
              "http: 127.0.0.1:%d\n"
+             "%s\n"
              "cluster {\n"
              "  name: %s\n"
              "  listen: 127.0.0.1:%d\n"
              "  routes: [%s]\n"
              "%s\n"
              "}\n",
-             n->name, n->port, n->mport, n->cluster, n->cport, n->routes, n->cextra);
+             n->name, n->port, n->mport, n->textra, n->cluster, n->cport, n->routes, n->cextra);
     nd_integ_conf_write(&n->cf, text);
     const char *args[] = {"-c", n->cf.path, NULL};
     n->srv = nd_integ_server_start_bin(n->bin, args);
@@ -1156,6 +1158,159 @@ Test(integ_cluster, bad_route_input)
     ND_EXPECT(cl, "MSG ok 1 2\r\nhi\r\nPONG\r\n");
     nd_integ_conn_close(cl);
     node_stop(&a);
+}
+
+/* ---- a partition: one node stopped (SIGSTOP) and resumed ---- */
+
+static void
+expect_next(natsSubscription *sub, const char *data)
+{
+    natsMsg *m = NULL;
+    OK(natsSubscription_NextMsg(&m, sub, ND_INTEG_TIMEOUT_MS));
+    cr_assert(natsMsg_GetDataLength(m) == (int)strlen(data) &&
+                  memcmp(natsMsg_GetData(m), data, strlen(data)) == 0,
+              "got \"%.*s\", want \"%s\"", natsMsg_GetDataLength(m), natsMsg_GetData(m), data);
+    natsMsg_Destroy(m);
+}
+
+Test(integ_cluster, partition_sigstop_sigcont)
+{
+    node_t n[3];
+    init3(n);
+    /* Pings every second and two unanswered ones make a connection stale (routes use the
+     * server's ping settings in 2.9). Only libnats clients here: they answer the pings. */
+    for (int i = 0; i < 3; i++)
+        snprintf(n[i].textra, sizeof n[i].textra, "ping_interval: \"1s\"\nping_max: 2");
+    start_cluster(n, 3, NULL);
+    natsConnection *ca = nats_connect(&n[0]), *cb = nats_connect(&n[1]), *cc = nats_connect(&n[2]);
+    natsSubscription *sb = NULL, *sc = NULL;
+    OK(natsConnection_SubscribeSync(&sb, cb, "pt.x"));
+    OK(natsConnection_SubscribeSync(&sc, cc, "pt.x"));
+    OK(natsConnection_FlushTimeout(cb, ND_INTEG_TIMEOUT_MS));
+    OK(natsConnection_FlushTimeout(cc, ND_INTEG_TIMEOUT_MS));
+    nd_integ_wait_route_sub(n[0].mport, "pt.x", 2);
+
+    /* B stops answering: A and C find its routes stale and drop them. */
+    size_t mark = nd_integ_server_log_mark(n[0].srv);
+    nd_integ_server_signal(n[1].srv, SIGSTOP);
+    node_t *only_c[] = {&n[2]}, *only_a[] = {&n[0]};
+    wait_routes_to(&n[0], only_c, 1);
+    wait_routes_to(&n[2], only_a, 1);
+    nd_integ_server_wait_log(n[0].srv, mark, "Router connection closed: Stale Connection");
+    OK(natsConnection_PublishString(ca, "pt.x", "during"));
+    OK(natsConnection_FlushTimeout(ca, ND_INTEG_TIMEOUT_MS));
+    expect_next(sc, "during");
+
+    /* B resumes: the mesh forms again, B's interest comes back, and each message is delivered
+     * once to each subscriber (B never gets what was published while it was away). */
+    nd_integ_server_signal(n[1].srv, SIGCONT);
+    wait_mesh(n, 3);
+    nd_integ_wait_route_sub(n[0].mport, "pt.x", 2);
+    OK(natsConnection_PublishString(ca, "pt.x", "after"));
+    OK(natsConnection_PublishString(ca, "pt.x", "end"));
+    OK(natsConnection_FlushTimeout(ca, ND_INTEG_TIMEOUT_MS));
+    expect_next(sb, "after");
+    expect_next(sb, "end");
+    expect_next(sc, "after");
+    expect_next(sc, "end");
+    OK(natsConnection_FlushTimeout(cb, ND_INTEG_TIMEOUT_MS));
+    OK(natsConnection_FlushTimeout(cc, ND_INTEG_TIMEOUT_MS));
+    int pb = -1, pc = -1, bytes;
+    OK(natsSubscription_GetPending(sb, &pb, &bytes));
+    OK(natsSubscription_GetPending(sc, &pc, &bytes));
+    cr_assert(pb == 0 && pc == 0, "left over after the end marker: B %d, C %d", pb, pc);
+
+    natsSubscription_Destroy(sb);
+    natsSubscription_Destroy(sc);
+    natsConnection_Destroy(ca);
+    natsConnection_Destroy(cb);
+    natsConnection_Destroy(cc);
+    stop_cluster(n, 3);
+}
+
+/* ---- lame duck: a node's clients move to the others ---- */
+
+static nd_integ_waiter_t ldm_seen;
+
+static void
+on_ldm(natsConnection *nc, void *closure)
+{
+    (void)nc, (void)closure;
+    nd_integ_waiter_bump(&ldm_seen);
+}
+
+Test(integ_cluster, lame_duck_moves_clients)
+{
+    node_t n[3];
+    init3(n);
+    /* 30 s is nats-server's minimum duration; with few clients they are closed right after the
+     * grace period. */
+    snprintf(n[0].textra, sizeof n[0].textra,
+             "lame_duck_duration: \"30s\"\nlame_duck_grace_period: \"1s\"");
+    start_cluster(n, 3, NULL);
+    nd_integ_waiter_init(&ldm_seen);
+    nd_integ_waiter_init(&reconnected);
+
+    /* A raw client on B sees A leave its connect_urls when A enters lame duck mode. */
+    nd_integ_conn_t *rb = client_with(&n[1], "{\"verbose\":false,\"pedantic\":false,"
+                                             "\"protocol\":1}");
+    char *why = NULL;
+    cr_assert(info_urls_are(nd_integ_conn_info(rb), n, 3, &why), "B's INFO: %s", why);
+
+    natsOptions *o = NULL;
+    OK(natsOptions_Create(&o));
+    char url[64];
+    nd_integ_nats_url(n[0].srv, url, sizeof url);
+    OK(natsOptions_SetURL(o, url));
+    OK(natsOptions_SetReconnectWait(o, 50));
+    OK(natsOptions_SetMaxReconnect(o, 1000));
+    OK(natsOptions_SetLameDuckModeCB(o, on_ldm, NULL));
+    OK(natsOptions_SetReconnectedCB(o, on_reconnected, NULL));
+    natsConnection *nc = NULL;
+    OK(natsConnection_Connect(&nc, o));
+    natsSubscription *sub = NULL;
+    OK(natsConnection_SubscribeSync(&sub, nc, "ld.x"));
+    OK(natsConnection_FlushTimeout(nc, ND_INTEG_TIMEOUT_MS));
+
+    size_t mark = nd_integ_server_log_mark(n[0].srv);
+    nd_integ_server_signal(n[0].srv, SIGUSR2);
+    nd_integ_server_wait_log(n[0].srv, mark, "Entering lame duck mode, stop accepting new clients");
+    cr_assert(nd_integ_waiter_wait(&ldm_seen, 1, ND_INTEG_PROC_TIMEOUT_MS) >= 1,
+              "the client on A got no lame duck notice");
+    wait_info_urls(rb, n + 1, 2);
+
+    /* After the grace period the client is closed and moves to B or C, where it works. */
+    cr_assert(nd_integ_waiter_wait(&reconnected, 1, ND_INTEG_PROC_TIMEOUT_MS) >= 1,
+              "the client did not reconnect");
+    char now_url[96] = "";
+    OK(natsConnection_GetConnectedUrl(nc, now_url, sizeof now_url));
+    cr_assert(strcmp(now_url, url) != 0, "still connected to A");
+    OK(natsConnection_FlushTimeout(nc, ND_INTEG_TIMEOUT_MS));
+    nd_integ_server_wait_exit(n[0].srv);
+    n[0].srv = NULL;
+    node_t *only_c[] = {&n[2]}, *only_b[] = {&n[1]};
+    wait_routes_to(&n[1], only_c, 1);
+    wait_routes_to(&n[2], only_b, 1);
+    /* A publish on the server the client is not on reaches it across the route. */
+    char want_c[48];
+    snprintf(want_c, sizeof want_c, "nats://127.0.0.1:%d", n[2].port);
+    node_t *other = strcmp(now_url, want_c) == 0 ? &n[1] : &n[2];
+    nd_integ_wait_route_sub(other->mport, "ld.x", 1);
+    natsConnection *cb = nats_connect(other);
+    OK(natsConnection_PublishString(cb, "ld.x", "moved"));
+    OK(natsConnection_FlushTimeout(cb, ND_INTEG_TIMEOUT_MS));
+    expect_next(sub, "moved");
+
+    natsConnection_Destroy(cb);
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(nc);
+    natsOptions_Destroy(o);
+    nd_integ_conn_close(rb);
+    node_stop(&n[2]);
+    node_stop(&n[1]);
+    nd_integ_conf_remove(&n[0].cf);
+    nd_integ_waiter_destroy(&ldm_seen);
+    nd_integ_waiter_destroy(&reconnected);
 }
 
 /* ---- five servers from one seed ---- */
