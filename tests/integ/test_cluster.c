@@ -37,6 +37,11 @@
  *   Operation' and a close (log "Router connection closed: Protocol Violation"); an RS+ with an
  *   invalid subject gets -ERR 'Invalid Subscription' and the route stays open; an RS+ with too
  *   many fields is closed without an -ERR (Protocol Violation).
+ * - a route that stops answering (SIGSTOP) is closed after ping_max unanswered pings of the
+ *   top-level ping_interval ("Router connection closed: Stale Connection"); 2.9 has no
+ *   cluster-level ping settings.
+ * - a node entering lame duck mode logs "Entering lame duck mode, stop accepting new clients";
+ *   the other nodes' clients get an async INFO whose connect_urls no longer list it.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
