@@ -48,13 +48,18 @@
 #endif
 #include <criterion/criterion.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <nats/nats.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1316,6 +1321,94 @@ Test(integ_cluster, lame_duck_moves_clients)
     nd_integ_conf_remove(&n[0].cf);
     nd_integ_waiter_destroy(&ldm_seen);
     nd_integ_waiter_destroy(&reconnected);
+}
+
+/* ---- route TLS ---- */
+
+/* Connects to 127.0.0.1:port, sends nothing, and reads until the server closes (a reset counts).
+ * Returns: how many bytes came first. Fails the test on the hang guard. */
+static size_t
+silent_then_closed(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    cr_assert(fd >= 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert(connect(fd, (struct sockaddr *)&sa, sizeof sa) == 0, "connect: %s", strerror(errno));
+    size_t got = 0;
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int r = poll(&pfd, 1, ND_INTEG_TIMEOUT_MS);
+        cr_assert(r > 0, "the server neither sent anything nor closed within %d ms",
+                  ND_INTEG_TIMEOUT_MS);
+        char buf[4096];
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    return got;
+}
+
+Test(integ_cluster, route_tls)
+{
+    node_t a, b, rogue;
+    node_init(&a, "A", NULL);
+    node_init(&b, "B", NULL);
+    node_init(&rogue, "R", NULL);
+    /* Certificates made now with the openssl command, in A's config directory: a CA, a route
+     * certificate it signed (server and client use: routes verify both ways), and one from
+     * another CA. */
+    char dir[128];
+    nd_integ_conf_file(&a.cf, "", dir, sizeof dir);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "(set -e; cd %s; K='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'; "
+             "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj '/CN=route CA'; "
+             "openssl req -x509 $K -keyout oca.key -out oca.pem -days 2 -subj '/CN=other CA'; "
+             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n"
+             "extendedKeyUsage=serverAuth,clientAuth\\n' > ext; "
+             "openssl req $K -keyout r.key -out r.csr -subj '/CN=localhost'; "
+             "openssl x509 -req -in r.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out r.pem "
+             "-days 2 -extfile ext; "
+             "openssl req $K -keyout o.key -out o.csr -subj '/CN=localhost'; "
+             "openssl x509 -req -in o.csr -CA oca.pem -CAkey oca.key -CAcreateserial -out o.pem "
+             "-days 2 -extfile ext) >/dev/null 2>&1",
+             dir);
+    cr_assert_eq(system(cmd), 0, "openssl failed: %s", cmd);
+    snprintf(a.cextra, sizeof a.cextra,
+             "  tls { cert_file: \"%sr.pem\", key_file: \"%sr.key\", ca_file: \"%sca.pem\", "
+             "verify: true, timeout: 2 }",
+             dir, dir, dir);
+    snprintf(b.cextra, sizeof b.cextra, "%s", a.cextra);
+    snprintf(rogue.cextra, sizeof rogue.cextra,
+             "  tls { cert_file: \"%so.pem\", key_file: \"%so.key\", ca_file: \"%sca.pem\", "
+             "verify: true, timeout: 2 }",
+             dir, dir, dir);
+
+    node_start(&a);
+    /* The route port starts with the TLS handshake (2.9.10 sends no plain-text INFO first):
+     * a peer that says nothing gets nothing, and is closed at the TLS timeout. */
+    cr_assert_eq(silent_then_closed(a.cport), 0, "bytes in plain text on a TLS route port");
+    node_route(&b, &a, NULL);
+    node_start(&b);
+    node_t pair[2] = {a, b};
+    wait_mesh(pair, 2);
+    check_pubsub(&a, &b, "tls");
+
+    /* A certificate from another CA: the handshake fails on A, no route. */
+    size_t mark = nd_integ_server_log_mark(a.srv);
+    node_route(&rogue, &a, NULL);
+    node_start(&rogue);
+    nd_integ_server_wait_log(a.srv, mark, "TLS route handshake error");
+    nd_integ_server_wait_log(a.srv, mark, "Router connection closed: TLS Handshake Failure");
+    node_t *only_b[] = {&b};
+    char *why = NULL;
+    cr_assert(routes_are(&a, only_b, 1, &why), "A's routes after the rogue tried: %s", why);
+    node_stop(&rogue);
+    node_stop(&b);
+    node_stop(&a);
 }
 
 /* ---- five servers from one seed ---- */
