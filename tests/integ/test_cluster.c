@@ -42,6 +42,9 @@
  *   cluster-level ping settings.
  * - a node entering lame duck mode logs "Entering lame duck mode, stop accepting new clients";
  *   the other nodes' clients get an async INFO whose connect_urls no longer list it.
+ * - route TLS starts with the handshake (no plain-text INFO on the route port); a peer whose
+ *   certificate the CA does not sign: "TLS route handshake error" and "Router connection
+ *   closed: TLS Handshake Failure" on the accepting side.
  */
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
