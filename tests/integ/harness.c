@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <jansson.h>
 #include <limits.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -53,6 +54,7 @@
 #define LISTEN_MARKER "Listening for client connections on "
 
 struct nd_integ_server {
+    char *path; /* the binary it runs */
     pid_t pid;
     int pidfd; /* -1 where pidfd_open is unavailable */
     int port;
@@ -352,6 +354,7 @@ server_release(nd_integ_server_t *s)
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
     free(s->log);
+    free(s->path);
     free(s);
 }
 
@@ -377,7 +380,7 @@ nd_integ_server_dump_log(const nd_integ_server_t *s)
     pthread_mutex_lock(&m->mu);
     fprintf(stderr,
             "----- %s (pid %d, port %d) output%s -----\n%s%s----- end of server output -----\n",
-            nd_integ_server_path(), (int)s->pid, s->port, s->log_truncated ? " (truncated)" : "",
+            s->path, (int)s->pid, s->port, s->log_truncated ? " (truncated)" : "",
             s->log ? s->log : "", (s->log_len && s->log[s->log_len - 1] != '\n') ? "\n" : "");
     pthread_mutex_unlock(&m->mu);
 }
@@ -406,9 +409,15 @@ nd_integ_server_start(int port, const char *const *extra_args)
 nd_integ_server_t *
 nd_integ_server_start_args(const char *const *args)
 {
+    return nd_integ_server_start_bin(nd_integ_server_path(), args);
+}
+
+nd_integ_server_t *
+nd_integ_server_start_bin(const char *path, const char *const *args)
+{
     const char *argv[64];
     int argc = 0;
-    argv[argc++] = nd_integ_server_path();
+    argv[argc++] = path;
     for (int i = 0; args != NULL && args[i] != NULL && argc < 63; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
@@ -431,6 +440,8 @@ start_argv(const char **argv)
 
     nd_integ_server_t *s = xrealloc(NULL, sizeof *s);
     memset(s, 0, sizeof *s);
+    s->path = xrealloc(NULL, strlen(path) + 1);
+    memcpy(s->path, path, strlen(path) + 1);
     s->pidfd = -1;
     s->log_fd = pfd[0];
     pthread_mutex_init(&s->mu, NULL);
@@ -1147,6 +1158,197 @@ nd_integ_free_port(void)
     cr_assert(getsockname(fd, (struct sockaddr *)&a, &l) == 0);
     close(fd);
     return ntohs(a.sin_port);
+}
+
+/* ---- monitoring over HTTP ------------------------------------------------------------------ */
+
+/* Joins the chunks of a chunked body (size line, data, CRLF, ..., a 0 size) in place.
+ * Returns: false if the body is cut short. */
+static bool
+dechunk(char *body, size_t len, size_t *out_len)
+{
+    size_t in = 0, out = 0;
+    for (;;) {
+        char *eol = memmem(body + in, len - in, "\r\n", 2);
+        if (eol == NULL)
+            return false;
+        size_t csz = strtoul(body + in, NULL, 16);
+        in = (size_t)(eol - body) + 2;
+        if (csz == 0)
+            break;
+        if (in + csz > len)
+            return false;
+        memmove(body + out, body + in, csz);
+        out += csz;
+        in += csz + 2;
+        if (in > len)
+            return false;
+    }
+    body[out] = '\0';
+    *out_len = out;
+    return true;
+}
+
+char *
+nd_integ_http_get_at(const char *file, int line, int port, const char *path)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        fail_at(file, line, "socket: %s", strerror(errno));
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) != 0) {
+        int e = errno;
+        close(fd);
+        fail_at(file, line, "GET %s: connect to 127.0.0.1:%d: %s", path, port, strerror(e));
+    }
+    char req[1024];
+    int rl = snprintf(req, sizeof req,
+                      "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n", path);
+    if (rl < 0 || (size_t)rl >= sizeof req || send(fd, req, (size_t)rl, MSG_NOSIGNAL) != rl) {
+        close(fd);
+        fail_at(file, line, "GET %s: could not send the request", path);
+    }
+    /* Connection: close: the response ends where the stream does. */
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    int64_t deadline = now_ms() + ND_INTEG_TIMEOUT_MS;
+    for (;;) {
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int r = poll(&pfd, 1, remaining_ms(deadline));
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r == 0) {
+            close(fd);
+            free(buf);
+            fail_at(file, line, "GET %s on port %d: no complete response within %d ms", path, port,
+                    ND_INTEG_TIMEOUT_MS);
+        }
+        char chunk[65536];
+        ssize_t n = recv(fd, chunk, sizeof chunk, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break; /* a reset after the whole response counts as its end too */
+        buf_append(&buf, &len, &cap, chunk, (size_t)n);
+    }
+    close(fd);
+    char *hend = buf ? strstr(buf, "\r\n\r\n") : NULL;
+    int status = 0;
+    if (hend == NULL || sscanf(buf, "HTTP/1.%*d %d", &status) != 1) {
+        char *got = defer(nd_integ_escape(buf ? buf : "", len, SHOW_BYTES));
+        free(buf);
+        fail_at(file, line, "GET %s on port %d: not an HTTP response: \"%s\"", path, port, got);
+    }
+    *hend = '\0';
+    bool chunked = strcasestr(buf, "\r\nTransfer-Encoding: chunked") != NULL;
+    char *body_start = hend + 4;
+    size_t blen = len - (size_t)(body_start - buf);
+    char *body = xrealloc(NULL, blen + 1);
+    memcpy(body, body_start, blen);
+    body[blen] = '\0';
+    free(buf);
+    if (chunked && !dechunk(body, blen, &blen)) {
+        free(body);
+        fail_at(file, line, "GET %s on port %d: chunked body cut short", path, port);
+    }
+    if (status != 200) {
+        defer(body);
+        fail_at(file, line, "GET %s on port %d: status %d: %s", path, port, status, body);
+    }
+    return body;
+}
+
+/* GETs path and parses the body as a JSON object. Returns: owned by the caller (json_decref). */
+static json_t *
+http_json(const char *file, int line, int port, const char *path)
+{
+    char *body = nd_integ_http_get_at(file, line, port, path);
+    json_error_t err;
+    json_t *o = json_loads(body, 0, &err);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        defer(body);
+        fail_at(file, line, "GET %s on port %d: not a JSON object (%s): %s", path, port, err.text,
+                body);
+    }
+    free(body);
+    return o;
+}
+
+int
+nd_integ_num_routes_at(const char *file, int line, int port)
+{
+    json_t *rz = http_json(file, line, port, "/routez");
+    json_t *n = json_object_get(rz, "num_routes");
+    if (!json_is_integer(n)) {
+        char *dump = defer(json_dumps(rz, JSON_COMPACT));
+        json_decref(rz);
+        fail_at(file, line, "/routez on port %d has no integer num_routes: %s", port,
+                dump ? dump : "?");
+    }
+    int v = (int)json_integer_value(n);
+    json_decref(rz);
+    return v;
+}
+
+/* Sleeps a poll interval: the gap between two looks at a monitoring endpoint, not a wait for
+ * anything in particular. */
+static void
+poll_gap(void)
+{
+    struct timespec ts = {0, 20 * 1000000};
+    nanosleep(&ts, NULL);
+}
+
+void
+nd_integ_wait_routes_at(const char *file, int line, int port, int n)
+{
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int got;
+    while ((got = nd_integ_num_routes_at(file, line, port)) != n) {
+        if (remaining_ms(deadline) == 0) {
+            char *body = defer(nd_integ_http_get_at(file, line, port, "/routez"));
+            fail_at(file, line, "/routez on port %d: %d routes, want %d, within %d ms: %s", port,
+                    got, n, ND_INTEG_PROC_TIMEOUT_MS, body);
+        }
+        poll_gap();
+    }
+}
+
+int
+nd_integ_route_sub_count_at(const char *file, int line, int port, const char *subject)
+{
+    json_t *rz = http_json(file, line, port, "/routez?subs=1");
+    int count = 0;
+    size_t i, j;
+    json_t *r, *s;
+    json_array_foreach(json_object_get(rz, "routes"), i, r)
+    {
+        json_array_foreach(json_object_get(r, "subscriptions_list"), j, s)
+        {
+            if (json_is_string(s) && strcmp(json_string_value(s), subject) == 0)
+                count++;
+        }
+    }
+    json_decref(rz);
+    return count;
+}
+
+void
+nd_integ_wait_route_sub_at(const char *file, int line, int port, const char *subject, int n)
+{
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int got;
+    while ((got = nd_integ_route_sub_count_at(file, line, port, subject)) != n) {
+        if (remaining_ms(deadline) == 0) {
+            char *body = defer(nd_integ_http_get_at(file, line, port, "/routez?subs=1"));
+            fail_at(file, line,
+                    "/routez?subs=1 on port %d lists \"%s\" %d times, want %d, within %d ms: %s",
+                    port, subject, got, n, ND_INTEG_PROC_TIMEOUT_MS, body);
+        }
+        poll_gap();
+    }
 }
 
 /* ---- config files ------------------------------------------------------------------------- */

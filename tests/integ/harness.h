@@ -45,6 +45,11 @@ nd_integ_server_t *nd_integ_server_start(int port, const char *const *extra_args
  * file names the port), and waits as nd_integ_server_start does. */
 nd_integ_server_t *nd_integ_server_start_args(const char *const *args);
 
+/* Starts the binary at path (not the server under test: another kind of server in a mixed
+ * cluster) with exactly the NULL-terminated arguments, and waits as nd_integ_server_start does.
+ * Returns: an owned handle, stopped and killed with the same functions as any other. */
+nd_integ_server_t *nd_integ_server_start_bin(const char *path, const char *const *args);
+
 /* Returns the client port the server logged. */
 int nd_integ_server_port(const nd_integ_server_t *srv);
 
@@ -173,6 +178,38 @@ const char *nd_integ_reference_path(void);
 /* Returns a TCP port on 127.0.0.1 that was free a moment ago, for a port the test must name
  * before the server logs it (monitoring). */
 int nd_integ_free_port(void);
+
+/* ---- monitoring over HTTP ---- */
+
+/* GETs path (with its query) from the monitoring port on 127.0.0.1 (HTTP/1.1, one connection per
+ * request) and fails the test unless the status is 200. Returns: the body, chunks joined,
+ * NUL-terminated; owned by the caller (free). */
+char *nd_integ_http_get_at(const char *file, int line, int port, const char *path);
+#define nd_integ_http_get(port, path) nd_integ_http_get_at(__FILE__, __LINE__, (port), (path))
+
+/* Returns num_routes from /routez on the monitoring port. */
+int nd_integ_num_routes_at(const char *file, int line, int port);
+#define nd_integ_num_routes(port) nd_integ_num_routes_at(__FILE__, __LINE__, (port))
+
+/* Polls /routez on the monitoring port until num_routes is exactly n (hang guard
+ * ND_INTEG_PROC_TIMEOUT_MS, then the test fails showing the last answer). A poll, not a sleep:
+ * a route forms or goes when the servers get to it, and nothing is asserted on how long. */
+void nd_integ_wait_routes_at(const char *file, int line, int port, int n);
+#define nd_integ_wait_routes(port, n) nd_integ_wait_routes_at(__FILE__, __LINE__, (port), (n))
+
+/* Returns how many entries equal subject in the subscriptions_list of every route of
+ * /routez?subs=1 together: the interest this server has learnt from its routes (one entry per
+ * remote server for plain interest, one per remote queue group). */
+int nd_integ_route_sub_count_at(const char *file, int line, int port, const char *subject);
+#define nd_integ_route_sub_count(port, subject)                                                    \
+    nd_integ_route_sub_count_at(__FILE__, __LINE__, (port), (subject))
+
+/* Polls /routez?subs=1 until nd_integ_route_sub_count is exactly n (hang guard as
+ * nd_integ_wait_routes): to wait until a remote subscription (n > 0) or its removal (n = 0)
+ * has reached this server. */
+void nd_integ_wait_route_sub_at(const char *file, int line, int port, const char *subject, int n);
+#define nd_integ_wait_route_sub(port, subject, n)                                                  \
+    nd_integ_wait_route_sub_at(__FILE__, __LINE__, (port), (subject), (n))
 
 /* ---- config files ---- */
 
