@@ -153,8 +153,7 @@ static const nd_opt_desc_t cluster_d[] = {
 };
 #undef C
 
-/* Clustering is not built: a change other than the listen address is kept, not applied
- * (src/server/reload.c). */
+/* A reload applies the route list; the listen address is refused (src/server/reload.c). */
 const nd_opt_block_t nd_opt_cluster_block = {"cluster",
                                              "Expected map to define cluster, got %s",
                                              sizeof(nd_cluster_opts_t),

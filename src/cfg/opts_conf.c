@@ -52,7 +52,6 @@ static const struct {
 } feature_warnings[] = {
     {"ocsp", "OCSP stapling"},
     {"mappings maps", "Subject mapping"},
-    {"cluster", "Clustering"},
     {"gateway", "Gateways"},
     {"leaf leafnodes", "Leafnodes"},
     {"mqtt", "MQTT"},

@@ -405,11 +405,13 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
                          c->route ? "rid" : "cid", (unsigned long long)c->cid,
                          c->route ? "Router" : "Client", nd_strerror(err));
             nd_conn_write_err(c, err);
+            /* A route's bad op is a protocol violation for nats-server (its route parser). */
             nd_conn_close(ctx, c,
                           err == ND_ERR_MAX_CONTROL_LINE ? ND_CLOSE_MAX_CONTROL_LINE
                           : err == ND_ERR_MAX_PAYLOAD    ? ND_CLOSE_MAX_PAYLOAD
-                          : err == ND_ERR_UNKNOWN_OP     ? ND_CLOSE_PARSE_ERROR
-                                                         : ND_CLOSE_PROTOCOL_VIOLATION);
+                          : err == ND_ERR_UNKNOWN_OP && c->route == NULL
+                              ? ND_CLOSE_PARSE_ERROR
+                              : ND_CLOSE_PROTOCOL_VIOLATION);
             nd_deliver_flush(ctx, c);
             return off;
         }

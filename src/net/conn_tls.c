@@ -60,8 +60,12 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
     case ND_TLS_AGAIN:
         return false;
     case ND_TLS_FAILED:
-        nd_log_error("%s:%d - cid:%llu - TLS handshake error: %s", c->ip, c->port,
-                     (unsigned long long)c->cid, why);
+        if (c->route != NULL)
+            nd_log_error("%s:%d - rid:%llu - TLS route handshake error: %s", c->ip, c->port,
+                         (unsigned long long)c->cid, why);
+        else
+            nd_log_error("%s:%d - cid:%llu - TLS handshake error: %s", c->ip, c->port,
+                         (unsigned long long)c->cid, why);
         nd_conn_close(ctx, c, ND_CLOSE_TLS_HANDSHAKE);
         return false;
     case ND_TLS_DONE:

@@ -842,8 +842,10 @@ nd_route_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     }
     if (nd_log_enabled(ND_LOG_TRACE))
         trace(c, cmd);
-    if (rt->job == NULL && !rt->connect_seen && cmd->op != ND_PROTO_OP_CONNECT) {
-        /* An accepted route must say CONNECT first (nats-server's expectConnect). */
+    if (rt->job == NULL && !rt->connect_seen && cmd->op != ND_PROTO_OP_CONNECT &&
+        c->srv->routes->cfg.user != NULL) {
+        /* With cluster authorization, an accepted route must say CONNECT first (nats-server's
+         * expectConnect with awaitingAuth); without, a PING before it is answered. */
         nd_log_error(RFMT "authentication error", RARGS(c));
         route_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
         return false;
@@ -1177,11 +1179,23 @@ nd_routes_free(nd_routes_t *r)
 }
 
 size_t
-nd_routes_stats(nd_routes_t *r, nd_route_stat_t **out)
+nd_routes_stats(nd_routes_t *r, nd_route_stat_t **out, nd_conn_info_t ***infos)
 {
     pthread_mutex_lock(&r->mu);
     size_t n = r->nents;
     nd_route_stat_t *v = nd_xcalloc(n > 0 ? n : 1, sizeof(*v));
+    if (infos != NULL) {
+        *infos = nd_xcalloc(n > 0 ? n : 1, sizeof(**infos));
+        for (size_t i = 0; i < n; i++) {
+            nd_conn_info_t *ci = nd_new(nd_conn_info_t);
+            atomic_init(&ci->refs, 1);
+            ci->cid = r->ents[i]->rid;
+            ci->kind = ND_CONN_ROUTER;
+            ci->actor = &r->ents[i]->c->base;
+            nd_actor_ref(ci->actor);
+            (*infos)[i] = ci;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         const nd_route_ent_t *e = r->ents[i];
         nd_route_stat_t *s = &v[i];

@@ -68,7 +68,11 @@ typedef struct nd_route_stat {
     uint32_t subs;
 } nd_route_stat_t;
 
-/* Returns: the number of registered routes, their figures in *out (nd_free it). */
-size_t nd_routes_stats(nd_routes_t *r, nd_route_stat_t **out);
+/* Returns: the number of registered routes, their figures in *out (nd_free it). With infos
+ * non-NULL, also one connection info per route in *infos (net/connreg.h: an actor reference,
+ * for asking the route its subscriptions as /connz asks a client; release with
+ * nd_connreg_release_all). */
+struct nd_conn_info;
+size_t nd_routes_stats(nd_routes_t *r, nd_route_stat_t **out, struct nd_conn_info ***infos);
 
 #endif

@@ -322,12 +322,15 @@ Test(opts, unsupported_blocks_warn)
 {
     nd_opts_t o;
     expect_ok(&o, "port: 4000\ncluster {\n  port: 6222\n}\njetstream: true\n"
-                  "authorization { user: a, password: b }\nhttp_port: 8222\n");
+                  "authorization { user: a, password: b }\nhttp_port: 8222\n"
+                  "gateway {\n  name: g, port: 7222\n}\n");
     cr_assert_eq(o.port, 4000);
     cr_assert_not_null(o.config_warnings);
     /* Blocks are parsed now (tests/unit/cfg/test_opts_blocks.c); unbuilt features warn. */
     cr_assert_not_null(
-        strstr(o.config_warnings, ":2:1: Clustering is configured but not supported yet by natsd"));
+        strstr(o.config_warnings, ":8:1: Gateways is configured but not supported yet by natsd"));
+    /* Clustering is built (src/net/route.c): no warning. */
+    cr_assert_null(strstr(o.config_warnings, "Clustering"));
     /* Authorization and JetStream are built (src/auth, src/js): no warning. */
     cr_assert_null(strstr(o.config_warnings, "JetStream is configured"));
     cr_assert_null(strstr(o.config_warnings, "Authorization is configured"));
@@ -659,8 +662,7 @@ Test(opts, unbuilt_flags_warn)
     /* The config file's wording, once per feature. */
     cr_assert_str_eq(o.config_warnings,
                      "Profiling is configured but not supported yet by natsd: ignored\n"
-                     "Client advertise is configured but not supported yet by natsd: ignored\n"
-                     "Clustering is configured but not supported yet by natsd: ignored");
+                     "Client advertise is configured but not supported yet by natsd: ignored");
     /* Copies carry the new strings. */
     nd_opts_t c;
     nd_opts_copy(&c, &o);
@@ -720,10 +722,10 @@ Test(opts, flag_warnings_survive_config)
                      "Profiling is configured but not supported yet by natsd: ignored");
     free(out), free(errs), nd_opts_free(&o);
     /* Configured in the file too: one warning (the file's, with its position). */
-    write_conf("cluster {\n  port: 6222\n}\n");
-    cr_assert_eq(PARSE(&o, &out, &errs, "--no_advertise", "-c", path), 0, "%s", errs);
+    write_conf("prof_port: 6061\n");
+    cr_assert_eq(PARSE(&o, &out, &errs, "--profile", "6060", "-c", path), 0, "%s", errs);
     cr_assert_null(strchr(o.config_warnings, '\n'), "%s", o.config_warnings);
-    cr_assert_not_null(strstr(o.config_warnings, ":1:0: Clustering is configured"), "%s",
+    cr_assert_not_null(strstr(o.config_warnings, "Profiling is configured"), "%s",
                        o.config_warnings);
     free(out), free(errs), nd_opts_free(&o);
 }
