@@ -1,5 +1,6 @@
 /* Static authentication snapshots and the CONNECT check; see auth.h. */
 #include "auth/auth.h"
+#include "subj/interest.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -204,8 +205,11 @@ nd_auth_add_acct(nd_ctx_t *ctx, nd_auth_t *a, const char *name, const nd_auth_t 
             break;
         }
     }
-    if (acct == NULL)
+    if (acct == NULL) {
         acct = nd_acct_new(ctx, name, strlen(name));
+        if (acct != NULL)
+            nd_interest_inherit(acct, a->accts[0].acct); /* routes hear of it as of $G */
+    }
     if (acct == NULL)
         return NULL; /* a name over ND_ACCT_NAME_MAX: its users land in $G (find_acct) */
     a->accts = nd_xrealloc(a->accts, (a->naccts + 1) * sizeof(*a->accts));

@@ -1110,7 +1110,8 @@ nd_routes_new(nd_server_t *s)
         }
     }
     build_info(r);
-    nd_interest_set_hook(on_interest, r);
+    r->hook.fn = on_interest;
+    r->hook.arg = r;
     return r;
 }
 
@@ -1149,7 +1150,6 @@ nd_routes_free(nd_routes_t *r)
 {
     if (r == NULL)
         return;
-    nd_interest_set_hook(NULL, NULL);
     nd_listener_free(r->listener);
     nd_route_dialer_free(r->dialer);
     for (size_t i = 0; i < r->nents; i++) {
@@ -1314,4 +1314,10 @@ nd_routes_reload(nd_routes_t *r, const nd_opts_t *o)
     nd_free(n.cfg.pass);
     nd_free(n.cfg.advertise);
     nd_strlist_free(&n.cfg.routes);
+}
+
+void
+nd_routes_attach(nd_routes_t *r, nd_acct_t *gacct)
+{
+    nd_interest_attach(gacct, &r->hook);
 }

@@ -26,6 +26,10 @@ bool nd_routes_configured(const nd_opts_t *o);
 /* Binds the route port and sets up the route table, and installs the accounts' interest hook.
  * Returns: NULL after logging why. Ctx: the starting thread. */
 nd_routes_t *nd_routes_new(struct nd_server *s);
+/* Makes the server's global account (and so every account made after it) report its interest
+ * to the routes. Ctx: the starting thread, before the account has subscriptions. */
+struct nd_acct;
+void nd_routes_attach(nd_routes_t *r, struct nd_acct *gacct);
 /* Logs the cluster lines, starts accepting and solicits the configured routes. Ctx: main, after
  * nd_pool_start. */
 void nd_routes_start(nd_routes_t *r);

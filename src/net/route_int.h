@@ -17,6 +17,7 @@
 #include "cfg/opts.h"
 #include "net/conn_int.h"
 #include "net/route.h"
+#include "subj/interest.h"
 
 typedef struct nd_route_job nd_route_job_t;
 
@@ -84,6 +85,8 @@ struct nd_routes {
     struct nd_permset *perms;
     /* route TLS (cluster tls {}), NULL when off: both sides of the handshake, immutable */
     struct nd_tls_ctx *tls_server, *tls_client;
+    /* the accounts' interest hook (subj/interest.h), attached to the global account */
+    nd_interest_hook_t hook;
 };
 
 /* conn_tls.c: a route's TLS handshake (TLS before anything else, as nats-server's routes);

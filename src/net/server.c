@@ -369,6 +369,8 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     s->wscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
     s->gacct = nd_acct_new(ctx, "$G", 2);
+    if (s->routes != NULL)
+        nd_routes_attach(s->routes, s->gacct); /* before any account inherits from it */
     s->auth = nd_auth_slot_new();
     nd_auth_slot_set(ctx, s->auth, nd_auth_new(ctx, opts, s->gacct, NULL));
     nd_server_publish_info(ctx, s);

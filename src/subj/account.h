@@ -69,6 +69,9 @@ typedef struct nd_acct {
     void *exports;
     /* owner actor only: local interest counts for routes (subj/interest.c), NULL until used */
     void *rinterest;
+    /* immutable before the account has subscriptions: where route interest changes go
+     * (subj/interest.h), NULL without routes */
+    const struct nd_interest_hook *ihook;
     /* Cross-account routing (src/auth/acct_route.h): mappings and stream importers, or NULL.
      * Writer: the auth slot (release store); readers: publishers inside an epoch section
      * (acquire load). The route belongs to the authorization snapshot that built it. */

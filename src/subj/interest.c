@@ -8,7 +8,6 @@
 #include "subj/interest.h"
 
 #include <ck_hs.h>
-#include <stdatomic.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -29,14 +28,16 @@ typedef struct dump_msg {
     void *arg;
 } dump_msg_t;
 
-static _Atomic(nd_interest_fn) hook;
-static void *hook_arg;
+void
+nd_interest_attach(nd_acct_t *acct, const nd_interest_hook_t *hook)
+{
+    acct->ihook = hook;
+}
 
 void
-nd_interest_set_hook(nd_interest_fn fn, void *arg)
+nd_interest_inherit(nd_acct_t *acct, const nd_acct_t *from)
 {
-    hook_arg = arg;
-    atomic_store_explicit(&hook, fn, memory_order_release);
+    acct->ihook = from->ihook;
 }
 
 static void *
@@ -84,9 +85,8 @@ map_of(nd_acct_t *acct)
 void
 nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta)
 {
-    /* acquire: pairs with the release in nd_interest_set_hook (hook_arg is set). */
-    nd_interest_fn fn = atomic_load_explicit(&hook, memory_order_acquire);
-    if (fn == NULL || sub->origin != ND_SUB_LOCAL)
+    const nd_interest_hook_t *hook = acct->ihook;
+    if (hook == NULL || sub->origin != ND_SUB_LOCAL)
         return;
     size_t slen = sub->subject_len, qlen = sub->queue != NULL ? sub->queue_len : 0;
     size_t len = slen + (qlen > 0 ? qlen + 1 : 0);
@@ -119,7 +119,7 @@ nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta
     uint32_t after = e->count;
     const char *queue = qlen > 0 ? e->key + slen + 1 : NULL;
     if (qlen > 0 || before == 0 || after == 0)
-        fn(ctx, acct, e->key, slen, queue, qlen, qlen > 0 ? after : (after > 0), hook_arg);
+        hook->fn(ctx, acct, e->key, slen, queue, qlen, qlen > 0 ? after : (after > 0), hook->arg);
     if (after == 0) {
         ck_hs_remove(hs, (unsigned long)e->hash, e);
         nd_free(e);

@@ -9,7 +9,7 @@
  * account's turn, before the subscriber is notified, so an RS+ is queued to every route before
  * the client's next publish can be (client.c pauses until the notify).
  *
- * Nothing is counted while no hook is installed (a server without routes pays nothing).
+ * Nothing is counted in an account without a hook (a server without routes pays nothing).
  */
 #ifndef ND_INTEREST_H
 #define ND_INTEREST_H
@@ -23,9 +23,19 @@
 typedef void (*nd_interest_fn)(nd_ctx_t *ctx, nd_acct_t *acct, const char *subject, size_t slen,
                                const char *queue, size_t qlen, uint32_t weight, void *arg);
 
-/* Installs the change hook (NULL: none). Ctx: the starting thread, before any account counts
- * (the pool may run, but no subscription exists yet), or at shutdown. */
-void nd_interest_set_hook(nd_interest_fn fn, void *arg);
+/* Where an account reports its changes: one per server (the route table), so several servers
+ * may run in one process. */
+typedef struct nd_interest_hook {
+    nd_interest_fn fn;
+    void *arg;
+} nd_interest_hook_t;
+
+/* Makes acct report to hook (which must outlive it). Ctx: before acct has any subscription:
+ * the server's global account at start; every other account inherits it at creation
+ * (nd_interest_inherit). */
+void nd_interest_attach(nd_acct_t *acct, const nd_interest_hook_t *hook);
+/* A new account reports where the server's global account does. Ctx: before acct is shared. */
+void nd_interest_inherit(nd_acct_t *acct, const nd_acct_t *from);
 
 /* Asks acct to call fn for every entry of its interest, then once more with subject NULL (the
  * end), on its turn: a new route learns the account's interest this way. Changes the account
