@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "mon/mon_int.h"
+#include "net/route.h"
 #include "actors/alloc.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
@@ -295,6 +296,24 @@ nd_mon_metrics(nd_mon_req_t *req)
     counter_u(&o, "out_bytes_total", "Payload bytes delivered to clients.", t.out_bytes);
     counter_u(&o, "slow_consumers_total", "Connections closed as slow consumers.",
               t.slow_consumers);
+    if (s->routes != NULL) {
+        nd_route_stat_t *rs = NULL;
+        size_t nr = nd_routes_stats(s->routes, &rs, NULL);
+        uint64_t rin = 0, rout = 0, rinb = 0, routb = 0;
+        for (size_t i = 0; i < nr; i++) {
+            rin += rs[i].in_msgs;
+            rout += rs[i].out_msgs;
+            rinb += rs[i].in_bytes;
+            routb += rs[i].out_bytes;
+        }
+        nd_free(rs);
+        gauge_u(&o, "routes", "Routes to other servers of the cluster now.", nr);
+        /* Gauges, not counters: the sums fall when a route closes. */
+        gauge_u(&o, "route_in_msgs", "Messages received over the routes open now.", rin);
+        gauge_u(&o, "route_out_msgs", "Messages sent over the routes open now.", rout);
+        gauge_u(&o, "route_in_bytes", "Payload bytes received over the routes open now.", rinb);
+        gauge_u(&o, "route_out_bytes", "Payload bytes sent over the routes open now.", routb);
+    }
     gauge_u(&o, "memory_bytes", "Resident set size of the process, in bytes.", proc.rss_bytes);
     seconds(&o, "cpu_seconds_total", "counter", "CPU time used by the process, in seconds.",
             (int64_t)proc.cpu_ns);

@@ -1121,9 +1121,10 @@ nd_routes_start(nd_routes_t *r)
     nd_log_info("Cluster name is %s", r->name);
     if (r->dynamic)
         nd_log_warn("Cluster name was dynamically generated, consider setting one");
+    /* The dialer first: an accepted route's gossip may ask it to solicit at once. */
+    r->dialer = nd_route_dialer_new(r->srv);
     nd_listener_start(r->listener, r->srv->pool, r->srv->poller);
     nd_listener_log_ready(r->listener);
-    r->dialer = nd_route_dialer_new(r->srv);
     for (size_t i = 0; i < r->cfg.routes.n; i++)
         nd_route_dial(r->dialer, r->cfg.routes.v[i], true);
 }
