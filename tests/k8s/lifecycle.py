@@ -21,7 +21,8 @@ nats-0..2 of the StatefulSet:
     and carries on.
  4. ConfigMap change: a new ..<timestamp> directory with max_connections changed, the ..data
     symlink swapped atomically, then SIGHUP to the pid in the pid file (the chart's reloader);
-    /varz shows the new value on every pod.
+    /varz shows the new value on every pod. Then another change with no SIGHUP: natsd follows
+    the ..data swap itself (server/confwatch.h).
  5. Rolling restart (StatefulSet order: highest ordinal first): preStop runs
     `nats-server -sl=ldm=<pid file>` (nats-server is a symlink to natsd, as in the image), then
     SIGTERM, which natsd ignores in lame duck mode; the process must exit on its own before
@@ -500,6 +501,18 @@ def main():
                     fail("%s did not reload the ConfigMap's change" % p.name)
                 time.sleep(0.05)
         log("ConfigMap swap + SIGHUP reloaded on every pod (%.1fs)" % (time.time() - t0))
+        # The same without the reloader: natsd follows the ..data swap itself.
+        new_conf = m["conf"].replace('"http_port"', '"max_connections": 4322,\n  "http_port"')
+        for p in pods:
+            p.mount(p.localize(m, new_conf, ports))
+        for p in pods:
+            end = time.time() + 5
+            while p.get_json("/varz").get("max_connections") != 4322:
+                if time.time() > end:
+                    fail("%s did not follow the ..data swap without SIGHUP" % p.name)
+                time.sleep(0.05)
+        log("ConfigMap swap alone (natsd watching ..data) reloaded on every pod (%.1fs)" %
+            (time.time() - t0))
 
         # 5. Rolling restart, highest ordinal first.
         for p in reversed(pods):
@@ -570,7 +583,7 @@ def main():
             if p.alive():
                 p.proc.kill()
                 p.proc.wait()
-        if ok:
+        if ok and not os.environ.get("LIFECYCLE_KEEP"):
             shutil.rmtree(root, ignore_errors=True)
         else:
             log("pod logs kept in %s" % root)
