@@ -275,9 +275,8 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     a->naccts = 1;
     for (size_t i = 0; i < o->naccounts; i++) {
         const nd_account_opts_t *ao = &o->accounts[i];
-        nd_auth_acct_t *e = strcmp(ao->name, "$G") != 0
-                                ? nd_auth_add_acct(ctx, a, ao->name, prev)
-                                : &a->accts[0];
+        nd_auth_acct_t *e =
+            strcmp(ao->name, "$G") != 0 ? nd_auth_add_acct(ctx, a, ao->name, prev) : &a->accts[0];
         if (e != NULL) {
             e->declared = true;
             e->js = ao->js;
