@@ -13,6 +13,7 @@
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 #include "util/log.h"
+#include "server/confwatch.h"
 #include "server/passwdtool.h"
 #include "server/pidfile.h"
 #include "server/sigctl.h"
@@ -151,6 +152,8 @@ main(int argc, char **argv)
         if (nd_portsfile_write(ports_dir, argv[0], &ports, err, sizeof err) != 0)
             nd_log_error("%s", err);
     }
+    /* A Kubernetes ConfigMap volume: its updates reload natsd (server/confwatch.h). */
+    nd_confwatch_t *cw = s != NULL ? nd_confwatch_start(opts.config_file) : NULL;
     nd_opts_free(&opts);
     if (s == NULL) {
         if (pid_file != NULL)
@@ -166,6 +169,7 @@ main(int argc, char **argv)
         _exit(2);
     }
     nd_log_info("Initiating Shutdown...");
+    nd_confwatch_stop(cw);
     natsd_stop(s);
     if (ports_dir != NULL && nd_portsfile_remove(ports_dir, argv[0], err, sizeof err) != 0)
         nd_log_error("%s", err);

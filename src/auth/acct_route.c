@@ -217,7 +217,8 @@ add_service_import_as(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *imp
     e.resp = er->resp;
     e.singleton = x->resp_type == ND_RESP_SINGLETON;
     e.share = im->share;
-    e.sys = o->system_account != NULL && strcmp(o->system_account, ex->name) == 0;
+    const char *sys = nd_opts_system_account(o);
+    e.sys = sys != NULL && strcmp(sys, ex->name) == 0;
     e.ttl_ns =
         x->resp_threshold_ms > 0 ? x->resp_threshold_ms * 1000000LL : ND_ACCT_RESP_DEFAULT_NS;
     nd_acct_route_t *r = route_of(importer);
@@ -260,8 +261,8 @@ imports_subject(nd_auth_acct_t *importer, const char *from)
 static void
 add_system_imports(struct nd_auth *a, const nd_opts_t *o)
 {
-    const char *sys = o->system_account;
-    if (sys == NULL || sys[0] == '\0' || entry_of(a, sys) == NULL)
+    const char *sys = nd_opts_system_account(o);
+    if (sys == NULL || entry_of(a, sys) == NULL)
         return;
     for (size_t i = 0; i < a->naccts; i++) {
         nd_auth_acct_t *e = &a->accts[i];

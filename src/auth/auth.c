@@ -279,10 +279,8 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     a->naccts = 1;
     for (size_t i = 0; i < o->naccounts; i++) {
         const nd_account_opts_t *ao = &o->accounts[i];
-        /* TODO(issue 6): $SYS and its events. */
-        nd_auth_acct_t *e = strcmp(ao->name, "$G") != 0
-                                ? nd_auth_add_acct(ctx, a, ao->name, prev)
-                                : &a->accts[0];
+        nd_auth_acct_t *e =
+            strcmp(ao->name, "$G") != 0 ? nd_auth_add_acct(ctx, a, ao->name, prev) : &a->accts[0];
         if (e != NULL) {
             e->declared = true;
             e->js = ao->js;
@@ -291,6 +289,12 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
     for (size_t i = 0; i < o->nusers; i++)
         if (o->users[i].account != NULL)
             add_acct(ctx, a, o->users[i].account, prev);
+    /* nats-server creates "$SYS" when it is the system account and no accounts block declares
+     * it: by default (nd_opts_system_account) or named by system_account. In operator mode the
+     * account comes from its JWT (auth_jwt.c). */
+    const char *sys = nd_opts_system_account(o);
+    if (sys != NULL && strcmp(sys, "$SYS") == 0 && o->operators.n == 0 && o->trusted_keys.n == 0)
+        add_acct(ctx, a, sys, prev);
 
     a->user = dup_or_null(o->user);
     a->pass = dup_or_null(o->pass);

@@ -13,8 +13,9 @@
  * and creates the new ones. Everybody else is in $G (the server's global account). Nothing crosses
  * accounts: each has its own sublist.
  * Mappings and stream and service exports/imports are routed by acct_route.h (installed with
- * the snapshot). The system account (`system_account`) is a configured account like the others;
- * its events and requests are mon/sysevents.h's.
+ * the snapshot). The system account (`system_account`, else the default `$SYS`: see
+ * nd_opts_system_account) is an account like the others; its events and requests are
+ * mon/sysevents.h's.
  *
  * Check order (nats-server server/auth.go processClientOrLeafAuthentication): with users or nkey
  * users configured, a CONNECT without any credential (nd_auth_creds_empty) logs in as

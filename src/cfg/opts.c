@@ -177,6 +177,16 @@ nd_opts_baseline(nd_opts_t *o)
     }
 }
 
+const char *
+nd_opts_system_account(const nd_opts_t *o)
+{
+    if (o->system_account != NULL && o->system_account[0] != '\0')
+        return o->system_account;
+    if (o->no_system_account || o->operators.n > 0 || o->trusted_keys.n > 0)
+        return NULL;
+    return "$SYS";
+}
+
 void
 nd_opts_free(nd_opts_t *o)
 {

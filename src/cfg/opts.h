@@ -485,6 +485,12 @@ void nd_opts_defaults(nd_opts_t *o);
  * Ctx: run after the config file and the flags are applied, before the options are validated
  * (nd_opts_apply_config, nd_opts_parse_args and reload do). */
 void nd_opts_baseline(nd_opts_t *o);
+/* The system account in force: system_account when set; else "$SYS", the account nats-server
+ * 2.9 creates by default (SetDefaultSystemAccount), unless no_system_account is set or the
+ * server is in operator mode (there the operator JWT names it; opts_trust.c).
+ * Returns: a borrowed string (o's or a literal), or NULL: no system account.
+ * Ctx: pure. */
+const char *nd_opts_system_account(const nd_opts_t *o);
 /* Frees what o owns (the members of nd_opt_top_block's rows that own memory); scalars stay. */
 void nd_opts_free(nd_opts_t *o);
 /* Deep copy: dst owns its own strings. */

@@ -1,5 +1,6 @@
 /* Endpoints of features natsd does not have yet, in their empty shapes (nats-server 2.10's field
- * names, as it answers with nothing configured): /gatewayz, /leafz, /accountz,
+ * names, as it answers with nothing configured): /gatewayz, /leafz, /accountz (the accounts
+ * and their counts only),
  * /accstatz (the global account's figures); and the HTML index at "/". (/jsz is jsz.c.)
  */
 #include <stdio.h>
@@ -8,6 +9,9 @@
 #include "mon/mon_int.h"
 #include "actors/alloc.h"
 #include "natsd/natsd.h"
+#include "auth/auth.h"
+#include "cfg/opts.h"
+#include "subj/sublist.h"
 
 static json_t *
 head(const nd_mon_req_t *req)
@@ -53,36 +57,62 @@ nd_mon_leafz(nd_mon_req_t *req)
     nd_mon_reply_json(req, 200, o);
 }
 
+/* /accountz: the accounts of the authorization snapshot in force ($G first, then in the order
+ * they were declared) and the system account; with acc=<name>, that account's figures. */
 void
 nd_mon_accountz(nd_mon_req_t *req)
 {
     const char *acc = nd_mon_param(req, "acc");
+    nd_server_t *srv = req->mon->srv;
+    const char *sys = nd_opts_system_account(&srv->opts);
     json_t *o = head(req);
-    json_object_set_new(o, "system_account", json_string(""));
+    if (sys != NULL) /* omitted without one, as nats-server does (omitempty) */
+        json_object_set_new(o, "system_account", json_string(sys));
+    nd_auth_t *a = srv->auth != NULL ? nd_auth_slot_get(srv->auth) : NULL;
     if (acc == NULL || *acc == '\0') {
-        json_t *a = json_array();
-        json_array_append_new(a, json_string("$G"));
-        json_object_set_new(o, "accounts", a);
+        json_t *l = json_array();
+        for (size_t i = 0; a != NULL && i < a->naccts; i++)
+            if (a->accts[i].acct != NULL)
+                json_array_append_new(l, json_string(a->accts[i].name));
+        if (a == NULL)
+            json_array_append_new(l, json_string("$G"));
+        nd_auth_unref(req->ctx, a);
+        json_object_set_new(o, "accounts", l);
         nd_mon_reply_json(req, 200, o);
         return;
     }
-    if (strcmp(acc, "$G") != 0) {
+    nd_acct_t *found = NULL;
+    for (size_t i = 0; a != NULL && i < a->naccts && found == NULL; i++)
+        if (a->accts[i].acct != NULL && strcmp(a->accts[i].name, acc) == 0)
+            found = a->accts[i].acct;
+    if (found == NULL && strcmp(acc, "$G") != 0) {
+        nd_auth_unref(req->ctx, a);
         json_decref(o);
         nd_mon_reply_text(req, 400, "Account %.200s does not exist", acc);
         return;
     }
-    nd_connreg_totals_t t;
-    nd_connreg_totals(req->mon->srv->connreg, &t);
+    int64_t conns;
+    uint64_t subs;
+    if (strcmp(acc, "$G") == 0) {
+        nd_connreg_totals_t t;
+        nd_connreg_totals(srv->connreg, &t);
+        conns = t.live;
+        subs = t.live_subs;
+    } else {
+        conns = atomic_load_explicit(&found->conns, memory_order_relaxed);
+        subs = nd_sl_count(nd_acct_sublist(found));
+    }
+    nd_auth_unref(req->ctx, a);
     json_t *d = json_object();
-    json_object_set_new(d, "account_name", json_string("$G"));
-    json_object_set_new(d, "update_time", nd_mon_json_time(req->mon->srv->start_wall_ns));
-    json_object_set_new(d, "is_system", json_false());
+    json_object_set_new(d, "account_name", json_string(acc));
+    json_object_set_new(d, "update_time", nd_mon_json_time(srv->start_wall_ns));
+    json_object_set_new(d, "is_system", json_boolean(sys != NULL && strcmp(sys, acc) == 0));
     json_object_set_new(d, "expired", json_false());
     json_object_set_new(d, "complete", json_true());
     json_object_set_new(d, "jetstream_enabled", json_false());
     json_object_set_new(d, "leafnode_connections", json_integer(0));
-    json_object_set_new(d, "client_connections", json_integer(t.live));
-    json_object_set_new(d, "subscriptions", json_integer((json_int_t)t.live_subs));
+    json_object_set_new(d, "client_connections", json_integer((json_int_t)conns));
+    json_object_set_new(d, "subscriptions", json_integer((json_int_t)subs));
     json_object_set_new(o, "account_detail", d);
     nd_mon_reply_json(req, 200, o);
 }

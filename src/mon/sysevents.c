@@ -53,8 +53,8 @@ acct_by_name(nd_ctx_t *ctx, nd_server_t *s, const char *name, size_t len)
 static nd_acct_t *
 sys_acct(nd_ctx_t *ctx, nd_server_t *s)
 {
-    const char *name = s->opts.system_account;
-    if (name == NULL || name[0] == '\0')
+    const char *name = nd_opts_system_account(&s->opts);
+    if (name == NULL)
         return NULL;
     return acct_by_name(ctx, s, name, strlen(name));
 }
@@ -542,8 +542,8 @@ start_requests(nd_server_t *s)
 void
 nd_sys_start(nd_server_t *s)
 {
-    const char *name = s->opts.system_account;
-    if (name == NULL || name[0] == '\0')
+    const char *name = nd_opts_system_account(&s->opts);
+    if (name == NULL)
         return;
     start_requests(s);
     nd_ctx_t *ctx = nd_ctx_external_new(s->pool);

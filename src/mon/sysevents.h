@@ -1,8 +1,8 @@
 /* System account events and requests (inventory §5.5), published through the internal publisher
- * (net/sysclient.h) into the account named by `system_account`.
- *
- * Only when `system_account` is configured: nats-server 2.10 also creates `$SYS` by default, we
- * do not (no system account, no events, and `$SYS.REQ.` subjects are plain subjects).
+ * (net/sysclient.h) into the system account (nd_opts_system_account): the one `system_account`
+ * names, else `$SYS`, which nats-server 2.9 creates by default too (auth.c creates it when no
+ * accounts block declares it). With `no_system_account` (or in operator mode without one from
+ * the operator JWT) there is none: no events, and `$SYS.REQ.` subjects are plain subjects.
  * Events: `$SYS.ACCOUNT.<acc>.CONNECT` and `.DISCONNECT` for every client connection that
  * completed its CONNECT, with nats-server 2.9's JSON (io.nats.server.advisory.v1.client_connect
  * / client_disconnect: the server block, the client block, and for a disconnect the counters and
@@ -41,7 +41,7 @@
 void nd_sys_init(nd_server_t *s);
 
 /* Starts the request service (an internal client, net/iclient.h: its subscriptions are in place
- * when this returns) and the periodic STATSZ, when a system account is configured.
+ * when this returns) and the periodic STATSZ, when there is a system account.
  * Ctx: the thread that starts the server, after nd_pool_start; the pool's shutdown stops them. */
 void nd_sys_start(nd_server_t *s);
 

@@ -95,8 +95,9 @@ nd_mon_varz(nd_mon_req_t *req)
     if (auth != NULL && auth->info_auth_required)
         json_object_set_new(v, "auth_required", json_true());
     nd_auth_unref(req->ctx, auth);
-    if (o->system_account != NULL)
-        json_object_set_new(v, "system_account", json_string(o->system_account));
+    const char *sys = nd_opts_system_account(o);
+    if (sys != NULL)
+        json_object_set_new(v, "system_account", json_string(sys));
     if (tls_on) {
         /* As in INFO (server.c): allow_non_tls makes TLS optional. */
         if (!o->allow_non_tls)
