@@ -340,6 +340,10 @@ uint32_t nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t
  * delivered in acct to local subscribers only. */
 void nd_deliver_route_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct,
                               const nd_proto_cmd_t *cmd);
+/* The RMSG/HMSG of cmd (published in acct) for route t, for queue group member qsub (NULL: a
+ * plain subscription), as a CHUNK message: for publishers outside deliver.c (sysclient.c). */
+nd_conn_msg_chunk_t *nd_deliver_route_chunk(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd,
+                                            nd_acct_t *acct, nd_conn_t *t, const nd_sub_t *qsub);
 /* conn.c: a route connection for a connected socket (route.c made rt). Owns: fd, rt. */
 void nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt);
 /* Whether a publish of subj in acct would reach anyone: its subscriptions, or those of an

@@ -472,6 +472,66 @@ route_target(pub_ctx_t *pc, nd_conn_t *t, const nd_sub_t *qsub)
     rt->qs[rt->nq++] = qsub;
 }
 
+/* The room write_rmsg needs for cmd to route t with queue groups qs[0..nq). */
+static size_t
+rmsg_room(const nd_proto_cmd_t *cmd, const nd_acct_t *acct, const nd_sub_t *const *qs,
+          uint32_t nq)
+{
+    size_t qroom = 0;
+    for (uint32_t q = 0; q < nq; q++)
+        qroom += qs[q]->queue_len + 1;
+    return 16 + acct->name_len + cmd->subject.len + cmd->reply.len + qroom + 48 +
+           cmd->payload.len + 2;
+}
+
+/* Writes "RMSG <acct> <subject> [+ <reply> <queues> | | <queues> | <reply>] <size>\r\n",
+ * the payload and CRLF (HMSG with the header size first when the route takes headers) into p.
+ * Returns: the bytes written; *size the payload bytes. */
+static size_t
+write_rmsg(char *p0, const nd_proto_cmd_t *cmd, const nd_acct_t *acct, nd_conn_t *t,
+           const nd_sub_t *const *qs, uint32_t nq, uint32_t *size_out)
+{
+    bool hmsg = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
+    uint32_t pl_off = 0, size = (uint32_t)cmd->payload.len;
+    if (hmsg && !atomic_load_explicit(&t->headers, memory_order_relaxed)) {
+        hmsg = false;
+        pl_off = (uint32_t)cmd->hdr_len;
+        size -= pl_off;
+    }
+    char *p = p0;
+    p = hmsg ? put(p, "HMSG ", 5) : put(p, "RMSG ", 5);
+    p = put(p, acct->name, acct->name_len);
+    *p++ = ' ';
+    p = put(p, cmd->subject.ptr, cmd->subject.len);
+    *p++ = ' ';
+    if (nq > 0) {
+        if (cmd->reply.len > 0) {
+            p = put(p, "+ ", 2);
+            p = put(p, cmd->reply.ptr, cmd->reply.len);
+            *p++ = ' ';
+        } else {
+            p = put(p, "| ", 2);
+        }
+        for (uint32_t q = 0; q < nq; q++) {
+            p = put(p, qs[q]->queue, qs[q]->queue_len);
+            *p++ = ' ';
+        }
+    } else if (cmd->reply.len > 0) {
+        p = put(p, cmd->reply.ptr, cmd->reply.len);
+        *p++ = ' ';
+    }
+    if (hmsg) {
+        p = put_u64(p, (uint64_t)cmd->hdr_len);
+        *p++ = ' ';
+    }
+    p = put_u64(p, size);
+    p = put(p, "\r\n", 2);
+    p = put(p, cmd->payload.ptr + pl_off, size);
+    p = put(p, "\r\n", 2);
+    *size_out = size;
+    return (size_t)(p - p0);
+}
+
 /* Writes the RMSG/HMSG of the publish for each route target into its chunk, and forgets the
  * targets. Ctx: in the section. */
 static void
@@ -481,51 +541,11 @@ route_flush(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc)
     for (uint32_t i = 0; i < pc->nrt; i++) {
         route_tgt_t *rt = &pc->rts[i];
         nd_conn_t *t = rt->t;
-        bool hmsg = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
-        uint32_t pl_off = 0, size = (uint32_t)cmd->payload.len;
-        if (hmsg && !atomic_load_explicit(&t->headers, memory_order_relaxed)) {
-            hmsg = false;
-            pl_off = (uint32_t)cmd->hdr_len;
-            size -= pl_off;
-        }
         if (!atomic_load_explicit(&t->slow, memory_order_relaxed)) {
-            size_t qroom = 0;
-            for (uint32_t q = 0; q < rt->nq; q++)
-                qroom += rt->qs[q]->queue_len + 1;
-            size_t room = 16 + pc->acct->name_len + cmd->subject.len + cmd->reply.len + qroom +
-                          48 + size + 2;
             nd_conn_msg_chunk_t *ch = slot_chunk(ctx, outbox_slot(&c->outbox, t));
-            char *p0 = chunk_reserve(ch, room), *p = p0;
-            p = hmsg ? put(p, "HMSG ", 5) : put(p, "RMSG ", 5);
-            p = put(p, pc->acct->name, pc->acct->name_len);
-            *p++ = ' ';
-            p = put(p, cmd->subject.ptr, cmd->subject.len);
-            *p++ = ' ';
-            if (rt->nq > 0) {
-                if (cmd->reply.len > 0) {
-                    p = put(p, "+ ", 2);
-                    p = put(p, cmd->reply.ptr, cmd->reply.len);
-                    *p++ = ' ';
-                } else {
-                    p = put(p, "| ", 2);
-                }
-                for (uint32_t q = 0; q < rt->nq; q++) {
-                    p = put(p, rt->qs[q]->queue, rt->qs[q]->queue_len);
-                    *p++ = ' ';
-                }
-            } else if (cmd->reply.len > 0) {
-                p = put(p, cmd->reply.ptr, cmd->reply.len);
-                *p++ = ' ';
-            }
-            if (hmsg) {
-                p = put_u64(p, (uint64_t)cmd->hdr_len);
-                *p++ = ' ';
-            }
-            p = put_u64(p, size);
-            p = put(p, "\r\n", 2);
-            p = put(p, cmd->payload.ptr + pl_off, size);
-            p = put(p, "\r\n", 2);
-            ch->len += (uint32_t)(p - p0);
+            char *p = chunk_reserve(ch, rmsg_room(cmd, pc->acct, rt->qs, rt->nq));
+            uint32_t size;
+            ch->len += (uint32_t)write_rmsg(p, cmd, pc->acct, t, rt->qs, rt->nq, &size);
             ch->msgs++;
             ch->bytes += size;
         }
@@ -536,6 +556,22 @@ route_flush(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc)
         nd_free(pc->rts);
     pc->rts = NULL;
     pc->nrt = pc->rtcap = 0;
+}
+
+nd_conn_msg_chunk_t *
+nd_deliver_route_chunk(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, nd_acct_t *acct, nd_conn_t *t,
+                       const nd_sub_t *qsub)
+{
+    nd_conn_msg_chunk_t *ch = ND_MSG_NEW(ctx, nd_conn_msg_chunk_t, ND_CONN_MSG_CHUNK);
+    const nd_sub_t *qs[1] = {qsub};
+    uint32_t nq = qsub != NULL ? 1 : 0;
+    ch->cap = (uint32_t)rmsg_room(cmd, acct, qs, nq);
+    ch->buf = nd_xmalloc(ch->cap);
+    uint32_t size;
+    ch->len = (uint32_t)write_rmsg(ch->buf, cmd, acct, t, qs, nq, &size);
+    ch->msgs = 1;
+    ch->bytes = size;
+    return ch;
 }
 
 /* Hands one message to sub's connection (queued in the outbox; sent by nd_deliver_flush).

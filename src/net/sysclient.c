@@ -13,6 +13,7 @@ typedef struct sys_out {
     nd_msg_t *m;  /* a DELIVER message, or an IMSG for an internal client */
     int64_t charge; /* bytes added to t's pending (0 for an internal client) */
     uint64_t bytes; /* payload bytes delivered */
+    bool route;     /* an RMSG for a route's plain interest (one per route) */
 } sys_out_t;
 
 typedef struct sys_pub {
@@ -43,6 +44,17 @@ sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
     if (sub->conn == NULL || nd_sub_cancelled(sub))
         return false;
     nd_conn_t *t = (nd_conn_t *)sub->conn;
+    if (sub->origin == ND_SUB_ROUTE) {
+        /* Another server's interest: one RMSG per route (a queue group names its group). */
+        for (size_t i = 0; sub->queue == NULL && i < p->n; i++)
+            if (p->outs[i].t == t && p->outs[i].route)
+                return true;
+        nd_conn_msg_chunk_t *ch = nd_deliver_route_chunk(ctx, &p->cmd, p->acct, t,
+                                                         sub->queue != NULL ? sub : NULL);
+        sys_out_add(p, t, &ch->hdr, ch->len, ch->bytes);
+        p->outs[p->n - 1].route = true;
+        return true;
+    }
     if (t->ic != NULL) {
         nd_conn_msg_imsg_t *im = nd_iclient_msg_new(ctx, t, NULL, p->acct, &p->cmd, p->pl, NULL);
         if (im == NULL)
