@@ -68,10 +68,13 @@
 
 /* ---- the route table ---- */
 
+/* Frees an entry; with ctx, also drops its reference on the connection (after the pool's
+ * shutdown there is none to drop). */
 static void
 ent_free(nd_ctx_t *ctx, nd_route_ent_t *e)
 {
-    nd_actor_unref(ctx, &e->c->base);
+    if (ctx != NULL && e->c != NULL)
+        nd_actor_unref(ctx, &e->c->base);
     nd_free(e->remote_name);
     nd_free(e->ip);
     nd_free(e->url);
@@ -561,14 +564,8 @@ register_route(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
     for (size_t i = 0; i < r->nents; i++) {
         if (strcmp(r->ents[i]->remote_id, e->remote_id) == 0) {
             pthread_mutex_unlock(&r->mu);
-            e->c = NULL;
-            nd_free(e->remote_name);
-            nd_free(e->ip);
-            nd_free(e->url);
-            nd_free(e->remote_host);
-            nd_free(e->gossip);
-            nd_strlist_free(&e->connect_urls);
-            nd_free(e);
+            e->c = NULL; /* no reference taken yet */
+            ent_free(ctx, e);
             return false;
         }
     }
@@ -1153,17 +1150,9 @@ nd_routes_free(nd_routes_t *r)
         return;
     nd_listener_free(r->listener);
     nd_route_dialer_free(r->dialer);
-    for (size_t i = 0; i < r->nents; i++) {
-        /* The pool is gone: the actors were freed by its shutdown; only our copies remain. */
-        nd_route_ent_t *e = r->ents[i];
-        nd_free(e->remote_name);
-        nd_free(e->ip);
-        nd_free(e->url);
-        nd_free(e->remote_host);
-        nd_free(e->gossip);
-        nd_strlist_free(&e->connect_urls);
-        nd_free(e);
-    }
+    /* The pool is gone: its shutdown freed the actors; only our copies remain. */
+    for (size_t i = 0; i < r->nents; i++)
+        ent_free(NULL, r->ents[i]);
     nd_free(r->ents);
     nd_free(r->info_json);
     nd_free(r->cfg.host);
