@@ -45,7 +45,7 @@ while [ $# -gt 0 ]; do
 done
 
 if [ "$BUILD" = 1 ]; then
-    cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DND_TESTS=OFF >/dev/null &&
+    cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DND_TESTS=ON >/dev/null &&
         cmake --build "$BUILD_DIR" -j2 --target natsd ndbench >/dev/null || exit 1
 fi
 NATSD="${NATSD:-$BUILD_DIR/natsd}"

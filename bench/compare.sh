@@ -138,7 +138,8 @@ esac
 
 if [ "$BUILD" = 1 ] && { [ -z "$NATSD" ] || [ -z "$NDBENCH" ]; }; then
     if [ ! -f "$BUILD_DIR/CMakeCache.txt" ]; then
-        cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release >/dev/null ||
+        # ND_TESTS: the benchmarks are built with the tests (criterion is needed).
+        cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DND_TESTS=ON >/dev/null ||
             die "cmake configure of $BUILD_DIR failed"
     fi
     targets=()

@@ -715,8 +715,10 @@ on_rsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
     nd_acct_t *acct = route_acct(ctx, c, &cmd->account);
     if (acct == NULL) {
-        /* Once per route at error level (a peer's $SYS interest alone is dozens of lines). */
-        nd_log(c->route->unknown_logged ? ND_LOG_DEBUG : ND_LOG_ERROR,
+        /* Once per route at error level (a peer's $SYS interest alone is dozens of lines);
+         * while the server stops, its accounts are gone: not an error. */
+        bool stopping = atomic_load_explicit(&c->srv->routes->stopping, memory_order_relaxed);
+        nd_log(c->route->unknown_logged || stopping ? ND_LOG_DEBUG : ND_LOG_ERROR,
                RFMT "Unknown account \"%.*s\" for remote subject \"%.*s\"", RARGS(c),
                (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr);
         c->route->unknown_logged = true;
@@ -1131,6 +1133,7 @@ nd_routes_stop(nd_routes_t *r)
 {
     if (r == NULL)
         return;
+    atomic_store_explicit(&r->stopping, true, memory_order_relaxed);
     if (r->listener != NULL)
         nd_listener_stop(r->listener);
     nd_route_dialer_stop(r->dialer);

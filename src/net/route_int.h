@@ -85,6 +85,7 @@ struct nd_routes {
     struct nd_permset *perms;
     /* route TLS (cluster tls {}), NULL when off: both sides of the handshake, immutable */
     struct nd_tls_ctx *tls_server, *tls_client;
+    _Atomic bool stopping; /* nd_routes_stop ran: the accounts are going away, quietly */
     /* the accounts' interest hook (subj/interest.h), attached to the global account */
     nd_interest_hook_t hook;
 };
