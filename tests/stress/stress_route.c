@@ -22,8 +22,12 @@
  *     then every message must arrive exactly once, in order, and no probe after them. The UNSUB
  *     is sent while A keeps publishing: messages may still come until its PONG (interest
  *     removal crosses the route asynchronously, as in nats-server), in order and never twice;
- *     after the PONG none may come for that sid. A fence subject, whose interest was proven
- *     once, shows when everything A sent before it has crossed.
+ *     nothing A publishes after that PONG may reach the sid. A fence subject, whose interest was
+ *     proven once, shows when everything A sent before it has crossed. A message that C matched
+ *     before the UNSUB but wrote after its PONG is counted as "late" (natsd writes a delivery
+ *     queued for the subscriber without looking at the sub again; nats-server's deliverMsg
+ *     checks sub.isClosed() under the client's lock, so it sends none):
+ *     ND_STRESS_ROUTE_STRICT_UNSUB=1 makes one a failure.
  *  3. Request/reply across servers: a queue group of two responders on C answers `r3.svc`;
  *     requesters on A (one wildcard inbox each, a unique reply subject per request, 16 in
  *     flight) must get exactly one, correct reply to each request.
@@ -44,7 +48,7 @@
  *
  * Usage: stress_route [scale]   (or ND_STRESS_SCALE; see stress_util.h). Exits non-zero on the
  * first inconsistency. Knobs: ND_STRESS_ROUTE_BREAK=1 expects one message too many in scenario
- * 1, to show the run can fail; ND_STRESS_ROUTE_LOG=1 lets the servers log at INFO (default:
+ * 1, to show the run can fail; ND_STRESS_ROUTE_STRICT_UNSUB=1 (above); ND_STRESS_ROUTE_LOG=1 lets the servers log at INFO (default:
  * warnings and errors only).
  */
 #include <arpa/inet.h>
@@ -924,7 +928,7 @@ s1_pub_main(void *arg)
 static void
 s1_setup(double scale)
 {
-    s1_n = stress_scaled(5000, scale);
+    s1_n = stress_scaled(20000, scale);
     const char *b = getenv("ND_STRESS_ROUTE_BREAK");
     s1_break = b != NULL && atoi(b) != 0;
     STRESS_CHECK(s1_sids[7].group == 0 && s1_sids[10].group == 1, "s1: group table");
@@ -1206,7 +1210,7 @@ s2_main(void *arg)
 static void
 s2_start(double scale)
 {
-    s2_iters = stress_scaled(150, scale);
+    s2_iters = stress_scaled(500, scale);
     const char *v = getenv("ND_STRESS_ROUTE_STRICT_UNSUB");
     s2_strict = v != NULL && atoi(v) != 0;
     for (int t = 0; t < S2_THREADS; t++)
@@ -1334,7 +1338,7 @@ s3_req_main(void *arg)
 static void
 s3_start(double scale)
 {
-    s3_n = stress_scaled(3000, scale);
+    s3_n = stress_scaled(10000, scale);
     for (int r = 0; r < S3_RESPONDERS; r++)
         spawn(&s3_resp_th[r], s3_resp_main, (void *)(intptr_t)r);
     wait_count("s3 responders", &s3_ready, S3_RESPONDERS);
@@ -1455,7 +1459,7 @@ s4_main(void *arg)
 static void
 s4_start(double scale)
 {
-    s4_rounds = stress_scaled(8, scale);
+    s4_rounds = stress_scaled(24, scale);
     for (int w = 0; w < 2; w++)
         spawn(&s4_pub_th[w], s4_pub_main, (void *)(intptr_t)w);
     spawn(&s4_th, s4_main, NULL);
