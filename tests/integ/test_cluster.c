@@ -1427,3 +1427,81 @@ Test(integ_cluster, five_node_mesh)
     check_pubsub(&n[0], &n[4], "five");
     stop_cluster(n, 5);
 }
+
+/* ---- rolling migration: nats-server nodes replaced one at a time by natsd ---- */
+
+/* Publishes the numbered messages [from, to) of p.work on c. */
+static void
+publish_range(nd_integ_conn_t *c, const char *p, int from, int to)
+{
+    char *batch = NULL;
+    size_t blen = 0;
+    FILE *f = open_memstream(&batch, &blen);
+    for (int i = from; i < to; i++)
+        fprintf(f, "PUB %s.work %d\r\n%d\r\n", p, snprintf(NULL, 0, "%d", i), i);
+    fprintf(f, "PING\r\n");
+    fclose(f);
+    nd_integ_send(c, batch, blen);
+    free(batch);
+    ND_EXPECT(c, "PONG\r\n");
+}
+
+/* A cluster of three reference servers becomes a natsd cluster, one node at a time (stopped,
+ * then started as natsd on the same ports and config), while a publisher and a subscriber on
+ * the two nodes that stay up exchange numbered messages before, during and after each
+ * replacement: the subscriber gets every one, once and in order. Then the all-natsd cluster
+ * passes the pub/sub checks. Skipped when the server under test is the reference. */
+Test(integ_cluster, rolling_migration)
+{
+    enum { K = 200 };
+    const char *ref = mixed_reference();
+    if (ref == NULL)
+        cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
+    node_t n[3];
+    node_init(&n[0], "A", ref);
+    node_init(&n[1], "B", ref);
+    node_init(&n[2], "C", ref);
+    start_cluster(n, 3, NULL);
+    /* Replace C (traffic A -> B), then B (A -> C), then A (B -> C). */
+    static const int order[3][3] = {{2, 0, 1}, {1, 0, 2}, {0, 1, 2}};
+    for (int step = 0; step < 3; step++) {
+        node_t *z = &n[order[step][0]], *pn = &n[order[step][1]], *sn = &n[order[step][2]];
+        char p[16], subj[32];
+        snprintf(p, sizeof p, "mig%d", step);
+        nd_integ_context("migration step %d: replacing %s, publisher on %s, subscriber on %s",
+                         step, z->name, pn->name, sn->name);
+        nd_integ_conn_t *sc = client(sn), *pc = client(pn);
+        sendf(sc, "SUB %s.work 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
+        ND_EXPECT(sc, "PONG\r\n");
+        snprintf(subj, sizeof subj, "%s.work", p);
+        nd_integ_wait_route_sub(pn->mport, subj, 1);
+        snprintf(subj, sizeof subj, "%s.end", p);
+        nd_integ_wait_route_sub(pn->mport, subj, 1);
+
+        publish_range(pc, p, 0, K);
+        node_stop(z);
+        publish_range(pc, p, K, 2 * K);
+        z->bin = nd_integ_server_path(); /* natsd */
+        node_start(z);
+        wait_mesh(n, 3);
+        publish_range(pc, p, 2 * K, 3 * K);
+        sendf(pc, "PUB %s.end 0\r\n\r\nPING\r\n", p);
+        ND_EXPECT(pc, "PONG\r\n");
+
+        int seen[3 * K] = {0}, in_order = 1;
+        char work[32], end[32];
+        snprintf(work, sizeof work, "%s.work", p);
+        snprintf(end, sizeof end, "%s.end", p);
+        int got = read_until_end(sc, work, end, seen, 3 * K, &in_order);
+        cr_assert_eq(got, 3 * K, "the subscriber on %s got %d of %d", sn->name, got, 3 * K);
+        cr_assert(in_order, "out of order on %s", sn->name);
+        for (int i = 0; i < 3 * K; i++)
+            cr_assert_eq(seen[i], 1, "message %d seen %d times", i, seen[i]);
+        nd_integ_conn_close(sc);
+        nd_integ_conn_close(pc);
+    }
+    nd_integ_context(NULL);
+    check_pubsub(&n[0], &n[1], "allnd01");
+    check_pubsub(&n[2], &n[0], "allnd20");
+    stop_cluster(n, 3);
+}
