@@ -13,9 +13,10 @@ build_pkgs=(cmake make gcc pkg-config libck-dev libmsgpack-dev libjansson-dev li
             libssl-dev liblz4-dev libcrypt-dev)
 # openssl: the TLS tests make their certificates; dpkg-dev, fakeroot: scripts/package.sh;
 # groff-base: the man page check; python3-prometheus-client: /metrics read by a real parser
-# (check_metrics.py).
+# (check_metrics.py); python3-yaml: the Prometheus and Kubernetes files read by the
+# observability and lifecycle tests; buildah: the container image (scripts/image.sh).
 test_pkgs=(libcriterion-dev libnats-dev nats-server openssl dpkg-dev fakeroot groff-base
-           python3-prometheus-client)
+           python3-prometheus-client python3-yaml buildah)
 fuzz_pkgs=(clang libclang-rt-14-dev)
 
 want=("${build_pkgs[@]}")
