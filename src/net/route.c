@@ -979,7 +979,9 @@ on_accept(nd_ctx_t *ctx, int fd, void *arg)
 bool
 nd_routes_configured(const nd_opts_t *o)
 {
-    return (o->cluster != NULL && (o->cluster->port != 0 || o->cluster->host != NULL)) ||
+    /* nats-server routes only with a cluster port (-1: a random one); a block without one,
+     * or with port 0, does not cluster. */
+    return (o->cluster != NULL && o->cluster->port != 0) ||
            (o->cluster_url != NULL && o->cluster_url[0] != '\0');
 }
 
