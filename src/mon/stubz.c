@@ -12,6 +12,7 @@
 #include "auth/auth.h"
 #include "cfg/opts.h"
 #include "subj/sublist.h"
+#include "net/leaf.h"
 
 static json_t *
 head(const nd_mon_req_t *req)
@@ -52,8 +53,35 @@ nd_mon_leafz(nd_mon_req_t *req)
     if (!subs_ok(req))
         return;
     json_t *o = head(req);
-    json_object_set_new(o, "leafnodes", json_integer(0));
-    json_object_set_new(o, "leafs", json_null()); /* nats-server's nil slice */
+    nd_server_t *s = req->mon->srv;
+    nd_leaf_stat_t *ls = NULL;
+    size_t n = s->leafs != NULL ? nd_leafs_stats(s->leafs, &ls) : 0;
+    json_object_set_new(o, "leafnodes", json_integer((json_int_t)n));
+    if (n == 0) {
+        json_object_set_new(o, "leafs", json_null()); /* nats-server's nil slice */
+    } else {
+        /* nats-server's LeafInfo */
+        json_t *arr = json_array();
+        for (size_t i = 0; i < n; i++) {
+            json_t *e = json_object();
+            json_object_set_new(e, "account", json_string(ls[i].account));
+            json_object_set_new(e, "ip", json_string(ls[i].ip));
+            json_object_set_new(e, "port", json_integer(ls[i].port));
+            if (ls[i].rtt_ns > 0) {
+                char buf[48];
+                nd_mon_fmt_duration(ls[i].rtt_ns, buf);
+                json_object_set_new(e, "rtt", json_string(buf));
+            }
+            json_object_set_new(e, "in_msgs", json_integer((json_int_t)ls[i].in_msgs));
+            json_object_set_new(e, "out_msgs", json_integer((json_int_t)ls[i].out_msgs));
+            json_object_set_new(e, "in_bytes", json_integer((json_int_t)ls[i].in_bytes));
+            json_object_set_new(e, "out_bytes", json_integer((json_int_t)ls[i].out_bytes));
+            json_object_set_new(e, "subscriptions", json_integer(ls[i].subs));
+            json_array_append_new(arr, e);
+        }
+        json_object_set_new(o, "leafs", arr);
+    }
+    nd_free(ls);
     nd_mon_reply_json(req, 200, o);
 }
 

@@ -3,6 +3,7 @@
  * touching the message path. */
 #include "mon/mon_int.h"
 #include "net/route.h"
+#include "net/leaf.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
 #include "auth/auth.h"
@@ -146,7 +147,7 @@ nd_mon_varz(nd_mon_req_t *req)
     json_object_set_new(v, "total_connections", json_integer((json_int_t)t.total_conns));
     json_object_set_new(v, "routes", json_integer((json_int_t)nroutes));
     json_object_set_new(v, "remotes", json_integer(0));
-    json_object_set_new(v, "leafnodes", json_integer(0));
+    json_object_set_new(v, "leafnodes", json_integer((json_int_t)nd_leafs_count(s->leafs)));
     json_object_set_new(v, "in_msgs", json_integer((json_int_t)t.in_msgs));
     json_object_set_new(v, "out_msgs", json_integer((json_int_t)t.out_msgs));
     json_object_set_new(v, "in_bytes", json_integer((json_int_t)t.in_bytes));

@@ -29,6 +29,7 @@
 
 #include "util/log.h"
 #include "subj/account.h"
+#include "net/leaf_int.h"
 #include "net/route_int.h"
 #include "net/tls.h"
 #include "net/ws.h"
@@ -299,8 +300,12 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_cancel(ctx, &c->stall_timer);
     nd_timer_cancel(ctx, &c->tls_timer);
     nd_timer_cancel(ctx, &c->auth_timer);
-    if (c->route != NULL) {
-        nd_route_teardown(ctx, c); /* its subscriptions, its place in the route table */
+    if (c->route != NULL || c->leaf != NULL) {
+        /* its subscriptions, its place in the route or leaf table */
+        if (c->route != NULL)
+            nd_route_teardown(ctx, c);
+        else
+            nd_leaf_teardown(ctx, c);
         c->tr.vt->close(&c->tr);
         if (c->io.fd >= 0)
             nd_poller_remove(c->srv->poller, &c->io);
@@ -334,7 +339,7 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
     nd_ws_closing(&c->tr, reason); /* the close frame follows it (ws.c) */
     drop_output(c);
     return_scratch(ctx, c);
-    if (c->route == NULL)
+    if (c->route == NULL && c->leaf == NULL)
         nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", c->ip, c->port,
                      (unsigned long long)c->cid, nd_close_reason_text(reason));
     teardown(ctx, c);
@@ -366,6 +371,8 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     if (c->ic != NULL)
         nd_iclient_fini(ctx, c);
     nd_route_fini(ctx, c);
+    if (c->leaf != NULL)
+        nd_leaf_fini(ctx, c);
     c->rbuf = c->wbuf = NULL;
     if (c->scratch != NULL) {
         nd_sl_result_fini(c->scratch);
@@ -402,20 +409,22 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
                            : st == ND_PROTO_ERR_UNKNOWN_OP  ? ND_ERR_UNKNOWN_OP
                                                             : ND_ERR_PROTO_ARGS;
             nd_log_error("%s:%d - %s:%llu - %s parser ERROR: %s", c->ip, c->port,
-                         c->route ? "rid" : "cid", (unsigned long long)c->cid,
-                         c->route ? "Router" : "Client", nd_strerror(err));
+                         c->route ? "rid" : c->leaf ? "lid" : "cid", (unsigned long long)c->cid,
+                         c->route ? "Router" : c->leaf ? "Leafnode" : "Client", nd_strerror(err));
             nd_conn_write_err(c, err);
             /* A route's bad op is a protocol violation for nats-server (its route parser). */
             nd_conn_close(ctx, c,
                           err == ND_ERR_MAX_CONTROL_LINE ? ND_CLOSE_MAX_CONTROL_LINE
                           : err == ND_ERR_MAX_PAYLOAD    ? ND_CLOSE_MAX_PAYLOAD
-                          : err == ND_ERR_UNKNOWN_OP && c->route == NULL
+                          : err == ND_ERR_UNKNOWN_OP && c->route == NULL && c->leaf == NULL
                               ? ND_CLOSE_PARSE_ERROR
                               : ND_CLOSE_PROTOCOL_VIOLATION);
             nd_deliver_flush(ctx, c);
             return off;
         }
-        if (c->route != NULL ? !nd_route_handle(ctx, c, &cmd) : !nd_client_handle(ctx, c, &cmd))
+        if (c->route != NULL  ? !nd_route_handle(ctx, c, &cmd)
+            : c->leaf != NULL ? !nd_leaf_handle(ctx, c, &cmd)
+                              : !nd_client_handle(ctx, c, &cmd))
             break; /* paused before cmd (it stays unconsumed) or closed */
         off += used;
     }
@@ -650,6 +659,10 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
             nd_route_conn_start(ctx, c);
         return;
     }
+    if (c->leaf != NULL) {
+        nd_leaf_conn_start(ctx, c); /* not a client either: /leafz lists it */
+        return;
+    }
     if (c->ws != NULL) {
         nd_conn_ws_begin(ctx, c); /* a client once upgraded (conn_ws.c) */
         return;
@@ -774,10 +787,10 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         nd_conn_tls_timer(ctx, c, msg);
         return;
     case ND_CONN_MSG_AUTH_TIMER:
-        if (c->route != NULL) {
+        if (c->route != NULL || c->leaf != NULL) {
             if (nd_timer_fired(&c->auth_timer, msg) && !c->closing && !c->connected) {
-                nd_log_error("%s:%d - rid:%llu - Authentication Timeout", c->ip, c->port,
-                             (unsigned long long)c->cid);
+                nd_log_error("%s:%d - %s:%llu - Authentication Timeout", c->ip, c->port,
+                             c->route ? "rid" : "lid", (unsigned long long)c->cid);
                 nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
                 nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
             }
@@ -906,10 +919,10 @@ conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, 
 /* A socket connection of kind (a client, or a route with rt; a WebSocket client with ws). */
 static void
 spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struct nd_route *rt,
-             struct nd_ws_srv *ws)
+             struct nd_ws_srv *ws, struct nd_leaf *lf, nd_acct_t *acct)
 {
     nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
-    conn_init(c, srv, srv->gacct, kind, fd, false);
+    conn_init(c, srv, acct != NULL ? acct : srv->gacct, kind, fd, false);
     c->ws = ws;
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
@@ -921,6 +934,14 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
         c->route = rt;
         c->verbose = c->pedantic = false;
         nd_proto_parser_set_ops(&c->parser, ND_PROTO_OPS_ROUTE);
+        nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
+                                   ND_PROTO_NO_LIMIT);
+    }
+    if (lf != NULL) {
+        /* A leaf connection: its own ops, no echo (nats-server's leafs never echo). */
+        c->leaf = lf;
+        c->verbose = c->pedantic = c->echo = false;
+        nd_proto_parser_set_ops(&c->parser, ND_PROTO_OPS_LEAF);
         nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
                                    ND_PROTO_NO_LIMIT);
     }
@@ -938,7 +959,7 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
             c->port = ntohs(a->sin_port);
         }
     }
-    if (rt == NULL)
+    if (rt == NULL && lf == NULL)
         nd_log_debug("%s:%d - cid:%llu - Client connection created", c->ip, c->port,
                      (unsigned long long)c->cid);
     int err = nd_poller_add(srv->poller, &c->io, fd, &c->base, ND_CONN_MSG_IO);
@@ -959,19 +980,26 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
 void
 nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, NULL, NULL, NULL);
 }
 
 void
 nd_conn_spawn_ws(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_ws_srv *ws)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, ws);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, ws, NULL, NULL);
 }
 
 void
 nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt, NULL, NULL, NULL);
+}
+
+void
+nd_conn_spawn_leaf(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_leaf *lf, nd_acct_t *acct)
+{
+    spawn_socket(ctx, srv, fd, ND_CONN_LEAF, NULL, NULL, lf, acct);
+    nd_actor_unref(ctx, &acct->actor); /* the connection took its own */
 }
 
 /* An internal client's connection carries the nd_iclient_t right after it (ic_size bytes), so

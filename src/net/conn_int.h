@@ -155,6 +155,8 @@ typedef struct nd_conn {
     struct nd_iclient *ic;
     /* immutable after spawn: a route's own state (route_int.h; owner only), NULL otherwise */
     struct nd_route *route;
+    /* immutable after spawn: a leaf connection's own state (leaf_int.h; owner only), or NULL */
+    struct nd_leaf *leaf;
 
     /* owner only */
     nd_io_t io ND_CACHE_ALIGNED;

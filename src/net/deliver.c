@@ -25,6 +25,7 @@
 
 #include "subj/acct_resp.h"
 #include "auth/acct_route.h"
+#include "net/leaf_int.h"
 #include "net/acct_reqinfo.h"
 #include "net/conn_int.h"
 #include "subj/account.h"
@@ -89,6 +90,9 @@ typedef struct pub_ctx {
      * this publish goes to */
     nd_acct_t *acct;
     bool from_route;
+    /* leaf nodes (leaf.c): the publisher is a leaf connection (then queue groups as from a
+     * route), and one where we are the leaf (then nothing goes on to routes, as nats-server) */
+    bool from_leaf, from_spoke;
     const nd_proto_slice_t *qfilter;
     route_tgt_t rin[ROUTE_TGT_INLINE];
     route_tgt_t *rts; /* rin, or a heap array */
@@ -499,9 +503,14 @@ write_rmsg(char *p0, const nd_proto_cmd_t *cmd, const nd_acct_t *acct, nd_conn_t
         size -= pl_off;
     }
     char *p = p0;
-    p = hmsg ? put(p, "HMSG ", 5) : put(p, "RMSG ", 5);
-    p = put(p, acct->name, acct->name_len);
-    *p++ = ' ';
+    if (t->kind == ND_CONN_LEAF) {
+        /* A leaf connection is bound to one account: LMSG names none. */
+        p = hmsg ? put(p, "HMSG ", 5) : put(p, "LMSG ", 5);
+    } else {
+        p = hmsg ? put(p, "HMSG ", 5) : put(p, "RMSG ", 5);
+        p = put(p, acct->name, acct->name_len);
+        *p++ = ' ';
+    }
     p = put(p, cmd->subject.ptr, cmd->subject.len);
     *p++ = ' ';
     if (nq > 0) {
@@ -584,9 +593,17 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     const nd_proto_cmd_t *cmd = pc->cmd;
     if (nd_sub_cancelled(sub))
         return false;
-    if (sub->origin == ND_SUB_ROUTE) {
-        if (pc->from_route)
-            return false; /* one hop: a routed message never goes to another route */
+    if (sub->origin != ND_SUB_LOCAL) {
+        if (sub->origin == ND_SUB_ROUTE) {
+            /* One hop: a routed message never goes to another route; nor does one our hub sent
+             * us (the hub's cluster has it already). */
+            if (pc->from_route || pc->from_spoke)
+                return false;
+        } else if (t == c) {
+            return false; /* a leaf's message never goes back to it */
+        } else if (pc->from_route && sub->origin == ND_SUB_LEAF_HUB) {
+            return false; /* from a route: only to the leafs we are the hub of */
+        }
         route_target(pc, t, sub->queue != NULL ? sub : NULL);
         return true;
     }
@@ -739,20 +756,33 @@ qmember_take(nd_sub_t *sub, void *arg)
 typedef struct wpick {
     uint64_t total, x;
     nd_sub_t *chosen;
+    const nd_conn_t *c;
+    const pub_ctx_t *pc;
+    int tier; /* 0: local members and routes; 1: leaf members (only when tier 0 has none) */
 } wpick_t;
 
+/* A member's odds in the pick's tier (0: not a candidate there). Leaf members come second, so
+ * a queue group prefers the members on this side, as nats-server does for leaf nodes. */
 static inline uint64_t
-qweight(const nd_sub_t *sub)
+qweight(const wpick_t *w, const nd_sub_t *sub)
 {
-    return sub->origin == ND_SUB_ROUTE
-               ? atomic_load_explicit(&((nd_sub_t *)sub)->qweight, memory_order_relaxed)
-               : 1;
+    const pub_ctx_t *pc = w->pc;
+    if (sub->origin == ND_SUB_LOCAL)
+        return w->tier == 0 && (w->c->echo || sub->conn != &w->c->base) ? 1 : 0;
+    uint64_t q = atomic_load_explicit(&((nd_sub_t *)sub)->qweight, memory_order_relaxed);
+    if (sub->origin == ND_SUB_ROUTE)
+        return w->tier == 0 && !pc->from_route && !pc->from_spoke ? q : 0;
+    if (w->tier == 0 || sub->conn == &w->c->base ||
+        (pc->from_route && sub->origin == ND_SUB_LEAF_HUB))
+        return 0;
+    return q;
 }
 
 static bool
 wpick_sum(nd_sub_t *sub, void *arg)
 {
-    ((wpick_t *)arg)->total += qweight(sub);
+    wpick_t *w = arg;
+    w->total += qweight(w, sub);
     return false;
 }
 
@@ -760,7 +790,7 @@ static bool
 wpick_choose(nd_sub_t *sub, void *arg)
 {
     wpick_t *w = arg;
-    uint64_t q = qweight(sub);
+    uint64_t q = qweight(w, sub);
     if (w->x < q) {
         w->chosen = sub;
         return true;
@@ -791,7 +821,7 @@ queue_listed(const nd_proto_slice_t *list, const nd_sub_t *sub)
 static void
 deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t *r)
 {
-    bool routes = c->srv->routes != NULL;
+    bool weighted = c->srv->routes != NULL || c->srv->leafs != NULL;
     for (uint32_t v = 0; v < r->npvecs; v++) {
         const nd_sl_vec_t *vec = r->pvecs[v];
         uint32_t n = nd_sl_vec_len(vec);
@@ -810,19 +840,24 @@ deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t 
         nd_sub_t *sub = nd_sl_result_qpick(ctx, r, g);
         if (sub == NULL)
             continue;
-        if (pc->from_route) {
-            /* Only the groups the sender chose us for, and only local members. */
+        if (pc->from_route || pc->from_leaf) {
+            /* Only the groups the sender chose us for. */
             if (pc->qfilter == NULL || !queue_listed(pc->qfilter, sub))
                 continue;
-        } else if (routes) {
-            wpick_t w = {0};
+        }
+        if (weighted) {
+            wpick_t w = {.c = c, .pc = pc};
             nd_sl_result_qeach(ctx, r, g, NULL, wpick_sum, &w);
-            if (w.total > 0) {
-                w.x = nd_ctx_rand(ctx) % w.total;
-                nd_sl_result_qeach(ctx, r, g, NULL, wpick_choose, &w);
-                if (w.chosen != NULL)
-                    sub = w.chosen;
+            if (w.total == 0) {
+                w.tier = 1;
+                nd_sl_result_qeach(ctx, r, g, NULL, wpick_sum, &w);
             }
+            if (w.total == 0)
+                continue; /* no member this message may go to */
+            w.x = nd_ctx_rand(ctx) % w.total;
+            nd_sl_result_qeach(ctx, r, g, NULL, wpick_choose, &w);
+            if (w.chosen != NULL)
+                sub = w.chosen;
         }
         if ((c->echo || sub->conn != &c->base) && deliver(ctx, c, pc, sub))
             continue;
@@ -1125,6 +1160,21 @@ nd_deliver_route_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd_
     nd_epoch_enter(ctx);
     /* No L1 cache: one route carries many accounts. The sender applied mappings already. */
     nd_sl_match(ctx, nd_acct_sublist(acct), cmd->subject.ptr, cmd->subject.len, r);
+    deliver_result(ctx, c, &pc, r);
+    nd_epoch_exit(ctx);
+    if (pc.payload != NULL)
+        nd_payload_unref(pc.payload);
+}
+
+void
+nd_deliver_leaf_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    pub_ctx_t pc = {.cmd = cmd, .shown = cmd, .acct = c->acct, .from_leaf = true,
+                    .from_spoke = c->leaf->spoke,
+                    .qfilter = cmd->queues.len > 0 ? &cmd->queues : NULL};
+    nd_sl_result_t *r = scratch_of(c);
+    nd_epoch_enter(ctx);
+    nd_sl_match(ctx, nd_acct_sublist(c->acct), cmd->subject.ptr, cmd->subject.len, r);
     deliver_result(ctx, c, &pc, r);
     nd_epoch_exit(ctx);
     if (pc.payload != NULL)

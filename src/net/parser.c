@@ -104,6 +104,9 @@ static const opdef_t op_table[] = {
     /* routes */
     {"RMSG", 4, ND_PROTO_OP_RMSG, G_SEP},       {"HMSG", 4, ND_PROTO_OP_RHMSG, G_SEP},
     {"RS+", 3, ND_PROTO_OP_RSUB, G_SEP},        {"RS-", 3, ND_PROTO_OP_RUNSUB, G_SEP},
+    /* leaf nodes (HMSG is the same name as a route's: each kind's mask picks its row) */
+    {"LMSG", 4, ND_PROTO_OP_LMSG, G_SEP},       {"HMSG", 4, ND_PROTO_OP_LHMSG, G_SEP},
+    {"LS+", 3, ND_PROTO_OP_LSUB, G_SEP},        {"LS-", 3, ND_PROTO_OP_LUNSUB, G_SEP},
 };
 
 #define N_OPS (sizeof op_table / sizeof op_table[0])
@@ -387,25 +390,27 @@ finish_rmsg(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size
             size_t ctl, size_t *used, nd_proto_cmd_t *cmd)
 {
     tok_t t[MAX_RTOKENS];
-    size_t hm = p->op == ND_PROTO_OP_RHMSG;
+    size_t hm = p->op == ND_PROTO_OP_RHMSG || p->op == ND_PROTO_OP_LHMSG;
+    size_t a = p->op == ND_PROTO_OP_RMSG || p->op == ND_PROTO_OP_RHMSG; /* an account token */
     size_t n = split_args(s, end, t, MAX_RTOKENS, 1);
-    if (n < 3 + hm || n > MAX_RTOKENS)
+    if (n < a + 2 + hm || n > MAX_RTOKENS)
         return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
-    msg_args_t m = {.subj_off = t[1].off, .subj_len = t[1].len, .acct_len = t[0].len};
+    msg_args_t m = {.subj_off = t[a].off, .subj_len = t[a].len, .acct_len = a ? t[0].len : 0};
     size_t sizes = 1 + hm; /* tokens at the end that are sizes */
-    if (n == 3 + hm + 1) {
-        m.reply_off = t[2].off;
-        m.reply_len = t[2].len;
-    } else if (n > 3 + hm + 1) {
+    if (n == a + 2 + hm + 1) {
+        m.reply_off = t[a + 1].off;
+        m.reply_len = t[a + 1].len;
+    } else if (n > a + 2 + hm + 1) {
         size_t q0;
-        if (t[2].len != 1 || (s[t[2].off] != '+' && s[t[2].off] != '|'))
+        size_t ind = a + 1; /* the indicator token */
+        if (t[ind].len != 1 || (s[t[ind].off] != '+' && s[t[ind].off] != '|'))
             return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
-        if (s[t[2].off] == '+') {
-            m.reply_off = t[3].off;
-            m.reply_len = t[3].len;
-            q0 = 4;
+        if (s[t[ind].off] == '+') {
+            m.reply_off = t[ind + 1].off;
+            m.reply_len = t[ind + 1].len;
+            q0 = ind + 2;
         } else {
-            q0 = 3;
+            q0 = ind + 1;
         }
         size_t qn = n - sizes;
         if (qn > q0) {
@@ -460,7 +465,26 @@ finish_line(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size
         break;
     case ND_PROTO_OP_RMSG:
     case ND_PROTO_OP_RHMSG:
+    case ND_PROTO_OP_LMSG:
+    case ND_PROTO_OP_LHMSG:
         return finish_rmsg(p, s, avail, base, end, ctl, used, cmd);
+    case ND_PROTO_OP_LSUB:
+    case ND_PROTO_OP_LUNSUB: {
+        size_t q = p->op == ND_PROTO_OP_LSUB ? 3 : 2; /* the token count with a queue */
+        n = split_args(s, end, t, 3, 1);
+        cmd->queue = slice(s, 0, 0);
+        cmd->max_msgs = 0;
+        if (n == q) {
+            cmd->queue = slice(s, t[1].off, t[1].len);
+            if (q == 3)
+                cmd->max_msgs = parse_size(s + t[2].off, t[2].len);
+        } else if (n != 1) {
+            return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+        }
+        cmd->account = slice(s, 0, 0);
+        cmd->subject = slice(s, t[0].off, t[0].len);
+        break;
+    }
     case ND_PROTO_OP_RSUB:
     case ND_PROTO_OP_RUNSUB: {
         size_t q = p->op == ND_PROTO_OP_RSUB ? 4 : 3; /* the token count with a queue */

@@ -58,6 +58,10 @@ typedef enum nd_proto_op {
     ND_PROTO_OP_RUNSUB, /* RS- <account> <subject> [<queue>] */
     ND_PROTO_OP_RMSG,   /* RMSG <account> <subject> [+ <reply> <queues> | | <queues> | <reply>] <size> */
     ND_PROTO_OP_RHMSG,  /* HMSG on a route: as RMSG with <hdr> before <size> */
+    ND_PROTO_OP_LSUB,   /* LS+ <subject> [<queue> <weight>] */
+    ND_PROTO_OP_LUNSUB, /* LS- <subject> [<queue>] */
+    ND_PROTO_OP_LMSG,   /* LMSG <subject> [+ <reply> <queues> | | <queues> | <reply>] <size> */
+    ND_PROTO_OP_LHMSG,  /* HMSG on a leaf connection: as LMSG with <hdr> before <size> */
     ND_PROTO_OP_COUNT_
 } nd_proto_op_t;
 
@@ -79,6 +83,14 @@ typedef enum nd_proto_op {
      ND_PROTO_OPBIT(ND_PROTO_OP_RSUB) | ND_PROTO_OPBIT(ND_PROTO_OP_RUNSUB) |                       \
      ND_PROTO_OPBIT(ND_PROTO_OP_RMSG) | ND_PROTO_OPBIT(ND_PROTO_OP_RHMSG))
 
+/* The ops a LEAF connection may send. */
+#define ND_PROTO_OPS_LEAF                                                                          \
+    (ND_PROTO_OPBIT(ND_PROTO_OP_CONNECT) | ND_PROTO_OPBIT(ND_PROTO_OP_INFO) |                      \
+     ND_PROTO_OPBIT(ND_PROTO_OP_PING) | ND_PROTO_OPBIT(ND_PROTO_OP_PONG) |                         \
+     ND_PROTO_OPBIT(ND_PROTO_OP_OK) | ND_PROTO_OPBIT(ND_PROTO_OP_ERR) |                            \
+     ND_PROTO_OPBIT(ND_PROTO_OP_LSUB) | ND_PROTO_OPBIT(ND_PROTO_OP_LUNSUB) |                       \
+     ND_PROTO_OPBIT(ND_PROTO_OP_LMSG) | ND_PROTO_OPBIT(ND_PROTO_OP_LHMSG))
+
 /* No payload limit (nats-server's jwt.NoLimit); sizes are still at most 9 digits. */
 #define ND_PROTO_NO_LIMIT (-1)
 
@@ -97,18 +109,19 @@ typedef struct nd_proto_slice {
  * caller moves or overwrites those bytes. */
 typedef struct nd_proto_cmd {
     nd_proto_op_t op;         /* on an error: the op being parsed, or NONE if not known yet */
-    nd_proto_slice_t subject; /* PUB HPUB SUB RS+ RS- RMSG HMSG */
+    nd_proto_slice_t subject; /* PUB HPUB SUB RS+ RS- RMSG HMSG LS+ LS- LMSG */
     nd_proto_slice_t reply;   /* PUB HPUB RMSG HMSG: empty (len 0) when absent */
-    nd_proto_slice_t queue;   /* SUB RS+ RS-: empty when absent */
-    nd_proto_slice_t account; /* RS+ RS- RMSG HMSG */
-    nd_proto_slice_t queues;  /* RMSG HMSG: the queue names, separated by blanks; may be empty */
+    nd_proto_slice_t queue;   /* SUB RS+ RS- LS+ LS-: empty when absent */
+    nd_proto_slice_t account; /* RS+ RS- RMSG HMSG (empty for the leaf ops) */
+    nd_proto_slice_t queues;  /* RMSG HMSG LMSG: the queue names, separated by blanks; may be
+                               * empty */
     nd_proto_slice_t sid;     /* SUB UNSUB */
     nd_proto_slice_t arg;     /* CONNECT/INFO: the JSON; -ERR: the text, quotes included.
                                * Blanks and CR/LF at both ends are trimmed; may be empty. */
     nd_proto_slice_t payload; /* PUB RMSG: the payload; HPUB HMSG: headers + payload. No CRLF. */
     int64_t hdr_len;          /* HPUB HMSG: header bytes at the start of payload; PUB RMSG: 0 */
     int64_t max_msgs;         /* UNSUB: auto-unsubscribe count, -1 when absent or not a size;
-                               * RS+ with a queue: the weight (-1 when not a size) */
+                               * RS+/LS+ with a queue: the weight (-1 when not a size) */
 } nd_proto_cmd_t;
 
 /* All parser state of one connection. Treat the fields as private. */

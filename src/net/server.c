@@ -16,6 +16,7 @@
 #include "auth/auth.h"
 #include "net/conn.h"
 #include "net/listener.h"
+#include "net/leaf.h"
 #include "net/route.h"
 #include "util/log.h"
 #include "net/connreg.h"
@@ -365,6 +366,13 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
             return NULL;
         }
     }
+    if (nd_leafs_configured(opts)) {
+        s->leafs = nd_leafs_new(s);
+        if (s->leafs == NULL) {
+            nd_server_free(s);
+            return NULL;
+        }
+    }
     s->rscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     s->wscratch = nd_xaligned(nd_pool_workers(pool) * sizeof(nd_iobuf_t));
     nd_ctx_t *ctx = nd_ctx_external_new(pool);
@@ -405,6 +413,8 @@ nd_server_accept(nd_server_t *s)
     nd_log_info("Server is ready");
     if (s->routes != NULL)
         nd_routes_start(s->routes);
+    if (s->leafs != NULL)
+        nd_leafs_start(s->leafs);
 }
 
 void
@@ -420,6 +430,7 @@ nd_server_stop_accepting(nd_server_t *s)
 {
     nd_server_stop_listening(s);
     nd_routes_stop(s->routes);
+    nd_leafs_stop(s->leafs);
     if (s->gacct != NULL) {
         /* Connections hold their own references; ours would keep the pool's shutdown waiting. */
         nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
@@ -441,6 +452,7 @@ nd_server_free(nd_server_t *s)
         nd_ws_srv_free(s->ws);
     }
     nd_routes_free(s->routes);
+    nd_leafs_free(s->leafs);
     if (s->poller != NULL)
         nd_poller_free(s->poller);
     /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */

@@ -44,8 +44,9 @@ sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
     if (sub->conn == NULL || nd_sub_cancelled(sub))
         return false;
     nd_conn_t *t = (nd_conn_t *)sub->conn;
-    if (sub->origin == ND_SUB_ROUTE) {
-        /* Another server's interest: one RMSG per route (a queue group names its group). */
+    if (sub->origin != ND_SUB_LOCAL) {
+        /* Another server's interest: one RMSG/LMSG per route or leaf connection (a queue
+         * group names its group). */
         for (size_t i = 0; sub->queue == NULL && i < p->n; i++)
             if (p->outs[i].t == t && p->outs[i].route)
                 return true;

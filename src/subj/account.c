@@ -84,6 +84,10 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_ACCT_MSG_INTEREST_DUMP:
         nd_interest_on_dump(ctx, a, msg);
         break;
+    case ND_ACCT_MSG_INTEREST_WATCH:
+    case ND_ACCT_MSG_INTEREST_UNWATCH:
+        nd_interest_on_watch(ctx, a, msg);
+        break;
     default:
         nd_fatal("account %s: unknown message id %u", a->name, msg->id);
     }
@@ -130,6 +134,10 @@ discard(nd_ctx_t *ctx, nd_msg_t *msg)
     }
     case ND_ACCT_MSG_INTEREST_DUMP:
         nd_interest_on_dump(ctx, NULL, msg); /* closed: only the end mark */
+        break;
+    case ND_ACCT_MSG_INTEREST_WATCH:
+    case ND_ACCT_MSG_INTEREST_UNWATCH:
+        nd_interest_on_watch(ctx, NULL, msg); /* closed: an unwatch still releases */
         break;
     default:
         break;

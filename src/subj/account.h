@@ -31,6 +31,8 @@
 #define ND_ACCT_MSG_UNSUB     (ND_MSG_USER_BASE + 1)
 #define ND_ACCT_MSG_UNSUB_ALL (ND_MSG_USER_BASE + 2)
 #define ND_ACCT_MSG_INTEREST_DUMP (ND_MSG_USER_BASE + 3) /* subj/interest.h */
+#define ND_ACCT_MSG_INTEREST_WATCH   (ND_MSG_USER_BASE + 4) /* subj/interest.h */
+#define ND_ACCT_MSG_INTEREST_UNWATCH (ND_MSG_USER_BASE + 5) /* subj/interest.h */
 
 typedef struct nd_acct_msg_sub {
     nd_msg_t hdr;
@@ -72,6 +74,9 @@ typedef struct nd_acct {
     /* immutable before the account has subscriptions: where route interest changes go
      * (subj/interest.h), NULL without routes */
     const struct nd_interest_hook *ihook;
+    /* owner actor only: every subscription change goes to these (subj/interest.h, leaf
+     * connections), NULL when none */
+    struct nd_interest_watcher *watchers;
     /* Cross-account routing (src/auth/acct_route.h): mappings and stream importers, or NULL.
      * Writer: the auth slot (release store); readers: publishers inside an epoch section
      * (acquire load). The route belongs to the authorization snapshot that built it. */

@@ -82,11 +82,73 @@ map_of(nd_acct_t *acct)
     return acct->rinterest;
 }
 
+typedef struct watch_msg {
+    nd_msg_t hdr;
+    nd_interest_watcher_t *w;
+} watch_msg_t;
+
+void
+nd_interest_watch(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w)
+{
+    watch_msg_t *m = ND_MSG_NEW(ctx, watch_msg_t, ND_ACCT_MSG_INTEREST_WATCH);
+    m->w = w;
+    nd_actor_send(ctx, &acct->actor, &m->hdr);
+}
+
+void
+nd_interest_unwatch(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w)
+{
+    watch_msg_t *m = ND_MSG_NEW(ctx, watch_msg_t, ND_ACCT_MSG_INTEREST_UNWATCH);
+    m->w = w;
+    nd_actor_send(ctx, &acct->actor, &m->hdr);
+}
+
+typedef struct dump_each {
+    nd_ctx_t *ctx;
+    nd_acct_t *acct;
+    nd_interest_watcher_t *w;
+} dump_each_t;
+
+static void
+watch_dump_one(nd_sub_t *sub, void *arg)
+{
+    dump_each_t *d = arg;
+    if (!nd_sub_cancelled(sub))
+        d->w->on_sub(d->ctx, d->acct, d->w, sub, 1);
+}
+
+void
+nd_interest_on_watch(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg)
+{
+    nd_interest_watcher_t *w = ((watch_msg_t *)msg)->w;
+    if (msg->id == ND_ACCT_MSG_INTEREST_WATCH) {
+        if (acct == NULL) /* the account is gone: nothing to watch */
+            return;
+        w->next = acct->watchers;
+        acct->watchers = w;
+        dump_each_t d = {ctx, acct, w};
+        nd_sl_each(&acct->sl, watch_dump_one, &d);
+        w->on_dump_end(ctx, acct, w);
+        return;
+    }
+    if (acct != NULL) {
+        for (nd_interest_watcher_t **pp = (nd_interest_watcher_t **)&acct->watchers; *pp != NULL;
+             pp = &(*pp)->next)
+            if (*pp == w) {
+                *pp = w->next;
+                break;
+            }
+    }
+    w->on_release(ctx, w);
+}
+
 void
 nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta)
 {
+    for (nd_interest_watcher_t *w = acct->watchers; w != NULL; w = w->next)
+        w->on_sub(ctx, acct, w, sub, delta);
     const nd_interest_hook_t *hook = acct->ihook;
-    if (hook == NULL || sub->origin != ND_SUB_LOCAL)
+    if (hook == NULL || (sub->origin != ND_SUB_LOCAL && sub->origin != ND_SUB_LEAF))
         return;
     size_t slen = sub->subject_len, qlen = sub->queue != NULL ? sub->queue_len : 0;
     size_t len = slen + (qlen > 0 ? qlen + 1 : 0);
@@ -154,6 +216,9 @@ nd_interest_on_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg)
 void
 nd_interest_free(nd_acct_t *acct)
 {
+    /* Watchers are released by their unwatch (which a closed account discards into
+     * nd_interest_on_watch), never here: that keeps the release to exactly one. */
+    acct->watchers = NULL;
     ck_hs_t *hs = acct->rinterest;
     if (hs == NULL)
         return;

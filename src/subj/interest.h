@@ -42,13 +42,43 @@ void nd_interest_inherit(nd_acct_t *acct, const nd_acct_t *from);
  * made before the dump are in it; changes after it reach the hook. Ctx: any thread. */
 void nd_interest_send_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg);
 
+/* ---- watchers: every subscription change of one account (leaf connections) ----
+ *
+ * The route hook above reports aggregate local interest for every account of the server. A leaf
+ * connection needs more: each subscription of its bound account (local, routed, or another leaf
+ * connection's), so that it can leave out its own and keep counts of its own (nats-server's
+ * per-leaf smap). A watcher is attached on the account's turn, is handed every subscription in
+ * the sublist at that moment (then on_dump_end), and from then on every insert and remove, all
+ * on the account's turn and in order, so nothing is missed or counted twice. */
+typedef struct nd_interest_watcher nd_interest_watcher_t;
+struct nd_interest_watcher {
+    /* a subscription inserted (delta 1; also each one of the initial dump) or removed (-1) */
+    void (*on_sub)(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w,
+                   const nd_sub_t *sub, int delta);
+    /* the initial dump is complete */
+    void (*on_dump_end)(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w);
+    /* detached (nd_interest_unwatch, or the account closed): the account is done with w */
+    void (*on_release)(nd_ctx_t *ctx, nd_interest_watcher_t *w);
+    nd_interest_watcher_t *next; /* the account's list (owner: the account actor) */
+};
+/* Attaches w to acct on its turn (then dumps to it). Ctx: any thread. */
+void nd_interest_watch(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w);
+/* Detaches w on acct's turn, then calls w->on_release (also when the account closed first:
+ * every watched w must be unwatched once). Ctx: any thread. */
+void nd_interest_unwatch(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w);
+
 /* ---- used by account.c (the account's own turn) ---- */
 
-/* Counts sub (inserted: +1, removed: -1) when it is local and a hook is installed. */
+/* Counts sub (inserted: +1, removed: -1) when it is local (or a hub-side leaf's) and a hook is
+ * installed, and tells the account's watchers. */
 void nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta);
 /* Handles ND_ACCT_MSG_INTEREST_DUMP; acct NULL (a closed account's discard): the end only. */
 void nd_interest_on_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg);
-/* Frees the account's interest map. */
+/* Handles ND_ACCT_MSG_INTEREST_WATCH / _UNWATCH; acct NULL (a closed account's discard): only
+ * the release of an unwatch. */
+void nd_interest_on_watch(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg);
+/* Frees the account's interest map and forgets its watchers (each is released by its
+ * unwatch). */
 void nd_interest_free(nd_acct_t *acct);
 
 #endif

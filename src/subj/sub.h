@@ -31,8 +31,13 @@
 #include "actors/epoch.h"
 
 /* Where a subscription comes from (nd_sub_t.origin). Local interest (clients, services) is
- * propagated to routes; a route's interest never is (one hop). */
-enum { ND_SUB_LOCAL = 0, ND_SUB_ROUTE = 1 };
+ * propagated to routes; a route's interest never is (one hop). A leaf connection's interest is
+ * ND_SUB_LEAF when we are its hub (it counts as local for routes, as nats-server's) and
+ * ND_SUB_LEAF_HUB on a connection we solicited (the hub's interest: never sent on to routes). */
+enum { ND_SUB_LOCAL = 0, ND_SUB_ROUTE = 1, ND_SUB_LEAF = 2, ND_SUB_LEAF_HUB = 3 };
+
+/* Returns: whether origin is one of a leaf connection's. */
+#define ND_SUB_IS_LEAF(origin) ((origin) >= ND_SUB_LEAF)
 
 #define ND_SUB_MAGIC 0x53554221u /* "SUB!" while alive */
 #define ND_SUB_DEAD  0xDEADB0B0u /* written just before the memory is freed */
@@ -57,7 +62,7 @@ typedef struct nd_sub {
     _Atomic uint32_t refs;
     _Atomic bool cancelled; /* unsubscribed: publishers that still find it drop messages */
     /* immutable after nd_sub_new's caller set it, before the sub is sent to its account */
-    uint8_t origin; /* ND_SUB_LOCAL, or ND_SUB_ROUTE for a remote server's interest */
+    uint8_t origin; /* ND_SUB_LOCAL, ND_SUB_ROUTE or ND_SUB_LEAF* for a remote server's */
     /* a route's queue subscription: the members it stands for (nats-server's queue weight);
      * written by the route connection, read by publishers (relaxed) */
     _Atomic uint16_t qweight;

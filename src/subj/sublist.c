@@ -980,6 +980,54 @@ clear_node(nd_ctx_t *ctx, nd_sl_t *sl, sl_node_t *n, on_remove_fn on_remove, voi
     node_retire(sl, n);
 }
 
+static void
+each_vec(nd_sl_vec_t *v, void (*fn)(nd_sub_t *sub, void *arg), void *arg)
+{
+    if (v == NULL)
+        return;
+    uint32_t n = atomic_load_explicit(&v->n, memory_order_relaxed);
+    for (uint32_t i = 0; i < n; i++) {
+        nd_sub_t *s = atomic_load_explicit(&v->slot[i], memory_order_relaxed);
+        if (s != NULL)
+            fn(s, arg);
+    }
+}
+
+static void
+each_node(sl_node_t *n, void (*fn)(nd_sub_t *sub, void *arg), void *arg)
+{
+    sl_ext_t *x = node_ext(n);
+    if (x != NULL) {
+        nd_sl_tab_t *t = atomic_load_explicit(&x->children, memory_order_relaxed);
+        for (uint32_t i = 0; t != NULL && i <= t->mask; i++) {
+            sl_node_t *c = (sl_node_t *)node_of_key(nd_sl_tab_at(t, i));
+            if (c != NULL)
+                each_node(c, fn, arg);
+        }
+        sl_node_t *w = atomic_load_explicit(&x->pwc, memory_order_relaxed);
+        if (w != NULL)
+            each_node(w, fn, arg);
+        w = atomic_load_explicit(&x->fwc, memory_order_relaxed);
+        if (w != NULL)
+            each_node(w, fn, arg);
+        nd_sl_tab_t *qt = atomic_load_explicit(&x->qgroups, memory_order_relaxed);
+        for (uint32_t i = 0; qt != NULL && i <= qt->mask; i++) {
+            sl_qgroup_t *qg = (sl_qgroup_t *)qgroup_of_key(nd_sl_tab_at(qt, i));
+            if (qg != NULL)
+                each_vec(atomic_load_explicit(&qg->vec, memory_order_relaxed), fn, arg);
+        }
+    }
+    each_vec(atomic_load_explicit(&n->psubs, memory_order_relaxed), fn, arg);
+}
+
+void
+nd_sl_each(nd_sl_t *sl, void (*fn)(nd_sub_t *sub, void *arg), void *arg)
+{
+    sl_node_t *root = atomic_load_explicit(&sl->root, memory_order_relaxed);
+    if (root != NULL)
+        each_node(root, fn, arg);
+}
+
 void
 nd_sl_fini(nd_ctx_t *ctx, nd_sl_t *sl, on_remove_fn on_remove, void *arg)
 {

@@ -194,6 +194,10 @@ bool nd_sl_remove(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *sub);
 size_t nd_sl_remove_batch(nd_ctx_t *ctx, nd_sl_t *sl, nd_sub_t *const *subs, size_t n,
                           bool *removed);
 
+/* Calls fn(sub, arg) for every subscription inside sl, in no particular order. fn must not
+ * change sl. Ctx: the writer. */
+void nd_sl_each(nd_sl_t *sl, void (*fn)(nd_sub_t *sub, void *arg), void *arg);
+
 /* Matches a subject (treated as literal) against the trie and fills r (reset first). A subject
  * with an empty token matches nothing. Ctx: any thread, inside an epoch section.
  * Returns: true when anything matched. */

@@ -1317,6 +1317,30 @@ nd_integ_wait_routes_at(const char *file, int line, int port, int n)
 }
 
 int
+nd_integ_num_leafs_at(const char *file, int line, int port)
+{
+    json_t *lz = http_json(file, line, port, "/leafz");
+    int v = (int)json_integer_value(json_object_get(lz, "leafnodes"));
+    json_decref(lz);
+    return v;
+}
+
+void
+nd_integ_wait_leafs_at(const char *file, int line, int port, int n)
+{
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int got;
+    while ((got = nd_integ_num_leafs_at(file, line, port)) != n) {
+        if (remaining_ms(deadline) == 0) {
+            char *body = defer(nd_integ_http_get_at(file, line, port, "/leafz"));
+            fail_at(file, line, "/leafz on port %d: %d leafs, want %d, within %d ms: %s", port,
+                    got, n, ND_INTEG_PROC_TIMEOUT_MS, body);
+        }
+        poll_gap();
+    }
+}
+
+int
 nd_integ_route_sub_count_at(const char *file, int line, int port, const char *subject)
 {
     json_t *rz = http_json(file, line, port, "/routez?subs=1");

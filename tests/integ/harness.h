@@ -211,6 +211,13 @@ void nd_integ_wait_route_sub_at(const char *file, int line, int port, const char
 #define nd_integ_wait_route_sub(port, subject, n)                                                  \
     nd_integ_wait_route_sub_at(__FILE__, __LINE__, (port), (subject), (n))
 
+/* Returns the "leafnodes" count of /leafz on the monitoring port. */
+int nd_integ_num_leafs_at(const char *file, int line, int port);
+/* Polls /leafz on the monitoring port until it lists exactly n leaf connections (hang guard as
+ * nd_integ_wait_routes). */
+void nd_integ_wait_leafs_at(const char *file, int line, int port, int n);
+#define nd_integ_wait_leafs(port, n) nd_integ_wait_leafs_at(__FILE__, __LINE__, (port), (n))
+
 /* ---- config files ---- */
 
 /* A config file in a directory of its own (made on the first write), where a test may put the

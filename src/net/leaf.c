@@ -1,0 +1,1127 @@
+/* Leaf nodes: the leaf connection's protocol, the leaf table and the dialer (nats-server 2.9's
+ * leafnode.go).
+ *
+ * Handshake. The accepting side (the hub) sends INFO at once (our id, name, client_id,
+ * leafnode_urls, info_on_connect) and waits for CONNECT; with leafnodes { authorization } it
+ * checks the user (user/password, or users [ {user, password, account} ]), binds the connection
+ * to that user's account ($G otherwise) and answers with a second INFO (connect_info,
+ * remote_account). The soliciting side (the leaf) waits for the hub's INFO, refuses one without
+ * client_id and leafnode_urls (a wrong port), sends CONNECT (our id and name, is_hub, the URL's
+ * credentials) and finishes at once, or when the INFO with connect_info comes if the hub said
+ * info_on_connect.
+ *
+ * Interest. Once registered, a connection watches its bound account (subj/interest.h): every
+ * subscription of that account, except its own, is counted per subject and per subject and
+ * queue group (nats-server's smap) and a count going 0 -> 1 or 1 -> 0 becomes LS+ / LS- (a queue
+ * group: LS+ with its count on every change). On a connection where we are the leaf (a spoke)
+ * only local clients' and other hubs-side leafs' interest goes to the hub, as nats-server. Each
+ * side also sends LS+ $LDS.<id>: receiving our own back means a loop. The peer's LS+ becomes a
+ * subscription of this connection in the bound account (origin ND_SUB_LEAF, or ND_SUB_LEAF_HUB
+ * on a spoke connection, whose interest is not sent on to routes); LS- removes it.
+ *
+ * Messages. An LMSG/HMSG waits until every LS+ before it is in place (as a route's RMSG), then
+ * goes to local subscribers, to routes (unless it came from our hub) and to other leaf
+ * connections, never back to its own (deliver.c).
+ *
+ * The dialer is a thread of its own (as the route dialer): each remote is one job that connects
+ * to its URLs in turn, every `reconnect` interval (1 s by default) until one answers, and again
+ * after the connection closes.
+ *
+ * Not yet: TLS, credentials and nkeys, deny_imports/exports, permissions from the hub's INFO,
+ * loop back-off delays, leafnode_urls gossip, websocket remotes, JetStream domains.
+ */
+#include "net/leaf_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <jansson.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include "auth/auth.h"
+#include "auth/passwd.h"
+#include "net/connreg.h"
+#include "net/listener.h"
+#include "natsd/natsd.h"
+#include "subj/interest.h"
+#include "subj/subject.h"
+#include "util/gojson.h"
+#include "util/log.h"
+
+#define LEAF_DEFAULT_AUTH_TIMEOUT_S 2.0
+#define LEAF_DEFAULT_RECONNECT_NS   1000000000ll
+#define LEAF_DIAL_TIMEOUT_MS        2000
+#define LDS_PREFIX                  "$LDS."
+
+/* Log prefix of a leaf connection, as nats-server's "<ip>:<port> - lid:<n> - ". */
+#define LFMT     "%s:%d - lid:%llu - "
+#define LARGS(c) (c)->ip, (c)->port, (unsigned long long)(c)->cid
+
+/* One remote to solicit (leafnodes { remotes }). */
+struct leaf_job {
+    size_t idx;    /* in opts.leaf->remotes */
+    size_t next;   /* the URL to try next */
+    bool active;   /* dialing, or its connection is up */
+    int attempts;
+    int64_t due_ns;
+    char url[512]; /* the URL of the current attempt */
+};
+
+struct nd_leafs {
+    nd_server_t *srv;
+    const nd_leaf_opts_t *o;
+    struct nd_listener *listener;
+    int port;
+    char lds[64]; /* our loop detection subject */
+    int64_t reconnect_ns;
+    /* the registered connections (a reference each), under mu */
+    pthread_mutex_t mu;
+    nd_conn_t **conns;
+    size_t n, cap;
+    /* the dialer */
+    pthread_t th;
+    bool started;
+    pthread_mutex_t dmu;
+    pthread_cond_t dcv;
+    bool stop;
+    bool stopped; /* nd_leafs_stop ran */
+    leaf_job_t *jobs;
+    size_t njobs;
+};
+
+static int64_t
+now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+/* ---- writing to a connection from another actor ---- */
+
+typedef struct lproto_msg {
+    nd_msg_t hdr;
+    uint32_t len;
+    char data[];
+} lproto_msg_t;
+
+/* Queues bytes for leaf connection c to write as they are (the route's RPROTO message). */
+static void
+send_proto(nd_ctx_t *ctx, nd_conn_t *c, const char *data, size_t len)
+{
+    lproto_msg_t *m = (lproto_msg_t *)nd_msg_new(ctx, sizeof(*m) + len, ND_CONN_MSG_RPROTO);
+    m->len = (uint32_t)len;
+    memcpy(m->data, data, len);
+    nd_actor_send(ctx, &c->base, &m->hdr);
+}
+
+/* ---- the interest a connection sends: its watch of the bound account ---- */
+
+typedef struct smap_ent {
+    struct smap_ent *next;
+    uint64_t hash;
+    int32_t count;
+    uint32_t len;
+    bool queue;
+    char key[]; /* "subject" or "subject queue" */
+} smap_ent_t;
+
+/* A connection's watch (owner: the bound account's turn; the connection only creates it and asks
+ * for its release). */
+typedef struct leaf_watch {
+    nd_interest_watcher_t w; /* first */
+    nd_conn_t *c;            /* a reference */
+    bool spoke;
+    bool dumping;
+    char lds[64];
+    smap_ent_t **b;
+    size_t nb, n;
+} leaf_watch_t;
+
+static smap_ent_t **
+smap_slot(leaf_watch_t *lw, const char *key, size_t len, uint64_t h)
+{
+    smap_ent_t **pp = &lw->b[h & (lw->nb - 1)];
+    while (*pp != NULL && !((*pp)->hash == h && (*pp)->len == len && memcmp((*pp)->key, key, len) == 0))
+        pp = &(*pp)->next;
+    return pp;
+}
+
+static void
+smap_grow(leaf_watch_t *lw)
+{
+    size_t nb = lw->nb ? lw->nb * 2 : 64;
+    smap_ent_t **b = nd_xcalloc(nb, sizeof(*b));
+    for (size_t i = 0; i < lw->nb; i++)
+        for (smap_ent_t *e = lw->b[i], *nx; e != NULL; e = nx) {
+            nx = e->next;
+            e->next = b[e->hash & (nb - 1)];
+            b[e->hash & (nb - 1)] = e;
+        }
+    nd_free(lw->b);
+    lw->b = b;
+    lw->nb = nb;
+}
+
+/* Appends "LS+ key[ n]\r\n" (n > 0) or "LS- key\r\n" to buf. */
+static size_t
+format_ls(char *out, const smap_ent_t *e, int32_t n)
+{
+    char *p = out;
+    memcpy(p, n > 0 ? "LS+ " : "LS- ", 4);
+    p += 4;
+    memcpy(p, e->key, e->len);
+    p += e->len;
+    if (e->queue && n > 0)
+        p += sprintf(p, " %d", n);
+    memcpy(p, "\r\n", 2);
+    return (size_t)(p + 2 - out);
+}
+
+static void
+watch_on_sub(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w, const nd_sub_t *sub,
+             int delta)
+{
+    (void)acct;
+    leaf_watch_t *lw = (leaf_watch_t *)w;
+    if (sub->conn == &lw->c->base)
+        return; /* its own interest never goes back */
+    /* A spoke tells its hub only of local interest and of the leafs it is the hub of. */
+    if (lw->spoke && sub->origin != ND_SUB_LOCAL && sub->origin != ND_SUB_LEAF)
+        return;
+    size_t slen = sub->subject_len, qlen = sub->queue != NULL ? sub->queue_len : 0;
+    size_t len = slen + (qlen > 0 ? qlen + 1 : 0);
+    char small[512];
+    char *key = len <= sizeof small ? small : nd_xmalloc(len);
+    memcpy(key, sub->subject, slen);
+    if (qlen > 0) {
+        key[slen] = ' ';
+        memcpy(key + slen + 1, sub->queue, qlen);
+    }
+    uint64_t h = XXH3_64bits(key, len);
+    if (lw->n >= lw->nb)
+        smap_grow(lw);
+    smap_ent_t **pp = smap_slot(lw, key, len, h);
+    smap_ent_t *e = *pp;
+    if (e == NULL) {
+        if (delta < 0) {
+            if (key != small)
+                nd_free(key);
+            return;
+        }
+        e = nd_xcalloc(1, sizeof(*e) + len);
+        e->hash = h;
+        e->len = (uint32_t)len;
+        e->queue = qlen > 0;
+        memcpy(e->key, key, len);
+        *pp = e;
+        lw->n++;
+    }
+    if (key != small)
+        nd_free(key);
+    int32_t before = e->count;
+    e->count += delta;
+    if (!lw->dumping && (e->queue || before == 0 || e->count <= 0)) {
+        char line[600];
+        char *buf = e->len + 32 <= sizeof line ? line : nd_xmalloc(e->len + 32);
+        send_proto(ctx, lw->c, buf, format_ls(buf, e, e->count));
+        if (buf != line)
+            nd_free(buf);
+    }
+    if (e->count <= 0) {
+        *smap_slot(lw, e->key, e->len, e->hash) = e->next;
+        lw->n--;
+        nd_free(e);
+    }
+}
+
+static void
+watch_on_dump_end(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w)
+{
+    (void)acct;
+    leaf_watch_t *lw = (leaf_watch_t *)w;
+    lw->dumping = false;
+    size_t cap = 4096, len = 0;
+    char *buf = nd_xmalloc(cap);
+    for (size_t i = 0; i < lw->nb; i++)
+        for (smap_ent_t *e = lw->b[i]; e != NULL; e = e->next) {
+            if (len + e->len + 32 > cap) {
+                cap = nd_grow_cap(cap, len + e->len + 32, 4096);
+                buf = nd_xrealloc(buf, cap);
+            }
+            len += format_ls(buf + len, e, e->count);
+        }
+    /* Our loop detection subject: seeing it come back means the messages would loop. */
+    size_t ll = strlen(lw->lds);
+    if (len + ll + 8 > cap)
+        buf = nd_xrealloc(buf, len + ll + 8);
+    len += (size_t)sprintf(buf + len, "LS+ %s\r\n", lw->lds);
+    send_proto(ctx, lw->c, buf, len);
+    nd_free(buf);
+}
+
+static void
+watch_on_release(nd_ctx_t *ctx, nd_interest_watcher_t *w)
+{
+    leaf_watch_t *lw = (leaf_watch_t *)w;
+    for (size_t i = 0; i < lw->nb; i++)
+        for (smap_ent_t *e = lw->b[i], *nx; e != NULL; e = nx) {
+            nx = e->next;
+            nd_free(e);
+        }
+    nd_free(lw->b);
+    nd_actor_unref(ctx, &lw->c->base);
+    nd_free(lw);
+}
+
+/* ---- the leaf table ---- */
+
+static void
+register_leaf(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    nd_leaf_t *lf = c->leaf;
+    pthread_mutex_lock(&l->mu);
+    if (l->n == l->cap) {
+        l->cap = l->cap ? l->cap * 2 : 8;
+        l->conns = nd_xrealloc(l->conns, l->cap * sizeof(*l->conns));
+    }
+    nd_actor_ref(&c->base);
+    l->conns[l->n++] = c;
+    pthread_mutex_unlock(&l->mu);
+    lf->registered = true;
+    c->connected = true;
+    c->mon.start_ns = nd_mon_wall_ns();
+    leaf_watch_t *lw = nd_new(leaf_watch_t);
+    lw->w.on_sub = watch_on_sub;
+    lw->w.on_dump_end = watch_on_dump_end;
+    lw->w.on_release = watch_on_release;
+    lw->c = c;
+    nd_actor_ref(&c->base);
+    lw->spoke = lf->spoke;
+    lw->dumping = true;
+    snprintf(lw->lds, sizeof lw->lds, "%s", l->lds);
+    lf->watch = lw;
+    nd_interest_watch(ctx, c->acct, &lw->w);
+    nd_log_info(LFMT "Leafnode connection created%s%s for account: %s", LARGS(c),
+                lf->remote_name[0] ? " " : "", lf->remote_name, c->acct->name);
+}
+
+size_t
+nd_leafs_count(nd_leafs_t *l)
+{
+    if (l == NULL)
+        return 0;
+    pthread_mutex_lock(&l->mu);
+    size_t n = l->n;
+    pthread_mutex_unlock(&l->mu);
+    return n;
+}
+
+size_t
+nd_leafs_stats(nd_leafs_t *l, nd_leaf_stat_t **out)
+{
+    pthread_mutex_lock(&l->mu);
+    size_t n = l->n;
+    nd_leaf_stat_t *v = nd_xcalloc(n > 0 ? n : 1, sizeof(*v));
+    for (size_t i = 0; i < n; i++) {
+        nd_conn_t *c = l->conns[i];
+        const nd_mon_conn_t *m = &c->mon;
+        nd_leaf_stat_t *s = &v[i];
+        snprintf(s->account, sizeof s->account, "%s", c->acct->name);
+        snprintf(s->ip, sizeof s->ip, "%s", c->ip);
+        s->port = c->port;
+        s->rtt_ns = atomic_load_explicit(&m->rtt_ns, memory_order_relaxed);
+        s->in_msgs = atomic_load_explicit(&m->in_msgs, memory_order_relaxed);
+        s->in_bytes = atomic_load_explicit(&m->in_bytes, memory_order_relaxed);
+        s->out_msgs = atomic_load_explicit(&m->out_msgs, memory_order_relaxed);
+        s->out_bytes = atomic_load_explicit(&m->out_bytes, memory_order_relaxed);
+        s->subs = atomic_load_explicit(&m->num_subs, memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&l->mu);
+    *out = v;
+    return n;
+}
+
+/* ---- handshake ---- */
+
+static void
+nonce_of(char *out)
+{
+    uint8_t raw[11];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw)
+        memset(raw, 7, sizeof raw);
+    static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    for (size_t i = 0; i < 11; i++)
+        out[i] = b64[raw[i] & 63];
+    out[11] = '\0';
+}
+
+/* Our leaf INFO (the accepting side). connect_info: the answer to CONNECT. */
+static void
+write_info(nd_conn_t *c, bool connect_info)
+{
+    nd_server_t *s = c->srv;
+    nd_leafs_t *l = s->leafs;
+    json_t *o = json_object();
+    json_object_set_new(o, "server_id", json_string(s->server_id));
+    json_object_set_new(o, "server_name",
+                        json_string(s->opts.server_name ? s->opts.server_name : s->server_id));
+    json_object_set_new(o, "version", json_string(NATSD_COMPAT_VERSION));
+    json_object_set_new(o, "proto", json_integer(1));
+    json_object_set_new(o, "go", json_string("natsd " NATSD_VERSION));
+    const char *host = l->o->host != NULL ? l->o->host : "0.0.0.0";
+    json_object_set_new(o, "host", json_string(host));
+    json_object_set_new(o, "port", json_integer(l->port));
+    json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
+    json_object_set_new(o, "auth_required", json_true());
+    json_object_set_new(o, "max_payload", json_integer(nd_server_live_get(s, max_payload)));
+    char ip[300];
+    snprintf(ip, sizeof ip, "%s:%d", strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host, l->port);
+    json_object_set_new(o, "ip", json_string(ip));
+    json_object_set_new(o, "client_id", json_integer((json_int_t)c->cid));
+    if (!connect_info) {
+        char nonce[12];
+        nonce_of(nonce);
+        json_object_set_new(o, "nonce", json_string(nonce));
+    }
+    json_t *urls = json_array();
+    json_array_append_new(urls, json_string(ip));
+    json_object_set_new(o, "leafnode_urls", urls);
+    if (connect_info) {
+        json_object_set_new(o, "remote_account", json_string(c->acct->name));
+        json_object_set_new(o, "connect_info", json_true());
+    } else {
+        json_object_set_new(o, "info_on_connect", json_true());
+    }
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    nd_conn_write(c, "INFO ", 5);
+    nd_conn_write(c, js, strlen(js));
+    nd_conn_write(c, "\r\n", 2);
+    free(js);
+}
+
+static const nd_leaf_remote_t *
+job_remote(const nd_leafs_t *l, const leaf_job_t *job)
+{
+    return &l->o->remotes[job->idx];
+}
+
+static void
+write_connect(nd_conn_t *c)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    const nd_leaf_remote_t *rm = job_remote(l, c->leaf->job);
+    char host[256], user[128] = "", pass[128] = "";
+    int port;
+    (void)nd_leaf_url_parse(c->leaf->job->url, host, sizeof host, &port, user, sizeof user, pass,
+                            sizeof pass);
+    json_t *o = json_object();
+    json_object_set_new(o, "version", json_string(NATSD_COMPAT_VERSION));
+    if (user[0] != '\0')
+        json_object_set_new(o, "user", json_string(user));
+    if (pass[0] != '\0')
+        json_object_set_new(o, "pass", json_string(pass));
+    json_object_set_new(o, "tls_required", json_false());
+    json_object_set_new(o, "server_id", json_string(c->srv->server_id));
+    json_object_set_new(o, "name", json_string(c->srv->opts.server_name ? c->srv->opts.server_name
+                                                                        : c->srv->server_id));
+    if (rm->hub)
+        json_object_set_new(o, "is_hub", json_true());
+    if (!c->srv->opts.no_header_support)
+        json_object_set_new(o, "headers", json_true());
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    nd_conn_write(c, "CONNECT ", 8);
+    nd_conn_write(c, js, strlen(js));
+    nd_conn_write(c, "\r\n", 2);
+    free(js);
+}
+
+void
+nd_leaf_conn_start(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    c->mon.start_ns = nd_mon_wall_ns();
+    atomic_store_explicit(&c->mon.last_ns, c->mon.start_ns, memory_order_relaxed);
+    if (c->leaf->job != NULL) {
+        nd_log_debug(LFMT "Leafnode connection created for account: %s", LARGS(c), c->acct->name);
+        /* The hub speaks first; its INFO must come within the auth timeout. */
+        nd_timer_start(ctx, &c->auth_timer, (uint64_t)(LEAF_DEFAULT_AUTH_TIMEOUT_S * 1e9), 0);
+        return;
+    }
+    write_info(c, false);
+    double t = l->o->auth_timeout_s > 0 ? l->o->auth_timeout_s : LEAF_DEFAULT_AUTH_TIMEOUT_S;
+    nd_timer_start(ctx, &c->auth_timer, (uint64_t)(t * 1e9), 0);
+}
+
+static void
+leaf_fail(nd_ctx_t *ctx, nd_conn_t *c, const char *text, nd_close_reason_t reason)
+{
+    char line[512];
+    int n = snprintf(line, sizeof line, "-ERR '%s'\r\n", text);
+    nd_conn_write(c, line, (size_t)n);
+    nd_conn_close(ctx, c, reason);
+}
+
+/* Switches c to account name (a reference). Returns: false when there is no such account. */
+static bool
+bind_account(nd_ctx_t *ctx, nd_conn_t *c, const char *name)
+{
+    nd_acct_t *acct = NULL;
+    if (name == NULL || strcmp(name, "$G") == 0) {
+        acct = c->srv->gacct;
+        nd_actor_ref(&acct->actor);
+    } else {
+        nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+        acct = a != NULL ? nd_auth_find(a, name, strlen(name)) : NULL;
+        if (acct != NULL)
+            nd_actor_ref(&acct->actor);
+        nd_auth_unref(ctx, a);
+    }
+    if (acct == NULL)
+        return false;
+    nd_acct_t *old = c->acct;
+    c->acct = acct;
+    nd_actor_unref(ctx, &old->actor);
+    return true;
+}
+
+static bool
+pass_ok(const char *stored, const char *given)
+{
+    if (stored == NULL)
+        stored = "";
+    if (given == NULL)
+        given = "";
+    return nd_passwd_check(stored, strlen(stored), given, strlen(given));
+}
+
+/* The accepting side: the leaf's CONNECT. */
+static bool
+on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
+    if (o == NULL) {
+        nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
+        return false;
+    }
+    const char *lang = json_string_value(json_object_get(o, "lang"));
+    const char *user = json_string_value(json_object_get(o, "user"));
+    const char *pass = json_string_value(json_object_get(o, "pass"));
+    const char *name = json_string_value(json_object_get(o, "name"));
+    const char *id = json_string_value(json_object_get(o, "server_id"));
+    if (lang != NULL && lang[0] != '\0') {
+        json_decref(o);
+        leaf_fail(ctx, c, "Attempted To Connect To Leafnode Port", ND_CLOSE_WRONG_PORT);
+        return false;
+    }
+    const char *acct = NULL;
+    bool ok = true;
+    if (l->o->nusers > 0) {
+        ok = false;
+        for (size_t i = 0; i < l->o->nusers && !ok; i++) {
+            const nd_user_t *u = &l->o->users[i];
+            if (u->name != NULL && user != NULL && strcmp(u->name, user) == 0 &&
+                pass_ok(u->pass, pass)) {
+                ok = true;
+                acct = u->account;
+            }
+        }
+    } else if (l->o->user != NULL) {
+        ok = user != NULL && strcmp(user, l->o->user) == 0 && pass_ok(l->o->pass, pass);
+        acct = l->o->account;
+    }
+    if (ok && !bind_account(ctx, c, acct)) {
+        nd_log_error(LFMT "Unable to lookup account %s for leafnode", LARGS(c), acct);
+        ok = false;
+    }
+    if (!ok) {
+        nd_log_error(LFMT "authentication error", LARGS(c));
+        json_decref(o);
+        leaf_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+        return false;
+    }
+    nd_leaf_t *lf = c->leaf;
+    lf->connect_seen = true;
+    lf->spoke = json_is_true(json_object_get(o, "is_hub"));
+    snprintf(lf->remote_name, sizeof lf->remote_name, "%s", name ? name : "");
+    snprintf(lf->remote_id, sizeof lf->remote_id, "%s", id ? id : "");
+    atomic_store_explicit(&c->headers,
+                          json_is_true(json_object_get(o, "headers")) &&
+                              !c->srv->opts.no_header_support,
+                          memory_order_relaxed);
+    json_decref(o);
+    nd_timer_cancel(ctx, &c->auth_timer);
+    write_info(c, true);
+    register_leaf(ctx, c);
+    nd_conn_start_pings(ctx, c);
+    return true;
+}
+
+/* The soliciting side: the hub's INFO. */
+static bool
+on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_leaf_t *lf = c->leaf;
+    if (lf->job == NULL)
+        return true; /* nothing to learn from a leaf's INFO */
+    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
+    if (o == NULL) {
+        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+        return false;
+    }
+    bool ok = true;
+    if (!lf->info_received) {
+        if (json_integer_value(json_object_get(o, "client_id")) == 0 ||
+            json_object_get(o, "leafnode_urls") == NULL) {
+            nd_log_error(LFMT "attempted to connect to route port", LARGS(c));
+            json_decref(o);
+            nd_conn_close(ctx, c, ND_CLOSE_WRONG_PORT);
+            return false;
+        }
+        lf->info_received = true;
+        const char *id = json_string_value(json_object_get(o, "server_id"));
+        const char *name = json_string_value(json_object_get(o, "server_name"));
+        snprintf(lf->remote_id, sizeof lf->remote_id, "%s", id ? id : "");
+        snprintf(lf->remote_name, sizeof lf->remote_name, "%s", name ? name : lf->remote_id);
+        atomic_store_explicit(&c->headers,
+                              json_is_true(json_object_get(o, "headers")) &&
+                                  !c->srv->opts.no_header_support,
+                              memory_order_relaxed);
+        nd_timer_cancel(ctx, &c->auth_timer);
+        write_connect(c);
+        nd_log_debug(LFMT "Remote leafnode connect msg sent", LARGS(c));
+        nd_conn_start_pings(ctx, c);
+        if (!json_is_true(json_object_get(o, "info_on_connect")))
+            register_leaf(ctx, c);
+    } else if (json_is_true(json_object_get(o, "connect_info")) && !lf->registered) {
+        register_leaf(ctx, c);
+    }
+    json_decref(o);
+    return ok;
+}
+
+/* ---- the peer's interest ---- */
+
+/* The sid of a leaf subscription: "<subject>[ <queue>]", as nats-server keys it. */
+static size_t
+leaf_sid(char *out, size_t cap, const nd_proto_cmd_t *cmd)
+{
+    size_t n = cmd->subject.len + (cmd->queue.len > 0 ? cmd->queue.len + 1 : 0);
+    if (n > cap)
+        return n;
+    memcpy(out, cmd->subject.ptr, cmd->subject.len);
+    if (cmd->queue.len > 0) {
+        out[cmd->subject.len] = ' ';
+        memcpy(out + cmd->subject.len + 1, cmd->queue.ptr, cmd->queue.len);
+    }
+    return n;
+}
+
+static void
+loop_detected(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    char text[600];
+    snprintf(text, sizeof text,
+             "Loop detected for leafnode account=\"%s\". Delaying attempt to reconnect for 30s",
+             c->acct->name);
+    nd_log_error(LFMT "%s", LARGS(c), text);
+    leaf_fail(ctx, c, text, ND_CLOSE_PROTOCOL_VIOLATION);
+}
+
+static void
+on_lsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    if (cmd->subject.len == strlen(l->lds) &&
+        memcmp(cmd->subject.ptr, l->lds, cmd->subject.len) == 0) {
+        loop_detected(ctx, c);
+        return;
+    }
+    if (!nd_subj_valid_sub(cmd->subject.ptr, cmd->subject.len) ||
+        (cmd->queue.len > 0 && !nd_subj_valid_queue(cmd->queue.ptr, cmd->queue.len))) {
+        nd_log_error(LFMT "Could not insert subscription: invalid subject", LARGS(c));
+        nd_conn_write(c, "-ERR 'Invalid Subscription'\r\n", 29);
+        return;
+    }
+    char small[256];
+    size_t n = leaf_sid(small, sizeof small, cmd);
+    char *sid = small;
+    if (n > sizeof small) {
+        sid = nd_xmalloc(n);
+        leaf_sid(sid, n, cmd);
+    }
+    uint16_t w = cmd->max_msgs > 0xffff ? 0xffff : cmd->max_msgs < 1 ? 1 : (uint16_t)cmd->max_msgs;
+    nd_sub_t *sub = nd_sidmap_get(&c->subs, sid, n);
+    if (sub != NULL) {
+        if (cmd->queue.len > 0)
+            atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
+    } else {
+        sub = nd_sub_new(ctx, &c->base, cmd->subject.ptr, cmd->subject.len, cmd->queue.ptr,
+                         cmd->queue.len, sid, n);
+        sub->origin = c->leaf->spoke ? ND_SUB_LEAF_HUB : ND_SUB_LEAF;
+        atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
+        nd_sidmap_put(&c->subs, sub);
+        c->sub_acks_due++;
+        nd_acct_send_sub(ctx, c->acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
+    }
+    if (sid != small)
+        nd_free(sid);
+}
+
+static void
+on_lunsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    char small[256];
+    size_t n = leaf_sid(small, sizeof small, cmd);
+    char *sid = small;
+    if (n > sizeof small) {
+        sid = nd_xmalloc(n);
+        leaf_sid(sid, n, cmd);
+    }
+    nd_sub_t *sub = nd_sidmap_del(&c->subs, sid, n);
+    if (sub != NULL) {
+        nd_sub_cancel(sub);
+        nd_acct_send_unsub(ctx, c->acct, sub);
+    }
+    if (sid != small)
+        nd_free(sid);
+}
+
+static void
+on_lmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    c->in_msgs++;
+    c->in_bytes += cmd->payload.len;
+    nd_proto_cmd_t pub = *cmd;
+    pub.op = cmd->op == ND_PROTO_OP_LHMSG ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB;
+    nd_deliver_leaf_publish(ctx, c, &pub);
+}
+
+bool
+nd_leaf_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
+{
+    nd_leaf_t *lf = c->leaf;
+    if ((cmd->op == ND_PROTO_OP_LMSG || cmd->op == ND_PROTO_OP_LHMSG) && c->sub_acks_due > 0) {
+        c->paused = true; /* until the account placed every LS+ before it (conn.c resumes) */
+        return false;
+    }
+    if (nd_log_enabled(ND_LOG_TRACE))
+        nd_log(ND_LOG_TRACE, LFMT "<<- [%s %.*s%.*s]", LARGS(c), nd_proto_op_name(cmd->op),
+               (int)cmd->subject.len, cmd->subject.ptr, (int)cmd->arg.len, cmd->arg.ptr);
+    if (lf->job == NULL && !lf->connect_seen && cmd->op != ND_PROTO_OP_CONNECT) {
+        /* An accepted leaf must say CONNECT first: it binds the account. */
+        nd_log_error(LFMT "authentication error", LARGS(c));
+        leaf_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+        return false;
+    }
+    switch (cmd->op) {
+    case ND_PROTO_OP_LMSG:
+    case ND_PROTO_OP_LHMSG:
+        on_lmsg(ctx, c, cmd);
+        return !c->closing;
+    case ND_PROTO_OP_LSUB:
+        on_lsub(ctx, c, cmd);
+        return !c->closing;
+    case ND_PROTO_OP_LUNSUB:
+        on_lunsub(ctx, c, cmd);
+        return true;
+    case ND_PROTO_OP_PING:
+        nd_conn_write(c, "PONG\r\n", 6);
+        return true;
+    case ND_PROTO_OP_PONG:
+        c->pings_out = 0;
+        nd_connreg_pong(&c->mon);
+        return true;
+    case ND_PROTO_OP_CONNECT:
+        if (lf->job != NULL || lf->connect_seen)
+            return true;
+        return on_connect(ctx, c, cmd);
+    case ND_PROTO_OP_INFO:
+        return on_info(ctx, c, cmd);
+    case ND_PROTO_OP_OK:
+        return true;
+    case ND_PROTO_OP_ERR:
+        nd_log_error(LFMT "Leafnode Error %.*s", LARGS(c), (int)cmd->arg.len, cmd->arg.ptr);
+        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+        return false;
+    default:
+        nd_conn_write_err(c, ND_ERR_UNKNOWN_OP);
+        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+        return false;
+    }
+}
+
+/* ---- close ---- */
+
+static void job_closed(nd_leafs_t *l, leaf_job_t *job);
+
+void
+nd_leaf_teardown(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    nd_leaf_t *lf = c->leaf;
+    size_t n = 0;
+    nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
+    for (size_t i = 0; i < n; i++)
+        if (subs[i] != NULL)
+            nd_sub_cancel(subs[i]);
+    if (n > 0)
+        nd_acct_send_unsub_all(ctx, c->acct, subs, n);
+    else
+        nd_free(subs);
+    if (lf->watch != NULL) {
+        nd_interest_unwatch(ctx, c->acct, &lf->watch->w);
+        lf->watch = NULL;
+    }
+    if (lf->registered) {
+        nd_conn_t *gone = NULL;
+        pthread_mutex_lock(&l->mu);
+        for (size_t i = 0; i < l->n; i++)
+            if (l->conns[i] == c) {
+                gone = c;
+                l->conns[i] = l->conns[--l->n];
+                break;
+            }
+        pthread_mutex_unlock(&l->mu);
+        if (gone != NULL)
+            nd_actor_unref(ctx, &gone->base);
+        lf->registered = false;
+        nd_log_info(LFMT "Leafnode connection closed: %s account: %s", LARGS(c),
+                    nd_close_reason_text(c->reason), c->acct->name);
+    } else {
+        nd_log_debug(LFMT "Leafnode connection closed: %s", LARGS(c),
+                     nd_close_reason_text(c->reason));
+    }
+    if (lf->job != NULL) {
+        job_closed(l, lf->job);
+        lf->job = NULL;
+    }
+}
+
+void
+nd_leaf_fini(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    (void)ctx;
+    nd_free(c->leaf);
+    c->leaf = NULL;
+}
+
+/* ---- the dialer ---- */
+
+int
+nd_leaf_url_parse(const char *url, char *host, size_t hcap, int *port, char *user, size_t ucap,
+                  char *pass, size_t pcap)
+{
+    const char *p = strstr(url, "://");
+    p = p ? p + 3 : url;
+    const char *end = p + strcspn(p, "/?#");
+    const char *at = NULL;
+    for (const char *q = p; q < end; q++)
+        if (*q == '@')
+            at = q;
+    user[0] = pass[0] = '\0';
+    if (at != NULL) {
+        const char *colon = memchr(p, ':', (size_t)(at - p));
+        size_t ul = colon ? (size_t)(colon - p) : (size_t)(at - p);
+        snprintf(user, ucap, "%.*s", (int)ul, p);
+        if (colon != NULL)
+            snprintf(pass, pcap, "%.*s", (int)(at - colon - 1), colon + 1);
+        p = at + 1;
+    }
+    const char *colon = memchr(p, ':', (size_t)(end - p));
+    const char *he = colon ? colon : end;
+    if (he <= p || (size_t)(he - p) >= hcap)
+        return -1;
+    memcpy(host, p, (size_t)(he - p));
+    host[he - p] = '\0';
+    *port = 7422;
+    if (colon != NULL) {
+        char *e;
+        long v = strtol(colon + 1, &e, 10);
+        if (e != end || v <= 0 || v > 65535)
+            return -1;
+        *port = (int)v;
+    }
+    return 0;
+}
+
+/* Connects to url with a timeout. Returns: the connected non-blocking socket, or -1 with the
+ * error text in err. */
+static int
+dial(const char *url, char *err, size_t ecap)
+{
+    char host[256], user[128], pass[128], port[8];
+    int p;
+    if (nd_leaf_url_parse(url, host, sizeof host, &p, user, sizeof user, pass, sizeof pass) != 0) {
+        snprintf(err, ecap, "invalid URL %.200s", url);
+        return -1;
+    }
+    snprintf(port, sizeof port, "%d", p);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
+    int rc = getaddrinfo(host, port, &hints, &res);
+    if (rc != 0) {
+        snprintf(err, ecap, "lookup %s: %s", host, gai_strerror(rc));
+        return -1;
+    }
+    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        snprintf(err, ecap, "socket: %s", strerror(errno));
+        freeaddrinfo(res);
+        return -1;
+    }
+    rc = connect(fd, res->ai_addr, res->ai_addrlen);
+    freeaddrinfo(res);
+    if (rc < 0 && errno == EINPROGRESS) {
+        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
+        rc = poll(&pfd, 1, LEAF_DIAL_TIMEOUT_MS);
+        if (rc == 0) {
+            errno = ETIMEDOUT;
+            rc = -1;
+        } else if (rc > 0) {
+            int e = 0;
+            socklen_t el = sizeof e;
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
+            errno = e;
+            rc = e == 0 ? 0 : -1;
+        }
+    }
+    if (rc < 0) {
+        snprintf(err, ecap, "dial tcp %s:%d: connect: %s", host, p, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+static void
+spawn(nd_ctx_t *ctx, nd_leafs_t *l, int fd, leaf_job_t *job)
+{
+    nd_leaf_t *lf = nd_new(nd_leaf_t);
+    lf->job = job;
+    nd_acct_t *acct = NULL;
+    if (job != NULL) {
+        const nd_leaf_remote_t *rm = job_remote(l, job);
+        lf->spoke = !rm->hub;
+        if (rm->account != NULL && strcmp(rm->account, "$G") != 0) {
+            nd_auth_t *a = nd_auth_slot_get(l->srv->auth);
+            acct = a != NULL ? nd_auth_find(a, rm->account, strlen(rm->account)) : NULL;
+            if (acct != NULL)
+                nd_actor_ref(&acct->actor);
+            nd_auth_unref(ctx, a);
+        }
+    }
+    if (acct == NULL) {
+        acct = l->srv->gacct;
+        nd_actor_ref(&acct->actor);
+    }
+    nd_conn_spawn_leaf(ctx, l->srv, fd, lf, acct);
+}
+
+static void *
+dialer_main(void *arg)
+{
+    nd_leafs_t *l = arg;
+    nd_ctx_t *ctx = nd_ctx_external_new(l->srv->pool);
+    pthread_mutex_lock(&l->dmu);
+    while (!l->stop) {
+        int64_t now = now_ns(), next = now + 3600ll * 1000000000ll;
+        leaf_job_t *job = NULL;
+        for (size_t i = 0; i < l->njobs; i++) {
+            leaf_job_t *j = &l->jobs[i];
+            if (j->active)
+                continue;
+            if (j->due_ns <= now) {
+                job = j;
+                break;
+            }
+            if (j->due_ns < next)
+                next = j->due_ns;
+        }
+        if (job == NULL) {
+            struct timespec ts;
+            clock_gettime(CLOCK_MONOTONIC, &ts);
+            int64_t wait = next - now;
+            ts.tv_sec += wait / 1000000000ll;
+            ts.tv_nsec += wait % 1000000000ll;
+            if (ts.tv_nsec >= 1000000000l) {
+                ts.tv_sec++;
+                ts.tv_nsec -= 1000000000l;
+            }
+            pthread_cond_timedwait(&l->dcv, &l->dmu, &ts);
+            continue;
+        }
+        const nd_leaf_remote_t *rm = job_remote(l, job);
+        if (rm->urls.n == 0) {
+            job->active = true; /* nothing to dial, ever */
+            continue;
+        }
+        snprintf(job->url, sizeof job->url, "%s", rm->urls.v[job->next++ % rm->urls.n]);
+        job->active = true;
+        pthread_mutex_unlock(&l->dmu);
+        char err[320];
+        nd_log_debug("Trying to connect to leafnode remote %s", job->url);
+        int fd = dial(job->url, err, sizeof err);
+        pthread_mutex_lock(&l->dmu);
+        if (l->stop) {
+            if (fd >= 0)
+                close(fd);
+            break;
+        }
+        if (fd >= 0) {
+            job->attempts = 0;
+            spawn(ctx, l, fd, job); /* active until it closes */
+            continue;
+        }
+        job->active = false;
+        job->attempts++;
+        if (job->attempts == 1 || job->attempts % 3600 == 0)
+            nd_log_error("Error trying to connect as leafnode to remote server (attempt %d): %s",
+                         job->attempts, err);
+        else
+            nd_log_debug("Error trying to connect as leafnode to remote server (attempt %d): %s",
+                         job->attempts, err);
+        job->due_ns = now_ns() + l->reconnect_ns;
+    }
+    pthread_mutex_unlock(&l->dmu);
+    nd_ctx_external_free(ctx);
+    return NULL;
+}
+
+static void
+job_closed(nd_leafs_t *l, leaf_job_t *job)
+{
+    pthread_mutex_lock(&l->dmu);
+    job->active = false;
+    job->due_ns = now_ns() + l->reconnect_ns;
+    pthread_cond_signal(&l->dcv);
+    pthread_mutex_unlock(&l->dmu);
+}
+
+/* ---- listener, start, stop ---- */
+
+static void
+on_accept(nd_ctx_t *ctx, int fd, void *arg)
+{
+    nd_server_t *s = arg;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    spawn(ctx, s->leafs, fd, NULL);
+}
+
+bool
+nd_leafs_configured(const nd_opts_t *o)
+{
+    return o->leaf != NULL && (o->leaf->port != 0 || o->leaf->nremotes > 0);
+}
+
+nd_leafs_t *
+nd_leafs_new(nd_server_t *s)
+{
+    nd_leafs_t *l = nd_new(nd_leafs_t);
+    l->srv = s;
+    l->o = s->opts.leaf;
+    pthread_mutex_init(&l->mu, NULL);
+    pthread_mutex_init(&l->dmu, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&l->dcv, &ca);
+    pthread_condattr_destroy(&ca);
+    l->reconnect_ns = l->o->reconnect_ms > 0 ? l->o->reconnect_ms * 1000000ll
+                                             : LEAF_DEFAULT_RECONNECT_NS;
+    char id[12];
+    nonce_of(id);
+    snprintf(l->lds, sizeof l->lds, LDS_PREFIX "%s", id);
+    if (l->o->port != 0) {
+        l->listener = nd_listener_bind(&(nd_listener_decl_t){
+            .host = l->o->host,
+            .port = l->o->port < 0 ? 0 : l->o->port,
+            .backlog = 1024,
+            .what = "leafnode port",
+            .ready = "Listening for leafnode connections on",
+            .accept_name = "Leafnode",
+            .errlog = ND_LISTENER_ERRLOG_NATS,
+            .on_accept = on_accept,
+            .arg = s,
+        });
+        if (l->listener == NULL) {
+            nd_leafs_free(l);
+            return NULL;
+        }
+        l->port = nd_listener_port(l->listener);
+    }
+    l->njobs = l->o->nremotes;
+    l->jobs = nd_xcalloc(l->njobs > 0 ? l->njobs : 1, sizeof(*l->jobs));
+    for (size_t i = 0; i < l->njobs; i++)
+        l->jobs[i].idx = i;
+    return l;
+}
+
+void
+nd_leafs_start(nd_leafs_t *l)
+{
+    if (l->listener != NULL) {
+        nd_listener_start(l->listener, l->srv->pool, l->srv->poller);
+        nd_listener_log_ready(l->listener);
+    }
+    if (l->njobs > 0) {
+        if (pthread_create(&l->th, NULL, dialer_main, l) != 0)
+            nd_fatal("leafnode: cannot start the dialer thread");
+        l->started = true;
+    }
+}
+
+void
+nd_leafs_stop(nd_leafs_t *l)
+{
+    if (l == NULL || l->stopped)
+        return;
+    l->stopped = true;
+    if (l->listener != NULL)
+        nd_listener_stop(l->listener);
+    if (l->started) {
+        pthread_mutex_lock(&l->dmu);
+        l->stop = true;
+        pthread_cond_signal(&l->dcv);
+        pthread_mutex_unlock(&l->dmu);
+        pthread_join(l->th, NULL);
+        l->started = false;
+    }
+    nd_ctx_t *ctx = nd_ctx_external_new(l->srv->pool);
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->n; i++)
+        nd_conn_send_shutdown(ctx, &l->conns[i]->base);
+    pthread_mutex_unlock(&l->mu);
+    nd_ctx_external_free(ctx);
+}
+
+void
+nd_leafs_free(nd_leafs_t *l)
+{
+    if (l == NULL)
+        return;
+    nd_listener_free(l->listener);
+    nd_free(l->conns); /* the pool's shutdown freed the actors */
+    nd_free(l->jobs);
+    pthread_cond_destroy(&l->dcv);
+    pthread_mutex_destroy(&l->dmu);
+    pthread_mutex_destroy(&l->mu);
+    nd_free(l);
+}

@@ -1,0 +1,354 @@
+/* Integration tests of leaf nodes (issue 16, part 1): a hub and a leaf, each a server process on
+ * loopback with a config file naming its client, monitoring and leafnode ports. Clients speak
+ * the raw protocol (harness.h).
+ *
+ * Every expectation was first checked against the reference nats-server 2.9.10
+ * (integ.leaf.reference runs this file with NATSD_TEST_SERVER=/usr/sbin/nats-server). The mixed
+ * tests run the server under test in one role and the reference in the other; they are skipped
+ * when the server under test is the reference itself.
+ *
+ * Synchronisation: a leaf connection is waited for by polling /leafz (nd_integ_wait_leafs), an
+ * interest by polling the subscriptions count of the leaf connection on the side that must learn
+ * it (each side also holds the other's $LDS. loop detection subscription, so counts are taken
+ * relative to a baseline); a client's own state by a PING round trip.
+ *
+ * What the reference does, noted where a test depends on it:
+ * - /leafz "subscriptions" counts the LS+ the peer sent (its $LDS. subject included).
+ * - a leaf bound to an account sees only that account: a publish in another account of the hub
+ *   never reaches it.
+ * - after the hub restarts, the leaf reconnects within its reconnect interval (1 s default) and
+ *   sends its interest again.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <criterion/criterion.h>
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "harness.h"
+
+TestSuite(integ_leaf, .fini = nd_integ_cleanup, .timeout = 120);
+
+typedef struct node {
+    const char *bin;
+    int port, mport, lport; /* lport: the leafnode listen port (hub), 0 for none */
+    char text[2048];
+    nd_integ_conf_t cf;
+    nd_integ_server_t *srv;
+} node_t;
+
+static int
+fresh_port(void)
+{
+    static int given[256];
+    static size_t ngiven;
+    for (;;) {
+        int p = nd_integ_free_port();
+        bool dup = false;
+        for (size_t i = 0; i < ngiven && i < 256 && !dup; i++)
+            dup = given[i] == p;
+        if (!dup) {
+            given[ngiven++ % 256] = p;
+            return p;
+        }
+    }
+}
+
+static void
+node_init(node_t *n, const char *bin)
+{
+    memset(n, 0, sizeof *n);
+    n->bin = bin != NULL ? bin : nd_integ_server_path();
+    n->port = fresh_port();
+    n->mport = fresh_port();
+}
+
+/* Makes n a hub (leafnodes { port }, plus extra lines inside leafnodes {} and at the top). */
+static void
+node_hub(node_t *n, const char *leaf_extra, const char *top_extra)
+{
+    n->lport = fresh_port();
+    snprintf(n->text, sizeof n->text,
+             "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n%s\nleafnodes {\n  listen: 127.0.0.1:%d\n"
+             "  %s\n}\n",
+             n->port, n->mport, top_extra ? top_extra : "", n->lport, leaf_extra ? leaf_extra : "");
+}
+
+/* Makes n a leaf of hub (the URL's user:pass and the local account, each may be NULL). */
+static void
+node_leaf(node_t *n, const node_t *hub, const char *userpass, const char *account,
+          const char *top_extra)
+{
+    char acct[128] = "";
+    if (account != NULL)
+        snprintf(acct, sizeof acct, ", account: \"%s\"", account);
+    snprintf(n->text, sizeof n->text,
+             "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n%s\nleafnodes {\n  reconnect: 1\n"
+             "  remotes [ { url: \"nats-leaf://%s%s127.0.0.1:%d\"%s } ]\n}\n",
+             n->port, n->mport, top_extra ? top_extra : "", userpass ? userpass : "",
+             userpass ? "@" : "", hub->lport, acct);
+}
+
+static void
+node_start(node_t *n)
+{
+    nd_integ_conf_write(&n->cf, n->text);
+    const char *args[] = {"-c", n->cf.path, NULL};
+    n->srv = nd_integ_server_start_bin(n->bin, args);
+}
+
+static void
+node_stop(node_t *n)
+{
+    nd_integ_server_stop(n->srv);
+    n->srv = NULL;
+}
+
+static void
+node_free(node_t *n)
+{
+    if (n->srv != NULL)
+        node_stop(n);
+    nd_integ_conf_remove(&n->cf);
+}
+
+static int64_t
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The subscriptions count of the first leaf connection in /leafz (-1: none). */
+static int
+leaf_subs(int mport)
+{
+    char *body = nd_integ_http_get(mport, "/leafz");
+    json_error_t err;
+    json_t *o = json_loads(body, 0, &err);
+    free(body);
+    cr_assert_not_null(o);
+    json_t *l = json_array_get(json_object_get(o, "leafs"), 0);
+    int n = l != NULL ? (int)json_integer_value(json_object_get(l, "subscriptions")) : -1;
+    json_decref(o);
+    return n;
+}
+
+/* Waits until the leaf connection on mport holds exactly n subscriptions. */
+static void
+wait_leaf_subs(int mport, int n)
+{
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int got;
+    while ((got = leaf_subs(mport)) != n) {
+        if (now_ms() > deadline)
+            cr_assert_fail("/leafz on %d: %d subscriptions, want %d", mport, got, n);
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static nd_integ_conn_t *
+client(const node_t *n, const char *user_pass_json)
+{
+    nd_integ_conn_t *c = nd_integ_conn_open_port(n->port);
+    char line[256];
+    snprintf(line, sizeof line, "CONNECT {\"verbose\":false%s%s}\r\nPING\r\n",
+             user_pass_json ? "," : "", user_pass_json ? user_pass_json : "");
+    ND_SENDS(c, line);
+    ND_EXPECT(c, "PONG\r\n");
+    return c;
+}
+
+/* Pub/sub both ways, request/reply both ways and UNSUB between hub and leaf (both connected). */
+static void
+exercise(const node_t *hub, const node_t *leaf, const char *hub_cred, const char *leaf_cred)
+{
+    nd_integ_wait_leafs(hub->mport, 1);
+    nd_integ_wait_leafs(leaf->mport, 1);
+    nd_integ_conn_t *h = client(hub, hub_cred), *l = client(leaf, leaf_cred);
+    int hbase = leaf_subs(hub->mport), lbase = leaf_subs(leaf->mport);
+
+    /* leaf -> hub */
+    ND_SEND(h, "SUB hub.foo 1\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    wait_leaf_subs(leaf->mport, lbase + 1);
+    ND_SEND(l, "PUB hub.foo 5\r\nhello\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    ND_EXPECT(h, "MSG hub.foo 1 5\r\nhello\r\n");
+
+    /* hub -> leaf */
+    ND_SEND(l, "SUB leaf.foo 7\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub->mport, hbase + 1);
+    ND_SEND(h, "PUB leaf.foo 3\r\nabc\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_EXPECT(l, "MSG leaf.foo 7 3\r\nabc\r\n");
+
+    /* request from the hub, answered on the leaf */
+    ND_SEND(h, "SUB _INBOX.h 2\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    wait_leaf_subs(leaf->mport, lbase + 2);
+    ND_SEND(h, "PUB leaf.foo _INBOX.h 3\r\nreq\r\n");
+    ND_EXPECT(l, "MSG leaf.foo 7 _INBOX.h 3\r\nreq\r\n");
+    ND_SEND(l, "PUB _INBOX.h 3\r\nrep\r\n");
+    ND_EXPECT(h, "MSG _INBOX.h 2 3\r\nrep\r\n");
+
+    /* request from the leaf, answered on the hub */
+    ND_SEND(l, "SUB _INBOX.l 8\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub->mport, hbase + 2);
+    ND_SEND(l, "PUB hub.foo _INBOX.l 2\r\nq2\r\n");
+    ND_EXPECT(h, "MSG hub.foo 1 _INBOX.l 2\r\nq2\r\n");
+    ND_SEND(h, "PUB _INBOX.l 2\r\nr2\r\n");
+    ND_EXPECT(l, "MSG _INBOX.l 8 2\r\nr2\r\n");
+
+    /* UNSUB reaches the other side: the next message there finds no interest */
+    ND_SEND(h, "UNSUB 1\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    wait_leaf_subs(leaf->mport, lbase + 1);
+    ND_SEND(l, "UNSUB 7\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub->mport, hbase + 1);
+    /* Shown by order: after the unsubscribed subject, a subscribed one arrives first. */
+    ND_SEND(l, "PUB hub.foo 1\r\nx\r\nPUB _INBOX.h 1\r\ny\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    ND_EXPECT(h, "MSG _INBOX.h 2 1\r\ny\r\n");
+    ND_SEND(h, "PUB leaf.foo 1\r\nx\r\nPUB _INBOX.l 1\r\ny\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_EXPECT(l, "MSG _INBOX.l 8 1\r\ny\r\n");
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+}
+
+Test(integ_leaf, hub_and_leaf)
+{
+    node_t hub, leaf;
+    node_init(&hub, NULL);
+    node_init(&leaf, NULL);
+    node_hub(&hub, NULL, NULL);
+    node_leaf(&leaf, &hub, NULL, NULL, NULL);
+    node_start(&hub);
+    node_start(&leaf);
+    exercise(&hub, &leaf, NULL, NULL);
+    node_free(&leaf);
+    node_free(&hub);
+}
+
+Test(integ_leaf, leaf_to_reference_hub)
+{
+    const char *ref = nd_integ_reference_path();
+    if (ref == NULL || nd_integ_is_reference())
+        cr_skip_test("needs the reference and a server under test that is not it");
+    node_t hub, leaf;
+    node_init(&hub, ref);
+    node_init(&leaf, NULL);
+    node_hub(&hub, NULL, NULL);
+    node_leaf(&leaf, &hub, NULL, NULL, NULL);
+    node_start(&hub);
+    node_start(&leaf);
+    exercise(&hub, &leaf, NULL, NULL);
+    node_free(&leaf);
+    node_free(&hub);
+}
+
+Test(integ_leaf, reference_leaf_to_hub)
+{
+    const char *ref = nd_integ_reference_path();
+    if (ref == NULL || nd_integ_is_reference())
+        cr_skip_test("needs the reference and a server under test that is not it");
+    node_t hub, leaf;
+    node_init(&hub, NULL);
+    node_init(&leaf, ref);
+    node_hub(&hub, NULL, NULL);
+    node_leaf(&leaf, &hub, NULL, NULL, NULL);
+    node_start(&hub);
+    node_start(&leaf);
+    exercise(&hub, &leaf, NULL, NULL);
+    node_free(&leaf);
+    node_free(&hub);
+}
+
+/* Two accounts on the hub; the leaf's user is bound to A: it sees A's traffic only. */
+Test(integ_leaf, account_binding)
+{
+    node_t hub, leaf;
+    node_init(&hub, NULL);
+    node_init(&leaf, NULL);
+    node_hub(&hub,
+             "authorization { users [ {user: la, password: pa, account: A} ] }",
+             "accounts {\n  A { users [ {user: a, password: a} ] }\n"
+             "  B { users [ {user: b, password: b} ] }\n}");
+    node_leaf(&leaf, &hub, "la:pa", NULL, NULL);
+    node_start(&hub);
+    node_start(&leaf);
+    exercise(&hub, &leaf, "\"user\":\"a\",\"pass\":\"a\"", NULL);
+    /* /leafz on the hub names the bound account. */
+    char *body = nd_integ_http_get(hub.mport, "/leafz");
+    json_error_t err;
+    json_t *lz = json_loads(body, 0, &err);
+    cr_assert_not_null(lz, "%s", body);
+    json_t *l0 = json_array_get(json_object_get(lz, "leafs"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(l0, "account")), "A", "%s", body);
+    json_decref(lz);
+    free(body);
+    /* A publish in B never reaches the leaf; one in A right after it does. */
+    nd_integ_conn_t *l = client(&leaf, NULL);
+    int hbase = leaf_subs(hub.mport);
+    ND_SEND(l, "SUB ab 1\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub.mport, hbase + 1);
+    nd_integ_conn_t *b = client(&hub, "\"user\":\"b\",\"pass\":\"b\"");
+    nd_integ_conn_t *a = client(&hub, "\"user\":\"a\",\"pass\":\"a\"");
+    ND_SEND(b, "PUB ab 1\r\nB\r\nPING\r\n");
+    ND_EXPECT(b, "PONG\r\n");
+    ND_SEND(a, "PUB ab 1\r\nA\r\nPING\r\n");
+    ND_EXPECT(a, "PONG\r\n");
+    ND_EXPECT(l, "MSG ab 1 1\r\nA\r\n");
+    nd_integ_conn_close(a);
+    nd_integ_conn_close(b);
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&hub);
+}
+
+/* The hub stops and comes back on the same ports: the leaf reconnects and sends its interest
+ * again. */
+Test(integ_leaf, reconnect_after_hub_restart)
+{
+    node_t hub, leaf;
+    node_init(&hub, NULL);
+    node_init(&leaf, NULL);
+    node_hub(&hub, NULL, NULL);
+    node_leaf(&leaf, &hub, NULL, NULL, NULL);
+    node_start(&hub);
+    node_start(&leaf);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_conn_t *l = client(&leaf, NULL);
+    int base = leaf_subs(hub.mport);
+    ND_SEND(l, "SUB after 1\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub.mport, base + 1);
+    node_stop(&hub);
+    nd_integ_wait_leafs(leaf.mport, 0);
+    node_start(&hub);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    wait_leaf_subs(hub.mport, base + 1); /* the same interest again */
+    nd_integ_conn_t *h = client(&hub, NULL);
+    ND_SEND(h, "PUB after 2\r\nok\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_EXPECT(l, "MSG after 1 2\r\nok\r\n");
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&hub);
+}
