@@ -71,6 +71,9 @@ void
 nd_epoch_barrier(nd_epoch_rec_t *rec)
 {
     ck_epoch_barrier(rec);
+    /* acquire: every section that began before the barrier has ended, and each exit released
+     * (nd_epoch_exit); TSan cannot see that through ck's fences. */
+    nd_epoch_tsan_acquire();
 }
 
 void
