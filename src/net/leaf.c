@@ -3,7 +3,8 @@
  *
  * Handshake. The accepting side (the hub) sends INFO at once (our id, name, client_id,
  * leafnode_urls, info_on_connect) and waits for CONNECT; with leafnodes { authorization } it
- * checks the user (user/password, or users [ {user, password, account} ]), binds the connection
+ * checks the user (user/password, or users [ {user, password, account} ]); without it, the
+ * client authorization (users, accounts, token) checks the CONNECT; then it binds the connection
  * to that user's account ($G otherwise) and answers with a second INFO (connect_info,
  * remote_account). The soliciting side (the leaf) waits for the hub's INFO, refuses one without
  * client_id and leafnode_urls (a wrong port), sends CONNECT (our id and name, is_hub, the URL's
@@ -530,6 +531,7 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         return false;
     }
     const char *acct = NULL;
+    char acct_buf[ND_ACCT_NAME_MAX + 1];
     bool ok = true;
     if (l->o->nusers > 0) {
         ok = false;
@@ -544,13 +546,39 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     } else if (l->o->user != NULL) {
         ok = user != NULL && strcmp(user, l->o->user) == 0 && pass_ok(l->o->pass, pass);
         acct = l->o->account;
+    } else {
+        /* No leafnodes authorization: the client authorization decides and binds the leaf to
+         * the user's account, as nats-server's isLeafNodeAuthorized falls back to
+         * isClientAuthorized; without any, the leaf lands in $G. */
+        nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+        if (a != NULL && a->required) {
+            nd_auth_creds_t cr = {
+                .user = user,
+                .pass = pass,
+                .token = json_string_value(json_object_get(o, "auth_token")),
+                .ip = c->ip,
+            };
+            nd_auth_grant_t g;
+            memset(&g, 0, sizeof g);
+            ok = nd_auth_check(a, &cr, &g);
+            if (ok && g.acct != NULL)
+                snprintf(acct_buf, sizeof acct_buf, "%s", nd_acct_name(g.acct));
+            if (ok && g.acct != NULL)
+                acct = acct_buf;
+            if (g.owns_perms && g.perms != NULL)
+                nd_perms_unref(g.perms);
+        }
+        nd_auth_unref(ctx, a);
     }
     if (ok && !bind_account(ctx, c, acct)) {
         nd_log_error(LFMT "Unable to lookup account %s for leafnode", LARGS(c), acct);
         ok = false;
     }
     if (!ok) {
-        nd_log_error(LFMT "authentication error", LARGS(c));
+        if (user != NULL && user[0] != '\0')
+            nd_log_error(LFMT "authentication error - User \"%s\"", LARGS(c), user);
+        else
+            nd_log_error(LFMT "authentication error", LARGS(c));
         json_decref(o);
         leaf_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
         return false;

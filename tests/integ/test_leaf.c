@@ -352,3 +352,37 @@ Test(integ_leaf, reconnect_after_hub_restart)
     node_free(&leaf);
     node_free(&hub);
 }
+
+/* No leafnodes authorization, but client users: a leaf must log in as one of them (nats-server
+ * falls back to the client authorization) and is bound to that user's account; wrong
+ * credentials never make a leaf connection. */
+Test(integ_leaf, client_users_guard_the_leaf_port)
+{
+    node_t hub, bad, good;
+    node_init(&hub, NULL);
+    node_init(&bad, NULL);
+    node_init(&good, NULL);
+    node_hub(&hub, NULL,
+             "accounts {\n  A { users [ {user: a, password: a} ] }\n"
+             "  B { users [ {user: b, password: b} ] }\n}");
+    node_leaf(&bad, &hub, "a:wrong", NULL, NULL);
+    node_leaf(&good, &hub, "b:b", NULL, NULL);
+    node_start(&hub);
+    size_t mark = nd_integ_server_log_mark(hub.srv);
+    node_start(&bad);
+    nd_integ_server_wait_log(hub.srv, mark, "authentication error - User \"a\"");
+    cr_assert_eq(nd_integ_num_leafs_at(__FILE__, __LINE__, hub.mport), 0);
+    node_start(&good);
+    nd_integ_wait_leafs(hub.mport, 1);
+    char *body = nd_integ_http_get(hub.mport, "/leafz");
+    json_error_t err;
+    json_t *lz = json_loads(body, 0, &err);
+    cr_assert_not_null(lz, "%s", body);
+    json_t *l0 = json_array_get(json_object_get(lz, "leafs"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(l0, "account")), "B", "%s", body);
+    json_decref(lz);
+    free(body);
+    node_free(&good);
+    node_free(&bad);
+    node_free(&hub);
+}
