@@ -251,6 +251,7 @@ typedef struct nd_leaf_remote {
     bool no_randomize;
     char *account;     /* local account bound to the remote (account / local) */
     char *credentials; /* creds file, ~ expanded */
+    char *nkey;        /* an nkey seed that signs the hub's nonce (2.10) */
     nd_tls_opts_t *tls;
     bool hub;
     nd_strlist_t deny_imports, deny_exports;

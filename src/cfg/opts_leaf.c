@@ -155,6 +155,7 @@ static const nd_opt_desc_t remote_d[] = {
     R("url urls", urls, ND_OT_STRLIST, .parse = remote_urls),
     R("account local", account, ND_OT_STR),
     R("creds credentials", credentials, ND_OT_STR, .parse = remote_creds),
+    R("nkey", nkey, ND_OT_STR),
     R("tls", tls, ND_OT_PTR, .sub = &nd_opt_tls_block, .parse = nd_opt_tls, .arg = 1),
     R("hub", hub, ND_OT_BOOL),
     R("deny_imports deny_import", deny_imports, ND_OT_STRLIST, .parse = perm_subjects),

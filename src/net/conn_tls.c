@@ -18,6 +18,7 @@
  * Handshake steps run on the connection's own turns from its I/O messages and never block.
  */
 #include "net/conn_int.h"
+#include "net/leaf_int.h"
 #include "net/route_int.h"
 
 #include <errno.h>
@@ -63,6 +64,9 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
         if (c->route != NULL)
             nd_log_error("%s:%d - rid:%llu - TLS route handshake error: %s", c->ip, c->port,
                          (unsigned long long)c->cid, why);
+        else if (c->leaf != NULL)
+            nd_log_error("%s:%d - lid:%llu - TLS leafnode handshake error: %s", c->ip, c->port,
+                         (unsigned long long)c->cid, why);
         else
             nd_log_error("%s:%d - cid:%llu - TLS handshake error: %s", c->ip, c->port,
                          (unsigned long long)c->cid, why);
@@ -78,6 +82,10 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
     if (c->route != NULL) {
         nd_route_conn_start(ctx, c); /* INFO, CONNECT and pings, now encrypted */
         return true;
+    }
+    if (c->leaf != NULL) {
+        nd_leaf_tls_up(ctx, c); /* the soliciting side's CONNECT, now encrypted */
+        return !c->closing;
     }
     if (c->tls->verify_and_map) {
         /* For the auth code: the user names this certificate may map to (tls.h). The auth
@@ -149,6 +157,23 @@ nd_conn_tls_begin_route(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
     nd_log_debug("%s:%d - rid:%llu - Starting TLS route %s handshake", c->ip, c->port,
                  (unsigned long long)c->cid, solicited ? "client" : "server");
+    drive(ctx, c);
+}
+
+void
+nd_conn_tls_begin_leaf(nd_ctx_t *ctx, nd_conn_t *c, nd_tls_ctx_t *tls, const char *host)
+{
+    c->tls = nd_tls_ctx_ref(tls);
+    c->tls_info_due = c->tls_pings_due = false; /* the leaf code sends both */
+    if (host != NULL) {
+        nd_tls_wrap_client(&c->tr, c->tls, host);
+        c->tls_state = ND_CONN_TLS_HANDSHAKE;
+        nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
+    } else {
+        wrap(ctx, c, true); /* our INFO goes first, in plain text */
+    }
+    nd_log_debug("%s:%d - lid:%llu - Starting TLS leafnode %s handshake", c->ip, c->port,
+                 (unsigned long long)c->cid, host != NULL ? "client" : "server");
     drive(ctx, c);
 }
 

@@ -603,6 +603,11 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
             return false; /* a leaf's message never goes back to it */
         } else if (pc->from_route && sub->origin == ND_SUB_LEAF_HUB) {
             return false; /* from a route: only to the leafs we are the hub of */
+        } else {
+            /* A leaf connection's publish permissions (leaf.c) decide what it may be sent. */
+            const nd_permset_t *lp = atomic_load_explicit(&t->rperms, memory_order_relaxed);
+            if (lp != NULL && !nd_perms_pub_allowed(lp, cmd->subject.ptr, cmd->subject.len))
+                return false;
         }
         route_target(pc, t, sub->queue != NULL ? sub : NULL);
         return true;

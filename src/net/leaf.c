@@ -51,19 +51,28 @@
 #include <xxhash.h>
 
 #include "auth/auth.h"
+#include "auth/jwt.h"
 #include "auth/passwd.h"
+#include "auth/perms.h"
 #include "net/connreg.h"
 #include "net/listener.h"
+#include "net/tls.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
 #include "subj/subject.h"
 #include "util/gojson.h"
 #include "util/log.h"
+#include "util/nkey.h"
 
 #define LEAF_DEFAULT_AUTH_TIMEOUT_S 2.0
 #define LEAF_DEFAULT_RECONNECT_NS   1000000000ll
 #define LEAF_DIAL_TIMEOUT_MS        2000
 #define LDS_PREFIX                  "$LDS."
+#define NS_PER_S                    1000000000ll
+/* nats-server's fixed delays before a remote dials again after the hub refused it. */
+#define LEAF_LOOP_DELAY_NS    (30 * NS_PER_S) /* leafNodeReconnectDelayAfterLoopDetected */
+#define LEAF_CLUSTER_DELAY_NS (30 * NS_PER_S) /* leafNodeReconnectDelayAfterClusterNameSame */
+#define LEAF_MINVER_DELAY_NS  (5 * NS_PER_S)  /* leafNodeMinVersionReconnectDelay */
 
 /* Log prefix of a leaf connection, as nats-server's "<ip>:<port> - lid:<n> - ". */
 #define LFMT     "%s:%d - lid:%llu - "
@@ -74,9 +83,13 @@ struct leaf_job {
     size_t idx;    /* in opts.leaf->remotes */
     size_t next;   /* the URL to try next */
     bool active;   /* dialing, or its connection is up */
+    bool ever_connected; /* connect_error_reports until then, reconnect_error_reports after */
     int attempts;
     int64_t due_ns;
-    char url[512]; /* the URL of the current attempt */
+    int64_t delay_ns;  /* the hub asked us to wait this long before the next dial (a loop...) */
+    char url[512];     /* the URL of the current attempt */
+    nd_tls_ctx_t *tls; /* the remote's tls {} (client side), or NULL */
+    nd_permset_t *deny; /* deny_exports (publish) and deny_imports (subscribe), or NULL */
 };
 
 struct nd_leafs {
@@ -86,6 +99,14 @@ struct nd_leafs {
     int port;
     char lds[64]; /* our loop detection subject */
     int64_t reconnect_ns;
+    nd_tls_ctx_t *tls; /* leafnodes { tls }: the accepting side's context, or NULL */
+    /* The hub's refusals: how long a remote waits before it dials again. */
+    int64_t loop_delay_ns, cluster_delay_ns, minver_delay_ns;
+    /* Every permission set a leaf connection had, kept until the table is freed: publishers
+     * read a connection's rperms while they may still hold one of its subscriptions (the same
+     * rule as the auth slot's). Under mu. */
+    nd_permset_t **kept;
+    size_t nkept, capkept;
     /* the registered connections (a reference each), under mu */
     pthread_mutex_t mu;
     nd_conn_t **conns;
@@ -145,6 +166,7 @@ typedef struct leaf_watch {
     nd_conn_t *c;            /* a reference */
     bool spoke;
     bool dumping;
+    const nd_permset_t *perms; /* the connection's at registration (the table keeps it) */
     char lds[64];
     smap_ent_t **b;
     size_t nb, n;
@@ -200,6 +222,10 @@ watch_on_sub(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_watcher_t *w, const nd_
         return; /* its own interest never goes back */
     /* A spoke tells its hub only of local interest and of the leafs it is the hub of. */
     if (lw->spoke && sub->origin != ND_SUB_LOCAL && sub->origin != ND_SUB_LEAF)
+        return;
+    /* Interest we may not subscribe to is never asked for (nats-server's canSubscribe). */
+    if (lw->perms != NULL &&
+        !nd_perms_sub_allowed(lw->perms, sub->subject, sub->subject_len, NULL, 0))
         return;
     size_t slen = sub->subject_len, qlen = sub->queue != NULL ? sub->queue_len : 0;
     size_t len = slen + (qlen > 0 ? qlen + 1 : 0);
@@ -286,6 +312,138 @@ watch_on_release(nd_ctx_t *ctx, nd_interest_watcher_t *w)
     nd_free(lw);
 }
 
+/* ---- permissions ----
+ *
+ * A leaf connection's permissions say what it may send to the peer (publish) and which interest
+ * it may ask the peer for (subscribe), as nats-server's c.perms on a leaf connection:
+ *   - we send LS+ only for subjects we may subscribe to (updateLeafNodes' canSubscribe);
+ *   - the peer's LS+ for a literal subject we may not publish to is a violation: the hub sends
+ *     -ERR and closes, a spoke ignores it (the hub told it its permissions);
+ *   - a message goes to the peer only when we may publish its subject ("Not permitted to
+ *     deliver", deliver.c).
+ * A solicited connection starts with the remote's deny_exports (publish deny) and deny_imports
+ * (subscribe deny), and adds the import (subscribe) and export (publish) permissions the hub's
+ * INFO carries. An accepted one has its user's permissions turned around: what the leaf may
+ * publish is what we accept interest for, what it may subscribe to is what we may send it. */
+
+static void
+perms_add_list(nd_permset_t *p, nd_perms_kind_t kind, const nd_strlist_t *list)
+{
+    for (size_t i = 0; list != NULL && i < list->n; i++) {
+        nd_perms_add_t r = nd_perms_add(p, kind, list->v[i], strlen(list->v[i]));
+        (void)r; /* nats-server skips an invalid entry too */
+    }
+}
+
+/* Adds {"allow":[...],"deny":[...]} (an INFO's import or export) to p. Returns: whether it
+ * added anything. */
+static bool
+perms_add_json(nd_permset_t *p, nd_perms_kind_t allow, nd_perms_kind_t deny, json_t *o)
+{
+    bool any = false;
+    json_t *a = json_object_get(o, "allow"), *d = json_object_get(o, "deny"), *v;
+    size_t i;
+    json_array_foreach(a, i, v) if (json_is_string(v))
+    {
+        nd_perms_add_t r = nd_perms_add(p, allow, json_string_value(v), json_string_length(v));
+        (void)r;
+        any = true;
+    }
+    if (json_is_array(a) && allow == ND_PERMS_PUB_ALLOW) {
+        nd_perms_set_pub_allow_present(p);
+        any = true;
+    }
+    json_array_foreach(d, i, v) if (json_is_string(v))
+    {
+        nd_perms_add_t r = nd_perms_add(p, deny, json_string_value(v), json_string_length(v));
+        (void)r;
+        any = true;
+    }
+    return any;
+}
+
+/* One side of a permission set as an INFO's import/export. Returns: NULL when it says nothing. */
+static json_t *
+perm_side_json(const nd_perm_list_t *allow, bool allow_set, const nd_perm_list_t *deny)
+{
+    if (!allow_set && allow->n == 0 && deny->n == 0)
+        return NULL;
+    json_t *o = json_object();
+    const nd_perm_list_t *l[2] = {allow, deny};
+    for (int k = 0; k < 2; k++) {
+        if (k == 0 ? !allow_set && allow->n == 0 : deny->n == 0)
+            continue;
+        json_t *arr = json_array();
+        for (uint32_t i = 0; i < l[k]->n; i++) {
+            const nd_perm_entry_t *e = &l[k]->v[i];
+            char buf[1024];
+            snprintf(buf, sizeof buf, "%.*s%s%.*s", (int)e->slen, e->subject, e->queue ? " " : "",
+                     e->queue ? (int)e->qlen : 0, e->queue ? e->queue : "");
+            json_array_append_new(arr, json_string(buf));
+        }
+        json_object_set_new(o, k == 0 ? "allow" : "deny", arr);
+    }
+    return o;
+}
+
+/* Adds the entries of from's list to p as kind. */
+static void
+perms_copy_list(nd_permset_t *p, nd_perms_kind_t kind, const nd_perm_list_t *from)
+{
+    for (uint32_t i = 0; i < from->n; i++) {
+        const nd_perm_entry_t *e = &from->v[i];
+        char buf[1024];
+        int n = snprintf(buf, sizeof buf, "%.*s%s%.*s", (int)e->slen, e->subject,
+                         e->queue ? " " : "", e->queue ? (int)e->qlen : 0,
+                         e->queue ? e->queue : "");
+        nd_perms_add_t r = nd_perms_add(p, kind, buf, (size_t)n);
+        (void)r;
+    }
+}
+
+/* An accepted leaf's user permissions, turned around (the comment above). Returns: a new
+ * sealed set, or NULL when u restricts nothing. */
+static nd_permset_t *
+perms_reversed(const nd_permset_t *u)
+{
+    if (u == NULL)
+        return NULL;
+    nd_permset_t *p = nd_perms_new();
+    perms_copy_list(p, ND_PERMS_PUB_ALLOW, &u->sub_allow);
+    if (u->sub_allow_set)
+        nd_perms_set_pub_allow_present(p);
+    perms_copy_list(p, ND_PERMS_PUB_DENY, &u->sub_deny);
+    perms_copy_list(p, ND_PERMS_SUB_ALLOW, &u->pub_allow);
+    perms_copy_list(p, ND_PERMS_SUB_DENY, &u->pub_deny);
+    nd_perms_seal(p);
+    return p;
+}
+
+/* Keeps p (takes the caller's reference) for the life of the table. Returns: p. */
+static nd_permset_t *
+perms_keep(nd_leafs_t *l, nd_permset_t *p)
+{
+    if (p == NULL)
+        return NULL;
+    pthread_mutex_lock(&l->mu);
+    if (l->nkept == l->capkept) {
+        l->capkept = l->capkept ? l->capkept * 2 : 8;
+        l->kept = nd_xrealloc(l->kept, l->capkept * sizeof(*l->kept));
+    }
+    l->kept[l->nkept++] = p;
+    pthread_mutex_unlock(&l->mu);
+    return p;
+}
+
+/* Makes p the connection's permissions (borrowed: the table keeps it). */
+static void
+set_perms(nd_conn_t *c, nd_permset_t *p)
+{
+    c->leaf->perms = p;
+    /* deliver.c reads it when it sends a message to this connection. */
+    atomic_store_explicit(&c->rperms, p, memory_order_relaxed);
+}
+
 /* ---- the leaf table ---- */
 
 static void
@@ -311,6 +469,7 @@ register_leaf(nd_ctx_t *ctx, nd_conn_t *c)
     lw->c = c;
     nd_actor_ref(&c->base);
     lw->spoke = lf->spoke;
+    lw->perms = lf->perms;
     lw->dumping = true;
     snprintf(lw->lds, sizeof lw->lds, "%s", l->lds);
     lf->watch = lw;
@@ -387,15 +546,31 @@ write_info(nd_conn_t *c, bool connect_info)
     json_object_set_new(o, "port", json_integer(l->port));
     json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
     json_object_set_new(o, "auth_required", json_true());
+    if (l->tls != NULL) {
+        json_object_set_new(o, "tls_required", json_true());
+        if (l->tls->verify)
+            json_object_set_new(o, "tls_verify", json_true());
+    }
     json_object_set_new(o, "max_payload", json_integer(nd_server_live_get(s, max_payload)));
     char ip[300];
     snprintf(ip, sizeof ip, "%s:%d", strcmp(host, "0.0.0.0") == 0 ? "127.0.0.1" : host, l->port);
     json_object_set_new(o, "ip", json_string(ip));
     json_object_set_new(o, "client_id", json_integer((json_int_t)c->cid));
     if (!connect_info) {
-        char nonce[12];
-        nonce_of(nonce);
+        char nonce[ND_JWT_NONCE_LEN + 1];
+        if (!nd_jwt_nonce(nonce))
+            nonce_of(nonce);
+        snprintf(c->leaf->nonce, sizeof c->leaf->nonce, "%s", nonce);
         json_object_set_new(o, "nonce", json_string(nonce));
+    } else if (c->leaf->user_perms != NULL) {
+        /* The leaf's own permissions, for it to enforce (sendPermsAndAccountInfo). */
+        const nd_permset_t *u = c->leaf->user_perms;
+        json_t *imp = perm_side_json(&u->sub_allow, u->sub_allow_set, &u->sub_deny);
+        json_t *exp = perm_side_json(&u->pub_allow, u->pub_allow_set, &u->pub_deny);
+        if (imp != NULL)
+            json_object_set_new(o, "import", imp);
+        if (exp != NULL)
+            json_object_set_new(o, "export", exp);
     }
     json_t *urls = json_array();
     json_array_append_new(urls, json_string(ip));
@@ -420,7 +595,66 @@ job_remote(const nd_leafs_t *l, const leaf_job_t *job)
     return &l->o->remotes[job->idx];
 }
 
-static void
+/* Signs the hub's nonce with the remote's credentials file (its user JWT goes along) or nkey
+ * seed, as sendLeafConnect. Returns: false after logging why (the connection closes). */
+static bool
+sign_nonce(nd_conn_t *c, const nd_leaf_remote_t *rm, json_t *o)
+{
+    const char *nonce = c->leaf->nonce;
+    char *sig = NULL;
+    if (rm->credentials != NULL) {
+        nd_log_debug(LFMT "Authenticating with credentials file \"%s\"", LARGS(c), rm->credentials);
+        FILE *f = fopen(rm->credentials, "r");
+        if (f == NULL) {
+            nd_log_error(LFMT "open %s: %s", LARGS(c), rm->credentials, strerror(errno));
+            return false;
+        }
+        char buf[16384];
+        size_t n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+        buf[n] = '\0';
+        char *jwt = NULL, *seed = NULL;
+        nd_err_t err = nd_jwt_creds_parse(buf, n, &jwt, &seed);
+        nd_nkey_wipe(buf, n);
+        if (err != ND_OK || jwt == NULL || seed == NULL) {
+            nd_log_error(LFMT "Credentials file malformed", LARGS(c));
+            nd_free(jwt);
+            if (seed != NULL)
+                nd_nkey_wipe(seed, strlen(seed));
+            nd_free(seed);
+            return false;
+        }
+        bool ok = nd_jwt_sign_nonce(seed, strlen(seed), nonce, strlen(nonce), &sig);
+        nd_nkey_wipe(seed, strlen(seed));
+        nd_free(seed);
+        if (!ok) {
+            nd_log_error(LFMT "Credentials file has malformed seed", LARGS(c));
+            nd_free(jwt);
+            return false;
+        }
+        json_object_set_new(o, "jwt", json_string(jwt));
+        nd_free(jwt);
+    } else if (rm->nkey != NULL) {
+        uint8_t raw[32], pub[32], role = 0;
+        char pk[ND_NKEY_PUBLIC_LEN + 1];
+        bool ok = nd_nkey_decode_seed(rm->nkey, strlen(rm->nkey), &role, raw) &&
+                  nd_nkey_seed_public(raw, pub);
+        nd_nkey_wipe(raw, sizeof raw);
+        if (!ok || !nd_jwt_sign_nonce(rm->nkey, strlen(rm->nkey), nonce, strlen(nonce), &sig)) {
+            nd_log_error(LFMT "Remote nkey has malformed seed", LARGS(c));
+            return false;
+        }
+        nd_nkey_encode_public(role, pub, pk);
+        json_object_set_new(o, "nkey", json_string(pk));
+    } else {
+        return true;
+    }
+    json_object_set_new(o, "sig", json_string(sig));
+    nd_free(sig);
+    return true;
+}
+
+static bool
 write_connect(nd_conn_t *c)
 {
     nd_leafs_t *l = c->srv->leafs;
@@ -431,11 +665,17 @@ write_connect(nd_conn_t *c)
                             sizeof pass);
     json_t *o = json_object();
     json_object_set_new(o, "version", json_string(NATSD_COMPAT_VERSION));
+    if (!sign_nonce(c, rm, o)) {
+        json_decref(o);
+        return false;
+    }
     if (user[0] != '\0')
         json_object_set_new(o, "user", json_string(user));
     if (pass[0] != '\0')
         json_object_set_new(o, "pass", json_string(pass));
-    json_object_set_new(o, "tls_required", json_false());
+    else if (user[0] != '\0')
+        json_object_set_new(o, "auth_token", json_string(user)); /* a user alone is a token */
+    json_object_set_new(o, "tls_required", json_boolean(c->tls != NULL));
     json_object_set_new(o, "server_id", json_string(c->srv->server_id));
     json_object_set_new(o, "name", json_string(c->srv->opts.server_name ? c->srv->opts.server_name
                                                                         : c->srv->server_id));
@@ -449,6 +689,7 @@ write_connect(nd_conn_t *c)
     nd_conn_write(c, js, strlen(js));
     nd_conn_write(c, "\r\n", 2);
     free(js);
+    return true;
 }
 
 void
@@ -459,13 +700,18 @@ nd_leaf_conn_start(nd_ctx_t *ctx, nd_conn_t *c)
     atomic_store_explicit(&c->mon.last_ns, c->mon.start_ns, memory_order_relaxed);
     if (c->leaf->job != NULL) {
         nd_log_debug(LFMT "Leafnode connection created for account: %s", LARGS(c), c->acct->name);
+        set_perms(c, c->leaf->job->deny); /* until the hub's INFO says more */
         /* The hub speaks first; its INFO must come within the auth timeout. */
         nd_timer_start(ctx, &c->auth_timer, (uint64_t)(LEAF_DEFAULT_AUTH_TIMEOUT_S * 1e9), 0);
         return;
     }
     write_info(c, false);
     double t = l->o->auth_timeout_s > 0 ? l->o->auth_timeout_s : LEAF_DEFAULT_AUTH_TIMEOUT_S;
+    if (l->tls != NULL && l->o->auth_timeout_s <= 0)
+        t = (double)l->tls->timeout_ms / 1000.0 + 1.0; /* TLS handshake, then CONNECT */
     nd_timer_start(ctx, &c->auth_timer, (uint64_t)(t * 1e9), 0);
+    if (l->tls != NULL)
+        nd_conn_tls_begin_leaf(ctx, c, l->tls, NULL); /* the INFO goes first, in plain text */
 }
 
 static void
@@ -508,6 +754,44 @@ pass_ok(const char *stored, const char *given)
     if (given == NULL)
         given = "";
     return nd_passwd_check(stored, strlen(stored), given, strlen(given));
+}
+
+/* Parses "[v]major.minor.update" (anything after the third number ignored). Returns: false
+ * when it is not one. */
+static bool
+version_parts(const char *v, long out[3])
+{
+    if (v == NULL)
+        return false;
+    if (*v == 'v')
+        v++;
+    for (int i = 0; i < 3; i++) {
+        char *e;
+        if (*v < '0' || *v > '9')
+            return false;
+        out[i] = strtol(v, &e, 10);
+        v = e;
+        if (i < 2) {
+            if (*v != '.')
+                return false;
+            v++;
+        }
+    }
+    return true;
+}
+
+/* Returns: whether version is at least min (nats-server's versionAtLeast; an unreadable version
+ * is not). */
+static bool
+version_at_least(const char *version, const char *min)
+{
+    long v[3], m[3];
+    if (!version_parts(version, v) || !version_parts(min, m))
+        return false;
+    for (int i = 0; i < 3; i++)
+        if (v[i] != m[i])
+            return v[i] > m[i];
+    return true;
 }
 
 /* The accepting side: the leaf's CONNECT. */
@@ -556,6 +840,10 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
                 .user = user,
                 .pass = pass,
                 .token = json_string_value(json_object_get(o, "auth_token")),
+                .nkey = json_string_value(json_object_get(o, "nkey")),
+                .sig = json_string_value(json_object_get(o, "sig")),
+                .jwt = json_string_value(json_object_get(o, "jwt")),
+                .nonce = c->leaf->nonce,
                 .ip = c->ip,
             };
             nd_auth_grant_t g;
@@ -565,6 +853,10 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
                 snprintf(acct_buf, sizeof acct_buf, "%s", nd_acct_name(g.acct));
             if (ok && g.acct != NULL)
                 acct = acct_buf;
+            if (ok && g.perms != NULL) {
+                c->leaf->user_perms = nd_perms_ref(g.perms);
+                set_perms(c, perms_keep(l, perms_reversed(g.perms)));
+            }
             if (g.owns_perms && g.perms != NULL)
                 nd_perms_unref(g.perms);
         }
@@ -584,6 +876,18 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         return false;
     }
     nd_leaf_t *lf = c->leaf;
+    const char *version = json_string_value(json_object_get(o, "version"));
+    if (l->o->min_version != NULL && !version_at_least(version, l->o->min_version)) {
+        /* The INFO first, so that the leaf processes the refusal as nats-server's does. */
+        json_decref(o);
+        write_info(c, true);
+        char text[160];
+        snprintf(text, sizeof text, "connection rejected since minimum version required is \"%s\"",
+                 l->o->min_version);
+        nd_log_error(LFMT "%s", LARGS(c), text);
+        leaf_fail(ctx, c, text, ND_CLOSE_MIN_VERSION);
+        return false;
+    }
     lf->connect_seen = true;
     lf->spoke = json_is_true(json_object_get(o, "is_hub"));
     snprintf(lf->remote_name, sizeof lf->remote_name, "%s", name ? name : "");
@@ -600,6 +904,49 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     return true;
 }
 
+/* The soliciting side: sends CONNECT (the hub's first INFO is in, TLS up if asked for). */
+static void
+send_connect(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_leaf_t *lf = c->leaf;
+    if (!write_connect(c)) {
+        nd_conn_close(ctx, c, ND_CLOSE_WRITE_ERROR);
+        return;
+    }
+    nd_log_debug(LFMT "Remote leafnode connect msg sent", LARGS(c));
+    nd_conn_start_pings(ctx, c);
+    if (!lf->hub_info_on_connect)
+        register_leaf(ctx, c);
+}
+
+void
+nd_leaf_tls_up(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    if (c->leaf->tls_connect_due) {
+        c->leaf->tls_connect_due = false;
+        send_connect(ctx, c);
+    }
+}
+
+/* The soliciting side: the permissions the hub's INFO gives us (import: what we may subscribe
+ * to, export: what we may publish), merged with the remote's denies. */
+static void
+info_perms(nd_conn_t *c, json_t *o)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    json_t *imp = json_object_get(o, "import"), *exp = json_object_get(o, "export");
+    if (imp == NULL && exp == NULL)
+        return;
+    const nd_leaf_remote_t *rm = job_remote(l, c->leaf->job);
+    nd_permset_t *p = nd_perms_new();
+    perms_add_json(p, ND_PERMS_PUB_ALLOW, ND_PERMS_PUB_DENY, exp);
+    perms_add_json(p, ND_PERMS_SUB_ALLOW, ND_PERMS_SUB_DENY, imp);
+    perms_add_list(p, ND_PERMS_PUB_DENY, &rm->deny_exports);
+    perms_add_list(p, ND_PERMS_SUB_DENY, &rm->deny_imports);
+    nd_perms_seal(p);
+    set_perms(c, perms_keep(l, p));
+}
+
 /* The soliciting side: the hub's INFO. */
 static bool
 on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
@@ -612,7 +959,9 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
         return false;
     }
-    bool ok = true;
+    nd_leafs_t *l = c->srv->leafs;
+    if (!lf->registered)
+        info_perms(c, o);
     if (!lf->info_received) {
         if (json_integer_value(json_object_get(o, "client_id")) == 0 ||
             json_object_get(o, "leafnode_urls") == NULL) {
@@ -624,23 +973,55 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         lf->info_received = true;
         const char *id = json_string_value(json_object_get(o, "server_id"));
         const char *name = json_string_value(json_object_get(o, "server_name"));
+        const char *nonce = json_string_value(json_object_get(o, "nonce"));
         snprintf(lf->remote_id, sizeof lf->remote_id, "%s", id ? id : "");
         snprintf(lf->remote_name, sizeof lf->remote_name, "%s", name ? name : lf->remote_id);
+        snprintf(lf->nonce, sizeof lf->nonce, "%s", nonce ? nonce : "");
         atomic_store_explicit(&c->headers,
                               json_is_true(json_object_get(o, "headers")) &&
                                   !c->srv->opts.no_header_support,
                               memory_order_relaxed);
+        lf->hub_info_on_connect = json_is_true(json_object_get(o, "info_on_connect"));
         nd_timer_cancel(ctx, &c->auth_timer);
-        write_connect(c);
-        nd_log_debug(LFMT "Remote leafnode connect msg sent", LARGS(c));
-        nd_conn_start_pings(ctx, c);
-        if (!json_is_true(json_object_get(o, "info_on_connect")))
-            register_leaf(ctx, c);
-    } else if (json_is_true(json_object_get(o, "connect_info")) && !lf->registered) {
-        register_leaf(ctx, c);
+        leaf_job_t *job = lf->job;
+        bool tls = job->tls != NULL || json_is_true(json_object_get(o, "tls_required"));
+        json_decref(o);
+        if (!tls) {
+            send_connect(ctx, c);
+            return !c->closing;
+        }
+        /* The hub's INFO came in plain text; TLS now, then CONNECT (nats-server 2.9's
+         * leafnode TLS: INFO first). A hub that requires TLS from a remote without a tls {}
+         * is verified against the system's roots, as nats-server's default config does. */
+        if (job->tls == NULL) {
+            nd_tls_opts_t none;
+            memset(&none, 0, sizeof none);
+            char err[256];
+            nd_tls_ctx_t *t = nd_tls_ctx_new_client(&none, err, sizeof err);
+            if (t == NULL) {
+                nd_log_error(LFMT "TLS: %s", LARGS(c), err);
+                nd_conn_close(ctx, c, ND_CLOSE_TLS_HANDSHAKE);
+                return false;
+            }
+            pthread_mutex_lock(&l->dmu);
+            if (job->tls == NULL)
+                job->tls = t;
+            else
+                nd_tls_ctx_unref(t);
+            pthread_mutex_unlock(&l->dmu);
+        }
+        char host[256], user[128], pass[128];
+        int port;
+        (void)nd_leaf_url_parse(job->url, host, sizeof host, &port, user, sizeof user, pass,
+                                sizeof pass);
+        lf->tls_connect_due = true;
+        nd_conn_tls_begin_leaf(ctx, c, job->tls, host);
+        return !c->closing;
     }
+    if (json_is_true(json_object_get(o, "connect_info")) && !lf->registered)
+        register_leaf(ctx, c);
     json_decref(o);
-    return ok;
+    return true;
 }
 
 /* ---- the peer's interest ---- */
@@ -660,14 +1041,97 @@ leaf_sid(char *out, size_t cap, const nd_proto_cmd_t *cmd)
     return n;
 }
 
+/* Formats ns as Go prints a time.Duration of whole seconds or milliseconds ("30s", "1.5s",
+ * "250ms"). */
 static void
-loop_detected(nd_ctx_t *ctx, nd_conn_t *c)
+go_duration(char *out, size_t cap, int64_t ns)
 {
-    char text[600];
+    if (ns % NS_PER_S == 0)
+        snprintf(out, cap, "%llds", (long long)(ns / NS_PER_S));
+    else if (ns < NS_PER_S)
+        snprintf(out, cap, "%lldms", (long long)(ns / 1000000));
+    else
+        snprintf(out, cap, "%gs", (double)ns / 1e9);
+}
+
+/* A soliciting connection waits delay before its remote dials again (setConnectDelay).
+ * Returns: the delay that applies (none when we did not solicit). */
+static int64_t
+delay_next_dial(nd_conn_t *c, int64_t delay)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    if (c->leaf->job == NULL)
+        return delay;
+    pthread_mutex_lock(&l->dmu);
+    c->leaf->job->delay_ns = delay;
+    pthread_mutex_unlock(&l->dmu);
+    return delay;
+}
+
+/* Our loop detection subject came back (send_err: we tell the peer), or the peer told us of a
+ * loop: the remote waits before it dials again, as handleLeafNodeLoop. */
+static void
+loop_detected(nd_ctx_t *ctx, nd_conn_t *c, bool send_err)
+{
+    char text[600], d[32];
+    go_duration(d, sizeof d, delay_next_dial(c, c->srv->leafs->loop_delay_ns));
     snprintf(text, sizeof text,
-             "Loop detected for leafnode account=\"%s\". Delaying attempt to reconnect for 30s",
-             c->acct->name);
+             "Loop detected for leafnode account=\"%s\". Delaying attempt to reconnect for %s",
+             c->acct->name, d);
     nd_log_error(LFMT "%s", LARGS(c), text);
+    if (send_err)
+        leaf_fail(ctx, c, text, ND_CLOSE_PROTOCOL_VIOLATION);
+    else
+        nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
+}
+
+/* The peer's -ERR: the refusals that delay the next dial (leafProcessErr), then the close. */
+static void
+on_err(nd_ctx_t *ctx, nd_conn_t *c, const char *text, size_t len)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    char t[512], d[32];
+    snprintf(t, sizeof t, "%.*s", (int)(len > 500 ? 500 : len), text);
+    nd_log_error(LFMT "Leafnode Error %s", LARGS(c), t);
+    if (strstr(t, "Loop detected") != NULL) {
+        loop_detected(ctx, c, false);
+        return;
+    }
+    if (strstr(t, "same cluster name") != NULL) {
+        go_duration(d, sizeof d, delay_next_dial(c, l->cluster_delay_ns));
+        nd_log_error(LFMT "Leafnode connection dropped with same cluster name error. Delaying "
+                     "attempt to reconnect for %s", LARGS(c), d);
+    } else if (strstr(t, "minimum version required") != NULL) {
+        go_duration(d, sizeof d, delay_next_dial(c, l->minver_delay_ns));
+        nd_log_error(LFMT "Leafnode connection dropped due to minimum version requirement. "
+                     "Delaying attempt to reconnect for %s", LARGS(c), d);
+    }
+    nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+}
+
+/* Subjects the permissions never refuse in an LS+: loop detection and gateway replies. */
+static bool
+perm_exempt(const char *s, size_t n)
+{
+    return (n >= 5 && memcmp(s, LDS_PREFIX, 5) == 0) || (n >= 4 && memcmp(s, "_GR_.", 4) == 0) ||
+           (n >= 4 && memcmp(s, "$GR.", 4) == 0);
+}
+
+/* The peer asked for interest we may not send it. A spoke ignores it (its hub told it its
+ * permissions); a hub refuses it and closes, as leafSubPermViolation. */
+static void
+sub_violation(nd_ctx_t *ctx, nd_conn_t *c, const char *s, size_t n)
+{
+    if (c->leaf->spoke) {
+        nd_log_debug(LFMT "Not permitted to subscribe to %.*s on behalf of the hub", LARGS(c),
+                     (int)n, s);
+        return;
+    }
+    char text[600];
+    snprintf(text, sizeof text, "Permissions Violation for Subscription to \"%.*s\"",
+             (int)(n > 500 ? 500 : n), s);
+    nd_log_error(LFMT "Subscription Violation on \"%.*s\" - Check other side configuration",
+                 LARGS(c), (int)n, s);
     leaf_fail(ctx, c, text, ND_CLOSE_PROTOCOL_VIOLATION);
 }
 
@@ -677,13 +1141,19 @@ on_lsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     nd_leafs_t *l = c->srv->leafs;
     if (cmd->subject.len == strlen(l->lds) &&
         memcmp(cmd->subject.ptr, l->lds, cmd->subject.len) == 0) {
-        loop_detected(ctx, c);
+        loop_detected(ctx, c, true);
         return;
     }
     if (!nd_subj_valid_sub(cmd->subject.ptr, cmd->subject.len) ||
         (cmd->queue.len > 0 && !nd_subj_valid_queue(cmd->queue.ptr, cmd->queue.len))) {
         nd_log_error(LFMT "Could not insert subscription: invalid subject", LARGS(c));
         nd_conn_write(c, "-ERR 'Invalid Subscription'\r\n", 29);
+        return;
+    }
+    if (c->leaf->perms != NULL && !perm_exempt(cmd->subject.ptr, cmd->subject.len) &&
+        nd_subj_is_literal(cmd->subject.ptr, cmd->subject.len) &&
+        !nd_perms_pub_allowed(c->leaf->perms, cmd->subject.ptr, cmd->subject.len)) {
+        sub_violation(ctx, c, cmd->subject.ptr, cmd->subject.len);
         return;
     }
     char small[256];
@@ -784,8 +1254,7 @@ nd_leaf_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     case ND_PROTO_OP_OK:
         return true;
     case ND_PROTO_OP_ERR:
-        nd_log_error(LFMT "Leafnode Error %.*s", LARGS(c), (int)cmd->arg.len, cmd->arg.ptr);
-        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+        on_err(ctx, c, cmd->arg.ptr, cmd->arg.len);
         return false;
     default:
         nd_conn_write_err(c, ND_ERR_UNKNOWN_OP);
@@ -845,6 +1314,8 @@ void
 nd_leaf_fini(nd_ctx_t *ctx, nd_conn_t *c)
 {
     (void)ctx;
+    if (c->leaf->user_perms != NULL)
+        nd_perms_unref(c->leaf->user_perms);
     nd_free(c->leaf);
     c->leaf = NULL;
 }
@@ -996,6 +1467,14 @@ dialer_main(void *arg)
             continue;
         }
         const nd_leaf_remote_t *rm = job_remote(l, job);
+        if (job->delay_ns > 0) {
+            /* The hub refused us (a loop, ...): wait that long once more (setConnectDelay). */
+            nd_log_debug("Delaying leafnode remote connect by %lld ms",
+                         (long long)(job->delay_ns / 1000000));
+            job->due_ns = now + job->delay_ns;
+            job->delay_ns = 0;
+            continue;
+        }
         if (rm->urls.n == 0) {
             job->active = true; /* nothing to dial, ever */
             continue;
@@ -1014,18 +1493,35 @@ dialer_main(void *arg)
         }
         if (fd >= 0) {
             job->attempts = 0;
+            job->ever_connected = true;
             spawn(ctx, l, fd, job); /* active until it closes */
             continue;
         }
         job->active = false;
         job->attempts++;
-        if (job->attempts == 1 || job->attempts % 3600 == 0)
-            nd_log_error("Error trying to connect as leafnode to remote server (attempt %d): %s",
-                         job->attempts, err);
+        /* connect_error_reports before the first connection, reconnect_error_reports after
+         * (shouldReportConnectErr). */
+        int every = job->ever_connected ? l->srv->opts.reconnect_error_reports
+                                        : l->srv->opts.connect_error_reports;
+        char hp[300], u1[128], p1[128];
+        int port;
+        if (nd_leaf_url_parse(job->url, hp, sizeof hp - 8, &port, u1, sizeof u1, p1,
+                              sizeof p1) == 0)
+            snprintf(hp + strlen(hp), 8, ":%d", port);
         else
-            nd_log_debug("Error trying to connect as leafnode to remote server (attempt %d): %s",
-                         job->attempts, err);
-        job->due_ns = now_ns() + l->reconnect_ns;
+            snprintf(hp, sizeof hp, "%.290s", job->url);
+        if (job->attempts == 1 || (every > 0 && job->attempts % every == 0))
+            nd_log_error("Error trying to connect as leafnode to remote server \"%s\" (attempt "
+                         "%d): %s", hp, job->attempts, err);
+        else
+            nd_log_debug("Error trying to connect as leafnode to remote server \"%s\" (attempt "
+                         "%d): %s", hp, job->attempts, err);
+        /* The next attempt after the reconnect interval plus up to as much again, so that
+         * many leafs of a hub that went away do not all come back in the same instant. */
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+            r = (uint64_t)now;
+        job->due_ns = now_ns() + l->reconnect_ns + (int64_t)(r % (uint64_t)l->reconnect_ns);
     }
     pthread_mutex_unlock(&l->dmu);
     nd_ctx_external_free(ctx);
@@ -1037,7 +1533,7 @@ job_closed(nd_leafs_t *l, leaf_job_t *job)
 {
     pthread_mutex_lock(&l->dmu);
     job->active = false;
-    job->due_ns = now_ns() + l->reconnect_ns;
+    job->due_ns = now_ns() + l->reconnect_ns; /* then delay_ns, when the hub asked for one */
     pthread_cond_signal(&l->dcv);
     pthread_mutex_unlock(&l->dmu);
 }
@@ -1074,6 +1570,40 @@ nd_leafs_new(nd_server_t *s)
     pthread_condattr_destroy(&ca);
     l->reconnect_ns = l->o->reconnect_ms > 0 ? l->o->reconnect_ms * 1000000ll
                                              : LEAF_DEFAULT_RECONNECT_NS;
+    l->loop_delay_ns = LEAF_LOOP_DELAY_NS;
+    l->cluster_delay_ns = LEAF_CLUSTER_DELAY_NS;
+    l->minver_delay_ns = LEAF_MINVER_DELAY_NS;
+    l->njobs = l->o->nremotes;
+    l->jobs = nd_xcalloc(l->njobs > 0 ? l->njobs : 1, sizeof(*l->jobs));
+    char err[256];
+    if (l->o->tls != NULL && l->o->port != 0) {
+        l->tls = nd_tls_ctx_new(l->o->tls, err, sizeof err);
+        if (l->tls == NULL) {
+            nd_log_error("leafnode tls: %s", err);
+            nd_leafs_free(l);
+            return NULL;
+        }
+    }
+    for (size_t i = 0; i < l->njobs; i++) {
+        const nd_leaf_remote_t *rm = &l->o->remotes[i];
+        leaf_job_t *job = &l->jobs[i];
+        job->idx = i;
+        if (rm->tls != NULL) {
+            job->tls = nd_tls_ctx_new_client(rm->tls, err, sizeof err);
+            if (job->tls == NULL) {
+                nd_log_error("leafnode remote tls: %s", err);
+                nd_leafs_free(l);
+                return NULL;
+            }
+        }
+        if (rm->deny_exports.n > 0 || rm->deny_imports.n > 0) {
+            nd_permset_t *p = nd_perms_new();
+            perms_add_list(p, ND_PERMS_PUB_DENY, &rm->deny_exports);
+            perms_add_list(p, ND_PERMS_SUB_DENY, &rm->deny_imports);
+            nd_perms_seal(p);
+            job->deny = p;
+        }
+    }
     char id[12];
     nonce_of(id);
     snprintf(l->lds, sizeof l->lds, LDS_PREFIX "%s", id);
@@ -1095,10 +1625,6 @@ nd_leafs_new(nd_server_t *s)
         }
         l->port = nd_listener_port(l->listener);
     }
-    l->njobs = l->o->nremotes;
-    l->jobs = nd_xcalloc(l->njobs > 0 ? l->njobs : 1, sizeof(*l->jobs));
-    for (size_t i = 0; i < l->njobs; i++)
-        l->jobs[i].idx = i;
     return l;
 }
 
@@ -1147,7 +1673,16 @@ nd_leafs_free(nd_leafs_t *l)
         return;
     nd_listener_free(l->listener);
     nd_free(l->conns); /* the pool's shutdown freed the actors */
+    for (size_t i = 0; i < l->njobs; i++) {
+        nd_tls_ctx_unref(l->jobs[i].tls);
+        if (l->jobs[i].deny != NULL)
+            nd_perms_unref(l->jobs[i].deny);
+    }
     nd_free(l->jobs);
+    for (size_t i = 0; i < l->nkept; i++)
+        nd_perms_unref(l->kept[i]);
+    nd_free(l->kept);
+    nd_tls_ctx_unref(l->tls);
     pthread_cond_destroy(&l->dcv);
     pthread_mutex_destroy(&l->dmu);
     pthread_mutex_destroy(&l->mu);

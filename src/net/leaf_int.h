@@ -26,8 +26,14 @@ typedef struct nd_leaf {
     bool info_received; /* solicited: the hub's first INFO handled */
     bool connect_seen;  /* accepted: the CONNECT handled */
     bool registered;    /* in the leaf table, watching its account */
+    bool tls_connect_due;  /* solicited: CONNECT waits for the TLS handshake */
+    bool hub_info_on_connect; /* solicited: the hub answers CONNECT with an INFO */
+    char nonce[64];        /* accepted: the nonce our INFO sent; solicited: the hub's */
     char remote_id[64];
     char remote_name[128];
+    char remote_version[32];
+    nd_permset_t *perms;      /* borrowed (the leaf table keeps it), or NULL: no restriction */
+    nd_permset_t *user_perms; /* accepted: the user's own (a reference), or NULL */
     struct leaf_watch *watch; /* while registered */
 } nd_leaf_t;
 
@@ -36,6 +42,8 @@ void nd_leaf_conn_start(nd_ctx_t *ctx, nd_conn_t *c);
 bool nd_leaf_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
 void nd_leaf_teardown(nd_ctx_t *ctx, nd_conn_t *c);
 void nd_leaf_fini(nd_ctx_t *ctx, nd_conn_t *c);
+/* conn_tls.c: the leaf connection's TLS handshake completed. */
+void nd_leaf_tls_up(nd_ctx_t *ctx, nd_conn_t *c);
 
 /* Parses a leaf URL ("nats-leaf://user:pass@host:port", any scheme, port 7422 when absent).
  * Returns: 0, or -1 when it is not one. */

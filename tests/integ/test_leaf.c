@@ -38,7 +38,7 @@ TestSuite(integ_leaf, .fini = nd_integ_cleanup, .timeout = 120);
 typedef struct node {
     const char *bin;
     int port, mport, lport; /* lport: the leafnode listen port (hub), 0 for none */
-    char text[2048];
+    char text[4096];
     nd_integ_conf_t cf;
     nd_integ_server_t *srv;
 } node_t;
@@ -80,19 +80,27 @@ node_hub(node_t *n, const char *leaf_extra, const char *top_extra)
              n->port, n->mport, top_extra ? top_extra : "", n->lport, leaf_extra ? leaf_extra : "");
 }
 
-/* Makes n a leaf of hub (the URL's user:pass and the local account, each may be NULL). */
+/* Makes n a leaf of hub (the URL's user:pass, the local account and more lines of the remote,
+ * each may be NULL). */
 static void
-node_leaf(node_t *n, const node_t *hub, const char *userpass, const char *account,
-          const char *top_extra)
+node_leaf_x(node_t *n, const node_t *hub, const char *userpass, const char *account,
+            const char *top_extra, const char *remote_extra)
 {
     char acct[128] = "";
     if (account != NULL)
         snprintf(acct, sizeof acct, ", account: \"%s\"", account);
     snprintf(n->text, sizeof n->text,
              "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n%s\nleafnodes {\n  reconnect: 1\n"
-             "  remotes [ { url: \"nats-leaf://%s%s127.0.0.1:%d\"%s } ]\n}\n",
+             "  remotes [ { url: \"nats-leaf://%s%s127.0.0.1:%d\"%s\n  %s } ]\n}\n",
              n->port, n->mport, top_extra ? top_extra : "", userpass ? userpass : "",
-             userpass ? "@" : "", hub->lport, acct);
+             userpass ? "@" : "", hub->lport, acct, remote_extra ? remote_extra : "");
+}
+
+static void
+node_leaf(node_t *n, const node_t *hub, const char *userpass, const char *account,
+          const char *top_extra)
+{
+    node_leaf_x(n, hub, userpass, account, top_extra, NULL);
 }
 
 static void
@@ -392,4 +400,227 @@ Test(integ_leaf, client_users_guard_the_leaf_port)
     node_free(&good);
     node_free(&bad);
     node_free(&hub);
+}
+
+/* ---- issue 16 part 1: TLS, permissions, credentials, min_version, loops ---- */
+
+/* Skips the test unless the reference is there and the server under test is not it. Returns:
+ * the reference's path. */
+static const char *
+ref_or_skip(void)
+{
+    const char *ref = nd_integ_reference_path();
+    if (ref == NULL || nd_integ_is_reference())
+        cr_skip_test("needs the reference and a server under test that is not it");
+    return ref;
+}
+
+/* Three tests of one case: both sides the server under test, our leaf on a reference hub, a
+ * reference leaf on our hub. */
+#define ROLES(name)                                                                                \
+    Test(integ_leaf, name)                                                                         \
+    {                                                                                              \
+        name##_case(NULL, NULL);                                                                   \
+    }                                                                                              \
+    Test(integ_leaf, name##_leaf_to_reference_hub)                                                 \
+    {                                                                                              \
+        name##_case(ref_or_skip(), NULL);                                                          \
+    }                                                                                              \
+    Test(integ_leaf, name##_reference_leaf_to_hub)                                                 \
+    {                                                                                              \
+        const char *ref = ref_or_skip();                                                           \
+        name##_case(NULL, ref);                                                                    \
+    }
+
+/* A CA and a certificate it signed for 127.0.0.1 (server and client use), made now with the
+ * openssl command in n's config directory (dir receives it, with a trailing slash). */
+static void
+make_certs(node_t *n, char *dir, size_t cap)
+{
+    nd_integ_conf_file(&n->cf, "", dir, cap);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "(set -e; cd %s; K='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'; "
+             "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj '/CN=leaf CA'; "
+             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n"
+             "extendedKeyUsage=serverAuth,clientAuth\\n' > ext; "
+             "openssl req $K -keyout r.key -out r.csr -subj '/CN=localhost'; "
+             "openssl x509 -req -in r.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out r.pem "
+             "-days 2 -extfile ext) >/dev/null 2>&1",
+             dir);
+    cr_assert_eq(system(cmd), 0, "openssl failed: %s", cmd);
+}
+
+/* leafnodes { tls } on the hub, tls { ca_file } on the remote: the hub's INFO goes out in plain
+ * text with tls_required (2.9.10 has no TLS-first for leafs), then everything is encrypted. */
+static void
+tls_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
+    char dir[128], htls[1024], ltls[512];
+    make_certs(&hub, dir, sizeof dir);
+    snprintf(htls, sizeof htls,
+             "tls { cert_file: \"%sr.pem\", key_file: \"%sr.key\", ca_file: \"%sca.pem\", "
+             "timeout: 2 }",
+             dir, dir, dir);
+    snprintf(ltls, sizeof ltls, "tls { ca_file: \"%sca.pem\", timeout: 2 }", dir);
+    node_hub(&hub, htls, NULL);
+    node_leaf_x(&leaf, &hub, NULL, NULL, NULL, ltls);
+    node_start(&hub);
+    nd_integ_conn_t *raw = nd_integ_conn_open_port(hub.lport);
+    cr_assert_not_null(strstr(nd_integ_conn_info(raw), "\"tls_required\":true"), "%s",
+                       nd_integ_conn_info(raw));
+    nd_integ_conn_close(raw);
+    node_start(&leaf);
+    exercise(&hub, &leaf, NULL, NULL);
+    node_free(&leaf);
+    node_free(&hub);
+}
+ROLES(tls)
+
+/* deny_exports: the leaf ignores the hub's interest in those subjects (literal, or a wildcard
+ * whose messages it then does not send); deny_imports: the leaf never asks for them. */
+static void
+deny_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
+    node_hub(&hub, NULL, NULL);
+    node_leaf_x(&leaf, &hub, NULL, NULL, NULL,
+                "deny_imports: [\"imp.>\"]\n  deny_exports: [\"exp.>\"]");
+    node_start(&hub);
+    node_start(&leaf);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    nd_integ_conn_t *h = client(&hub, NULL), *l = client(&leaf, NULL);
+    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+
+    /* exports: exp.x is never asked for; exp.> is, but exp.x messages do not go */
+    ND_SEND(h, "SUB exp.x 1\r\nSUB exp.> 5\r\nSUB ok.x 2\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    wait_leaf_subs(leaf.mport, lbase + 2);
+    ND_SEND(l, "PUB exp.x 1\r\nA\r\nPUB ok.x 1\r\nB\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    ND_EXPECT(h, "MSG ok.x 2 1\r\nB\r\n");
+
+    /* imports: the hub never hears of imp.x */
+    ND_SEND(l, "SUB imp.x 3\r\nSUB ok.y 4\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub.mport, hbase + 1);
+    ND_SEND(h, "PUB imp.x 1\r\nA\r\nPUB ok.y 1\r\nB\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_EXPECT(l, "MSG ok.y 4 1\r\nB\r\n");
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&hub);
+}
+ROLES(deny)
+
+/* The leaf logs in as a client user with permissions: what it may publish and subscribe to
+ * (the hub's INFO tells the leaf, and the hub enforces them turned around). */
+static void
+user_perms_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
+    node_hub(&hub, NULL,
+             "authorization { users [\n"
+             "  {user: lu, password: lp, permissions: { publish: { deny: [\"nopub.>\"] }, "
+             "subscribe: { deny: [\"nosub.>\"] } } }\n"
+             "  {user: c, password: c}\n] }");
+    node_leaf(&leaf, &hub, "lu:lp", NULL, NULL);
+    node_start(&hub);
+    node_start(&leaf);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    nd_integ_conn_t *h = client(&hub, "\"user\":\"c\",\"pass\":\"c\""), *l = client(&leaf, NULL);
+    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+
+    /* what the leaf may publish: the hub never asks it for nopub.x */
+    ND_SEND(h, "SUB nopub.x 1\r\nSUB ok.x 2\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    wait_leaf_subs(leaf.mport, lbase + 1);
+    ND_SEND(l, "PUB nopub.x 1\r\nA\r\nPUB ok.x 1\r\nB\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    ND_EXPECT(h, "MSG ok.x 2 1\r\nB\r\n");
+
+    /* what it may subscribe to: it never asks for nosub.x (the hub would close it) */
+    ND_SEND(l, "SUB nosub.x 3\r\nSUB ok.y 4\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub.mport, hbase + 1);
+    ND_SEND(h, "PUB nosub.x 1\r\nA\r\nPUB ok.y 1\r\nB\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_EXPECT(l, "MSG ok.y 4 1\r\nB\r\n");
+    cr_assert_eq(nd_integ_num_leafs_at(__FILE__, __LINE__, hub.mport), 1);
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&hub);
+}
+ROLES(user_perms)
+
+/* A hub's min_version above the leaf's version: the hub refuses it (INFO, then the -ERR); a
+ * natsd leaf then waits 5 s before it dials again and says so. */
+static void
+min_version_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
+    node_hub(&hub, "min_version: \"2.11.0\"", NULL);
+    node_leaf(&leaf, &hub, NULL, NULL, NULL);
+    node_start(&hub);
+    size_t hmark = nd_integ_server_log_mark(hub.srv);
+    node_start(&leaf);
+    nd_integ_server_wait_log(hub.srv, hmark,
+                             "connection rejected since minimum version required is \"2.11.0\"");
+    if (leaf_bin == NULL && !nd_integ_is_reference())
+        nd_integ_server_wait_log(leaf.srv, 0,
+                                 "Leafnode connection dropped due to minimum version "
+                                 "requirement. Delaying attempt to reconnect for 5s");
+    cr_assert_eq(nd_integ_num_leafs_at(__FILE__, __LINE__, hub.mport), 0);
+    node_free(&leaf);
+    node_free(&hub);
+}
+ROLES(min_version)
+
+/* Two servers, each the other's hub and leaf: each one's loop detection subject comes back to
+ * it; the refused remote waits 30 s before it dials again, as nats-server, and says so. */
+static void
+loop_case(const char *b_bin)
+{
+    node_t a, b;
+    node_init(&a, NULL);
+    node_init(&b, b_bin);
+    a.lport = fresh_port();
+    b.lport = fresh_port();
+    node_t *n[2] = {&a, &b};
+    for (int i = 0; i < 2; i++)
+        snprintf(n[i]->text, sizeof n[i]->text,
+                 "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\nleafnodes {\n"
+                 "  listen: 127.0.0.1:%d\n  reconnect: 1\n"
+                 "  remotes [ { url: \"nats-leaf://127.0.0.1:%d\" } ]\n}\n",
+                 n[i]->port, n[i]->mport, n[i]->lport, n[1 - i]->lport);
+    node_start(&a);
+    node_start(&b);
+    nd_integ_server_wait_log(a.srv, 0,
+                             "Loop detected for leafnode account=\"$G\". Delaying attempt to "
+                             "reconnect for 30s");
+    node_free(&b);
+    node_free(&a);
+}
+
+Test(integ_leaf, loop_detected)
+{
+    loop_case(NULL);
+}
+
+Test(integ_leaf, loop_detected_with_reference)
+{
+    loop_case(ref_or_skip());
 }
