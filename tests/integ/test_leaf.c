@@ -32,6 +32,8 @@
 #include <time.h>
 
 #include "harness.h"
+#include "auth/jwt.h"
+#include "util/nkey.h"
 
 TestSuite(integ_leaf, .fini = nd_integ_cleanup, .timeout = 120);
 
@@ -624,3 +626,160 @@ Test(integ_leaf, loop_detected_with_reference)
 {
     loop_case(ref_or_skip());
 }
+
+/* ---- credentials and nkeys ---- */
+
+typedef struct tkey {
+    char seed[ND_NKEY_SEED_LEN + 1];
+    char pub[ND_NKEY_PUBLIC_LEN + 1];
+} tkey_t;
+
+static tkey_t
+key_new(uint8_t role)
+{
+    tkey_t k;
+    uint8_t raw[32], pub[32];
+    cr_assert(nd_nkey_random(raw, sizeof raw));
+    cr_assert(nd_nkey_seed_public(raw, pub));
+    nd_nkey_encode_seed(role, raw, k.seed);
+    nd_nkey_encode_public(role, pub, k.pub);
+    return k;
+}
+
+/* A remote with `nkey` (a user seed) on a hub whose users include that nkey (2.9.10 has no
+ * remote nkey: our leaf only). */
+static void
+nkey_case(const char *hub_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, NULL);
+    tkey_t u = key_new(ND_NKEY_PREFIX_USER);
+    char top[512], rem[256];
+    snprintf(top, sizeof top,
+             "authorization { users [ {nkey: \"%s\"}, {user: c, password: c} ] }", u.pub);
+    snprintf(rem, sizeof rem, "nkey: \"%s\"", u.seed);
+    node_hub(&hub, NULL, top);
+    node_leaf_x(&leaf, &hub, NULL, NULL, NULL, rem);
+    node_start(&hub);
+    node_start(&leaf);
+    exercise(&hub, &leaf, "\"user\":\"c\",\"pass\":\"c\"", NULL);
+    node_free(&leaf);
+    node_free(&hub);
+}
+
+Test(integ_leaf, nkey)
+{
+    nkey_case(NULL);
+}
+
+Test(integ_leaf, nkey_leaf_to_reference_hub)
+{
+    nkey_case(ref_or_skip());
+}
+
+static char *
+sign_jwt(json_t *claims, const char *seed)
+{
+    char *tok = NULL;
+    cr_assert_eq(nd_jwt_encode(claims, seed, strlen(seed), 0, &tok), ND_OK);
+    json_decref(claims);
+    char *out = strdup(tok);
+    free(tok);
+    return out;
+}
+
+/* A client of an operator-mode server: CONNECT with jwt and INFO's nonce signed by seed. */
+static nd_integ_conn_t *
+jwt_client(const node_t *n, const char *jwt, const char *seed)
+{
+    nd_integ_conn_t *c = nd_integ_conn_open_port(n->port);
+    const char *info = nd_integ_conn_info(c);
+    const char *p = strstr(info, "\"nonce\":\"");
+    cr_assert_not_null(p, "INFO without a nonce: %s", info);
+    p += 9;
+    const char *e = strchr(p, '"');
+    char *sig = NULL;
+    cr_assert(nd_jwt_sign_nonce(seed, strlen(seed), p, (size_t)(e - p), &sig));
+    size_t len = strlen(jwt) + 512;
+    char *line = malloc(len);
+    snprintf(line, len,
+             "CONNECT {\"verbose\":false,\"protocol\":1,\"jwt\":\"%s\",\"sig\":\"%s\"}\r\nPING\r\n",
+             jwt, sig);
+    ND_SENDS(c, line);
+    ND_EXPECT(c, "PONG\r\n");
+    free(line);
+    free(sig);
+    return c;
+}
+
+/* An operator-mode hub (MEMORY resolver, one account); the leaf's remote logs in with a
+ * credentials file (a user JWT of that account and its seed), signing the hub's nonce. */
+static void
+creds_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
+    tkey_t op = key_new(ND_NKEY_PREFIX_OPERATOR), acc = key_new(ND_NKEY_PREFIX_ACCOUNT),
+           user = key_new(ND_NKEY_PREFIX_USER);
+    char *op_jwt = sign_jwt(json_pack("{s:s, s:s, s:{s:s, s:i}}", "sub", op.pub, "name", "O",
+                                      "nats", "type", "operator", "version", 2),
+                            op.seed);
+    json_t *lim = json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}", "subs", (json_int_t)-1,
+                            "data", (json_int_t)-1, "payload", (json_int_t)-1, "imports",
+                            (json_int_t)-1, "exports", (json_int_t)-1, "wildcards", 1, "conn",
+                            (json_int_t)-1, "leaf", (json_int_t)-1);
+    char *acc_jwt = sign_jwt(json_pack("{s:s, s:s, s:{s:s, s:i, s:o}}", "sub", acc.pub, "name",
+                                       "A", "nats", "type", "account", "version", 2, "limits",
+                                       lim),
+                             op.seed);
+    char *user_jwt = sign_jwt(json_pack("{s:s, s:s, s:{s:s, s:i, s:I, s:I, s:I}}", "sub",
+                                        user.pub, "name", "u", "nats", "type", "user", "version",
+                                        2, "subs", (json_int_t)-1, "data", (json_int_t)-1,
+                                        "payload", (json_int_t)-1),
+                              acc.seed);
+    char opath[192], cpath[192];
+    nd_integ_conf_file(&hub.cf, "op.jwt", opath, sizeof opath);
+    nd_integ_write_file(opath, op_jwt);
+    nd_integ_conf_file(&leaf.cf, "leaf.creds", cpath, sizeof cpath);
+    char creds[4096];
+    snprintf(creds, sizeof creds,
+             "-----BEGIN NATS USER JWT-----\n%s\n------END NATS USER JWT------\n\n"
+             "-----BEGIN USER NKEY SEED-----\n%s\n------END USER NKEY SEED------\n",
+             user_jwt, user.seed);
+    nd_integ_write_file(cpath, creds);
+    char top[2048], rem[256];
+    snprintf(top, sizeof top, "operator: \"%s\"\nresolver: MEMORY\nresolver_preload: {\n  %s: \"%s\"\n}",
+             opath, acc.pub, acc_jwt);
+    snprintf(rem, sizeof rem, "credentials: \"%s\"", cpath);
+    node_hub(&hub, NULL, top);
+    node_leaf_x(&leaf, &hub, NULL, NULL, NULL, rem);
+    node_start(&hub);
+    node_start(&leaf);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    /* The hub binds the leaf to the user's account. */
+    char *body = nd_integ_http_get(hub.mport, "/leafz");
+    cr_assert_not_null(strstr(body, acc.pub), "%s", body);
+    free(body);
+    nd_integ_conn_t *h = jwt_client(&hub, user_jwt, user.seed), *l = client(&leaf, NULL);
+    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+    ND_SEND(h, "SUB c.h 1\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    wait_leaf_subs(leaf.mport, lbase + 1);
+    ND_SEND(l, "PUB c.h 2\r\nhi\r\nSUB c.l 2\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    ND_EXPECT(h, "MSG c.h 1 2\r\nhi\r\n");
+    wait_leaf_subs(hub.mport, hbase + 1);
+    ND_SEND(h, "PUB c.l 2\r\nho\r\n");
+    ND_EXPECT(l, "MSG c.l 2 2\r\nho\r\n");
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&hub);
+    free(op_jwt);
+    free(acc_jwt);
+    free(user_jwt);
+}
+ROLES(creds)
