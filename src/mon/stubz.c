@@ -1,6 +1,6 @@
 /* Endpoints of features natsd does not have yet, in their empty shapes (nats-server 2.10's field
- * names, as it answers with nothing configured): /gatewayz, /leafz, /accountz (the accounts
- * and their counts only),
+ * names, as it answers with nothing configured): /gatewayz, /accountz (the accounts and their
+ * counts only),
  * /accstatz (the global account's figures); and the HTML index at "/". (/jsz is jsz.c.)
  */
 #include <stdio.h>
@@ -12,6 +12,7 @@
 #include "auth/auth.h"
 #include "cfg/opts.h"
 #include "subj/sublist.h"
+#include "net/connreg.h"
 #include "net/leaf.h"
 
 static json_t *
@@ -47,20 +48,34 @@ nd_mon_gatewayz(nd_mon_req_t *req)
     nd_mon_reply_json(req, 200, o);
 }
 
-void
-nd_mon_leafz(nd_mon_req_t *req)
+/* /leafz: the registered leaf connections in nats-server 2.9's LeafInfo shape; subs=1 asks each
+ * connection for its subscriptions (the peer's interest, its $LDS. subject included), as
+ * /routez does. */
+typedef struct leafz_state {
+    nd_leaf_stat_t *ls;
+    size_t n;
+    bool subs;
+} leafz_state_t;
+
+static void
+leafz_state_free(void *p)
 {
-    if (!subs_ok(req))
-        return;
+    leafz_state_t *st = p;
+    nd_free(st->ls);
+    nd_free(st);
+}
+
+static void
+leafz_finish(nd_mon_req_t *req)
+{
+    leafz_state_t *st = req->state;
     json_t *o = head(req);
-    nd_server_t *s = req->mon->srv;
-    nd_leaf_stat_t *ls = NULL;
-    size_t n = s->leafs != NULL ? nd_leafs_stats(s->leafs, &ls) : 0;
+    size_t n = st->n;
+    nd_leaf_stat_t *ls = st->ls;
     json_object_set_new(o, "leafnodes", json_integer((json_int_t)n));
     if (n == 0) {
         json_object_set_new(o, "leafs", json_null()); /* nats-server's nil slice */
     } else {
-        /* nats-server's LeafInfo */
         json_t *arr = json_array();
         for (size_t i = 0; i < n; i++) {
             json_t *e = json_object();
@@ -77,12 +92,42 @@ nd_mon_leafz(nd_mon_req_t *req)
             json_object_set_new(e, "in_bytes", json_integer((json_int_t)ls[i].in_bytes));
             json_object_set_new(e, "out_bytes", json_integer((json_int_t)ls[i].out_bytes));
             json_object_set_new(e, "subscriptions", json_integer(ls[i].subs));
+            const nd_conn_info_t *ci = i < req->nconns ? req->conns[i] : NULL;
+            if (st->subs && ci != NULL && ci->nsubs > 0) {
+                json_t *a = json_array();
+                for (size_t k = 0; k < ci->nsubs; k++)
+                    json_array_append_new(a, json_string(ci->subs[k].subject));
+                json_object_set_new(e, "subscriptions_list", a);
+            }
             json_array_append_new(arr, e);
         }
         json_object_set_new(o, "leafs", arr);
     }
-    nd_free(ls);
     nd_mon_reply_json(req, 200, o);
+}
+
+void
+nd_mon_leafz(nd_mon_req_t *req)
+{
+    if (!subs_ok(req))
+        return;
+    const char *v = nd_mon_param(req, "subs");
+    bool b = false;
+    bool subs = v != NULL && (strcmp(v, "detail") == 0 || (nd_mon_param_bool(req, "subs", &b) && b));
+    nd_server_t *s = req->mon->srv;
+    leafz_state_t *st = nd_new(leafz_state_t);
+    st->subs = subs;
+    req->state = st;
+    req->state_free = leafz_state_free;
+    req->finish = leafz_finish;
+    if (s->leafs != NULL)
+        st->n = nd_leafs_stats(s->leafs, &st->ls, subs ? &req->conns : NULL);
+    if (subs && st->n > 0) {
+        req->nconns = st->n;
+        req->need_subs = true;
+        return; /* leafz_finish runs once the connections answered */
+    }
+    leafz_finish(req);
 }
 
 /* /accountz: the accounts of the authorization snapshot in force ($G first, then in the order

@@ -127,7 +127,10 @@ nd_mon_varz(nd_mon_req_t *req)
     size_t nroutes = s->routes != NULL ? nd_routes_varz(s->routes, cluster) : 0;
     json_object_set_new(v, "cluster", cluster);
     json_object_set_new(v, "gateway", json_object());
-    json_object_set_new(v, "leaf", json_object());
+    json_t *leaf = json_object();
+    if (s->leafs != NULL)
+        nd_leafs_varz(s->leafs, leaf);
+    json_object_set_new(v, "leaf", leaf);
     json_object_set_new(v, "mqtt", json_object());
     json_object_set_new(v, "websocket", ws_varz(s));
     /* nats-server's JetStreamVarz while JetStream runs, else its zero value. */

@@ -56,6 +56,7 @@
 #include "auth/perms.h"
 #include "net/connreg.h"
 #include "net/listener.h"
+#include "net/route.h"
 #include "net/tls.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
@@ -89,6 +90,7 @@ struct leaf_job {
     int64_t delay_ns;  /* the hub asked us to wait this long before the next dial (a loop...) */
     char url[512];     /* the URL of the current attempt */
     nd_tls_ctx_t *tls; /* the remote's tls {} (client side), or NULL */
+    nd_strlist_t found; /* "host:port" URLs the hub's INFO gave (leafnode_urls), under dmu */
     nd_permset_t *deny; /* deny_exports (publish) and deny_imports (subscribe), or NULL */
 };
 
@@ -478,6 +480,66 @@ register_leaf(nd_ctx_t *ctx, nd_conn_t *c)
                 lf->remote_name[0] ? " " : "", lf->remote_name, c->acct->name);
 }
 
+/* Seconds as Go's JSON writes a float64: 2 for 2.0, 0.5 for 0.5. */
+static json_t *
+go_seconds(double v)
+{
+    return v == (double)(int64_t)v ? json_integer((json_int_t)v) : json_real(v);
+}
+
+void
+nd_leafs_varz(nd_leafs_t *l, json_t *o)
+{
+    const nd_leaf_opts_t *lo = l->o;
+    if (lo->port != 0) {
+        json_object_set_new(o, "host", json_string(lo->host ? lo->host : "0.0.0.0"));
+        json_object_set_new(o, "port", json_integer(l->port));
+    }
+    json_object_set_new(o, "auth_timeout",
+                        go_seconds(lo->auth_timeout_s > 0 ? lo->auth_timeout_s
+                                                          : LEAF_DEFAULT_AUTH_TIMEOUT_S));
+    json_object_set_new(o, "tls_timeout",
+                        go_seconds(l->tls != NULL ? (double)l->tls->timeout_ms / 1000.0 : 2.0));
+    if (l->tls != NULL) {
+        json_object_set_new(o, "tls_required", json_true());
+        if (l->tls->verify)
+            json_object_set_new(o, "tls_verify", json_true());
+    }
+    if (lo->nremotes > 0) {
+        json_t *arr = json_array();
+        for (size_t i = 0; i < lo->nremotes; i++) {
+            const nd_leaf_remote_t *rm = &lo->remotes[i];
+            json_t *e = json_object();
+            json_object_set_new(e, "local_account", json_string(rm->account ? rm->account : "$G"));
+            json_t *urls = json_array();
+            for (size_t k = 0; k < rm->urls.n; k++) {
+                /* host:port only: a URL's credentials stay out of monitoring */
+                char h[256], u[128], p[128], hp[300];
+                int port;
+                if (nd_leaf_url_parse(rm->urls.v[k], h, sizeof h, &port, u, sizeof u, p,
+                                      sizeof p) == 0) {
+                    snprintf(hp, sizeof hp, "%s:%d", h, port);
+                    json_array_append_new(urls, json_string(hp));
+                }
+            }
+            json_object_set_new(e, "urls", urls);
+            if (rm->deny_exports.n > 0 || rm->deny_imports.n > 0) {
+                json_t *d = json_object();
+                json_t *ex = json_array(), *im = json_array();
+                for (size_t k = 0; k < rm->deny_exports.n; k++)
+                    json_array_append_new(ex, json_string(rm->deny_exports.v[k]));
+                for (size_t k = 0; k < rm->deny_imports.n; k++)
+                    json_array_append_new(im, json_string(rm->deny_imports.v[k]));
+                json_object_set_new(d, "exports", ex);
+                json_object_set_new(d, "imports", im);
+                json_object_set_new(e, "deny", d);
+            }
+            json_array_append_new(arr, e);
+        }
+        json_object_set_new(o, "remotes", arr);
+    }
+}
+
 size_t
 nd_leafs_count(nd_leafs_t *l)
 {
@@ -490,11 +552,23 @@ nd_leafs_count(nd_leafs_t *l)
 }
 
 size_t
-nd_leafs_stats(nd_leafs_t *l, nd_leaf_stat_t **out)
+nd_leafs_stats(nd_leafs_t *l, nd_leaf_stat_t **out, nd_conn_info_t ***infos)
 {
     pthread_mutex_lock(&l->mu);
     size_t n = l->n;
     nd_leaf_stat_t *v = nd_xcalloc(n > 0 ? n : 1, sizeof(*v));
+    if (infos != NULL) {
+        *infos = nd_xcalloc(n > 0 ? n : 1, sizeof(**infos));
+        for (size_t i = 0; i < n; i++) {
+            nd_conn_info_t *ci = nd_new(nd_conn_info_t);
+            atomic_init(&ci->refs, 1);
+            ci->cid = l->conns[i]->cid;
+            ci->kind = ND_CONN_LEAF;
+            ci->actor = &l->conns[i]->base;
+            nd_actor_ref(ci->actor);
+            (*infos)[i] = ci;
+        }
+    }
     for (size_t i = 0; i < n; i++) {
         nd_conn_t *c = l->conns[i];
         const nd_mon_conn_t *m = &c->mon;
@@ -526,6 +600,64 @@ nonce_of(char *out)
     for (size_t i = 0; i < 11; i++)
         out[i] = b64[raw[i] & 63];
     out[11] = '\0';
+}
+
+bool
+nd_leafs_own_url(const nd_leafs_t *l, bool gossip, char *out, size_t cap)
+{
+    if (l == NULL || l->listener == NULL || (gossip && l->o->no_advertise))
+        return false;
+    if (l->o->advertise != NULL && l->o->advertise[0] != '\0') {
+        snprintf(out, cap, "%s", l->o->advertise);
+        return true;
+    }
+    const char *host = l->o->host != NULL && l->o->host[0] ? l->o->host : "0.0.0.0";
+    snprintf(out, cap, "%s:%d",
+             strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? "127.0.0.1" : host,
+             l->port);
+    return true;
+}
+
+/* leafnode_urls: ours (unless no_advertise) and those of our cluster's members. */
+static json_t *
+leaf_urls_json(nd_server_t *s)
+{
+    json_t *urls = json_array();
+    char own[300];
+    if (nd_leafs_own_url(s->leafs, false, own, sizeof own))
+        json_array_append_new(urls, json_string(own));
+    if (s->routes != NULL)
+        nd_routes_leaf_urls(s->routes, urls);
+    return urls;
+}
+
+void
+nd_leafs_urls_changed(nd_ctx_t *ctx, nd_leafs_t *l)
+{
+    /* One INFO for every leaf we are the hub of, as nats-server's sendAsyncLeafNodeInfo. */
+    nd_server_t *s = l->srv;
+    json_t *o = json_object();
+    json_object_set_new(o, "server_id", json_string(s->server_id));
+    json_object_set_new(o, "server_name",
+                        json_string(s->opts.server_name ? s->opts.server_name : s->server_id));
+    json_object_set_new(o, "version", json_string(NATSD_COMPAT_VERSION));
+    json_object_set_new(o, "proto", json_integer(1));
+    json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
+    json_object_set_new(o, "leafnode_urls", leaf_urls_json(s));
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    size_t n = strlen(js);
+    char *line = nd_xmalloc(n + 8);
+    memcpy(line, "INFO ", 5);
+    memcpy(line + 5, js, n);
+    memcpy(line + 5 + n, "\r\n", 2);
+    free(js);
+    pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->n; i++)
+        if (l->conns[i]->leaf->job == NULL)
+            send_proto(ctx, l->conns[i], line, n + 7);
+    pthread_mutex_unlock(&l->mu);
+    nd_free(line);
 }
 
 /* Our leaf INFO (the accepting side). connect_info: the answer to CONNECT. */
@@ -572,9 +704,7 @@ write_info(nd_conn_t *c, bool connect_info)
         if (exp != NULL)
             json_object_set_new(o, "export", exp);
     }
-    json_t *urls = json_array();
-    json_array_append_new(urls, json_string(ip));
-    json_object_set_new(o, "leafnode_urls", urls);
+    json_object_set_new(o, "leafnode_urls", leaf_urls_json(s));
     if (connect_info) {
         json_object_set_new(o, "remote_account", json_string(c->acct->name));
         json_object_set_new(o, "connect_info", json_true());
@@ -962,6 +1092,17 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     nd_leafs_t *l = c->srv->leafs;
     if (!lf->registered)
         info_perms(c, o);
+    json_t *urls = json_object_get(o, "leafnode_urls");
+    if (json_array_size(urls) > 0) {
+        /* The hub's cluster: the newest list replaces what we learned before
+         * (updateLeafNodeURLs); the configured URLs stay. */
+        pthread_mutex_lock(&l->dmu);
+        nd_strlist_free(&lf->job->found);
+        for (size_t i = 0; i < json_array_size(urls); i++)
+            if (json_is_string(json_array_get(urls, i)))
+                nd_strlist_add(&lf->job->found, json_string_value(json_array_get(urls, i)));
+        pthread_mutex_unlock(&l->dmu);
+    }
     if (!lf->info_received) {
         if (json_integer_value(json_object_get(o, "client_id")) == 0 ||
             json_object_get(o, "leafnode_urls") == NULL) {
@@ -1433,6 +1574,48 @@ spawn(nd_ctx_t *ctx, nd_leafs_t *l, int fd, leaf_job_t *job)
     nd_conn_spawn_leaf(ctx, l->srv, fd, lf, acct);
 }
 
+/* Whether the configured URLs name host:port already. */
+static bool
+configured_url(const nd_leaf_remote_t *rm, const char *hostport)
+{
+    for (size_t i = 0; i < rm->urls.n; i++) {
+        char h[256], u[128], p[128], hp[300];
+        int port;
+        if (nd_leaf_url_parse(rm->urls.v[i], h, sizeof h, &port, u, sizeof u, p, sizeof p) != 0)
+            continue;
+        snprintf(hp, sizeof hp, "%s:%d", h, port);
+        if (strcmp(hp, hostport) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* The next URL to dial into job->url: the configured ones, then those the hub told us of, in
+ * turn. A learned URL takes the credentials of the first configured one (saveUserPassword).
+ * Ctx: the dialer, under dmu. */
+static void
+pick_url(leaf_job_t *job, const nd_leaf_remote_t *rm)
+{
+    size_t n = rm->urls.n + job->found.n;
+    for (size_t tries = 0; tries < n; tries++) {
+        size_t i = job->next++ % n;
+        if (i < rm->urls.n) {
+            snprintf(job->url, sizeof job->url, "%s", rm->urls.v[i]);
+            return;
+        }
+        const char *hp = job->found.v[i - rm->urls.n];
+        if (configured_url(rm, hp))
+            continue;
+        char h[256], u[128] = "", p[128] = "";
+        int port;
+        (void)nd_leaf_url_parse(rm->urls.v[0], h, sizeof h, &port, u, sizeof u, p, sizeof p);
+        snprintf(job->url, sizeof job->url, "nats-leaf://%.100s%s%.100s%s%.250s", u, p[0] ? ":" : "", p,
+                 u[0] ? "@" : "", hp);
+        return;
+    }
+    snprintf(job->url, sizeof job->url, "%s", rm->urls.v[0]);
+}
+
 static void *
 dialer_main(void *arg)
 {
@@ -1479,7 +1662,7 @@ dialer_main(void *arg)
             job->active = true; /* nothing to dial, ever */
             continue;
         }
-        snprintf(job->url, sizeof job->url, "%s", rm->urls.v[job->next++ % rm->urls.n]);
+        pick_url(job, rm);
         job->active = true;
         pthread_mutex_unlock(&l->dmu);
         char err[320];
@@ -1675,6 +1858,7 @@ nd_leafs_free(nd_leafs_t *l)
     nd_free(l->conns); /* the pool's shutdown freed the actors */
     for (size_t i = 0; i < l->njobs; i++) {
         nd_tls_ctx_unref(l->jobs[i].tls);
+        nd_strlist_free(&l->jobs[i].found);
         if (l->jobs[i].deny != NULL)
             nd_perms_unref(l->jobs[i].deny);
     }

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "actors/ctx.h"
 #include "cfg/opts.h"
 
 struct nd_server;
@@ -38,9 +39,21 @@ typedef struct nd_leaf_stat {
     uint32_t subs;
 } nd_leaf_stat_t;
 
-/* Returns: the number of registered leaf connections, their figures in *out (nd_free it).
- * Ctx: any thread. */
-size_t nd_leafs_stats(nd_leafs_t *l, nd_leaf_stat_t **out);
+struct nd_conn_info;
+/* Returns: the number of registered leaf connections, their figures in *out (nd_free it), and
+ * with infos, one connection snapshot each (a reference on its actor) for /leafz?subs=1 to ask
+ * for its subscriptions, as /routez does. Ctx: any thread. */
+size_t nd_leafs_stats(nd_leafs_t *l, nd_leaf_stat_t **out, struct nd_conn_info ***infos);
+struct json_t;
+/* Fills /varz's "leaf" block (nats-server's LeafNodeOptsVarz). */
+void nd_leafs_varz(nd_leafs_t *l, struct json_t *o);
+/* Our leafnode URL as advertised ("host:port": leafnodes { advertise }, else the listener's).
+ * gossip: for our cluster's route INFO, where no_advertise leaves it out (our own leafs always
+ * get it, as 2.9.10). Returns: false when there is none. Ctx: any thread. */
+bool nd_leafs_own_url(const nd_leafs_t *l, bool gossip, char *out, size_t cap);
+/* Our cluster's leafnode URLs changed (a route came or went): every leaf we are the hub of gets
+ * an INFO with the new leafnode_urls. Ctx: a worker or external ctx. */
+void nd_leafs_urls_changed(nd_ctx_t *ctx, nd_leafs_t *l);
 /* Returns: the number of registered leaf connections. */
 size_t nd_leafs_count(nd_leafs_t *l);
 

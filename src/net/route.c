@@ -52,6 +52,7 @@
 #include "auth/auth.h"
 #include "auth/passwd.h"
 #include "net/connreg.h"
+#include "net/leaf.h"
 #include "net/listener.h"
 #include "net/tls.h"
 #include "natsd/natsd.h"
@@ -81,6 +82,7 @@ ent_free(nd_ctx_t *ctx, nd_route_ent_t *e)
     nd_free(e->remote_host);
     nd_free(e->gossip);
     nd_strlist_free(&e->connect_urls);
+    nd_strlist_free(&e->leaf_urls);
     nd_free(e);
 }
 
@@ -254,6 +256,13 @@ build_info(nd_routes_t *r)
         nd_server_own_connect_urls(s, urls);
         json_object_set_new(o, "connect_urls", urls);
     }
+    char lurl[300];
+    if (s->leafs != NULL && nd_leafs_own_url(s->leafs, true, lurl, sizeof lurl)) {
+        /* The cluster's leafs learn every member's leafnode URL (leafnode_urls gossip). */
+        json_t *urls = json_array();
+        json_array_append_new(urls, json_string(lurl));
+        json_object_set_new(o, "leafnode_urls", urls);
+    }
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
     size_t n = strlen(js);
@@ -423,6 +432,25 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     return ok;
 }
 
+void
+nd_routes_leaf_urls(nd_routes_t *r, json_t *arr)
+{
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nents; i++) {
+        if (r->ents[i]->ldm)
+            continue;
+        for (size_t k = 0; k < r->ents[i]->leaf_urls.n; k++) {
+            const char *u = r->ents[i]->leaf_urls.v[k];
+            bool dup = false;
+            for (size_t j = 0; j < json_array_size(arr) && !dup; j++)
+                dup = strcmp(json_string_value(json_array_get(arr, j)), u) == 0;
+            if (!dup)
+                json_array_append_new(arr, json_string(u));
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+}
+
 /* Our own client URLs and those of every route, for the client INFO. */
 void
 nd_routes_connect_urls(nd_routes_t *r, json_t *arr)
@@ -558,6 +586,10 @@ register_route(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
     for (size_t i = 0; i < json_array_size(urls); i++)
         if (json_is_string(json_array_get(urls, i)))
             nd_strlist_add(&e->connect_urls, json_string_value(json_array_get(urls, i)));
+    urls = json_object_get(info, "leafnode_urls");
+    for (size_t i = 0; i < json_array_size(urls); i++)
+        if (json_is_string(json_array_get(urls, i)))
+            nd_strlist_add(&e->leaf_urls, json_string_value(json_array_get(urls, i)));
     e->start_wall_ns = c->mon.start_ns;
 
     pthread_mutex_lock(&r->mu);
@@ -579,7 +611,10 @@ register_route(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
     }
     r->ents[r->nents++] = e;
     bool urls_changed = e->connect_urls.n > 0 && !r->cfg.no_advertise;
+    bool leaf_urls_changed = e->leaf_urls.n > 0;
     pthread_mutex_unlock(&r->mu);
+    if (leaf_urls_changed && c->srv->leafs != NULL)
+        nd_leafs_urls_changed(ctx, c->srv->leafs);
 
     c->route->registered = true;
     nd_log_debug(RFMT "Registering remote route \"%s\"", RARGS(c), c->route->remote_id);
@@ -924,6 +959,9 @@ nd_route_teardown(nd_ctx_t *ctx, nd_conn_t *c)
         pthread_mutex_unlock(&r->mu);
         if (gone != NULL) {
             urls_changed = gone->connect_urls.n > 0 && !gone->ldm && !r->cfg.no_advertise;
+            if (gone->leaf_urls.n > 0 && c->srv->leafs != NULL &&
+                !atomic_load_explicit(&r->stopping, memory_order_relaxed))
+                nd_leafs_urls_changed(ctx, c->srv->leafs); /* it is out of the table */
             ent_free(ctx, gone);
         }
         rt->registered = false;

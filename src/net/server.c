@@ -351,6 +351,14 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         return NULL;
     }
     nd_server_set_live(s, opts);
+    /* Leafs before routes: the route INFO carries our leafnode URL. */
+    if (nd_leafs_configured(opts)) {
+        s->leafs = nd_leafs_new(s);
+        if (s->leafs == NULL) {
+            nd_server_free(s);
+            return NULL;
+        }
+    }
     if (nd_routes_configured(opts)) {
         if (opts->jetstream) {
             /* Clustered JetStream needs Raft, which natsd does not have yet: every node would
@@ -362,13 +370,6 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         }
         s->routes = nd_routes_new(s);
         if (s->routes == NULL) {
-            nd_server_free(s);
-            return NULL;
-        }
-    }
-    if (nd_leafs_configured(opts)) {
-        s->leafs = nd_leafs_new(s);
-        if (s->leafs == NULL) {
             nd_server_free(s);
             return NULL;
         }

@@ -783,3 +783,186 @@ creds_case(const char *hub_bin, const char *leaf_bin)
     free(user_jwt);
 }
 ROLES(creds)
+
+/* ---- issue 16 part 3: clusters, leafnode_urls, queue groups, two leafs ---- */
+
+/* Makes n a hub in cluster "C" (cport: its route port), with a route to the server whose route
+ * port is peer_cport (0: none). */
+static void
+node_cluster_hub(node_t *n, const char *name, int cport, int peer_cport, const char *leaf_extra)
+{
+    n->lport = fresh_port();
+    char routes[128] = "";
+    if (peer_cport != 0)
+        snprintf(routes, sizeof routes, ", routes: [\"nats-route://127.0.0.1:%d\"]", peer_cport);
+    snprintf(n->text, sizeof n->text,
+             "server_name: %s\nlisten: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n"
+             "cluster { name: C, listen: \"127.0.0.1:%d\"%s }\n"
+             "leafnodes {\n  listen: 127.0.0.1:%d\n  %s\n}\n",
+             name, n->port, n->mport, cport, routes, n->lport, leaf_extra ? leaf_extra : "");
+}
+
+/* A hub cluster of two (A, B) and a leaf configured with A's URL only: a subscription on the
+ * leaf reaches B over the route; the leaf learns B's leafnode URL from A's INFO
+ * (leafnode_urls) and, when A goes, reconnects to B. */
+static void
+cluster_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t a, b, leaf;
+    node_init(&a, hub_bin);
+    node_init(&b, hub_bin);
+    node_init(&leaf, leaf_bin);
+    int acport = fresh_port(), bcport = fresh_port();
+    node_cluster_hub(&a, "A", acport, 0, NULL);
+    node_cluster_hub(&b, "B", bcport, acport, NULL);
+    node_leaf(&leaf, &a, NULL, NULL, NULL);
+    node_start(&a);
+    node_start(&b);
+    nd_integ_wait_routes(a.mport, 1);
+    nd_integ_wait_routes(b.mport, 1);
+    node_start(&leaf); /* after the route: A's first INFO names B's leafnode URL */
+    nd_integ_wait_leafs(a.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+
+    nd_integ_conn_t *l = client(&leaf, NULL), *pb = client(&b, NULL);
+    ND_SEND(l, "SUB over.route 1\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    nd_integ_wait_route_sub(b.mport, "over.route", 1);
+    ND_SEND(pb, "PUB over.route 2\r\nhi\r\nPING\r\n");
+    ND_EXPECT(pb, "PONG\r\n");
+    ND_EXPECT(l, "MSG over.route 1 2\r\nhi\r\n");
+
+    node_stop(&a);
+    nd_integ_wait_leafs(b.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    int base = 0;
+    /* The leaf's interest comes back with it; B's other leaf subscriptions are its $LDS. */
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    for (;;) {
+        char *body = nd_integ_http_get(b.mport, "/leafz?subs=1");
+        bool has = strstr(body, "over.route") != NULL;
+        free(body);
+        if (has)
+            break;
+        cr_assert(now_ms() < deadline, "B never learnt the leaf's interest");
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    (void)base;
+    ND_SEND(pb, "PUB over.route 2\r\nho\r\nPING\r\n");
+    ND_EXPECT(pb, "PONG\r\n");
+    ND_EXPECT(l, "MSG over.route 1 2\r\nho\r\n");
+    nd_integ_conn_close(pb);
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&b);
+    node_free(&a);
+}
+ROLES(cluster)
+
+/* A queue group with a member on the hub and one on the leaf: each side's publishes go to its
+ * own member (nats-server prefers local members over a leaf's). */
+static void
+queue_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
+    node_hub(&hub, NULL, NULL);
+    node_leaf(&leaf, &hub, NULL, NULL, NULL);
+    node_start(&hub);
+    node_start(&leaf);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    nd_integ_conn_t *h = client(&hub, NULL), *l = client(&leaf, NULL);
+    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+    ND_SEND(h, "SUB qs q 1\r\nSUB mark.h 2\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_SEND(l, "SUB qs q 1\r\nSUB mark.l 2\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub.mport, hbase + 2);
+    wait_leaf_subs(leaf.mport, lbase + 2);
+    char burst[1024] = "";
+    for (int i = 0; i < 20; i++)
+        strcat(burst, "PUB qs 1\r\nx\r\n");
+    /* from the hub: all to the hub's member; then the leaf's first message is the marker */
+    nd_integ_conn_t *p = client(&hub, NULL);
+    ND_SENDS(p, burst);
+    ND_SEND(p, "PUB mark.l 1\r\nm\r\nPING\r\n");
+    ND_EXPECT(p, "PONG\r\n");
+    for (int i = 0; i < 20; i++)
+        ND_EXPECT(h, "MSG qs 1 1\r\nx\r\n");
+    ND_EXPECT(l, "MSG mark.l 2 1\r\nm\r\n");
+    /* from the leaf: all to the leaf's member */
+    nd_integ_conn_t *q = client(&leaf, NULL);
+    ND_SENDS(q, burst);
+    ND_SEND(q, "PUB mark.h 1\r\nm\r\nPING\r\n");
+    ND_EXPECT(q, "PONG\r\n");
+    for (int i = 0; i < 20; i++)
+        ND_EXPECT(l, "MSG qs 1 1\r\nx\r\n");
+    ND_EXPECT(h, "MSG mark.h 2 1\r\nm\r\n");
+    nd_integ_conn_close(p);
+    nd_integ_conn_close(q);
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&hub);
+}
+ROLES(queue)
+
+/* Two leafs on one hub: a message from one reaches a subscriber on the other, through the hub. */
+static void
+two_leafs_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, l1, l2;
+    node_init(&hub, hub_bin);
+    node_init(&l1, NULL);
+    node_init(&l2, leaf_bin);
+    node_hub(&hub, NULL, NULL);
+    node_leaf(&l1, &hub, NULL, NULL, NULL);
+    node_leaf(&l2, &hub, NULL, NULL, NULL);
+    node_start(&hub);
+    node_start(&l1);
+    node_start(&l2);
+    nd_integ_wait_leafs(hub.mport, 2);
+    nd_integ_wait_leafs(l1.mport, 1);
+    nd_integ_wait_leafs(l2.mport, 1);
+    nd_integ_conn_t *s = client(&l1, NULL), *p = client(&l2, NULL);
+    int base = leaf_subs(l2.mport);
+    ND_SEND(s, "SUB across 1\r\nPING\r\n");
+    ND_EXPECT(s, "PONG\r\n");
+    wait_leaf_subs(l2.mport, base + 1);
+    ND_SEND(p, "PUB across 3\r\nyes\r\nPING\r\n");
+    ND_EXPECT(p, "PONG\r\n");
+    ND_EXPECT(s, "MSG across 1 3\r\nyes\r\n");
+    nd_integ_conn_close(s);
+    nd_integ_conn_close(p);
+    node_free(&l2);
+    node_free(&l1);
+    node_free(&hub);
+}
+ROLES(two_leafs)
+
+/* leafnodes { advertise } replaces the listener's address in leafnode_urls; no_advertise keeps
+ * it there (2.9.10: it only leaves it out of the cluster's gossip). */
+Test(integ_leaf, advertise)
+{
+    node_t hub, quiet;
+    node_init(&hub, NULL);
+    node_init(&quiet, NULL);
+    node_hub(&hub, "advertise: \"leafs.example.com:7422\"", NULL);
+    node_hub(&quiet, "no_advertise: true", NULL);
+    node_start(&hub);
+    node_start(&quiet);
+    nd_integ_conn_t *c = nd_integ_conn_open_port(hub.lport);
+    cr_assert_not_null(strstr(nd_integ_conn_info(c), "\"leafnode_urls\":[\"leafs.example.com:7422\"]"),
+                       "%s", nd_integ_conn_info(c));
+    nd_integ_conn_close(c);
+    c = nd_integ_conn_open_port(quiet.lport);
+    char want[64];
+    snprintf(want, sizeof want, "\"leafnode_urls\":[\"127.0.0.1:%d\"]", quiet.lport);
+    cr_assert_not_null(strstr(nd_integ_conn_info(c), want), "%s", nd_integ_conn_info(c));
+    nd_integ_conn_close(c);
+    node_free(&quiet);
+    node_free(&hub);
+}
