@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "mon/mon_int.h"
+#include "net/leaf.h"
 #include "net/route.h"
 #include "actors/alloc.h"
 #include "cfg/opts.h"
@@ -313,6 +314,31 @@ nd_mon_metrics(nd_mon_req_t *req)
         gauge_u(&o, "route_out_msgs", "Messages sent over the routes open now.", rout);
         gauge_u(&o, "route_in_bytes", "Payload bytes received over the routes open now.", rinb);
         gauge_u(&o, "route_out_bytes", "Payload bytes sent over the routes open now.", routb);
+    }
+    if (s->leafs != NULL) {
+        nd_leaf_stat_t *ls = NULL;
+        size_t nl = nd_leafs_stats(s->leafs, &ls, NULL);
+        uint64_t lin = 0, lout = 0, linb = 0, loutb = 0, lsubs = 0;
+        for (size_t i = 0; i < nl; i++) {
+            lin += ls[i].in_msgs;
+            lout += ls[i].out_msgs;
+            linb += ls[i].in_bytes;
+            loutb += ls[i].out_bytes;
+            lsubs += ls[i].subs;
+        }
+        nd_free(ls);
+        gauge_u(&o, "leafnodes", "Leaf node connections now (as hub and as leaf).", nl);
+        /* Gauges, as the route sums: they fall when a leaf connection closes. */
+        gauge_u(&o, "leafnode_in_msgs", "Messages received over the leaf connections open now.",
+                lin);
+        gauge_u(&o, "leafnode_out_msgs", "Messages sent over the leaf connections open now.",
+                lout);
+        gauge_u(&o, "leafnode_in_bytes",
+                "Payload bytes received over the leaf connections open now.", linb);
+        gauge_u(&o, "leafnode_out_bytes", "Payload bytes sent over the leaf connections open now.",
+                loutb);
+        gauge_u(&o, "leafnode_subscriptions",
+                "Interest the leaf connections open now hold for their peers.", lsubs);
     }
     gauge_u(&o, "memory_bytes", "Resident set size of the process, in bytes.", proc.rss_bytes);
     seconds(&o, "cpu_seconds_total", "counter", "CPU time used by the process, in seconds.",

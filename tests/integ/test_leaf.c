@@ -966,3 +966,72 @@ Test(integ_leaf, advertise)
     node_free(&quiet);
     node_free(&hub);
 }
+
+/* ---- issue 16 part 4: monitoring ---- */
+
+/* /leafz?subs=1 lists the leaf's interest, /varz has the leaf block and the count, /metrics
+ * (natsd only) the leafnode families. */
+static void
+monitoring_case(const char *hub_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, NULL);
+    node_hub(&hub, NULL, NULL);
+    node_leaf(&leaf, &hub, NULL, NULL, NULL);
+    node_start(&hub);
+    node_start(&leaf);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    nd_integ_conn_t *l = client(&leaf, NULL);
+    int base = leaf_subs(hub.mport);
+    ND_SEND(l, "SUB mon.sub 1\r\nPUB mon.pub 2\r\nhi\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub.mport, base + 1);
+
+    char *body = nd_integ_http_get(hub.mport, "/leafz?subs=1");
+    json_error_t err;
+    json_t *o = json_loads(body, 0, &err);
+    cr_assert_not_null(o, "%s", body);
+    json_t *l0 = json_array_get(json_object_get(o, "leafs"), 0);
+    json_t *list = json_object_get(l0, "subscriptions_list");
+    bool found = false;
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) found |= strcmp(json_string_value(v), "mon.sub") == 0;
+    cr_assert(found, "%s", body);
+    cr_assert_eq(json_array_size(list), (size_t)json_integer_value(json_object_get(l0, "subscriptions")),
+                 "%s", body);
+    json_decref(o);
+    free(body);
+
+    body = nd_integ_http_get(hub.mport, "/varz");
+    o = json_loads(body, 0, &err);
+    cr_assert_not_null(o, "%s", body);
+    json_t *leafb = json_object_get(o, "leaf");
+    cr_assert_eq(json_integer_value(json_object_get(leafb, "port")), hub.lport, "%s", body);
+    cr_assert_eq(json_integer_value(json_object_get(leafb, "auth_timeout")), 2, "%s", body);
+    cr_assert_eq(json_integer_value(json_object_get(o, "leafnodes")), 1, "%s", body);
+    json_decref(o);
+    free(body);
+
+    if (hub_bin == NULL && !nd_integ_is_reference()) {
+        body = nd_integ_http_get(hub.mport, "/metrics");
+        cr_assert_not_null(strstr(body, "\nnatsd_leafnodes 1\n"), "%s", body);
+        cr_assert_not_null(strstr(body, "\nnatsd_leafnode_subscriptions "), "%s", body);
+        free(body);
+    }
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&hub);
+}
+
+Test(integ_leaf, monitoring)
+{
+    monitoring_case(NULL);
+}
+
+Test(integ_leaf, monitoring_reference_hub)
+{
+    monitoring_case(ref_or_skip());
+}
