@@ -446,6 +446,58 @@ set_perms(nd_conn_t *c, nd_permset_t *p)
     atomic_store_explicit(&c->rperms, p, memory_order_relaxed);
 }
 
+/* JetStream across leaf nodes. natsd's JetStream never spans servers, so it is never extended
+ * over a leaf connection: as nats-server does when it does not extend, the JetStream API and the
+ * KV and object store subjects ($JS.API.>, $KV.>, $OBJ.>; for the system account also $JSC.>
+ * and $NRG.>) neither go over the connection nor are asked for, each side's own JetStream
+ * answers its own clients, and the other side's is reached by its domain ($JS.<domain>.API.>,
+ * which js.c subscribes to). With a domain of our own, requests addressed to it never leave
+ * either. The connection's permissions get these denies at registration. */
+static const char *const js_denies[] = {"$JS.API.>", "$KV.>", "$OBJ.>", "$JSC.>", "$NRG.>"};
+
+static void
+add_js_denies(nd_conn_t *c)
+{
+    nd_leafs_t *l = c->srv->leafs;
+    const char *sys = nd_opts_system_account(&c->srv->opts);
+    bool is_sys = sys != NULL && strcmp(sys, c->acct->name) == 0;
+    size_t n = is_sys ? 5 : 3;
+    const nd_permset_t *old = c->leaf->perms;
+    nd_permset_t *p = nd_perms_new();
+    if (old != NULL) {
+        perms_copy_list(p, ND_PERMS_PUB_ALLOW, &old->pub_allow);
+        if (old->pub_allow_set)
+            nd_perms_set_pub_allow_present(p);
+        perms_copy_list(p, ND_PERMS_PUB_DENY, &old->pub_deny);
+        perms_copy_list(p, ND_PERMS_SUB_ALLOW, &old->sub_allow);
+        perms_copy_list(p, ND_PERMS_SUB_DENY, &old->sub_deny);
+    }
+    char list[128] = "";
+    for (size_t i = 0; i < n; i++) {
+        nd_perms_add_t r = nd_perms_add(p, ND_PERMS_PUB_DENY, js_denies[i], strlen(js_denies[i]));
+        r = nd_perms_add(p, ND_PERMS_SUB_DENY, js_denies[i], strlen(js_denies[i]));
+        (void)r;
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "",
+                 js_denies[i]);
+    }
+    const nd_js_opts_t *jo = c->srv->opts.js;
+    if (c->srv->opts.jetstream && jo != NULL && jo->domain != NULL && jo->domain[0] != '\0') {
+        char own[300];
+        int k = snprintf(own, sizeof own, "$JS.%s.API.>", jo->domain);
+        nd_perms_add_t r = nd_perms_add(p, ND_PERMS_PUB_DENY, own, (size_t)k);
+        (void)r;
+        nd_log_debug(LFMT "Adding deny \"%s\" for outgoing messages to account \"%s\"", LARGS(c),
+                     own, c->acct->name);
+    }
+    nd_perms_seal(p);
+    set_perms(c, perms_keep(l, p));
+    if (is_sys)
+        nd_log_info(LFMT "JetStream not extended, domains differ", LARGS(c));
+    else
+        nd_log_info(LFMT "JetStream Not Extended, adding deny [%s] for account \"%s\"", LARGS(c),
+                    list, c->acct->name);
+}
+
 /* ---- the leaf table ---- */
 
 static void
@@ -463,6 +515,7 @@ register_leaf(nd_ctx_t *ctx, nd_conn_t *c)
     pthread_mutex_unlock(&l->mu);
     lf->registered = true;
     c->connected = true;
+    add_js_denies(c);
     c->mon.start_ns = nd_mon_wall_ns();
     leaf_watch_t *lw = nd_new(leaf_watch_t);
     lw->w.on_sub = watch_on_sub;

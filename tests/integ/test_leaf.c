@@ -10,7 +10,8 @@
  * Synchronisation: a leaf connection is waited for by polling /leafz (nd_integ_wait_leafs), an
  * interest by polling the subscriptions count of the leaf connection on the side that must learn
  * it (each side also holds the other's $LDS. loop detection subscription, so counts are taken
- * relative to a baseline); a client's own state by a PING round trip.
+ * relative to a baseline, read once the $LDS. subject, the last of the peer's first batch, is
+ * in: leaf_base); a client's own state by a PING round trip.
  *
  * What the reference does, noted where a test depends on it:
  * - /leafz "subscriptions" counts the LS+ the peer sent (its $LDS. subject included).
@@ -151,6 +152,37 @@ leaf_subs(int mport)
     return n;
 }
 
+/* The subscriptions count of the first leaf connection on mport once the peer's first batch
+ * of interest is in: that batch ends with the peer's $LDS. subject (natsd and nats-server both
+ * send it last), so a count taken before it could still grow on its own. */
+static int
+leaf_base(int mport)
+{
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    for (;;) {
+        char *body = nd_integ_http_get(mport, "/leafz?subs=1");
+        json_error_t err;
+        json_t *o = json_loads(body, 0, &err);
+        cr_assert_not_null(o, "%s", body);
+        json_t *l = json_array_get(json_object_get(o, "leafs"), 0);
+        json_t *list = json_object_get(l, "subscriptions_list"), *v;
+        size_t i;
+        bool lds = false;
+        json_array_foreach(list, i, v) lds |= strncmp(json_string_value(v), "$LDS.", 5) == 0;
+        int n = (int)json_integer_value(json_object_get(l, "subscriptions"));
+        json_decref(o);
+        if (lds) {
+            free(body);
+            return n;
+        }
+        if (now_ms() > deadline)
+            cr_assert_fail("/leafz on %d: no $LDS. subscription: %s", mport, body);
+        free(body);
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
 /* Waits until the leaf connection on mport holds exactly n subscriptions. */
 static void
 wait_leaf_subs(int mport, int n)
@@ -184,7 +216,7 @@ exercise(const node_t *hub, const node_t *leaf, const char *hub_cred, const char
     nd_integ_wait_leafs(hub->mport, 1);
     nd_integ_wait_leafs(leaf->mport, 1);
     nd_integ_conn_t *h = client(hub, hub_cred), *l = client(leaf, leaf_cred);
-    int hbase = leaf_subs(hub->mport), lbase = leaf_subs(leaf->mport);
+    int hbase = leaf_base(hub->mport), lbase = leaf_base(leaf->mport);
 
     /* leaf -> hub */
     ND_SEND(h, "SUB hub.foo 1\r\nPING\r\n");
@@ -350,7 +382,7 @@ Test(integ_leaf, reconnect_after_hub_restart)
     nd_integ_wait_leafs(leaf.mport, 1);
     nd_integ_wait_leafs(hub.mport, 1);
     nd_integ_conn_t *l = client(&leaf, NULL);
-    int base = leaf_subs(hub.mport);
+    int base = leaf_base(hub.mport);
     ND_SEND(l, "SUB after 1\r\nPING\r\n");
     ND_EXPECT(l, "PONG\r\n");
     wait_leaf_subs(hub.mport, base + 1);
@@ -498,7 +530,7 @@ deny_case(const char *hub_bin, const char *leaf_bin)
     nd_integ_wait_leafs(hub.mport, 1);
     nd_integ_wait_leafs(leaf.mport, 1);
     nd_integ_conn_t *h = client(&hub, NULL), *l = client(&leaf, NULL);
-    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+    int hbase = leaf_base(hub.mport), lbase = leaf_base(leaf.mport);
 
     /* exports: exp.x is never asked for; exp.> is, but exp.x messages do not go */
     ND_SEND(h, "SUB exp.x 1\r\nSUB exp.> 5\r\nSUB ok.x 2\r\nPING\r\n");
@@ -541,7 +573,7 @@ user_perms_case(const char *hub_bin, const char *leaf_bin)
     nd_integ_wait_leafs(hub.mport, 1);
     nd_integ_wait_leafs(leaf.mport, 1);
     nd_integ_conn_t *h = client(&hub, "\"user\":\"c\",\"pass\":\"c\""), *l = client(&leaf, NULL);
-    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+    int hbase = leaf_base(hub.mport), lbase = leaf_base(leaf.mport);
 
     /* what the leaf may publish: the hub never asks it for nopub.x */
     ND_SEND(h, "SUB nopub.x 1\r\nSUB ok.x 2\r\nPING\r\n");
@@ -764,7 +796,7 @@ creds_case(const char *hub_bin, const char *leaf_bin)
     cr_assert_not_null(strstr(body, acc.pub), "%s", body);
     free(body);
     nd_integ_conn_t *h = jwt_client(&hub, user_jwt, user.seed), *l = client(&leaf, NULL);
-    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+    int hbase = leaf_base(hub.mport), lbase = leaf_base(leaf.mport);
     ND_SEND(h, "SUB c.h 1\r\nPING\r\n");
     ND_EXPECT(h, "PONG\r\n");
     wait_leaf_subs(leaf.mport, lbase + 1);
@@ -875,7 +907,7 @@ queue_case(const char *hub_bin, const char *leaf_bin)
     nd_integ_wait_leafs(hub.mport, 1);
     nd_integ_wait_leafs(leaf.mport, 1);
     nd_integ_conn_t *h = client(&hub, NULL), *l = client(&leaf, NULL);
-    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+    int hbase = leaf_base(hub.mport), lbase = leaf_base(leaf.mport);
     ND_SEND(h, "SUB qs q 1\r\nSUB mark.h 2\r\nPING\r\n");
     ND_EXPECT(h, "PONG\r\n");
     ND_SEND(l, "SUB qs q 1\r\nSUB mark.l 2\r\nPING\r\n");
@@ -928,7 +960,7 @@ two_leafs_case(const char *hub_bin, const char *leaf_bin)
     nd_integ_wait_leafs(l1.mport, 1);
     nd_integ_wait_leafs(l2.mport, 1);
     nd_integ_conn_t *s = client(&l1, NULL), *p = client(&l2, NULL);
-    int base = leaf_subs(l2.mport);
+    int base = leaf_base(l2.mport);
     ND_SEND(s, "SUB across 1\r\nPING\r\n");
     ND_EXPECT(s, "PONG\r\n");
     wait_leaf_subs(l2.mport, base + 1);
@@ -984,7 +1016,7 @@ monitoring_case(const char *hub_bin)
     nd_integ_wait_leafs(hub.mport, 1);
     nd_integ_wait_leafs(leaf.mport, 1);
     nd_integ_conn_t *l = client(&leaf, NULL);
-    int base = leaf_subs(hub.mport);
+    int base = leaf_base(hub.mport);
     ND_SEND(l, "SUB mon.sub 1\r\nPUB mon.pub 2\r\nhi\r\nPING\r\n");
     ND_EXPECT(l, "PONG\r\n");
     wait_leaf_subs(hub.mport, base + 1);
