@@ -885,6 +885,9 @@ deliver(nd_ctx_t *ctx, nd_consumer_t *c)
 {
     if (c->stopped)
         return;
+    if (c->create_reply != NULL)
+        return; /* on_ready answers the create first: a mirror on another server (over a leaf
+                 * node) drops what comes before its consumer's name */
     int64_t now = js_now();
     if (paused(c, now))
         return;

@@ -347,6 +347,11 @@ uint32_t nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t
  * delivered in acct to local subscribers only. */
 void nd_deliver_route_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct,
                               const nd_proto_cmd_t *cmd);
+/* An inbound RMSG/LMSG whose reply is "<reply>@<subject>" (a JetStream delivery shown under its
+ * stream subject, as nats-server writes it): routed (the reply cut) and shown (the subject after
+ * the '@'), both borrowing cmd's bytes. Returns: false when the reply has no '@'. */
+bool nd_deliver_split_shown(const nd_proto_cmd_t *cmd, nd_proto_cmd_t *routed,
+                            nd_proto_cmd_t *shown);
 /* The RMSG/HMSG of cmd (published in acct) for route t, for queue group member qsub (NULL: a
  * plain subscription), as a CHUNK message: for publishers outside deliver.c (sysclient.c). */
 nd_conn_msg_chunk_t *nd_deliver_route_chunk(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd,

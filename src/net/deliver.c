@@ -478,23 +478,62 @@ route_target(pub_ctx_t *pc, nd_conn_t *t, const nd_sub_t *qsub)
 
 /* The room write_rmsg needs for cmd to route t with queue groups qs[0..nq). */
 static size_t
-rmsg_room(const nd_proto_cmd_t *cmd, const nd_acct_t *acct, const nd_sub_t *const *qs,
-          uint32_t nq)
+rmsg_room(const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown, const nd_acct_t *acct,
+          const nd_sub_t *const *qs, uint32_t nq)
 {
     size_t qroom = 0;
     for (uint32_t q = 0; q < nq; q++)
         qroom += qs[q]->queue_len + 1;
     return 16 + acct->name_len + cmd->subject.len + cmd->reply.len + qroom + 48 +
-           cmd->payload.len + 2;
+           (shown != NULL ? shown->subject.len + 1 : 0) + cmd->payload.len + 2;
+}
+
+/* Whether a delivery is shown under another subject than the one it is routed by (a push
+ * consumer's message: routed by the deliver subject, shown with the stream subject). */
+static bool
+shown_differs(const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown)
+{
+    return shown != NULL && shown != cmd &&
+           (shown->subject.len != cmd->subject.len ||
+            memcmp(shown->subject.ptr, cmd->subject.ptr, cmd->subject.len) != 0);
+}
+
+/* Writes the reply field of an RMSG/LMSG: "<reply>@<shown subject>" when the delivery is shown
+ * under another subject, as nats-server carries a JetStream delivery's subject to the server
+ * of its subscriber (which splits it again: nd_deliver_split_shown). */
+static char *
+put_reply(char *p, const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown)
+{
+    p = put(p, cmd->reply.ptr, cmd->reply.len);
+    if (shown_differs(cmd, shown)) {
+        *p++ = '@';
+        p = put(p, shown->subject.ptr, shown->subject.len);
+    }
+    return p;
+}
+
+bool
+nd_deliver_split_shown(const nd_proto_cmd_t *cmd, nd_proto_cmd_t *routed, nd_proto_cmd_t *shown)
+{
+    const char *at = cmd->reply.len > 0 ? memchr(cmd->reply.ptr, '@', cmd->reply.len) : NULL;
+    if (at == NULL)
+        return false;
+    *routed = *cmd;
+    routed->reply.len = (size_t)(at - cmd->reply.ptr);
+    *shown = *routed;
+    shown->subject.ptr = at + 1;
+    shown->subject.len = cmd->reply.len - routed->reply.len - 1;
+    return true;
 }
 
 /* Writes "RMSG <acct> <subject> [+ <reply> <queues> | | <queues> | <reply>] <size>\r\n",
  * the payload and CRLF (HMSG with the header size first when the route takes headers) into p.
  * Returns: the bytes written; *size the payload bytes. */
 static size_t
-write_rmsg(char *p0, const nd_proto_cmd_t *cmd, const nd_acct_t *acct, nd_conn_t *t,
-           const nd_sub_t *const *qs, uint32_t nq, uint32_t *size_out)
+write_rmsg(char *p0, const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown, const nd_acct_t *acct,
+           nd_conn_t *t, const nd_sub_t *const *qs, uint32_t nq, uint32_t *size_out)
 {
+    bool at = shown_differs(cmd, shown);
     bool hmsg = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
     uint32_t pl_off = 0, size = (uint32_t)cmd->payload.len;
     if (hmsg && !atomic_load_explicit(&t->headers, memory_order_relaxed)) {
@@ -514,9 +553,9 @@ write_rmsg(char *p0, const nd_proto_cmd_t *cmd, const nd_acct_t *acct, nd_conn_t
     p = put(p, cmd->subject.ptr, cmd->subject.len);
     *p++ = ' ';
     if (nq > 0) {
-        if (cmd->reply.len > 0) {
+        if (cmd->reply.len > 0 || at) {
             p = put(p, "+ ", 2);
-            p = put(p, cmd->reply.ptr, cmd->reply.len);
+            p = put_reply(p, cmd, shown);
             *p++ = ' ';
         } else {
             p = put(p, "| ", 2);
@@ -525,8 +564,8 @@ write_rmsg(char *p0, const nd_proto_cmd_t *cmd, const nd_acct_t *acct, nd_conn_t
             p = put(p, qs[q]->queue, qs[q]->queue_len);
             *p++ = ' ';
         }
-    } else if (cmd->reply.len > 0) {
-        p = put(p, cmd->reply.ptr, cmd->reply.len);
+    } else if (cmd->reply.len > 0 || at) {
+        p = put_reply(p, cmd, shown);
         *p++ = ' ';
     }
     if (hmsg) {
@@ -552,9 +591,10 @@ route_flush(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc)
         nd_conn_t *t = rt->t;
         if (!atomic_load_explicit(&t->slow, memory_order_relaxed)) {
             nd_conn_msg_chunk_t *ch = slot_chunk(ctx, outbox_slot(&c->outbox, t));
-            char *p = chunk_reserve(ch, rmsg_room(cmd, pc->acct, rt->qs, rt->nq));
+            char *p = chunk_reserve(ch, rmsg_room(cmd, pc->shown, pc->acct, rt->qs, rt->nq));
             uint32_t size;
-            ch->len += (uint32_t)write_rmsg(p, cmd, pc->acct, t, rt->qs, rt->nq, &size);
+            ch->len +=
+                (uint32_t)write_rmsg(p, cmd, pc->shown, pc->acct, t, rt->qs, rt->nq, &size);
             ch->msgs++;
             ch->bytes += size;
         }
@@ -574,10 +614,10 @@ nd_deliver_route_chunk(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, nd_acct_t *acct
     nd_conn_msg_chunk_t *ch = ND_MSG_NEW(ctx, nd_conn_msg_chunk_t, ND_CONN_MSG_CHUNK);
     const nd_sub_t *qs[1] = {qsub};
     uint32_t nq = qsub != NULL ? 1 : 0;
-    ch->cap = (uint32_t)rmsg_room(cmd, acct, qs, nq);
+    ch->cap = (uint32_t)rmsg_room(cmd, NULL, acct, qs, nq);
     ch->buf = nd_xmalloc(ch->cap);
     uint32_t size;
-    ch->len = (uint32_t)write_rmsg(ch->buf, cmd, acct, t, qs, nq, &size);
+    ch->len = (uint32_t)write_rmsg(ch->buf, cmd, NULL, acct, t, qs, nq, &size);
     ch->msgs = 1;
     ch->bytes = size;
     return ch;
@@ -1161,6 +1201,11 @@ nd_deliver_route_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd_
 {
     pub_ctx_t pc = {.cmd = cmd, .shown = cmd, .acct = acct, .from_route = true,
                     .qfilter = cmd->queues.len > 0 ? &cmd->queues : NULL};
+    nd_proto_cmd_t routed, shown;
+    if (nd_deliver_split_shown(cmd, &routed, &shown)) {
+        pc.cmd = cmd = &routed;
+        pc.shown = &shown;
+    }
     nd_sl_result_t *r = scratch_of(c);
     nd_epoch_enter(ctx);
     /* No L1 cache: one route carries many accounts. The sender applied mappings already. */
@@ -1177,6 +1222,11 @@ nd_deliver_leaf_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     pub_ctx_t pc = {.cmd = cmd, .shown = cmd, .acct = c->acct, .from_leaf = true,
                     .from_spoke = c->leaf->spoke,
                     .qfilter = cmd->queues.len > 0 ? &cmd->queues : NULL};
+    nd_proto_cmd_t routed, shown;
+    if (nd_deliver_split_shown(cmd, &routed, &shown)) {
+        pc.cmd = cmd = &routed;
+        pc.shown = &shown;
+    }
     nd_sl_result_t *r = scratch_of(c);
     nd_epoch_enter(ctx);
     nd_sl_match(ctx, nd_acct_sublist(c->acct), cmd->subject.ptr, cmd->subject.len, r);

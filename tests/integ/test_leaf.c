@@ -33,6 +33,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "jsproto.h"
 #include "auth/jwt.h"
 #include "util/nkey.h"
 
@@ -1067,3 +1068,130 @@ Test(integ_leaf, monitoring_reference_hub)
 {
     monitoring_case(ref_or_skip());
 }
+
+/* ---- issue 16 part 5: JetStream across leaf nodes ---- */
+
+/* Sends a request on subj (body) with reply inbox and returns the reply's JSON (owned). */
+static json_t *
+js_req(nd_integ_conn_t *c, const char *subj, const char *inbox, const char *body)
+{
+    char line[1024];
+    snprintf(line, sizeof line, "PUB %s %s %zu\r\n%s\r\n", subj, inbox, strlen(body), body);
+    ND_SENDS(c, line);
+    js_msg_t m = js_read_msg(c);
+    cr_assert_str_eq(m.subject, inbox, "%s", m.line);
+    json_error_t err;
+    json_t *o = json_loads(m.data, 0, &err);
+    cr_assert_not_null(o, "%s", m.data);
+    js_msg_free(&m);
+    return o;
+}
+
+static void
+js_node(node_t *n, const char *domain, char *out, size_t cap)
+{
+    char dir[160];
+    nd_integ_conf_file(&n->cf, "js", dir, sizeof dir);
+    snprintf(out, cap, "jetstream { store_dir: \"%s\", domain: %s }", dir, domain);
+}
+
+/* Both sides run JetStream, domains "hub" and "leaf": $JS.API is answered once, by the
+ * client's own side; the other side is reached by its domain. A stream of the hub, mirrored into
+ * the leaf's domain with external api $JS.hub.API, is read on the leaf. */
+static void
+jetstream_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
+    char hjs[256], ljs[256];
+    js_node(&hub, "hub", hjs, sizeof hjs);
+    js_node(&leaf, "leaf", ljs, sizeof ljs);
+    node_hub(&hub, NULL, hjs);
+    node_leaf(&leaf, &hub, NULL, NULL, ljs);
+    node_start(&hub);
+    node_start(&leaf);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    nd_integ_conn_t *h = client(&hub, "\"headers\":true,\"no_responders\":true");
+    nd_integ_conn_t *l = client(&leaf, "\"headers\":true,\"no_responders\":true");
+    int hbase = leaf_base(hub.mport), lbase = leaf_base(leaf.mport);
+    (void)hbase;
+    ND_SEND(h, "SUB _I.h.> 1\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_SEND(l, "SUB _I.l.> 1\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    /* Each side knows the other's inbox and its domain's API ($JS.<domain>.API.>, or
+     * nats-server's mapping sources $JS.<domain>.API.INFO, ...). */
+    (void)lbase;
+    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    for (;;) {
+        char *lb = nd_integ_http_get(leaf.mport, "/leafz?subs=1");
+        char *hb = nd_integ_http_get(hub.mport, "/leafz?subs=1");
+        /* (nats-server writes '>' as \u003e) */
+        bool ok = strstr(lb, "\"_I.h.") != NULL && strstr(lb, "\"$JS.hub.API.") != NULL &&
+                  strstr(hb, "\"_I.l.") != NULL && strstr(hb, "\"$JS.leaf.API.") != NULL;
+        if (!ok && now_ms() > deadline)
+            cr_assert_fail("the domains' interest never crossed the leaf connection:\n%s\n%s", lb,
+                           hb);
+        free(lb);
+        free(hb);
+        if (ok)
+            break;
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+
+    json_t *o = js_req(l, "$JS.API.INFO", "_I.l.1", "");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "domain")), "leaf");
+    json_decref(o);
+    o = js_req(h, "$JS.API.INFO", "_I.h.1", "");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "domain")), "hub");
+    json_decref(o);
+    o = js_req(l, "$JS.hub.API.INFO", "_I.l.2", "");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "domain")), "hub");
+    json_decref(o);
+    o = js_req(h, "$JS.leaf.API.INFO", "_I.h.2", "");
+    cr_assert_str_eq(json_string_value(json_object_get(o, "domain")), "leaf");
+    json_decref(o);
+    /* A second answer to _I.l.1 would have come back over the leaf connection before the
+     * answer to _I.l.2 did (js_req checked the inbox of each). */
+
+    o = js_req(h, "$JS.API.STREAM.CREATE.KV_b", "_I.h.3",
+               "{\"name\":\"KV_b\",\"subjects\":[\"$KV.b.>\"],\"max_msgs_per_subject\":1,"
+               "\"storage\":\"file\",\"allow_direct\":true}");
+    cr_assert_null(json_object_get(o, "error"), "%s", json_dumps(o, 0));
+    json_decref(o);
+    ND_SEND(h, "PUB $KV.b.k _I.h.4 2\r\nv1\r\n");
+    js_msg_t ack = js_read_msg(h);
+    cr_assert_not_null(strstr(ack.data, "\"seq\":1"), "%s", ack.data);
+    js_msg_free(&ack);
+    o = js_req(l, "$JS.API.STREAM.CREATE.KV_m", "_I.l.3",
+               "{\"name\":\"KV_m\",\"storage\":\"file\",\"mirror\":{\"name\":\"KV_b\","
+               "\"external\":{\"api\":\"$JS.hub.API\",\"deliver\":\"\"}}}");
+    cr_assert_null(json_object_get(o, "error"), "%s", json_dumps(o, 0));
+    json_decref(o);
+    deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    for (int i = 0;; i++) {
+        char inbox[32];
+        snprintf(inbox, sizeof inbox, "_I.l.i%d", i);
+        o = js_req(l, "$JS.API.STREAM.INFO.KV_m", inbox, "");
+        json_int_t msgs = json_integer_value(jget(o, "state.messages"));
+        json_decref(o);
+        if (msgs == 1)
+            break;
+        cr_assert(now_ms() < deadline, "the mirror never got the hub's message");
+        struct timespec ts = {0, 50 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    o = js_req(l, "$JS.API.STREAM.MSG.GET.KV_m", "_I.l.4", "{\"seq\":1}");
+    cr_assert_str_eq(json_string_value(jget(o, "message.subject")), "$KV.b.k", "%s",
+                     json_dumps(o, 0));
+    cr_assert_str_eq(json_string_value(jget(o, "message.data")), "djE=", "%s", json_dumps(o, 0));
+    json_decref(o);
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+    node_free(&leaf);
+    node_free(&hub);
+}
+ROLES(jetstream)
