@@ -1,15 +1,24 @@
 /* Leaf nodes: the leaf connection's protocol, the leaf table and the dialer (nats-server 2.9's
  * leafnode.go).
  *
- * Handshake. The accepting side (the hub) sends INFO at once (our id, name, client_id,
- * leafnode_urls, info_on_connect) and waits for CONNECT; with leafnodes { authorization } it
- * checks the user (user/password, or users [ {user, password, account} ]); without it, the
- * client authorization (users, accounts, token) checks the CONNECT; then it binds the connection
- * to that user's account ($G otherwise) and answers with a second INFO (connect_info,
- * remote_account). The soliciting side (the leaf) waits for the hub's INFO, refuses one without
- * client_id and leafnode_urls (a wrong port), sends CONNECT (our id and name, is_hub, the URL's
- * credentials) and finishes at once, or when the INFO with connect_info comes if the hub said
- * info_on_connect.
+ * Handshake. The accepting side (the hub) sends INFO at once (our id, name, client_id, a nonce,
+ * leafnode_urls, info_on_connect; tls_required with leafnodes { tls }, after which the TLS
+ * handshake starts: 2.9.10 has no TLS-first for leafs) and waits for CONNECT; with leafnodes {
+ * authorization } it checks the user (user/password, or users [ {user, password, account} ]);
+ * without it, the client authorization (users, nkeys, accounts, token, operator-mode JWTs with
+ * the nonce signed) checks the CONNECT; then it binds the connection to that user's account ($G
+ * otherwise), refuses a leaf older than min_version (INFO, then -ERR), and answers with a second
+ * INFO (connect_info, remote_account, and the user's permissions as import/export). The
+ * soliciting side (the leaf) waits for the hub's INFO, refuses one without client_id and
+ * leafnode_urls (a wrong port), starts TLS when the INFO or its remote asks for it, sends
+ * CONNECT (our id and name, is_hub, the URL's credentials, the hub's nonce signed with the
+ * remote's credentials file or nkey seed) and finishes at once, or when the INFO with
+ * connect_info comes if the hub said info_on_connect. The transport is the connection's
+ * (net/transport.h): TCP, or TLS by conn_tls.c; another (WebSocket) plugs in the same way, the
+ * dialer handing spawn() a connected socket.
+ *
+ * Permissions (below): deny_imports/deny_exports, the hub's import/export, a hub user's
+ * permissions turned around, and JetStream's denies become the connection's permission set.
  *
  * Interest. Once registered, a connection watches its bound account (subj/interest.h): every
  * subscription of that account, except its own, is counted per subject and per subject and
@@ -28,8 +37,15 @@
  * to its URLs in turn, every `reconnect` interval (1 s by default) until one answers, and again
  * after the connection closes.
  *
- * Not yet: TLS, credentials and nkeys, deny_imports/exports, permissions from the hub's INFO,
- * loop back-off delays, leafnode_urls gossip, websocket remotes, JetStream domains.
+ * Refusals and back-off: a loop (our $LDS. back), or the hub's "Loop detected", "same cluster
+ * name" and "minimum version required" errors make the remote wait 30 s, 30 s and 5 s (the
+ * table's *_delay_ns) before it dials again, and say so in the log; failed dials are retried
+ * after the reconnect interval plus up to as much again (jitter), logged as
+ * connect_error_reports / reconnect_error_reports say. The hub's leafnode_urls (its own and its
+ * cluster's members', learnt from the routes' INFO) join the remote's URLs.
+ *
+ * Not yet: websocket remotes, compression (2.10), the hub refusing a leaf of its own cluster
+ * name, nats-server's $KV/$OBJ domain mappings ($JS.<domain>.API.$KV.> -> $KV.>).
  */
 #include "net/leaf_int.h"
 
