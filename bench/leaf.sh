@@ -99,14 +99,8 @@ run_kind() {
     pl=$(start_leaf "$bin" leaf "$l" "$ml" "$lh")
     wait_json "$mh" /leafz 'd["leafnodes"]==1' || { echo "leaf did not connect" >&2; return 1; }
     wait_json "$ml" /leafz 'd["leafnodes"]==1' || { echo "leaf did not connect" >&2; return 1; }
-    r=$("$NDBENCH" pubsub -p "$l" --sub-ports "$h" -n "$MSGS" -z "$SIZE" --pid "$pl" | grep '^RESULT')
-    out+="leafpubsub=$(sed 's/.* msgs_per_s=\([0-9]*\).*/\1/' <<<"$r") "
-    out+="leafpubsub_cpu_ns=$(sed -n 's/.*srv_cpu_ns_per_op=\([0-9]*\).*/\1/p' <<<"$r") "
-    r=$("$NDBENCH" pubsub -p "$h" --sub-ports "$l" -n "$MSGS" -z "$SIZE" --pid "$ph" | grep '^RESULT')
-    out+="hubpubsub=$(sed 's/.* msgs_per_s=\([0-9]*\).*/\1/' <<<"$r") "
-    out+="hubpubsub_cpu_ns=$(sed -n 's/.*srv_cpu_ns_per_op=\([0-9]*\).*/\1/p' <<<"$r") "
-
-    # Idle leaf connections on the hub: a script opens LEAFS of them and holds them.
+    # Idle leaf connections on the hub (measured first, on a fresh hub: the throughput runs
+    # leave buffers behind): a script opens LEAFS of them and holds them.
     local rss0 holder
     rss0=$(rss "$ph")
     python3 - "$lh" "$LEAFS" >"$LOG/idle.out" <<'EOF' &
@@ -133,6 +127,13 @@ EOF
     out+="idle_B=$(python3 -c "print(round(($(rss "$ph")-$rss0)/$LEAFS))") "
     kill "$holder" 2>/dev/null; wait "$holder" 2>/dev/null
     wait_json "$mh" /leafz "d['leafnodes'] == 1" || echo "idle leafs did not go" >&2
+
+    r=$("$NDBENCH" pubsub -p "$l" --sub-ports "$h" -n "$MSGS" -z "$SIZE" --pid "$pl" | grep '^RESULT')
+    out+="leafpubsub=$(sed 's/.* msgs_per_s=\([0-9]*\).*/\1/' <<<"$r") "
+    out+="leafpubsub_cpu_ns=$(sed -n 's/.*srv_cpu_ns_per_op=\([0-9]*\).*/\1/p' <<<"$r") "
+    r=$("$NDBENCH" pubsub -p "$h" --sub-ports "$l" -n "$MSGS" -z "$SIZE" --pid "$ph" | grep '^RESULT')
+    out+="hubpubsub=$(sed 's/.* msgs_per_s=\([0-9]*\).*/\1/' <<<"$r") "
+    out+="hubpubsub_cpu_ns=$(sed -n 's/.*srv_cpu_ns_per_op=\([0-9]*\).*/\1/p' <<<"$r") "
 
     # A client on the leaf holds NSUBS subscriptions; the hub restarts; we time the leaf's
     # return and its interest's.

@@ -202,8 +202,12 @@ nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub)
 static void
 mon_publish(nd_conn_t *c)
 {
-    nd_connreg_publish(&c->mon, c->in_msgs, c->in_bytes, c->out_msgs, c->out_bytes,
-                       c->subs.count);
+    /* A leaf's subscriptions count once the account placed them (acknowledged): a monitor that
+     * sees the count can publish and reach them, as with nats-server's /leafz. */
+    uint32_t subs = c->subs.count;
+    if (c->leaf != NULL && c->sub_acks_due <= subs)
+        subs -= c->sub_acks_due;
+    nd_connreg_publish(&c->mon, c->in_msgs, c->in_bytes, c->out_msgs, c->out_bytes, subs);
 }
 
 nd_actor_t *

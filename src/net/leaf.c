@@ -44,8 +44,8 @@
  * connect_error_reports / reconnect_error_reports say. The hub's leafnode_urls (its own and its
  * cluster's members', learnt from the routes' INFO) join the remote's URLs.
  *
- * Not yet: websocket remotes, compression (2.10), the hub refusing a leaf of its own cluster
- * name, nats-server's $KV/$OBJ domain mappings ($JS.<domain>.API.$KV.> -> $KV.>).
+ * Not yet: websocket remotes, compression (2.10), nats-server's $KV/$OBJ domain mappings
+ * ($JS.<domain>.API.$KV.> -> $KV.>).
  */
 #include "net/leaf_int.h"
 
@@ -437,13 +437,45 @@ perms_reversed(const nd_permset_t *u)
     return p;
 }
 
-/* Keeps p (takes the caller's reference) for the life of the table. Returns: p. */
+static bool
+list_equal(const nd_perm_list_t *a, const nd_perm_list_t *b)
+{
+    if (a->n != b->n)
+        return false;
+    for (uint32_t i = 0; i < a->n; i++) {
+        const nd_perm_entry_t *x = &a->v[i], *y = &b->v[i];
+        if (x->slen != y->slen || memcmp(x->subject, y->subject, x->slen) != 0 ||
+            (x->queue == NULL) != (y->queue == NULL) ||
+            (x->queue != NULL && (x->qlen != y->qlen || memcmp(x->queue, y->queue, x->qlen) != 0)))
+            return false;
+    }
+    return true;
+}
+
+static bool
+perms_equal(const nd_permset_t *a, const nd_permset_t *b)
+{
+    return a->pub_allow_set == b->pub_allow_set && a->sub_allow_set == b->sub_allow_set &&
+           a->has_resp == b->has_resp && list_equal(&a->pub_allow, &b->pub_allow) &&
+           list_equal(&a->pub_deny, &b->pub_deny) && list_equal(&a->sub_allow, &b->sub_allow) &&
+           list_equal(&a->sub_deny, &b->sub_deny);
+}
+
+/* Keeps p (takes the caller's reference) for the life of the table; an equal set kept before
+ * is used instead, so that reconnecting leafs do not add one each. Returns: the set to use. */
 static nd_permset_t *
 perms_keep(nd_leafs_t *l, nd_permset_t *p)
 {
     if (p == NULL)
         return NULL;
     pthread_mutex_lock(&l->mu);
+    for (size_t i = 0; i < l->nkept; i++)
+        if (perms_equal(l->kept[i], p)) {
+            nd_permset_t *same = l->kept[i];
+            pthread_mutex_unlock(&l->mu);
+            nd_perms_unref(p);
+            return same;
+        }
     if (l->nkept == l->capkept) {
         l->capkept = l->capkept ? l->capkept * 2 : 8;
         l->kept = nd_xrealloc(l->kept, l->capkept * sizeof(*l->kept));
@@ -880,6 +912,11 @@ write_connect(nd_conn_t *c)
                                                                         : c->srv->server_id));
     if (rm->hub)
         json_object_set_new(o, "is_hub", json_true());
+    if (c->srv->routes != NULL) {
+        char cl[128];
+        nd_routes_name(c->srv->routes, cl, sizeof cl);
+        json_object_set_new(o, "cluster", json_string(cl)); /* the hub refuses its own */
+    }
     if (!c->srv->opts.no_header_support)
         json_object_set_new(o, "headers", json_true());
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -1075,6 +1112,19 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         return false;
     }
     nd_leaf_t *lf = c->leaf;
+    const char *cluster = json_string_value(json_object_get(o, "cluster"));
+    if (cluster != NULL && cluster[0] != '\0' && c->srv->routes != NULL) {
+        char own[128];
+        nd_routes_name(c->srv->routes, own, sizeof own);
+        if (strcmp(own, cluster) == 0) {
+            /* A leaf of our own cluster would loop (the remote waits 30 s). */
+            json_decref(o);
+            nd_log_error(LFMT "remote leafnode has same cluster name", LARGS(c));
+            leaf_fail(ctx, c, "remote leafnode has same cluster name",
+                      ND_CLOSE_CLUSTER_NAMES_IDENTICAL);
+            return false;
+        }
+    }
     const char *version = json_string_value(json_object_get(o, "version"));
     if (l->o->min_version != NULL && !version_at_least(version, l->o->min_version)) {
         /* The INFO first, so that the leaf processes the refusal as nats-server's does. */

@@ -1,6 +1,15 @@
-/* Integration tests of leaf nodes (issue 16, part 1): a hub and a leaf, each a server process on
+/* Integration tests of leaf nodes (issue 16): a hub and a leaf, each a server process on
  * loopback with a config file naming its client, monitoring and leafnode ports. Clients speak
  * the raw protocol (harness.h).
+ *
+ * Covered: pub/sub and request/reply both ways, account binding, reconnect after a hub restart,
+ * client users guarding the leaf port; TLS, deny_imports/deny_exports, a hub user's permissions,
+ * min_version, loops, credentials files (operator-mode hub) and remote nkeys, a leaf of the
+ * hub's own cluster name, dial errors; a hub cluster (leaf interest over routes, leafnode_urls
+ * and failover to the other hub), queue groups preferring local members, two leafs on one hub,
+ * advertise; /leafz?subs=1, /varz, /metrics; JetStream domains on both sides and a hub stream
+ * mirrored into the leaf's domain. Most cases run three ways (ROLES): both servers under test,
+ * our leaf on a reference hub, a reference leaf on our hub.
  *
  * Every expectation was first checked against the reference nats-server 2.9.10
  * (integ.leaf.reference runs this file with NATSD_TEST_SERVER=/usr/sbin/nats-server). The mixed
@@ -703,6 +712,8 @@ nkey_case(const char *hub_bin)
 
 Test(integ_leaf, nkey)
 {
+    if (nd_integ_is_reference())
+        cr_skip_test("nats-server 2.9.10 has no remote nkey");
     nkey_case(NULL);
 }
 
@@ -1195,3 +1206,50 @@ jetstream_case(const char *hub_bin, const char *leaf_bin)
     node_free(&hub);
 }
 ROLES(jetstream)
+
+/* ---- issue 16 part 2: refusals and dial errors ---- */
+
+/* A leaf whose cluster has the hub's name: the hub refuses it, the remote waits 30 s and says
+ * so (a natsd leaf). */
+static void
+same_cluster_case(const char *hub_bin, const char *leaf_bin)
+{
+    node_t hub, leaf;
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
+    node_cluster_hub(&hub, "H", fresh_port(), 0, NULL);
+    char top[256];
+    snprintf(top, sizeof top, "cluster { name: C, listen: \"127.0.0.1:%d\" }", fresh_port());
+    node_leaf(&leaf, &hub, NULL, NULL, top);
+    node_start(&hub);
+    size_t hmark = nd_integ_server_log_mark(hub.srv);
+    node_start(&leaf);
+    nd_integ_server_wait_log(hub.srv, hmark, "remote leafnode has same cluster name");
+    if (leaf_bin == NULL && !nd_integ_is_reference())
+        nd_integ_server_wait_log(leaf.srv, 0,
+                                 "Leafnode connection dropped with same cluster name error. "
+                                 "Delaying attempt to reconnect for 30s");
+    cr_assert_eq(nd_integ_num_leafs_at(__FILE__, __LINE__, hub.mport), 0);
+    node_free(&leaf);
+    node_free(&hub);
+}
+ROLES(same_cluster)
+
+/* A remote nobody listens on: the first failed dial is an error naming the host and port and
+ * the attempt (connect_error_reports). */
+Test(integ_leaf, dial_error_reported)
+{
+    node_t hub, leaf;
+    node_init(&hub, NULL);
+    node_init(&leaf, NULL);
+    hub.lport = fresh_port(); /* never started */
+    node_leaf(&leaf, &hub, NULL, NULL, NULL);
+    node_start(&leaf);
+    char want[128];
+    snprintf(want, sizeof want,
+             "Error trying to connect as leafnode to remote server \"127.0.0.1:%d\" (attempt 1)",
+             hub.lport);
+    nd_integ_server_wait_log(leaf.srv, 0, want);
+    node_free(&leaf);
+    node_free(&hub);
+}
