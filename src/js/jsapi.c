@@ -573,8 +573,6 @@ void
 js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
 {
     nd_jsa_t *jsa = arg;
-    if (m->reply_len == 0)
-        return; /* nats-server ignores requests nobody waits for */
     const char *s = m->subject;
     const char *op;
     if (strncmp(s, "$JS.API.", 8) == 0) {
@@ -585,7 +583,16 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         if (p == NULL)
             return;
         op = p + 5;
+        if (strncmp(op, "$KV.", 4) == 0 || strncmp(op, "$OBJ.", 5) == 0) {
+            /* nats-server's domain mappings $JS.<domain>.API.$KV.> -> $KV.> (and $OBJ): a KV
+             * or object store client of another domain (over a leaf node) writes here. */
+            nd_iclient_publish(ctx, ic, op, m->reply_len > 0 ? m->reply : NULL, m->hdr,
+                               m->hdr_len, m->data, m->data_len);
+            return;
+        }
     }
+    if (m->reply_len == 0)
+        return; /* nats-server ignores requests nobody waits for */
     if (strncmp(op, "DIRECT.GET.", 11) == 0 || strncmp(op, "CONSUMER.MSG.NEXT.", 18) == 0)
         return; /* the stream or the consumer answers those itself */
     char name[JS_NAME_BUF];

@@ -1200,6 +1200,14 @@ jetstream_case(const char *hub_bin, const char *leaf_bin)
                      json_dumps(o, 0));
     cr_assert_str_eq(json_string_value(jget(o, "message.data")), "djE=", "%s", json_dumps(o, 0));
     json_decref(o);
+    /* A KV put from the leaf into the hub's domain ($JS.hub.API.$KV.> is $KV.> there): the
+     * hub's stream acknowledges it. */
+    ND_SEND(l, "PUB $JS.hub.API.$KV.b.k2 _I.l.5 2\r\nv2\r\n");
+    ack = js_read_msg(l);
+    cr_assert_str_eq(ack.subject, "_I.l.5", "%s", ack.line);
+    cr_assert_not_null(strstr(ack.data, "\"seq\":2"), "%s", ack.data);
+    cr_assert_not_null(strstr(ack.data, "\"domain\":\"hub\""), "%s", ack.data);
+    js_msg_free(&ack);
     nd_integ_conn_close(h);
     nd_integ_conn_close(l);
     node_free(&leaf);
