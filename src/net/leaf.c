@@ -414,6 +414,8 @@ perms_copy_list(nd_permset_t *p, nd_perms_kind_t kind, const nd_perm_list_t *fro
         int n = snprintf(buf, sizeof buf, "%.*s%s%.*s", (int)e->slen, e->subject,
                          e->queue ? " " : "", e->queue ? (int)e->qlen : 0,
                          e->queue ? e->queue : "");
+        if (n < 0 || (size_t)n >= sizeof buf)
+            continue; /* no subject is that long (max_control_line) */
         nd_perms_add_t r = nd_perms_add(p, kind, buf, (size_t)n);
         (void)r;
     }
@@ -532,8 +534,10 @@ add_js_denies(nd_conn_t *c)
     if (c->srv->opts.jetstream && jo != NULL && jo->domain != NULL && jo->domain[0] != '\0') {
         char own[300];
         int k = snprintf(own, sizeof own, "$JS.%s.API.>", jo->domain);
-        nd_perms_add_t r = nd_perms_add(p, ND_PERMS_PUB_DENY, own, (size_t)k);
-        (void)r;
+        if (k > 0 && (size_t)k < sizeof own) {
+            nd_perms_add_t r = nd_perms_add(p, ND_PERMS_PUB_DENY, own, (size_t)k);
+            (void)r;
+        }
         nd_log_debug(LFMT "Adding deny \"%s\" for outgoing messages to account \"%s\"", LARGS(c),
                      own, c->acct->name);
     }

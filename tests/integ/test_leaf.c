@@ -879,8 +879,7 @@ cluster_case(const char *hub_bin, const char *leaf_bin)
     node_stop(&a);
     nd_integ_wait_leafs(b.mport, 1);
     nd_integ_wait_leafs(leaf.mport, 1);
-    int base = 0;
-    /* The leaf's interest comes back with it; B's other leaf subscriptions are its $LDS. */
+    /* The leaf's interest comes back with it. */
     int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     for (;;) {
         char *body = nd_integ_http_get(b.mport, "/leafz?subs=1");
@@ -892,7 +891,6 @@ cluster_case(const char *hub_bin, const char *leaf_bin)
         struct timespec ts = {0, 20 * 1000000};
         nanosleep(&ts, NULL);
     }
-    (void)base;
     ND_SEND(pb, "PUB over.route 2\r\nho\r\nPING\r\n");
     ND_EXPECT(pb, "PONG\r\n");
     ND_EXPECT(l, "MSG over.route 1 2\r\nho\r\n");
@@ -1126,15 +1124,12 @@ jetstream_case(const char *hub_bin, const char *leaf_bin)
     nd_integ_wait_leafs(leaf.mport, 1);
     nd_integ_conn_t *h = client(&hub, "\"headers\":true,\"no_responders\":true");
     nd_integ_conn_t *l = client(&leaf, "\"headers\":true,\"no_responders\":true");
-    int hbase = leaf_base(hub.mport), lbase = leaf_base(leaf.mport);
-    (void)hbase;
     ND_SEND(h, "SUB _I.h.> 1\r\nPING\r\n");
     ND_EXPECT(h, "PONG\r\n");
     ND_SEND(l, "SUB _I.l.> 1\r\nPING\r\n");
     ND_EXPECT(l, "PONG\r\n");
     /* Each side knows the other's inbox and its domain's API ($JS.<domain>.API.>, or
      * nats-server's mapping sources $JS.<domain>.API.INFO, ...). */
-    (void)lbase;
     int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     for (;;) {
         char *lb = nd_integ_http_get(leaf.mport, "/leafz?subs=1");
