@@ -596,15 +596,17 @@ void
 nd_leafs_varz(nd_leafs_t *l, json_t *o)
 {
     const nd_leaf_opts_t *lo = l->o;
+    /* nats-server fills the listener's fields only with a leaf port (omitempty otherwise). */
     if (lo->port != 0) {
         json_object_set_new(o, "host", json_string(lo->host ? lo->host : "0.0.0.0"));
         json_object_set_new(o, "port", json_integer(l->port));
+        json_object_set_new(o, "auth_timeout",
+                            go_seconds(lo->auth_timeout_s > 0 ? lo->auth_timeout_s
+                                                              : LEAF_DEFAULT_AUTH_TIMEOUT_S));
+        json_object_set_new(o, "tls_timeout",
+                            go_seconds(l->tls != NULL ? (double)l->tls->timeout_ms / 1000.0
+                                                      : 2.0));
     }
-    json_object_set_new(o, "auth_timeout",
-                        go_seconds(lo->auth_timeout_s > 0 ? lo->auth_timeout_s
-                                                          : LEAF_DEFAULT_AUTH_TIMEOUT_S));
-    json_object_set_new(o, "tls_timeout",
-                        go_seconds(l->tls != NULL ? (double)l->tls->timeout_ms / 1000.0 : 2.0));
     if (l->tls != NULL) {
         json_object_set_new(o, "tls_required", json_true());
         if (l->tls->verify)
@@ -615,7 +617,8 @@ nd_leafs_varz(nd_leafs_t *l, json_t *o)
         for (size_t i = 0; i < lo->nremotes; i++) {
             const nd_leaf_remote_t *rm = &lo->remotes[i];
             json_t *e = json_object();
-            json_object_set_new(e, "local_account", json_string(rm->account ? rm->account : "$G"));
+            if (rm->account != NULL && rm->account[0] != '\0')
+                json_object_set_new(e, "local_account", json_string(rm->account));
             json_t *urls = json_array();
             for (size_t k = 0; k < rm->urls.n; k++) {
                 /* host:port only: a URL's credentials stay out of monitoring */
@@ -630,13 +633,15 @@ nd_leafs_varz(nd_leafs_t *l, json_t *o)
             json_object_set_new(e, "urls", urls);
             if (rm->deny_exports.n > 0 || rm->deny_imports.n > 0) {
                 json_t *d = json_object();
-                json_t *ex = json_array(), *im = json_array();
-                for (size_t k = 0; k < rm->deny_exports.n; k++)
-                    json_array_append_new(ex, json_string(rm->deny_exports.v[k]));
-                for (size_t k = 0; k < rm->deny_imports.n; k++)
-                    json_array_append_new(im, json_string(rm->deny_imports.v[k]));
-                json_object_set_new(d, "exports", ex);
-                json_object_set_new(d, "imports", im);
+                const nd_strlist_t *l2[2] = {&rm->deny_exports, &rm->deny_imports};
+                for (int w = 0; w < 2; w++) {
+                    if (l2[w]->n == 0)
+                        continue; /* omitempty */
+                    json_t *arr2 = json_array();
+                    for (size_t k = 0; k < l2[w]->n; k++)
+                        json_array_append_new(arr2, json_string(l2[w]->v[k]));
+                    json_object_set_new(d, w == 0 ? "exports" : "imports", arr2);
+                }
                 json_object_set_new(e, "deny", d);
             }
             json_array_append_new(arr, e);

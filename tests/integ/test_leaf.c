@@ -557,6 +557,24 @@ deny_case(const char *hub_bin, const char *leaf_bin)
     ND_SEND(h, "PUB imp.x 1\r\nA\r\nPUB ok.y 1\r\nB\r\nPING\r\n");
     ND_EXPECT(h, "PONG\r\n");
     ND_EXPECT(l, "MSG ok.y 4 1\r\nB\r\n");
+    /* The leaf's /varz lists the remote with its denies (no listener fields without a port). */
+    char *body = nd_integ_http_get(leaf.mport, "/varz");
+    json_error_t err;
+    json_t *o = json_loads(body, 0, &err);
+    cr_assert_not_null(o, "%s", body);
+    json_t *lb = json_object_get(o, "leaf");
+    cr_assert_null(json_object_get(lb, "port"), "%s", body);
+    json_t *r0 = json_array_get(json_object_get(lb, "remotes"), 0);
+    char url[64];
+    snprintf(url, sizeof url, "127.0.0.1:%d", hub.lport);
+    cr_assert_str_eq(json_string_value(json_array_get(json_object_get(r0, "urls"), 0)), url, "%s",
+                     body);
+    cr_assert_str_eq(json_string_value(json_array_get(jget(r0, "deny.imports"), 0)), "imp.>", "%s",
+                     body);
+    cr_assert_str_eq(json_string_value(json_array_get(jget(r0, "deny.exports"), 0)), "exp.>", "%s",
+                     body);
+    json_decref(o);
+    free(body);
     nd_integ_conn_close(h);
     nd_integ_conn_close(l);
     node_free(&leaf);
