@@ -1492,7 +1492,8 @@ Test(opts_blocks, leafnode_forms)
          "leafnodes {\n  port: 7422\n  reconnect_interval: \"2s\"\n  compression: off\n"
          "  authorization {\n    user: l\n    password: p\n    account: ACC\n    timeout: 4\n  }\n"
          "  remotes: [\n    {url: \"nats://h:7422\", creds: \"~/x.creds\", local: ACC,\n"
-         "     js_cluster_migrate: false, first_info_timeout: \"3s\", compression: s2_auto}\n  "
+         "     js_cluster_migrate: false, first_info_timeout: \"3s\", compression: s2_auto},\n"
+         "    {url: \"nats://h2:7422\", nkey: \"SUAKEY\"}\n  "
          "]\n}\n");
     nd_leaf_opts_t *l = o.leaf;
     cr_assert_eq(l->port, 7422);
@@ -1501,8 +1502,9 @@ Test(opts_blocks, leafnode_forms)
     cr_assert_str_eq(l->user, "l");
     cr_assert_str_eq(l->account, "ACC");
     cr_assert_float_eq(l->auth_timeout_s, 4.0, 1e-9);
-    cr_assert_eq(l->nremotes, 1);
+    cr_assert_eq(l->nremotes, 2);
     cr_assert_str_eq(l->remotes[0].urls.v[0], "nats://h:7422");
+    cr_assert_str_eq(l->remotes[1].nkey, "SUAKEY"); /* 2.10's remote nkey seed */
     cr_assert_str_eq(l->remotes[0].credentials, "/home/nd/x.creds");
     cr_assert_str_eq(l->remotes[0].account, "ACC");
     /* nats-server turns migration on whatever the value. */
