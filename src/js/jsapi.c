@@ -586,8 +586,8 @@ js_api_handle(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         if (strncmp(op, "$KV.", 4) == 0 || strncmp(op, "$OBJ.", 5) == 0) {
             /* nats-server's domain mappings $JS.<domain>.API.$KV.> -> $KV.> (and $OBJ): a KV
              * or object store client of another domain (over a leaf node) writes here. */
-            nd_iclient_publish(ctx, ic, op, m->reply_len > 0 ? m->reply : NULL, m->hdr,
-                               m->hdr_len, m->data, m->data_len);
+            nd_iclient_publish(ctx, ic, op, m->reply_len > 0 ? m->reply : NULL, m->hdr, m->hdr_len,
+                               m->data, m->data_len);
             return;
         }
     }

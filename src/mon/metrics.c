@@ -331,8 +331,7 @@ nd_mon_metrics(nd_mon_req_t *req)
         /* Gauges, as the route sums: they fall when a leaf connection closes. */
         gauge_u(&o, "leafnode_in_msgs", "Messages received over the leaf connections open now.",
                 lin);
-        gauge_u(&o, "leafnode_out_msgs", "Messages sent over the leaf connections open now.",
-                lout);
+        gauge_u(&o, "leafnode_out_msgs", "Messages sent over the leaf connections open now.", lout);
         gauge_u(&o, "leafnode_in_bytes",
                 "Payload bytes received over the leaf connections open now.", linb);
         gauge_u(&o, "leafnode_out_bytes", "Payload bytes sent over the leaf connections open now.",

@@ -113,7 +113,8 @@ nd_mon_leafz(nd_mon_req_t *req)
         return;
     const char *v = nd_mon_param(req, "subs");
     bool b = false;
-    bool subs = v != NULL && (strcmp(v, "detail") == 0 || (nd_mon_param_bool(req, "subs", &b) && b));
+    bool subs =
+        v != NULL && (strcmp(v, "detail") == 0 || (nd_mon_param_bool(req, "subs", &b) && b));
     nd_server_t *s = req->mon->srv;
     leafz_state_t *st = nd_new(leafz_state_t);
     st->subs = subs;

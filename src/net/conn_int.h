@@ -269,8 +269,7 @@ void nd_conn_tls_begin_ws(nd_ctx_t *ctx, nd_conn_t *c);
 /* A leaf connection's TLS with tls (referenced): the accepting side after its INFO (which goes
  * out first, in plain text), the soliciting side (host: what the hub's certificate must name)
  * once the hub's INFO asked for it. nd_leaf_tls_up runs when it is up. */
-void nd_conn_tls_begin_leaf(nd_ctx_t *ctx, nd_conn_t *c, struct nd_tls_ctx *tls,
-                            const char *host);
+void nd_conn_tls_begin_leaf(nd_ctx_t *ctx, nd_conn_t *c, struct nd_tls_ctx *tls, const char *host);
 
 /* conn_ws.c: the WebSocket upgrade of a client connection (see its top comment). */
 enum {

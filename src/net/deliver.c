@@ -593,8 +593,7 @@ route_flush(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc)
             nd_conn_msg_chunk_t *ch = slot_chunk(ctx, outbox_slot(&c->outbox, t));
             char *p = chunk_reserve(ch, rmsg_room(cmd, pc->shown, pc->acct, rt->qs, rt->nq));
             uint32_t size;
-            ch->len +=
-                (uint32_t)write_rmsg(p, cmd, pc->shown, pc->acct, t, rt->qs, rt->nq, &size);
+            ch->len += (uint32_t)write_rmsg(p, cmd, pc->shown, pc->acct, t, rt->qs, rt->nq, &size);
             ch->msgs++;
             ch->bytes += size;
         }

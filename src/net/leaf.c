@@ -103,9 +103,9 @@ struct leaf_job {
     bool ever_connected; /* connect_error_reports until then, reconnect_error_reports after */
     int attempts;
     int64_t due_ns;
-    int64_t delay_ns;  /* the hub asked us to wait this long before the next dial (a loop...) */
-    char url[512];     /* the URL of the current attempt */
-    nd_tls_ctx_t *tls; /* the remote's tls {} (client side), or NULL */
+    int64_t delay_ns;   /* the hub asked us to wait this long before the next dial (a loop...) */
+    char url[512];      /* the URL of the current attempt */
+    nd_tls_ctx_t *tls;  /* the remote's tls {} (client side), or NULL */
     nd_strlist_t found; /* "host:port" URLs the hub's INFO gave (leafnode_urls), under dmu */
     nd_permset_t *deny; /* deny_exports (publish) and deny_imports (subscribe), or NULL */
 };
@@ -411,9 +411,9 @@ perms_copy_list(nd_permset_t *p, nd_perms_kind_t kind, const nd_perm_list_t *fro
     for (uint32_t i = 0; i < from->n; i++) {
         const nd_perm_entry_t *e = &from->v[i];
         char buf[1024];
-        int n = snprintf(buf, sizeof buf, "%.*s%s%.*s", (int)e->slen, e->subject,
-                         e->queue ? " " : "", e->queue ? (int)e->qlen : 0,
-                         e->queue ? e->queue : "");
+        int n =
+            snprintf(buf, sizeof buf, "%.*s%s%.*s", (int)e->slen, e->subject, e->queue ? " " : "",
+                     e->queue ? (int)e->qlen : 0, e->queue ? e->queue : "");
         if (n < 0 || (size_t)n >= sizeof buf)
             continue; /* no subject is that long (max_control_line) */
         nd_perms_add_t r = nd_perms_add(p, kind, buf, (size_t)n);
@@ -600,12 +600,11 @@ nd_leafs_varz(nd_leafs_t *l, json_t *o)
     if (lo->port != 0) {
         json_object_set_new(o, "host", json_string(lo->host ? lo->host : "0.0.0.0"));
         json_object_set_new(o, "port", json_integer(l->port));
-        json_object_set_new(o, "auth_timeout",
-                            go_seconds(lo->auth_timeout_s > 0 ? lo->auth_timeout_s
-                                                              : LEAF_DEFAULT_AUTH_TIMEOUT_S));
+        json_object_set_new(
+            o, "auth_timeout",
+            go_seconds(lo->auth_timeout_s > 0 ? lo->auth_timeout_s : LEAF_DEFAULT_AUTH_TIMEOUT_S));
         json_object_set_new(o, "tls_timeout",
-                            go_seconds(l->tls != NULL ? (double)l->tls->timeout_ms / 1000.0
-                                                      : 2.0));
+                            go_seconds(l->tls != NULL ? (double)l->tls->timeout_ms / 1000.0 : 2.0));
     }
     if (l->tls != NULL) {
         json_object_set_new(o, "tls_required", json_true());
@@ -723,8 +722,7 @@ nd_leafs_own_url(const nd_leafs_t *l, bool gossip, char *out, size_t cap)
     }
     const char *host = l->o->host != NULL && l->o->host[0] ? l->o->host : "0.0.0.0";
     snprintf(out, cap, "%s:%d",
-             strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? "127.0.0.1" : host,
-             l->port);
+             strcmp(host, "0.0.0.0") == 0 || strcmp(host, "::") == 0 ? "127.0.0.1" : host, l->port);
     return true;
 }
 
@@ -1369,11 +1367,13 @@ on_err(nd_ctx_t *ctx, nd_conn_t *c, const char *text, size_t len)
     if (strstr(t, "same cluster name") != NULL) {
         go_duration(d, sizeof d, delay_next_dial(c, l->cluster_delay_ns));
         nd_log_error(LFMT "Leafnode connection dropped with same cluster name error. Delaying "
-                     "attempt to reconnect for %s", LARGS(c), d);
+                          "attempt to reconnect for %s",
+                     LARGS(c), d);
     } else if (strstr(t, "minimum version required") != NULL) {
         go_duration(d, sizeof d, delay_next_dial(c, l->minver_delay_ns));
         nd_log_error(LFMT "Leafnode connection dropped due to minimum version requirement. "
-                     "Delaying attempt to reconnect for %s", LARGS(c), d);
+                          "Delaying attempt to reconnect for %s",
+                     LARGS(c), d);
     }
     nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
 }
@@ -1737,8 +1737,8 @@ pick_url(leaf_job_t *job, const nd_leaf_remote_t *rm)
         char h[256], u[128] = "", p[128] = "";
         int port;
         (void)nd_leaf_url_parse(rm->urls.v[0], h, sizeof h, &port, u, sizeof u, p, sizeof p);
-        snprintf(job->url, sizeof job->url, "nats-leaf://%.100s%s%.100s%s%.250s", u, p[0] ? ":" : "", p,
-                 u[0] ? "@" : "", hp);
+        snprintf(job->url, sizeof job->url, "nats-leaf://%.100s%s%.100s%s%.250s", u,
+                 p[0] ? ":" : "", p, u[0] ? "@" : "", hp);
         return;
     }
     snprintf(job->url, sizeof job->url, "%s", rm->urls.v[0]);
@@ -1816,17 +1816,19 @@ dialer_main(void *arg)
                                         : l->srv->opts.connect_error_reports;
         char hp[300], u1[128], p1[128];
         int port;
-        if (nd_leaf_url_parse(job->url, hp, sizeof hp - 8, &port, u1, sizeof u1, p1,
-                              sizeof p1) == 0)
+        if (nd_leaf_url_parse(job->url, hp, sizeof hp - 8, &port, u1, sizeof u1, p1, sizeof p1) ==
+            0)
             snprintf(hp + strlen(hp), 8, ":%d", port);
         else
             snprintf(hp, sizeof hp, "%.290s", job->url);
         if (job->attempts == 1 || (every > 0 && job->attempts % every == 0))
             nd_log_error("Error trying to connect as leafnode to remote server \"%s\" (attempt "
-                         "%d): %s", hp, job->attempts, err);
+                         "%d): %s",
+                         hp, job->attempts, err);
         else
             nd_log_debug("Error trying to connect as leafnode to remote server \"%s\" (attempt "
-                         "%d): %s", hp, job->attempts, err);
+                         "%d): %s",
+                         hp, job->attempts, err);
         /* The next attempt after the reconnect interval plus up to as much again, so that
          * many leafs of a hub that went away do not all come back in the same instant. */
         uint64_t r = 0;

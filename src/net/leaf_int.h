@@ -26,12 +26,11 @@ typedef struct nd_leaf {
     bool info_received; /* solicited: the hub's first INFO handled */
     bool connect_seen;  /* accepted: the CONNECT handled */
     bool registered;    /* in the leaf table, watching its account */
-    bool tls_connect_due;  /* solicited: CONNECT waits for the TLS handshake */
+    bool tls_connect_due;     /* solicited: CONNECT waits for the TLS handshake */
     bool hub_info_on_connect; /* solicited: the hub answers CONNECT with an INFO */
-    char nonce[64];        /* accepted: the nonce our INFO sent; solicited: the hub's */
+    char nonce[64];           /* accepted: the nonce our INFO sent; solicited: the hub's */
     char remote_id[64];
     char remote_name[128];
-    char remote_version[32];
     nd_permset_t *perms;      /* borrowed (the leaf table keeps it), or NULL: no restriction */
     nd_permset_t *user_perms; /* accepted: the user's own (a reference), or NULL */
     struct leaf_watch *watch; /* while registered */

@@ -716,8 +716,8 @@ nkey_case(const char *hub_bin)
     node_init(&leaf, NULL);
     tkey_t u = key_new(ND_NKEY_PREFIX_USER);
     char top[512], rem[256];
-    snprintf(top, sizeof top,
-             "authorization { users [ {nkey: \"%s\"}, {user: c, password: c} ] }", u.pub);
+    snprintf(top, sizeof top, "authorization { users [ {nkey: \"%s\"}, {user: c, password: c} ] }",
+             u.pub);
     snprintf(rem, sizeof rem, "nkey: \"%s\"", u.seed);
     node_hub(&hub, NULL, top);
     node_leaf_x(&leaf, &hub, NULL, NULL, NULL, rem);
@@ -788,19 +788,18 @@ creds_case(const char *hub_bin, const char *leaf_bin)
     char *op_jwt = sign_jwt(json_pack("{s:s, s:s, s:{s:s, s:i}}", "sub", op.pub, "name", "O",
                                       "nats", "type", "operator", "version", 2),
                             op.seed);
-    json_t *lim = json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}", "subs", (json_int_t)-1,
-                            "data", (json_int_t)-1, "payload", (json_int_t)-1, "imports",
-                            (json_int_t)-1, "exports", (json_int_t)-1, "wildcards", 1, "conn",
-                            (json_int_t)-1, "leaf", (json_int_t)-1);
-    char *acc_jwt = sign_jwt(json_pack("{s:s, s:s, s:{s:s, s:i, s:o}}", "sub", acc.pub, "name",
-                                       "A", "nats", "type", "account", "version", 2, "limits",
-                                       lim),
+    json_t *lim =
+        json_pack("{s:I, s:I, s:I, s:I, s:I, s:b, s:I, s:I}", "subs", (json_int_t)-1, "data",
+                  (json_int_t)-1, "payload", (json_int_t)-1, "imports", (json_int_t)-1, "exports",
+                  (json_int_t)-1, "wildcards", 1, "conn", (json_int_t)-1, "leaf", (json_int_t)-1);
+    char *acc_jwt = sign_jwt(json_pack("{s:s, s:s, s:{s:s, s:i, s:o}}", "sub", acc.pub, "name", "A",
+                                       "nats", "type", "account", "version", 2, "limits", lim),
                              op.seed);
-    char *user_jwt = sign_jwt(json_pack("{s:s, s:s, s:{s:s, s:i, s:I, s:I, s:I}}", "sub",
-                                        user.pub, "name", "u", "nats", "type", "user", "version",
-                                        2, "subs", (json_int_t)-1, "data", (json_int_t)-1,
-                                        "payload", (json_int_t)-1),
-                              acc.seed);
+    char *user_jwt =
+        sign_jwt(json_pack("{s:s, s:s, s:{s:s, s:i, s:I, s:I, s:I}}", "sub", user.pub, "name", "u",
+                           "nats", "type", "user", "version", 2, "subs", (json_int_t)-1, "data",
+                           (json_int_t)-1, "payload", (json_int_t)-1),
+                 acc.seed);
     char opath[192], cpath[192];
     nd_integ_conf_file(&hub.cf, "op.jwt", opath, sizeof opath);
     nd_integ_write_file(opath, op_jwt);
@@ -812,8 +811,9 @@ creds_case(const char *hub_bin, const char *leaf_bin)
              user_jwt, user.seed);
     nd_integ_write_file(cpath, creds);
     char top[2048], rem[256];
-    snprintf(top, sizeof top, "operator: \"%s\"\nresolver: MEMORY\nresolver_preload: {\n  %s: \"%s\"\n}",
-             opath, acc.pub, acc_jwt);
+    snprintf(top, sizeof top,
+             "operator: \"%s\"\nresolver: MEMORY\nresolver_preload: {\n  %s: \"%s\"\n}", opath,
+             acc.pub, acc_jwt);
     snprintf(rem, sizeof rem, "credentials: \"%s\"", cpath);
     node_hub(&hub, NULL, top);
     node_leaf_x(&leaf, &hub, NULL, NULL, NULL, rem);
@@ -1015,8 +1015,9 @@ Test(integ_leaf, advertise)
     node_start(&hub);
     node_start(&quiet);
     nd_integ_conn_t *c = nd_integ_conn_open_port(hub.lport);
-    cr_assert_not_null(strstr(nd_integ_conn_info(c), "\"leafnode_urls\":[\"leafs.example.com:7422\"]"),
-                       "%s", nd_integ_conn_info(c));
+    cr_assert_not_null(
+        strstr(nd_integ_conn_info(c), "\"leafnode_urls\":[\"leafs.example.com:7422\"]"), "%s",
+        nd_integ_conn_info(c));
     nd_integ_conn_close(c);
     c = nd_integ_conn_open_port(quiet.lport);
     char want[64];
@@ -1060,8 +1061,8 @@ monitoring_case(const char *hub_bin)
     json_t *v;
     json_array_foreach(list, i, v) found |= strcmp(json_string_value(v), "mon.sub") == 0;
     cr_assert(found, "%s", body);
-    cr_assert_eq(json_array_size(list), (size_t)json_integer_value(json_object_get(l0, "subscriptions")),
-                 "%s", body);
+    cr_assert_eq(json_array_size(list),
+                 (size_t)json_integer_value(json_object_get(l0, "subscriptions")), "%s", body);
     json_decref(o);
     free(body);
 
