@@ -1364,3 +1364,49 @@ Test(mqtt, duplicate_client_id)
     close(b);
     nd_integ_conn_close(n);
 }
+
+/* What crosses between MQTT and NATS besides the subject. A NATS subscriber that speaks headers
+ * gets an MQTT publish as an HMSG with nats-server's `Nmqtt-Pub:<qos>` header (no space after
+ * the colon), for QoS 0 too; NATS headers and reply subjects are not passed to MQTT (only the
+ * body is). The delivered QoS is the lower of the publish and the subscription; QoS 1
+ * deliveries number their packet ids from 1 up, acked or not. */
+Test(mqtt, nats_headers_and_qos)
+{
+    up(NULL);
+    nd_integ_conn_t *n = nd_integ_conn_open(srv);
+    ND_SEND(n, "CONNECT {\"verbose\":false,\"headers\":true}\r\nSUB h.> 1\r\n");
+    ND_PING(n);
+    int p = mq_open("hp");
+    mq_pub(p, "h/1", "q1", 1, 2, false);
+    ND_EXPECT(n, "HMSG h.1 1 25 27\r\nNATS/1.0\r\nNmqtt-Pub:1\r\n\r\nq1\r\n");
+    mq_pub(p, "h/1", "q0", 0, 0, false);
+    ND_EXPECT(n, "HMSG h.1 1 25 27\r\nNATS/1.0\r\nNmqtt-Pub:0\r\n\r\nq0\r\n");
+    mq_pub(p, "h/1", "r1", 1, 3, true);
+    ND_EXPECT(n, "HMSG h.1 1 25 27\r\nNATS/1.0\r\nNmqtt-Pub:1\r\n\r\nr1\r\n");
+
+    int s0 = mq_open("h0"), s1 = mq_open("h1");
+    mq_sub(s0, 1, "k/2", 0, 0);
+    mq_sub(s1, 1, "k/2", 1, 1);
+    mq_pub(p, "k/2", "A", 1, 4, false);
+    expect_publish(s0, "k/2", "A", 0, 0, false);
+    expect_publish(s1, "k/2", "A", 1, 1, false);
+    mq_pub(p, "k/2", "B", 1, 5, false);
+    expect_publish(s0, "k/2", "B", 0, 0, false);
+    expect_publish(s1, "k/2", "B", 1, 2, false);
+    mq_pub(p, "k/2", "C", 0, 0, false);
+    expect_publish(s0, "k/2", "C", 0, 0, false);
+    expect_publish(s1, "k/2", "C", 0, 0, false);
+
+    /* From NATS: headers dropped, reply subject ignored, the body delivered at QoS 0. */
+    ND_SEND(n, "HPUB k.2 20 21\r\nNATS/1.0\r\nX-A: 1\r\n\r\nD\r\n");
+    ND_SEND(n, "PUB k.2 r.x 1\r\nE\r\n");
+    ND_PING(n);
+    expect_publish(s0, "k/2", "D", 0, 0, false);
+    expect_publish(s0, "k/2", "E", 0, 0, false);
+    expect_publish(s1, "k/2", "D", 0, 0, false);
+    expect_publish(s1, "k/2", "E", 0, 0, false);
+    close(s0);
+    close(s1);
+    close(p);
+    nd_integ_conn_close(n);
+}
