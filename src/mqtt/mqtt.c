@@ -96,6 +96,7 @@ nd_mqtt_free(nd_mqtt_t *m)
     if (m == NULL)
         return;
     nd_listener_free(m->listener);
+    nd_mqtt_acct_free_all(m);
     pthread_mutex_destroy(&m->mu);
     nd_free(m);
 }

@@ -110,7 +110,8 @@ nd_mqtt_valid_string(const uint8_t *s, size_t n)
 }
 
 nd_mqtt_topic_status_t
-nd_mqtt_topic_to_subject(const uint8_t *t, size_t n, bool filter, char *out, size_t *out_len)
+nd_mqtt_topic_to_subject(const uint8_t *t, size_t n, bool filter, bool dots, char *out,
+                         size_t *out_len)
 {
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
@@ -137,6 +138,8 @@ nd_mqtt_topic_to_subject(const uint8_t *t, size_t n, bool filter, char *out, siz
         case 0x7f:
             return ND_MQTT_TOPIC_SPACE;
         case '.':
+            if (!dots)
+                return ND_MQTT_TOPIC_DOT;
             out[j++] = '/';
             out[j++] = '/';
             break;
@@ -159,12 +162,22 @@ nd_mqtt_topic_to_subject(const uint8_t *t, size_t n, bool filter, char *out, siz
 }
 
 size_t
-nd_mqtt_subject_to_topic(const char *s, size_t n, uint8_t *out)
+nd_mqtt_subject_to_topic(const char *s, size_t n, bool dots, uint8_t *out)
 {
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
-        if (ch == '/') {
+        if (ch == '/' && !dots) {
+            /* 2.9.10: "/." marks an empty level, a '.' followed by '/' is one separator, any
+             * other '/' is itself. */
+            if (i + 1 < n && s[i + 1] == '.')
+                continue;
+            out[j++] = '/';
+        } else if (ch == '.' && !dots) {
+            out[j++] = '/';
+            if (i + 1 < n && s[i + 1] == '/')
+                i++;
+        } else if (ch == '/') {
             if (i + 1 < n && (s[i + 1] == '.' || s[i + 1] == '/')) {
                 out[j++] = s[i + 1] == '.' ? '/' : '.';
                 i++;

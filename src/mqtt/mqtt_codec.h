@@ -96,14 +96,24 @@ typedef enum {
     ND_MQTT_TOPIC_OK,
     ND_MQTT_TOPIC_SPACE,    /* white space or DEL: unsupported characters */
     ND_MQTT_TOPIC_WILDCARD, /* a wildcard in a topic name */
+    ND_MQTT_TOPIC_DOT,      /* a '.' without dots */
 } nd_mqtt_topic_status_t;
 
 /* Converts an MQTT topic name (filter: a topic filter, with wildcards) to a NATS subject in out
- * (room for 2 * n + 1 bytes; NUL-terminated). Returns: its status; *out_len the length. */
-nd_mqtt_topic_status_t nd_mqtt_topic_to_subject(const uint8_t *t, size_t n, bool filter, char *out,
-                                                size_t *out_len);
-/* Converts a NATS subject back to an MQTT topic in out (room for n bytes). Returns: its length. */
-size_t nd_mqtt_subject_to_topic(const char *s, size_t n, uint8_t *out);
+ * (room for 2 * n + 1 bytes; NUL-terminated). dots: a '.' becomes "//" (nats-server 2.10+);
+ * without, a '.' is refused as nats-server 2.9.10 does (ND_MQTT_TOPIC_DOT). Returns: its
+ * status; *out_len the length. */
+nd_mqtt_topic_status_t nd_mqtt_topic_to_subject(const uint8_t *t, size_t n, bool filter, bool dots,
+                                                char *out, size_t *out_len);
+/* Converts a NATS subject back to an MQTT topic in out (room for n bytes). dots: "//" is '.'
+ * (2.10+); without, "//" stays "//" (2.9.10). Returns: its length. */
+size_t nd_mqtt_subject_to_topic(const char *s, size_t n, bool dots, uint8_t *out);
+/* The flags a packet type's fixed header must carry (PUBLISH: any, returns 0). */
+static inline uint8_t
+nd_mqtt_fixed_flags(uint8_t type)
+{
+    return type == 6 || type == 8 || type == 10 ? 0x2 : 0;
+}
 /* Whether a filter's subject ends with ".>" after at least one token: "foo/#" must also match
  * "foo", so it needs a second subscription on the parent subject. */
 bool nd_mqtt_needs_parent_sub(const char *subject, size_t n);

@@ -24,16 +24,55 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+#include <stdlib.h>
+
 #include "actors/alloc.h"
 #include "mqtt/mqtt_codec.h"
 #include "mqtt/mqtt_int.h"
 #include "util/log.h"
 
-#define SUB_FWC_SUFFIX " fwc"
+#define SUB_FWC_SUFFIX              " fwc"
+#define ND_MQTT_DEFAULT_MAX_PAYLOAD (1024 * 1024)
+#define ND_MQTT_MAX_PACKET          (64u * 1024 * 1024)
+
+/* One NATS subscription of the session (a filter "foo/#" has two: "foo.>" and its parent). */
+typedef struct sub {
+    char *subject, *sid;
+    uint8_t qos;
+    char *durable, *deliver; /* QoS 1: its JetStream consumer and deliver subject, else NULL */
+} sub_t;
+
+/* A filter whose retained messages go out right after the SUBACK. */
+typedef struct post {
+    char *filter;
+    uint8_t qos;
+} post_t;
+
+/* A QoS 1 delivery waiting for its PUBACK. */
+typedef struct pend {
+    uint16_t pi;
+    char *ack; /* the JetStream ack subject, NULL for a retained message */
+} pend_t;
 
 typedef struct sess {
     nd_mqtt_t *m;
+    nd_mqtt_acct_t *ma;
     bool connected;
+    bool waiting; /* the CONNECT waits for the account's JetStream state */
+    bool clean;
+    uint16_t ka;
+    char *id;
+    char hash[20];
+    sub_t *subs;
+    size_t nsubs, subcap;
+    uint32_t consumers_due;
+    uint32_t next_tag;
+    post_t *post;
+    size_t npost, postcap;
+    pend_t *pend;
+    size_t npend, pendcap;
+    uint16_t next_pi;
     bool will_off; /* DISCONNECT: no will */
     int64_t ka_ms; /* 1.5 x keep alive; 0: none */
     int64_t last_ns;
@@ -122,13 +161,32 @@ pub_header(char *h, uint8_t qos)
     return (size_t)sprintf(h, "NATS/1.0\r\nNmqtt-Pub:%c\r\n\r\n", '0' + qos);
 }
 
+/* An MQTT publish (or will): delivered live; QoS 1 also stored in $MQTT_msgs for the QoS 1
+ * subscriptions' consumers; retained also kept in $MQTT_rmsgs (an empty one deletes). */
 static void
-publish(nd_ctx_t *ctx, struct nd_conn *c, const char *subj, size_t sl, uint8_t qos,
-        const char *data, size_t dl)
+publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, size_t sl, uint8_t qos,
+        bool retain, const char *data, size_t dl)
 {
     char h[64];
     size_t hl = pub_header(h, qos);
-    (void)nd_pconn_publish(ctx, c, subj, sl, NULL, 0, h, hl, data, dl);
+    if (!nd_pconn_publish(ctx, c, subj, sl, NULL, 0, h, hl, data, dl))
+        return; /* denied by permissions: nothing stored either */
+    if (s->ma == NULL)
+        return;
+    if (qos > 0) {
+        size_t n = sl + 16;
+        char *ms = nd_xmalloc(n);
+        snprintf(ms, n, "$MQTT.msgs.%.*s", (int)sl, subj);
+        nd_mqtt_acct_store(ctx, s->ma, ms, h, hl, data, dl);
+        nd_free(ms);
+    }
+    if (retain) {
+        char *rs = nd_xmalloc(sl + 1);
+        memcpy(rs, subj, sl);
+        rs[sl] = '\0';
+        nd_mqtt_retain_set(ctx, s->ma, rs, qos, data, dl);
+        nd_free(rs);
+    }
 }
 
 /* ---- CONNECT ---- */
@@ -154,6 +212,221 @@ dup_bytes(const uint8_t *s, size_t n)
     memcpy(p, s, n);
     p[n] = '\0';
     return p;
+}
+
+/* ---- session state ---- */
+
+static sub_t *
+sub_find(sess_t *s, const char *sid, size_t sid_len)
+{
+    for (size_t i = 0; i < s->nsubs; i++)
+        if (strlen(s->subs[i].sid) == sid_len && memcmp(s->subs[i].sid, sid, sid_len) == 0)
+            return &s->subs[i];
+    return NULL;
+}
+
+static sub_t *
+sub_by_deliver(sess_t *s, const char *deliver, size_t len)
+{
+    for (size_t i = 0; i < s->nsubs; i++)
+        if (s->subs[i].deliver != NULL && strlen(s->subs[i].deliver) == len &&
+            memcmp(s->subs[i].deliver, deliver, len) == 0)
+            return &s->subs[i];
+    return NULL;
+}
+
+static sub_t *
+sub_add(sess_t *s, const char *subject, size_t sl, const char *sid, size_t il)
+{
+    if (s->nsubs == s->subcap) {
+        s->subcap = s->subcap ? s->subcap * 2 : 4;
+        s->subs = nd_xrealloc(s->subs, s->subcap * sizeof(*s->subs));
+    }
+    sub_t *u = &s->subs[s->nsubs++];
+    memset(u, 0, sizeof(*u));
+    u->subject = nd_xmalloc(sl + 1);
+    memcpy(u->subject, subject, sl);
+    u->subject[sl] = '\0';
+    u->sid = nd_xmalloc(il + 1);
+    memcpy(u->sid, sid, il);
+    u->sid[il] = '\0';
+    return u;
+}
+
+static void
+sub_free(sub_t *u)
+{
+    nd_free(u->subject);
+    nd_free(u->sid);
+    nd_free(u->durable);
+    nd_free(u->deliver);
+}
+
+/* Drops u's JetStream consumer and deliver subscription (QoS 1 -> 0, or the sub goes). */
+static void
+sub_drop_consumer(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, sub_t *u)
+{
+    if (u->durable == NULL)
+        return;
+    nd_mqtt_acct_consumer_delete(ctx, s->ma, u->durable);
+    (void)nd_pconn_unsubscribe(ctx, c, u->deliver, strlen(u->deliver));
+    nd_free(u->durable);
+    nd_free(u->deliver);
+    u->durable = u->deliver = NULL;
+}
+
+static void
+rand_token(char *out, size_t n, uint64_t seed)
+{
+    static const char digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    uint64_t x = seed ^ (uint64_t)now_ns() ^ 0x9e3779b97f4a7c15ull;
+    x ^= (uint64_t)(uintptr_t)out;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        out[i] = digits[x % 62];
+    }
+    out[n] = '\0';
+}
+
+/* Gives u a durable consumer on $MQTT_msgs (QoS 1); its answer comes as
+ * ND_MQTT_CALL_CONSUMER. */
+static void
+sub_add_consumer(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, sub_t *u)
+{
+    char tok[24], durable[64], deliver[64];
+    rand_token(tok, 16, nd_pconn_cid(c) + s->next_tag);
+    snprintf(durable, sizeof durable, "%s_%s", s->hash, tok);
+    snprintf(deliver, sizeof deliver, "$MQTT.sub.%s", tok);
+    size_t fl = strlen(u->subject) + 16;
+    char *filter = nd_xmalloc(fl);
+    snprintf(filter, fl, "$MQTT.msgs.%s", u->subject);
+    u->durable = nd_xstrdup(durable);
+    u->deliver = nd_xstrdup(deliver);
+    (void)nd_pconn_subscribe_internal(ctx, c, deliver, strlen(deliver), deliver, strlen(deliver));
+    s->consumers_due++;
+    nd_mqtt_acct_consumer_create(ctx, s->ma, nd_pconn_cid(c), ++s->next_tag, durable, filter,
+                                 deliver);
+    nd_free(filter);
+}
+
+/* Stores the session record (nats-server keeps even clean ones while connected). */
+static void
+save_session(nd_ctx_t *ctx, sess_t *s)
+{
+    json_t *subs = json_array();
+    for (size_t i = 0; i < s->nsubs; i++) {
+        const sub_t *u = &s->subs[i];
+        json_t *o = json_pack("{s:s, s:s, s:i}", "s", u->subject, "i", u->sid, "q", u->qos);
+        if (u->durable != NULL) {
+            json_object_set_new(o, "d", json_string(u->durable));
+            json_object_set_new(o, "x", json_string(u->deliver));
+        }
+        json_array_append_new(subs, o);
+    }
+    json_t *rec = json_pack("{s:s, s:s, s:b, s:o}", "origin",
+                            s->m->srv->opts.server_name != NULL ? s->m->srv->opts.server_name : "",
+                            "id", s->id, "clean", s->clean, "subs", subs);
+    char *js = json_dumps(rec, JSON_COMPACT);
+    json_decref(rec);
+    nd_mqtt_sess_put(ctx, s->ma, s->id, js);
+    free(js);
+}
+
+/* Deletes the consumers a stored record names (a session being cleared). */
+static void
+drop_record_consumers(nd_ctx_t *ctx, sess_t *s, json_t *rec)
+{
+    json_t *subs = json_object_get(rec, "subs");
+    size_t i;
+    json_t *o;
+    json_array_foreach(subs, i, o)
+    {
+        const char *d = json_string_value(json_object_get(o, "d"));
+        if (d != NULL)
+            nd_mqtt_acct_consumer_delete(ctx, s->ma, d);
+    }
+}
+
+/* Subscribes again to what a present session had. */
+static void
+restore_subs(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, json_t *rec)
+{
+    json_t *subs = json_object_get(rec, "subs");
+    size_t i;
+    json_t *o;
+    json_array_foreach(subs, i, o)
+    {
+        const char *subj = json_string_value(json_object_get(o, "s"));
+        const char *sid = json_string_value(json_object_get(o, "i"));
+        if (subj == NULL || sid == NULL)
+            continue;
+        if (nd_pconn_subscribe(ctx, c, subj, strlen(subj), sid, strlen(sid)) <= 0)
+            continue;
+        sub_t *u = sub_add(s, subj, strlen(subj), sid, strlen(sid));
+        u->qos = (uint8_t)json_integer_value(json_object_get(o, "q"));
+        const char *d = json_string_value(json_object_get(o, "d"));
+        const char *x = json_string_value(json_object_get(o, "x"));
+        if (d != NULL && x != NULL) {
+            u->durable = nd_xstrdup(d);
+            u->deliver = nd_xstrdup(x);
+            (void)nd_pconn_subscribe_internal(ctx, c, x, strlen(x), x, strlen(x));
+        }
+    }
+}
+
+static bool
+connect_finish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, int st)
+{
+    if (st < 0) {
+        write_connack(c, false, ND_MQTT_RC_UNAVAILABLE);
+        s->has_will = false;
+        proto_error(ctx, c, "JetStream is not available for MQTT in this account");
+        return false;
+    }
+    /* The client id is ours now; a connection that held it closes without its will. */
+    size_t il = strlen(s->id);
+    nd_mqtt_cid_t *e = nd_xmalloc(sizeof(*e) + il + 1);
+    memset(e, 0, sizeof(*e));
+    memcpy(e->id, s->id, il + 1);
+    e->acct = nd_pconn_account(c);
+    e->actor = nd_pconn_actor(c);
+    s->cid = e;
+    nd_actor_t *old = nd_mqtt_cid_take(s->m, e);
+    if (old != NULL) {
+        nd_log_info("%s:%d - mid:%llu - Replacing old client since both have the same client ID "
+                    "\"%s\"",
+                    nd_pconn_ip(c), nd_pconn_port(c), (unsigned long long)nd_pconn_cid(c), e->id);
+        nd_conn_send_close(ctx, old, ND_CLOSE_DUPLICATE_CLIENT_ID);
+        nd_actor_unref(ctx, old);
+    }
+    char subj[64];
+    nd_mqtt_sess_subject(s->id, subj, sizeof subj);
+    snprintf(s->hash, sizeof s->hash, "%s", subj + strlen("$MQTT.sess."));
+
+    bool present = false;
+    char *js = nd_mqtt_sess_get(s->ma, s->id);
+    json_t *rec = js != NULL ? json_loads(js, 0, NULL) : NULL;
+    nd_free(js);
+    if (rec != NULL) {
+        if (s->clean || json_is_true(json_object_get(rec, "clean")))
+            drop_record_consumers(ctx, s, rec); /* MQTT-3.1.2-6: a clean start */
+        else
+            present = true;
+    }
+    s->connected = true;
+    write_connack(c, present, ND_MQTT_RC_ACCEPTED);
+    if (present)
+        restore_subs(ctx, c, s, rec);
+    json_decref(rec);
+    save_session(ctx, s);
+    s->last_ns = now_ns();
+    if (s->ka > 0) {
+        s->ka_ms = (int64_t)s->ka * 1500;
+        nd_pconn_timer_start(ctx, c, s->ka_ms);
+    }
+    return true;
 }
 
 /* Returns: false when the connection closed. */
@@ -239,8 +512,8 @@ on_connect(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, nd_mqtt_reader_t *r)
     }
     if (has_will) {
         s->will_subject = nd_xmalloc(2 * wt_len + 1);
-        if (nd_mqtt_topic_to_subject(wt, wt_len, false, s->will_subject, &s->will_subject_len) !=
-            ND_MQTT_TOPIC_OK) {
+        if (nd_mqtt_topic_to_subject(wt, wt_len, false, false, s->will_subject,
+                                     &s->will_subject_len) != ND_MQTT_TOPIC_OK) {
             proto_error(ctx, c, "invalid will topic");
             return false;
         }
@@ -276,31 +549,16 @@ on_connect(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, nd_mqtt_reader_t *r)
         return false;
     }
 
-    /* The client id is ours now; a connection that held it closes without its will. */
-    size_t il = strlen(id);
-    nd_mqtt_cid_t *e = nd_xmalloc(sizeof(*e) + il + 1);
-    memset(e, 0, sizeof(*e));
-    memcpy(e->id, id, il + 1);
-    if (id != gen)
-        nd_free(id);
-    e->acct = nd_pconn_account(c);
-    e->actor = nd_pconn_actor(c);
-    s->cid = e;
-    nd_actor_t *old = nd_mqtt_cid_take(s->m, e);
-    if (old != NULL) {
-        nd_log_info("%s:%d - mid:%llu - Replacing old client since both have the same client ID "
-                    "\"%s\"",
-                    nd_pconn_ip(c), nd_pconn_port(c), (unsigned long long)nd_pconn_cid(c), e->id);
-        nd_conn_send_close(ctx, old, ND_CLOSE_DUPLICATE_CLIENT_ID);
-        nd_actor_unref(ctx, old);
+    s->id = id != gen ? id : nd_xstrdup(gen);
+    s->clean = clean;
+    s->ka = ka;
+    s->ma = nd_mqtt_acct_get(ctx, s->m, nd_pconn_account(c));
+    int st = nd_mqtt_acct_wait(s->ma, nd_pconn_cid(c));
+    if (st == 0) {
+        s->waiting = true; /* ND_MQTT_CALL_READY goes on (connect_finish) */
+        return true;
     }
-    s->connected = true;
-    write_connack(c, false, ND_MQTT_RC_ACCEPTED);
-    if (ka > 0) {
-        s->ka_ms = (int64_t)ka * 1500;
-        nd_pconn_timer_start(ctx, c, s->ka_ms);
-    }
-    return true;
+    return connect_finish(ctx, c, s, st);
 }
 
 /* ---- PUBLISH ---- */
@@ -308,7 +566,6 @@ on_connect(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, nd_mqtt_reader_t *r)
 static bool
 on_publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt_reader_t *r)
 {
-    (void)s;
     uint8_t qos = (flags & ND_MQTT_PF_QOS) >> 1;
     if (qos == 3) {
         proto_error(ctx, c, "invalid QoS 3 in publish");
@@ -341,18 +598,18 @@ on_publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt_r
     char stack[256];
     char *subj = 2 * tl + 1 <= sizeof stack ? stack : nd_xmalloc(2 * tl + 1);
     size_t sl;
-    nd_mqtt_topic_status_t st = nd_mqtt_topic_to_subject(topic, tl, false, subj, &sl);
+    nd_mqtt_topic_status_t st = nd_mqtt_topic_to_subject(topic, tl, false, false, subj, &sl);
     if (st != ND_MQTT_TOPIC_OK) {
         if (subj != stack)
             nd_free(subj);
         proto_error(ctx, c,
-                    st == ND_MQTT_TOPIC_SPACE ? "unsupported character in topic"
-                                              : "wildcards not allowed in publish's topic");
+                    st == ND_MQTT_TOPIC_WILDCARD ? "wildcards not allowed in publish's topic"
+                                                 : "unsupported character in topic");
         return false;
     }
     const char *data = (const char *)r->p + r->off;
     size_t dl = r->len - r->off;
-    publish(ctx, c, subj, sl, qos, data, dl);
+    publish(ctx, c, s, subj, sl, qos, (flags & ND_MQTT_PF_RETAIN) != 0, data, dl);
     if (subj != stack)
         nd_free(subj);
     if (qos == 1)
@@ -373,22 +630,167 @@ suback_add(sess_t *s, const uint8_t *p, size_t n)
     s->suback_len += n;
 }
 
+/* Subscribes (or changes the QoS of) one NATS subscription of a filter. Returns: false when
+ * refused. */
+static bool
+subscribe_sid(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, size_t sl,
+              const char *sid, size_t il, uint8_t qos)
+{
+    sub_t *u = sub_find(s, sid, il);
+    if (u == NULL) {
+        if (nd_pconn_subscribe(ctx, c, subj, sl, sid, il) <= 0)
+            return false;
+        u = sub_add(s, subj, sl, sid, il);
+    }
+    u->qos = qos;
+    if (qos > 0 && u->durable == NULL)
+        sub_add_consumer(ctx, c, s, u);
+    else if (qos == 0)
+        sub_drop_consumer(ctx, c, s, u);
+    return true;
+}
+
 /* Subscribes to one filter (subject form). Returns: the SUBACK code. */
 static uint8_t
-subscribe_one(nd_ctx_t *ctx, struct nd_conn *c, const char *subj, size_t sl, uint8_t qos)
+subscribe_one(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, size_t sl, uint8_t qos)
 {
-    int rc = nd_pconn_subscribe(ctx, c, subj, sl, subj, sl);
-    if (rc <= 0)
+    uint8_t granted = qos > 1 ? 1 : qos; /* 2.9.10 grants QoS 2 as 1 */
+    if (!subscribe_sid(ctx, c, s, subj, sl, subj, sl, granted))
         return 0x80;
     if (nd_mqtt_needs_parent_sub(subj, sl)) {
         char sid[4096 + sizeof SUB_FWC_SUFFIX];
         if (sl + sizeof SUB_FWC_SUFFIX <= sizeof sid) {
             memcpy(sid, subj, sl);
             memcpy(sid + sl, SUB_FWC_SUFFIX, sizeof SUB_FWC_SUFFIX - 1);
-            (void)nd_pconn_subscribe(ctx, c, subj, sl - 2, sid, sl + sizeof SUB_FWC_SUFFIX - 1);
+            (void)subscribe_sid(ctx, c, s, subj, sl - 2, sid, sl + sizeof SUB_FWC_SUFFIX - 1,
+                                granted);
         }
     }
-    return qos > 1 ? 1 : qos; /* 2.9.10 grants QoS 2 as 1 */
+    if (s->npost == s->postcap) {
+        s->postcap = s->postcap ? s->postcap * 2 : 4;
+        s->post = nd_xrealloc(s->post, s->postcap * sizeof(*s->post));
+    }
+    s->post[s->npost].filter = nd_xmalloc(sl + 1);
+    memcpy(s->post[s->npost].filter, subj, sl);
+    s->post[s->npost].filter[sl] = '\0';
+    s->post[s->npost].qos = granted;
+    s->npost++;
+    return granted;
+}
+
+static void
+unsubscribe_sid(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *sid, size_t il)
+{
+    (void)nd_pconn_unsubscribe(ctx, c, sid, il);
+    sub_t *u = sub_find(s, sid, il);
+    if (u == NULL)
+        return;
+    sub_drop_consumer(ctx, c, s, u);
+    sub_free(u);
+    *u = s->subs[--s->nsubs];
+}
+
+/* ---- QoS 1 deliveries ---- */
+
+static pend_t *
+pend_find(sess_t *s, uint16_t pi)
+{
+    for (size_t i = 0; i < s->npend; i++)
+        if (s->pend[i].pi == pi)
+            return &s->pend[i];
+    return NULL;
+}
+
+/* A new packet id (never 0, none in use). Returns: 0 when all are in use. */
+static uint16_t
+pend_add(sess_t *s, const char *ack, size_t al)
+{
+    for (uint32_t tries = 0; tries < 65535; tries++) {
+        s->next_pi = s->next_pi == 65535 ? 1 : (uint16_t)(s->next_pi + 1);
+        if (pend_find(s, s->next_pi) == NULL)
+            break;
+    }
+    if (pend_find(s, s->next_pi) != NULL)
+        return 0;
+    if (s->npend == s->pendcap) {
+        s->pendcap = s->pendcap ? s->pendcap * 2 : 8;
+        s->pend = nd_xrealloc(s->pend, s->pendcap * sizeof(*s->pend));
+    }
+    pend_t *p = &s->pend[s->npend++];
+    p->pi = s->next_pi;
+    p->ack = NULL;
+    if (ack != NULL) {
+        p->ack = nd_xmalloc(al + 1);
+        memcpy(p->ack, ack, al);
+        p->ack[al] = '\0';
+    }
+    return p->pi;
+}
+
+static void
+pend_remove(nd_ctx_t *ctx, sess_t *s, uint16_t pi)
+{
+    pend_t *p = pend_find(s, pi);
+    if (p == NULL)
+        return; /* a PUBACK for an id we never sent: ignored */
+    if (p->ack != NULL && s->ma != NULL)
+        nd_mqtt_acct_ack(ctx, s->ma, p->ack);
+    nd_free(p->ack);
+    *p = s->pend[--s->npend];
+}
+
+/* Writes a PUBLISH of subject (NATS form) with its flags. */
+static void
+send_publish(struct nd_conn *c, uint8_t flags, uint16_t pi, const char *subj, size_t sl,
+             const char *data, size_t dl)
+{
+    uint8_t stack[256];
+    uint8_t *topic = sl <= sizeof stack ? stack : nd_xmalloc(sl);
+    size_t tl = nd_mqtt_subject_to_topic(subj, sl, false, topic);
+    write_publish(c, flags, pi, topic, tl, data, dl);
+    if (topic != stack)
+        nd_free(topic);
+}
+
+/* The retained messages of the filters just acknowledged, with the retain flag, at the lower
+ * QoS of the message and the subscription. */
+static void
+send_retained(struct nd_conn *c, sess_t *s)
+{
+    for (size_t i = 0; i < s->npost; i++) {
+        nd_mqtt_retained_t *v = NULL;
+        size_t n = s->ma != NULL ? nd_mqtt_retain_match(s->ma, s->post[i].filter, &v) : 0;
+        for (size_t k = 0; k < n; k++) {
+            if (!(v[k].subject[0] == '$' &&
+                  nd_mqtt_filter_reserved(s->post[i].filter, strlen(s->post[i].filter)))) {
+                uint8_t qos = v[k].qos < s->post[i].qos ? v[k].qos : s->post[i].qos;
+                uint16_t pi = qos > 0 ? pend_add(s, NULL, 0) : 0;
+                if (qos == 0 || pi != 0)
+                    send_publish(c, (uint8_t)(ND_MQTT_PF_RETAIN | (qos << 1)), pi, v[k].subject,
+                                 strlen(v[k].subject), v[k].data, v[k].len);
+            }
+            nd_free(v[k].subject);
+            nd_free(v[k].data);
+        }
+        nd_free(v);
+        nd_free(s->post[i].filter);
+    }
+    s->npost = 0;
+}
+
+/* Sends the SUBACKs (and their retained messages) once every subscription is in the sublist
+ * and every consumer exists, then reads on. */
+static void
+flush_subacks(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s)
+{
+    if (nd_pconn_subs_due(c) > 0 || s->consumers_due > 0)
+        return;
+    if (s->suback_len > 0) {
+        nd_pconn_write(c, s->suback, s->suback_len);
+        s->suback_len = 0;
+    }
+    send_retained(c, s);
+    nd_pconn_resume(ctx, c);
 }
 
 static bool
@@ -434,22 +836,23 @@ on_subscribe(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt
         char stack[256];
         char *subj = 2 * fl + 1 <= sizeof stack ? stack : nd_xmalloc(2 * fl + 1);
         size_t sl = 0;
-        bool ok = fl > 0 && nd_mqtt_topic_to_subject(f, fl, true, subj, &sl) == ND_MQTT_TOPIC_OK;
+        bool ok =
+            fl > 0 && nd_mqtt_topic_to_subject(f, fl, true, false, subj, &sl) == ND_MQTT_TOPIC_OK;
         uint8_t code = 0x80;
         if (unsub) {
             if (ok) {
-                (void)nd_pconn_unsubscribe(ctx, c, subj, sl);
+                unsubscribe_sid(ctx, c, s, subj, sl);
                 if (nd_mqtt_needs_parent_sub(subj, sl)) {
                     char sid[4096 + sizeof SUB_FWC_SUFFIX];
                     if (sl + sizeof SUB_FWC_SUFFIX <= sizeof sid) {
                         memcpy(sid, subj, sl);
                         memcpy(sid + sl, SUB_FWC_SUFFIX, sizeof SUB_FWC_SUFFIX - 1);
-                        (void)nd_pconn_unsubscribe(ctx, c, sid, sl + sizeof SUB_FWC_SUFFIX - 1);
+                        unsubscribe_sid(ctx, c, s, sid, sl + sizeof SUB_FWC_SUFFIX - 1);
                     }
                 }
             }
         } else if (ok) {
-            code = subscribe_one(ctx, c, subj, sl, qos);
+            code = subscribe_one(ctx, c, s, subj, sl, qos);
         }
         if (subj != stack)
             nd_free(subj);
@@ -464,6 +867,7 @@ on_subscribe(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt
                 codes[ncodes++] = code;
         }
     }
+    save_session(ctx, s);
     if (unsub) {
         write_ack(c, ND_MQTT_UNSUBACK << 4, pi);
         return true;
@@ -475,15 +879,11 @@ on_subscribe(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt
     hdr[h++] = (uint8_t)(pi >> 8);
     hdr[h++] = (uint8_t)pi;
     const uint8_t *cp = many != NULL ? many : codes;
-    if (nd_pconn_subs_due(c) == 0 && s->suback_len == 0) {
-        nd_pconn_write(c, hdr, h);
-        nd_pconn_write(c, cp, ncodes);
-    } else {
-        /* Sent once the subscriptions are in the sublist (subs_ready). */
-        suback_add(s, hdr, h);
-        suback_add(s, cp, ncodes);
-    }
+    /* Sent once the subscriptions are in the sublist and their consumers exist. */
+    suback_add(s, hdr, h);
+    suback_add(s, cp, ncodes);
     nd_free(many);
+    flush_subacks(ctx, c, s);
     return true;
 }
 
@@ -505,6 +905,12 @@ handle(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t tf, const uint8_t *b
 {
     uint8_t type = tf >> 4, flags = tf & 0x0f;
     nd_mqtt_reader_t r = {.p = body, .len = len, .off = 0};
+    /* MQTT-2.2.2-2: flags that the packet type fixes must be as fixed (2.10+; 2.9.10 does not
+     * look at them for CONNECT and PINGREQ). */
+    if (type != ND_MQTT_PUBLISH && flags != nd_mqtt_fixed_flags(type)) {
+        proto_error(ctx, c, "invalid flags in the fixed header");
+        return false;
+    }
     if (!s->connected) {
         if (type != ND_MQTT_CONNECT) {
             proto_error(ctx, c, "first packet should be a CONNECT");
@@ -518,8 +924,15 @@ handle(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t tf, const uint8_t *b
         return false;
     case ND_MQTT_PUBLISH:
         return on_publish(ctx, c, s, flags, &r);
-    case ND_MQTT_PUBACK:
-        return true; /* no QoS 1 deliveries are pending: nothing to release */
+    case ND_MQTT_PUBACK: {
+        uint16_t pi;
+        if (!nd_mqtt_read_u16(&r, &pi)) {
+            proto_error(ctx, c, "error reading packet identifier");
+            return false;
+        }
+        pend_remove(ctx, s, pi);
+        return true;
+    }
     case ND_MQTT_SUBSCRIBE:
         return on_subscribe(ctx, c, s, flags, &r, false);
     case ND_MQTT_UNSUBSCRIBE:
@@ -547,9 +960,13 @@ on_input(nd_ctx_t *ctx, struct nd_conn *c, const char *buf, size_t len, size_t *
     const uint8_t *b = (const uint8_t *)buf;
     size_t off = 0;
     nd_server_t *srv = nd_pconn_server(c);
-    uint64_t max = (uint64_t)nd_server_live_get(srv, max_payload) + 65536 + 16;
+    /* A configured max_payload bounds a PUBLISH's NATS message (2.10+; 2.9.10 ignores it); with
+     * the default, packets are bounded by ND_MQTT_MAX_PACKET so memory stays bounded. */
+    int64_t mp = nd_server_live_get(srv, max_payload);
+    bool limited = mp != ND_MQTT_DEFAULT_MAX_PAYLOAD;
+    uint64_t max = limited ? (uint64_t)mp + 65536 + 64 : ND_MQTT_MAX_PACKET;
     while (off < len && !nd_pconn_closing(c)) {
-        if (nd_pconn_subs_due(c) > 0 || s->suback_len > 0) {
+        if (s->waiting || nd_pconn_subs_due(c) > 0 || s->suback_len > 0 || s->consumers_due > 0) {
             /* The SUBACK of a SUBSCRIBE before this packet waits for the sublist: so does the
              * packet (a PUBLISH must see the subscription, as nats-server's would). */
             nd_pconn_pause(c);
@@ -570,6 +987,17 @@ on_input(nd_ctx_t *ctx, struct nd_conn *c, const char *buf, size_t len, size_t *
             nd_pconn_close(ctx, c, ND_CLOSE_MAX_PAYLOAD);
             break;
         }
+        if (limited && (tf >> 4) == ND_MQTT_PUBLISH && len - off >= hl + 2) {
+            /* The NATS message is the header (25 bytes) and the payload: the topic's length
+             * and the packet id are known from the first bytes. */
+            size_t tl = ((size_t)b[off + hl] << 8) | b[off + hl + 1];
+            size_t extra = 2 + tl + (((tf >> 1) & 3) > 0 ? 2 : 0);
+            if (rem >= extra && rem - extra + 25 > (uint64_t)mp) {
+                trace_err(c, "maximum payload exceeded");
+                nd_pconn_close(ctx, c, ND_CLOSE_MAX_PAYLOAD);
+                break;
+            }
+        }
         if (len - off < hl + rem) {
             *need = hl + rem;
             break;
@@ -583,6 +1011,22 @@ on_input(nd_ctx_t *ctx, struct nd_conn *c, const char *buf, size_t len, size_t *
     return off;
 }
 
+/* The tokens of a JetStream ack subject ($JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.
+ * <pending>): the delivery count, and the length of the prefix that names the message. */
+static bool
+parse_ack(const char *r, size_t n, uint64_t *dc, size_t *key_len)
+{
+    size_t dots[9], nd = 0;
+    for (size_t i = 0; i < n && nd < 9; i++)
+        if (r[i] == '.')
+            dots[nd++] = i;
+    if (nd != 8)
+        return false;
+    *dc = strtoull(r + dots[3] + 1, NULL, 10);
+    *key_len = dots[5]; /* through the stream sequence */
+    return true;
+}
+
 static void
 on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
 {
@@ -590,15 +1034,69 @@ on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
     sess_t *s = nd_pconn_state(c);
     if (s == NULL || !s->connected)
         return;
-    /* A filter starting with a wildcard never matches a topic starting with '$'. */
-    if (m->subject_len > 0 && m->subject[0] == '$' && nd_mqtt_filter_reserved(m->sid, m->sid_len))
+    static const char dpre[] = "$MQTT.sub.", mpre[] = "$MQTT.msgs.";
+    if (m->sid_len > sizeof dpre - 1 && memcmp(m->sid, dpre, sizeof dpre - 1) == 0) {
+        /* A QoS 1 message from the subscription's consumer: the subject is the stored one. */
+        sub_t *u = sub_by_deliver(s, m->sid, m->sid_len);
+        if (u == NULL || m->subject_len <= sizeof mpre - 1 || m->reply_len == 0)
+            return;
+        const char *subj = m->subject + sizeof mpre - 1;
+        size_t sl = m->subject_len - (sizeof mpre - 1);
+        uint64_t dc;
+        size_t kl;
+        if (!parse_ack(m->reply, m->reply_len, &dc, &kl))
+            return;
+        if (subj[0] == '$' && nd_mqtt_filter_reserved(u->subject, strlen(u->subject))) {
+            nd_mqtt_acct_ack(ctx, s->ma, m->reply);
+            return;
+        }
+        uint16_t pi = 0;
+        bool dup = false;
+        if (dc > 1) {
+            /* A redelivery: the same packet id, with DUP. */
+            for (size_t i = 0; i < s->npend; i++) {
+                pend_t *p = &s->pend[i];
+                if (p->ack != NULL && strlen(p->ack) > kl && memcmp(p->ack, m->reply, kl) == 0 &&
+                    p->ack[kl] == '.') {
+                    nd_free(p->ack);
+                    p->ack = nd_xmalloc(m->reply_len + 1);
+                    memcpy(p->ack, m->reply, m->reply_len);
+                    p->ack[m->reply_len] = '\0';
+                    pi = p->pi;
+                    dup = true;
+                    break;
+                }
+            }
+        }
+        const nd_mqtt_opts_t *mo = s->m->mo;
+        size_t max = (size_t)(mo->max_ack_pending > 0 ? mo->max_ack_pending : 1024);
+        if (pi == 0) {
+            if (s->npend >= max)
+                return; /* over max_ack_pending: the consumer redelivers it later */
+            pi = pend_add(s, m->reply, m->reply_len);
+            if (pi == 0)
+                return;
+        }
+        uint8_t qos = nd_mqtt_hdr_qos(m->hdr, m->hdr_len);
+        if (qos > u->qos)
+            qos = u->qos;
+        if (qos == 0)
+            qos = 1;
+        send_publish(c, (uint8_t)((dup ? ND_MQTT_PF_DUP : 0) | (qos << 1)), pi, subj, sl, m->data,
+                     m->data_len);
         return;
-    uint8_t stack[256];
-    uint8_t *topic = m->subject_len <= sizeof stack ? stack : nd_xmalloc(m->subject_len);
-    size_t tl = nd_mqtt_subject_to_topic(m->subject, m->subject_len, topic);
-    write_publish(c, 0, 0, topic, tl, m->data, m->data_len);
-    if (topic != stack)
-        nd_free(topic);
+    }
+    sub_t *u = sub_find(s, m->sid, m->sid_len);
+    if (u == NULL)
+        return;
+    /* A filter starting with a wildcard never matches a topic starting with '$'. */
+    if (m->subject_len > 0 && m->subject[0] == '$' &&
+        nd_mqtt_filter_reserved(u->subject, strlen(u->subject)))
+        return;
+    /* A QoS 1 publish to a QoS 1 subscription comes through its consumer instead. */
+    if (u->qos > 0 && nd_mqtt_hdr_qos(m->hdr, m->hdr_len) > 0)
+        return;
+    send_publish(c, 0, 0, m->subject, m->subject_len, m->data, m->data_len);
 }
 
 static void
@@ -623,11 +1121,29 @@ on_subs_ready(nd_ctx_t *ctx, struct nd_conn *c)
     sess_t *s = nd_pconn_state(c);
     if (s == NULL)
         return;
-    if (s->suback_len > 0) {
-        nd_pconn_write(c, s->suback, s->suback_len);
-        s->suback_len = 0;
+    flush_subacks(ctx, c, s);
+}
+
+static void
+on_call(nd_ctx_t *ctx, struct nd_conn *c, uint32_t what, void *data)
+{
+    sess_t *s = nd_pconn_state(c);
+    if (what == ND_MQTT_CALL_READY) {
+        if (s == NULL || !s->waiting)
+            return;
+        s->waiting = false;
+        int st = nd_mqtt_acct_wait(s->ma, nd_pconn_cid(c));
+        if (connect_finish(ctx, c, s, st))
+            nd_pconn_resume(ctx, c);
+        return;
     }
-    nd_pconn_resume(ctx, c);
+    if (what == ND_MQTT_CALL_CONSUMER) {
+        nd_free(data);
+        if (s == NULL || s->consumers_due == 0)
+            return;
+        s->consumers_due--;
+        flush_subacks(ctx, c, s);
+    }
 }
 
 static void
@@ -639,8 +1155,15 @@ on_closing(nd_ctx_t *ctx, struct nd_conn *c, nd_close_reason_t reason)
         return;
     bool replaced = s->cid != NULL && nd_mqtt_cid_drop(s->m, s->cid);
     if (s->connected && s->has_will && !s->will_off && !replaced)
-        publish(ctx, c, s->will_subject, s->will_subject_len, s->will_qos,
+        publish(ctx, c, s, s->will_subject, s->will_subject_len, s->will_qos, s->will_retain,
                 (const char *)s->will_msg, s->will_len);
+    if (s->connected && s->clean && !replaced) {
+        /* A clean session lasts as long as its connection (MQTT-3.1.2-6). */
+        for (size_t i = 0; i < s->nsubs; i++)
+            if (s->subs[i].durable != NULL)
+                nd_mqtt_acct_consumer_delete(ctx, s->ma, s->subs[i].durable);
+        nd_mqtt_sess_put(ctx, s->ma, s->id, NULL);
+    }
 }
 
 static void
@@ -653,6 +1176,16 @@ on_final(nd_ctx_t *ctx, struct nd_conn *c)
     if (s->cid != NULL)
         (void)nd_mqtt_cid_drop(s->m, s->cid); /* closed by the pool's shutdown */
     nd_free(s->cid);
+    nd_free(s->id);
+    for (size_t i = 0; i < s->nsubs; i++)
+        sub_free(&s->subs[i]);
+    nd_free(s->subs);
+    for (size_t i = 0; i < s->npost; i++)
+        nd_free(s->post[i].filter);
+    nd_free(s->post);
+    for (size_t i = 0; i < s->npend; i++)
+        nd_free(s->pend[i].ack);
+    nd_free(s->pend);
     nd_free(s->will_subject);
     nd_free(s->will_msg);
     nd_free(s->suback);
@@ -667,6 +1200,7 @@ const nd_pconn_proto_t nd_mqtt_proto = {
     .deliver = on_deliver,
     .timer = on_timer,
     .subs_ready = on_subs_ready,
+    .call = on_call,
     .closing = on_closing,
     .final = on_final,
 };

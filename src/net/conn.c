@@ -767,6 +767,9 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_CONN_MSG_PMSG:
         nd_pconn_on_msg(ctx, c, (nd_conn_msg_pmsg_t *)msg);
         return;
+    case ND_CONN_MSG_PCALL:
+        nd_pconn_on_call(ctx, c, (nd_conn_msg_pcall_t *)msg);
+        return;
     case ND_CONN_MSG_PTIMER:
         if (nd_timer_fired(&c->ptimer, msg) && !c->closing && c->proto != NULL &&
             c->proto->timer != NULL)
@@ -916,6 +919,12 @@ discard(nd_ctx_t *ctx, nd_msg_t *msg)
     if (msg->id == ND_CONN_MSG_IMSG || msg->id == ND_CONN_MSG_ISTART ||
         msg->id == ND_CONN_MSG_ICALL || msg->id == ND_CONN_MSG_ITIMER) {
         nd_iclient_discard(ctx, msg);
+        return;
+    }
+    if (msg->id == ND_CONN_MSG_PCALL) {
+        nd_conn_msg_pcall_t *m = (nd_conn_msg_pcall_t *)msg;
+        if (m->drop != NULL)
+            m->drop(m->data);
         return;
     }
     nd_deliver_discard(ctx, msg);

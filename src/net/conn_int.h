@@ -50,7 +50,15 @@ enum {
     ND_CONN_MSG_CLOSE,       /* nd_conn_msg_close_t: close with this reason */
     ND_CONN_MSG_PMSG,        /* nd_conn_msg_pmsg_t: a message for a protocol connection */
     ND_CONN_MSG_PTIMER,      /* a protocol connection's timer (pconn.c) */
+    ND_CONN_MSG_PCALL,       /* nd_conn_msg_pcall_t: work for a protocol connection (pconn.c) */
 };
+
+typedef struct nd_conn_msg_pcall {
+    nd_msg_t hdr;
+    uint32_t what;
+    void *data;
+    void (*drop)(void *data);
+} nd_conn_msg_pcall_t;
 
 /* A message for a subscription of a protocol connection (net/pconn.h): the publish itself,
  * formatted by the protocol on the recipient's turn. */
@@ -368,6 +376,7 @@ nd_conn_t *nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *ac
 size_t nd_pconn_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len);
 void nd_pconn_on_msg(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_pmsg_t *m);
 void nd_pconn_on_start(nd_ctx_t *ctx, nd_conn_t *c);
+void nd_pconn_on_call(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_pcall_t *m);
 
 /* deliver.c */
 void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);

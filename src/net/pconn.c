@@ -206,13 +206,36 @@ nd_pconn_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pass,
     return true;
 }
 
-int
-nd_pconn_subscribe(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len, const char *sid,
-                   size_t sid_len)
+void
+nd_pconn_on_call(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_pcall_t *m)
+{
+    if (c->closing || c->proto->call == NULL) {
+        if (m->drop != NULL)
+            m->drop(m->data);
+        return;
+    }
+    c->proto->call(ctx, c, m->what, m->data);
+    nd_deliver_flush(ctx, c);
+}
+
+void
+nd_pconn_send_call(nd_ctx_t *ctx, nd_actor_t *conn, uint32_t what, void *data,
+                   void (*drop)(void *data))
+{
+    nd_conn_msg_pcall_t *m = ND_MSG_NEW(ctx, nd_conn_msg_pcall_t, ND_CONN_MSG_PCALL);
+    m->what = what;
+    m->data = data;
+    m->drop = drop;
+    nd_actor_send(ctx, conn, &m->hdr);
+}
+
+static int
+subscribe(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len, const char *sid,
+          size_t sid_len, bool check)
 {
     if (!nd_subj_valid_sub(subject, len))
         return -1;
-    if (c->perms.perms != NULL) {
+    if (check && c->perms.perms != NULL) {
         if (!nd_perms_conn_sub(&c->perms, subject, len, NULL, 0)) {
             nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject "
                          "\"%.*s\"",
@@ -230,6 +253,20 @@ nd_pconn_subscribe(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len,
     c->sub_acks_due++;
     nd_acct_send_sub(ctx, c->acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
     return 1;
+}
+
+int
+nd_pconn_subscribe(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len, const char *sid,
+                   size_t sid_len)
+{
+    return subscribe(ctx, c, subject, len, sid, sid_len, true);
+}
+
+int
+nd_pconn_subscribe_internal(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len,
+                            const char *sid, size_t sid_len)
+{
+    return subscribe(ctx, c, subject, len, sid, sid_len, false);
 }
 
 bool

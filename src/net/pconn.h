@@ -52,6 +52,8 @@ typedef struct nd_pconn_proto {
     void (*deliver)(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m);
     void (*timer)(nd_ctx_t *ctx, struct nd_conn *c);
     void (*subs_ready)(nd_ctx_t *ctx, struct nd_conn *c);
+    /* Work another actor sent (nd_pconn_send_call), on our turn; owns data. */
+    void (*call)(nd_ctx_t *ctx, struct nd_conn *c, uint32_t what, void *data);
     void (*closing)(nd_ctx_t *ctx, struct nd_conn *c, nd_close_reason_t reason);
     void (*final)(nd_ctx_t *ctx, struct nd_conn *c);
 } nd_pconn_proto_t;
@@ -116,6 +118,15 @@ void nd_pconn_flush(nd_ctx_t *ctx, struct nd_conn *c);
 /* The protocol's one timer: `timer` runs delay_ms from now (re-arming replaces it). */
 void nd_pconn_timer_start(nd_ctx_t *ctx, struct nd_conn *c, int64_t delay_ms);
 void nd_pconn_timer_cancel(nd_ctx_t *ctx, struct nd_conn *c);
+
+/* Runs proto->call(what, data) on conn's turn; when conn has closed, drop(data) runs instead
+ * (drop may be NULL). conn: a live reference. Ctx: any thread with a ctx. */
+void nd_pconn_send_call(nd_ctx_t *ctx, nd_actor_t *conn, uint32_t what, void *data,
+                        void (*drop)(void *data));
+/* Subscribes without the permission check: the protocol's own bookkeeping subjects (a
+ * JetStream deliver subject). Returns: as nd_pconn_subscribe. */
+int nd_pconn_subscribe_internal(nd_ctx_t *ctx, struct nd_conn *c, const char *subject, size_t len,
+                                const char *sid, size_t sid_len);
 
 /* The connection's actor, for nd_actor_ref and nd_conn_send_close from other actors. */
 nd_actor_t *nd_pconn_actor(struct nd_conn *c);

@@ -9,7 +9,7 @@ static nd_mqtt_topic_status_t
 conv(const char *topic, bool filter, char *out)
 {
     size_t n;
-    return nd_mqtt_topic_to_subject((const uint8_t *)topic, strlen(topic), filter, out, &n);
+    return nd_mqtt_topic_to_subject((const uint8_t *)topic, strlen(topic), filter, true, out, &n);
 }
 
 static void
@@ -60,7 +60,7 @@ static void
 back(const char *subject, const char *want)
 {
     uint8_t out[256];
-    size_t n = nd_mqtt_subject_to_topic(subject, strlen(subject), out);
+    size_t n = nd_mqtt_subject_to_topic(subject, strlen(subject), true, out);
     cr_assert_eq(n, strlen(want), "%s", subject);
     cr_assert(memcmp(out, want, n) == 0, "%s -> %.*s", subject, (int)n, out);
 }
@@ -84,9 +84,9 @@ Test(mqtt_codec, round_trip)
         uint8_t t[64];
         size_t n;
         cr_assert_eq(nd_mqtt_topic_to_subject((const uint8_t *)topics[i], strlen(topics[i]), false,
-                                              subj, &n),
+                                              true, subj, &n),
                      ND_MQTT_TOPIC_OK);
-        size_t k = nd_mqtt_subject_to_topic(subj, n, t);
+        size_t k = nd_mqtt_subject_to_topic(subj, n, true, t);
         cr_assert(k == strlen(topics[i]) && memcmp(t, topics[i], k) == 0, "%s -> %s -> %.*s",
                   topics[i], subj, (int)k, t);
     }
@@ -160,4 +160,36 @@ Test(mqtt_codec, utf8)
     cr_assert_not(nd_mqtt_valid_string((const uint8_t *)"\xc0\x80", 2));     /* overlong NUL */
     cr_assert_not(nd_mqtt_valid_string((const uint8_t *)"\xed\xa0\x80", 3)); /* surrogate */
     cr_assert_not(nd_mqtt_valid_string((const uint8_t *)"\xff", 1));
+}
+
+/* nats-server 2.9.10 (what the sessions use): a '.' in a topic is refused, and a subject's "//"
+ * stays "//" on its way to MQTT. */
+Test(mqtt_codec, v2910_dots)
+{
+    char out[64];
+    size_t n;
+    cr_assert_eq(nd_mqtt_topic_to_subject((const uint8_t *)"a.b", 3, false, false, out, &n),
+                 ND_MQTT_TOPIC_DOT);
+    cr_assert_eq(nd_mqtt_topic_to_subject((const uint8_t *)"a/b", 3, false, false, out, &n),
+                 ND_MQTT_TOPIC_OK);
+    cr_assert_str_eq(out, "a.b");
+    static const struct {
+        const char *subject, *topic;
+    } cases[] = {{"x.b//c", "x/b//c"}, {"x./.d", "x//d"}, {"a./", "a/"},
+                 {"/.a", "/a"},        {"/./", "/"},      {"/././", "//"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        uint8_t t[64];
+        size_t k = nd_mqtt_subject_to_topic(cases[i].subject, strlen(cases[i].subject), false, t);
+        cr_assert(k == strlen(cases[i].topic) && memcmp(t, cases[i].topic, k) == 0, "%s -> %.*s",
+                  cases[i].subject, (int)k, t);
+    }
+}
+
+Test(mqtt_codec, fixed_flags)
+{
+    cr_assert_eq(nd_mqtt_fixed_flags(ND_MQTT_SUBSCRIBE), 2);
+    cr_assert_eq(nd_mqtt_fixed_flags(ND_MQTT_UNSUBSCRIBE), 2);
+    cr_assert_eq(nd_mqtt_fixed_flags(ND_MQTT_PUBREL), 2);
+    cr_assert_eq(nd_mqtt_fixed_flags(ND_MQTT_CONNECT), 0);
+    cr_assert_eq(nd_mqtt_fixed_flags(ND_MQTT_PINGREQ), 0);
 }
