@@ -377,15 +377,23 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
 {
     (void)ic;
     nd_mqtt_acct_t *ma = arg;
+    /* A loader's delivery shows the stored message's own subject. */
+    static const char spre[] = "$MQTT.sess.", rpre[] = "$MQTT.rmsgs.";
+    if (m->subject_len > sizeof spre - 1 && memcmp(m->subject, spre, sizeof spre - 1) == 0) {
+        on_loaded_msg(ctx, ma, REQ_STREAM_SESS, m);
+        return;
+    }
+    if (m->subject_len > sizeof rpre - 1 && memcmp(m->subject, rpre, sizeof rpre - 1) == 0) {
+        on_loaded_msg(ctx, ma, REQ_STREAM_RMSGS, m);
+        return;
+    }
     size_t il = strlen(ma->inbox);
     if (m->subject_len <= il + 1 || memcmp(m->subject, ma->inbox, il) != 0)
         return;
     const char *t = m->subject + il + 1;
     size_t tl = m->subject_len - il - 1;
-    if (tl > 2 && t[0] == 'l' && t[1] == '.') {
-        on_loaded_msg(ctx, ma, atoi(t + 2), m);
-        return;
-    }
+    nd_log_debug("MQTT: JetStream answer on %.*s: %.*s", (int)m->subject_len, m->subject,
+                 (int)m->data_len, m->data);
     json_error_t je;
     json_t *o = json_loadb(m->data, m->data_len, 0, &je);
     if (o == NULL)
@@ -410,6 +418,7 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
 {
     (void)ic;
     nd_mqtt_acct_t *ma = arg;
+    nd_log_debug("MQTT: account \"%s\" internal client ready", nd_acct_name(ma->acct));
     if (ma->next_req != 0)
         return; /* started already */
     ma->next_req = 1;

@@ -803,7 +803,8 @@ on_subscribe(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt
         return false;
     }
     uint16_t pi;
-    if (!nd_mqtt_read_u16(r, &pi) || pi == 0) {
+    /* nats-server 2.9.10 answers a packet identifier 0 as it is. */
+    if (!nd_mqtt_read_u16(r, &pi)) {
         proto_error(ctx, c, "invalid packet identifier");
         return false;
     }
