@@ -70,6 +70,7 @@ nd_mqtt_new(nd_server_t *srv, bool *failed)
         return NULL;
     }
     m->port = nd_listener_port(m->listener);
+    srv->mqtt_port = m->port; /* for /varz: before the pool starts, as server.h says */
     return m;
 }
 
