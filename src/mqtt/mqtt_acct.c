@@ -75,7 +75,7 @@ struct nd_mqtt_acct {
     int streams_done;
     bool loading_sess, loading_rmsgs; /* loader consumers still reading */
     uint32_t next_req;
-    pending_req_t *reqs;
+    pending_req_t *reqs, *reqs_tail; /* oldest first: answers come mostly in order */
     /* under mu */
     pthread_mutex_t mu;
     int state;         /* 0 starting, 1 ready, -1 failed */
@@ -351,24 +351,52 @@ on_loaded_msg(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, int which, const nd_imsg_t *m)
     }
 }
 
-static void
-on_consumer_reply(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint32_t n, json_t *o)
+static pending_req_t *
+req_take(nd_mqtt_acct_t *ma, uint32_t n)
 {
-    pending_req_t **pp = &ma->reqs;
-    while (*pp != NULL && (*pp)->n != n)
-        pp = &(*pp)->next;
-    pending_req_t *r = *pp;
+    pending_req_t *prev = NULL, *r = ma->reqs;
+    while (r != NULL && r->n != n) {
+        prev = r;
+        r = r->next;
+    }
+    if (r == NULL)
+        return NULL;
+    if (prev != NULL)
+        prev->next = r->next;
+    else
+        ma->reqs = r->next;
+    if (ma->reqs_tail == r)
+        ma->reqs_tail = prev;
+    return r;
+}
+
+static void
+req_add(nd_mqtt_acct_t *ma, pending_req_t *r)
+{
+    r->next = NULL;
+    if (ma->reqs_tail != NULL)
+        ma->reqs_tail->next = r;
+    else
+        ma->reqs = r;
+    ma->reqs_tail = r;
+}
+
+/* A consumer create (what: ND_MQTT_CALL_CONSUMER) or store (ND_MQTT_CALL_STORED) answered. */
+static void
+on_reply(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint32_t n, json_t *o, uint32_t what)
+{
+    pending_req_t *r = req_take(ma, n);
     if (r == NULL)
         return;
-    *pp = r->next;
-    json_t *err = json_object_get(o, "error");
+    json_t *err = o != NULL ? json_object_get(o, "error") : NULL;
     if (err != NULL)
-        nd_log_error("MQTT: cannot create consumer: %s",
+        nd_log_error("MQTT: %s failed: %s",
+                     what == ND_MQTT_CALL_CONSUMER ? "consumer create" : "store",
                      json_string_value(json_object_get(err, "description")));
-    nd_mqtt_consumer_done_t *d = nd_new(nd_mqtt_consumer_done_t);
+    nd_mqtt_done_t *d = nd_new(nd_mqtt_done_t);
     d->tag = r->tag;
-    d->ok = err == NULL;
-    call_conn(ctx, ma, r->cid, ND_MQTT_CALL_CONSUMER, d, nd_free);
+    d->ok = o != NULL && err == NULL;
+    call_conn(ctx, ma, r->cid, what, d, nd_free);
     nd_free(r);
 }
 
@@ -392,6 +420,13 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         return;
     const char *t = m->subject + il + 1;
     size_t tl = m->subject_len - il - 1;
+    if (tl > 2 && t[0] == 'p' && t[1] == '.') {
+        /* A store's PubAck (or a no-responders status: no JSON, a failure). */
+        json_t *o = json_loadb(m->data, m->data_len, 0, NULL);
+        on_reply(ctx, ma, (uint32_t)strtoul(t + 2, NULL, 10), o, ND_MQTT_CALL_STORED);
+        json_decref(o);
+        return;
+    }
     nd_log_debug("MQTT: JetStream answer on %.*s: %.*s", (int)m->subject_len, m->subject,
                  (int)m->data_len, m->data);
     json_error_t je;
@@ -401,7 +436,7 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     if (tl > 2 && (t[0] == 's' || t[0] == 'i') && t[1] == '.') {
         on_stream(ctx, ma, atoi(t + 2), o, t[0] == 'i');
     } else if (tl > 2 && t[0] == 'k' && t[1] == '.') {
-        on_consumer_reply(ctx, ma, (uint32_t)strtoul(t + 2, NULL, 10), o);
+        on_reply(ctx, ma, (uint32_t)strtoul(t + 2, NULL, 10), o, ND_MQTT_CALL_CONSUMER);
     } else if (tl == 2 && t[0] == 'l' && t[1] == 'c') {
         json_t *err = json_object_get(o, "error");
         if (err != NULL) {
@@ -513,7 +548,7 @@ typedef struct work {
     size_t hl, bl;
 } work_t;
 
-enum { WORK_STORE, WORK_CONSUMER, WORK_DELETE };
+enum { WORK_STORE, WORK_STORE_ACK, WORK_CONSUMER, WORK_DELETE };
 
 static void
 work_free(void *p)
@@ -534,16 +569,20 @@ run_work(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     case WORK_STORE:
         nd_iclient_publish(ctx, ic, w->subject, NULL, w->hdr, w->hl, w->body, w->bl);
         break;
+    case WORK_STORE_ACK:
     case WORK_CONSUMER: {
         pending_req_t *r = nd_new(pending_req_t);
         r->n = ma->next_req++;
         r->cid = w->cid;
         r->tag = w->tag;
-        r->next = ma->reqs;
-        ma->reqs = r;
-        char tail[24];
-        snprintf(tail, sizeof tail, "k.%u", r->n);
-        request(ctx, ma, w->subject, tail, w->body);
+        req_add(ma, r);
+        char reply[96];
+        snprintf(reply, sizeof reply, "%s.%c.%u", ma->inbox, w->kind == WORK_CONSUMER ? 'k' : 'p',
+                 r->n);
+        if (w->kind == WORK_CONSUMER)
+            nd_iclient_publish(ctx, ic, w->subject, reply, NULL, 0, w->body, strlen(w->body));
+        else
+            nd_iclient_publish(ctx, ic, w->subject, reply, w->hdr, w->hl, w->body, w->bl);
         break;
     }
     case WORK_DELETE:
@@ -567,6 +606,27 @@ send_work(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, work_t *w)
     }
     nd_iclient_call(ctx, ic, run_work, w, work_free);
     nd_iclient_unref(ctx, ic);
+}
+
+void
+nd_mqtt_acct_store_ack(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t tag,
+                       const char *subject, const char *hdr, size_t hl, const char *data, size_t dl)
+{
+    work_t *w = nd_new(work_t);
+    w->kind = WORK_STORE_ACK;
+    w->cid = cid;
+    w->tag = tag;
+    w->subject = nd_xstrdup(subject);
+    if (hdr != NULL && hl > 0) {
+        w->hdr = nd_xmalloc(hl);
+        memcpy(w->hdr, hdr, hl);
+        w->hl = hl;
+    }
+    w->body = nd_xmalloc(dl > 0 ? dl : 1);
+    if (dl > 0)
+        memcpy(w->body, data, dl);
+    w->bl = dl;
+    send_work(ctx, ma, w);
 }
 
 void
@@ -641,7 +701,7 @@ nd_mqtt_acct_consumer_delete(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *dura
 
 void
 nd_mqtt_retain_set(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *subj, uint8_t qos,
-                   const char *data, size_t len)
+                   const char *data, size_t len, uint64_t cid)
 {
     pthread_mutex_lock(&ma->mu);
     ret_apply(ma, subj, qos, data, len);
@@ -650,7 +710,10 @@ nd_mqtt_retain_set(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *subj, uint8_t 
     snprintf(s, sizeof s, "$MQTT.rmsgs.%s", subj);
     char h[64];
     int hl = snprintf(h, sizeof h, "NATS/1.0\r\nNmqtt-Pub:%c\r\n\r\n", '0' + qos);
-    nd_mqtt_acct_store(ctx, ma, s, h, (size_t)hl, data, len);
+    if (cid != 0)
+        nd_mqtt_acct_store_ack(ctx, ma, cid, ND_MQTT_TAG_NO_PUBACK, s, h, (size_t)hl, data, len);
+    else
+        nd_mqtt_acct_store(ctx, ma, s, h, (size_t)hl, data, len);
 }
 
 size_t

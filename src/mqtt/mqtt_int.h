@@ -48,13 +48,14 @@ typedef struct nd_mqtt_acct nd_mqtt_acct_t;
 /* What the account's internal client sends a connection (nd_pconn_send_call's `what`). */
 enum {
     ND_MQTT_CALL_READY = 1, /* the account is ready (or failed): go on with the CONNECT */
-    ND_MQTT_CALL_CONSUMER,  /* nd_mqtt_consumer_done_t: a consumer create answered */
+    ND_MQTT_CALL_CONSUMER,  /* nd_mqtt_done_t: a consumer create answered */
+    ND_MQTT_CALL_STORED,    /* nd_mqtt_done_t: a QoS 1 message is stored (tag: its packet id) */
 };
 
-typedef struct nd_mqtt_consumer_done {
+typedef struct nd_mqtt_done {
     uint32_t tag;
     bool ok;
-} nd_mqtt_consumer_done_t;
+} nd_mqtt_done_t;
 
 /* A retained message, copied out of the account's table. */
 typedef struct nd_mqtt_retained {
@@ -71,6 +72,11 @@ int nd_mqtt_acct_wait(nd_mqtt_acct_t *ma, uint64_t cid);
 /* Stores a message on a stream subject through the internal client (no reply). */
 void nd_mqtt_acct_store(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *subject, const char *hdr,
                         size_t hl, const char *data, size_t dl);
+/* As nd_mqtt_acct_store, answered: the connection cid gets ND_MQTT_CALL_STORED with tag once
+ * JetStream acknowledged it. */
+void nd_mqtt_acct_store_ack(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t tag,
+                            const char *subject, const char *hdr, size_t hl, const char *data,
+                            size_t dl);
 /* Acknowledges a JetStream delivery (publishes on its ack subject). */
 void nd_mqtt_acct_ack(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *ack_subject);
 /* Creates the durable push consumer of a QoS 1 subscription on $MQTT_msgs; the connection cid
@@ -78,9 +84,12 @@ void nd_mqtt_acct_ack(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *ack_subject
 void nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t tag,
                                   const char *durable, const char *filter, const char *deliver);
 void nd_mqtt_acct_consumer_delete(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *durable);
-/* Sets (len 0: deletes) the retained message of subj, in memory and in $MQTT_rmsgs. */
+/* Sets (len 0: deletes) the retained message of subj, in memory and in $MQTT_rmsgs. cid: the
+ * publishing connection, which then gets ND_MQTT_CALL_STORED with ND_MQTT_TAG_NO_PUBACK (0: a
+ * will, unanswered). */
 void nd_mqtt_retain_set(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *subj, uint8_t qos,
-                        const char *data, size_t len);
+                        const char *data, size_t len, uint64_t cid);
+#define ND_MQTT_TAG_NO_PUBACK 0x10000u /* a store that only counts in the connection's window */
 /* Copies the retained messages matching filter (a subject with wildcards). Returns: their
  * count; *out owned by the caller (each field nd_free'd). */
 size_t nd_mqtt_retain_match(nd_mqtt_acct_t *ma, const char *filter, nd_mqtt_retained_t **out);

@@ -35,6 +35,7 @@
 #define SUB_FWC_SUFFIX              " fwc"
 #define ND_MQTT_DEFAULT_MAX_PAYLOAD (1024 * 1024)
 #define ND_MQTT_MAX_PACKET          (64u * 1024 * 1024)
+#define STORE_WINDOW                64 /* QoS 1 stores in flight before a connection stops reading */
 
 /* One NATS subscription of the session (a filter "foo/#" has two: "foo.>" and its parent). */
 typedef struct sub {
@@ -67,6 +68,7 @@ typedef struct sess {
     sub_t *subs;
     size_t nsubs, subcap;
     uint32_t consumers_due;
+    uint32_t stores_due; /* QoS 1 publishes whose PUBACK waits for JetStream */
     uint32_t next_tag;
     post_t *post;
     size_t npost, postcap;
@@ -162,31 +164,46 @@ pub_header(char *h, uint8_t qos)
 }
 
 /* An MQTT publish (or will): delivered live; QoS 1 also stored in $MQTT_msgs for the QoS 1
- * subscriptions' consumers; retained also kept in $MQTT_rmsgs (an empty one deletes). */
-static void
+ * subscriptions' consumers; retained also kept in $MQTT_rmsgs (an empty one deletes).
+ * client: a PUBLISH (not a will), whose stores count in the connection's window and whose
+ * PUBACK (packet id pi) waits for the QoS 1 store. Returns: whether that PUBACK now comes with
+ * ND_MQTT_CALL_STORED (else the caller sends it). */
+static bool
 publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, size_t sl, uint8_t qos,
-        bool retain, const char *data, size_t dl)
+        bool retain, const char *data, size_t dl, bool client, uint16_t pi)
 {
     char h[64];
     size_t hl = pub_header(h, qos);
     if (!nd_pconn_publish(ctx, c, subj, sl, NULL, 0, h, hl, data, dl))
-        return; /* denied by permissions: nothing stored either */
+        return false; /* denied by permissions: nothing stored either (nats-server acks it) */
     if (s->ma == NULL)
-        return;
+        return false;
+    bool later = false;
     if (qos > 0) {
         size_t n = sl + 16;
         char *ms = nd_xmalloc(n);
         snprintf(ms, n, "$MQTT.msgs.%.*s", (int)sl, subj);
-        nd_mqtt_acct_store(ctx, s->ma, ms, h, hl, data, dl);
+        if (client) {
+            /* nats-server acknowledges once the message is stored: so do we, and the
+             * connection reads on only while few stores are in flight (STORE_WINDOW). */
+            nd_mqtt_acct_store_ack(ctx, s->ma, nd_pconn_cid(c), pi, ms, h, hl, data, dl);
+            s->stores_due++;
+            later = true;
+        } else {
+            nd_mqtt_acct_store(ctx, s->ma, ms, h, hl, data, dl);
+        }
         nd_free(ms);
     }
     if (retain) {
         char *rs = nd_xmalloc(sl + 1);
         memcpy(rs, subj, sl);
         rs[sl] = '\0';
-        nd_mqtt_retain_set(ctx, s->ma, rs, qos, data, dl);
+        nd_mqtt_retain_set(ctx, s->ma, rs, qos, data, dl, client ? nd_pconn_cid(c) : 0);
+        if (client)
+            s->stores_due++;
         nd_free(rs);
     }
+    return later;
 }
 
 /* ---- CONNECT ---- */
@@ -609,10 +626,11 @@ on_publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt_r
     }
     const char *data = (const char *)r->p + r->off;
     size_t dl = r->len - r->off;
-    publish(ctx, c, s, subj, sl, qos, (flags & ND_MQTT_PF_RETAIN) != 0, data, dl);
+    bool later =
+        publish(ctx, c, s, subj, sl, qos, (flags & ND_MQTT_PF_RETAIN) != 0, data, dl, true, pi);
     if (subj != stack)
         nd_free(subj);
-    if (qos == 1)
+    if (qos == 1 && !later)
         write_ack(c, ND_MQTT_PUBACK << 4, pi);
     return true;
 }
@@ -967,7 +985,8 @@ on_input(nd_ctx_t *ctx, struct nd_conn *c, const char *buf, size_t len, size_t *
     bool limited = mp != ND_MQTT_DEFAULT_MAX_PAYLOAD;
     uint64_t max = limited ? (uint64_t)mp + 65536 + 64 : ND_MQTT_MAX_PACKET;
     while (off < len && !nd_pconn_closing(c)) {
-        if (s->waiting || nd_pconn_subs_due(c) > 0 || s->suback_len > 0 || s->consumers_due > 0) {
+        if (s->waiting || nd_pconn_subs_due(c) > 0 || s->suback_len > 0 || s->consumers_due > 0 ||
+            s->stores_due >= STORE_WINDOW) {
             /* The SUBACK of a SUBSCRIBE before this packet waits for the sublist: so does the
              * packet (a PUBLISH must see the subscription, as nats-server's would). */
             nd_pconn_pause(c);
@@ -1138,6 +1157,24 @@ on_call(nd_ctx_t *ctx, struct nd_conn *c, uint32_t what, void *data)
             nd_pconn_resume(ctx, c);
         return;
     }
+    if (what == ND_MQTT_CALL_STORED) {
+        nd_mqtt_done_t *d = data;
+        uint32_t tag = d->tag;
+        bool ok = d->ok;
+        nd_free(d);
+        if (s == NULL || s->stores_due == 0)
+            return;
+        s->stores_due--;
+        if (!ok) {
+            /* nats-server closes the connection when the store fails. */
+            proto_error(ctx, c, "could not store a QoS 1 message");
+            return;
+        }
+        if (tag != ND_MQTT_TAG_NO_PUBACK)
+            write_ack(c, ND_MQTT_PUBACK << 4, (uint16_t)tag);
+        nd_pconn_resume(ctx, c);
+        return;
+    }
     if (what == ND_MQTT_CALL_CONSUMER) {
         nd_free(data);
         if (s == NULL || s->consumers_due == 0)
@@ -1156,8 +1193,8 @@ on_closing(nd_ctx_t *ctx, struct nd_conn *c, nd_close_reason_t reason)
         return;
     bool replaced = s->cid != NULL && nd_mqtt_cid_drop(s->m, s->cid);
     if (s->connected && s->has_will && !s->will_off && !replaced)
-        publish(ctx, c, s, s->will_subject, s->will_subject_len, s->will_qos, s->will_retain,
-                (const char *)s->will_msg, s->will_len);
+        (void)publish(ctx, c, s, s->will_subject, s->will_subject_len, s->will_qos, s->will_retain,
+                      (const char *)s->will_msg, s->will_len, false, 0);
     if (s->connected && s->clean && !replaced) {
         /* A clean session lasts as long as its connection (MQTT-3.1.2-6). */
         for (size_t i = 0; i < s->nsubs; i++)
