@@ -1032,9 +1032,10 @@ on_input(nd_ctx_t *ctx, struct nd_conn *c, const char *buf, size_t len, size_t *
 }
 
 /* The tokens of a JetStream ack subject ($JS.ACK.<stream>.<consumer>.<dc>.<sseq>.<dseq>.<ts>.
- * <pending>): the delivery count, and the length of the prefix that names the message. */
+ * <pending>): the delivery count, the stream sequence, and the length of the prefix that names
+ * the consumer. */
 static bool
-parse_ack(const char *r, size_t n, uint64_t *dc, size_t *key_len)
+parse_ack(const char *r, size_t n, uint64_t *dc, uint64_t *sseq, size_t *cons_len)
 {
     size_t dots[9], nd = 0;
     for (size_t i = 0; i < n && nd < 9; i++)
@@ -1043,7 +1044,8 @@ parse_ack(const char *r, size_t n, uint64_t *dc, size_t *key_len)
     if (nd != 8)
         return false;
     *dc = strtoull(r + dots[3] + 1, NULL, 10);
-    *key_len = dots[5]; /* through the stream sequence */
+    *sseq = strtoull(r + dots[4] + 1, NULL, 10);
+    *cons_len = dots[3];
     return true;
 }
 
@@ -1062,9 +1064,9 @@ on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
             return;
         const char *subj = m->subject + sizeof mpre - 1;
         size_t sl = m->subject_len - (sizeof mpre - 1);
-        uint64_t dc;
+        uint64_t dc, sseq;
         size_t kl;
-        if (!parse_ack(m->reply, m->reply_len, &dc, &kl))
+        if (!parse_ack(m->reply, m->reply_len, &dc, &sseq, &kl))
             return;
         if (subj[0] == '$' && nd_mqtt_filter_reserved(u->subject, strlen(u->subject))) {
             nd_mqtt_acct_ack(ctx, s->ma, m->reply);
@@ -1076,8 +1078,10 @@ on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
             /* A redelivery: the same packet id, with DUP. */
             for (size_t i = 0; i < s->npend; i++) {
                 pend_t *p = &s->pend[i];
-                if (p->ack != NULL && strlen(p->ack) > kl && memcmp(p->ack, m->reply, kl) == 0 &&
-                    p->ack[kl] == '.') {
+                uint64_t pdc, pseq;
+                size_t pkl;
+                if (p->ack != NULL && parse_ack(p->ack, strlen(p->ack), &pdc, &pseq, &pkl) &&
+                    pkl == kl && pseq == sseq && memcmp(p->ack, m->reply, kl) == 0) {
                     nd_free(p->ack);
                     p->ack = nd_xmalloc(m->reply_len + 1);
                     memcpy(p->ack, m->reply, m->reply_len);
