@@ -431,8 +431,14 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
                  (int)m->data_len, m->data);
     json_error_t je;
     json_t *o = json_loadb(m->data, m->data_len, 0, &je);
-    if (o == NULL)
+    if (o == NULL) {
+        /* A status without JSON: nobody answers JetStream's API in this account. */
+        if (tl > 2 && t[0] == 'k' && t[1] == '.')
+            on_reply(ctx, ma, (uint32_t)strtoul(t + 2, NULL, 10), NULL, ND_MQTT_CALL_CONSUMER);
+        else if (ma->state == 0)
+            set_state(ctx, ma, -1);
         return;
+    }
     if (tl > 2 && (t[0] == 's' || t[0] == 'i') && t[1] == '.') {
         on_stream(ctx, ma, atoi(t + 2), o, t[0] == 'i');
     } else if (tl > 2 && t[0] == 'k' && t[1] == '.') {
@@ -457,6 +463,10 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     if (ma->next_req != 0)
         return; /* started already */
     ma->next_req = 1;
+    /* js_api_timeout: without every answer by then, the account's MQTT is unavailable. */
+    const nd_mqtt_opts_t *mo = ma->m->mo;
+    int64_t to = mo->js_api_timeout_ms > 0 ? mo->js_api_timeout_ms : 5000;
+    nd_iclient_timer(ctx, ic, (uint64_t)to * 1000000ull);
     for (int i = 0; i < NSTREAMS; i++) {
         char subj[96], tail[8];
         snprintf(subj, sizeof subj, "$JS.API.STREAM.CREATE.%s", stream_names[i]);
@@ -481,8 +491,24 @@ on_close(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     pthread_mutex_unlock(&ma->mu);
 }
 
+static void
+on_timer(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
+{
+    (void)ic;
+    nd_mqtt_acct_t *ma = arg;
+    pthread_mutex_lock(&ma->mu);
+    int st = ma->state;
+    pthread_mutex_unlock(&ma->mu);
+    if (st == 0) {
+        nd_log_error("MQTT: JetStream did not answer in time for account \"%s\"",
+                     nd_acct_name(ma->acct));
+        set_state(ctx, ma, -1);
+    }
+}
+
 static const nd_iclient_hooks_t hooks = {
     .on_msg = on_msg,
+    .on_timer = on_timer,
     .on_ready = on_ready,
     .on_close = on_close,
 };

@@ -397,9 +397,14 @@ static bool
 connect_finish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, int st)
 {
     if (st < 0) {
-        write_connack(c, false, ND_MQTT_RC_UNAVAILABLE);
+        /* nats-server closes without a CONNACK ("unable to connect: ... JetStream not enabled
+         * for account"). */
         s->has_will = false;
-        proto_error(ctx, c, "JetStream is not available for MQTT in this account");
+        nd_log_error("%s:%d - mid:%llu - \"%s\" - unable to connect: JetStream not available "
+                     "for account \"%s\"",
+                     nd_pconn_ip(c), nd_pconn_port(c), (unsigned long long)nd_pconn_cid(c), s->id,
+                     nd_acct_name(nd_pconn_account(c)));
+        nd_pconn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
         return false;
     }
     /* The client id is ours now; a connection that held it closes without its will. */

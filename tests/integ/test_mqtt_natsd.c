@@ -151,18 +151,22 @@ read_pkt(int fd, uint8_t *tf, pkt_t *body)
     cr_assert(recv_n(fd, body->b, rl));
 }
 
-static void
+/* Reads until the server closes. Returns: the bytes that came before. */
+static size_t
 expect_close(int fd)
 {
     uint8_t b[256];
+    size_t total = 0;
     for (;;) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         cr_assert(poll(&pf, 1, 15000) == 1, "the server did not close the connection");
         ssize_t k = recv(fd, b, sizeof b, 0);
         if (k <= 0)
             break;
+        total += (size_t)k;
     }
     close(fd);
+    return total;
 }
 
 typedef struct {
@@ -171,9 +175,8 @@ typedef struct {
     bool persistent;
 } copts_t;
 
-/* CONNECT; returns the CONNACK's return code (and leaves the connection open). */
-static int
-mq_connect(int fd, const copts_t *o)
+static void
+mq_connect_send(int fd, const copts_t *o)
 {
     pkt_t b = {.n = 0}, p;
     put_str(&b, "MQTT");
@@ -198,6 +201,14 @@ mq_connect(int fd, const copts_t *o)
         put_str(&b, o->pass);
     frame(&p, 0x10, &b);
     send_all(fd, p.b, p.n);
+}
+
+/* CONNECT; returns the CONNACK's return code (and leaves the connection open). */
+static int
+mq_connect(int fd, const copts_t *o)
+{
+    mq_connect_send(fd, o);
+    pkt_t b;
     uint8_t tf;
     read_pkt(fd, &tf, &b);
     cr_assert_eq(tf, 0x20);
@@ -365,7 +376,7 @@ Test(mqtt_natsd, keep_alive)
     copts_t o = {.cid = "ka", .ka = 1, .will_topic = "ka/will", .will_msg = "bye"};
     cr_assert_eq(mq_connect(fd, &o), 0);
     mq_ping(fd);
-    expect_close(fd);
+    cr_assert_eq(expect_close(fd), 0);
     ND_EXPECT(n, "MSG ka.will 1 3\r\nbye\r\n");
     nd_integ_conn_close(n);
 }
@@ -481,6 +492,7 @@ Test(mqtt_natsd, accounts_and_permissions)
        "  A { users: [ {user: a, password: a, permissions: {publish: {deny: \"secret.>\"},"
        " subscribe: {deny: \"hidden.>\"}}}, {user: a2, password: a2} ], jetstream: enabled }\n"
        "  B { users: [ {user: b, password: b} ], jetstream: enabled }\n"
+       "  C { users: [ {user: c, password: c} ] }\n"
        "}\n");
     nd_integ_conn_t *na = nats_open("a2:a2", ">");
     nd_integ_conn_t *nb = nats_open("b:b", ">");
@@ -519,6 +531,11 @@ Test(mqtt_natsd, accounts_and_permissions)
     copts_t ob = {.cid = "bad", .user = "a", .pass = "x"};
     cr_assert_eq(mq_connect(bad, &ob), 5);
     expect_close(bad);
+    /* An account without JetStream: closed without a CONNACK, as nats-server. */
+    int nojs = dial();
+    copts_t oc = {.cid = "nojs", .user = "c", .pass = "c"};
+    mq_connect_send(nojs, &oc);
+    cr_assert_eq(expect_close(nojs), 0);
     close(fd);
     nd_integ_conn_close(na);
     nd_integ_conn_close(nb);
