@@ -2,7 +2,7 @@
  * speaks to JetStream for the account's MQTT connections, and what it loaded from JetStream.
  *
  * JetStream is reached only through this internal client (DESIGN.md §6): `$JS.API.>` requests
- * with replies on its inbox `$MQTT.JSA.<n>.>`, and stores (publishes on the streams' subjects).
+ * with replies on its inbox `$MQTT.JSA.<server id>.<n>.>`, and stores (publishes on the streams' subjects).
  * On its first turn it creates nats-server's streams, `$MQTT_sess` (sessions, one per client id
  * subject), `$MQTT_msgs` (QoS 1 messages, interest retention) and `$MQTT_rmsgs` (retained
  * messages, one per subject), then reads every stored session and retained message through an
@@ -70,7 +70,7 @@ struct nd_mqtt_acct {
     nd_mqtt_t *m;
     nd_acct_t *acct; /* identity only: the account's own actor keeps it */
     nd_iclient_t *ic;
-    char inbox[48]; /* "$MQTT.JSA.<n>" */
+    char inbox[48]; /* "$MQTT.JSA.<server id>.<n>" */
     /* the internal client's own turn */
     int streams_done;
     bool loading_sess, loading_rmsgs; /* loader consumers still reading */
@@ -525,7 +525,10 @@ nd_mqtt_acct_get(nd_ctx_t *ctx, nd_mqtt_t *m, nd_acct_t *acct)
         ma->m = m;
         ma->acct = acct;
         pthread_mutex_init(&ma->mu, NULL);
-        snprintf(ma->inbox, sizeof ma->inbox, "$MQTT.JSA.%u", ++m->naccts);
+        /* The server's id in the inbox: servers joined by routes or leaf connections share
+         * subjects, and each one's answers must come back to it alone. */
+        snprintf(ma->inbox, sizeof ma->inbox, "$MQTT.JSA.%.16s.%u", m->srv->server_id,
+                 ++m->naccts);
         ma->next = m->accts;
         m->accts = ma;
         char sub[64];
