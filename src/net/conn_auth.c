@@ -227,6 +227,8 @@ creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
     cr->ip = c->ip;
     cr->tls_map = c->tls != NULL && c->tls->verify_and_map;
     cr->tls_names = &c->tls_names;
+    cr->conn_type = c->kind == ND_CONN_MQTT ? ND_CONN_TYPE_MQTT : 0;
+    cr->no_auth_user = NULL;
 }
 
 static void
@@ -283,7 +285,8 @@ nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
 
 bool
 nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pass,
-                   const char *own_user, const char *own_pass, const char *own_token)
+                   const char *own_user, const char *own_pass, const char *own_token,
+                   const char *no_auth_user)
 {
     nd_free(c->cr_user);
     nd_free(c->cr_pass);
@@ -312,6 +315,7 @@ nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pa
     nd_auth_creds_t cr;
     nd_auth_grant_t g;
     creds_of(c, &cr);
+    cr.no_auth_user = no_auth_user;
     bool ok = a != NULL && nd_auth_check(a, &cr, &g);
     if (!ok) {
         nd_auth_unref(ctx, a);

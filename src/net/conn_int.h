@@ -327,7 +327,8 @@ bool nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, struct json_t *o);
  * against the listener's own single user (own_user/own_pass) or token. Nothing is written.
  * Returns: true when authorized (false may also mean closed, over an account limit). */
 bool nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pass,
-                        const char *own_user, const char *own_pass, const char *own_token);
+                        const char *own_user, const char *own_pass, const char *own_token,
+                        const char *no_auth_user);
 /* A first op other than CONNECT while not authenticated. Returns: false when it closed. */
 bool nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c);
 /* PUB/HPUB check for a connection with permissions. Returns: false when refused (-ERR written). */

@@ -189,13 +189,15 @@ nd_pconn_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pass,
                const nd_pconn_auth_t *override, const char *name)
 {
     /* No RTT estimate: nats-server shows 0s for MQTT connections. */
-    const char *ou = NULL, *op = NULL, *ot = NULL;
+    const char *ou = NULL, *op = NULL, *ot = NULL, *na = NULL;
     if (override != NULL && (override->user != NULL || override->token != NULL)) {
         ou = override->user;
         op = override->pass;
         ot = override->token;
     }
-    if (!nd_conn_auth_login(ctx, c, user, pass, ou, op, ot))
+    if (override != NULL && override->no_auth_user != NULL && override->no_auth_user[0])
+        na = override->no_auth_user;
+    if (!nd_conn_auth_login(ctx, c, user, pass, ou, op, ot, na))
         return false;
     if (c->closing)
         return false;

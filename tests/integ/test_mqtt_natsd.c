@@ -566,3 +566,38 @@ Test(mqtt_natsd, own_authorization)
     cr_assert_eq(mq_connect(fd, &none), 5);
     expect_close(fd);
 }
+
+/* Users' allowed_connection_types know MQTT, and mqtt { no_auth_user } logs in a client that
+ * brings no credentials (both as nats-server 2.9.10). */
+Test(mqtt_natsd, connection_types_and_no_auth_user)
+{
+    char extra[512];
+    mqtt_port = nd_integ_free_port();
+    snprintf(extra, sizeof extra,
+             "authorization { users = [ {user: m, password: m, allowed_connection_types: "
+             "[\"MQTT\"]}, {user: s, password: s, allowed_connection_types: [\"STANDARD\"]} ] }\n"
+             "mqtt { host: 127.0.0.1, port: %d, no_auth_user: m }\n",
+             mqtt_port);
+    int keep = mqtt_port;
+    up(extra);
+    mqtt_port = keep;
+    int fd = dial();
+    copts_t none = {.cid = "na1"};
+    cr_assert_eq(mq_connect(fd, &none), 0);
+    mq_ping(fd);
+    close(fd);
+    fd = dial();
+    copts_t s = {.cid = "na2", .user = "s", .pass = "s"};
+    cr_assert_eq(mq_connect(fd, &s), 5);
+    expect_close(fd);
+    fd = dial();
+    copts_t m = {.cid = "na3", .user = "m", .pass = "m"};
+    cr_assert_eq(mq_connect(fd, &m), 0);
+    mq_ping(fd);
+    close(fd);
+    /* The MQTT-only user cannot log in as a NATS client. */
+    nd_integ_conn_t *n = nd_integ_conn_open(srv);
+    ND_SEND(n, "CONNECT {\"verbose\":false,\"user\":\"m\",\"pass\":\"m\"}\r\n");
+    ND_EXPECT(n, "-ERR 'Authorization Violation'\r\n");
+    nd_integ_conn_close(n);
+}
