@@ -2,9 +2,9 @@
  * speaks to JetStream for the account's MQTT connections, and what it loaded from JetStream.
  *
  * JetStream is reached only through this internal client (DESIGN.md §6): `$JS.API.>` requests
- * with replies on its inbox `$MQTT.JSA.<server id>.<n>.>`, and stores (publishes on the streams' subjects).
- * On its first turn it creates nats-server's streams, `$MQTT_sess` (sessions, one per client id
- * subject), `$MQTT_msgs` (QoS 1 messages, interest retention) and `$MQTT_rmsgs` (retained
+ * with replies on its inbox `$MQTT.JSA.<server id>.<n>.>`, and stores (publishes on the streams'
+ * subjects). On its first turn it creates nats-server's streams, `$MQTT_sess` (sessions, one per
+ * client id subject), `$MQTT_msgs` (QoS 1 messages, interest retention) and `$MQTT_rmsgs` (retained
  * messages, one per subject), then reads every stored session and retained message through an
  * ephemeral consumer each (the last one's ack subject says 0 pending). Until then CONNECTs wait
  * (the account is "not ready"); once ready, connections read sessions and retained messages
@@ -527,8 +527,7 @@ nd_mqtt_acct_get(nd_ctx_t *ctx, nd_mqtt_t *m, nd_acct_t *acct)
         pthread_mutex_init(&ma->mu, NULL);
         /* The server's id in the inbox: servers joined by routes or leaf connections share
          * subjects, and each one's answers must come back to it alone. */
-        snprintf(ma->inbox, sizeof ma->inbox, "$MQTT.JSA.%.16s.%u", m->srv->server_id,
-                 ++m->naccts);
+        snprintf(ma->inbox, sizeof ma->inbox, "$MQTT.JSA.%.16s.%u", m->srv->server_id, ++m->naccts);
         ma->next = m->accts;
         m->accts = ma;
         char sub[64];

@@ -673,6 +673,20 @@ subscribe_sid(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, siz
     return true;
 }
 
+static void
+post_add(sess_t *s, const char *filter, size_t n, uint8_t qos)
+{
+    if (s->npost == s->postcap) {
+        s->postcap = s->postcap ? s->postcap * 2 : 4;
+        s->post = nd_xrealloc(s->post, s->postcap * sizeof(*s->post));
+    }
+    s->post[s->npost].filter = nd_xmalloc(n + 1);
+    memcpy(s->post[s->npost].filter, filter, n);
+    s->post[s->npost].filter[n] = '\0';
+    s->post[s->npost].qos = qos;
+    s->npost++;
+}
+
 /* Subscribes to one filter (subject form). Returns: the SUBACK code. */
 static uint8_t
 subscribe_one(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, size_t sl, uint8_t qos)
@@ -689,15 +703,9 @@ subscribe_one(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, siz
                                 granted);
         }
     }
-    if (s->npost == s->postcap) {
-        s->postcap = s->postcap ? s->postcap * 2 : 4;
-        s->post = nd_xrealloc(s->post, s->postcap * sizeof(*s->post));
-    }
-    s->post[s->npost].filter = nd_xmalloc(sl + 1);
-    memcpy(s->post[s->npost].filter, subj, sl);
-    s->post[s->npost].filter[sl] = '\0';
-    s->post[s->npost].qos = granted;
-    s->npost++;
+    post_add(s, subj, sl, granted);
+    if (nd_mqtt_needs_parent_sub(subj, sl))
+        post_add(s, subj, sl - 2, granted); /* "foo/#" also gets foo's retained message */
     return granted;
 }
 
