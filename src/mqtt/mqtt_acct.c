@@ -533,7 +533,9 @@ nd_mqtt_acct_get(nd_ctx_t *ctx, nd_mqtt_t *m, nd_acct_t *acct)
         char sub[64];
         snprintf(sub, sizeof sub, "%s.>", ma->inbox);
         const char *subs[1] = {sub};
-        nd_iclient_spawn(ctx, m->srv, acct, ND_CONN_SYSTEM, "mqtt", subs, 1, 0, &hooks, ma,
+        /* Its answers (PubAcks) must never be refused: each connection has at most
+         * STORE_WINDOW stores in flight, so the queue is bounded by the connections. */
+        nd_iclient_spawn(ctx, m->srv, acct, ND_CONN_SYSTEM, "mqtt", subs, 1, 1u << 30, &hooks, ma,
                          &ma->ic);
     }
     pthread_mutex_unlock(&m->mu);
