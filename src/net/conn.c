@@ -137,7 +137,7 @@ void
 nd_conn_write_err(nd_conn_t *c, nd_err_t err)
 {
     const char *text = nd_err_proto_text(err);
-    if (text == NULL)
+    if (text == NULL || c->proto != NULL) /* a protocol connection has no -ERR line */
         return;
     char line[256];
     int n = snprintf(line, sizeof line, "-ERR '%s'\r\n", text);

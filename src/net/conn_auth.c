@@ -228,7 +228,7 @@ creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
     cr->tls_map = c->tls != NULL && c->tls->verify_and_map;
     cr->tls_names = &c->tls_names;
     cr->conn_type = c->kind == ND_CONN_MQTT ? ND_CONN_TYPE_MQTT : 0;
-    cr->no_auth_user = NULL;
+    cr->no_auth_user = c->no_auth_override;
 }
 
 static void
@@ -301,6 +301,7 @@ nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pa
                       : pass != NULL && strcmp(pass, own_token) == 0;
         if (ok) {
             c->authed = true;
+            c->auth_own = true; /* a reload's re-check does not apply (nd_conn_auth_recheck) */
             nd_timer_cancel(ctx, &c->auth_timer);
             nd_connreg_set_user(c->srv->connreg, &c->mon, user, nd_acct_name(c->acct));
         }
@@ -314,8 +315,8 @@ nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pa
     nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
     nd_auth_creds_t cr;
     nd_auth_grant_t g;
+    c->no_auth_override = no_auth_user;
     creds_of(c, &cr);
-    cr.no_auth_user = no_auth_user;
     bool ok = a != NULL && nd_auth_check(a, &cr, &g);
     if (!ok) {
         nd_auth_unref(ctx, a);
@@ -361,6 +362,8 @@ nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c)
 static void
 write_perm_err(nd_conn_t *c, const char *text, size_t n)
 {
+    if (c->proto != NULL)
+        return; /* a protocol connection has no -ERR line (MQTT: nothing is sent) */
     nd_conn_write(c, "-ERR '", 6);
     nd_conn_write(c, text, n);
     nd_conn_write(c, "'\r\n", 3);
@@ -475,7 +478,7 @@ swap_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_permset_t *perms)
 void
 nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c)
 {
-    if (c->closing || !c->authed)
+    if (c->closing || !c->authed || c->auth_own)
         return;
     nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
     if (a == NULL) /* shutting down */

@@ -247,6 +247,8 @@ typedef struct nd_conn {
 
     /* a protocol connection's own (pconn.c), owner only */
     void *pstate, *parg;
+    bool auth_own;                /* logged in as its listener's own user or token */
+    const char *no_auth_override; /* its listener's no_auth_user (the options', immutable) */
     nd_timer_t ptimer;
     size_t pneed; /* bytes the incomplete packet at the end of the input needs (0: unknown) */
 
