@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "actors/alloc.h"
+#include "net/tls.h"
 #include "util/log.h"
 
 int
@@ -34,7 +35,7 @@ static void
 on_accept(nd_ctx_t *ctx, int fd, void *arg)
 {
     nd_mqtt_t *m = arg;
-    nd_pconn_spawn(ctx, m->srv, fd, &nd_mqtt_proto, m);
+    nd_pconn_spawn(ctx, m->srv, fd, &nd_mqtt_proto, m, m->tls);
 }
 
 nd_mqtt_t *
@@ -52,6 +53,17 @@ nd_mqtt_new(nd_server_t *srv, bool *failed)
     m->auth.pass = mo->pass;
     m->auth.token = mo->token;
     m->auth.no_auth_user = mo->no_auth_user;
+    if (mo->tls != NULL) {
+        char err[256];
+        m->tls = nd_tls_ctx_new(mo->tls, err, sizeof err);
+        if (m->tls == NULL) {
+            nd_log_error("mqtt: %s", err);
+            *failed = true;
+            pthread_mutex_destroy(&m->mu);
+            nd_free(m);
+            return NULL;
+        }
+    }
     m->listener = nd_listener_bind(&(nd_listener_decl_t){
         .host = mo->host,
         .port = mo->port,
@@ -65,6 +77,7 @@ nd_mqtt_new(nd_server_t *srv, bool *failed)
     });
     if (m->listener == NULL) {
         *failed = true;
+        nd_tls_ctx_unref(m->tls);
         pthread_mutex_destroy(&m->mu);
         nd_free(m);
         return NULL;
@@ -81,7 +94,8 @@ nd_mqtt_start(nd_mqtt_t *m)
         return;
     nd_listener_start(m->listener, m->srv->pool, m->srv->poller);
     const char *h = m->mo->host != NULL && m->mo->host[0] ? m->mo->host : "0.0.0.0";
-    nd_log_info("Listening for MQTT clients on mqtt://%s:%d", h, m->port);
+    nd_log_info("Listening for MQTT clients on %s://%s:%d", m->tls != NULL ? "tls" : "mqtt", h,
+                m->port);
 }
 
 void
@@ -97,6 +111,7 @@ nd_mqtt_free(nd_mqtt_t *m)
     if (m == NULL)
         return;
     nd_listener_free(m->listener);
+    nd_tls_ctx_unref(m->tls);
     nd_mqtt_acct_free_all(m);
     pthread_mutex_destroy(&m->mu);
     nd_free(m);

@@ -33,6 +33,7 @@ struct nd_mqtt {
     const nd_mqtt_opts_t *mo;
     nd_listener_t *listener;
     int port;
+    struct nd_tls_ctx *tls; /* mqtt { tls }, or NULL */
     nd_pconn_auth_t auth; /* the block's own authorization, or all NULL */
     int64_t auth_timeout_ms;
     /* the client-id table and the accounts' MQTT states, under mu */

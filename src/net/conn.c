@@ -969,13 +969,15 @@ conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, 
 static void
 spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struct nd_route *rt,
              struct nd_ws_srv *ws, struct nd_leaf *lf, nd_acct_t *acct,
-             const struct nd_pconn_proto *proto, void *parg)
+             const struct nd_pconn_proto *proto, void *parg, struct nd_tls_ctx *ptls)
 {
     nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
     conn_init(c, srv, acct != NULL ? acct : srv->gacct, kind, fd, false);
     c->ws = ws;
     c->proto = proto;
     c->parg = parg;
+    if (ptls != NULL)
+        c->tls = nd_tls_ctx_ref(ptls); /* the protocol listener's TLS (pconn.c) */
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
     nd_proto_parser_init(
@@ -1032,31 +1034,32 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
 void
 nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, NULL, NULL, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 void
 nd_conn_spawn_ws(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_ws_srv *ws)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, ws, NULL, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, ws, NULL, NULL, NULL, NULL, NULL);
 }
 
 void
 nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt, NULL, NULL, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 void
-nd_pconn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd, const nd_pconn_proto_t *proto, void *arg)
+nd_pconn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd, const nd_pconn_proto_t *proto, void *arg,
+               struct nd_tls_ctx *tls)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_MQTT, NULL, NULL, NULL, NULL, proto, arg);
+    spawn_socket(ctx, srv, fd, ND_CONN_MQTT, NULL, NULL, NULL, NULL, proto, arg, tls);
 }
 
 void
 nd_conn_spawn_leaf(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_leaf *lf, nd_acct_t *acct)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_LEAF, NULL, NULL, lf, acct, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_LEAF, NULL, NULL, lf, acct, NULL, NULL, NULL);
     nd_actor_unref(ctx, &acct->actor); /* the connection took its own */
 }
 

@@ -18,7 +18,9 @@ nd_pconn_on_start(nd_ctx_t *ctx, nd_conn_t *c)
     int32_t conns = atomic_fetch_add_explicit(&s->nconns, 1, memory_order_relaxed) + 1;
     c->counted = true;
     nd_connreg_add(s->connreg, &c->mon);
-    nd_conn_auth_begin(ctx, c);
+    nd_conn_auth_begin(ctx, c); /* its default timeout reads c->tls */
+    if (c->tls != NULL)
+        nd_conn_tls_begin_ws(ctx, c); /* the handshake first, no INFO (conn_tls.c) */
     if (conns > nd_server_live_get(s, max_connections)) {
         nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", c->ip, c->port,
                      (unsigned long long)c->cid);

@@ -59,9 +59,12 @@ typedef struct nd_pconn_proto {
 } nd_pconn_proto_t;
 
 /* Creates the connection actor for an accepted socket (kind ND_CONN_MQTT). proto and arg outlive
- * it. Owns: fd. Ctx: a worker (the listener actor's turn). */
+ * it. tls: the listener's TLS context (the connection takes a reference; the handshake comes
+ * first, before any byte reaches `input`), or NULL. Owns: fd. Ctx: a worker (the listener
+ * actor's turn). */
+struct nd_tls_ctx;
 void nd_pconn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd, const nd_pconn_proto_t *proto,
-                    void *arg);
+                    void *arg, struct nd_tls_ctx *tls);
 
 void *nd_pconn_arg(const struct nd_conn *c);
 void *nd_pconn_state(const struct nd_conn *c);

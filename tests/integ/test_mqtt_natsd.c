@@ -601,3 +601,48 @@ Test(mqtt_natsd, connection_types_and_no_auth_user)
     ND_EXPECT(n, "-ERR 'Authorization Violation'\r\n");
     nd_integ_conn_close(n);
 }
+
+/* mqtt { tls }: the handshake comes first (a plain CONNECT gets nothing back), and a TLS client
+ * (mosquitto_pub --cafile) publishes. */
+Test(mqtt_natsd, tls)
+{
+    char ca[256], cert[256], key[256], cmd[2048];
+    nd_integ_conf_file(&conf, "ca.pem", ca, sizeof ca);
+    nd_integ_conf_file(&conf, "server.pem", cert, sizeof cert);
+    nd_integ_conf_file(&conf, "server.key", key, sizeof key);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", ca);
+    *strrchr(dir, '/') = '\0';
+    snprintf(cmd, sizeof cmd,
+             "set -e; cd %s; K='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'; "
+             "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj '/CN=mqtt CA'; "
+             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > srv.ext; "
+             "openssl req $K -keyout server.key -out server.csr -subj '/CN=localhost'; "
+             "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+             "-out server.pem -days 2 -extfile srv.ext",
+             dir);
+    char quiet[2200];
+    snprintf(quiet, sizeof quiet, "(%s) >/dev/null 2>&1", cmd);
+    cr_assert_eq(system(quiet), 0, "openssl failed");
+    char extra[1024];
+    mqtt_port = nd_integ_free_port();
+    snprintf(extra, sizeof extra,
+             "mqtt { host: 127.0.0.1, port: %d, tls { cert_file: \"%s\", key_file: \"%s\" } }\n",
+             mqtt_port, cert, key);
+    int keep = mqtt_port;
+    up(extra);
+    mqtt_port = keep;
+    nd_integ_conn_t *n = nats_open(NULL, "tls.>");
+    /* Plain text on the TLS port: no CONNACK, the connection closes. */
+    int fd = dial();
+    copts_t o = {.cid = "plain"};
+    mq_connect_send(fd, &o);
+    cr_assert_eq(expect_close(fd), 0);
+    snprintf(cmd, sizeof cmd,
+             "mosquitto_pub -h 127.0.0.1 -p %d --cafile %s -q 1 -t tls/x -m secure "
+             ">/dev/null 2>&1",
+             mqtt_port, ca);
+    cr_assert_eq(system(cmd), 0, "mosquitto_pub over TLS failed");
+    ND_EXPECT(n, "MSG tls.x 1 6\r\nsecure\r\n");
+    nd_integ_conn_close(n);
+}
