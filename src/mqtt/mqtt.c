@@ -137,16 +137,25 @@ cid_hash(const void *acct, const char *id)
 }
 
 nd_actor_t *
-nd_mqtt_cid_take(nd_mqtt_t *m, nd_mqtt_cid_t *e)
+nd_mqtt_cid_take(nd_mqtt_t *m, nd_mqtt_cid_t *e, int64_t now_ns, bool *jailed)
 {
     e->hash = cid_hash(e->acct, e->id);
     nd_mqtt_cid_t **b = &m->buckets[e->hash % ND_MQTT_CID_BUCKETS];
     nd_actor_t *old = NULL;
+    *jailed = false;
     pthread_mutex_lock(&m->mu);
     for (nd_mqtt_cid_t **pp = b; *pp != NULL; pp = &(*pp)->next) {
         nd_mqtt_cid_t *o = *pp;
         if (o->hash == e->hash && o->acct == e->acct && strcmp(o->id, e->id) == 0) {
+            if (o->took_over_ns != 0 && now_ns - o->took_over_ns < ND_MQTT_JAIL_NS) {
+                /* The id changed hands less than a second ago: a flapping pair of clients.
+                 * The newcomer does not take it (nats-server's flappers). */
+                *jailed = true;
+                pthread_mutex_unlock(&m->mu);
+                return NULL;
+            }
             /* Listed means its connection has not run its close yet, so it is alive. */
+            e->took_over_ns = now_ns;
             *pp = o->next;
             o->listed = false;
             o->replaced = true;

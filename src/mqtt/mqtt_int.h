@@ -21,6 +21,7 @@ typedef struct nd_mqtt_cid {
     nd_actor_t *actor;        /* the connection (alive while the entry is in the table) */
     bool replaced;            /* under the table's mutex: a newer connection took the id */
     bool listed;              /* under the table's mutex */
+    int64_t took_over_ns;     /* immutable once listed: when it replaced another, else 0 */
     uint32_t hash;
     char id[];
 } nd_mqtt_cid_t;
@@ -34,7 +35,7 @@ struct nd_mqtt {
     nd_listener_t *listener;
     int port;
     struct nd_tls_ctx *tls; /* mqtt { tls }, or NULL */
-    nd_pconn_auth_t auth; /* the block's own authorization, or all NULL */
+    nd_pconn_auth_t auth;   /* the block's own authorization, or all NULL */
     int64_t auth_timeout_ms;
     /* the client-id table and the accounts' MQTT states, under mu */
     pthread_mutex_t mu;
@@ -108,8 +109,11 @@ void nd_mqtt_acct_free_all(nd_mqtt_t *m);
 extern const nd_pconn_proto_t nd_mqtt_proto;
 
 /* Registers e (id and acct set) as its id's connection. Returns: the actor of the connection it
- * replaces, with a reference for the caller (which closes it), or NULL. */
-nd_actor_t *nd_mqtt_cid_take(nd_mqtt_t *m, nd_mqtt_cid_t *e);
+ * replaces, with a reference for the caller (which closes it), or NULL; *jailed (and nothing
+ * registered) when the id changed hands less than ND_MQTT_JAIL_NS ago: nats-server holds such a
+ * client for that long, then closes it ("Duplicate Client ID"). */
+#define ND_MQTT_JAIL_NS 1000000000LL
+nd_actor_t *nd_mqtt_cid_take(nd_mqtt_t *m, nd_mqtt_cid_t *e, int64_t now_ns, bool *jailed);
 /* Removes e if it is still listed. Returns: whether a newer connection replaced it. */
 bool nd_mqtt_cid_drop(nd_mqtt_t *m, nd_mqtt_cid_t *e);
 

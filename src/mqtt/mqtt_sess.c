@@ -18,7 +18,16 @@
  *   with '$' (MQTT-4.7.2-1).
  * - Keep alive: no packet for 1.5 times the keep-alive closes the connection.
  * - Will: published when the connection closes for any reason but DISCONNECT or a newer
- *   connection taking its client id (which closes this one, "Duplicate Client ID").
+ *   connection taking its client id (which closes this one, "Duplicate Client ID"). An id that
+ *   changed hands less than a second ago is not given again: the newcomer gets no CONNACK and
+ *   is closed a second later (nats-server's flappers).
+ * - Sessions, retained messages and QoS 1 go through the account's JetStream state
+ *   (mqtt_acct.c): the CONNECT waits until it is loaded; the session (subscriptions, QoS 1
+ *   consumers) is stored on every change and restored when a persistent client comes back
+ *   (session present); a QoS 1 subscription is a durable consumer on $MQTT_msgs whose deliver
+ *   subject we subscribe to, its deliveries get per-connection packet ids (a redelivery keeps
+ *   its id and gets DUP), at most max_ack_pending wait for a PUBACK; a QoS 1 publish is
+ *   acknowledged once JetStream stored it.
  */
 #include <stdio.h>
 #include <string.h>
@@ -61,6 +70,7 @@ typedef struct sess {
     nd_mqtt_acct_t *ma;
     bool connected;
     bool waiting; /* the CONNECT waits for the account's JetStream state */
+    bool jailed;  /* its client id flaps: closed when the timer fires */
     bool clean;
     uint16_t ka;
     char *id;
@@ -415,7 +425,16 @@ connect_finish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, int st)
     e->acct = nd_pconn_account(c);
     e->actor = nd_pconn_actor(c);
     s->cid = e;
-    nd_actor_t *old = nd_mqtt_cid_take(s->m, e);
+    bool jailed;
+    nd_actor_t *old = nd_mqtt_cid_take(s->m, e, now_ns(), &jailed);
+    if (jailed) {
+        nd_free(e);
+        s->cid = NULL;
+        s->jailed = true;
+        s->has_will = false;
+        nd_pconn_timer_start(ctx, c, ND_MQTT_JAIL_NS / 1000000);
+        return true; /* no CONNACK; the timer closes it, input waits */
+    }
     if (old != NULL) {
         nd_log_info("%s:%d - mid:%llu - Replacing old client since both have the same client ID "
                     "\"%s\"",
@@ -998,8 +1017,8 @@ on_input(nd_ctx_t *ctx, struct nd_conn *c, const char *buf, size_t len, size_t *
     bool limited = mp != ND_MQTT_DEFAULT_MAX_PAYLOAD;
     uint64_t max = limited ? (uint64_t)mp + 65536 + 64 : ND_MQTT_MAX_PACKET;
     while (off < len && !nd_pconn_closing(c)) {
-        if (s->waiting || nd_pconn_subs_due(c) > 0 || s->suback_len > 0 || s->consumers_due > 0 ||
-            s->stores_due >= STORE_WINDOW) {
+        if (s->waiting || s->jailed || nd_pconn_subs_due(c) > 0 || s->suback_len > 0 ||
+            s->consumers_due > 0 || s->stores_due >= STORE_WINDOW) {
             /* The SUBACK of a SUBSCRIBE before this packet waits for the sublist: so does the
              * packet (a PUBLISH must see the subscription, as nats-server's would). */
             nd_pconn_pause(c);
@@ -1140,6 +1159,10 @@ static void
 on_timer(nd_ctx_t *ctx, struct nd_conn *c)
 {
     sess_t *s = nd_pconn_state(c);
+    if (s != NULL && s->jailed) {
+        nd_pconn_close(ctx, c, ND_CLOSE_DUPLICATE_CLIENT_ID);
+        return;
+    }
     if (s == NULL || s->ka_ms <= 0)
         return;
     int64_t idle_ms = (now_ns() - s->last_ns) / 1000000;

@@ -646,3 +646,19 @@ Test(mqtt_natsd, tls)
     ND_EXPECT(n, "MSG tls.x 1 6\r\nsecure\r\n");
     nd_integ_conn_close(n);
 }
+
+/* A client id that changed hands less than a second ago: the third connection gets no CONNACK
+ * and is closed after that second, and the second keeps the id (nats-server 2.9.10's flappers). */
+Test(mqtt_natsd, flapping_client_id)
+{
+    up(NULL);
+    int a = mq_open("flap");
+    int b = mq_open("flap");
+    cr_assert_eq(expect_close(a), 0);
+    int c = dial();
+    copts_t o = {.cid = "flap"};
+    mq_connect_send(c, &o);
+    cr_assert_eq(expect_close(c), 0);
+    mq_ping(b);
+    close(b);
+}
