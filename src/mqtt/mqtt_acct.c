@@ -706,6 +706,9 @@ nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, ui
                             "ack_policy", "explicit", "filter_subject", filter, "ack_wait",
                             (json_int_t)ack_wait_ns, "max_ack_pending", max_ack, "max_deliver",
                             (json_int_t)-1, "mem_storage", mo->consumer_memory_storage);
+    if (mo->consumer_inactive_threshold_ms > 0)
+        json_object_set_new(cfg, "inactive_threshold",
+                            json_integer((json_int_t)mo->consumer_inactive_threshold_ms * 1000000));
     json_t *req = json_pack("{s:s, s:o}", "stream_name", "$MQTT_msgs", "config", cfg);
     w->body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
