@@ -444,7 +444,7 @@ connect_finish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, int st)
     }
     char subj[64];
     nd_mqtt_sess_subject(s->id, subj, sizeof subj);
-    snprintf(s->hash, sizeof s->hash, "%s", subj + strlen("$MQTT.sess."));
+    snprintf(s->hash, sizeof s->hash, "%.16s", subj + strlen("$MQTT.sess."));
 
     bool present = false;
     char *js = nd_mqtt_sess_get(s->ma, s->id);
