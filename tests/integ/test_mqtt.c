@@ -43,7 +43,7 @@
 
 #include "harness.h"
 
-/* ---- the server ------------------------------------------------------------------------------ */
+/* ---- the server ---- */
 
 static nd_integ_conf_t conf;
 static nd_integ_server_t *srv;
@@ -102,7 +102,7 @@ now_ms(void)
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* ---- the MQTT encoder ------------------------------------------------------------------------ */
+/* ---- the MQTT encoder ---- */
 
 typedef struct {
     uint8_t b[8192];
@@ -250,7 +250,7 @@ id_pkt(mbuf_t *out, uint8_t h, uint16_t pid)
     pkt(out, h, &b);
 }
 
-/* ---- raw MQTT connections -------------------------------------------------------------------- */
+/* ---- raw MQTT connections ---- */
 
 static int
 mq_dial(void)
@@ -477,7 +477,7 @@ publish_seen_before(int fd, const char *seen, const char *until)
     }
 }
 
-/* ---- NATS connections ------------------------------------------------------------------------ */
+/* ---- NATS connections ---- */
 
 /* A NATS connection subscribed to subject (NULL: none), the SUB confirmed by a PONG. */
 static nd_integ_conn_t *
@@ -508,7 +508,7 @@ nats_next_user_msg(nd_integ_conn_t *c)
     }
 }
 
-/* ---- mosquitto clients as children ----------------------------------------------------------- */
+/* ---- mosquitto clients as children ---- */
 
 typedef struct {
     pid_t pid;
@@ -595,11 +595,9 @@ child_wait_line_at(const char *file, int line_no, child_t *ch, const char *line,
                   line_no, line, ch->buf);
     }
 }
-#define child_wait_line(ch, line)                                                                  \
-    child_wait_line_at(__FILE__, __LINE__, (ch), (line), false)
+#define child_wait_line(ch, line) child_wait_line_at(__FILE__, __LINE__, (ch), (line), false)
 /* mosquitto_sub -d: the SUBACK has come, so the subscription is in place. */
-#define child_wait_suback(ch)                                                                      \
-    child_wait_line_at(__FILE__, __LINE__, (ch), " received SUBACK", true)
+#define child_wait_suback(ch) child_wait_line_at(__FILE__, __LINE__, (ch), " received SUBACK", true)
 
 /* Waits for the child to exit (reading its output to the end). Returns: its exit status. */
 static int
@@ -631,7 +629,7 @@ run_tool(child_t *ch, const char *tool, const char *const *args, int want)
     cr_assert_eq(rc, want, "%s exited %d, wanted %d:\n%s", tool, rc, want, ch->buf);
 }
 
-/* ==== CONNECT and CONNACK ====================================================================== */
+/* ---- CONNECT and CONNACK ---- */
 
 Test(mqtt, connect_and_ping)
 {
@@ -728,7 +726,7 @@ Test(mqtt, connect_auth)
     close(fd);
 }
 
-/* ==== malformed packets ========================================================================= */
+/* ---- malformed packets ---- */
 
 /* A remaining length of five bytes (four is the most) closes the connection, before and after
  * the CONNECT. */
@@ -801,7 +799,7 @@ Test(mqtt, reserved_packet_types)
     expect_close(fd);
 }
 
-/* ==== topics in PUBLISH ========================================================================= */
+/* ---- topics in PUBLISH ---- */
 
 /* A space (no NATS subject can hold one), a '.' (the NATS separator; 2.10+ would map it to
  * "//", 2.9.10 refuses it), a wildcard ([MQTT-3.3.2-2]) or an empty topic in a PUBLISH close
@@ -884,7 +882,8 @@ Test(mqtt, publish_large)
         rl /= 128;
         h[hn++] = rl ? (uint8_t)(b | 0x80) : b;
     } while (rl);
-    memcpy(h + hn, "\x00\x03" "big", 5);
+    static const uint8_t topic[5] = {0x00, 0x03, 'b', 'i', 'g'};
+    memcpy(h + hn, topic, sizeof topic);
     send_raw(fd, h, hn + 5);
     send_raw(fd, body, len);
     mq_ping(fd);
@@ -896,7 +895,7 @@ Test(mqtt, publish_large)
     nd_integ_conn_close(n);
 }
 
-/* ==== QoS 1 and QoS 2 handshakes ================================================================ */
+/* ---- QoS 1 and QoS 2 handshakes ---- */
 
 Test(mqtt, qos_handshakes)
 {
@@ -934,7 +933,7 @@ Test(mqtt, qos_handshakes)
     nd_integ_context(NULL);
 }
 
-/* ==== SUBSCRIBE and UNSUBSCRIBE ================================================================= */
+/* ---- SUBSCRIBE and UNSUBSCRIBE ---- */
 
 Test(mqtt, subscribe_granted_qos)
 {
@@ -999,7 +998,7 @@ Test(mqtt, unsubscribe_stops_delivery)
     close(p);
 }
 
-/* ==== topic <-> subject ========================================================================= */
+/* ---- topic <-> subject ---- */
 
 /* An MQTT topic as the NATS subject a `>` subscriber sees: '/' becomes '.', and an empty level
  * (leading, trailing or doubled '/') keeps a '/' as its token. */
@@ -1010,8 +1009,8 @@ Test(mqtt, topic_to_subject)
     static const struct {
         const char *topic, *subject;
     } cases[] = {
-        {"a/b", "a.b"},   {"/a", "/.a"},   {"a/", "a./"},   {"a//b", "a./.b"}, {"/", "/./"},
-        {"//", "/././"}, {"a", "a"},     {"\xc3\xbc/x", "\xc3\xbc.x"},
+        {"a/b", "a.b"}, {"/a", "/.a"},   {"a/", "a./"}, {"a//b", "a./.b"},
+        {"/", "/./"},   {"//", "/././"}, {"a", "a"},    {"\xc3\xbc/x", "\xc3\xbc.x"},
     };
     int fd = mq_open("tts");
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1105,14 +1104,14 @@ Test(mqtt, dollar_subjects_and_wildcards)
     nd_integ_conn_close(n);
 }
 
-/* ==== mosquitto clients ========================================================================= */
+/* ---- mosquitto clients ---- */
 
 static void
 mosquitto_round_trip(const char *qos, const char *topic)
 {
     child_t sub, pub;
-    const char *sargs[] = {"-d", "-q", qos, "-t", topic, "-C", "1", "-W", "10", "-v", "-i",
-                           "rt-sub", NULL};
+    const char *sargs[] = {"-d", "-q", qos,  "-t", topic,    "-C", "1",
+                           "-W", "10", "-v", "-i", "rt-sub", NULL};
     child_start(&sub, "mosquitto_sub", sargs);
     child_wait_suback(&sub);
     const char *pargs[] = {"-q", qos, "-t", topic, "-m", "hello", NULL};
@@ -1226,8 +1225,8 @@ Test(mqtt, persistent_session)
     run_tool(&c, "mosquitto_sub", sargs, 0);
     const char *pargs[] = {"-q", "1", "-t", "p/1", "-m", "away", NULL};
     run_tool(&c, "mosquitto_pub", pargs, 0);
-    const char *rargs[] = {"-c", "-i", "ps1", "-q", "1", "-t", "p/1", "-C", "1", "-W", "10",
-                           "-v", NULL};
+    const char *rargs[] = {"-c", "-i", "ps1", "-q", "1",  "-t", "p/1",
+                           "-C", "1",  "-W",  "10", "-v", NULL};
     run_tool(&c, "mosquitto_sub", rargs, 0);
     cr_assert_str_eq(c.buf, "p/1 away\n");
 
@@ -1282,8 +1281,8 @@ Test(mqtt, persistent_session_restart)
 
     const char *after[] = {"-q", "1", "-t", "rp/1", "-m", "after", NULL};
     run_tool(&c, "mosquitto_pub", after, 0);
-    const char *sargs[] = {"-c", "-i", "rp1", "-q", "1", "-t", "rp/1", "-C", "2", "-W", "10",
-                           "-v", NULL};
+    const char *sargs[] = {"-c", "-i", "rp1", "-q", "1",  "-t", "rp/1",
+                           "-C", "2",  "-W",  "10", "-v", NULL};
     run_tool(&c, "mosquitto_sub", sargs, 0);
     cr_assert_str_eq(c.buf, "rp/1 before\nrp/1 after\n");
 
@@ -1333,8 +1332,8 @@ Test(mqtt, will)
     ND_EXPECT(n, "MSG w.marker 1 1\r\nm\r\n");
 
     /* A retained QoS 1 will. */
-    conn_opts_t r = {.cid = "w5", .will_topic = "w/5", .will_msg = "last", .will_qos = 1,
-                     .will_retain = true};
+    conn_opts_t r = {
+        .cid = "w5", .will_topic = "w/5", .will_msg = "last", .will_qos = 1, .will_retain = true};
     fd = mq_open_opts(&r, 0, 0);
     close(fd);
     ND_EXPECT(n, "MSG w.5 1 4\r\nlast\r\n");
