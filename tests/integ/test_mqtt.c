@@ -50,6 +50,17 @@ static nd_integ_server_t *srv;
 static int mqtt_port;
 static char conf_text[1024];
 
+/* The harness waits for the client port's line; the MQTT port has a line of its own (nats-server
+ * logs it before the client port's, but a test that waits for what it needs does not depend on
+ * that order). */
+static void
+wait_mqtt_listening(void)
+{
+    char line[96];
+    snprintf(line, sizeof line, "Listening for MQTT clients on mqtt://127.0.0.1:%d", mqtt_port);
+    nd_integ_server_wait_log(srv, 0, line);
+}
+
 /* Starts the server with MQTT on a free port, JetStream in the conf directory, and `extra` (may
  * be NULL) appended to the config. */
 static void
@@ -63,6 +74,7 @@ up(const char *extra)
              "mqtt { host: 127.0.0.1, port: %d }\n%s",
              store, mqtt_port, extra ? extra : "");
     srv = nd_integ_conf_start(&conf, conf_text);
+    wait_mqtt_listening();
 }
 
 /* Stops the server and starts it again on the same config (same store, same MQTT port). */
@@ -71,6 +83,7 @@ restart(void)
 {
     nd_integ_server_stop(srv);
     srv = nd_integ_conf_start(&conf, conf_text);
+    wait_mqtt_listening();
 }
 
 /* Children (mosquitto clients) still running when a test fails are killed in fini. */
@@ -1408,4 +1421,136 @@ Test(mqtt, nats_headers_and_qos)
     close(s1);
     close(p);
     nd_integ_conn_close(n);
+}
+
+/* Splits a PUBLISH packet (m) into its parts. Returns: false when it is not a PUBLISH. */
+static bool
+parse_publish(const mbuf_t *m, char *topic, size_t tcap, char *msg, size_t mcap, int *qos,
+              bool *retain, unsigned *pid)
+{
+    if ((m->b[0] & 0xF0) != 0x30)
+        return false;
+    size_t i = 1;
+    while (m->b[i] & 0x80)
+        i++;
+    i++;
+    size_t tl = ((size_t)m->b[i] << 8) | m->b[i + 1];
+    i += 2;
+    cr_assert(tl < tcap);
+    memcpy(topic, m->b + i, tl);
+    topic[tl] = '\0';
+    i += tl;
+    *qos = (m->b[0] >> 1) & 3;
+    *retain = (m->b[0] & 1) != 0;
+    *pid = 0;
+    if (*qos > 0) {
+        *pid = ((unsigned)m->b[i] << 8) | m->b[i + 1];
+        i += 2;
+    }
+    cr_assert(m->n - i < mcap);
+    memcpy(msg, m->b + i, m->n - i);
+    msg[m->n - i] = '\0';
+    return true;
+}
+
+/* Retained messages for a wildcard filter: every match (`#` includes the parent level) comes
+ * right after the SUBACK, in no defined order, each with the retain flag; QoS 1 ones take packet
+ * ids 1, 2, ... in the order they are sent. A second, overlapping subscription gets the retained
+ * messages it matches as well. Overlapping subscriptions of one connection get one copy each
+ * (3.1.1 allows it: [MQTT-3.3.5-1] asks only that the highest QoS be among them), and
+ * SUBSCRIBE to a filter already held replaces its QoS. */
+Test(mqtt, retained_wildcard_and_overlap)
+{
+    up(NULL);
+    int p = mq_open("rwp");
+    mq_pub(p, "rw/a", "1", 1, 1, true);
+    mq_pub(p, "rw/b", "2", 1, 2, true);
+    mq_pub(p, "rw/c/d", "3", 1, 3, true);
+    mq_pub(p, "rw", "4", 1, 4, true);
+    mq_pub(p, "other", "5", 1, 5, true);
+
+    int s = mq_open("rws");
+    mq_sub(s, 1, "rw/#", 1, 1);
+    static const char *const want[] = {"rw/a 1", "rw/b 2", "rw/c/d 3", "rw 4"};
+    bool seen[4] = {false}, pid_seen[5] = {false};
+    for (int k = 0; k < 4; k++) {
+        mbuf_t m;
+        cr_assert(recv_pkt(s, &m), "end of stream after %d retained messages", k);
+        char topic[64], msg[64], both[160];
+        int qos;
+        bool retain;
+        unsigned pid;
+        cr_assert(parse_publish(&m, topic, sizeof topic, msg, sizeof msg, &qos, &retain, &pid),
+                  "not a PUBLISH: 0x%02x", m.b[0]);
+        cr_assert(qos == 1 && retain, "%s: qos %d retain %d", topic, qos, retain);
+        cr_assert(pid >= 1 && pid <= 4 && !pid_seen[pid], "%s: packet id %u", topic, pid);
+        pid_seen[pid] = true;
+        snprintf(both, sizeof both, "%s %s", topic, msg);
+        int j = 0;
+        while (j < 4 && strcmp(want[j], both) != 0)
+            j++;
+        cr_assert(j < 4 && !seen[j], "unexpected or repeated retained message %s", both);
+        seen[j] = true;
+    }
+    mq_ping(s);
+
+    /* rw/+ matches rw/a and rw/b only (not rw, not rw/c/d); QoS 0 here. */
+    mq_sub(s, 2, "rw/+", 0, 0);
+    bool a = false, b = false;
+    for (int k = 0; k < 2; k++) {
+        mbuf_t m;
+        cr_assert(recv_pkt(s, &m));
+        char topic[64], msg[64];
+        int qos;
+        bool retain;
+        unsigned pid;
+        cr_assert(parse_publish(&m, topic, sizeof topic, msg, sizeof msg, &qos, &retain, &pid));
+        cr_assert(qos == 0 && retain);
+        if (strcmp(topic, "rw/a") == 0 && strcmp(msg, "1") == 0)
+            a = true;
+        else if (strcmp(topic, "rw/b") == 0 && strcmp(msg, "2") == 0)
+            b = true;
+        else
+            cr_assert_fail("unexpected %s %s", topic, msg);
+    }
+    cr_assert(a && b);
+    mq_ping(s);
+    close(s);
+
+    /* Overlap: ov/# and ov/b on one connection, two copies. */
+    int o = mq_open("ov");
+    static const char *const f2[] = {"ov/#", "ov/b"};
+    static const int q2[] = {0, 0};
+    mbuf_t m;
+    subscribe_pkt(&m, 0x82, 1, f2, q2, 2);
+    send_pkt(o, &m);
+    expect_pkt(o, "\x90\x04\x00\x01\x00\x00");
+    mq_pub(p, "ov/b", "O", 0, 0, false);
+    expect_publish(o, "ov/b", "O", 0, 0, false);
+    expect_publish(o, "ov/b", "O", 0, 0, false);
+    /* ov/b again at QoS 1: replaced, one copy at QoS 0 (ov/#) and one at QoS 1 (ov/b), in no
+     * defined order. */
+    mq_sub(o, 2, "ov/b", 1, 1);
+    mq_pub(p, "ov/b", "P", 1, 6, false);
+    bool q0 = false, q1 = false;
+    for (int k = 0; k < 2; k++) {
+        mbuf_t r;
+        cr_assert(recv_pkt(o, &r));
+        char topic[64], msg[64];
+        int qos;
+        bool retain;
+        unsigned pid;
+        cr_assert(parse_publish(&r, topic, sizeof topic, msg, sizeof msg, &qos, &retain, &pid));
+        cr_assert(strcmp(topic, "ov/b") == 0 && strcmp(msg, "P") == 0 && !retain);
+        if (qos == 0)
+            q0 = true;
+        else if (qos == 1 && pid == 1)
+            q1 = true;
+    }
+    cr_assert(q0 && q1, "wanted one copy at QoS 0 and one at QoS 1 (packet id 1)");
+    id_pkt(&m, 0x40, 1);
+    send_pkt(o, &m);
+    mq_ping(o);
+    close(o);
+    close(p);
 }
