@@ -20,8 +20,14 @@
  *
  * Synchronisation is a protocol round trip: a CONNACK, SUBACK, PUBACK or PINGRESP on an MQTT
  * connection, a PONG on a NATS one, a mosquitto client's own debug line saying it received a
- * SUBACK, or its exit. mosquitto_sub always runs with -W (its own timeout) and every child wait
- * has the harness's hang guard. Nothing is asserted on time.
+ * SUBACK, or its exit. mosquitto_sub runs with -W (its own timeout) or -E (exit after the SUBACK)
+ * and every wait for a child has the harness's hang guard. Nothing is asserted on time.
+ *
+ * Some expectations pin one of several behaviours the MQTT spec allows, the one nats-server has
+ * (natsd is to match it, a client may see the difference): packet ids of deliveries numbered
+ * from 1 per session, one copy per matching subscription for overlapping filters, the will of a
+ * connection replaced by a takeover dropped. Their tests say so. Orders the spec leaves open
+ * (retained messages for a wildcard filter, two subscriptions' copies) are read unordered.
  */
 #include <criterion/criterion.h>
 
@@ -854,8 +860,7 @@ Test(mqtt, publish_topic_nul)
 }
 
 /* A PUBLISH over max_payload. nats-server 2.9.10 does not apply max_payload to MQTT and
- * delivers it; 2.10+ closes the connection (natsd too). Without max_payload a 1 MiB + 10 bytes
- * message goes through on both. */
+ * delivers it; 2.10+ closes the connection (natsd too). */
 Test(mqtt, publish_over_max_payload)
 {
     up("max_payload: 1000\n");
@@ -878,12 +883,14 @@ Test(mqtt, publish_over_max_payload)
     nd_integ_conn_close(n);
 }
 
+/* A message of almost 1 MiB (under the default max_payload of 1 MiB, with room for the header
+ * that 2.10+ counts in) arrives whole: the server reads it in many pieces. */
 Test(mqtt, publish_large)
 {
     up(NULL);
     nd_integ_conn_t *n = nats_open("big");
     int fd = mq_open("big");
-    size_t len = 1024 * 1024 + 10;
+    size_t len = 1024 * 1024 - 1000;
     char *body = malloc(len);
     memset(body, 'y', len);
     /* Too big for mbuf_t: the header by hand, then the body. */
@@ -901,7 +908,11 @@ Test(mqtt, publish_large)
     send_raw(fd, body, len);
     mq_ping(fd);
     char *f = nd_integ_read_frame(n);
-    cr_assert(strncmp(f, "MSG big 1 1048586\r\nyyy", 22) == 0, "%.40s", f);
+    static const char head[] = "MSG big 1 1047576\r\n";
+    cr_assert(strncmp(f, head, sizeof head - 1) == 0, "%.40s", f);
+    cr_assert(memcmp(f + sizeof head - 1, body, len) == 0 &&
+                  strcmp(f + sizeof head - 1 + len, "\r\n") == 0,
+              "the body differs");
     free(f);
     free(body);
     close(fd);
