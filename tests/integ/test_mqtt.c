@@ -804,18 +804,100 @@ Test(mqtt, fixed_header_flags)
         send_raw(fd, "\xC1\x00", 2);
         expect_close(fd);
     }
+
+    /* DISCONNECT with 0001 and UNSUBSCRIBE with 0000: both close, 2.9.10 too. */
+    fd = mq_open("f6");
+    send_raw(fd, "\xE1\x00", 2);
+    expect_close(fd);
+    fd = mq_open("f7");
+    mbuf_t b = {.n = 0};
+    put_u16(&b, 4);
+    put_str(&b, "x");
+    pkt(&m, 0xA0, &b);
+    send_pkt(fd, &m);
+    expect_close(fd);
+
+    /* A PINGREQ with a remaining length of 1: 2.9.10 skips the byte and answers; 2.10+ (and
+     * natsd) close, a PINGREQ has no body. */
+    fd = mq_open("f8");
+    send_raw(fd, "\xC0\x01\x00", 3);
+    if (nd_integ_is_reference()) {
+        expect_pkt(fd, "\xD0\x00");
+        close(fd);
+    } else {
+        expect_close(fd);
+    }
 }
 
-/* Packet types 0 and 15 are reserved: closed. */
-Test(mqtt, reserved_packet_types)
+/* Packet types 0 and 15 are reserved, CONNACK, SUBACK and the others are the server's to send,
+ * and a PUBLISH too short for its own topic length is malformed: each closes the connection. */
+Test(mqtt, unexpected_packets)
 {
     up(NULL);
-    int fd = mq_open("t0");
-    send_raw(fd, "\x00\x00", 2);
-    expect_close(fd);
-    fd = mq_open("t15");
-    send_raw(fd, "\xF0\x00", 2);
-    expect_close(fd);
+    static const struct {
+        const char *what;
+        uint8_t bytes[6];
+        size_t n;
+    } cases[] = {
+        {"type 0", {0x00, 0x00}, 2},
+        {"type 15", {0xF0, 0x00}, 2},
+        {"CONNACK", {0x20, 0x02, 0x00, 0x00}, 4},
+        {"SUBACK", {0x90, 0x03, 0x00, 0x01, 0x00}, 5},
+        {"UNSUBACK", {0xB0, 0x02, 0x00, 0x01}, 4},
+        {"PINGRESP", {0xD0, 0x00}, 2},
+        {"PUBLISH topic length 5 in 2 bytes", {0x30, 0x02, 0x00, 0x05}, 4},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        nd_integ_context("%s", cases[i].what);
+        int fd = mq_open("up");
+        send_raw(fd, cases[i].bytes, cases[i].n);
+        expect_close(fd);
+    }
+    nd_integ_context(NULL);
+}
+
+/* The rules between the connect flags and the payload ([MQTT-3.1.2-11..22]): each broken one
+ * closes the connection without a CONNACK. Client ids with a space, a dot or 200 characters are
+ * fine (nats-server hashes them for its own names). */
+Test(mqtt, connect_flag_rules)
+{
+    up(NULL);
+    static const struct {
+        const char *what;
+        uint8_t flags;
+        const char *fields[3];
+    } bad[] = {
+        {"will QoS 3", 0x02 | 0x04 | 0x18, {"c", "w/t", "m"}},
+        {"will retain without will", 0x02 | 0x20, {"c"}},
+        {"will QoS without will", 0x02 | 0x08, {"c"}},
+        {"password without user name", 0x02 | 0x40, {"c", "secret"}},
+        {"will topic with a wildcard", 0x02 | 0x04, {"c", "w/#", "m"}},
+        {"empty will topic", 0x02 | 0x04, {"c", "", "m"}},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        nd_integ_context("%s", bad[i].what);
+        mbuf_t b = {.n = 0}, m;
+        put_str(&b, "MQTT");
+        put_u8(&b, 4);
+        put_u8(&b, bad[i].flags);
+        put_u16(&b, 30);
+        for (size_t k = 0; k < 3 && bad[i].fields[k] != NULL; k++)
+            put_str(&b, bad[i].fields[k]);
+        pkt(&m, 0x10, &b);
+        int fd = mq_dial();
+        send_pkt(fd, &m);
+        expect_close(fd);
+    }
+    nd_integ_context(NULL);
+
+    static char long_id[201];
+    memset(long_id, 'c', 200);
+    const char *ids[] = {"a b", "a.b", long_id};
+    for (size_t i = 0; i < 3; i++) {
+        int fd = mq_open(ids[i]);
+        mq_ping(fd);
+        close(fd);
+    }
 }
 
 /* ---- topics in PUBLISH ---- */
@@ -983,6 +1065,33 @@ Test(mqtt, subscribe_granted_qos)
     expect_pkt(fd, "\xB0\x02\x00\x04");
     mq_ping(fd);
     close(fd);
+
+    /* Return codes per filter: a '#' that is not last, or a '.' (no NATS mapping in 2.9.10), get
+     * 0x80 each, the good ones beside them their QoS. */
+    fd = mq_open("s1b");
+    static const char *const f4[] = {"ok/1", "a/#/b", "a.b", "ok/2"};
+    static const int q4[] = {1, 0, 0, 0};
+    subscribe_pkt(&m, 0x82, 5, f4, q4, 4);
+    send_pkt(fd, &m);
+    expect_pkt(fd, "\x90\x06\x00\x05\x01\x80\x80\x00");
+    mq_ping(fd);
+    close(fd);
+
+    /* An empty filter: closed ([MQTT-4.7.3-1]). */
+    fd = mq_open("s4");
+    const char *empty = "";
+    int q0 = 0;
+    subscribe_pkt(&m, 0x82, 1, &empty, &q0, 1);
+    send_pkt(fd, &m);
+    expect_close(fd);
+
+    /* UNSUBSCRIBE without any filter: closed ([MQTT-3.10.3-2]). */
+    fd = mq_open("s5");
+    mbuf_t u = {.n = 0};
+    put_u16(&u, 4);
+    pkt(&m, 0xA2, &u);
+    send_pkt(fd, &m);
+    expect_close(fd);
 
     /* A requested QoS of 3 is malformed: closed. */
     fd = mq_open("s2");
@@ -1564,4 +1673,39 @@ Test(mqtt, retained_wildcard_and_overlap)
     mq_ping(o);
     close(o);
     close(p);
+}
+
+/* MQTT clients live in the account of their user: what an MQTT client of account A publishes
+ * reaches A's NATS subscribers and not B's, and client ids are per account (the same id in A and
+ * B is no takeover). */
+Test(mqtt, accounts)
+{
+    up("accounts {\n"
+       "  A: { jetstream: enabled, users: [ {user: a, password: a} ] }\n"
+       "  B: { jetstream: enabled, users: [ {user: b, password: b} ] }\n"
+       "}\n");
+    nd_integ_conn_t *na = nd_integ_conn_open(srv), *nb = nd_integ_conn_open(srv);
+    ND_SEND(na, "CONNECT {\"verbose\":false,\"user\":\"a\",\"pass\":\"a\"}\r\nSUB x.> 1\r\n");
+    ND_PING(na);
+    ND_SEND(nb, "CONNECT {\"verbose\":false,\"user\":\"b\",\"pass\":\"b\"}\r\nSUB x.> 1\r\n");
+    ND_PING(nb);
+    conn_opts_t oa = {.cid = "same", .user = "a", .pass = "a"};
+    conn_opts_t ob = {.cid = "same", .user = "b", .pass = "b"};
+    int ma = mq_open_opts(&oa, 0, 0);
+    int mb = mq_open_opts(&ob, 0, 0);
+    mq_sub(mb, 1, "x/#", 1, 1);
+    mq_ping(ma); /* still connected: B's "same" did not replace it */
+
+    mq_pub(ma, "x/1", "fromA", 1, 1, false);
+    ND_EXPECT(na, "MSG x.1 1 5\r\nfromA\r\n");
+    ND_SEND(na, "PUB x.2 2\r\nhA\r\n");
+    ND_EXPECT(na, "MSG x.2 1 2\r\nhA\r\n");
+    /* B sees only B's own: its first message is the one B's NATS client publishes now. */
+    ND_SEND(nb, "PUB x.3 2\r\nhB\r\n");
+    ND_EXPECT(nb, "MSG x.3 1 2\r\nhB\r\n");
+    expect_publish(mb, "x/3", "hB", 0, 0, false);
+    close(ma);
+    close(mb);
+    nd_integ_conn_close(na);
+    nd_integ_conn_close(nb);
 }
