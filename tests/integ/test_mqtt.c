@@ -56,6 +56,14 @@ static nd_integ_server_t *srv;
 static int mqtt_port;
 static char conf_text[1024];
 
+static long long
+now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
 /* The harness waits for the client port's line; the MQTT port has a line of its own (nats-server
  * logs it before the client port's, but a test that waits for what it needs does not depend on
  * that order). */
@@ -71,12 +79,44 @@ wait_mqtt_listening(void)
     nd_integ_server_wait_log(srv, 0, line);
 }
 
+/* A free port for MQTT below the kernel's ephemeral range: nd_integ_free_port's comes from that
+ * range, where any outgoing connection on this shared machine (the tests' own included) may take
+ * it before the server binds it. Below the range only a listener can, and one is checked for. */
+static int
+mqtt_free_port(void)
+{
+    int lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2)
+            lo = 32768;
+        fclose(f);
+    }
+    if (lo <= 11000)
+        return nd_integ_free_port();
+    static unsigned seed;
+    if (seed == 0)
+        seed = (unsigned)getpid() ^ (unsigned)now_ms();
+    for (int tries = 0; tries < 100; tries++) {
+        int port = 10000 + (int)(rand_r(&seed) % (unsigned)(lo - 10000));
+        int fd = socket(AF_INET, SOCK_STREAM, 0);
+        cr_assert(fd >= 0);
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
+    return nd_integ_free_port();
+}
+
 /* Starts the server with MQTT on a free port, JetStream in the conf directory, and `extra` (may
  * be NULL) appended to the config. */
 static void
 up(const char *extra)
 {
-    mqtt_port = nd_integ_free_port();
+    mqtt_port = mqtt_free_port();
     char store[256];
     nd_integ_conf_file(&conf, "store", store, sizeof store);
     snprintf(conf_text, sizeof conf_text,
@@ -116,14 +156,6 @@ suite_fini(void)
 }
 
 TestSuite(mqtt, .fini = suite_fini, .timeout = 60);
-
-static long long
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* ---- the MQTT encoder ---- */
 
@@ -484,6 +516,36 @@ expect_publish_at(const char *file, int line, int fd, const char *topic, const c
 }
 #define expect_publish(fd, topic, msg, qos, pid, retain)                                           \
     expect_publish_at(__FILE__, __LINE__, (fd), (topic), (msg), (qos), (pid), (retain))
+
+/* Splits a PUBLISH packet (m) into its parts. Returns: false when it is not a PUBLISH. */
+static bool
+parse_publish(const mbuf_t *m, char *topic, size_t tcap, char *msg, size_t mcap, int *qos,
+              bool *retain, unsigned *pid)
+{
+    if ((m->b[0] & 0xF0) != 0x30)
+        return false;
+    size_t i = 1;
+    while (m->b[i] & 0x80)
+        i++;
+    i++;
+    size_t tl = ((size_t)m->b[i] << 8) | m->b[i + 1];
+    i += 2;
+    cr_assert(tl < tcap);
+    memcpy(topic, m->b + i, tl);
+    topic[tl] = '\0';
+    i += tl;
+    *qos = (m->b[0] >> 1) & 3;
+    *retain = (m->b[0] & 1) != 0;
+    *pid = 0;
+    if (*qos > 0) {
+        *pid = ((unsigned)m->b[i] << 8) | m->b[i + 1];
+        i += 2;
+    }
+    cr_assert(m->n - i < mcap);
+    memcpy(msg, m->b + i, m->n - i);
+    msg[m->n - i] = '\0';
+    return true;
+}
 
 /* Reads PUBLISH packets until one on topic `until`; returns whether one on topic `seen` came
  * before it. Other packets fail the test. */
@@ -1555,36 +1617,6 @@ Test(mqtt, nats_headers_and_qos)
     nd_integ_conn_close(n);
 }
 
-/* Splits a PUBLISH packet (m) into its parts. Returns: false when it is not a PUBLISH. */
-static bool
-parse_publish(const mbuf_t *m, char *topic, size_t tcap, char *msg, size_t mcap, int *qos,
-              bool *retain, unsigned *pid)
-{
-    if ((m->b[0] & 0xF0) != 0x30)
-        return false;
-    size_t i = 1;
-    while (m->b[i] & 0x80)
-        i++;
-    i++;
-    size_t tl = ((size_t)m->b[i] << 8) | m->b[i + 1];
-    i += 2;
-    cr_assert(tl < tcap);
-    memcpy(topic, m->b + i, tl);
-    topic[tl] = '\0';
-    i += tl;
-    *qos = (m->b[0] >> 1) & 3;
-    *retain = (m->b[0] & 1) != 0;
-    *pid = 0;
-    if (*qos > 0) {
-        *pid = ((unsigned)m->b[i] << 8) | m->b[i + 1];
-        i += 2;
-    }
-    cr_assert(m->n - i < mcap);
-    memcpy(msg, m->b + i, m->n - i);
-    msg[m->n - i] = '\0';
-    return true;
-}
-
 /* Retained messages for a wildcard filter: every match (`#` includes the parent level) comes
  * right after the SUBACK, in no defined order, each with the retain flag; QoS 1 ones take packet
  * ids 1, 2, ... in the order they are sent. A second, overlapping subscription gets the retained
@@ -1720,4 +1752,67 @@ Test(mqtt, accounts)
     close(mb);
     nd_integ_conn_close(na);
     nd_integ_conn_close(nb);
+}
+
+/* QoS 1 deliveries that are not acked: at most max_ack_pending are outstanding per session, and
+ * after ack_wait they come again with the DUP flag and their packet ids; acking lets the next one
+ * through under a new id. (`mqtt { ack_wait, max_ack_pending }` are nats-server options; the
+ * test waits for the redelivery, it asserts nothing on when it comes.) */
+Test(mqtt, qos1_redelivery)
+{
+    up("");
+    /* The options go into the mqtt block: rewrite the config with them. */
+    nd_integ_server_stop(srv);
+    char store[256];
+    nd_integ_conf_file(&conf, "store", store, sizeof store);
+    snprintf(conf_text, sizeof conf_text,
+             "server_name: mqtt_test\njetstream { store_dir: \"%s\" }\n"
+             "mqtt { host: 127.0.0.1, port: %d, ack_wait: \"1s\", max_ack_pending: 2 }\n",
+             store, mqtt_port);
+    srv = nd_integ_conf_start(&conf, conf_text);
+    wait_mqtt_listening();
+
+    conn_opts_t o = {.cid = "rd", .persistent = true};
+    int s = mq_open_opts(&o, 0, 0);
+    mq_sub(s, 1, "rd/1", 1, 1);
+    int p = mq_open("rdp");
+    mq_pub(p, "rd/1", "m0", 1, 10, false);
+    mq_pub(p, "rd/1", "m1", 1, 11, false);
+    mq_pub(p, "rd/1", "m2", 1, 12, false);
+    expect_publish(s, "rd/1", "m0", 1, 1, false);
+    expect_publish(s, "rd/1", "m1", 1, 2, false);
+    /* Two outstanding: m2 waits; what comes next is the redelivery, DUP set (0x08). */
+    mbuf_t m;
+    publish_pkt(&m, "rd/1", "m0", 1, 1, false);
+    m.b[0] |= 0x08;
+    expect_mbuf(s, &m);
+    publish_pkt(&m, "rd/1", "m1", 1, 2, false);
+    m.b[0] |= 0x08;
+    expect_mbuf(s, &m);
+    id_pkt(&m, 0x40, 1);
+    send_pkt(s, &m);
+    id_pkt(&m, 0x40, 2);
+    send_pkt(s, &m);
+    /* m2 now, under id 3 (a further DUP of m0 or m1 may come first if this machine stalled for
+     * ack_wait before the acks arrived). */
+    for (;;) {
+        mbuf_t r;
+        cr_assert(recv_pkt(s, &r), "end of stream before m2");
+        char topic[64], msg[64];
+        int qos;
+        bool retain;
+        unsigned pid;
+        cr_assert(parse_publish(&r, topic, sizeof topic, msg, sizeof msg, &qos, &retain, &pid));
+        if (strcmp(msg, "m2") == 0) {
+            cr_assert(pid == 3 && qos == 1 && (r.b[0] & 0x08) == 0, "m2: id %u qos %d dup %d", pid,
+                      qos, (r.b[0] & 0x08) != 0);
+            break;
+        }
+        cr_assert((r.b[0] & 0x08) != 0, "%s again without DUP", msg);
+    }
+    id_pkt(&m, 0x40, 3);
+    send_pkt(s, &m);
+    mq_ping(s);
+    close(s);
+    close(p);
 }
