@@ -111,20 +111,27 @@ mqtt_free_port(void)
     return nd_integ_free_port();
 }
 
-/* Starts the server with MQTT on a free port, JetStream in the conf directory, and `extra` (may
- * be NULL) appended to the config. */
+/* Starts the server with MQTT on a free port, JetStream in the conf directory, `mqtt_extra` (may
+ * be NULL) inside the mqtt block and `extra` (may be NULL) appended to the config. */
 static void
-up(const char *extra)
+up_with(const char *extra, const char *mqtt_extra)
 {
     mqtt_port = mqtt_free_port();
     char store[256];
     nd_integ_conf_file(&conf, "store", store, sizeof store);
     snprintf(conf_text, sizeof conf_text,
              "server_name: mqtt_test\njetstream { store_dir: \"%s\" }\n"
-             "mqtt { host: 127.0.0.1, port: %d }\n%s",
-             store, mqtt_port, extra ? extra : "");
+             "mqtt { host: 127.0.0.1, port: %d%s%s }\n%s",
+             store, mqtt_port, mqtt_extra ? ", " : "", mqtt_extra ? mqtt_extra : "",
+             extra ? extra : "");
     srv = nd_integ_conf_start(&conf, conf_text);
     wait_mqtt_listening();
+}
+
+static void
+up(const char *extra)
+{
+    up_with(extra, NULL);
 }
 
 /* Stops the server and starts it again on the same config (same store, same MQTT port). */
@@ -1760,17 +1767,7 @@ Test(mqtt, accounts)
  * test waits for the redelivery, it asserts nothing on when it comes.) */
 Test(mqtt, qos1_redelivery)
 {
-    up("");
-    /* The options go into the mqtt block: rewrite the config with them. */
-    nd_integ_server_stop(srv);
-    char store[256];
-    nd_integ_conf_file(&conf, "store", store, sizeof store);
-    snprintf(conf_text, sizeof conf_text,
-             "server_name: mqtt_test\njetstream { store_dir: \"%s\" }\n"
-             "mqtt { host: 127.0.0.1, port: %d, ack_wait: \"1s\", max_ack_pending: 2 }\n",
-             store, mqtt_port);
-    srv = nd_integ_conf_start(&conf, conf_text);
-    wait_mqtt_listening();
+    up_with(NULL, "ack_wait: \"1s\", max_ack_pending: 2");
 
     conn_opts_t o = {.cid = "rd", .persistent = true};
     int s = mq_open_opts(&o, 0, 0);
