@@ -305,7 +305,7 @@ fi
 printf '\n'
 for mode in "${MODE_LIST[@]}"; do
     for triple in $(mode_metrics "$mode"); do
-        IFS=: read -r key label goal <<<"$triple"
+        IFS=: read -r key label _ <<<"$triple"
         declare -A val=()
         printf '%-9s %-17s' "$mode" "$label"
         for s in "${cols[@]}"; do

@@ -258,8 +258,8 @@ read_some(int fd, buf_t *x)
     return true;
 }
 
-/* The next whole packet in x: its first byte in *h, its body in *body, its length in *blen. Returns: false
- * when x holds no whole packet yet. */
+/* The next whole packet in x: its first byte in *h, its body in *body, its length in *blen.
+ * Returns: false when x holds no whole packet yet. */
 static bool
 next_packet(buf_t *x, uint8_t *h, const uint8_t **body, size_t *blen)
 {
@@ -365,8 +365,8 @@ srv_cpu_s(void)
     /* Fields after the command name (which may hold spaces): state is field 3, utime 14. */
     char *p = strrchr(line, ')');
     unsigned long ut = 0, st = 0;
-    if (p == NULL || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-                            &st) != 2)
+    if (p == NULL ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st) != 2)
         fail("cannot parse %s", path);
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -498,8 +498,8 @@ mode_pubsub(void)
         fail("%ld messages received for %ld sent", received, opt.n);
     double el = t_last - t0, cpu1 = srv_cpu_s();
     double rate = (double)opt.n / el;
-    printf("RESULT mode=pubsub qos=%d n=%ld size=%d elapsed_s=%.4f msgs_per_s=%.0f", opt.qos,
-           opt.n, opt.size, el, rate);
+    printf("RESULT mode=pubsub qos=%d n=%ld size=%d elapsed_s=%.4f msgs_per_s=%.0f", opt.qos, opt.n,
+           opt.size, el, rate);
     if (cpu0 >= 0)
         printf(" srv_cpu_s=%.3f srv_cpu_ns_per_op=%.0f", cpu1 - cpu0,
                (cpu1 - cpu0) * 1e9 / (double)opt.n);
