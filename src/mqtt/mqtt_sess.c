@@ -879,9 +879,10 @@ on_subscribe(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt
             proto_error(ctx, c, "invalid QoS in subscribe");
             return false;
         }
-        if (!nd_mqtt_valid_string(f, fl)) {
+        if (fl == 0 || !nd_mqtt_valid_string(f, fl)) {
+            /* MQTT-4.7.3-1: a filter is at least one character long. */
             nd_free(many);
-            proto_error(ctx, c, "invalid topic filter");
+            proto_error(ctx, c, "empty or invalid topic filter");
             return false;
         }
         char stack[256];
@@ -960,6 +961,10 @@ handle(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t tf, const uint8_t *b
      * look at them for CONNECT and PINGREQ). */
     if (type != ND_MQTT_PUBLISH && flags != nd_mqtt_fixed_flags(type)) {
         proto_error(ctx, c, "invalid flags in the fixed header");
+        return false;
+    }
+    if ((type == ND_MQTT_PINGREQ || type == ND_MQTT_DISCONNECT) && len != 0) {
+        proto_error(ctx, c, "packet has no body but its remaining length is not 0");
         return false;
     }
     if (!s->connected) {
