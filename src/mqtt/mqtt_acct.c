@@ -214,12 +214,21 @@ maybe_ready(nd_ctx_t *ctx, nd_mqtt_acct_t *ma)
         set_state(ctx, ma, 1);
 }
 
+static void retry(nd_ctx_t *ctx, nd_mqtt_acct_t *ma);
+
 int
-nd_mqtt_acct_wait(nd_mqtt_acct_t *ma, uint64_t cid)
+nd_mqtt_acct_wait(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid)
 {
     pthread_mutex_lock(&ma->mu);
     int st = ma->state;
-    if (st == 0) {
+    bool again = false;
+    if (st < 0 && cid != 0) {
+        /* It failed before (JetStream off for the account, say): try again, as nats-server
+         * does on every CONNECT, so a reload that enables JetStream brings MQTT back. */
+        ma->state = st = 0;
+        again = true;
+    }
+    if (st == 0 && cid != 0) {
         if (ma->nwaiters == ma->wcap) {
             ma->wcap = ma->wcap ? ma->wcap * 2 : 4;
             ma->waiters = nd_xrealloc(ma->waiters, ma->wcap * sizeof(*ma->waiters));
@@ -227,6 +236,8 @@ nd_mqtt_acct_wait(nd_mqtt_acct_t *ma, uint64_t cid)
         ma->waiters[ma->nwaiters++] = cid;
     }
     pthread_mutex_unlock(&ma->mu);
+    if (again)
+        retry(ctx, ma);
     return st;
 }
 
@@ -454,6 +465,8 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
     json_decref(o);
 }
 
+static void start_streams(nd_ctx_t *ctx, nd_iclient_t *ic, nd_mqtt_acct_t *ma);
+
 static void
 on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
 {
@@ -463,6 +476,15 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     if (ma->next_req != 0)
         return; /* started already */
     ma->next_req = 1;
+    start_streams(ctx, ic, ma);
+}
+
+/* Creates (or finds) the streams; their answers make the account ready. */
+static void
+start_streams(nd_ctx_t *ctx, nd_iclient_t *ic, nd_mqtt_acct_t *ma)
+{
+    ma->streams_done = 0;
+    ma->loading_sess = ma->loading_rmsgs = false;
     /* js_api_timeout: without every answer by then, the account's MQTT is unavailable. */
     const nd_mqtt_opts_t *mo = ma->m->mo;
     int64_t to = mo->js_api_timeout_ms > 0 ? mo->js_api_timeout_ms : 5000;
@@ -578,7 +600,7 @@ typedef struct work {
     size_t hl, bl;
 } work_t;
 
-enum { WORK_STORE, WORK_STORE_ACK, WORK_CONSUMER, WORK_DELETE };
+enum { WORK_STORE, WORK_STORE_ACK, WORK_CONSUMER, WORK_DELETE, WORK_RETRY };
 
 static void
 work_free(void *p)
@@ -618,6 +640,9 @@ run_work(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     case WORK_DELETE:
         nd_iclient_publish(ctx, ic, w->subject, NULL, NULL, 0, "", 0);
         break;
+    case WORK_RETRY:
+        start_streams(ctx, ic, ma);
+        break;
     }
     work_free(w);
 }
@@ -636,6 +661,14 @@ send_work(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, work_t *w)
     }
     nd_iclient_call(ctx, ic, run_work, w, work_free);
     nd_iclient_unref(ctx, ic);
+}
+
+static void
+retry(nd_ctx_t *ctx, nd_mqtt_acct_t *ma)
+{
+    work_t *w = nd_new(work_t);
+    w->kind = WORK_RETRY;
+    send_work(ctx, ma, w);
 }
 
 void

@@ -69,8 +69,9 @@ typedef struct nd_mqtt_retained {
 
 /* The account's state, created (with its internal client) on first use. Ctx: a worker. */
 nd_mqtt_acct_t *nd_mqtt_acct_get(nd_ctx_t *ctx, nd_mqtt_t *m, nd_acct_t *acct);
-/* Returns: 1 ready, -1 failed, 0 not yet: the connection cid gets ND_MQTT_CALL_READY. */
-int nd_mqtt_acct_wait(nd_mqtt_acct_t *ma, uint64_t cid);
+/* Returns: 1 ready, -1 failed, 0 not yet: the connection cid gets ND_MQTT_CALL_READY. A failed
+ * account is tried again (cid 0: only look). */
+int nd_mqtt_acct_wait(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid);
 /* Stores a message on a stream subject through the internal client (no reply). */
 void nd_mqtt_acct_store(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *subject, const char *hdr,
                         size_t hl, const char *data, size_t dl);

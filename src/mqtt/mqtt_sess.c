@@ -594,7 +594,7 @@ on_connect(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, nd_mqtt_reader_t *r)
     s->clean = clean;
     s->ka = ka;
     s->ma = nd_mqtt_acct_get(ctx, s->m, nd_pconn_account(c));
-    int st = nd_mqtt_acct_wait(s->ma, nd_pconn_cid(c));
+    int st = nd_mqtt_acct_wait(ctx, s->ma, nd_pconn_cid(c));
     if (st == 0) {
         s->waiting = true; /* ND_MQTT_CALL_READY goes on (connect_finish) */
         return true;
@@ -1196,8 +1196,14 @@ on_call(nd_ctx_t *ctx, struct nd_conn *c, uint32_t what, void *data)
     if (what == ND_MQTT_CALL_READY) {
         if (s == NULL || !s->waiting)
             return;
+        int st = nd_mqtt_acct_wait(ctx, s->ma, 0);
+        if (st == 0) {
+            /* Another CONNECT started a new attempt meanwhile: wait for that one. */
+            if (nd_mqtt_acct_wait(ctx, s->ma, nd_pconn_cid(c)) == 0)
+                return;
+            st = nd_mqtt_acct_wait(ctx, s->ma, 0);
+        }
         s->waiting = false;
-        int st = nd_mqtt_acct_wait(s->ma, nd_pconn_cid(c));
         if (connect_finish(ctx, c, s, st))
             nd_pconn_resume(ctx, c);
         return;
