@@ -536,6 +536,10 @@ Test(mqtt_natsd, accounts_and_permissions)
     copts_t oc = {.cid = "nojs", .user = "c", .pass = "c"};
     mq_connect_send(nojs, &oc);
     cr_assert_eq(expect_close(nojs), 0);
+    /* Tried again (and refused again) on the next CONNECT. */
+    nojs = dial();
+    mq_connect_send(nojs, &oc);
+    cr_assert_eq(expect_close(nojs), 0);
     close(fd);
     nd_integ_conn_close(na);
     nd_integ_conn_close(nb);
