@@ -18,9 +18,10 @@ js/store: actors util subj
 net: actors util cfg subj auth
 mon: actors util cfg subj auth net
 js: actors util cfg subj auth net js/store
+mqtt: actors util cfg subj auth net
 raft: actors util cfg net
-server: actors util cfg subj auth net mon js js/store raft
-.: actors util cfg subj auth net mon js js/store raft server
+server: actors util cfg subj auth net mon js js/store raft mqtt
+.: actors util cfg subj auth net mon js js/store raft server mqtt
 '
 
 nfiles=$(find src -name '*.[ch]' | wc -l)

@@ -14,9 +14,11 @@ build_pkgs=(cmake make gcc pkg-config libck-dev libmsgpack-dev libjansson-dev li
 # openssl: the TLS tests make their certificates; dpkg-dev, fakeroot: scripts/package.sh;
 # groff-base: the man page check; python3-prometheus-client: /metrics read by a real parser
 # (check_metrics.py); python3-yaml: the Prometheus and Kubernetes files read by the
-# observability and lifecycle tests; buildah: the container image (scripts/image.sh).
+# observability and lifecycle tests; buildah: the container image (scripts/image.sh);
+# mosquitto-clients: mosquitto_pub/mosquitto_sub in the MQTT tests (tests/integ/test_mqtt.c);
+# mosquitto: the third broker of bench/mqtt.sh.
 test_pkgs=(libcriterion-dev libnats-dev nats-server openssl dpkg-dev fakeroot groff-base
-           python3-prometheus-client python3-yaml buildah)
+           python3-prometheus-client python3-yaml buildah mosquitto-clients mosquitto)
 fuzz_pkgs=(clang libclang-rt-14-dev)
 
 want=("${build_pkgs[@]}")

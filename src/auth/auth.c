@@ -414,11 +414,12 @@ pass_ok(const char *stored, const char *given)
     return nd_passwd_check(stored, strlen(stored), given, strlen(given));
 }
 
-/* Client connections are STANDARD (websocket, MQTT and leaf nodes come with their listeners). */
+/* Client connections are STANDARD unless the credentials say otherwise (an MQTT connection). */
 static bool
-type_ok(const nd_auth_user_t *u)
+type_ok(const nd_auth_user_t *u, const nd_auth_creds_t *cr)
 {
-    return u->conn_types == 0 || (u->conn_types & ND_CONN_TYPE_STANDARD) != 0;
+    uint32_t t = cr->conn_type != 0 ? cr->conn_type : ND_CONN_TYPE_STANDARD;
+    return u->conn_types == 0 || (u->conn_types & t) != 0;
 }
 
 static void
@@ -447,7 +448,7 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
                     /* A DN matches structurally (dn.h), as nats-server's ldap.DN compare. */
                     if (u->name != NULL && (strcmp(u->name, cr->tls_names->v[k]) == 0 ||
                                             nd_dn_match(u->name, cr->tls_names->v[k]))) {
-                        if (!type_ok(u))
+                        if (!type_ok(u, cr))
                             return false;
                         grant(g, u);
                         return true;
@@ -456,8 +457,21 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
             }
             return false;
         }
+        if (cr->no_auth_user != NULL && nd_auth_creds_empty(a, cr)) {
+            /* A listener's own no_auth_user (mqtt {}): that user, found by name. */
+            for (size_t i = 0; i < a->nusers; i++) {
+                const nd_auth_user_t *u = &a->users[i];
+                if (u->name != NULL && strcmp(u->name, cr->no_auth_user) == 0) {
+                    if (!type_ok(u, cr))
+                        return false;
+                    grant(g, u);
+                    return true;
+                }
+            }
+            return false;
+        }
         if (a->no_auth != NULL && nd_auth_creds_empty(a, cr)) {
-            if (!type_ok(a->no_auth))
+            if (!type_ok(a->no_auth, cr))
                 return false;
             grant(g, a->no_auth);
             return true;
@@ -470,7 +484,7 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
                 if (cr->nonce == NULL || cr->sig == NULL ||
                     !nd_jwt_verify_nonce(u->nkey, strlen(u->nkey), ND_NKEY_PREFIX_USER, cr->nonce,
                                          strlen(cr->nonce), cr->sig, strlen(cr->sig)) ||
-                    !type_ok(u))
+                    !type_ok(u, cr))
                     return false;
                 grant(g, u);
                 return true;
@@ -482,7 +496,7 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
                 const nd_auth_user_t *u = &a->users[i];
                 if (u->name == NULL || strcmp(u->name, cr->user) != 0)
                     continue;
-                if (!pass_ok(u->pass, cr->pass) || !type_ok(u))
+                if (!pass_ok(u->pass, cr->pass) || !type_ok(u, cr))
                     return false;
                 grant(g, u);
                 return true;

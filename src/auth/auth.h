@@ -103,6 +103,8 @@ typedef struct nd_auth_creds {
      * checkClientTLSCertSubject). */
     bool tls_map;
     const nd_strlist_t *tls_names;
+    uint32_t conn_type;       /* ND_CONN_TYPE_* of the connection; 0: STANDARD */
+    const char *no_auth_user; /* the listener's own no_auth_user (mqtt {}), or NULL */
 } nd_auth_creds_t;
 
 /* What a successful check grants; pointers are borrowed from the snapshot. */

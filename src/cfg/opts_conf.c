@@ -53,7 +53,6 @@ static const struct {
     {"ocsp", "OCSP stapling"},
     {"mappings maps", "Subject mapping"},
     {"gateway", "Gateways"},
-    {"mqtt", "MQTT"},
     /* operator, resolver: MEMORY and resolver_preload are wired (src/auth/auth_jwt.c, which warns
      * about the resolvers it does not build); these are not. */
     {"trusted trusted_keys resolver_tls resolver_pinned_accounts", "Operator mode"},

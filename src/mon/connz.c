@@ -166,7 +166,9 @@ conn_json(const nd_conn_info_t *ci, const connz_state_t *st, int64_t now)
     json_t *o = json_object();
     json_object_set_new(o, "cid", json_integer((json_int_t)ci->cid));
     json_object_set_new(o, "kind", json_string(kind_name(ci->kind)));
-    json_object_set_new(o, "type", json_string(ci->websocket ? "websocket" : "nats"));
+    json_object_set_new(o, "type", json_string(ci->kind == ND_CONN_MQTT ? "mqtt"
+                                               : ci->websocket          ? "websocket"
+                                                                        : "nats"));
     json_object_set_new(o, "ip", json_string(ci->ip));
     json_object_set_new(o, "port", json_integer(ci->port));
     json_object_set_new(o, "start", nd_mon_json_time(ci->start_ns));
@@ -194,6 +196,8 @@ conn_json(const nd_conn_info_t *ci, const connz_state_t *st, int64_t now)
         json_object_set_new(o, "lang", json_string(ci->lang));
     if (ci->version != NULL && *ci->version)
         json_object_set_new(o, "version", json_string(ci->version));
+    if (ci->mqtt_client != NULL && *ci->mqtt_client)
+        json_object_set_new(o, "mqtt_client", json_string(ci->mqtt_client));
     if (st->auth) {
         if (ci->user != NULL && *ci->user)
             json_object_set_new(o, "authorized_user", json_string(ci->user));
@@ -299,14 +303,16 @@ nd_mon_connz(nd_mon_req_t *req)
         memcpy(all + nlive, closed, nclosed * sizeof(*all));
     nd_free(live);
     nd_free(closed);
-    /* Filters: user= the authorized user, acc= the account (unset: "$G"); no connection is
-     * MQTT yet, so mqtt_client= matches none. */
+    /* Filters: user= the authorized user, acc= the account (unset: "$G"), mqtt_client= an MQTT
+     * connection's client identifier. */
     const char *user = nd_mon_param(req, "user"), *acc = nd_mon_param(req, "acc"),
                *mqtt = nd_mon_param(req, "mqtt_client");
     size_t kept = 0;
     for (size_t i = 0; i < n; i++) {
         const nd_conn_info_t *ci = all[i];
-        bool keep = !(mqtt != NULL && *mqtt);
+        bool keep = true;
+        if (mqtt != NULL && *mqtt)
+            keep = ci->mqtt_client != NULL && strcmp(ci->mqtt_client, mqtt) == 0;
         if (keep && user != NULL && *user)
             keep = ci->user != NULL && strcmp(ci->user, user) == 0;
         if (keep && acc != NULL && *acc)

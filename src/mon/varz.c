@@ -11,6 +11,35 @@
 #include "net/ws.h"
 
 
+static json_t *seconds(double s);
+
+/* nats-server's MQTTOptsVarz: empty without an MQTT port; empty fields left out as Go's
+ * omitempty does. */
+static json_t *
+mqtt_varz(const nd_server_t *s)
+{
+    json_t *o = json_object();
+    const nd_mqtt_opts_t *mo = s->opts.mqtt;
+    if (mo == NULL || mo->port == 0)
+        return o;
+    json_object_set_new(o, "host", json_string(mo->host != NULL && mo->host[0] ? mo->host
+                                                                                : "0.0.0.0"));
+    json_object_set_new(o, "port", json_integer(s->mqtt_port != 0 ? s->mqtt_port : mo->port));
+    if (mo->no_auth_user != NULL && mo->no_auth_user[0])
+        json_object_set_new(o, "no_auth_user", json_string(mo->no_auth_user));
+    if (mo->auth_timeout_s > 0)
+        json_object_set_new(o, "auth_timeout", seconds(mo->auth_timeout_s));
+    double tt = mo->tls != NULL && mo->tls->timeout_s > 0 ? mo->tls->timeout_s : 2;
+    json_object_set_new(o, "tls_timeout", seconds(tt));
+    if (mo->js_domain != NULL && mo->js_domain[0])
+        json_object_set_new(o, "js_domain", json_string(mo->js_domain));
+    if (mo->ack_wait_ms > 0)
+        json_object_set_new(o, "ack_wait", json_integer(mo->ack_wait_ms * 1000000));
+    if (mo->max_ack_pending > 0)
+        json_object_set_new(o, "max_ack_pending", json_integer(mo->max_ack_pending));
+    return o;
+}
+
 /* nats-server's WebsocketOptsVarz: the options, every member omitted when empty, the port the
  * one bound. */
 static json_t *
@@ -131,7 +160,7 @@ nd_mon_varz(nd_mon_req_t *req)
     if (s->leafs != NULL)
         nd_leafs_varz(s->leafs, leaf);
     json_object_set_new(v, "leaf", leaf);
-    json_object_set_new(v, "mqtt", json_object());
+    json_object_set_new(v, "mqtt", mqtt_varz(s));
     json_object_set_new(v, "websocket", ws_varz(s));
     /* nats-server's JetStreamVarz while JetStream runs, else its zero value. */
     const nd_js_mon_t *jsm = nd_server_js_mon(s);

@@ -31,6 +31,7 @@
 #include "subj/account.h"
 #include "net/leaf_int.h"
 #include "net/route_int.h"
+#include "net/pconn.h"
 #include "net/tls.h"
 #include "net/ws.h"
 
@@ -136,7 +137,7 @@ void
 nd_conn_write_err(nd_conn_t *c, nd_err_t err)
 {
     const char *text = nd_err_proto_text(err);
-    if (text == NULL)
+    if (text == NULL || c->proto != NULL) /* a protocol connection has no -ERR line */
         return;
     char line[256];
     int n = snprintf(line, sizeof line, "-ERR '%s'\r\n", text);
@@ -304,6 +305,7 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_cancel(ctx, &c->stall_timer);
     nd_timer_cancel(ctx, &c->tls_timer);
     nd_timer_cancel(ctx, &c->auth_timer);
+    nd_timer_cancel(ctx, &c->ptimer);
     if (c->route != NULL || c->leaf != NULL) {
         /* its subscriptions, its place in the route or leaf table */
         if (c->route != NULL)
@@ -339,6 +341,12 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
         return;
     c->closing = true;
     c->reason = reason;
+    if (c->proto != NULL && c->proto->closing != NULL) {
+        /* Still subscribed and able to publish (an MQTT will message); its deliveries go out
+         * with this turn's flush below. */
+        c->proto->closing(ctx, c, reason);
+        nd_deliver_flush(ctx, c);
+    }
     flush(ctx, c); /* best effort: a final -ERR should reach the client */
     nd_ws_closing(&c->tr, reason); /* the close frame follows it (ws.c) */
     drop_output(c);
@@ -377,6 +385,8 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     nd_route_fini(ctx, c);
     if (c->leaf != NULL)
         nd_leaf_fini(ctx, c);
+    if (c->proto != NULL && c->proto->final != NULL)
+        c->proto->final(ctx, c);
     c->rbuf = c->wbuf = NULL;
     if (c->scratch != NULL) {
         nd_sl_result_fini(c->scratch);
@@ -393,6 +403,12 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
 {
     size_t off = 0;
     nd_proto_cmd_t cmd;
+    if (c->proto != NULL) {
+        if (!c->closing && !c->paused)
+            off = nd_pconn_input(ctx, c, buf, len);
+        nd_deliver_flush(ctx, c);
+        return off;
+    }
     while (!c->closing && !c->paused && off < len) {
         size_t used = 0;
         nd_proto_status_t st = nd_proto_parse(&c->parser, buf + off, len - off, &used, &cmd);
@@ -473,7 +489,7 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c, bool hup)
     }
     hup |= c->hup_seen;
     refresh_live(ctx, c); /* a reload may have changed max_payload or max_control_line */
-    size_t need = nd_proto_pending_need(&c->parser);
+    size_t need = c->proto != NULL ? c->pneed : nd_proto_pending_need(&c->parser);
     char *buf;
     size_t cap;
     if (need > SCRATCH_READ / 2 || c->rlen > SCRATCH_READ / 2) {
@@ -641,7 +657,7 @@ refresh_live(nd_ctx_t *ctx, nd_conn_t *c)
     nd_proto_parser_set_limits(
         &c->parser, (size_t)atomic_load_explicit(&l->max_control_line, memory_order_relaxed),
         nd_conn_auth_max_payload(c, atomic_load_explicit(&l->max_payload, memory_order_relaxed)));
-    if (c->started &&
+    if (c->started && c->proto == NULL &&
         atomic_load_explicit(&l->ping_interval_ms, memory_order_relaxed) != c->ping_ms)
         arm_ping(ctx, c, false);
 }
@@ -669,6 +685,10 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
     }
     if (c->ws != NULL) {
         nd_conn_ws_begin(ctx, c); /* a client once upgraded (conn_ws.c) */
+        return;
+    }
+    if (c->proto != NULL) {
+        nd_pconn_on_start(ctx, c); /* no INFO, no pings: the protocol's own (pconn.c) */
         return;
     }
     nd_conn_start_client(ctx, c);
@@ -748,6 +768,17 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_CONN_MSG_IMSG:
         nd_iclient_receive(ctx, c, (nd_conn_msg_imsg_t *)msg);
         return;
+    case ND_CONN_MSG_PMSG:
+        nd_pconn_on_msg(ctx, c, (nd_conn_msg_pmsg_t *)msg);
+        return;
+    case ND_CONN_MSG_PCALL:
+        nd_pconn_on_call(ctx, c, (nd_conn_msg_pcall_t *)msg);
+        return;
+    case ND_CONN_MSG_PTIMER:
+        if (nd_timer_fired(&c->ptimer, msg) && !c->closing && c->proto != NULL &&
+            c->proto->timer != NULL)
+            c->proto->timer(ctx, c);
+        return;
     case ND_CONN_MSG_ISTART:
         nd_iclient_on_start(ctx, c, (nd_conn_msg_istart_t *)msg);
         return;
@@ -804,6 +835,12 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
             nd_conn_ws_timer(ctx, c, msg);
             return;
         }
+        if (c->proto != NULL) {
+            /* No CONNECT in time: the protocol has no error line of its own to send. */
+            if (nd_timer_fired(&c->auth_timer, msg) && !c->closing && !c->connected)
+                nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
+            return;
+        }
         nd_conn_auth_timer(ctx, c, msg);
         return;
     case ND_CONN_MSG_RPROTO:
@@ -824,6 +861,11 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         c->sub_acks_due--;
         if (c->sub_acks_due == 0 && c->ic != NULL && !c->closing)
             nd_iclient_ready(ctx, c);
+        if (c->sub_acks_due == 0 && c->proto != NULL && !c->closing &&
+            c->proto->subs_ready != NULL) {
+            c->proto->subs_ready(ctx, c);
+            nd_deliver_flush(ctx, c);
+        }
         if (c->sub_acks_due == 0 && c->paused && !c->closing)
             resume(ctx, c);
         return;
@@ -883,6 +925,12 @@ discard(nd_ctx_t *ctx, nd_msg_t *msg)
         nd_iclient_discard(ctx, msg);
         return;
     }
+    if (msg->id == ND_CONN_MSG_PCALL) {
+        nd_conn_msg_pcall_t *m = (nd_conn_msg_pcall_t *)msg;
+        if (m->drop != NULL)
+            m->drop(m->data);
+        return;
+    }
     nd_deliver_discard(ctx, msg);
 }
 
@@ -918,16 +966,22 @@ conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, 
     nd_timer_init(&c->stall_timer, &c->base, ND_CONN_MSG_UNSTALL);
     nd_timer_init(&c->tls_timer, &c->base, ND_CONN_MSG_TLS_TIMER);
     nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
+    nd_timer_init(&c->ptimer, &c->base, ND_CONN_MSG_PTIMER);
 }
 
 /* A socket connection of kind (a client, or a route with rt; a WebSocket client with ws). */
 static void
 spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struct nd_route *rt,
-             struct nd_ws_srv *ws, struct nd_leaf *lf, nd_acct_t *acct)
+             struct nd_ws_srv *ws, struct nd_leaf *lf, nd_acct_t *acct,
+             const struct nd_pconn_proto *proto, void *parg, struct nd_tls_ctx *ptls)
 {
     nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
     conn_init(c, srv, acct != NULL ? acct : srv->gacct, kind, fd, false);
     c->ws = ws;
+    c->proto = proto;
+    c->parg = parg;
+    if (ptls != NULL)
+        c->tls = nd_tls_ctx_ref(ptls); /* the protocol listener's TLS (pconn.c) */
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
     nd_proto_parser_init(
@@ -984,25 +1038,32 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
 void
 nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
 }
 
 void
 nd_conn_spawn_ws(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_ws_srv *ws)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, ws, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, ws, NULL, NULL, NULL, NULL, NULL);
 }
 
 void
 nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt, NULL, NULL, NULL, NULL, NULL, NULL);
+}
+
+void
+nd_pconn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd, const nd_pconn_proto_t *proto, void *arg,
+               struct nd_tls_ctx *tls)
+{
+    spawn_socket(ctx, srv, fd, ND_CONN_MQTT, NULL, NULL, NULL, NULL, proto, arg, tls);
 }
 
 void
 nd_conn_spawn_leaf(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_leaf *lf, nd_acct_t *acct)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_LEAF, NULL, NULL, lf, acct);
+    spawn_socket(ctx, srv, fd, ND_CONN_LEAF, NULL, NULL, lf, acct, NULL, NULL, NULL);
     nd_actor_unref(ctx, &acct->actor); /* the connection took its own */
 }
 

@@ -227,6 +227,8 @@ creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
     cr->ip = c->ip;
     cr->tls_map = c->tls != NULL && c->tls->verify_and_map;
     cr->tls_names = &c->tls_names;
+    cr->conn_type = c->kind == ND_CONN_MQTT ? ND_CONN_TYPE_MQTT : 0;
+    cr->no_auth_user = c->no_auth_override;
 }
 
 static void
@@ -282,6 +284,57 @@ nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
 }
 
 bool
+nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pass,
+                   const char *own_user, const char *own_pass, const char *own_token,
+                   const char *no_auth_user)
+{
+    nd_free(c->cr_user);
+    nd_free(c->cr_pass);
+    c->cr_user = user != NULL ? nd_xstrdup(user) : NULL;
+    c->cr_pass = pass != NULL ? nd_xstrdup(pass) : NULL;
+    if (own_user != NULL || own_token != NULL) {
+        /* The listener's own single user or token (nats-server's mqtt/websocket authorization
+         * block): it replaces the server's users and binds the global account. */
+        bool ok = own_user != NULL
+                      ? user != NULL && strcmp(user, own_user) == 0 &&
+                            strcmp(pass != NULL ? pass : "", own_pass != NULL ? own_pass : "") == 0
+                      : pass != NULL && strcmp(pass, own_token) == 0;
+        if (ok) {
+            c->authed = true;
+            c->auth_own = true; /* a reload's re-check does not apply (nd_conn_auth_recheck) */
+            nd_timer_cancel(ctx, &c->auth_timer);
+            nd_connreg_set_user(c->srv->connreg, &c->mon, user, nd_acct_name(c->acct));
+        }
+        return ok;
+    }
+    if (c->authed)
+        return true; /* no authentication required */
+    nd_free(c->cr_token);
+    /* nats-server also tries the password as a token. */
+    c->cr_token = pass != NULL ? nd_xstrdup(pass) : NULL;
+    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+    nd_auth_creds_t cr;
+    nd_auth_grant_t g;
+    c->no_auth_override = no_auth_user;
+    creds_of(c, &cr);
+    bool ok = a != NULL && nd_auth_check(a, &cr, &g);
+    if (!ok) {
+        nd_auth_unref(ctx, a);
+        if (c->cr_user != NULL)
+            nd_log_error("%s:%d - cid:%llu - authentication error - User \"%s\"", c->ip, c->port,
+                         (unsigned long long)c->cid, c->cr_user);
+        else
+            nd_log_error("%s:%d - cid:%llu - authentication error", c->ip, c->port,
+                         (unsigned long long)c->cid);
+        return false;
+    }
+    keep_perms(c, &g);
+    ok = apply_grant(ctx, c, &g);
+    nd_auth_unref(ctx, a);
+    return ok;
+}
+
+bool
 nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c)
 {
     nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
@@ -309,6 +362,8 @@ nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c)
 static void
 write_perm_err(nd_conn_t *c, const char *text, size_t n)
 {
+    if (c->proto != NULL)
+        return; /* a protocol connection has no -ERR line (MQTT: nothing is sent) */
     nd_conn_write(c, "-ERR '", 6);
     nd_conn_write(c, text, n);
     nd_conn_write(c, "'\r\n", 3);
@@ -423,7 +478,7 @@ swap_perms(nd_ctx_t *ctx, nd_conn_t *c, nd_permset_t *perms)
 void
 nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c)
 {
-    if (c->closing || !c->authed)
+    if (c->closing || !c->authed || c->auth_own)
         return;
     nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
     if (a == NULL) /* shutting down */

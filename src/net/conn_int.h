@@ -48,7 +48,35 @@ enum {
     ND_CONN_MSG_RPROTO,     /* a route: protocol bytes to write (route.c) */
     ND_CONN_MSG_INFO_UPDATE, /* a client: the INFO changed (connect_urls), send it again */
     ND_CONN_MSG_CLOSE,       /* nd_conn_msg_close_t: close with this reason */
+    ND_CONN_MSG_PMSG,        /* nd_conn_msg_pmsg_t: a message for a protocol connection */
+    ND_CONN_MSG_PTIMER,      /* a protocol connection's timer (pconn.c) */
+    ND_CONN_MSG_PCALL,       /* nd_conn_msg_pcall_t: work for a protocol connection (pconn.c) */
 };
+
+typedef struct nd_conn_msg_pcall {
+    nd_msg_t hdr;
+    uint32_t what;
+    void *data;
+    void (*drop)(void *data);
+} nd_conn_msg_pcall_t;
+
+/* A message for a subscription of a protocol connection (net/pconn.h): the publish itself,
+ * formatted by the protocol on the recipient's turn. */
+typedef struct nd_conn_msg_pmsg {
+    nd_msg_t hdr;
+    nd_payload_t *payload; /* one reference: headers, then the payload (then CRLF) */
+    uint32_t hdr_len, data_len;
+    uint32_t subject_len, reply_len, sid_len;
+    char str[]; /* subject, reply, sid; each NUL-terminated */
+} nd_conn_msg_pmsg_t;
+
+/* What a PMSG adds to its recipient's pending bytes until its turn formats it (about the size
+ * of the packet it becomes). */
+static inline int64_t
+nd_pmsg_charge(const nd_conn_msg_pmsg_t *m)
+{
+    return (int64_t)m->data_len + m->subject_len + 16;
+}
 
 /* A message for an internal client's subscription (iclient.h): the publish itself, not MSG
  * text, and who sent it. */
@@ -157,6 +185,8 @@ typedef struct nd_conn {
     struct nd_route *route;
     /* immutable after spawn: a leaf connection's own state (leaf_int.h; owner only), or NULL */
     struct nd_leaf *leaf;
+    /* immutable after spawn: a protocol connection's vtable (net/pconn.h), NULL for NATS */
+    const struct nd_pconn_proto *proto;
 
     /* owner only */
     nd_io_t io ND_CACHE_ALIGNED;
@@ -214,6 +244,13 @@ typedef struct nd_conn {
     bool counted;              /* included in the server's connection count */
     nd_close_reason_t reason;
     char *name, *lang, *version;
+
+    /* a protocol connection's own (pconn.c), owner only */
+    void *pstate, *parg;
+    bool auth_own;                /* logged in as its listener's own user or token */
+    const char *no_auth_override; /* its listener's no_auth_user (the options', immutable) */
+    nd_timer_t ptimer;
+    size_t pneed; /* bytes the incomplete packet at the end of the input needs (0: unknown) */
 
     /* statistics, owner only */
     uint64_t in_msgs, in_bytes, out_msgs, out_bytes;
@@ -292,6 +329,12 @@ void nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c);
  * it refused and closed. */
 struct json_t;
 bool nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, struct json_t *o);
+/* A protocol connection's login (pconn.h): user/pass against the server's authorization, or
+ * against the listener's own single user (own_user/own_pass) or token. Nothing is written.
+ * Returns: true when authorized (false may also mean closed, over an account limit). */
+bool nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pass,
+                        const char *own_user, const char *own_pass, const char *own_token,
+                        const char *no_auth_user);
 /* A first op other than CONNECT while not authenticated. Returns: false when it closed. */
 bool nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c);
 /* PUB/HPUB check for a connection with permissions. Returns: false when refused (-ERR written). */
@@ -335,6 +378,13 @@ void nd_iclient_fini(nd_ctx_t *ctx, nd_conn_t *c);
 nd_conn_t *nd_conn_spawn_internal(nd_ctx_t *ctx, nd_server_t *srv, nd_acct_t *acct,
                                   nd_conn_kind_t kind, size_t ic_size);
 
+/* pconn.c: a protocol connection's side of the connection actor. */
+/* Hands buf[0..len) to the protocol. Returns: the bytes consumed. */
+size_t nd_pconn_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len);
+void nd_pconn_on_msg(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_pmsg_t *m);
+void nd_pconn_on_start(nd_ctx_t *ctx, nd_conn_t *c);
+void nd_pconn_on_call(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_pcall_t *m);
+
 /* deliver.c */
 void nd_deliver_publish(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd);
 /* As nd_deliver_publish, the MSG lines showing the subject `shown` (NULL: cmd's) in place of
@@ -366,6 +416,11 @@ bool nd_deliver_has_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, s
 nd_conn_msg_deliver_t *nd_deliver_msg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd,
                                           const nd_sub_t *sub, bool hmsg, bool last,
                                           nd_payload_t *payload);
+/* The PMSG of cmd (shown: what the recipient sees as subject and reply) for sub of a protocol
+ * connection, holding a new reference on payload (cmd's payload bytes). */
+nd_conn_msg_pmsg_t *nd_deliver_pmsg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd,
+                                        const nd_proto_cmd_t *shown, const nd_sub_t *sub,
+                                        nd_payload_t *payload);
 void nd_deliver_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_deliver_t *m);
 void nd_deliver_receive_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch);
 /* Sends every open chunk; called at the end of each read batch. */

@@ -49,6 +49,7 @@ info_free(nd_conn_info_t *ci)
     }
     nd_free(ci->subs);
     nd_free(ci->name);
+    nd_free(ci->mqtt_client);
     nd_free(ci->user);
     nd_free(ci->account);
     nd_free(ci->lang);
@@ -121,15 +122,15 @@ dup_or_null(const char *s)
     return s != NULL ? nd_xstrdup(s) : NULL;
 }
 
-/* One allocation for the five strings (NULL when all are NULL). */
+/* One allocation for the six strings (NULL when all are NULL). */
 static nd_mon_meta_t *
 meta_new(const char *name, const char *lang, const char *version, const char *user,
-         const char *account)
+         const char *account, const char *mqtt)
 {
-    const char *v[5] = {name, lang, version, user, account};
-    size_t len[5], total = sizeof(nd_mon_meta_t);
+    const char *v[6] = {name, lang, version, user, account, mqtt};
+    size_t len[6], total = sizeof(nd_mon_meta_t);
     bool any = false;
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < 6; i++) {
         len[i] = v[i] != NULL ? strlen(v[i]) + 1 : 0;
         total += len[i];
         any |= v[i] != NULL;
@@ -138,8 +139,8 @@ meta_new(const char *name, const char *lang, const char *version, const char *us
         return NULL;
     nd_mon_meta_t *m = nd_xmalloc(total);
     char *p = (char *)(m + 1);
-    char **dst[5] = {&m->name, &m->lang, &m->version, &m->user, &m->account};
-    for (int i = 0; i < 5; i++) {
+    char **dst[6] = {&m->name, &m->lang, &m->version, &m->user, &m->account, &m->mqtt};
+    for (int i = 0; i < 6; i++) {
         *dst[i] = v[i] != NULL ? memcpy(p, v[i], len[i]) : NULL;
         p += len[i];
     }
@@ -153,9 +154,10 @@ meta_set(nd_connreg_t *r, nd_mon_conn_t *mc, bool connect, const char *a, const 
 {
     /* Only the owner replaces meta, so reading it here without the mutex is safe. */
     const nd_mon_meta_t *o = mc->meta;
+    const char *mq = o ? o->mqtt : NULL;
     nd_mon_meta_t *m =
-        connect ? meta_new(a, b, c, o ? o->user : NULL, o ? o->account : NULL)
-                : meta_new(o ? o->name : NULL, o ? o->lang : NULL, o ? o->version : NULL, a, b);
+        connect ? meta_new(a, b, c, o ? o->user : NULL, o ? o->account : NULL, mq)
+                : meta_new(o ? o->name : NULL, o ? o->lang : NULL, o ? o->version : NULL, a, b, mq);
     pthread_mutex_lock(&r->lock);
     nd_mon_meta_t *old = mc->meta;
     mc->meta = m;
@@ -168,6 +170,19 @@ nd_connreg_set_meta(nd_connreg_t *r, nd_mon_conn_t *mc, const char *name, const 
                     const char *version)
 {
     meta_set(r, mc, true, name, lang, version);
+}
+
+void
+nd_connreg_set_mqtt(nd_connreg_t *r, nd_mon_conn_t *mc, const char *client_id)
+{
+    const nd_mon_meta_t *o = mc->meta;
+    nd_mon_meta_t *m = meta_new(o ? o->name : NULL, o ? o->lang : NULL, o ? o->version : NULL,
+                                o ? o->user : NULL, o ? o->account : NULL, client_id);
+    pthread_mutex_lock(&r->lock);
+    nd_mon_meta_t *old = mc->meta;
+    mc->meta = m;
+    pthread_mutex_unlock(&r->lock);
+    nd_free(old);
 }
 
 void
@@ -203,6 +218,7 @@ info_from(const nd_connreg_t *r, const nd_mon_conn_t *mc, nd_actor_t **actor)
         ci->version = dup_or_null(m->version);
         ci->user = dup_or_null(m->user);
         ci->account = dup_or_null(m->account);
+        ci->mqtt_client = dup_or_null(m->mqtt);
     }
     return ci;
 }

@@ -70,6 +70,7 @@ typedef struct nd_conn_info {
     uint32_t num_subs;
     char *name, *lang, *version; /* owned, or NULL */
     char *user, *account;        /* owned, or NULL: who authenticated, in which account */
+    char *mqtt_client;           /* owned, or NULL: an MQTT connection's client identifier */
     const char *reason;          /* static close reason text; NULL while open */
     nd_actor_t *actor;           /* open only: a reference (for the subscriptions request) */
     nd_sub_info_t *subs;         /* closed: taken at close; open: filled by the request */
@@ -79,7 +80,7 @@ typedef struct nd_conn_info {
 
 /* The CONNECT and authentication strings of a connection, in one allocation (any may be NULL). */
 typedef struct nd_mon_meta {
-    char *name, *lang, *version, *user, *account;
+    char *name, *lang, *version, *user, *account, *mqtt;
 } nd_mon_meta_t;
 
 /* Embedded in each connection; kept small (96 bytes), since a server may hold 100k connections:
@@ -187,6 +188,9 @@ void nd_connreg_connect(nd_mon_conn_t *mc);
 /* Copies the CONNECT strings (any may be NULL) into the registry. Ctx: the owner's turn. */
 void nd_connreg_set_meta(nd_connreg_t *r, nd_mon_conn_t *mc, const char *name, const char *lang,
                          const char *version);
+
+/* Records an MQTT connection's client identifier (/connz mqtt_client). Ctx: the owner's turn. */
+void nd_connreg_set_mqtt(nd_connreg_t *r, nd_mon_conn_t *mc, const char *client_id);
 
 /* Records who the connection authenticated as (user: the user name or NULL, e.g. for a token)
  * and its account (NULL: the global account), for /connz's authorized_user, account, user= and

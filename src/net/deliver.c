@@ -298,6 +298,9 @@ msg_bytes(const nd_msg_t *m)
         return ((const nd_conn_msg_chunk_t *)m)->len;
     if (m->id == ND_CONN_MSG_REPLY)
         return 0; /* no output of its own */
+    if (m->id == ND_CONN_MSG_PMSG) {
+        return nd_pmsg_charge((const nd_conn_msg_pmsg_t *)m);
+    }
     const nd_conn_msg_deliver_t *d = (const nd_conn_msg_deliver_t *)m;
     return (int64_t)d->line_len + (int64_t)d->pl_len;
 }
@@ -424,6 +427,56 @@ deliver_internal(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_c
     nd_outbox_slot_t *sl = outbox_slot(&c->outbox, t);
     slot_close_chunk(sl);
     slot_append(sl, &m->hdr);
+    return true;
+}
+
+nd_conn_msg_pmsg_t *
+nd_deliver_pmsg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown,
+                    const nd_sub_t *sub, nd_payload_t *payload)
+{
+    size_t sl = shown->subject.len, rl = shown->reply.len, il = sub->sid_len;
+    nd_conn_msg_pmsg_t *m =
+        (nd_conn_msg_pmsg_t *)nd_msg_new(ctx, sizeof(*m) + sl + rl + il + 3, ND_CONN_MSG_PMSG);
+    bool hdrs = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
+    m->hdr_len = hdrs ? (uint32_t)cmd->hdr_len : 0;
+    m->data_len = (uint32_t)cmd->payload.len - m->hdr_len;
+    m->subject_len = (uint32_t)sl;
+    m->reply_len = (uint32_t)rl;
+    m->sid_len = (uint32_t)il;
+    char *p = m->str;
+    memcpy(p, shown->subject.ptr, sl);
+    p[sl] = '\0';
+    p += sl + 1;
+    if (rl > 0)
+        memcpy(p, shown->reply.ptr, rl);
+    p[rl] = '\0';
+    p += rl + 1;
+    memcpy(p, sub->sid, il);
+    p[il] = '\0';
+    nd_payload_ref(payload);
+    m->payload = payload;
+    return m;
+}
+
+/* Hands the publish to a protocol connection (net/pconn.h) as one PMSG, queued in the outbox
+ * like any delivery; the recipient formats it on its own turn. Ctx: in the section. */
+static bool
+deliver_proto(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_conn_t *t)
+{
+    const nd_proto_cmd_t *cmd = pc->cmd;
+    pc->matched++;
+    if (atomic_load_explicit(&t->slow, memory_order_relaxed))
+        return false;
+    uint64_t max = atomic_load_explicit(&sub->max_msgs, memory_order_relaxed);
+    uint64_t n = nd_sub_count_delivery(sub);
+    if (max != 0 && n > max)
+        return false;
+    if (pc->payload == NULL)
+        pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
+    nd_conn_msg_pmsg_t *m = nd_deliver_pmsg_new(ctx, cmd, pc->shown, sub, pc->payload);
+    nd_outbox_slot_t *slot = outbox_slot(&c->outbox, t);
+    slot_close_chunk(slot);
+    slot_append(slot, &m->hdr);
     return true;
 }
 
@@ -658,6 +711,8 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
         return false;
     if (t->ic != NULL)
         return deliver_internal(ctx, c, pc, sub, t);
+    if (t->proto != NULL)
+        return deliver_proto(ctx, c, pc, sub, t);
     pc->matched++;
     if (atomic_load_explicit(&t->slow, memory_order_relaxed))
         return false;
@@ -1275,6 +1330,8 @@ nd_deliver_discard(nd_ctx_t *ctx, nd_msg_t *msg)
     (void)ctx;
     if (msg->id == ND_CONN_MSG_DELIVER)
         nd_payload_unref(((nd_conn_msg_deliver_t *)msg)->payload);
+    else if (msg->id == ND_CONN_MSG_PMSG)
+        nd_payload_unref(((nd_conn_msg_pmsg_t *)msg)->payload);
     else if (msg->id == ND_CONN_MSG_CHUNK)
         nd_free(((nd_conn_msg_chunk_t *)msg)->buf);
 }

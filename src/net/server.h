@@ -162,6 +162,7 @@ typedef struct nd_server {
     struct nd_auth_slot *auth; /* the auth snapshot in force (auth/auth.h); locks itself */
     char server_id[57];
     int port;          /* the bound client port */
+    int mqtt_port; /* the bound MQTT port (src/mqtt sets it before the pool starts), 0: off */
     struct nd_listener *listener; /* the client port (net/listener.h) */
     struct nd_routes *routes;     /* the cluster (net/route.h), NULL when not clustered */
     struct nd_leafs *leafs;       /* leaf nodes (net/leaf.h), NULL when not configured */

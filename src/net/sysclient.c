@@ -70,6 +70,11 @@ sys_deliver(nd_ctx_t *ctx, sys_pub_t *p, nd_sub_t *sub)
     uint64_t cnt = nd_sub_count_delivery(sub);
     if (max != 0 && cnt > max)
         return false;
+    if (t->proto != NULL) {
+        nd_conn_msg_pmsg_t *pm = nd_deliver_pmsg_new(ctx, &p->cmd, &p->cmd, sub, p->pl);
+        sys_out_add(p, t, &pm->hdr, nd_pmsg_charge(pm), pm->data_len);
+        return true;
+    }
     /* No headers for a client without header support. */
     bool hmsg = p->cmd.hdr_len > 0 && atomic_load_explicit(&t->headers, memory_order_relaxed);
     nd_conn_msg_deliver_t *m =

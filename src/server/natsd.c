@@ -14,6 +14,7 @@
 #include "js/js.h"
 #include "mon/monitor.h"
 #include "mon/sysevents.h"
+#include "mqtt/mqtt.h"
 #include "server/lameduck.h"
 #include "server/reload.h"
 #include "net/server.h"
@@ -24,6 +25,7 @@ struct natsd {
     nd_server_t *server;
     nd_mon_t *mon; /* HTTP monitoring, or NULL when off */
     nd_js_t *js;   /* JetStream, or NULL when off */
+    nd_mqtt_t *mqtt; /* the MQTT listener, or NULL when off */
     char url[320]; /* natsd_client_url */
     /* any thread, atomic (relaxed: a flag read by natsd_ready, nothing published with it) */
     atomic_bool ready; /* accepting clients: set at the end of natsd_start, cleared by lame duck
@@ -113,6 +115,13 @@ natsd_start(const nd_opts_t *opts)
         nd_free(s);
         return NULL;
     }
+    if (nd_mqtt_check(opts, err, sizeof err) != 0) {
+        nd_log_error("%s", err);
+        if (opts == &dflt)
+            nd_opts_free(&dflt);
+        nd_free(s);
+        return NULL;
+    }
     if (nd_mon_listen(opts, &s->mon) != 0) {
         /* nats-server does not run without the monitoring port it was asked for. */
         if (opts == &dflt)
@@ -128,6 +137,15 @@ natsd_start(const nd_opts_t *opts)
     }
     if (opts == &dflt)
         nd_opts_free(&dflt);
+    bool mqtt_failed = false;
+    if (s->server != NULL)
+        s->mqtt = nd_mqtt_new(s->server, &mqtt_failed);
+    if (mqtt_failed) {
+        nd_lameduck_free(s->server);
+        nd_reload_free(s->server);
+        nd_server_free(s->server);
+        s->server = NULL;
+    }
     if (s->server == NULL) {
         nd_mon_free(s->mon);
         nd_pool_free(s->pool);
@@ -139,6 +157,7 @@ natsd_start(const nd_opts_t *opts)
     nd_pool_start(s->pool);
     nd_sys_start(s->server); /* $SYS services and the periodic STATSZ, with a system account */
     s->js = nd_js_start(s->server);
+    nd_mqtt_start(s->mqtt);
     nd_server_accept(s->server);
     set_client_url(s);
     atomic_store_explicit(&s->ready, true, memory_order_relaxed);
@@ -153,9 +172,11 @@ natsd_stop(natsd_t *s)
     atomic_store_explicit(&s->ready, false, memory_order_relaxed);
     nd_mon_stop_accepting(s->mon);
     nd_server_stop_accepting(s->server);
+    nd_mqtt_stop(s->mqtt);
     nd_js_stop(s->js);
     nd_pool_shutdown(s->pool); /* closes every connection, stream and account */
     nd_js_free(s->js);
+    nd_mqtt_free(s->mqtt);
     nd_mon_free(s->mon);
     nd_lameduck_free(s->server);
     nd_reload_free(s->server);

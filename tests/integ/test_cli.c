@@ -245,7 +245,7 @@ Test(integ_cli, check_config_warns_unbuilt_features)
     const char *bin = nd_integ_server_path();
     char conf[160];
     snprintf(conf, sizeof conf, "%s/features.conf", dir);
-    nd_integ_write_file(conf, "port: 4222\nmqtt { port: 1883 }\nleafnodes { port: 7422 }\n");
+    nd_integ_write_file(conf, "port: 4222\nprof_port: 65432\nleafnodes { port: 7422 }\n");
     const char *check[] = {"-t", "-c", conf, NULL};
     char *out, *errs;
     cr_assert_eq(run(bin, check, &out, &errs), 0);
@@ -256,7 +256,7 @@ Test(integ_cli, check_config_warns_unbuilt_features)
     } else {
         char want[1024];
         snprintf(want, sizeof want,
-                 "nats-server: warning: %s:2:1: MQTT is configured but not supported yet by "
+                 "nats-server: warning: %s:2:1: Profiling is configured but not supported yet by "
                  "natsd: ignored\n%s",
                  conf, valid);
         cr_assert_str_eq(errs, want);

@@ -1,0 +1,668 @@
+/* MQTT in natsd beyond what test_mqtt.c checks against both servers: start-up errors, keep
+ * alive, /connz and /varz, QoS 1 redelivery with DUP after ack_wait, max_ack_pending, a client
+ * flooding QoS 1 publishes, permissions and accounts, the mqtt block's own authorization.
+ * natsd only (the behaviours were compared with nats-server 2.9.10 by hand where they exist
+ * there). Synchronisation is a protocol round trip or the server closing a connection; the only
+ * waits are for the server's own timers (keep alive, ack_wait), bounded by the harness's guard.
+ */
+#include <criterion/criterion.h>
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+static nd_integ_conf_t conf;
+static nd_integ_server_t *srv;
+static int mqtt_port, http_port;
+
+static void
+up(const char *extra)
+{
+    mqtt_port = nd_integ_free_port();
+    http_port = nd_integ_free_port();
+    char store[256], text[2048];
+    nd_integ_conf_file(&conf, "store", store, sizeof store);
+    snprintf(text, sizeof text,
+             "server_name: mqtt_natsd\nhttp: \"127.0.0.1:%d\"\n"
+             "jetstream { store_dir: \"%s\" }\n%s",
+             http_port, store, extra ? extra : "");
+    char mq[256];
+    if (strstr(text, "mqtt {") == NULL) {
+        snprintf(mq, sizeof mq, "mqtt { host: 127.0.0.1, port: %d }\n", mqtt_port);
+        strncat(text, mq, sizeof text - strlen(text) - 1);
+    }
+    srv = nd_integ_conf_start(&conf, text);
+}
+
+static void
+fini(void)
+{
+    if (srv != NULL)
+        nd_integ_conf_stop(srv, &conf);
+    srv = NULL;
+    nd_integ_cleanup();
+}
+
+TestSuite(mqtt_natsd, .fini = fini, .timeout = 60);
+
+/* ---- raw MQTT ---- */
+
+typedef struct {
+    uint8_t b[4096];
+    size_t n;
+} pkt_t;
+
+static void
+put_u16(pkt_t *p, unsigned v)
+{
+    p->b[p->n++] = (uint8_t)(v >> 8);
+    p->b[p->n++] = (uint8_t)v;
+}
+
+static void
+put_str(pkt_t *p, const char *s)
+{
+    size_t n = strlen(s);
+    put_u16(p, (unsigned)n);
+    memcpy(p->b + p->n, s, n);
+    p->n += n;
+}
+
+/* Wraps body into a packet of type/flags byte tf. */
+static void
+frame(pkt_t *out, uint8_t tf, const pkt_t *body)
+{
+    out->n = 0;
+    out->b[out->n++] = tf;
+    size_t rl = body->n;
+    do {
+        uint8_t d = (uint8_t)(rl % 128);
+        rl /= 128;
+        out->b[out->n++] = rl ? (uint8_t)(d | 0x80) : d;
+    } while (rl);
+    memcpy(out->b + out->n, body->b, body->n);
+    out->n += body->n;
+}
+
+static int
+dial(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)mqtt_port)};
+    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    cr_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
+    return fd;
+}
+
+static void
+send_all(int fd, const void *p, size_t n)
+{
+    const uint8_t *b = p;
+    while (n > 0) {
+        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
+        cr_assert(k > 0, "send: %s", strerror(errno));
+        b += k;
+        n -= (size_t)k;
+    }
+}
+
+/* Reads n bytes. Returns: false at end of stream. */
+static bool
+recv_n(int fd, void *p, size_t n)
+{
+    uint8_t *b = p;
+    while (n > 0) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        cr_assert(poll(&pf, 1, 15000) == 1, "timed out reading from the server");
+        ssize_t k = recv(fd, b, n, 0);
+        if (k <= 0)
+            return false;
+        b += k;
+        n -= (size_t)k;
+    }
+    return true;
+}
+
+/* Reads one packet: its first byte in *tf, its body in body. */
+static void
+read_pkt(int fd, uint8_t *tf, pkt_t *body)
+{
+    cr_assert(recv_n(fd, tf, 1), "end of stream");
+    uint32_t rl = 0;
+    for (int i = 0; i < 4; i++) {
+        uint8_t d;
+        cr_assert(recv_n(fd, &d, 1));
+        rl |= (uint32_t)(d & 0x7f) << (7 * i);
+        if (!(d & 0x80))
+            break;
+    }
+    cr_assert(rl <= sizeof body->b);
+    body->n = rl;
+    cr_assert(recv_n(fd, body->b, rl));
+}
+
+/* Reads until the server closes. Returns: the bytes that came before. */
+static size_t
+expect_close(int fd)
+{
+    uint8_t b[256];
+    size_t total = 0;
+    for (;;) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        cr_assert(poll(&pf, 1, 15000) == 1, "the server did not close the connection");
+        ssize_t k = recv(fd, b, sizeof b, 0);
+        if (k <= 0)
+            break;
+        total += (size_t)k;
+    }
+    close(fd);
+    return total;
+}
+
+typedef struct {
+    const char *cid, *user, *pass, *will_topic, *will_msg;
+    uint16_t ka;
+    bool persistent;
+} copts_t;
+
+static void
+mq_connect_send(int fd, const copts_t *o)
+{
+    pkt_t b = {.n = 0}, p;
+    put_str(&b, "MQTT");
+    b.b[b.n++] = 4;
+    uint8_t flags = o->persistent ? 0 : 0x02;
+    if (o->will_topic)
+        flags |= 0x04;
+    if (o->user)
+        flags |= 0x80;
+    if (o->pass)
+        flags |= 0x40;
+    b.b[b.n++] = flags;
+    put_u16(&b, o->ka);
+    put_str(&b, o->cid);
+    if (o->will_topic) {
+        put_str(&b, o->will_topic);
+        put_str(&b, o->will_msg);
+    }
+    if (o->user)
+        put_str(&b, o->user);
+    if (o->pass)
+        put_str(&b, o->pass);
+    frame(&p, 0x10, &b);
+    send_all(fd, p.b, p.n);
+}
+
+/* CONNECT; returns the CONNACK's return code (and leaves the connection open). */
+static int
+mq_connect(int fd, const copts_t *o)
+{
+    mq_connect_send(fd, o);
+    pkt_t b;
+    uint8_t tf;
+    read_pkt(fd, &tf, &b);
+    cr_assert_eq(tf, 0x20);
+    cr_assert_eq(b.n, 2);
+    return b.b[1];
+}
+
+static int
+mq_open(const char *cid)
+{
+    int fd = dial();
+    copts_t o = {.cid = cid};
+    cr_assert_eq(mq_connect(fd, &o), 0);
+    return fd;
+}
+
+static void
+mq_sub(int fd, uint16_t pi, const char *filter, int qos, int granted)
+{
+    pkt_t b = {.n = 0}, p;
+    put_u16(&b, pi);
+    put_str(&b, filter);
+    b.b[b.n++] = (uint8_t)qos;
+    frame(&p, 0x82, &b);
+    send_all(fd, p.b, p.n);
+    uint8_t tf;
+    read_pkt(fd, &tf, &b);
+    cr_assert_eq(tf, 0x90);
+    cr_assert_eq(b.n, 3);
+    cr_assert_eq(b.b[2], granted, "granted %d, wanted %d", b.b[2], granted);
+}
+
+static void
+mq_pub_pkt(pkt_t *p, const char *topic, const char *msg, int qos, uint16_t pi)
+{
+    pkt_t b = {.n = 0};
+    put_str(&b, topic);
+    if (qos > 0)
+        put_u16(&b, pi);
+    size_t n = strlen(msg);
+    memcpy(b.b + b.n, msg, n);
+    b.n += n;
+    frame(p, (uint8_t)(0x30 | (qos << 1)), &b);
+}
+
+/* Publishes and, at QoS 1, waits for the PUBACK. */
+static void
+mq_pub(int fd, const char *topic, const char *msg, int qos, uint16_t pi)
+{
+    pkt_t p;
+    mq_pub_pkt(&p, topic, msg, qos, pi);
+    send_all(fd, p.b, p.n);
+    if (qos > 0) {
+        uint8_t tf;
+        read_pkt(fd, &tf, &p);
+        cr_assert_eq(tf, 0x40);
+        cr_assert_eq((p.b[0] << 8) | p.b[1], pi);
+    }
+}
+
+static void
+mq_ack(int fd, uint16_t pi)
+{
+    uint8_t p[4] = {0x40, 2, (uint8_t)(pi >> 8), (uint8_t)pi};
+    send_all(fd, p, 4);
+}
+
+static void
+mq_ping(int fd)
+{
+    send_all(fd, "\xC0\x00", 2);
+    uint8_t tf;
+    pkt_t b;
+    read_pkt(fd, &tf, &b);
+    cr_assert_eq(tf, 0xD0, "wanted PINGRESP, got 0x%02x", tf);
+}
+
+/* Reads a PUBLISH and checks it. Returns: its packet id (0 at QoS 0). */
+static uint16_t
+expect_pub(int fd, const char *topic, const char *msg, int qos, bool dup)
+{
+    uint8_t tf;
+    pkt_t b;
+    read_pkt(fd, &tf, &b);
+    cr_assert_eq(tf & 0xF0, 0x30, "wanted PUBLISH, got 0x%02x", tf);
+    cr_assert_eq((tf >> 1) & 3, qos, "QoS %d, wanted %d", (tf >> 1) & 3, qos);
+    cr_assert_eq((tf & 0x08) != 0, dup, "DUP flag");
+    size_t tl = (size_t)((b.b[0] << 8) | b.b[1]);
+    cr_assert(tl == strlen(topic) && memcmp(b.b + 2, topic, tl) == 0, "topic %.*s", (int)tl,
+              b.b + 2);
+    size_t off = 2 + tl;
+    uint16_t pi = 0;
+    if (qos > 0) {
+        pi = (uint16_t)((b.b[off] << 8) | b.b[off + 1]);
+        off += 2;
+    }
+    cr_assert(b.n - off == strlen(msg) && memcmp(b.b + off, msg, b.n - off) == 0, "payload %.*s",
+              (int)(b.n - off), b.b + off);
+    return pi;
+}
+
+static nd_integ_conn_t *
+nats_open(const char *user_pass, const char *subject)
+{
+    nd_integ_conn_t *c = nd_integ_conn_open(srv);
+    char line[256];
+    if (user_pass != NULL) {
+        char u[64], p[64];
+        sscanf(user_pass, "%63[^:]:%63s", u, p);
+        snprintf(
+            line, sizeof line,
+            "CONNECT {\"verbose\":false,\"pedantic\":false,\"user\":\"%s\",\"pass\":\"%s\"}\r\n", u,
+            p);
+    } else {
+        snprintf(line, sizeof line, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\n");
+    }
+    ND_SENDS(c, line);
+    if (subject != NULL) {
+        snprintf(line, sizeof line, "SUB %s 1\r\n", subject);
+        ND_SENDS(c, line);
+    }
+    ND_PING(c);
+    return c;
+}
+
+/* ---- tests ---- */
+
+/* Runs natsd on a config. Returns: its exit status; out gets its output. */
+static int
+run_natsd(const char *text, char *out, size_t cap)
+{
+    nd_integ_conf_write(&conf, text);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "%s -c %s 2>&1", nd_integ_server_path(), conf.path);
+    FILE *f = popen(cmd, "r");
+    cr_assert_not_null(f);
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    int st = pclose(f);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(mqtt_natsd, start_errors)
+{
+    char out[4096];
+    int port = nd_integ_free_port();
+    char text[512];
+    snprintf(text, sizeof text, "port: -1\nmqtt { port: %d }\n", port);
+    cr_assert_eq(run_natsd(text, out, sizeof out), 1);
+    cr_assert_str_eq(out, "nats-server: mqtt requires server name to be explicitly set\n");
+    snprintf(text, sizeof text, "port: -1\nserver_name: a\nmqtt { port: %d }\n", port);
+    cr_assert_eq(run_natsd(text, out, sizeof out), 1);
+    cr_assert_str_eq(out, "nats-server: mqtt requires JetStream to be enabled if running in "
+                          "standalone mode\n");
+    nd_integ_conf_remove(&conf);
+}
+
+/* No packet for 1.5 times the keep alive closes the connection, and the will goes out. A PING
+ * in time keeps it. */
+Test(mqtt_natsd, keep_alive)
+{
+    up(NULL);
+    nd_integ_conn_t *n = nats_open(NULL, "ka.>");
+    int fd = dial();
+    copts_t o = {.cid = "ka", .ka = 1, .will_topic = "ka/will", .will_msg = "bye"};
+    cr_assert_eq(mq_connect(fd, &o), 0);
+    mq_ping(fd);
+    cr_assert_eq(expect_close(fd), 0);
+    ND_EXPECT(n, "MSG ka.will 1 3\r\nbye\r\n");
+    nd_integ_conn_close(n);
+}
+
+Test(mqtt_natsd, monitoring)
+{
+    up(NULL);
+    int fd = mq_open("mon1");
+    mq_sub(fd, 1, "m/+", 1, 1);
+    char *j = nd_integ_http_get(http_port, "/connz?mqtt_client=mon1&subs=1");
+    cr_assert(strstr(j, "\"mqtt_client\": \"mon1\"") != NULL, "%s", j);
+    cr_assert(strstr(j, "\"type\": \"mqtt\"") != NULL, "%s", j);
+    cr_assert(strstr(j, "\"num_connections\": 1") != NULL, "%s", j);
+    cr_assert(strstr(j, "\"m.*\"") != NULL, "%s", j);
+    free(j);
+    j = nd_integ_http_get(http_port, "/connz?mqtt_client=other");
+    cr_assert(strstr(j, "\"num_connections\": 0") != NULL, "%s", j);
+    free(j);
+    j = nd_integ_http_get(http_port, "/varz");
+    char want[64];
+    snprintf(want, sizeof want, "\"port\": %d", mqtt_port);
+    cr_assert(strstr(j, "\"mqtt\": {") != NULL && strstr(j, want) != NULL, "%s", j);
+    free(j);
+    close(fd);
+}
+
+/* An unacknowledged QoS 1 delivery comes again after ack_wait with the DUP flag and the same
+ * packet id; acknowledged, it does not. */
+Test(mqtt_natsd, redelivery)
+{
+    char extra[256];
+    mqtt_port = nd_integ_free_port();
+    snprintf(extra, sizeof extra, "mqtt { host: 127.0.0.1, port: %d, ack_wait: \"1s\" }\n",
+             mqtt_port);
+    int keep = mqtt_port;
+    up(extra);
+    mqtt_port = keep;
+    int s = mq_open("rd-sub");
+    mq_sub(s, 1, "rd/x", 1, 1);
+    int p = mq_open("rd-pub");
+    mq_pub(p, "rd/x", "one", 1, 7);
+    uint16_t pi = expect_pub(s, "rd/x", "one", 1, false);
+    cr_assert_eq(pi, 1);
+    cr_assert_eq(expect_pub(s, "rd/x", "one", 1, true), pi);
+    mq_ack(s, pi);
+    mq_pub(p, "rd/x", "two", 1, 8);
+    cr_assert_eq(expect_pub(s, "rd/x", "two", 1, false), 2);
+    mq_ack(s, 2);
+    mq_ping(s);
+    close(s);
+    close(p);
+}
+
+/* max_ack_pending bounds the QoS 1 deliveries waiting for a PUBACK. */
+Test(mqtt_natsd, max_ack_pending)
+{
+    char extra[256];
+    mqtt_port = nd_integ_free_port();
+    snprintf(extra, sizeof extra, "mqtt { host: 127.0.0.1, port: %d, max_ack_pending: 2 }\n",
+             mqtt_port);
+    int keep = mqtt_port;
+    up(extra);
+    mqtt_port = keep;
+    int s = mq_open("map-sub");
+    mq_sub(s, 1, "map/x", 1, 1);
+    int p = mq_open("map-pub");
+    mq_pub(p, "map/x", "a", 1, 1);
+    mq_pub(p, "map/x", "b", 1, 2);
+    mq_pub(p, "map/x", "c", 1, 3);
+    cr_assert_eq(expect_pub(s, "map/x", "a", 1, false), 1);
+    cr_assert_eq(expect_pub(s, "map/x", "b", 1, false), 2);
+    mq_ping(s); /* not "c": two are pending */
+    mq_ack(s, 1);
+    cr_assert_eq(expect_pub(s, "map/x", "c", 1, false), 3);
+    close(s);
+    close(p);
+}
+
+/* A client that sends many QoS 1 publishes without reading: every one is acknowledged, in
+ * order, and delivered; the server reads it only as fast as JetStream stores. */
+Test(mqtt_natsd, qos1_flood)
+{
+    up(NULL);
+    nd_integ_conn_t *n = nats_open(NULL, "fl.x");
+    int fd = mq_open("flood");
+    enum { N = 2000 };
+    static uint8_t all[N * 16];
+    size_t len = 0;
+    for (int i = 1; i <= N; i++) {
+        pkt_t p;
+        mq_pub_pkt(&p, "fl/x", "m", 1, (uint16_t)i);
+        memcpy(all + len, p.b, p.n);
+        len += p.n;
+    }
+    send_all(fd, all, len);
+    for (int i = 1; i <= N; i++) {
+        uint8_t tf;
+        pkt_t b;
+        read_pkt(fd, &tf, &b);
+        cr_assert_eq(tf, 0x40);
+        cr_assert_eq((b.b[0] << 8) | b.b[1], i, "PUBACK %d out of order", i);
+    }
+    for (int i = 0; i < N; i++)
+        ND_EXPECT(n, "MSG fl.x 1 1\r\nm\r\n");
+    close(fd);
+    nd_integ_conn_close(n);
+}
+
+/* MQTT clients log in as NATS users: their account and permissions apply. */
+Test(mqtt_natsd, accounts_and_permissions)
+{
+    up("accounts {\n"
+       "  A { users: [ {user: a, password: a, permissions: {publish: {deny: \"secret.>\"},"
+       " subscribe: {deny: \"hidden.>\"}}}, {user: a2, password: a2} ], jetstream: enabled }\n"
+       "  B { users: [ {user: b, password: b} ], jetstream: enabled }\n"
+       "  C { users: [ {user: c, password: c} ] }\n"
+       "}\n");
+    nd_integ_conn_t *na = nats_open("a2:a2", ">");
+    nd_integ_conn_t *nb = nats_open("b:b", ">");
+    int fd = dial();
+    copts_t o = {.cid = "perm", .user = "a", .pass = "a"};
+    cr_assert_eq(mq_connect(fd, &o), 0);
+    mq_sub(fd, 1, "hidden/#", 0, 0x80);
+    mq_sub(fd, 2, "open/#", 0, 0);
+    mq_pub(fd, "secret/x", "no", 0, 0);
+    mq_pub(fd, "open/x", "yes", 0, 0);
+    expect_pub(fd, "open/x", "yes", 0, false);
+    /* The other user of account A sees only the allowed one; account B sees nothing. */
+    for (;;) {
+        char *f = nd_integ_read_frame(na);
+        cr_assert_not_null(f);
+        bool user = strncmp(f, "MSG $", 5) != 0;
+        if (user)
+            cr_assert_str_eq(f, "MSG open.x 1 3\r\nyes\r\n");
+        free(f);
+        if (user)
+            break;
+    }
+    ND_SEND(nb, "PUB b.marker 1\r\nm\r\n");
+    for (;;) {
+        char *f = nd_integ_read_frame(nb);
+        cr_assert_not_null(f);
+        bool user = strncmp(f, "MSG $", 5) != 0;
+        if (user)
+            cr_assert_str_eq(f, "MSG b.marker 1 1\r\nm\r\n");
+        free(f);
+        if (user)
+            break;
+    }
+    /* A wrong password: CONNACK 5. */
+    int bad = dial();
+    copts_t ob = {.cid = "bad", .user = "a", .pass = "x"};
+    cr_assert_eq(mq_connect(bad, &ob), 5);
+    expect_close(bad);
+    /* An account without JetStream: closed without a CONNACK, as nats-server. */
+    int nojs = dial();
+    copts_t oc = {.cid = "nojs", .user = "c", .pass = "c"};
+    mq_connect_send(nojs, &oc);
+    cr_assert_eq(expect_close(nojs), 0);
+    /* Tried again (and refused again) on the next CONNECT. */
+    nojs = dial();
+    mq_connect_send(nojs, &oc);
+    cr_assert_eq(expect_close(nojs), 0);
+    close(fd);
+    nd_integ_conn_close(na);
+    nd_integ_conn_close(nb);
+}
+
+/* mqtt { authorization } is the MQTT port's own user. */
+Test(mqtt_natsd, own_authorization)
+{
+    char extra[256];
+    mqtt_port = nd_integ_free_port();
+    snprintf(extra, sizeof extra,
+             "mqtt { host: 127.0.0.1, port: %d, authorization { user: mu, password: mp } }\n",
+             mqtt_port);
+    int keep = mqtt_port;
+    up(extra);
+    mqtt_port = keep;
+    int fd = dial();
+    copts_t o = {.cid = "own", .user = "mu", .pass = "mp"};
+    cr_assert_eq(mq_connect(fd, &o), 0);
+    mq_ping(fd);
+    close(fd);
+    fd = dial();
+    copts_t bad = {.cid = "own2", .user = "mu", .pass = "no"};
+    cr_assert_eq(mq_connect(fd, &bad), 5);
+    expect_close(fd);
+    fd = dial();
+    copts_t none = {.cid = "own3"};
+    cr_assert_eq(mq_connect(fd, &none), 5);
+    expect_close(fd);
+}
+
+/* Users' allowed_connection_types know MQTT, and mqtt { no_auth_user } logs in a client that
+ * brings no credentials (both as nats-server 2.9.10). */
+Test(mqtt_natsd, connection_types_and_no_auth_user)
+{
+    char extra[512];
+    mqtt_port = nd_integ_free_port();
+    snprintf(extra, sizeof extra,
+             "authorization { users = [ {user: m, password: m, allowed_connection_types: "
+             "[\"MQTT\"]}, {user: s, password: s, allowed_connection_types: [\"STANDARD\"]} ] }\n"
+             "mqtt { host: 127.0.0.1, port: %d, no_auth_user: m }\n",
+             mqtt_port);
+    int keep = mqtt_port;
+    up(extra);
+    mqtt_port = keep;
+    int fd = dial();
+    copts_t none = {.cid = "na1"};
+    cr_assert_eq(mq_connect(fd, &none), 0);
+    mq_ping(fd);
+    close(fd);
+    fd = dial();
+    copts_t s = {.cid = "na2", .user = "s", .pass = "s"};
+    cr_assert_eq(mq_connect(fd, &s), 5);
+    expect_close(fd);
+    fd = dial();
+    copts_t m = {.cid = "na3", .user = "m", .pass = "m"};
+    cr_assert_eq(mq_connect(fd, &m), 0);
+    mq_ping(fd);
+    close(fd);
+    /* The MQTT-only user cannot log in as a NATS client. */
+    nd_integ_conn_t *n = nd_integ_conn_open(srv);
+    ND_SEND(n, "CONNECT {\"verbose\":false,\"user\":\"m\",\"pass\":\"m\"}\r\n");
+    ND_EXPECT(n, "-ERR 'Authorization Violation'\r\n");
+    nd_integ_conn_close(n);
+}
+
+/* mqtt { tls }: the handshake comes first (a plain CONNECT gets nothing back), and a TLS client
+ * (mosquitto_pub --cafile) publishes. */
+Test(mqtt_natsd, tls)
+{
+    char ca[256], cert[256], key[256], cmd[2048];
+    nd_integ_conf_file(&conf, "ca.pem", ca, sizeof ca);
+    nd_integ_conf_file(&conf, "server.pem", cert, sizeof cert);
+    nd_integ_conf_file(&conf, "server.key", key, sizeof key);
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", ca);
+    *strrchr(dir, '/') = '\0';
+    snprintf(cmd, sizeof cmd,
+             "set -e; cd %s; K='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'; "
+             "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj '/CN=mqtt CA'; "
+             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n' > srv.ext; "
+             "openssl req $K -keyout server.key -out server.csr -subj '/CN=localhost'; "
+             "openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial "
+             "-out server.pem -days 2 -extfile srv.ext",
+             dir);
+    char quiet[2200];
+    snprintf(quiet, sizeof quiet, "(%s) >/dev/null 2>&1", cmd);
+    cr_assert_eq(system(quiet), 0, "openssl failed");
+    char extra[1024];
+    mqtt_port = nd_integ_free_port();
+    snprintf(extra, sizeof extra,
+             "mqtt { host: 127.0.0.1, port: %d, tls { cert_file: \"%s\", key_file: \"%s\" } }\n",
+             mqtt_port, cert, key);
+    int keep = mqtt_port;
+    up(extra);
+    mqtt_port = keep;
+    nd_integ_conn_t *n = nats_open(NULL, "tls.>");
+    /* Plain text on the TLS port: no CONNACK, the connection closes. */
+    int fd = dial();
+    copts_t o = {.cid = "plain"};
+    mq_connect_send(fd, &o);
+    cr_assert_eq(expect_close(fd), 0);
+    snprintf(cmd, sizeof cmd,
+             "mosquitto_pub -h 127.0.0.1 -p %d --cafile %s -q 1 -t tls/x -m secure "
+             ">/dev/null 2>&1",
+             mqtt_port, ca);
+    cr_assert_eq(system(cmd), 0, "mosquitto_pub over TLS failed");
+    ND_EXPECT(n, "MSG tls.x 1 6\r\nsecure\r\n");
+    nd_integ_conn_close(n);
+}
+
+/* A client id that changed hands less than a second ago: the third connection gets no CONNACK
+ * and is closed after that second, and the second keeps the id (nats-server 2.9.10's flappers). */
+Test(mqtt_natsd, flapping_client_id)
+{
+    up(NULL);
+    int a = mq_open("flap");
+    int b = mq_open("flap");
+    cr_assert_eq(expect_close(a), 0);
+    int c = dial();
+    copts_t o = {.cid = "flap"};
+    mq_connect_send(c, &o);
+    cr_assert_eq(expect_close(c), 0);
+    mq_ping(b);
+    close(b);
+}
