@@ -16,6 +16,7 @@
 #include "auth/auth.h"
 #include "net/conn.h"
 #include "net/listener.h"
+#include "net/gateway.h"
 #include "net/leaf.h"
 #include "net/route.h"
 #include "util/log.h"
@@ -351,6 +352,14 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         return NULL;
     }
     nd_server_set_live(s, opts);
+    if (nd_gateways_configured(opts)) {
+        /* Before the routes: their INFO carries our gateway URL. */
+        s->gateways = nd_gateways_new(s);
+        if (s->gateways == NULL) {
+            nd_server_free(s);
+            return NULL;
+        }
+    }
     if (nd_routes_configured(opts)) {
         if (opts->jetstream) {
             /* Clustered JetStream needs Raft, which natsd does not have yet: every node would
@@ -379,6 +388,8 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     s->gacct = nd_acct_new(ctx, "$G", 2);
     if (s->routes != NULL)
         nd_routes_attach(s->routes, s->gacct); /* before any account inherits from it */
+    if (s->gateways != NULL)
+        nd_gateways_attach(s->gateways, s->gacct);
     s->auth = nd_auth_slot_new();
     nd_auth_slot_set(ctx, s->auth, nd_auth_new(ctx, opts, s->gacct, NULL));
     nd_server_publish_info(ctx, s);
@@ -415,6 +426,8 @@ nd_server_accept(nd_server_t *s)
         nd_routes_start(s->routes);
     if (s->leafs != NULL)
         nd_leafs_start(s->leafs);
+    if (s->gateways != NULL)
+        nd_gateways_start(s->gateways);
 }
 
 void
@@ -431,6 +444,7 @@ nd_server_stop_accepting(nd_server_t *s)
     nd_server_stop_listening(s);
     nd_routes_stop(s->routes);
     nd_leafs_stop(s->leafs);
+    nd_gateways_stop(s->gateways);
     if (s->gacct != NULL) {
         /* Connections hold their own references; ours would keep the pool's shutdown waiting. */
         nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
@@ -453,6 +467,7 @@ nd_server_free(nd_server_t *s)
     }
     nd_routes_free(s->routes);
     nd_leafs_free(s->leafs);
+    nd_gateways_free(s->gateways);
     if (s->poller != NULL)
         nd_poller_free(s->poller);
     /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */
