@@ -73,7 +73,7 @@ gw_entry(const nd_mon_req_t *req, const nd_gw_stat_t *g)
 void
 nd_mon_gatewayz(nd_mon_req_t *req)
 {
-    bool b;
+    bool b = false;
     if (!nd_mon_param_bool(req, "accs", &b) || !subs_ok(req))
         return;
     json_t *o = head(req);

@@ -664,7 +664,65 @@ Test(integ_gateway, bad_gateway_input)
     node_stop(&a);
 }
 
-/* ---- 6. natsd and nats-server clusters joined ---- */
+/* ---- 6. implicit gateways: only one cluster names the other ---- */
+
+Test(integ_gateway, implicit_gateways)
+{
+    node_t a[2], b[2];
+    init_super(a, b, NULL, NULL);
+    node_t *const bs[2] = {&b[0], &b[1]};
+    /* Only A's servers list B (one URL each): B's servers learn A from the inbound connections
+     * and from each other over their route. */
+    gw_entry(&a[0], "B", bs, 1);
+    gw_entry(&a[1], "B", bs + 1, 1);
+    snprintf(a[1].routes, sizeof a[1].routes, "\"nats://127.0.0.1:%d\"", a[0].cport);
+    snprintf(b[1].routes, sizeof b[1].routes, "\"nats://127.0.0.1:%d\"", b[0].cport);
+    for (int i = 0; i < 2; i++) {
+        node_start(&b[i]);
+        node_start(&a[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        wait_outbound(&a[i], "B", true);
+        wait_outbound(&b[i], "A", true);
+    }
+    check_pubsub(&b[1], "B", &a[0], "A", "i1");
+    check_pubsub(&a[1], "A", &b[0], "B", "i2");
+    stop_super(a, b);
+}
+
+/* ---- 7. gateway authorization ---- */
+
+Test(integ_gateway, authorization)
+{
+    node_t a, b, c;
+    node_init(&a, "A1", "A", NULL);
+    node_init(&b, "B1", "B", NULL);
+    node_init(&c, "C1", "C", NULL);
+    snprintf(a.gextra, sizeof a.gextra, "  authorization { user: gw, password: s3cret }");
+    snprintf(b.gateways, sizeof b.gateways, "{name: A, url: \"nats://gw:s3cret@127.0.0.1:%d\"}",
+             a.gport);
+    snprintf(c.gateways, sizeof c.gateways, "{name: A, url: \"nats://gw:wrong@127.0.0.1:%d\"}",
+             a.gport);
+    node_start(&a);
+    size_t mark = nd_integ_server_log_mark(a.srv);
+    node_start(&c);
+    node_start(&b);
+    wait_outbound(&b, "A", true);
+    wait_outbound(&a, "B", true);
+    /* C's CONNECT was refused: A logs it, and C never gets an inbound connection on A. */
+    nd_integ_server_wait_log(a.srv, mark, "authentication error");
+    json_t *gz = get_json(a.mport, "/gatewayz");
+    json_t *in = json_object_get(gz, "inbound_gateways");
+    cr_assert(json_object_get(in, "B") != NULL && json_object_get(in, "C") == NULL,
+              "A's inbound gateways: %s", json_dumps(in, JSON_COMPACT));
+    json_decref(gz);
+    check_pubsub(&a, "A", &b, "B", "au");
+    node_stop(&c);
+    node_stop(&b);
+    node_stop(&a);
+}
+
+/* ---- 8. natsd and nats-server clusters joined ---- */
 
 static const char *
 mixed_reference(void)
