@@ -679,7 +679,10 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
     if (c->gw != NULL) {
         c->mon.start_ns = nd_mon_wall_ns();
         atomic_store_explicit(&c->mon.last_ns, c->mon.start_ns, memory_order_relaxed);
-        nd_gw_conn_start(ctx, c); /* nor is a gateway: /gatewayz lists it */
+        if (nd_gw_tls(c) != NULL)
+            nd_conn_tls_begin_gateway(ctx, c); /* nor is a gateway (/gatewayz); TLS first */
+        else
+            nd_gw_conn_start(ctx, c); /* nor is a gateway: /gatewayz lists it */
         return;
     }
     if (c->ws != NULL) {

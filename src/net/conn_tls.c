@@ -18,6 +18,7 @@
  * Handshake steps run on the connection's own turns from its I/O messages and never block.
  */
 #include "net/conn_int.h"
+#include "net/gateway_int.h"
 #include "net/route_int.h"
 
 #include <errno.h>
@@ -63,6 +64,9 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
         if (c->route != NULL)
             nd_log_error("%s:%d - rid:%llu - TLS route handshake error: %s", c->ip, c->port,
                          (unsigned long long)c->cid, why);
+        else if (c->gw != NULL)
+            nd_log_error("%s:%d - gid:%llu - TLS gateway handshake error: %s", c->ip, c->port,
+                         (unsigned long long)c->cid, why);
         else
             nd_log_error("%s:%d - cid:%llu - TLS handshake error: %s", c->ip, c->port,
                          (unsigned long long)c->cid, why);
@@ -77,6 +81,10 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
                  (unsigned long long)c->cid, nd_tls_version(&c->tr), nd_tls_cipher(&c->tr));
     if (c->route != NULL) {
         nd_route_conn_start(ctx, c); /* INFO, CONNECT and pings, now encrypted */
+        return true;
+    }
+    if (c->gw != NULL) {
+        nd_gw_conn_start(ctx, c); /* the same for a gateway */
         return true;
     }
     if (c->tls->verify_and_map) {
@@ -148,6 +156,22 @@ nd_conn_tls_begin_route(nd_ctx_t *ctx, nd_conn_t *c)
     c->tls_state = ND_CONN_TLS_HANDSHAKE;
     nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
     nd_log_debug("%s:%d - rid:%llu - Starting TLS route %s handshake", c->ip, c->port,
+                 (unsigned long long)c->cid, solicited ? "client" : "server");
+    drive(ctx, c);
+}
+
+void
+nd_conn_tls_begin_gateway(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    bool solicited = c->gw->remote != NULL;
+    c->tls = nd_tls_ctx_ref(nd_gw_tls(c));
+    if (solicited)
+        nd_tls_wrap_client(&c->tr, c->tls, c->gw->host);
+    else
+        nd_tls_wrap(&c->tr, c->tls, NULL, 0);
+    c->tls_state = ND_CONN_TLS_HANDSHAKE;
+    nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
+    nd_log_debug("%s:%d - gid:%llu - Starting TLS gateway %s handshake", c->ip, c->port,
                  (unsigned long long)c->cid, solicited ? "client" : "server");
     drive(ctx, c);
 }

@@ -39,8 +39,10 @@
  * nats-server strips the prefix for the client and remembers the mapping; we keep it, so the
  * client sees the prefixed reply and answers to it.
  *
- * Not yet: TLS on gateway connections, A-/RS- for traffic nobody wants (only an optimistic peer
- * would send it), per-account modes in /gatewayz.
+ * TLS (gateway { tls {} }, or a remote's own tls {} for the dialing side): the handshake comes
+ * first, both ways (conn_tls.c), as nats-server's gateways.
+ *
+ * Not yet: A-/RS- for traffic nobody wants (only an optimistic peer would send it).
  */
 #include "net/gateway_int.h"
 
@@ -65,6 +67,7 @@
 #include "auth/passwd.h"
 #include "net/listener.h"
 #include "net/route_int.h"
+#include "net/tls.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
 #include "subj/subject.h"
@@ -100,6 +103,8 @@ typedef struct gw_remote {
     int attempts;
     int64_t due_ns;
     size_t next;
+    /* TLS toward it (its own tls {}, else the gateway's), NULL: plain; immutable */
+    nd_tls_ctx_t *tls;
     /* the registered outbound connection (a reference), or NULL */
     nd_conn_t *out;
     /* /gatewayz?accs=1: the remote's subscriptions on it, per account */
@@ -142,6 +147,9 @@ struct nd_gateways {
     int port;
     char url[300]; /* our gateway URL, "host:port" */
     nd_interest_hook_t hook;
+    /* gateway TLS (gateway { tls {} }), NULL when off: the accepting side, and the dialing side
+     * of remotes without their own tls {}; immutable */
+    nd_tls_ctx_t *tls_server, *tls_client;
     _Atomic bool stopping;
     /* under mu (never taken before a route table's mutex is released... see below) */
     pthread_mutex_t mu;
@@ -381,6 +389,10 @@ build_info(nd_gateways_t *g)
     json_object_set_new(o, "port", json_integer(port));
     if (g->o->user != NULL)
         json_object_set_new(o, "auth_required", json_true());
+    if (g->tls_server != NULL) {
+        json_object_set_new(o, "tls_required", json_true());
+        json_object_set_new(o, "tls_verify", json_true());
+    }
     json_object_set_new(o, "max_payload", json_integer(nd_server_live_get(s, max_payload)));
     json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
     json_object_set_new(o, "gateway", json_string(g->name));
@@ -631,6 +643,7 @@ implicit_remote(nd_gateways_t *g, const char *name, json_t *urls)
     r->name = nd_xstrdup(name);
     nd_gw_hash(name, r->hash);
     r->implicit = true;
+    r->tls = g->tls_client != NULL ? nd_tls_ctx_ref(g->tls_client) : NULL;
     remote_add_urls(r, urls);
     r->due_ns = now_ns();
     if (g->nremotes == g->rcap) {
@@ -793,7 +806,7 @@ write_connect(nd_conn_t *c)
         json_object_set_new(o, "user", json_string(user));
     if (pass[0] != '\0')
         json_object_set_new(o, "pass", json_string(pass));
-    json_object_set_new(o, "tls_required", json_false());
+    json_object_set_new(o, "tls_required", json_boolean(c->gw->remote->tls != NULL));
     json_object_set_new(o, "name", json_string(c->srv->server_id));
     json_object_set_new(o, "gateway", json_string(g->name));
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
@@ -1242,6 +1255,12 @@ nd_gw_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     }
 }
 
+nd_tls_ctx_t *
+nd_gw_tls(const nd_conn_t *c)
+{
+    return c->gw->remote != NULL ? c->gw->remote->tls : c->srv->gateways->tls_server;
+}
+
 bool
 nd_gw_parse_error(nd_ctx_t *ctx, nd_conn_t *c)
 {
@@ -1383,8 +1402,12 @@ spawn(nd_ctx_t *ctx, nd_server_t *s, int fd, gw_remote_t *r, const char *url)
 {
     nd_gw_t *gw = nd_new(nd_gw_t);
     gw->remote = r;
-    if (url != NULL)
+    int port;
+    if (url != NULL) {
         snprintf(gw->url, sizeof gw->url, "%s", url);
+        if (nd_route_url_hostport(url, gw->host, sizeof gw->host, &port) != 0)
+            gw->host[0] = '\0';
+    }
     nd_conn_spawn_gateway(ctx, s, fd, gw);
 }
 
@@ -1513,6 +1536,17 @@ nd_gateways_new(nd_server_t *s)
         return NULL;
     }
     g->port = nd_listener_port(g->listener);
+    char err[512];
+    if (g->o->tls != NULL) {
+        g->tls_server = nd_tls_ctx_new(g->o->tls, err, sizeof err);
+        if (g->tls_server != NULL)
+            g->tls_client = nd_tls_ctx_new_client(g->o->tls, err, sizeof err);
+        if (g->tls_client == NULL) {
+            nd_log_error("Gateway TLS: %s", err);
+            nd_gateways_free(g);
+            return NULL;
+        }
+    }
     char ch[ND_GW_HASH_LEN + 1], sh[ND_GW_HASH_LEN + 1];
     nd_gw_hash(g->name, ch);
     nd_gw_hash(s->server_id, sh);
@@ -1539,6 +1573,19 @@ nd_gateways_new(nd_server_t *s)
         for (size_t k = 0; k < rg->urls.n; k++)
             nd_strlist_add(&r->urls, rg->urls.v[k]);
         r->ncfg = r->urls.n;
+        if (rg->tls != NULL) {
+            r->tls = nd_tls_ctx_new_client(rg->tls, err, sizeof err);
+            if (r->tls == NULL) {
+                nd_log_error("Gateway \"%s\" TLS: %s", rg->name, err);
+                nd_free(r->name);
+                nd_strlist_free(&r->urls);
+                nd_free(r);
+                nd_gateways_free(g);
+                return NULL;
+            }
+        } else if (g->tls_client != NULL) {
+            r->tls = nd_tls_ctx_ref(g->tls_client);
+        }
         if (g->nremotes == g->rcap) {
             g->rcap = g->rcap ? g->rcap * 2 : 4;
             g->remotes = nd_xrealloc(g->remotes, g->rcap * sizeof(*g->remotes));
@@ -1611,6 +1658,7 @@ nd_gateways_free(nd_gateways_t *g)
     for (size_t i = 0; i < g->nremotes; i++) {
         nd_free(g->remotes[i]->name);
         nd_free(g->remotes[i]->ac);
+        nd_tls_ctx_unref(g->remotes[i]->tls);
         nd_strlist_free(&g->remotes[i]->urls);
         nd_free(g->remotes[i]);
     }
@@ -1625,6 +1673,8 @@ nd_gateways_free(nd_gateways_t *g)
     nd_strlist_free(&g->urls);
     nd_free(g->info);
     rmap_expire(g, INT64_MAX);
+    nd_tls_ctx_unref(g->tls_server);
+    nd_tls_ctx_unref(g->tls_client);
     pthread_mutex_destroy(&g->rm_mu);
     pthread_cond_destroy(&g->cv);
     pthread_mutex_destroy(&g->mu);

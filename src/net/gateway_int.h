@@ -22,6 +22,7 @@ typedef struct nd_gw {
     /* immutable after spawn */
     struct gw_remote *remote; /* outbound: the remote cluster we dialed (the table's), else NULL */
     char url[512];            /* outbound: the URL dialed */
+    char host[256];           /* outbound: its host (what a TLS certificate must name) */
     /* owner only */
     bool info_received; /* the peer's first INFO has been handled */
     bool connect_seen;  /* inbound: the CONNECT has been handled */
@@ -41,6 +42,10 @@ void nd_gw_teardown(nd_ctx_t *ctx, nd_conn_t *c);
 /* A parse error: an inbound connection that has not sent CONNECT yet is refused as nats-server
  * does (an authorization violation). Returns: whether it handled (and closed) c. */
 bool nd_gw_parse_error(nd_ctx_t *ctx, nd_conn_t *c);
+/* The TLS context c starts with (its handshake comes first, both ways), or NULL for none. */
+struct nd_tls_ctx *nd_gw_tls(const nd_conn_t *c);
+/* conn_tls.c: a gateway's TLS handshake; nd_gw_conn_start runs once it is done. */
+void nd_conn_tls_begin_gateway(nd_ctx_t *ctx, nd_conn_t *c);
 void nd_gw_fini(nd_ctx_t *ctx, nd_conn_t *c);
 
 /* Replies across gateways: "_GR_.<cluster hash>.<server hash>.<reply>" (6 characters each). */

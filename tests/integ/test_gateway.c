@@ -63,7 +63,7 @@ typedef struct node {
     int port, cport, mport, gport;
     char routes[256];    /* the routes: [...] entries */
     char gateways[1024]; /* the gateways: [...] entries */
-    char gextra[256];    /* more lines inside gateway {} */
+    char gextra[768];    /* more lines inside gateway {} */
     nd_integ_conf_t cf;
     nd_integ_server_t *srv;
 } node_t;
@@ -722,7 +722,67 @@ Test(integ_gateway, authorization)
     node_stop(&a);
 }
 
-/* ---- 8. natsd and nats-server clusters joined ---- */
+/* ---- 8. gateway TLS ---- */
+
+Test(integ_gateway, tls)
+{
+    node_t a, b, rogue;
+    node_init(&a, "A1", "A", NULL);
+    node_init(&b, "B1", "B", NULL);
+    node_init(&rogue, "R1", "R", NULL);
+    /* Certificates made now with the openssl command: a CA, a certificate it signed (server and
+     * client use: gateways verify both ways), and one from another CA. */
+    char dir[128];
+    nd_integ_conf_file(&a.cf, "", dir, sizeof dir);
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "(set -e; cd %s; K='-newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes'; "
+             "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj '/CN=gw CA'; "
+             "openssl req -x509 $K -keyout oca.key -out oca.pem -days 2 -subj '/CN=other CA'; "
+             "printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\n"
+             "extendedKeyUsage=serverAuth,clientAuth\\n' > ext; "
+             "openssl req $K -keyout g.key -out g.csr -subj '/CN=localhost'; "
+             "openssl x509 -req -in g.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out g.pem "
+             "-days 2 -extfile ext; "
+             "openssl req $K -keyout o.key -out o.csr -subj '/CN=localhost'; "
+             "openssl x509 -req -in o.csr -CA oca.pem -CAkey oca.key -CAcreateserial -out o.pem "
+             "-days 2 -extfile ext) >/dev/null 2>&1",
+             dir);
+    cr_assert_eq(system(cmd), 0, "openssl failed: %s", cmd);
+    snprintf(a.gextra, sizeof a.gextra,
+             "  tls { cert_file: \"%sg.pem\", key_file: \"%sg.key\", ca_file: \"%sca.pem\", "
+             "verify: true, timeout: 2 }",
+             dir, dir, dir);
+    snprintf(b.gextra, sizeof b.gextra, "%s", a.gextra);
+    snprintf(rogue.gextra, sizeof rogue.gextra,
+             "  tls { cert_file: \"%so.pem\", key_file: \"%so.key\", ca_file: \"%sca.pem\", "
+             "verify: true, timeout: 2 }",
+             dir, dir, dir);
+    node_t *const as[1] = {&a}, *const bs[1] = {&b};
+    gw_entry(&a, "B", bs, 1);
+    gw_entry(&b, "A", as, 1);
+    gw_entry(&rogue, "A", as, 1);
+    node_start(&a);
+    node_start(&b);
+    wait_outbound(&a, "B", true);
+    wait_outbound(&b, "A", true);
+    check_pubsub(&a, "A", &b, "B", "tls");
+
+    /* A certificate from another CA: the handshake fails on A, no gateway. */
+    size_t mark = nd_integ_server_log_mark(a.srv);
+    node_start(&rogue);
+    nd_integ_server_wait_log(a.srv, mark, "TLS gateway handshake error");
+    json_t *gz = get_json(a.mport, "/gatewayz");
+    json_t *in = json_object_get(gz, "inbound_gateways");
+    cr_assert(json_object_get(in, "R") == NULL, "A's inbound gateways: %s",
+              json_dumps(in, JSON_COMPACT));
+    json_decref(gz);
+    node_stop(&rogue);
+    node_stop(&b);
+    node_stop(&a);
+}
+
+/* ---- 9. natsd and nats-server clusters joined ---- */
 
 static const char *
 mixed_reference(void)
