@@ -526,6 +526,17 @@ check_queue(node_t *pub, node_t *local, node_t *far, const char *far_cluster, co
     nd_integ_context(NULL);
 }
 
+/* Returns: the reference binary to run beside natsd, or NULL when the server under test is the
+ * reference itself (or there is none). */
+static const char *
+mixed_reference(void)
+{
+    const char *ref = nd_integ_reference_path();
+    if (nd_integ_is_reference() || ref == NULL)
+        return NULL;
+    return ref;
+}
+
 /* ---- 1. pub/sub and request/reply across the super-cluster ---- */
 
 Test(integ_gateway, pubsub_request_reply)
@@ -724,11 +735,14 @@ Test(integ_gateway, authorization)
 
 /* ---- 8. gateway TLS ---- */
 
-Test(integ_gateway, tls)
+/* A and B (binaries abin, bbin) joined over TLS; with rogue, a third cluster whose certificate
+ * another CA signed tries too. */
+static void
+check_tls(const char *abin, const char *bbin, bool with_rogue)
 {
     node_t a, b, rogue;
-    node_init(&a, "A1", "A", NULL);
-    node_init(&b, "B1", "B", NULL);
+    node_init(&a, "A1", "A", abin);
+    node_init(&b, "B1", "B", bbin);
     node_init(&rogue, "R1", "R", NULL);
     /* Certificates made now with the openssl command: a CA, a certificate it signed (server and
      * client use: gateways verify both ways), and one from another CA. */
@@ -768,6 +782,12 @@ Test(integ_gateway, tls)
     wait_outbound(&b, "A", true);
     check_pubsub(&a, "A", &b, "B", "tls");
 
+    check_pubsub(&b, "B", &a, "A", "tls2");
+    if (!with_rogue) {
+        node_stop(&b);
+        node_stop(&a);
+        return;
+    }
     /* A certificate from another CA: the handshake fails on A, no gateway. */
     size_t mark = nd_integ_server_log_mark(a.srv);
     node_start(&rogue);
@@ -782,16 +802,12 @@ Test(integ_gateway, tls)
     node_stop(&a);
 }
 
-/* ---- 9. natsd and nats-server clusters joined ---- */
-
-static const char *
-mixed_reference(void)
+Test(integ_gateway, tls)
 {
-    const char *ref = nd_integ_reference_path();
-    if (nd_integ_is_reference() || ref == NULL)
-        return NULL;
-    return ref;
+    check_tls(NULL, NULL, true);
 }
+
+/* ---- 9. natsd and nats-server clusters joined ---- */
 
 static void
 check_mixed(const char *abin, const char *bbin)
@@ -823,4 +839,53 @@ Test(integ_gateway, reference_cluster_with_natsd_cluster)
     if (ref == NULL)
         cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
     check_mixed(ref, NULL);
+}
+
+Test(integ_gateway, tls_natsd_with_reference)
+{
+    const char *ref = mixed_reference();
+    if (ref == NULL)
+        cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
+    check_tls(NULL, ref, false);
+}
+
+/* Only one cluster lists the other: the other finds it from the inbound connections and its
+ * route peers, whichever kind each side is. */
+static void
+check_mixed_implicit(const char *abin, const char *bbin)
+{
+    node_t a[2], b[2];
+    init_super(a, b, abin, bbin);
+    node_t *const bs[2] = {&b[0], &b[1]};
+    gw_entry(&a[0], "B", bs, 2);
+    gw_entry(&a[1], "B", bs, 2);
+    snprintf(a[1].routes, sizeof a[1].routes, "\"nats://127.0.0.1:%d\"", a[0].cport);
+    snprintf(b[1].routes, sizeof b[1].routes, "\"nats://127.0.0.1:%d\"", b[0].cport);
+    for (int i = 0; i < 2; i++) {
+        node_start(&b[i]);
+        node_start(&a[i]);
+    }
+    for (int i = 0; i < 2; i++) {
+        wait_outbound(&a[i], "B", true);
+        wait_outbound(&b[i], "A", true);
+    }
+    check_pubsub(&b[0], "B", &a[1], "A", "mi1");
+    check_request(&a[0], &b[1], "B", "svc.mi");
+    stop_super(a, b);
+}
+
+Test(integ_gateway, implicit_natsd_lists_reference)
+{
+    const char *ref = mixed_reference();
+    if (ref == NULL)
+        cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
+    check_mixed_implicit(NULL, ref);
+}
+
+Test(integ_gateway, implicit_reference_lists_natsd)
+{
+    const char *ref = mixed_reference();
+    if (ref == NULL)
+        cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
+    check_mixed_implicit(ref, NULL);
 }
