@@ -84,7 +84,7 @@
 #define GW_CMD_ALLSUBS_START      2
 #define GW_CMD_ALLSUBS_COMPLETE   3
 #define GW_RMAP_TTL_NS            2000000000ll /* nats-server's recent subscription expiry */
-#define GW_RMAP_BUCKETS           1024
+#define GW_RMAP_BUCKETS           4096
 
 /* Log prefix of a gateway connection, as nats-server's "<ip>:<port> - gid:<n> - ". */
 #define GFMT     "%s:%d - gid:%llu - "
