@@ -7,6 +7,8 @@
 #             one gateway connection
 #   gwfanout  ndbench fanout, the publisher on A, one subscriber on A and two on B:
 #             deliveries/s
+#   gwreq_p50 ndbench reqrep, the requester on A and the responder on B: median round trip in
+#             microseconds (the reply crosses back as a "_GR_." gateway reply)
 # The server CPU of A per message is printed beside the rates (ndbench's srv_cpu_ns).
 #
 # Usage: bench/gateway.sh [--rounds R] [--msgs N] [--size B] [--no-build]
@@ -92,7 +94,9 @@ run_kind() {
     out+="gwpubsub=$(sed 's/.* msgs_per_s=\([0-9]*\).*/\1/' <<<"$r") "
     out+="gwpubsub_cpu_ns=$(sed -n 's/.*srv_cpu_ns_per_op=\([0-9]*\).*/\1/p' <<<"$r") "
     r=$("$NDBENCH" fanout -p "$a" --sub-ports "$a,$b,$b" -k 3 -n "$((MSGS / 2))" -z "$SIZE" --pid "$pa" | grep '^RESULT')
-    out+="gwfanout=$(sed 's/.* deliveries_per_s=\([0-9]*\).*/\1/' <<<"$r")"
+    out+="gwfanout=$(sed 's/.* deliveries_per_s=\([0-9]*\).*/\1/' <<<"$r") "
+    r=$("$NDBENCH" reqrep -p "$a" --sub-ports "$b" -n 20000 -z "$SIZE" | grep '^RESULT')
+    out+="gwreq_p50=$(sed 's/.* p50_us=\([0-9.]*\).*/\1/' <<<"$r")"
     kill "$pa" "$pb" 2>/dev/null; wait 2>/dev/null
     echo "$out"
 }
@@ -110,7 +114,7 @@ done
 
 median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
 printf '\n%-16s %14s %14s %8s\n' metric natsd nats-server ratio
-for m in gwpubsub gwpubsub_cpu_ns gwfanout; do
+for m in gwpubsub gwpubsub_cpu_ns gwfanout gwreq_p50; do
     n=$(median "${RES[natsd.$m]:-}"); r=$(median "${RES[ref.$m]:-}")
     ratio=$(python3 -c "print(round($n/$r,2) if '$n' not in ('-','') and '$r' not in ('-','') and float('$r') else '-')")
     printf '%-16s %14s %14s %8s\n' "$m" "$n" "$r" "$ratio"
