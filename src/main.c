@@ -12,6 +12,7 @@
 #include "actors/alloc.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
+#include "net/gateway.h"
 #include "util/log.h"
 #include "server/confwatch.h"
 #include "server/passwdtool.h"
@@ -106,6 +107,11 @@ main(int argc, char **argv)
         return 1;
     }
     char err[1024];
+    if (nd_gateways_check(&opts, err, sizeof err) != 0) {
+        fprintf(stderr, "nats-server: %s\n", err); /* as the websocket check above */
+        nd_opts_free(&opts);
+        return 1;
+    }
     if (nd_opts_configure_log(&opts, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         nd_opts_free(&opts);

@@ -1506,6 +1506,33 @@ nd_gateways_configured(const nd_opts_t *o)
            o->gateway->port != 0;
 }
 
+int
+nd_gateways_check(const nd_opts_t *o, char *err, size_t cap)
+{
+    const nd_gateway_opts_t *g = o->gateway;
+    if (g == NULL || g->port == 0)
+        return 0;
+    if (g->name == NULL || g->name[0] == '\0') {
+        snprintf(err, cap, "gateway has no name");
+        return -1;
+    }
+    for (size_t i = 0; i < g->ngateways; i++) {
+        if (g->gateways[i].urls.n == 0) {
+            snprintf(err, cap, "gateway \"%s\" has no URL",
+                     g->gateways[i].name ? g->gateways[i].name : "");
+            return -1;
+        }
+    }
+    const char *cluster = o->cluster_name != NULL && o->cluster_name[0] != '\0' ? o->cluster_name
+                          : o->cluster != NULL                                    ? o->cluster->name
+                                                                                  : NULL;
+    if (cluster != NULL && cluster[0] != '\0' && strcmp(cluster, g->name) != 0) {
+        snprintf(err, cap, "cluster name conflicts between cluster and gateway definitions");
+        return -1;
+    }
+    return 0;
+}
+
 nd_gateways_t *
 nd_gateways_new(nd_server_t *s)
 {

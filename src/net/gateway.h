@@ -24,6 +24,10 @@ typedef struct nd_gateways nd_gateways_t;
 
 /* Returns: whether o configures gateways (a name and a port). */
 bool nd_gateways_configured(const nd_opts_t *o);
+/* nats-server's start-time checks of the gateway block (validateGatewayOptions and the cluster
+ * name rule): a port needs a name, every remote a URL, and a cluster name must be the gateway's.
+ * Returns: 0, or -1 with nats-server's text in err. */
+int nd_gateways_check(const nd_opts_t *o, char *err, size_t cap);
 /* Binds the gateway port. Returns: NULL after logging why. Ctx: the starting thread. */
 nd_gateways_t *nd_gateways_new(struct nd_server *s);
 /* Makes the global account (and every account made after it) report the cluster's interest to

@@ -352,6 +352,12 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         return NULL;
     }
     nd_server_set_live(s, opts);
+    char gerr[256];
+    if (nd_gateways_check(opts, gerr, sizeof gerr) != 0) {
+        nd_log_error("%s", gerr); /* an embedder's options (natsd checks them before) */
+        nd_server_free(s);
+        return NULL;
+    }
     if (nd_gateways_configured(opts)) {
         /* Before the routes: their INFO carries our gateway URL. */
         s->gateways = nd_gateways_new(s);

@@ -39,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
 
 #include "harness.h"
@@ -673,6 +674,37 @@ Test(integ_gateway, bad_gateway_input)
     cr_assert(strcmp(json_string_value(json_object_get(gz, "name")), "A") == 0);
     json_decref(gz);
     node_stop(&a);
+}
+
+/* ---- 5b. gateway blocks nats-server refuses at start ---- */
+
+Test(integ_gateway, bad_gateway_config)
+{
+    static const struct {
+        const char *conf, *want;
+    } cases[] = {
+        {"gateway { port: -1 }\n", "nats-server: gateway has no name"},
+        {"cluster { name: X, port: -1 }\ngateway { name: Y, port: -1 }\n",
+         "nats-server: cluster name conflicts between cluster and gateway definitions"},
+        {"gateway { name: Y, port: -1, gateways: [{name: Z}] }\n",
+         "nats-server: gateway \"Z\" has no URL"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        nd_integ_conf_t cf = {0};
+        nd_integ_conf_write(&cf, cases[i].conf);
+        char cmd[512];
+        /* timeout(1) is the hang guard: the server must exit at once. */
+        snprintf(cmd, sizeof cmd, "timeout 20 %s -c %s 2>&1", nd_integ_server_path(), cf.path);
+        FILE *f = popen(cmd, "r");
+        cr_assert(f != NULL);
+        char out[4096];
+        size_t n = fread(out, 1, sizeof out - 1, f);
+        out[n] = '\0';
+        int st = pclose(f);
+        cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 1, "%s: status %d", cases[i].conf, st);
+        cr_expect(strstr(out, cases[i].want) != NULL, "%s: output %s", cases[i].conf, out);
+        nd_integ_conf_remove(&cf);
+    }
 }
 
 /* ---- 6. implicit gateways: only one cluster names the other ---- */
