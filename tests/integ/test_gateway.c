@@ -921,3 +921,33 @@ Test(integ_gateway, implicit_reference_lists_natsd)
         cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
     check_mixed_implicit(ref, NULL);
 }
+
+/* Each cluster mixes natsd and nats-server: routes and gateways between every pairing, and a
+ * gateway reply that lands on the other kind of server of its cluster goes on over the route. */
+Test(integ_gateway, mixed_clusters)
+{
+    const char *ref = mixed_reference();
+    if (ref == NULL)
+        cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
+    node_t a[2], b[2];
+    node_init(&a[0], "A1", "A", NULL);
+    node_init(&a[1], "A2", "A", ref);
+    node_init(&b[0], "B1", "B", ref);
+    node_init(&b[1], "B2", "B", NULL);
+    start_super(a, b);
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 2; j++) {
+            char p[8];
+            snprintf(p, sizeof p, "x%d%d", i, j);
+            check_pubsub(&a[i], "A", &b[j], "B", p);
+            snprintf(p, sizeof p, "y%d%d", i, j);
+            check_pubsub(&b[j], "B", &a[i], "A", p);
+        }
+    check_request(&a[0], &b[0], "B", "svc.x1");
+    check_request(&a[1], &b[1], "B", "svc.x2");
+    check_request(&b[0], &a[1], "A", "svc.x3");
+    check_request(&b[1], &a[0], "A", "svc.x4");
+    check_queue(&a[0], &a[1], &b[1], "B", "mxq1");
+    check_queue(&b[1], &b[0], &a[0], "A", "mxq2");
+    stop_super(a, b);
+}
