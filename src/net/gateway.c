@@ -1,5 +1,6 @@
-/* Gateways: the gateway connection's protocol, the gateway table and the dialer (nats-server
- * 2.9's gateway.go, same wire protocol in later versions).
+/* Gateways: the gateway connection's protocol, the gateway table and monitoring (nats-server
+ * 2.9's gateway.go, same wire protocol in later versions). The dialer is gateway_dial.c, reply
+ * subjects and the reply map gateway_reply.c.
  *
  * Topology. Every server of a cluster keeps one outbound connection to one server of each other
  * cluster (a "remote gateway", named after that cluster) and accepts inbound ones. Messages go
@@ -27,7 +28,7 @@
  *
  * Delivery: a message published by a client of this server goes to every gateway with
  * interest; one from a route never does (the server that got it from its client sent it) and one
- * from a gateway goes to local subscribers and routes only. A queue group prefers members in
+ * from a gateway goes to local subscribers, routes and leafs only. A queue group prefers members in
  * this cluster; only when it has none does one gateway with a member get it (with the group
  * named in the RMSG).
  *
@@ -36,8 +37,8 @@
  * on such a subject goes straight to the gateway of that cluster, interest or not; back home, the
  * server named delivers the reply under its original subject (another server of the cluster
  * forwards it there over the route first), so a response never waits for interest to spread.
- * nats-server strips the prefix for the client and remembers the mapping; we keep it, so the
- * client sees the prefixed reply and answers to it.
+ * Clients see the reply without the prefix, and their answer to it is sent prefixed (the reply
+ * map), as nats-server does.
  *
  * TLS (gateway { tls {} }, or a remote's own tls {} for the dialing side): the handshake comes
  * first, both ways (conn_tls.c), as nats-server's gateways.
@@ -49,11 +50,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/sha.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,295 +73,14 @@
 #include "util/gojson.h"
 #include "util/log.h"
 
-#include <xxhash.h>
-
 #define GW_DEFAULT_AUTH_TIMEOUT_S 2.0
-#define GW_RECONNECT_NS           1000000000ll /* nats-server's gateway reconnect delay */
-#define GW_DIAL_TIMEOUT_MS        2000
 #define GW_CMD_GOSSIP             1
 #define GW_CMD_ALLSUBS_START      2
 #define GW_CMD_ALLSUBS_COMPLETE   3
-#define GW_RMAP_TTL_NS            2000000000ll /* nats-server's recent subscription expiry */
-#define GW_RMAP_BUCKETS           4096
 
 /* Log prefix of a gateway connection, as nats-server's "<ip>:<port> - gid:<n> - ". */
 #define GFMT     "%s:%d - gid:%llu - "
 #define GARGS(c) (c)->ip, (c)->port, (unsigned long long)(c)->cid
-
-/* A remote gateway (cluster) we solicit. Fields under the table's mutex. */
-typedef struct gw_remote {
-    char *name;
-    char hash[ND_GW_HASH_LEN + 1];
-    nd_strlist_t urls; /* the configured URLs first (ncfg), then learned "host:port" */
-    size_t ncfg;
-    bool implicit;
-    /* the dialer */
-    bool active; /* dialing, or its connection is up */
-    bool done;   /* never again (an implicit remote out of retries) */
-    int attempts;
-    int64_t due_ns;
-    size_t next;
-    /* TLS toward it (its own tls {}, else the gateway's), NULL: plain; immutable */
-    nd_tls_ctx_t *tls;
-    /* the registered outbound connection (a reference), or NULL */
-    nd_conn_t *out;
-    /* /gatewayz?accs=1: the remote's subscriptions on it, per account */
-    struct gw_acount {
-        char name[260];
-        int nsubs, nqsubs;
-    } * ac;
-    size_t nac, accap;
-} gw_remote_t;
-
-/* A registered inbound connection. */
-typedef struct gw_in {
-    nd_conn_t *c; /* a reference */
-    char name[128];
-    bool configured;
-    /* accounts switched to interest-only on this connection (the start/complete commands
-     * went out before their first RS+) */
-    char **sw;
-    size_t nsw, swcap;
-} gw_in_t;
-
-/* A gateway reply shown to a client without its prefix: the client's answer to the plain reply
- * goes back as the prefixed one for a while (nats-server's gwReplyMapping). */
-typedef struct gw_rmap {
-    struct gw_rmap *bnext; /* its hash bucket */
-    struct gw_rmap *fnext; /* the expiry queue (oldest first: every entry has the same TTL) */
-    uint64_t hash;
-    int64_t exp_ns;
-    uint32_t klen, rlen; /* key: "<account> <reply>"; then the prefixed reply */
-    char data[];
-} gw_rmap_t;
-
-struct nd_gateways {
-    nd_server_t *srv;
-    const nd_gateway_opts_t *o;
-    char name[128];
-    char reply_pfx[ND_GW_REPLY_PFX_MAX + 1]; /* "_GR_.<cluster hash>.<server hash>." */
-    size_t reply_pfx_len;
-    struct nd_listener *listener;
-    int port;
-    char url[300]; /* our gateway URL, "host:port" */
-    nd_interest_hook_t hook;
-    /* gateway TLS (gateway { tls {} }), NULL when off: the accepting side, and the dialing side
-     * of remotes without their own tls {}; immutable */
-    nd_tls_ctx_t *tls_server, *tls_client;
-    _Atomic bool stopping;
-    /* under mu (never taken before a route table's mutex is released... see below) */
-    pthread_mutex_t mu;
-    pthread_cond_t cv; /* the dialer waits on it */
-    gw_remote_t **remotes;
-    size_t nremotes, rcap;
-    gw_in_t **ins;
-    size_t nins, icap;
-    nd_strlist_t urls; /* the cluster's gateway URLs (ours first) */
-    char *info;        /* our gateway INFO line, with its CRLF */
-    pthread_t th;
-    bool started, stop, stopped;
-    /* the reply map, under rm_mu; rm_count read without it first (relaxed: a stale zero
-     * only misses a mapping made at the same instant on another thread, as a late answer
-     * would) */
-    pthread_mutex_t rm_mu;
-    _Atomic uint32_t rm_count;
-    gw_rmap_t *rm_buckets[GW_RMAP_BUCKETS];
-    gw_rmap_t *rm_head, *rm_tail;
-};
-
-/* Lock order: the gateway table's mutex may be held while a route table's is taken
- * (nd_routes_broadcast), never the other way round. */
-
-static int64_t
-now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
-}
-
-/* ---- hashes and reply subjects ---- */
-
-void
-nd_gw_hash(const char *name, char out[ND_GW_HASH_LEN + 1])
-{
-    static const char digits[] = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    unsigned char h[SHA256_DIGEST_LENGTH];
-    SHA256((const unsigned char *)name, strlen(name), h);
-    for (size_t i = 0; i < ND_GW_HASH_LEN; i++)
-        out[i] = digits[h[i] % 62];
-    out[ND_GW_HASH_LEN] = '\0';
-}
-
-bool
-nd_gw_is_reply(const char *subj, size_t len)
-{
-    return len > ND_GW_REPLY_PFX_MAX &&
-           memcmp(subj, ND_GW_REPLY_PREFIX, ND_GW_REPLY_PREFIX_LEN) == 0 &&
-           subj[ND_GW_REPLY_PREFIX_LEN + ND_GW_HASH_LEN] == '.' &&
-           subj[ND_GW_REPLY_PREFIX_LEN + 2 * ND_GW_HASH_LEN + 1] == '.';
-}
-
-const char *
-nd_gw_reply_prefix(const nd_server_t *s, const char *reply, size_t rlen, size_t *len)
-{
-    const nd_gateways_t *g = s->gateways;
-    /* Already a gateway reply (an answer routed on from elsewhere), or the legacy "$GR.". */
-    if (g == NULL || nd_gw_is_reply(reply, rlen) || (rlen > 4 && memcmp(reply, "$GR.", 4) == 0)) {
-        *len = 0;
-        return "";
-    }
-    *len = g->reply_pfx_len;
-    return g->reply_pfx;
-}
-
-nd_conn_t *
-nd_gw_direct_target(nd_ctx_t *ctx, nd_server_t *s, const char *subj, size_t len)
-{
-    (void)ctx;
-    nd_gateways_t *g = s->gateways;
-    if (g == NULL || !nd_gw_is_reply(subj, len))
-        return NULL;
-    const char *h = subj + ND_GW_REPLY_PREFIX_LEN;
-    nd_conn_t *t = NULL;
-    pthread_mutex_lock(&g->mu);
-    for (size_t i = 0; i < g->nremotes && t == NULL; i++) {
-        gw_remote_t *r = g->remotes[i];
-        if (r->out != NULL && memcmp(r->hash, h, ND_GW_HASH_LEN) == 0) {
-            t = r->out;
-            nd_actor_ref(&t->base);
-        }
-    }
-    pthread_mutex_unlock(&g->mu);
-    return t;
-}
-
-/* ---- the reply map ---- */
-
-static uint64_t
-rmap_key_hash(const nd_acct_t *acct, const char *r, size_t rlen)
-{
-    return XXH3_64bits_withSeed(r, rlen, XXH3_64bits(acct->name, acct->name_len));
-}
-
-/* Drops expired entries. Ctx: under rm_mu. */
-static void
-rmap_expire(nd_gateways_t *g, int64_t now)
-{
-    while (g->rm_head != NULL && g->rm_head->exp_ns <= now) {
-        gw_rmap_t *e = g->rm_head;
-        g->rm_head = e->fnext;
-        if (g->rm_head == NULL)
-            g->rm_tail = NULL;
-        for (gw_rmap_t **pp = &g->rm_buckets[e->hash % GW_RMAP_BUCKETS]; *pp != NULL;
-             pp = &(*pp)->bnext)
-            if (*pp == e) {
-                *pp = e->bnext;
-                break;
-            }
-        nd_free(e);
-        atomic_fetch_sub_explicit(&g->rm_count, 1, memory_order_relaxed);
-    }
-}
-
-void
-nd_gw_track_reply(nd_server_t *s, const nd_acct_t *acct, const char *routed, size_t len)
-{
-    nd_gateways_t *g = s->gateways;
-    const char *r = routed + ND_GW_REPLY_PFX_MAX;
-    size_t rlen = len - ND_GW_REPLY_PFX_MAX;
-    size_t klen = acct->name_len + 1 + rlen;
-    gw_rmap_t *e = nd_xmalloc(sizeof *e + klen + len);
-    e->hash = rmap_key_hash(acct, r, rlen);
-    e->klen = (uint32_t)klen;
-    e->rlen = (uint32_t)len;
-    memcpy(e->data, acct->name, acct->name_len);
-    e->data[acct->name_len] = ' ';
-    memcpy(e->data + acct->name_len + 1, r, rlen);
-    memcpy(e->data + klen, routed, len);
-    e->fnext = NULL;
-    int64_t now = now_ns();
-    e->exp_ns = now + GW_RMAP_TTL_NS;
-    pthread_mutex_lock(&g->rm_mu);
-    rmap_expire(g, now);
-    /* The newest first in its bucket: a lookup finds the latest mapping of a reply. */
-    gw_rmap_t **b = &g->rm_buckets[e->hash % GW_RMAP_BUCKETS];
-    e->bnext = *b;
-    *b = e;
-    if (g->rm_tail != NULL)
-        g->rm_tail->fnext = e;
-    else
-        g->rm_head = e;
-    g->rm_tail = e;
-    atomic_fetch_add_explicit(&g->rm_count, 1, memory_order_relaxed);
-    pthread_mutex_unlock(&g->rm_mu);
-}
-
-char *
-nd_gw_mapped_reply(nd_server_t *s, const nd_acct_t *acct, const char *subj, size_t len,
-                   size_t *out_len)
-{
-    nd_gateways_t *g = s->gateways;
-    if (atomic_load_explicit(&g->rm_count, memory_order_relaxed) == 0)
-        return NULL;
-    uint64_t h = rmap_key_hash(acct, subj, len);
-    size_t klen = acct->name_len + 1 + len;
-    char *out = NULL;
-    pthread_mutex_lock(&g->rm_mu);
-    rmap_expire(g, now_ns());
-    for (gw_rmap_t *e = g->rm_buckets[h % GW_RMAP_BUCKETS]; e != NULL; e = e->bnext) {
-        if (e->hash == h && e->klen == klen && memcmp(e->data, acct->name, acct->name_len) == 0 &&
-            memcmp(e->data + acct->name_len + 1, subj, len) == 0) {
-            out = nd_xmalloc(e->rlen + 1);
-            memcpy(out, e->data + e->klen, e->rlen);
-            out[e->rlen] = '\0';
-            *out_len = e->rlen;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&g->rm_mu);
-    return out;
-}
-
-/* A gateway reply that reached this cluster, on gateway or route connection c: delivered under
- * its original subject here, or sent over the route to the server it names. */
-static void
-handle_reply(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd_proto_cmd_t *cmd)
-{
-    nd_gateways_t *g = c->srv->gateways;
-    const char *s = cmd->subject.ptr;
-    if (memcmp(s, g->reply_pfx, ND_GW_REPLY_PREFIX_LEN + ND_GW_HASH_LEN) != 0)
-        return; /* meant for another cluster: dropped, as nats-server does */
-    const char *srv_hash = s + ND_GW_REPLY_PREFIX_LEN + ND_GW_HASH_LEN + 1;
-    if (c->gw != NULL &&
-        memcmp(srv_hash, g->reply_pfx + ND_GW_REPLY_PREFIX_LEN + ND_GW_HASH_LEN + 1,
-               ND_GW_HASH_LEN) != 0 &&
-        c->srv->routes != NULL) {
-        nd_conn_t *rt = nd_routes_by_gw_hash(c->srv->routes, srv_hash, ND_GW_HASH_LEN);
-        if (rt != NULL) {
-            /* The requester's server: it answers to the reply under its own subject. */
-            nd_conn_msg_chunk_t *ch = nd_deliver_route_chunk(ctx, cmd, acct, rt, NULL);
-            nd_route_send_proto(ctx, rt, ch->buf, ch->len);
-            nd_free(ch->buf);
-            nd_msg_free(ctx, &ch->hdr);
-            nd_actor_unref(ctx, &rt->base);
-            return;
-        }
-    }
-    nd_proto_cmd_t local = *cmd;
-    local.subject.ptr = s + ND_GW_REPLY_PFX_MAX;
-    local.subject.len = cmd->subject.len - ND_GW_REPLY_PFX_MAX;
-    nd_deliver_gateway_publish(ctx, c, acct, &local);
-}
-
-bool
-nd_gw_route_reply(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd_proto_cmd_t *cmd)
-{
-    if (!nd_gw_is_reply(cmd->subject.ptr, cmd->subject.len))
-        return false;
-    handle_reply(ctx, c, acct, cmd);
-    return true;
-}
 
 /* ---- our INFO ---- */
 
@@ -474,7 +191,7 @@ format_interest(char *out, const nd_acct_t *acct, const char *subj, size_t slen,
 /* Whether acct was switched on inbound connection in; switches it (returns false) if not.
  * Ctx: under g->mu. */
 static bool
-switched(gw_in_t *in, const nd_acct_t *acct)
+switched(nd_gw_in_t *in, const nd_acct_t *acct)
 {
     for (size_t i = 0; i < in->nsw; i++)
         if (strcmp(in->sw[i], acct->name) == 0)
@@ -490,7 +207,7 @@ switched(gw_in_t *in, const nd_acct_t *acct)
 /* Sends lines (interest of acct) to inbound connection in, after the interest-only switch of
  * the account when it is its first. Ctx: under g->mu. */
 static void
-send_interest(nd_ctx_t *ctx, nd_gateways_t *g, gw_in_t *in, const nd_acct_t *acct,
+send_interest(nd_ctx_t *ctx, nd_gateways_t *g, nd_gw_in_t *in, const nd_acct_t *acct,
               const char *lines, size_t len)
 {
     if (switched(in, acct)) {
@@ -579,7 +296,7 @@ send_all_interest(nd_ctx_t *ctx, nd_conn_t *c)
 /* ---- remotes and URLs ---- */
 
 /* Ctx: under g->mu. */
-static gw_remote_t *
+static nd_gw_remote_t *
 find_remote(nd_gateways_t *g, const char *name)
 {
     for (size_t i = 0; i < g->nremotes; i++)
@@ -599,7 +316,7 @@ listed(const nd_strlist_t *l, const char *s)
 
 /* Adds the "host:port" URLs of the JSON array urls to r (those it lacks). Ctx: under g->mu. */
 static void
-remote_add_urls(gw_remote_t *r, json_t *urls)
+remote_add_urls(nd_gw_remote_t *r, json_t *urls)
 {
     for (size_t i = 0; i < json_array_size(urls); i++) {
         const char *u = json_string_value(json_array_get(urls, i));
@@ -626,26 +343,26 @@ implicit_remote(nd_gateways_t *g, const char *name, json_t *urls)
 {
     if (strcmp(name, g->name) == 0)
         return;
-    gw_remote_t *r = find_remote(g, name);
+    nd_gw_remote_t *r = find_remote(g, name);
     if (r != NULL) {
         remote_add_urls(r, urls);
         if (r->done && r->out == NULL && !r->active) { /* out of retries before: try again */
             r->done = false;
             r->attempts = 0;
-            r->due_ns = now_ns();
+            r->due_ns = nd_gw_now_ns();
             pthread_cond_signal(&g->cv);
         }
         return;
     }
     if (json_array_size(urls) == 0)
         return;
-    r = nd_new(gw_remote_t);
+    r = nd_new(nd_gw_remote_t);
     r->name = nd_xstrdup(name);
     nd_gw_hash(name, r->hash);
     r->implicit = true;
     r->tls = g->tls_client != NULL ? nd_tls_ctx_ref(g->tls_client) : NULL;
     remote_add_urls(r, urls);
-    r->due_ns = now_ns();
+    r->due_ns = nd_gw_now_ns();
     if (g->nremotes == g->rcap) {
         g->rcap = g->rcap ? g->rcap * 2 : 4;
         g->remotes = nd_xrealloc(g->remotes, g->rcap * sizeof(*g->remotes));
@@ -728,7 +445,7 @@ gossip_gateways(nd_ctx_t *ctx, nd_gateways_t *g, nd_conn_t *c, const char *excep
 {
     pthread_mutex_lock(&g->mu);
     for (size_t i = 0; i < g->nremotes; i++) {
-        gw_remote_t *r = g->remotes[i];
+        nd_gw_remote_t *r = g->remotes[i];
         if (strcmp(r->name, except) == 0 || r->urls.n == 0)
             continue;
         json_t *o = json_object();
@@ -874,7 +591,7 @@ register_outbound(nd_conn_t *c)
     nd_gateways_t *g = c->srv->gateways;
     bool ok = false;
     pthread_mutex_lock(&g->mu);
-    gw_remote_t *r = c->gw->remote;
+    nd_gw_remote_t *r = c->gw->remote;
     if (r->out == NULL) {
         r->out = c;
         nd_actor_ref(&c->base);
@@ -890,12 +607,12 @@ static void
 register_inbound(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
 {
     nd_gateways_t *g = c->srv->gateways;
-    gw_in_t *in = nd_new(gw_in_t);
+    nd_gw_in_t *in = nd_new(nd_gw_in_t);
     in->c = c;
     nd_actor_ref(&c->base);
     snprintf(in->name, sizeof in->name, "%s", c->gw->name);
     pthread_mutex_lock(&g->mu);
-    gw_remote_t *r = find_remote(g, c->gw->name);
+    nd_gw_remote_t *r = find_remote(g, c->gw->name);
     in->configured = r != NULL && !r->implicit;
     if (g->nins == g->icap) {
         g->icap = g->icap ? g->icap * 2 : 4;
@@ -1067,10 +784,10 @@ remote_sid(char *out, size_t cap, const nd_proto_cmd_t *cmd)
 
 /* Counts a subscription of the remote's (delta 1 or -1) for /gatewayz. */
 static void
-count_remote_sub(nd_gateways_t *g, gw_remote_t *r, const nd_proto_cmd_t *cmd, int delta)
+count_remote_sub(nd_gateways_t *g, nd_gw_remote_t *r, const nd_proto_cmd_t *cmd, int delta)
 {
     pthread_mutex_lock(&g->mu);
-    struct gw_acount *a = NULL;
+    struct nd_gw_acount *a = NULL;
     for (size_t i = 0; i < r->nac && a == NULL; i++)
         if (strlen(r->ac[i].name) == cmd->account.len &&
             memcmp(r->ac[i].name, cmd->account.ptr, cmd->account.len) == 0)
@@ -1154,7 +871,7 @@ on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     nd_proto_cmd_t pub = *cmd;
     pub.op = cmd->op == ND_PROTO_OP_RHMSG ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB;
     if (nd_gw_is_reply(pub.subject.ptr, pub.subject.len))
-        handle_reply(ctx, c, acct, &pub);
+        nd_gw_handle_reply(ctx, c, acct, &pub);
     else
         nd_deliver_gateway_publish(ctx, c, acct, &pub);
 }
@@ -1273,8 +990,6 @@ nd_gw_parse_error(nd_ctx_t *ctx, nd_conn_t *c)
 
 /* ---- close ---- */
 
-static void dial_closed(nd_gateways_t *g, gw_remote_t *r);
-
 void
 nd_gw_teardown(nd_ctx_t *ctx, nd_conn_t *c)
 {
@@ -1298,7 +1013,7 @@ nd_gw_teardown(nd_ctx_t *ctx, nd_conn_t *c)
     }
     nd_free(subs);
     nd_conn_t *drop = NULL;
-    gw_in_t *gone = NULL;
+    nd_gw_in_t *gone = NULL;
     pthread_mutex_lock(&g->mu);
     if (gw->registered) {
         if (gw->remote != NULL) {
@@ -1329,7 +1044,7 @@ nd_gw_teardown(nd_ctx_t *ctx, nd_conn_t *c)
     }
     nd_log_info(GFMT "Gateway connection closed: %s", GARGS(c), nd_close_reason_text(c->reason));
     if (gw->remote != NULL)
-        dial_closed(g, gw->remote);
+        nd_gw_dial_closed(g, gw->remote);
 }
 
 void
@@ -1345,149 +1060,6 @@ nd_gw_fini(nd_ctx_t *ctx, nd_conn_t *c)
     c->gw = NULL;
 }
 
-/* ---- the dialer ---- */
-
-/* Connects to url with a timeout. Returns: the connected non-blocking socket, or -1 with the
- * error text in err. */
-static int
-dial(const char *url, char *err, size_t ecap)
-{
-    char host[256], port[8];
-    int p;
-    if (nd_route_url_hostport(url, host, sizeof host, &p) != 0) {
-        snprintf(err, ecap, "invalid URL %.200s", url);
-        return -1;
-    }
-    snprintf(port, sizeof port, "%d", p);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, ecap, "lookup %s: %s", host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, ecap, "socket: %s", strerror(errno));
-        freeaddrinfo(res);
-        return -1;
-    }
-    rc = connect(fd, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    if (rc < 0 && errno == EINPROGRESS) {
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        rc = poll(&pfd, 1, GW_DIAL_TIMEOUT_MS);
-        if (rc == 0) {
-            errno = ETIMEDOUT;
-            rc = -1;
-        } else if (rc > 0) {
-            int e = 0;
-            socklen_t el = sizeof e;
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
-            errno = e;
-            rc = e == 0 ? 0 : -1;
-        }
-    }
-    if (rc < 0) {
-        snprintf(err, ecap, "dial tcp %s:%d: connect: %s", host, p, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
-
-static void
-spawn(nd_ctx_t *ctx, nd_server_t *s, int fd, gw_remote_t *r, const char *url)
-{
-    nd_gw_t *gw = nd_new(nd_gw_t);
-    gw->remote = r;
-    int port;
-    if (url != NULL) {
-        snprintf(gw->url, sizeof gw->url, "%s", url);
-        if (nd_route_url_hostport(url, gw->host, sizeof gw->host, &port) != 0)
-            gw->host[0] = '\0';
-    }
-    nd_conn_spawn_gateway(ctx, s, fd, gw);
-}
-
-static void *
-dialer_main(void *arg)
-{
-    nd_gateways_t *g = arg;
-    nd_ctx_t *ctx = nd_ctx_external_new(g->srv->pool);
-    pthread_mutex_lock(&g->mu);
-    while (!g->stop) {
-        int64_t now = now_ns(), next = now + 3600ll * 1000000000ll;
-        gw_remote_t *r = NULL;
-        for (size_t i = 0; i < g->nremotes; i++) {
-            gw_remote_t *x = g->remotes[i];
-            if (x->active || x->done || x->urls.n == 0)
-                continue;
-            if (x->due_ns <= now) {
-                r = x;
-                break;
-            }
-            if (x->due_ns < next)
-                next = x->due_ns;
-        }
-        if (r == NULL) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t wait = next - now;
-            ts.tv_sec += wait / 1000000000ll;
-            ts.tv_nsec += wait % 1000000000ll;
-            if (ts.tv_nsec >= 1000000000l) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000l;
-            }
-            pthread_cond_timedwait(&g->cv, &g->mu, &ts);
-            continue;
-        }
-        char url[512];
-        snprintf(url, sizeof url, "%s", r->urls.v[r->next++ % r->urls.n]);
-        r->active = true;
-        pthread_mutex_unlock(&g->mu);
-        char err[320];
-        nd_log_debug("Connecting to explicit gateway \"%s\" (%s) at %s", r->name, url, url);
-        int fd = dial(url, err, sizeof err);
-        pthread_mutex_lock(&g->mu);
-        if (g->stop) {
-            if (fd >= 0)
-                close(fd);
-            break;
-        }
-        if (fd >= 0) {
-            spawn(ctx, g->srv, fd, r, url); /* active until it closes */
-            continue;
-        }
-        r->active = false;
-        r->attempts++;
-        if (r->attempts == 1 || r->attempts % 3600 == 0)
-            nd_log_error("Error connecting to %s gateway \"%s\" (attempt %d): %s",
-                         r->implicit ? "implicit" : "explicit", r->name, r->attempts, err);
-        else
-            nd_log_debug("Error connecting to %s gateway \"%s\" (attempt %d): %s",
-                         r->implicit ? "implicit" : "explicit", r->name, r->attempts, err);
-        if (r->implicit && r->attempts > g->o->connect_retries)
-            r->done = true;
-        r->due_ns = now_ns() + GW_RECONNECT_NS;
-    }
-    pthread_mutex_unlock(&g->mu);
-    nd_ctx_external_free(ctx);
-    return NULL;
-}
-
-static void
-dial_closed(nd_gateways_t *g, gw_remote_t *r)
-{
-    pthread_mutex_lock(&g->mu);
-    r->active = false;
-    r->due_ns = now_ns() + GW_RECONNECT_NS;
-    pthread_cond_signal(&g->cv);
-    pthread_mutex_unlock(&g->mu);
-}
-
 /* ---- listener, start, stop ---- */
 
 static void
@@ -1496,7 +1068,7 @@ on_accept(nd_ctx_t *ctx, int fd, void *arg)
     nd_server_t *s = arg;
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    spawn(ctx, s, fd, NULL, NULL);
+    nd_gw_spawn(ctx, s, fd, NULL, NULL);
 }
 
 bool
@@ -1524,8 +1096,8 @@ nd_gateways_check(const nd_opts_t *o, char *err, size_t cap)
         }
     }
     const char *cluster = o->cluster_name != NULL && o->cluster_name[0] != '\0' ? o->cluster_name
-                          : o->cluster != NULL                                    ? o->cluster->name
-                                                                                  : NULL;
+                          : o->cluster != NULL                                  ? o->cluster->name
+                                                                                : NULL;
     if (cluster != NULL && cluster[0] != '\0' && strcmp(cluster, g->name) != 0) {
         snprintf(err, cap, "cluster name conflicts between cluster and gateway definitions");
         return -1;
@@ -1594,7 +1166,7 @@ nd_gateways_new(nd_server_t *s)
         const nd_gateway_remote_t *rg = &g->o->gateways[i];
         if (rg->name == NULL || strcmp(rg->name, g->name) == 0)
             continue; /* our own cluster's entry: nats-server keeps it for monitoring only */
-        gw_remote_t *r = nd_new(gw_remote_t);
+        nd_gw_remote_t *r = nd_new(nd_gw_remote_t);
         r->name = nd_xstrdup(rg->name);
         nd_gw_hash(r->name, r->hash);
         for (size_t k = 0; k < rg->urls.n; k++)
@@ -1638,10 +1210,10 @@ nd_gateways_start(nd_gateways_t *g)
     nd_listener_start(g->listener, g->srv->pool, g->srv->poller);
     nd_listener_log_ready(g->listener);
     nd_log_info("Address for gateway \"%s\" is %s", g->name, g->url);
-    int64_t now = now_ns();
+    int64_t now = nd_gw_now_ns();
     for (size_t i = 0; i < g->nremotes; i++)
         g->remotes[i]->due_ns = now;
-    if (pthread_create(&g->th, NULL, dialer_main, g) != 0)
+    if (pthread_create(&g->th, NULL, nd_gw_dialer_main, g) != 0)
         nd_fatal("gateway: cannot start the dialer thread");
     g->started = true;
 }
@@ -1699,7 +1271,7 @@ nd_gateways_free(nd_gateways_t *g)
     nd_free(g->ins);
     nd_strlist_free(&g->urls);
     nd_free(g->info);
-    rmap_expire(g, INT64_MAX);
+    nd_gw_rmap_clear(g);
     nd_tls_ctx_unref(g->tls_server);
     nd_tls_ctx_unref(g->tls_client);
     pthread_mutex_destroy(&g->rm_mu);
@@ -1740,7 +1312,7 @@ nd_gateways_varz(nd_gateways_t *g, json_t *o)
     size_t n = 0;
     pthread_mutex_lock(&g->mu);
     for (size_t i = 0; i < g->nremotes; i++) {
-        const gw_remote_t *r = g->remotes[i];
+        const nd_gw_remote_t *r = g->remotes[i];
         json_t *e = json_object();
         json_object_set_new(e, "name", json_string(r->name));
         json_t *urls = json_array();
@@ -1793,7 +1365,7 @@ nd_gateways_stats(nd_gateways_t *g, nd_gw_stat_t **out)
     nd_gw_stat_t *v = nd_xcalloc(cap > 0 ? cap : 1, sizeof(*v));
     size_t n = 0;
     for (size_t i = 0; i < g->nremotes; i++) {
-        const gw_remote_t *r = g->remotes[i];
+        const nd_gw_remote_t *r = g->remotes[i];
         if (r->out != NULL) {
             stat_of(&v[n], r->out, r->name, !r->implicit, true);
             snprintf(v[n].remote_id, sizeof v[n].remote_id, "%s", r->out->gw->remote_id);
@@ -1818,7 +1390,7 @@ nd_gateways_stats(nd_gateways_t *g, nd_gw_stat_t **out)
         n++;
     }
     for (size_t i = 0; i < g->nins; i++) {
-        const gw_in_t *in = g->ins[i];
+        const nd_gw_in_t *in = g->ins[i];
         /* nats-server shows an inbound connection as not configured (it has no remote). */
         stat_of(&v[n], in->c, in->name, false, false);
         snprintf(v[n].remote_id, sizeof v[n].remote_id, "%s", in->c->gw->remote_id);
