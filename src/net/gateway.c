@@ -22,9 +22,11 @@
  * interest changes (a queue group with weight 1, only when its first member comes or its last
  * goes). The dialing side turns each RS+ into a subscription of origin ND_SUB_GATEWAY in that
  * account's sublist, so publishers find the remote clusters like routes (one RMSG per gateway
- * connection, deliver.c). A peer that is not in interest-only mode (older than 2.9) would expect
- * messages without RS+ first: we send nothing until it says RS+, which such a peer does only for
- * queue groups, so plain subscriptions across an old peer do not work (all 2.9+ peers are fine).
+ * connection, deliver.c). A peer that is not in interest-only mode (older than 2.9: no
+ * "gateway_iom" in its INFO) expects everything until it says otherwise: the outbound connection
+ * to it holds a catch-all subscription (">") in every account until an A- for the account or the
+ * account's switch to interest-only; its RS- for single subjects are not kept (it drops what it
+ * does not want).
  *
  * Delivery: a message published by a client of this server goes to every gateway with
  * interest; one from a route never does (the server that got it from its client sent it) and one
@@ -43,7 +45,8 @@
  * TLS (gateway { tls {} }, or a remote's own tls {} for the dialing side): the handshake comes
  * first, both ways (conn_tls.c), as nats-server's gateways.
  *
- * Not yet: A-/RS- for traffic nobody wants (only an optimistic peer would send it).
+ * Not yet: A-/RS- from our inbound side for traffic nobody wants (only an optimistic peer sends
+ * it, and we switch every account it could send to interest-only at once).
  */
 #include "net/gateway_int.h"
 
@@ -630,6 +633,9 @@ register_inbound(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
     gossip_gateways(ctx, g, c, c->gw->name);
 }
 
+static void catch_all(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_slice_t *name, bool add);
+static void catch_all_accounts(nd_ctx_t *ctx, nd_conn_t *c);
+
 static bool
 on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
@@ -695,10 +701,7 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
                               json_is_true(json_object_get(o, "headers")) &&
                                   !c->srv->opts.no_header_support,
                               memory_order_relaxed);
-        if (!json_is_true(json_object_get(o, "gateway_iom")))
-            nd_log_warn(GFMT "Gateway \"%s\" is not in interest-only mode: only what it "
-                             "subscribes explicitly reaches it",
-                        GARGS(c), name);
+        gw->optimistic = !json_is_true(json_object_get(o, "gateway_iom"));
         pthread_mutex_lock(&g->mu);
         remote_add_urls(gw->remote, json_object_get(o, "gateway_urls"));
         pthread_mutex_unlock(&g->mu);
@@ -712,18 +715,26 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
                         name, gw->remote_id);
             c->connected = true;
             nd_conn_start_pings(ctx, c);
+            if (gw->optimistic)
+                catch_all_accounts(ctx, c);
             forward_to_cluster(ctx, c->srv, name, json_object_get(o, "gateway_urls"));
         }
     } else if (gcmd == GW_CMD_ALLSUBS_START || gcmd == GW_CMD_ALLSUBS_COMPLETE) {
-        /* We keep every RS+ as a subscription from the start (interest-only): nothing to
-         * switch, but the account must be named. */
+        /* We keep every RS+ as a subscription from the start: the start needs nothing; the
+         * completion ends an optimistic account's catch-all. The account must be named. */
         const char *pl = json_string_value(json_object_get(o, "gateway_cmd_payload"));
-        if (pl == NULL || pl[0] == '\0') {
+        uint8_t acct[ND_ACCT_NAME_MAX + 4];
+        size_t alen = 0;
+        if (pl == NULL || pl[0] == '\0' ||
+            !nd_b64_decode(ND_B64_STD, pl, strlen(pl), acct, sizeof acct, &alen)) {
             char text[128];
             snprintf(text, sizeof text, "Account absent from receive-all-subscriptions-%s command",
                      gcmd == GW_CMD_ALLSUBS_START ? "start" : "complete");
             gw_fail(ctx, c, text, ND_CLOSE_PROTOCOL_VIOLATION);
             ok = false;
+        } else if (gcmd == GW_CMD_ALLSUBS_COMPLETE && gw->optimistic) {
+            nd_proto_slice_t an = {(const char *)acct, alen};
+            catch_all(ctx, c, &an, false);
         }
     } else if (gcmd == 0) {
         pthread_mutex_lock(&g->mu);
@@ -780,6 +791,57 @@ remote_sid(char *out, size_t cap, const nd_proto_cmd_t *cmd)
         memcpy(p, cmd->queue.ptr, cmd->queue.len);
     }
     return n;
+}
+
+/* An optimistic remote's catch-all in the account named (add) or its end. Ctx: owner. */
+static void
+catch_all(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_slice_t *name, bool add)
+{
+    char sid[ND_ACCT_NAME_MAX + 3];
+    if (name->len > ND_ACCT_NAME_MAX)
+        return;
+    memcpy(sid, name->ptr, name->len);
+    memcpy(sid + name->len, "\t>", 2);
+    size_t n = name->len + 2;
+    if (!add) {
+        nd_sub_t *sub = nd_sidmap_del(&c->subs, sid, n);
+        if (sub != NULL) {
+            nd_sub_cancel(sub);
+            nd_acct_send_unsub(ctx, (nd_acct_t *)sub->conn_data, sub);
+        }
+        return;
+    }
+    if (nd_sidmap_get(&c->subs, sid, n) != NULL)
+        return;
+    nd_acct_t *acct = gw_acct(ctx, c, name);
+    if (acct == NULL)
+        return;
+    nd_sub_t *sub = nd_sub_new(ctx, &c->base, ">", 1, NULL, 0, sid, n);
+    sub->origin = ND_SUB_GATEWAY;
+    sub->conn_data = acct;
+    nd_sidmap_put(&c->subs, sub);
+    c->sub_acks_due++;
+    nd_acct_send_sub(ctx, acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
+}
+
+/* A remote that is not in interest-only mode gets everything of every account (nats-server's
+ * optimistic mode) until it says otherwise: A- for an account, or its switch to interest-only.
+ * (What it says RS- to keeps coming: it drops it. Accounts made later are not covered.) */
+static void
+catch_all_accounts(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    nd_log_debug(GFMT "Gateway \"%s\" is not in interest-only mode: sending everything until "
+                      "it says otherwise",
+                 GARGS(c), c->gw->name);
+    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+    for (size_t i = 0; a != NULL && i < a->naccts; i++) {
+        nd_acct_t *acct = a->accts[i].acct;
+        if (acct == NULL)
+            continue;
+        nd_proto_slice_t name = {acct->name, acct->name_len};
+        catch_all(ctx, c, &name, true);
+    }
+    nd_auth_unref(ctx, a);
 }
 
 /* Counts a subscription of the remote's (delta 1 or -1) for /gatewayz. */
@@ -944,7 +1006,10 @@ nd_gw_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     case ND_PROTO_OP_ASUB:
     case ND_PROTO_OP_AUNSUB:
         /* Interest-only: the RS+ we hold are the whole story (an A- names an account the
-         * remote has no interest in, which then has no RS+ either). */
+         * remote has no interest in, which then has no RS+ either). An optimistic remote's
+         * A-/A+ ends and restores the account's catch-all. */
+        if (gw->remote != NULL && gw->optimistic)
+            catch_all(ctx, c, &cmd->account, cmd->op == ND_PROTO_OP_ASUB);
         return true;
     case ND_PROTO_OP_PING:
         nd_conn_write(c, "PONG\r\n", 6);

@@ -43,6 +43,10 @@ typedef struct nd_gw {
     char name[128];     /* the remote gateway (cluster) name */
     char remote_id[64];
     char remote_name[128];
+    /* outbound: the remote is not in interest-only mode (a pre-2.9 server): every account
+     * holds a catch-all subscription of ours (sid "<account>\t>") until the remote says A- or
+     * switches the account to interest-only ("gateway_cmd" 3) */
+    bool optimistic;
     /* outbound: the accounts the remote's subscriptions are in, each with a reference */
     nd_acct_t **accts;
     size_t naccts, acap;

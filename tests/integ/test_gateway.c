@@ -39,7 +39,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "harness.h"
@@ -705,6 +710,88 @@ Test(integ_gateway, bad_gateway_config)
         cr_expect(strstr(out, cases[i].want) != NULL, "%s: output %s", cases[i].conf, out);
         nd_integ_conf_remove(&cf);
     }
+}
+
+/* ---- 5c. a peer older than interest-only mode ---- */
+
+/* A listening socket on a free port of 127.0.0.1 (the fake gateway). */
+static int
+fake_listen(int *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(fd >= 0);
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert(bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 4) == 0);
+    socklen_t sl = sizeof sa;
+    getsockname(fd, (struct sockaddr *)&sa, &sl);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+/* Reads one line (without CRLF) from fd into buf, with the hang guard; payload lines too. */
+static void
+fake_line(int fd, char *buf, size_t cap)
+{
+    size_t n = 0;
+    int64_t deadline = now_ms() + ND_INTEG_TIMEOUT_MS;
+    while (n + 1 < cap) {
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        int left = (int)(deadline - now_ms());
+        cr_assert(left > 0 && poll(&p, 1, left) == 1, "the fake gateway read nothing in time");
+        char ch;
+        cr_assert(read(fd, &ch, 1) == 1, "the connection to the fake gateway closed");
+        if (ch == '\n')
+            break;
+        if (ch != '\r')
+            buf[n++] = ch;
+    }
+    buf[n] = '\0';
+}
+
+Test(integ_gateway, optimistic_peer)
+{
+    /* A gateway B that does not say "gateway_iom" (nats-server before 2.9): the dialing side
+     * sends it every message of an account it has not heard A- for, RS+ or not. */
+    int fport;
+    int lfd = fake_listen(&fport);
+    node_t a;
+    node_init(&a, "A1", "A", NULL);
+    snprintf(a.gateways, sizeof a.gateways, "{name: B, url: \"nats://127.0.0.1:%d\"}", fport);
+    node_start(&a);
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    cr_assert(poll(&p, 1, ND_INTEG_PROC_TIMEOUT_MS) == 1, "A1 never dialed the fake gateway");
+    int fd = accept(lfd, NULL, NULL);
+    cr_assert(fd >= 0);
+    const char info[] = "INFO {\"server_id\":\"NFAKEGATEWAY\",\"server_name\":\"fake\","
+                        "\"version\":\"2.8.4\",\"proto\":1,\"gateway\":\"B\","
+                        "\"gateway_nrp\":true,\"headers\":true}\r\n";
+    cr_assert(write(fd, info, sizeof info - 1) == (ssize_t)(sizeof info - 1));
+    char line[8192];
+    fake_line(fd, line, sizeof line);
+    cr_assert(strncmp(line, "CONNECT {", 9) == 0 && strstr(line, "\"gateway\":\"A\""),
+              "not a gateway CONNECT: %s", line);
+    fake_line(fd, line, sizeof line);
+    cr_assert(strncmp(line, "INFO {", 6) == 0 && strstr(line, "\"gateway\":\"A\""),
+              "not a gateway INFO: %s", line);
+    wait_outbound(&a, "B", true);
+
+    /* Nobody on B subscribed to anything: a publish on A still crosses. */
+    nd_integ_conn_t *ca = client(&a);
+    ND_SEND(ca, "PUB opt.foo 2\r\nhi\r\nPING\r\n");
+    ND_EXPECT(ca, "PONG\r\n");
+    /* The server's own traffic may come first (PINGs, $SYS messages and their payload lines):
+     * skipped until the message, under fake_line's hang guard. */
+    do
+        fake_line(fd, line, sizeof line);
+    while (strcmp(line, "RMSG $G opt.foo 2") != 0);
+    fake_line(fd, line, sizeof line);
+    cr_assert_str_eq(line, "hi");
+    nd_integ_conn_close(ca);
+    close(fd);
+    close(lfd);
+    node_stop(&a);
 }
 
 /* ---- 6. implicit gateways: only one cluster names the other ---- */
