@@ -45,8 +45,10 @@
  * TLS (gateway { tls {} }, or a remote's own tls {} for the dialing side): the handshake comes
  * first, both ways (conn_tls.c), as nats-server's gateways.
  *
- * Not yet: A-/RS- from our inbound side for traffic nobody wants (only an optimistic peer sends
- * it, and we switch every account it could send to interest-only at once).
+ * Toward an optimistic peer dialing us, every account we have is switched to interest-only at its
+ * registration (with or without interest, as nats-server 2.9), and a message for an account we
+ * do not have gets "A- <account>" once. Not yet: RS- for single subjects (an account is switched
+ * before the peer could send any).
  */
 #include "net/gateway_int.h"
 
@@ -214,14 +216,16 @@ send_interest(nd_ctx_t *ctx, nd_gateways_t *g, nd_gw_in_t *in, const nd_acct_t *
               const char *lines, size_t len)
 {
     if (switched(in, acct)) {
-        nd_route_send_proto(ctx, in->c, lines, len);
+        if (len > 0)
+            nd_route_send_proto(ctx, in->c, lines, len);
         return;
     }
     size_t room = 2 * cmd_room(g, acct->name_len) + len;
     char *buf = nd_xmalloc(room);
     size_t n = format_cmd(buf, g, GW_CMD_ALLSUBS_START, acct->name, acct->name_len);
     n += format_cmd(buf + n, g, GW_CMD_ALLSUBS_COMPLETE, acct->name, acct->name_len);
-    memcpy(buf + n, lines, len);
+    if (len > 0) /* (an empty dump: lines is NULL) */
+        memcpy(buf + n, lines, len);
     nd_route_send_proto(ctx, in->c, buf, n + len);
     nd_free(buf);
 }
@@ -266,15 +270,15 @@ on_dump(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const cha
         d->len += format_interest(d->buf + d->len, acct, subj, slen, queue, qlen, true);
         return;
     }
-    /* The end: to the connection, if it is still registered. */
+    /* The end: to the connection, if it is still registered; an account without interest is
+     * switched too (as nats-server does for every account), so a peer still in optimistic
+     * mode (older than 2.9) sends nothing for it. */
     nd_gateways_t *g = d->c->srv->gateways;
-    if (d->len > 0) {
-        pthread_mutex_lock(&g->mu);
-        for (size_t i = 0; i < g->nins; i++)
-            if (g->ins[i]->c == d->c)
-                send_interest(ctx, g, g->ins[i], acct, d->buf, d->len);
-        pthread_mutex_unlock(&g->mu);
-    }
+    pthread_mutex_lock(&g->mu);
+    for (size_t i = 0; i < g->nins; i++)
+        if (g->ins[i]->c == d->c)
+            send_interest(ctx, g, g->ins[i], acct, d->buf, d->len);
+    pthread_mutex_unlock(&g->mu);
     nd_actor_unref(ctx, &d->c->base);
     nd_free(d->buf);
     nd_free(d);
@@ -918,6 +922,25 @@ on_rsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd, bool add)
     return true;
 }
 
+/* A message for an account we do not have, from a peer in optimistic mode: "A- <account>", once
+ * per account (a later A+ is not needed: such an account never gets interest here). */
+static void
+account_no_interest(nd_conn_t *c, const nd_proto_slice_t *name)
+{
+    nd_gw_t *gw = c->gw;
+    for (size_t i = 0; i < gw->nosent.n; i++)
+        if (strlen(gw->nosent.v[i]) == name->len &&
+            memcmp(gw->nosent.v[i], name->ptr, name->len) == 0)
+            return;
+    char acct[ND_ACCT_NAME_MAX + 1];
+    snprintf(acct, sizeof acct, "%.*s",
+             (int)(name->len > ND_ACCT_NAME_MAX ? ND_ACCT_NAME_MAX : name->len), name->ptr);
+    nd_strlist_add(&gw->nosent, acct);
+    nd_conn_write(c, "A- ", 3);
+    nd_conn_write(c, name->ptr, name->len);
+    nd_conn_write(c, "\r\n", 2);
+}
+
 static void
 on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
@@ -928,6 +951,8 @@ on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         nd_log_debug(GFMT "Unknown account \"%.*s\" for gateway message on subject: \"%.*s\"",
                      GARGS(c), (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len,
                      cmd->subject.ptr);
+        if (c->gw->remote == NULL)
+            account_no_interest(c, &cmd->account);
         return;
     }
     nd_proto_cmd_t pub = *cmd;
@@ -1121,6 +1146,7 @@ nd_gw_fini(nd_ctx_t *ctx, nd_conn_t *c)
     for (size_t i = 0; i < gw->naccts; i++)
         nd_actor_unref(ctx, &gw->accts[i]->actor);
     nd_free(gw->accts);
+    nd_strlist_free(&gw->nosent);
     nd_free(gw);
     c->gw = NULL;
 }

@@ -47,6 +47,8 @@ typedef struct nd_gw {
      * holds a catch-all subscription of ours (sid "<account>\t>") until the remote says A- or
      * switches the account to interest-only ("gateway_cmd" 3) */
     bool optimistic;
+    /* inbound: the unknown accounts we said A- for */
+    nd_strlist_t nosent;
     /* outbound: the accounts the remote's subscriptions are in, each with a reference */
     nd_acct_t **accts;
     size_t naccts, acap;

@@ -794,6 +794,45 @@ Test(integ_gateway, optimistic_peer)
     node_stop(&a);
 }
 
+/* A gateway dialing in, as a peer older than interest-only mode would: every account is switched
+ * to interest-only at once, even without interest ("gateway_cmd" 2 and 3, the global account's
+ * name in base64), and a message for an account we do not have gets A- back. */
+Test(integ_gateway, inbound_switch_and_account_no_interest)
+{
+    node_t a;
+    node_init(&a, "A1", "A", NULL);
+    node_start(&a);
+    nd_integ_conn_t *r = nd_integ_conn_open_port(a.gport);
+    ND_SEND(r, "CONNECT {\"verbose\":false,\"pedantic\":false,\"name\":\"NFAKEGATEWAY\","
+               "\"gateway\":\"B\"}\r\n"
+               "INFO {\"server_id\":\"NFAKEGATEWAY\",\"server_name\":\"fake\",\"gateway\":\"B\","
+               "\"gateway_nrp\":true,\"headers\":true}\r\n");
+    bool started = false, completed = false;
+    for (;;) {
+        char *f = nd_integ_read_frame(r);
+        cr_assert(f != NULL, "the gateway connection closed");
+        if (strstr(f, "\"gateway_cmd\":2") && strstr(f, "\"gateway_cmd_payload\":\"JEc=\""))
+            started = true;
+        if (strstr(f, "\"gateway_cmd\":3") && strstr(f, "\"gateway_cmd_payload\":\"JEc=\""))
+            completed = started;
+        free(f);
+        if (completed)
+            break;
+    }
+    ND_SEND(r, "RMSG NOPE foo 2\r\nhi\r\nPING\r\n");
+    for (;;) {
+        char *f = nd_integ_read_frame(r);
+        cr_assert(f != NULL, "the gateway connection closed");
+        bool done = strcmp(f, "A- NOPE\r\n") == 0;
+        cr_assert(strncmp(f, "PONG", 4) != 0, "PONG before A- NOPE");
+        free(f);
+        if (done)
+            break;
+    }
+    nd_integ_conn_close(r);
+    node_stop(&a);
+}
+
 /* ---- 6. implicit gateways: only one cluster names the other ---- */
 
 Test(integ_gateway, implicit_gateways)
