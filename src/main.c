@@ -13,6 +13,7 @@
 #include "cfg/opts.h"
 #include "mqtt/mqtt.h"
 #include "natsd/natsd.h"
+#include "net/gateway.h"
 #include "util/log.h"
 #include "server/confwatch.h"
 #include "server/passwdtool.h"
@@ -107,7 +108,8 @@ main(int argc, char **argv)
         return 1;
     }
     char err[1024];
-    if (nd_mqtt_check(&opts, err, sizeof err) != 0) {
+    if (nd_mqtt_check(&opts, err, sizeof err) != 0 ||
+        nd_gateways_check(&opts, err, sizeof err) != 0) {
         fprintf(stderr, "nats-server: %s\n", err); /* validateOptions, as above */
         nd_opts_free(&opts);
         return 1;

@@ -52,7 +52,6 @@ static const struct {
 } feature_warnings[] = {
     {"ocsp", "OCSP stapling"},
     {"mappings maps", "Subject mapping"},
-    {"gateway", "Gateways"},
     /* operator, resolver: MEMORY and resolver_preload are wired (src/auth/auth_jwt.c, which warns
      * about the resolvers it does not build); these are not. */
     {"trusted trusted_keys resolver_tls resolver_pinned_accounts", "Operator mode"},

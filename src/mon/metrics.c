@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "mon/mon_int.h"
+#include "net/gateway.h"
 #include "net/leaf.h"
 #include "net/route.h"
 #include "actors/alloc.h"
@@ -338,6 +339,37 @@ nd_mon_metrics(nd_mon_req_t *req)
                 loutb);
         gauge_u(&o, "leafnode_subscriptions",
                 "Interest the leaf connections open now hold for their peers.", lsubs);
+    }
+    if (s->gateways != NULL) {
+        nd_gw_stat_t *gs = NULL;
+        size_t ng = nd_gateways_stats(s->gateways, &gs);
+        uint64_t nout = 0, nin = 0, gin = 0, gout = 0, ginb = 0, goutb = 0;
+        for (size_t i = 0; i < ng; i++) {
+            if (gs[i].accounts != NULL)
+                json_decref(gs[i].accounts);
+            if (gs[i].cid == 0)
+                continue; /* an outbound not connected */
+            if (gs[i].outbound)
+                nout++;
+            else
+                nin++;
+            gin += gs[i].in_msgs;
+            gout += gs[i].out_msgs;
+            ginb += gs[i].in_bytes;
+            goutb += gs[i].out_bytes;
+        }
+        nd_free(gs);
+        gauge_u(&o, "gateways_outbound", "Outbound gateway connections (one per remote cluster).",
+                nout);
+        gauge_u(&o, "gateways_inbound", "Inbound gateway connections now.", nin);
+        gauge_u(&o, "gateway_in_msgs", "Messages received over the gateway connections open now.",
+                gin);
+        gauge_u(&o, "gateway_out_msgs", "Messages sent over the gateway connections open now.",
+                gout);
+        gauge_u(&o, "gateway_in_bytes",
+                "Payload bytes received over the gateway connections open now.", ginb);
+        gauge_u(&o, "gateway_out_bytes", "Payload bytes sent over the gateway connections open now.",
+                goutb);
     }
     gauge_u(&o, "memory_bytes", "Resident set size of the process, in bytes.", proc.rss_bytes);
     seconds(&o, "cpu_seconds_total", "counter", "CPU time used by the process, in seconds.",

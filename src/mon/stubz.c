@@ -1,6 +1,6 @@
-/* Endpoints of features natsd does not have yet, in their empty shapes (nats-server 2.10's field
- * names, as it answers with nothing configured): /gatewayz, /accountz (the accounts and their
- * counts only),
+/* /gatewayz (net/gateway.h's connections) and /leafz; endpoints of features natsd does not have
+ * yet, in their empty shapes (nats-server 2.10's field names, as it answers with nothing
+ * configured): /accountz (the accounts and their counts only),
  * /accstatz (the global account's figures); and the HTML index at "/". (/jsz is jsz.c.)
  */
 #include <stdio.h>
@@ -13,6 +13,7 @@
 #include "cfg/opts.h"
 #include "subj/sublist.h"
 #include "net/connreg.h"
+#include "net/gateway.h"
 #include "net/leaf.h"
 
 static json_t *
@@ -35,16 +36,95 @@ subs_ok(nd_mon_req_t *req)
     return nd_mon_param_bool(req, "subs", &b);
 }
 
+/* One gateway connection, as nats-server's RemoteGatewayz (its ConnInfo subset). */
+static json_t *
+gw_entry(const nd_mon_req_t *req, const nd_gw_stat_t *g)
+{
+    char buf[48];
+    json_t *e = json_object();
+    json_object_set_new(e, "configured", json_boolean(g->configured));
+    json_t *c = json_object();
+    json_object_set_new(c, "cid", json_integer((json_int_t)g->cid));
+    json_object_set_new(c, "kind", json_string("Gateway"));
+    json_object_set_new(c, "ip", json_string(g->ip));
+    json_object_set_new(c, "port", json_integer(g->port));
+    json_object_set_new(c, "start", nd_mon_json_time(g->start_wall_ns));
+    int64_t last = g->last_ns > 0 ? g->last_ns : g->start_wall_ns;
+    json_object_set_new(c, "last_activity", nd_mon_json_time(last));
+    if (g->rtt_ns > 0) {
+        nd_mon_fmt_duration(g->rtt_ns, buf);
+        json_object_set_new(c, "rtt", json_string(buf));
+    }
+    nd_mon_fmt_uptime(req->now_ns - g->start_wall_ns, buf);
+    json_object_set_new(c, "uptime", json_string(buf));
+    nd_mon_fmt_uptime(req->now_ns - last, buf);
+    json_object_set_new(c, "idle", json_string(buf));
+    json_object_set_new(c, "pending_bytes", json_integer(g->pending));
+    json_object_set_new(c, "in_msgs", json_integer((json_int_t)g->in_msgs));
+    json_object_set_new(c, "out_msgs", json_integer((json_int_t)g->out_msgs));
+    json_object_set_new(c, "in_bytes", json_integer((json_int_t)g->in_bytes));
+    json_object_set_new(c, "out_bytes", json_integer((json_int_t)g->out_bytes));
+    json_object_set_new(c, "subscriptions", json_integer(g->subs));
+    json_object_set_new(c, "name", json_string(g->remote_id));
+    json_object_set_new(e, "connection", c);
+    return e;
+}
+
 void
 nd_mon_gatewayz(nd_mon_req_t *req)
 {
-    bool b;
+    bool b = false;
     if (!nd_mon_param_bool(req, "accs", &b) || !subs_ok(req))
         return;
-    /* nats-server omits name, host and port (omitempty) while no gateway is configured. */
     json_t *o = head(req);
-    json_object_set_new(o, "outbound_gateways", json_object());
-    json_object_set_new(o, "inbound_gateways", json_object());
+    nd_server_t *s = req->mon->srv;
+    json_t *out = json_object(), *in = json_object();
+    if (s->gateways != NULL) {
+        /* nats-server omits name, host and port (omitempty) while no gateway is configured. */
+        json_object_set_new(o, "name", json_string(nd_gateways_name(s->gateways)));
+        json_object_set_new(o, "host", json_string(nd_gateways_host(s->gateways)));
+        json_object_set_new(o, "port", json_integer(nd_gateways_port(s->gateways)));
+        const char *only = nd_mon_param(req, "gw_name");
+        nd_gw_stat_t *gs = NULL;
+        size_t n = nd_gateways_stats(s->gateways, &gs);
+        const char *acc_name = nd_mon_param(req, "acc_name");
+        for (size_t i = 0; i < n; i++) {
+            nd_gw_stat_t *g = &gs[i];
+            if (g->cid != 0 && (only == NULL || only[0] == '\0' || strcmp(only, g->name) == 0)) {
+                /* (an outbound not connected is not listed: nats-server lists connections) */
+                json_t *e = gw_entry(req, g);
+                if ((b || (acc_name != NULL && acc_name[0] != '\0')) && g->accounts != NULL &&
+                    json_array_size(g->accounts) > 0) {
+                    json_t *accs = json_array();
+                    size_t k;
+                    json_t *a;
+                    json_array_foreach(g->accounts, k, a)
+                    {
+                        const char *an = json_string_value(json_object_get(a, "name"));
+                        if (acc_name == NULL || acc_name[0] == '\0' ||
+                            (an != NULL && strcmp(an, acc_name) == 0))
+                            json_array_append(accs, a);
+                    }
+                    json_object_set_new(e, "accounts", accs);
+                }
+                if (g->outbound) {
+                    json_object_set_new(out, g->name, e);
+                } else {
+                    json_t *arr = json_object_get(in, g->name);
+                    if (arr == NULL) {
+                        arr = json_array();
+                        json_object_set_new(in, g->name, arr);
+                    }
+                    json_array_append_new(arr, e);
+                }
+            }
+            if (g->accounts != NULL)
+                json_decref(g->accounts);
+        }
+        nd_free(gs);
+    }
+    json_object_set_new(o, "outbound_gateways", out);
+    json_object_set_new(o, "inbound_gateways", in);
     nd_mon_reply_json(req, 200, o);
 }
 

@@ -2,6 +2,7 @@
  * (inventory §4). Counters come from the connection registry (connreg.h): exact totals without
  * touching the message path. */
 #include "mon/mon_int.h"
+#include "net/gateway.h"
 #include "net/route.h"
 #include "net/leaf.h"
 #include "cfg/opts.h"
@@ -155,7 +156,10 @@ nd_mon_varz(nd_mon_req_t *req)
     json_t *cluster = json_object();
     size_t nroutes = s->routes != NULL ? nd_routes_varz(s->routes, cluster) : 0;
     json_object_set_new(v, "cluster", cluster);
-    json_object_set_new(v, "gateway", json_object());
+    json_t *gateway = json_object();
+    if (s->gateways != NULL)
+        (void)nd_gateways_varz(s->gateways, gateway);
+    json_object_set_new(v, "gateway", gateway);
     json_t *leaf = json_object();
     if (s->leafs != NULL)
         nd_leafs_varz(s->leafs, leaf);

@@ -29,6 +29,7 @@
 
 #include "util/log.h"
 #include "subj/account.h"
+#include "net/gateway_int.h"
 #include "net/leaf_int.h"
 #include "net/route_int.h"
 #include "net/pconn.h"
@@ -306,12 +307,14 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_cancel(ctx, &c->tls_timer);
     nd_timer_cancel(ctx, &c->auth_timer);
     nd_timer_cancel(ctx, &c->ptimer);
-    if (c->route != NULL || c->leaf != NULL) {
-        /* its subscriptions, its place in the route or leaf table */
+    if (c->route != NULL || c->leaf != NULL || c->gw != NULL) {
+        /* its subscriptions, its place in the route, leaf or gateway table */
         if (c->route != NULL)
             nd_route_teardown(ctx, c);
-        else
+        else if (c->leaf != NULL)
             nd_leaf_teardown(ctx, c);
+        else
+            nd_gw_teardown(ctx, c);
         c->tr.vt->close(&c->tr);
         if (c->io.fd >= 0)
             nd_poller_remove(c->srv->poller, &c->io);
@@ -351,7 +354,7 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
     nd_ws_closing(&c->tr, reason); /* the close frame follows it (ws.c) */
     drop_output(c);
     return_scratch(ctx, c);
-    if (c->route == NULL && c->leaf == NULL)
+    if (c->route == NULL && c->leaf == NULL && c->gw == NULL)
         nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", c->ip, c->port,
                      (unsigned long long)c->cid, nd_close_reason_text(reason));
     teardown(ctx, c);
@@ -387,6 +390,8 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
         nd_leaf_fini(ctx, c);
     if (c->proto != NULL && c->proto->final != NULL)
         c->proto->final(ctx, c);
+    if (c->gw != NULL)
+        nd_gw_fini(ctx, c);
     c->rbuf = c->wbuf = NULL;
     if (c->scratch != NULL) {
         nd_sl_result_fini(c->scratch);
@@ -423,20 +428,27 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
             nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
             return off;
         }
+        if (st != ND_PROTO_CMD && c->gw != NULL && nd_gw_parse_error(ctx, c)) {
+            nd_deliver_flush(ctx, c);
+            return off;
+        }
         if (st != ND_PROTO_CMD) {
             nd_err_t err = st == ND_PROTO_ERR_CONTROL_LINE ? ND_ERR_MAX_CONTROL_LINE
                            : st == ND_PROTO_ERR_MAX_PAYLOAD ? ND_ERR_MAX_PAYLOAD
                            : st == ND_PROTO_ERR_UNKNOWN_OP  ? ND_ERR_UNKNOWN_OP
                                                             : ND_ERR_PROTO_ARGS;
             nd_log_error("%s:%d - %s:%llu - %s parser ERROR: %s", c->ip, c->port,
-                         c->route ? "rid" : c->leaf ? "lid" : "cid", (unsigned long long)c->cid,
-                         c->route ? "Router" : c->leaf ? "Leafnode" : "Client", nd_strerror(err));
+                         c->route ? "rid" : c->leaf ? "lid" : c->gw ? "gid" : "cid",
+                         (unsigned long long)c->cid,
+                         c->route ? "Router" : c->leaf ? "Leafnode" : c->gw ? "Gateway" : "Client",
+                         nd_strerror(err));
             nd_conn_write_err(c, err);
             /* A route's bad op is a protocol violation for nats-server (its route parser). */
             nd_conn_close(ctx, c,
                           err == ND_ERR_MAX_CONTROL_LINE ? ND_CLOSE_MAX_CONTROL_LINE
                           : err == ND_ERR_MAX_PAYLOAD    ? ND_CLOSE_MAX_PAYLOAD
-                          : err == ND_ERR_UNKNOWN_OP && c->route == NULL && c->leaf == NULL
+                          : err == ND_ERR_UNKNOWN_OP && c->route == NULL && c->leaf == NULL &&
+                                  c->gw == NULL
                               ? ND_CLOSE_PARSE_ERROR
                               : ND_CLOSE_PROTOCOL_VIOLATION);
             nd_deliver_flush(ctx, c);
@@ -444,6 +456,7 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
         }
         if (c->route != NULL  ? !nd_route_handle(ctx, c, &cmd)
             : c->leaf != NULL ? !nd_leaf_handle(ctx, c, &cmd)
+            : c->gw != NULL   ? !nd_gw_handle(ctx, c, &cmd)
                               : !nd_client_handle(ctx, c, &cmd))
             break; /* paused before cmd (it stays unconsumed) or closed */
         off += used;
@@ -683,6 +696,15 @@ on_start(nd_ctx_t *ctx, nd_conn_t *c)
         nd_leaf_conn_start(ctx, c); /* not a client either: /leafz lists it */
         return;
     }
+    if (c->gw != NULL) {
+        c->mon.start_ns = nd_mon_wall_ns();
+        atomic_store_explicit(&c->mon.last_ns, c->mon.start_ns, memory_order_relaxed);
+        if (nd_gw_tls(c) != NULL)
+            nd_conn_tls_begin_gateway(ctx, c); /* nor is a gateway (/gatewayz); TLS first */
+        else
+            nd_gw_conn_start(ctx, c); /* nor is a gateway: /gatewayz lists it */
+        return;
+    }
     if (c->ws != NULL) {
         nd_conn_ws_begin(ctx, c); /* a client once upgraded (conn_ws.c) */
         return;
@@ -822,10 +844,11 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         nd_conn_tls_timer(ctx, c, msg);
         return;
     case ND_CONN_MSG_AUTH_TIMER:
-        if (c->route != NULL || c->leaf != NULL) {
+        if (c->route != NULL || c->leaf != NULL || c->gw != NULL) {
             if (nd_timer_fired(&c->auth_timer, msg) && !c->closing && !c->connected) {
                 nd_log_error("%s:%d - %s:%llu - Authentication Timeout", c->ip, c->port,
-                             c->route ? "rid" : "lid", (unsigned long long)c->cid);
+                             c->route ? "rid" : c->leaf ? "lid" : "gid",
+                             (unsigned long long)c->cid);
                 nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
                 nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
             }
@@ -969,19 +992,33 @@ conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, 
     nd_timer_init(&c->ptimer, &c->base, ND_CONN_MSG_PTIMER);
 }
 
-/* A socket connection of kind (a client, or a route with rt; a WebSocket client with ws). */
+/* What a socket connection is besides a plain client: at most one of route, leaf, gw and proto
+ * (with parg and ptls), and ws for a WebSocket client; acct binds a leaf. */
+typedef struct spawn_args {
+    struct nd_route *rt;
+    struct nd_ws_srv *ws;
+    struct nd_leaf *lf;
+    nd_acct_t *acct;
+    struct nd_gw *gw;
+    const struct nd_pconn_proto *proto;
+    void *parg;
+    struct nd_tls_ctx *ptls;
+} spawn_args_t;
+
+/* A socket connection of kind, as args says. */
 static void
-spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struct nd_route *rt,
-             struct nd_ws_srv *ws, struct nd_leaf *lf, nd_acct_t *acct,
-             const struct nd_pconn_proto *proto, void *parg, struct nd_tls_ctx *ptls)
+spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, const spawn_args_t *a)
 {
+    struct nd_route *rt = a->rt;
+    struct nd_leaf *lf = a->lf;
+    struct nd_gw *gw = a->gw;
     nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
-    conn_init(c, srv, acct != NULL ? acct : srv->gacct, kind, fd, false);
-    c->ws = ws;
-    c->proto = proto;
-    c->parg = parg;
-    if (ptls != NULL)
-        c->tls = nd_tls_ctx_ref(ptls); /* the protocol listener's TLS (pconn.c) */
+    conn_init(c, srv, a->acct != NULL ? a->acct : srv->gacct, kind, fd, false);
+    c->ws = a->ws;
+    c->proto = a->proto;
+    c->parg = a->parg;
+    if (a->ptls != NULL)
+        c->tls = nd_tls_ctx_ref(a->ptls); /* the protocol listener's TLS (pconn.c) */
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
     nd_proto_parser_init(
@@ -1003,6 +1040,14 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
         nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
                                    ND_PROTO_NO_LIMIT);
     }
+    if (gw != NULL) {
+        /* A gateway connection: a route's ops and A+/A-, no echo, no payload limit. */
+        c->gw = gw;
+        c->verbose = c->pedantic = c->echo = false;
+        nd_proto_parser_set_ops(&c->parser, ND_PROTO_OPS_GATEWAY);
+        nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
+                                   ND_PROTO_NO_LIMIT);
+    }
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
@@ -1017,7 +1062,7 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
             c->port = ntohs(a->sin_port);
         }
     }
-    if (rt == NULL && lf == NULL)
+    if (rt == NULL && lf == NULL && gw == NULL)
         nd_log_debug("%s:%d - cid:%llu - Client connection created", c->ip, c->port,
                      (unsigned long long)c->cid);
     int err = nd_poller_add(srv->poller, &c->io, fd, &c->base, ND_CONN_MSG_IO);
@@ -1038,33 +1083,40 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
 void
 nd_conn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, &(spawn_args_t){0});
 }
 
 void
 nd_conn_spawn_ws(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_ws_srv *ws)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, NULL, ws, NULL, NULL, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_CLIENT, &(spawn_args_t){.ws = ws});
 }
 
 void
 nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, rt, NULL, NULL, NULL, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_ROUTER, &(spawn_args_t){.rt = rt});
 }
 
 void
 nd_pconn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd, const nd_pconn_proto_t *proto, void *arg,
                struct nd_tls_ctx *tls)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_MQTT, NULL, NULL, NULL, NULL, proto, arg, tls);
+    spawn_socket(ctx, srv, fd, ND_CONN_MQTT,
+                 &(spawn_args_t){.proto = proto, .parg = arg, .ptls = tls});
 }
 
 void
 nd_conn_spawn_leaf(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_leaf *lf, nd_acct_t *acct)
 {
-    spawn_socket(ctx, srv, fd, ND_CONN_LEAF, NULL, NULL, lf, acct, NULL, NULL, NULL);
+    spawn_socket(ctx, srv, fd, ND_CONN_LEAF, &(spawn_args_t){.lf = lf, .acct = acct});
     nd_actor_unref(ctx, &acct->actor); /* the connection took its own */
+}
+
+void
+nd_conn_spawn_gateway(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_gw *gw)
+{
+    spawn_socket(ctx, srv, fd, ND_CONN_GATEWAY, &(spawn_args_t){.gw = gw});
 }
 
 /* An internal client's connection carries the nd_iclient_t right after it (ic_size bytes), so

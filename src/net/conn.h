@@ -45,10 +45,11 @@ typedef enum {
     X(ND_CLOSE_DUPLICATE_ROUTE, "Duplicate Route")                                               \
     X(ND_CLOSE_ROUTE_REMOVED, "Route Removed")                                                   \
     X(ND_CLOSE_CLUSTER_NAME_CONFLICT, "Cluster Name Conflict")                                   \
-    X(ND_CLOSE_DUPLICATE_SERVER_NAME, "Duplicate Server Name")                                  \
-    X(ND_CLOSE_MIN_VERSION, "Minimum Version Required")                                         \
-    X(ND_CLOSE_CLUSTER_NAMES_IDENTICAL, "Cluster Names Identical")                              \
-    X(ND_CLOSE_DUPLICATE_CLIENT_ID, "Duplicate Client ID")
+    X(ND_CLOSE_DUPLICATE_SERVER_NAME, "Duplicate Server Name")                                   \
+    X(ND_CLOSE_MIN_VERSION, "Minimum Version Required")                                          \
+    X(ND_CLOSE_CLUSTER_NAMES_IDENTICAL, "Cluster Names Identical")                               \
+    X(ND_CLOSE_DUPLICATE_CLIENT_ID, "Duplicate Client ID")                                       \
+    X(ND_CLOSE_WRONG_GATEWAY, "Wrong Gateway")
 
 typedef enum {
 #define ND_CLOSE_ENUM(name, text) name,

@@ -187,6 +187,9 @@ typedef struct nd_conn {
     struct nd_leaf *leaf;
     /* immutable after spawn: a protocol connection's vtable (net/pconn.h), NULL for NATS */
     const struct nd_pconn_proto *proto;
+    /* immutable after spawn: a gateway connection's own state (gateway_int.h; owner only), or
+     * NULL */
+    struct nd_gw *gw;
 
     /* owner only */
     nd_io_t io ND_CACHE_ALIGNED;
@@ -405,6 +408,9 @@ bool nd_deliver_split_shown(const nd_proto_cmd_t *cmd, nd_proto_cmd_t *routed,
  * plain subscription), as a CHUNK message: for publishers outside deliver.c (sysclient.c). */
 nd_conn_msg_chunk_t *nd_deliver_route_chunk(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd,
                                             nd_acct_t *acct, nd_conn_t *t, const nd_sub_t *qsub);
+/* conn.c: a gateway connection for a connected socket (gateway.c made gw). Owns: fd, gw. */
+struct nd_gw;
+void nd_conn_spawn_gateway(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_gw *gw);
 /* conn.c: a route connection for a connected socket (route.c made rt). Owns: fd, rt. */
 void nd_conn_spawn_route(nd_ctx_t *ctx, nd_server_t *srv, int fd, struct nd_route *rt);
 /* Whether a publish of subj in acct would reach anyone: its subscriptions, or those of an

@@ -18,6 +18,7 @@
  * Handshake steps run on the connection's own turns from its I/O messages and never block.
  */
 #include "net/conn_int.h"
+#include "net/gateway_int.h"
 #include "net/leaf_int.h"
 #include "net/route_int.h"
 
@@ -67,6 +68,9 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
         else if (c->leaf != NULL)
             nd_log_error("%s:%d - lid:%llu - TLS leafnode handshake error: %s", c->ip, c->port,
                          (unsigned long long)c->cid, why);
+        else if (c->gw != NULL)
+            nd_log_error("%s:%d - gid:%llu - TLS gateway handshake error: %s", c->ip, c->port,
+                         (unsigned long long)c->cid, why);
         else
             nd_log_error("%s:%d - cid:%llu - TLS handshake error: %s", c->ip, c->port,
                          (unsigned long long)c->cid, why);
@@ -86,6 +90,10 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
     if (c->leaf != NULL) {
         nd_leaf_tls_up(ctx, c); /* the soliciting side's CONNECT, now encrypted */
         return !c->closing;
+    }
+    if (c->gw != NULL) {
+        nd_gw_conn_start(ctx, c); /* the same for a gateway */
+        return true;
     }
     if (c->tls->verify_and_map) {
         /* For the auth code: the user names this certificate may map to (tls.h). The auth
@@ -174,6 +182,22 @@ nd_conn_tls_begin_leaf(nd_ctx_t *ctx, nd_conn_t *c, nd_tls_ctx_t *tls, const cha
     }
     nd_log_debug("%s:%d - lid:%llu - Starting TLS leafnode %s handshake", c->ip, c->port,
                  (unsigned long long)c->cid, host != NULL ? "client" : "server");
+    drive(ctx, c);
+}
+
+void
+nd_conn_tls_begin_gateway(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    bool solicited = c->gw->remote != NULL;
+    c->tls = nd_tls_ctx_ref(nd_gw_tls(c));
+    if (solicited)
+        nd_tls_wrap_client(&c->tr, c->tls, c->gw->host);
+    else
+        nd_tls_wrap(&c->tr, c->tls, NULL, 0);
+    c->tls_state = ND_CONN_TLS_HANDSHAKE;
+    nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
+    nd_log_debug("%s:%d - gid:%llu - Starting TLS gateway %s handshake", c->ip, c->port,
+                 (unsigned long long)c->cid, solicited ? "client" : "server");
     drive(ctx, c);
 }
 

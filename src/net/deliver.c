@@ -25,6 +25,7 @@
 
 #include "subj/acct_resp.h"
 #include "auth/acct_route.h"
+#include "net/gateway_int.h"
 #include "net/leaf_int.h"
 #include "net/acct_reqinfo.h"
 #include "net/conn_int.h"
@@ -93,6 +94,9 @@ typedef struct pub_ctx {
     /* leaf nodes (leaf.c): the publisher is a leaf connection (then queue groups as from a
      * route), and one where we are the leaf (then nothing goes on to routes, as nats-server) */
     bool from_leaf, from_spoke;
+    /* gateways (gateway.c): the publisher is a gateway connection, or a gateway reply came back
+     * to its origin (then local subscribers and routes, never a gateway: one hop) */
+    bool from_gateway;
     const nd_proto_slice_t *qfilter;
     route_tgt_t rin[ROUTE_TGT_INLINE];
     route_tgt_t *rts; /* rin, or a heap array */
@@ -482,6 +486,28 @@ deliver_proto(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_conn
 
 /* ---- routes: one RMSG/HMSG per route (route.c has the protocol) ---- */
 
+static uint32_t publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
+                           const char *shown, size_t shown_len);
+static const nd_proto_cmd_t *gw_shown(nd_conn_t *c, nd_acct_t *acct, const nd_proto_cmd_t *shown,
+                                      nd_proto_cmd_t *scmd);
+
+static void route_flush(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc);
+static void route_target(pub_ctx_t *pc, nd_conn_t *t, const nd_sub_t *qsub);
+
+/* A publish to "_GR_.<cluster>.<server>.<reply>": an answer to a request that came from
+ * another cluster goes straight to that cluster's gateway, whatever its interest (gateway.c).
+ * Ctx: in the section. */
+static void
+gateway_direct(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc)
+{
+    nd_conn_t *t = nd_gw_direct_target(ctx, c->srv, pc->cmd->subject.ptr, pc->cmd->subject.len);
+    if (t == NULL)
+        return;
+    route_target(pc, t, NULL);
+    route_flush(ctx, c, pc);
+    nd_actor_unref(ctx, &t->base);
+}
+
 /* Notes that the publish goes to route t, for queue group member sub (NULL: a plain
  * subscription). Ctx: in the section. */
 static void
@@ -537,7 +563,8 @@ rmsg_room(const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown, const nd_acct_
     size_t qroom = 0;
     for (uint32_t q = 0; q < nq; q++)
         qroom += qs[q]->queue_len + 1;
-    return 16 + acct->name_len + cmd->subject.len + cmd->reply.len + qroom + 48 +
+    return 16 + acct->name_len + cmd->subject.len + cmd->reply.len + ND_GW_REPLY_PFX_MAX +
+           qroom + 48 +
            (shown != NULL ? shown->subject.len + 1 : 0) + cmd->payload.len + 2;
 }
 
@@ -605,9 +632,16 @@ write_rmsg(char *p0, const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown, con
     }
     p = put(p, cmd->subject.ptr, cmd->subject.len);
     *p++ = ' ';
+    /* Over a gateway, a reply goes as "_GR_.<cluster>.<server>.<reply>" so the answer comes
+     * straight back to this server (gateway.c). */
+    size_t pfx_len = 0;
+    const char *pfx = t->kind == ND_CONN_GATEWAY && cmd->reply.len > 0
+                          ? nd_gw_reply_prefix(t->srv, cmd->reply.ptr, cmd->reply.len, &pfx_len)
+                          : "";
     if (nq > 0) {
         if (cmd->reply.len > 0 || at) {
             p = put(p, "+ ", 2);
+            p = put(p, pfx, pfx_len);
             p = put_reply(p, cmd, shown);
             *p++ = ' ';
         } else {
@@ -618,6 +652,7 @@ write_rmsg(char *p0, const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown, con
             *p++ = ' ';
         }
     } else if (cmd->reply.len > 0 || at) {
+        p = put(p, pfx, pfx_len);
         p = put_reply(p, cmd, shown);
         *p++ = ' ';
     }
@@ -686,13 +721,18 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
     if (nd_sub_cancelled(sub))
         return false;
     if (sub->origin != ND_SUB_LOCAL) {
-        if (sub->origin == ND_SUB_ROUTE) {
+        if (t == c) {
+            return false; /* a message never goes back where it came from */
+        } else if (sub->origin == ND_SUB_GATEWAY) {
+            /* Another cluster: only what this server's clients and leafs publish (the server
+             * that received a routed message sent it already; a gateway's goes one hop). */
+            if (pc->from_route || pc->from_gateway)
+                return false;
+        } else if (sub->origin == ND_SUB_ROUTE) {
             /* One hop: a routed message never goes to another route; nor does one our hub sent
              * us (the hub's cluster has it already). */
             if (pc->from_route || pc->from_spoke)
                 return false;
-        } else if (t == c) {
-            return false; /* a leaf's message never goes back to it */
         } else if (pc->from_route && sub->origin == ND_SUB_LEAF_HUB) {
             return false; /* from a route: only to the leafs we are the hub of */
         } else {
@@ -857,7 +897,8 @@ typedef struct wpick {
     nd_sub_t *chosen;
     const nd_conn_t *c;
     const pub_ctx_t *pc;
-    int tier; /* 0: local members and routes; 1: leaf members (only when tier 0 has none) */
+    int tier; /* 0: local members and routes; 1: leaf members (only when tier 0 has none);
+               * 2: other clusters, through gateways (only when neither has any) */
 } wpick_t;
 
 /* A member's odds in the pick's tier (0: not a candidate there). Leaf members come second, so
@@ -871,7 +912,9 @@ qweight(const wpick_t *w, const nd_sub_t *sub)
     uint64_t q = atomic_load_explicit(&((nd_sub_t *)sub)->qweight, memory_order_relaxed);
     if (sub->origin == ND_SUB_ROUTE)
         return w->tier == 0 && !pc->from_route && !pc->from_spoke ? q : 0;
-    if (w->tier == 0 || sub->conn == &w->c->base ||
+    if (sub->origin == ND_SUB_GATEWAY)
+        return w->tier == 2 && !pc->from_route && !pc->from_gateway ? 1 : 0;
+    if (w->tier != 1 || sub->conn == &w->c->base ||
         (pc->from_route && sub->origin == ND_SUB_LEAF_HUB))
         return 0;
     return q;
@@ -920,7 +963,7 @@ queue_listed(const nd_proto_slice_t *list, const nd_sub_t *sub)
 static void
 deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t *r)
 {
-    bool weighted = c->srv->routes != NULL || c->srv->leafs != NULL;
+    bool weighted = c->srv->routes != NULL || c->srv->leafs != NULL || c->srv->gateways != NULL;
     for (uint32_t v = 0; v < r->npvecs; v++) {
         const nd_sl_vec_t *vec = r->pvecs[v];
         uint32_t n = nd_sl_vec_len(vec);
@@ -939,7 +982,7 @@ deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t 
         nd_sub_t *sub = nd_sl_result_qpick(ctx, r, g);
         if (sub == NULL)
             continue;
-        if (pc->from_route || pc->from_leaf) {
+        if (pc->from_route || pc->from_leaf || pc->from_gateway) {
             /* Only the groups the sender chose us for. */
             if (pc->qfilter == NULL || !queue_listed(pc->qfilter, sub))
                 continue;
@@ -949,6 +992,10 @@ deliver_result(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_sl_result_t 
             nd_sl_result_qeach(ctx, r, g, NULL, wpick_sum, &w);
             if (w.total == 0) {
                 w.tier = 1;
+                nd_sl_result_qeach(ctx, r, g, NULL, wpick_sum, &w);
+            }
+            if (w.total == 0 && c->srv->gateways != NULL) {
+                w.tier = 2;
                 nd_sl_result_qeach(ctx, r, g, NULL, wpick_sum, &w);
             }
             if (w.total == 0)
@@ -1190,6 +1237,27 @@ uint32_t
 nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
                       const char *shown, size_t shown_len)
 {
+    /* An answer to a gateway reply shown without its prefix goes back as the prefixed one. */
+    char *gsubj = NULL;
+    nd_proto_cmd_t gcmd;
+    size_t glen;
+    if (c->srv->gateways != NULL &&
+        (gsubj = nd_gw_mapped_reply(c->srv, c->acct, cmd->subject.ptr, cmd->subject.len,
+                                    &glen)) != NULL) {
+        gcmd = *cmd;
+        gcmd.subject.ptr = gsubj;
+        gcmd.subject.len = glen;
+        cmd = &gcmd;
+    }
+    uint32_t n = publish_as(ctx, c, cmd, shown, shown_len);
+    nd_free(gsubj);
+    return n;
+}
+
+static uint32_t
+publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd, const char *shown,
+           size_t shown_len)
+{
     pub_ctx_t pc = {.cmd = cmd, .shown = cmd, .acct = c->acct};
     nd_proto_cmd_t scmd;
     if (shown != NULL) {
@@ -1241,6 +1309,8 @@ nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
             memcmp(cmd->subject.ptr, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN) == 0)
             deliver_response(ctx, c, &pc, rt);
     }
+    if (c->srv->gateways != NULL && nd_gw_is_reply(cmd->subject.ptr, cmd->subject.len))
+        gateway_direct(ctx, c, &pc);
     if (pc.matched == 0 && cmd->reply.len > 0 && c->no_responders)
         no_responders(ctx, c, cmd);
     nd_epoch_exit(ctx);
@@ -1253,16 +1323,51 @@ nd_deliver_publish_as(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
 void
 nd_deliver_route_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd_proto_cmd_t *cmd)
 {
-    pub_ctx_t pc = {.cmd = cmd, .shown = cmd, .acct = acct, .from_route = true,
-                    .qfilter = cmd->queues.len > 0 ? &cmd->queues : NULL};
-    nd_proto_cmd_t routed, shown;
+    nd_proto_cmd_t routed, shown, scmd;
+    const nd_proto_cmd_t *base = cmd;
     if (nd_deliver_split_shown(cmd, &routed, &shown)) {
-        pc.cmd = cmd = &routed;
-        pc.shown = &shown;
+        cmd = &routed;
+        base = &shown;
     }
+    pub_ctx_t pc = {.cmd = cmd, .shown = gw_shown(c, acct, base, &scmd), .acct = acct,
+                    .from_route = true,
+                    .qfilter = cmd->queues.len > 0 ? &cmd->queues : NULL};
     nd_sl_result_t *r = scratch_of(c);
     nd_epoch_enter(ctx);
     /* No L1 cache: one route carries many accounts. The sender applied mappings already. */
+    nd_sl_match(ctx, nd_acct_sublist(acct), cmd->subject.ptr, cmd->subject.len, r);
+    deliver_result(ctx, c, &pc, r);
+    nd_epoch_exit(ctx);
+    if (pc.payload != NULL)
+        nd_payload_unref(pc.payload);
+}
+
+/* A gateway reply ("_GR_.<cluster>.<server>.<reply>") is shown to clients as <reply>, and their
+ * answers to <reply> go back through the gateway for a while (gateway.c); routes, leafs and
+ * gateways get it whole. shown: what clients would see otherwise (the publish, or its split
+ * JetStream form). Returns: what clients see (shown, or scmd filled). */
+static const nd_proto_cmd_t *
+gw_shown(nd_conn_t *c, nd_acct_t *acct, const nd_proto_cmd_t *shown, nd_proto_cmd_t *scmd)
+{
+    if (c->srv->gateways == NULL || !nd_gw_is_reply(shown->reply.ptr, shown->reply.len))
+        return shown;
+    nd_gw_track_reply(c->srv, acct, shown->reply.ptr, shown->reply.len);
+    *scmd = *shown;
+    scmd->reply.ptr += ND_GW_REPLY_PFX_MAX;
+    scmd->reply.len -= ND_GW_REPLY_PFX_MAX;
+    return scmd;
+}
+
+void
+nd_deliver_gateway_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct,
+                           const nd_proto_cmd_t *cmd)
+{
+    nd_proto_cmd_t scmd;
+    pub_ctx_t pc = {.cmd = cmd, .shown = gw_shown(c, acct, cmd, &scmd), .acct = acct,
+                    .from_gateway = true,
+                    .qfilter = cmd->queues.len > 0 ? &cmd->queues : NULL};
+    nd_sl_result_t *r = scratch_of(c);
+    nd_epoch_enter(ctx);
     nd_sl_match(ctx, nd_acct_sublist(acct), cmd->subject.ptr, cmd->subject.len, r);
     deliver_result(ctx, c, &pc, r);
     nd_epoch_exit(ctx);

@@ -107,6 +107,8 @@ static const opdef_t op_table[] = {
     /* leaf nodes (HMSG is the same name as a route's: each kind's mask picks its row) */
     {"LMSG", 4, ND_PROTO_OP_LMSG, G_SEP},       {"HMSG", 4, ND_PROTO_OP_LHMSG, G_SEP},
     {"LS+", 3, ND_PROTO_OP_LSUB, G_SEP},        {"LS-", 3, ND_PROTO_OP_LUNSUB, G_SEP},
+    /* gateways (their RMSG, HMSG, RS+ and RS- are the route rows) */
+    {"A+", 2, ND_PROTO_OP_ASUB, G_SEP},         {"A-", 2, ND_PROTO_OP_AUNSUB, G_SEP},
 };
 
 #define N_OPS (sizeof op_table / sizeof op_table[0])
@@ -485,6 +487,12 @@ finish_line(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size
         cmd->subject = slice(s, t[0].off, t[0].len);
         break;
     }
+    case ND_PROTO_OP_ASUB:
+    case ND_PROTO_OP_AUNSUB:
+        if (split_args(s, end, t, 1, 1) != 1)
+            return fail(p, ND_PROTO_ERR_ARGS, used, cmd);
+        cmd->account = slice(s, t[0].off, t[0].len);
+        break;
     case ND_PROTO_OP_RSUB:
     case ND_PROTO_OP_RUNSUB: {
         size_t q = p->op == ND_PROTO_OP_RSUB ? 4 : 3; /* the token count with a queue */

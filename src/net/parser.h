@@ -62,6 +62,8 @@ typedef enum nd_proto_op {
     ND_PROTO_OP_LUNSUB, /* LS- <subject> [<queue>] */
     ND_PROTO_OP_LMSG,   /* LMSG <subject> [+ <reply> <queues> | | <queues> | <reply>] <size> */
     ND_PROTO_OP_LHMSG,  /* HMSG on a leaf connection: as LMSG with <hdr> before <size> */
+    ND_PROTO_OP_ASUB,   /* A+ <account> (gateways: interest in the account again) */
+    ND_PROTO_OP_AUNSUB, /* A- <account> (gateways: no interest in the account at all) */
     ND_PROTO_OP_COUNT_
 } nd_proto_op_t;
 
@@ -90,6 +92,10 @@ typedef enum nd_proto_op {
      ND_PROTO_OPBIT(ND_PROTO_OP_OK) | ND_PROTO_OPBIT(ND_PROTO_OP_ERR) |                            \
      ND_PROTO_OPBIT(ND_PROTO_OP_LSUB) | ND_PROTO_OPBIT(ND_PROTO_OP_LUNSUB) |                       \
      ND_PROTO_OPBIT(ND_PROTO_OP_LMSG) | ND_PROTO_OPBIT(ND_PROTO_OP_LHMSG))
+
+/* The ops a GATEWAY connection may send: a route's, and A+/A-. */
+#define ND_PROTO_OPS_GATEWAY                                                                       \
+    (ND_PROTO_OPS_ROUTE | ND_PROTO_OPBIT(ND_PROTO_OP_ASUB) | ND_PROTO_OPBIT(ND_PROTO_OP_AUNSUB))
 
 /* No payload limit (nats-server's jwt.NoLimit); sizes are still at most 9 digits. */
 #define ND_PROTO_NO_LIMIT (-1)

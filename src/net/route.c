@@ -52,6 +52,7 @@
 #include "auth/auth.h"
 #include "auth/passwd.h"
 #include "net/connreg.h"
+#include "net/gateway_int.h"
 #include "net/leaf.h"
 #include "net/listener.h"
 #include "net/tls.h"
@@ -111,6 +112,38 @@ send_proto(nd_ctx_t *ctx, nd_conn_t *c, const char *data, size_t len)
     m->len = (uint32_t)len;
     memcpy(m->data, data, len);
     nd_actor_send(ctx, &c->base, &m->hdr);
+}
+
+void
+nd_route_send_proto(nd_ctx_t *ctx, nd_conn_t *c, const char *data, size_t len)
+{
+    send_proto(ctx, c, data, len);
+}
+
+void
+nd_routes_broadcast(nd_ctx_t *ctx, nd_routes_t *r, const char *data, size_t len)
+{
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nents; i++)
+        send_proto(ctx, r->ents[i]->c, data, len);
+    pthread_mutex_unlock(&r->mu);
+}
+
+nd_conn_t *
+nd_routes_by_gw_hash(nd_routes_t *r, const char *hash, size_t len)
+{
+    nd_conn_t *found = NULL;
+    pthread_mutex_lock(&r->mu);
+    for (size_t i = 0; i < r->nents && found == NULL; i++) {
+        char h[ND_GW_HASH_LEN + 1];
+        nd_gw_hash(r->ents[i]->remote_id, h);
+        if (len == ND_GW_HASH_LEN && memcmp(h, hash, len) == 0) {
+            found = r->ents[i]->c;
+            nd_actor_ref(&found->base);
+        }
+    }
+    pthread_mutex_unlock(&r->mu);
+    return found;
 }
 
 void
@@ -251,6 +284,8 @@ build_info(nd_routes_t *r)
     json_object_set_new(o, "cluster", json_string(r->name));
     if (r->dynamic)
         json_object_set_new(o, "dynamic", json_true());
+    if (s->gateways != NULL) /* so that our peers list us in their gateway_urls */
+        json_object_set_new(o, "gateway_url", json_string(nd_gateways_url(s->gateways)));
     if (!r->cfg.no_advertise) {
         json_t *urls = json_array();
         nd_server_own_connect_urls(s, urls);
@@ -639,6 +674,17 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     const char *id = json_string_value(json_object_get(o, "server_id"));
     const char *name = json_string_value(json_object_get(o, "server_name"));
     const char *cluster = json_string_value(json_object_get(o, "cluster"));
+    const char *gw = json_string_value(json_object_get(o, "gateway"));
+    if (gw != NULL && gw[0] != '\0' && rt->info_received) {
+        /* A peer connected to a gateway: we connect to it too (gateway.c). */
+        if (c->srv->gateways != NULL)
+            nd_gateways_from_route(c->srv->gateways, o);
+        json_decref(o);
+        return true;
+    }
+    const char *gw_url = json_string_value(json_object_get(o, "gateway_url"));
+    if (gw_url != NULL && gw_url[0] != '\0' && c->srv->gateways != NULL)
+        nd_gateways_add_url(c->srv->gateways, gw_url);
     if (id == NULL)
         id = "";
     if (strcmp(id, c->srv->server_id) == 0) {
@@ -833,6 +879,8 @@ on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     }
     nd_proto_cmd_t pub = *cmd;
     pub.op = cmd->op == ND_PROTO_OP_RHMSG ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB;
+    if (c->srv->gateways != NULL && nd_gw_route_reply(ctx, c, acct, &pub))
+        return;
     nd_deliver_route_publish(ctx, c, acct, &pub);
 }
 
@@ -1089,6 +1137,8 @@ build_cfg(nd_routes_t *r, const nd_opts_t *o)
     }
     if (o->cluster_name != NULL && o->cluster_name[0] != '\0')
         snprintf(r->name, sizeof r->name, "%s", o->cluster_name);
+    if (r->name[0] == '\0' && o->gateway != NULL && o->gateway->name != NULL)
+        snprintf(r->name, sizeof r->name, "%s", o->gateway->name); /* as nats-server */
     if (o->cluster_advertise != NULL) {
         nd_free(c->advertise);
         c->advertise = nd_xstrdup(o->cluster_advertise);

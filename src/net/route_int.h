@@ -137,6 +137,15 @@ int nd_route_url_hostport(const char *url, char *host, size_t hcap, int *port);
 /* route.c: an RPROTO message: bytes for the route to write. */
 void nd_route_on_proto(nd_conn_t *c, nd_msg_t *msg);
 
+/* route.c: queues protocol bytes for connection c (a route's, or any connection's that writes
+ * RPROTO messages as they are: gateways). Ctx: any thread with a ctx. */
+void nd_route_send_proto(nd_ctx_t *ctx, nd_conn_t *c, const char *data, size_t len);
+/* route.c: queues protocol bytes for every registered route. */
+void nd_routes_broadcast(nd_ctx_t *ctx, nd_routes_t *r, const char *data, size_t len);
+/* route.c: the route to the server whose id has this gateway hash (gateway replies). Returns:
+ * it with a reference, or NULL. Ctx: any thread. */
+nd_conn_t *nd_routes_by_gw_hash(nd_routes_t *r, const char *hash, size_t len);
+
 /* route.c: whether a route to server id is registered. Ctx: any thread. */
 bool nd_routes_connected(nd_routes_t *r, const char *id);
 

@@ -16,6 +16,7 @@
 #include "auth/auth.h"
 #include "net/conn.h"
 #include "net/listener.h"
+#include "net/gateway.h"
 #include "net/leaf.h"
 #include "net/route.h"
 #include "util/log.h"
@@ -351,6 +352,20 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
         return NULL;
     }
     nd_server_set_live(s, opts);
+    char gerr[256];
+    if (nd_gateways_check(opts, gerr, sizeof gerr) != 0) {
+        nd_log_error("%s", gerr); /* an embedder's options (natsd checks them before) */
+        nd_server_free(s);
+        return NULL;
+    }
+    if (nd_gateways_configured(opts)) {
+        /* Before the routes: their INFO carries our gateway URL. */
+        s->gateways = nd_gateways_new(s);
+        if (s->gateways == NULL) {
+            nd_server_free(s);
+            return NULL;
+        }
+    }
     /* Leafs before routes: the route INFO carries our leafnode URL. */
     if (nd_leafs_configured(opts)) {
         s->leafs = nd_leafs_new(s);
@@ -380,6 +395,8 @@ nd_server_start(const nd_opts_t *opts, nd_pool_t *pool)
     s->gacct = nd_acct_new(ctx, "$G", 2);
     if (s->routes != NULL)
         nd_routes_attach(s->routes, s->gacct); /* before any account inherits from it */
+    if (s->gateways != NULL)
+        nd_gateways_attach(s->gateways, s->gacct);
     s->auth = nd_auth_slot_new();
     nd_auth_slot_set(ctx, s->auth, nd_auth_new(ctx, opts, s->gacct, NULL));
     nd_server_publish_info(ctx, s);
@@ -416,6 +433,8 @@ nd_server_accept(nd_server_t *s)
         nd_routes_start(s->routes);
     if (s->leafs != NULL)
         nd_leafs_start(s->leafs);
+    if (s->gateways != NULL)
+        nd_gateways_start(s->gateways);
 }
 
 void
@@ -432,6 +451,7 @@ nd_server_stop_accepting(nd_server_t *s)
     nd_server_stop_listening(s);
     nd_routes_stop(s->routes);
     nd_leafs_stop(s->leafs);
+    nd_gateways_stop(s->gateways);
     if (s->gacct != NULL) {
         /* Connections hold their own references; ours would keep the pool's shutdown waiting. */
         nd_ctx_t *ctx = nd_ctx_external_new(s->pool);
@@ -454,6 +474,7 @@ nd_server_free(nd_server_t *s)
     }
     nd_routes_free(s->routes);
     nd_leafs_free(s->leafs);
+    nd_gateways_free(s->gateways);
     if (s->poller != NULL)
         nd_poller_free(s->poller);
     /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */

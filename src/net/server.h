@@ -166,6 +166,7 @@ typedef struct nd_server {
     struct nd_listener *listener; /* the client port (net/listener.h) */
     struct nd_routes *routes;     /* the cluster (net/route.h), NULL when not clustered */
     struct nd_leafs *leafs;       /* leaf nodes (net/leaf.h), NULL when not configured */
+    struct nd_gateways *gateways; /* gateways (net/gateway.h), NULL when not configured */
     struct nd_ws_srv *ws;         /* the websocket port (net/ws.h), NULL when not configured */
     nd_iobuf_t *rscratch, *wscratch; /* one each per worker, indexed by ctx->worker */
     /* client TLS (net/tls.h), NULL when off: a reference, replaced by a reload. Read and

@@ -74,6 +74,10 @@ typedef struct nd_acct {
     /* immutable before the account has subscriptions: where route interest changes go
      * (subj/interest.h), NULL without routes */
     const struct nd_interest_hook *ihook;
+    /* The same for gateways: cluster-wide interest (local and routed subscriptions), counted
+     * in ginterest and reported to ghook, NULL without gateways */
+    void *ginterest;
+    const struct nd_interest_hook *ghook;
     /* owner actor only: every subscription change goes to these (subj/interest.h, leaf
      * connections), NULL when none */
     struct nd_interest_watcher *watchers;

@@ -26,6 +26,7 @@ typedef struct dump_msg {
     nd_msg_t hdr;
     nd_interest_fn fn;
     void *arg;
+    bool gw; /* the gateway map */
 } dump_msg_t;
 
 void
@@ -35,9 +36,16 @@ nd_interest_attach(nd_acct_t *acct, const nd_interest_hook_t *hook)
 }
 
 void
+nd_interest_attach_gw(nd_acct_t *acct, const nd_interest_hook_t *hook)
+{
+    acct->ghook = hook;
+}
+
+void
 nd_interest_inherit(nd_acct_t *acct, const nd_acct_t *from)
 {
     acct->ihook = from->ihook;
+    acct->ghook = from->ghook;
 }
 
 static void *
@@ -70,16 +78,16 @@ hs_cmp(const void *a, const void *b)
 }
 
 static ck_hs_t *
-map_of(nd_acct_t *acct)
+map_of(void **slot)
 {
-    if (acct->rinterest == NULL) {
+    if (*slot == NULL) {
         ck_hs_t *hs = nd_xmalloc(sizeof *hs);
         if (!ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hs_hash, hs_cmp, &hs_alloc, 64,
                         0))
             nd_fatal("account: cannot allocate the route interest map");
-        acct->rinterest = hs;
+        *slot = hs;
     }
-    return acct->rinterest;
+    return *slot;
 }
 
 typedef struct watch_msg {
@@ -142,14 +150,12 @@ nd_interest_on_watch(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg)
     w->on_release(ctx, w);
 }
 
-void
-nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta)
+/* Counts sub in the map at *slot and reports to hook what a peer must hear: a plain subject
+ * at 0 -> 1 and 1 -> 0; a queue group on every change (every_q) or at 0 -> 1 and 1 -> 0. */
+static void
+count_in(nd_ctx_t *ctx, nd_acct_t *acct, void **slot, const nd_interest_hook_t *hook,
+         const nd_sub_t *sub, int delta, bool every_q)
 {
-    for (nd_interest_watcher_t *w = acct->watchers; w != NULL; w = w->next)
-        w->on_sub(ctx, acct, w, sub, delta);
-    const nd_interest_hook_t *hook = acct->ihook;
-    if (hook == NULL || (sub->origin != ND_SUB_LOCAL && sub->origin != ND_SUB_LEAF))
-        return;
     size_t slen = sub->subject_len, qlen = sub->queue != NULL ? sub->queue_len : 0;
     size_t len = slen + (qlen > 0 ? qlen + 1 : 0);
     entry_t *k = nd_xmalloc(sizeof *k + len);
@@ -163,7 +169,7 @@ nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta
     k->qlen = (uint32_t)qlen;
     k->hash = XXH3_64bits(k->key, len);
     k->count = 0;
-    ck_hs_t *hs = map_of(acct);
+    ck_hs_t *hs = map_of(slot);
     entry_t *e = ck_hs_get(hs, (unsigned long)k->hash, k);
     if (e == NULL) {
         if (delta < 0) { /* not counted (inserted before the hook existed) */
@@ -180,8 +186,9 @@ nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta
     e->count = delta > 0 ? before + 1 : before - 1;
     uint32_t after = e->count;
     const char *queue = qlen > 0 ? e->key + slen + 1 : NULL;
-    if (qlen > 0 || before == 0 || after == 0)
-        hook->fn(ctx, acct, e->key, slen, queue, qlen, qlen > 0 ? after : (after > 0), hook->arg);
+    if ((qlen > 0 && every_q) || before == 0 || after == 0)
+        hook->fn(ctx, acct, e->key, slen, queue, qlen,
+                 qlen > 0 && every_q ? after : (after > 0), hook->arg);
     if (after == 0) {
         ck_hs_remove(hs, (unsigned long)e->hash, e);
         nd_free(e);
@@ -189,25 +196,54 @@ nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta
 }
 
 void
-nd_interest_send_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg)
+nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta)
+{
+    for (nd_interest_watcher_t *w = acct->watchers; w != NULL; w = w->next)
+        w->on_sub(ctx, acct, w, sub, delta);
+    const nd_interest_hook_t *hook = acct->ihook;
+    if (hook != NULL && (sub->origin == ND_SUB_LOCAL || sub->origin == ND_SUB_LEAF))
+        count_in(ctx, acct, &acct->rinterest, hook, sub, delta, true);
+    /* Gateways: the whole cluster's interest, never another gateway's (one hop). */
+    hook = acct->ghook;
+    if (hook != NULL && sub->origin != ND_SUB_GATEWAY)
+        count_in(ctx, acct, &acct->ginterest, hook, sub, delta, false);
+}
+
+static void
+send_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg, bool gw)
 {
     dump_msg_t *m = ND_MSG_NEW(ctx, dump_msg_t, ND_ACCT_MSG_INTEREST_DUMP);
     m->fn = fn;
     m->arg = arg;
+    m->gw = gw;
     nd_actor_send(ctx, &acct->actor, &m->hdr);
+}
+
+void
+nd_interest_send_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg)
+{
+    send_dump(ctx, acct, fn, arg, false);
+}
+
+void
+nd_interest_send_dump_gw(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg)
+{
+    send_dump(ctx, acct, fn, arg, true);
 }
 
 void
 nd_interest_on_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg)
 {
     dump_msg_t *m = (dump_msg_t *)msg;
-    if (acct != NULL && acct->rinterest != NULL) {
+    ck_hs_t *hs = acct == NULL ? NULL : m->gw ? acct->ginterest : acct->rinterest;
+    if (hs != NULL) {
         ck_hs_iterator_t it = CK_HS_ITERATOR_INITIALIZER;
         void *obj;
-        while (ck_hs_next(acct->rinterest, &it, &obj)) {
+        while (ck_hs_next(hs, &it, &obj)) {
             const entry_t *e = obj;
             const char *queue = e->qlen > 0 ? e->key + e->slen + 1 : NULL;
-            m->fn(ctx, acct, e->key, e->slen, queue, e->qlen, e->qlen > 0 ? e->count : 1, m->arg);
+            uint32_t w = e->qlen > 0 && !m->gw ? e->count : 1;
+            m->fn(ctx, acct, e->key, e->slen, queue, e->qlen, w, m->arg);
         }
     }
     m->fn(ctx, acct, NULL, 0, NULL, 0, 0, m->arg);
@@ -219,14 +255,17 @@ nd_interest_free(nd_acct_t *acct)
     /* Watchers are released by their unwatch (which a closed account discards into
      * nd_interest_on_watch), never here: that keeps the release to exactly one. */
     acct->watchers = NULL;
-    ck_hs_t *hs = acct->rinterest;
-    if (hs == NULL)
-        return;
-    ck_hs_iterator_t it = CK_HS_ITERATOR_INITIALIZER;
-    void *obj;
-    while (ck_hs_next(hs, &it, &obj))
-        nd_free(obj);
-    ck_hs_destroy(hs);
-    nd_free(hs);
-    acct->rinterest = NULL;
+    void **slots[2] = {&acct->rinterest, &acct->ginterest};
+    for (size_t i = 0; i < 2; i++) {
+        ck_hs_t *hs = *slots[i];
+        if (hs == NULL)
+            continue;
+        ck_hs_iterator_t it = CK_HS_ITERATOR_INITIALIZER;
+        void *obj;
+        while (ck_hs_next(hs, &it, &obj))
+            nd_free(obj);
+        ck_hs_destroy(hs);
+        nd_free(hs);
+        *slots[i] = NULL;
+    }
 }

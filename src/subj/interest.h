@@ -37,6 +37,14 @@ void nd_interest_attach(nd_acct_t *acct, const nd_interest_hook_t *hook);
 /* A new account reports where the server's global account does. Ctx: before acct is shared. */
 void nd_interest_inherit(nd_acct_t *acct, const nd_acct_t *from);
 
+/* Gateways (net/gateway.c) need the cluster's interest: local and routed subscriptions alike
+ * (nats-server's gateway pasi map), and a queue group only when its first member comes or its
+ * last goes (weight 1 or 0). An account with a gateway hook counts those in a second map and
+ * reports them there, the same way. Ctx: as nd_interest_attach. */
+void nd_interest_attach_gw(nd_acct_t *acct, const nd_interest_hook_t *hook);
+/* As nd_interest_send_dump, for the gateway map. */
+void nd_interest_send_dump_gw(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg);
+
 /* Asks acct to call fn for every entry of its interest, then once more with subject NULL (the
  * end), on its turn: a new route learns the account's interest this way. Changes the account
  * made before the dump are in it; changes after it reach the hook. Ctx: any thread. */

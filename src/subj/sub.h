@@ -33,11 +33,12 @@
 /* Where a subscription comes from (nd_sub_t.origin). Local interest (clients, services) is
  * propagated to routes; a route's interest never is (one hop). A leaf connection's interest is
  * ND_SUB_LEAF when we are its hub (it counts as local for routes, as nats-server's) and
- * ND_SUB_LEAF_HUB on a connection we solicited (the hub's interest: never sent on to routes). */
-enum { ND_SUB_LOCAL = 0, ND_SUB_ROUTE = 1, ND_SUB_LEAF = 2, ND_SUB_LEAF_HUB = 3 };
+ * ND_SUB_LEAF_HUB on a connection we solicited (the hub's interest: never sent on to routes).
+ * ND_SUB_GATEWAY is another cluster's, on our outbound gateway connection to it. */
+enum { ND_SUB_LOCAL = 0, ND_SUB_ROUTE = 1, ND_SUB_LEAF = 2, ND_SUB_LEAF_HUB = 3, ND_SUB_GATEWAY = 4 };
 
 /* Returns: whether origin is one of a leaf connection's. */
-#define ND_SUB_IS_LEAF(origin) ((origin) >= ND_SUB_LEAF)
+#define ND_SUB_IS_LEAF(origin) ((origin) == ND_SUB_LEAF || (origin) == ND_SUB_LEAF_HUB)
 
 #define ND_SUB_MAGIC 0x53554221u /* "SUB!" while alive */
 #define ND_SUB_DEAD  0xDEADB0B0u /* written just before the memory is freed */

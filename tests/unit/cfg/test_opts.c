@@ -323,12 +323,12 @@ Test(opts, unsupported_blocks_warn)
     nd_opts_t o;
     expect_ok(&o, "port: 4000\ncluster {\n  port: 6222\n}\njetstream: true\n"
                   "authorization { user: a, password: b }\nhttp_port: 8222\n"
-                  "gateway {\n  name: g, port: 7222\n}\n");
+                  "prof_port: 6060\n");
     cr_assert_eq(o.port, 4000);
     cr_assert_not_null(o.config_warnings);
     /* Blocks are parsed now (tests/unit/cfg/test_opts_blocks.c); unbuilt features warn. */
     cr_assert_not_null(
-        strstr(o.config_warnings, ":8:1: Gateways is configured but not supported yet by natsd"));
+        strstr(o.config_warnings, ":8:1: Profiling is configured but not supported yet by natsd"));
     /* Clustering is built (src/net/route.c): no warning. */
     cr_assert_null(strstr(o.config_warnings, "Clustering"));
     /* Authorization and JetStream are built (src/auth, src/js): no warning. */

@@ -566,6 +566,35 @@ Test(proto, op_set)
     cr_expect_eq(nd_proto_parse(&P, "PING\r\n", 6, &used, &c), ND_PROTO_ERR_UNKNOWN_OP);
 }
 
+/* A gateway connection's ops: a route's, and A+/A- naming an account. */
+Test(proto, gateway_ops)
+{
+    size_t used;
+    nd_proto_cmd_t c;
+    init_default();
+    nd_proto_parser_set_ops(&P, ND_PROTO_OPS_GATEWAY);
+    cr_assert_eq(nd_proto_parse(&P, "A+ $G\r\n", 7, &used, &c), ND_PROTO_CMD);
+    cr_expect_eq(c.op, ND_PROTO_OP_ASUB);
+    cr_expect(slice_is(c.account, "$G"));
+    cr_assert_eq(nd_proto_parse(&P, "a- acc\r\n", 8, &used, &c), ND_PROTO_CMD);
+    cr_expect_eq(c.op, ND_PROTO_OP_AUNSUB);
+    cr_expect(slice_is(c.account, "acc"));
+    cr_assert_eq(nd_proto_parse(&P, "RS+ $G foo q 1\r\n", 16, &used, &c), ND_PROTO_CMD);
+    cr_expect(c.op == ND_PROTO_OP_RSUB && slice_is(c.queue, "q") && c.max_msgs == 1);
+    cr_expect_str_eq(nd_proto_op_name(ND_PROTO_OP_ASUB), "A+");
+    /* No account (as "PUB\r\n", not even the op), or two. */
+    init_default();
+    nd_proto_parser_set_ops(&P, ND_PROTO_OPS_GATEWAY);
+    cr_expect_eq(nd_proto_parse(&P, "A+\r\n", 4, &used, &c), ND_PROTO_ERR_UNKNOWN_OP);
+    init_default();
+    nd_proto_parser_set_ops(&P, ND_PROTO_OPS_GATEWAY);
+    cr_expect_eq(nd_proto_parse(&P, "A- a b\r\n", 8, &used, &c), ND_PROTO_ERR_ARGS);
+    /* Not a route's or a leaf's op. */
+    init_default();
+    nd_proto_parser_set_ops(&P, ND_PROTO_OPS_ROUTE);
+    cr_expect_eq(nd_proto_parse(&P, "A+ $G\r\n", 7, &used, &c), ND_PROTO_ERR_UNKNOWN_OP);
+}
+
 /* ---- split reads --------------------------------------------------------------------------- */
 
 /* A pipeline of every op and the odd corners, ending in a partial command. */

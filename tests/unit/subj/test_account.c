@@ -1,11 +1,12 @@
 /* The account actor: a sub is visible once its notify arrives; unsub; unsub_all; messages after
- * close; shutdown frees everything (ASan-clean). */
+ * close; shutdown frees everything (ASan-clean); the interest it reports to routes and gateways. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "subj/account.h"
+#include "subj/interest.h"
 #include "actors/pool.h"
 
 #define NOTIFY_ID (ND_MSG_USER_BASE + 7)
@@ -277,5 +278,80 @@ Test(acct, shutdown_frees_everything)
     nd_actor_unref(ctx, &p->actor);
     nd_actor_unref(ctx, &a->actor);
     nd_actor_unref(ctx, &b->actor);
+    finish();
+}
+
+/* ---- interest: routes hear of local subscriptions, gateways of the whole cluster's ---- */
+
+typedef struct ilog {
+    pthread_mutex_t mu;
+    char text[1024];
+} ilog_t;
+
+static void
+ilog_fn(nd_ctx_t *c, nd_acct_t *acct, const char *subj, size_t slen, const char *queue,
+        size_t qlen, uint32_t weight, void *arg)
+{
+    (void)c, (void)acct;
+    ilog_t *l = arg;
+    pthread_mutex_lock(&l->mu);
+    size_t n = strlen(l->text);
+    snprintf(l->text + n, sizeof l->text - n, "%.*s%s%.*s=%u;", (int)slen, subj, qlen ? " " : "",
+             (int)qlen, queue ? queue : "", weight);
+    pthread_mutex_unlock(&l->mu);
+}
+
+static void
+ilog_expect(ilog_t *l, const char *want)
+{
+    pthread_mutex_lock(&l->mu);
+    cr_expect_str_eq(l->text, want);
+    l->text[0] = '\0';
+    pthread_mutex_unlock(&l->mu);
+}
+
+Test(acct, route_and_gateway_interest)
+{
+    static ilog_t rl = {PTHREAD_MUTEX_INITIALIZER, ""}, gl = {PTHREAD_MUTEX_INITIALIZER, ""};
+    static const nd_interest_hook_t rh = {ilog_fn, &rl}, gh = {ilog_fn, &gl};
+    nd_acct_t *a = nd_acct_new(ctx, "A", 1);
+    nd_interest_attach(a, &rh);
+    nd_interest_attach_gw(a, &gh);
+    probe_t *p = (probe_t *)nd_actor_spawn(ctx, &probe_type);
+    nd_sub_t *local = mk(&p->actor, "a", NULL, "1");
+    nd_sub_t *routed_a = mk(&p->actor, "a", NULL, "2");
+    nd_sub_t *routed_b = mk(&p->actor, "b", NULL, "3");
+    nd_sub_t *q1 = mk(&p->actor, "q", "grp", "4");
+    nd_sub_t *q2 = mk(&p->actor, "q", "grp", "5");
+    nd_sub_t *remote = mk(&p->actor, "c", NULL, "6");
+    routed_a->origin = routed_b->origin = ND_SUB_ROUTE;
+    remote->origin = ND_SUB_GATEWAY;
+    nd_sub_t *all[] = {local, routed_a, routed_b, q1, q2, remote};
+    for (size_t i = 0; i < 6; i++)
+        nd_acct_send_sub(ctx, a, all[i], i == 5 ? &p->actor : NULL, NOTIFY_ID);
+    wait_notified(p, 1);
+    /* Routes: local subscriptions only, every queue weight. Gateways: routed ones too, a queue
+     * group once; another cluster's interest never. */
+    ilog_expect(&rl, "a=1;q grp=1;q grp=2;");
+    ilog_expect(&gl, "a=1;b=1;q grp=1;");
+    nd_acct_send_unsub(ctx, a, q1);
+    nd_acct_send_unsub(ctx, a, local);
+    nd_acct_send_unsub(ctx, a, routed_b);
+    nd_sub_t *t = mk(NULL, "sync", NULL, "x");
+    nd_acct_send_sub(ctx, a, t, &p->actor, NOTIFY_ID);
+    wait_notified(p, 2);
+    ilog_expect(&rl, "q grp=1;a=0;sync=1;");
+    ilog_expect(&gl, "b=0;sync=1;");
+    nd_acct_send_unsub(ctx, a, q2);
+    nd_acct_send_unsub(ctx, a, routed_a);
+    nd_acct_send_unsub(ctx, a, remote);
+    nd_acct_send_unsub(ctx, a, t);
+    nd_acct_send_sub(ctx, a, t = mk(NULL, "sync2", NULL, "y"), &p->actor, NOTIFY_ID);
+    wait_notified(p, 3);
+    ilog_expect(&rl, "q grp=0;sync=0;sync2=1;");
+    ilog_expect(&gl, "q grp=0;a=0;sync=0;sync2=1;");
+    nd_acct_send_unsub(ctx, a, t);
+    nd_actor_unref(ctx, &p->actor);
+    nd_actor_unref(ctx, &a->actor);
     finish();
 }
