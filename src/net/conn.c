@@ -1007,18 +1007,18 @@ typedef struct spawn_args {
 
 /* A socket connection of kind, as args says. */
 static void
-spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, const spawn_args_t *a)
+spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, const spawn_args_t *sa)
 {
-    struct nd_route *rt = a->rt;
-    struct nd_leaf *lf = a->lf;
-    struct nd_gw *gw = a->gw;
+    struct nd_route *rt = sa->rt;
+    struct nd_leaf *lf = sa->lf;
+    struct nd_gw *gw = sa->gw;
     nd_conn_t *c = (nd_conn_t *)nd_actor_spawn(ctx, &conn_type);
-    conn_init(c, srv, a->acct != NULL ? a->acct : srv->gacct, kind, fd, false);
-    c->ws = a->ws;
-    c->proto = a->proto;
-    c->parg = a->parg;
-    if (a->ptls != NULL)
-        c->tls = nd_tls_ctx_ref(a->ptls); /* the protocol listener's TLS (pconn.c) */
+    conn_init(c, srv, sa->acct != NULL ? sa->acct : srv->gacct, kind, fd, false);
+    c->ws = sa->ws;
+    c->proto = sa->proto;
+    c->parg = sa->parg;
+    if (sa->ptls != NULL)
+        c->tls = nd_tls_ctx_ref(sa->ptls); /* the protocol listener's TLS (pconn.c) */
     c->verbose = c->pedantic = c->echo = true; /* nats-server's CONNECT defaults */
     c->live_gen = atomic_load_explicit(&srv->live.gen, memory_order_acquire); /* as above */
     nd_proto_parser_init(
