@@ -500,7 +500,9 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c, bool hup)
         return;
     }
     if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
+        if (errno == EMSGSIZE) /* a compressed WebSocket message over the limits (ws.c) */
+            nd_conn_close(ctx, c, ND_CLOSE_MAX_PAYLOAD);
+        else if (errno != EAGAIN && errno != EWOULDBLOCK)
             nd_conn_close(ctx, c, ND_CLOSE_READ_ERROR);
         return;
     }
@@ -520,7 +522,7 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c, bool hup)
         nd_timer_start(ctx, &c->stall_timer, STALL_MS * 1000000ull, 0);
         return;
     }
-    if ((size_t)n == space || hup) /* more may be waiting: continue next turn */
+    if ((size_t)n == space || hup || nd_ws_read_again(&c->tr)) /* more may be waiting */
         nd_io_again(ctx, &c->io, hup ? ND_IO_READ | ND_IO_HUP : ND_IO_READ);
 }
 

@@ -13,7 +13,9 @@
  * the socket until then.
  * Differences kept small on purpose: nats-server's Go HTTP server keeps an HTTP/1.1 connection
  * open after an error answer (keep-alive) and reads another request; natsd answers and closes.
- * permessage-deflate is declined, X-Forwarded-For and the cookies are not read yet.
+ * The 101 carries nats-server's answers: permessage-deflate with no context takeover when
+ * compression is on and the client offers it, Nats-No-Masking when the client asked for it,
+ * then the headers {} of the config. X-Forwarded-For and the cookies are not read yet.
  * References: nats-server 2.9.10 server/websocket.go (wsUpgrade, wsReturnHTTPError,
  * createWSClient); probes of /usr/sbin/nats-server 2.9.10 (tests/integ/test_ws.c).
  */
@@ -119,20 +121,32 @@ nd_conn_ws_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
 static void
 upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u)
 {
-    char r[256];
-    int n = snprintf(r, sizeof r,
+    const char *extra = c->ws->raw_headers != NULL ? c->ws->raw_headers : "";
+    size_t cap = 512 + strlen(extra);
+    char *r = nd_xmalloc(cap);
+    int n = snprintf(r, cap,
                      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
-                     u->accept);
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s%s%s\r\n",
+                     u->accept,
+                     u->compress ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                                   "server_no_context_takeover; client_no_context_takeover\r\n"
+                                 : "",
+                     u->no_masking ? "Nats-No-Masking: true\r\n" : "", extra);
     /* Written now, under the transport it came on; the rest (if the socket took only part)
      * is the WebSocket transport's prefix, so it precedes the first frame. */
     ssize_t w = nd_transport_write(&c->tr, r, (size_t)n);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        nd_free(r);
         nd_conn_close(ctx, c, ND_CLOSE_WRITE_ERROR);
         return;
     }
     size_t off = w > 0 ? (size_t)w : 0;
     nd_ws_wrap(&c->tr, r + off, (size_t)n - off);
+    nd_free(r);
+    nd_ws_configure(&c->tr,
+                    &(nd_ws_params_t){.compress = u->compress,
+                                      .no_mask = u->no_masking,
+                                      .max_payload = nd_server_live_get(c->srv, max_payload)});
     c->ws_state = ND_CONN_WS_UP;
     nd_timer_cancel(ctx, &c->auth_timer);
     nd_free(c->rbuf);

@@ -222,6 +222,17 @@ start_ws(nd_server_t *s)
     s->ws = ws;
     ws->handshake_ms = wo->handshake_timeout_ms > 0 ? wo->handshake_timeout_ms : 0;
     ws->same_origin = wo->same_origin;
+    ws->compress = wo->compression;
+    if (wo->headers.n >= 2) {
+        size_t len = 1;
+        for (size_t i = 0; i + 1 < wo->headers.n; i += 2)
+            len += strlen(wo->headers.v[i]) + strlen(wo->headers.v[i + 1]) + 4;
+        ws->raw_headers = nd_xmalloc(len);
+        size_t off = 0;
+        for (size_t i = 0; i + 1 < wo->headers.n; i += 2)
+            off += (size_t)snprintf(ws->raw_headers + off, len - off, "%s: %s\r\n",
+                                    wo->headers.v[i], wo->headers.v[i + 1]);
+    }
     if (wo->allowed_origins.n > 0) {
         ws->origins = nd_xcalloc(wo->allowed_origins.n, sizeof(*ws->origins));
         for (size_t i = 0; i < wo->allowed_origins.n; i++) {
@@ -257,9 +268,6 @@ start_ws(nd_server_t *s)
     if (ws->listener == NULL)
         return -1;
     ws->port = nd_listener_port(ws->listener);
-    if (wo->compression)
-        nd_log_warn("websocket compression (permessage-deflate) is not supported by natsd yet: "
-                    "clients get uncompressed frames");
     return 0;
 }
 

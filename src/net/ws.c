@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include <openssl/evp.h>
+#include <zlib.h>
 
 #include "actors/alloc.h"
 #include "util/base64.h"
@@ -49,6 +50,7 @@ typedef struct ws_conn {
     bool in_msg;           /* a data message waits for its final frame */
     bool eof;              /* a close frame came (or a protocol error): no more data */
     bool failed;           /* ... because of a protocol error */
+    bool too_big;          /* ... because a compressed message was over the limits */
     uint8_t op;            /* the current frame's opcode */
     uint8_t mkey[4], mpos; /* its masking key and the key's position */
     uint64_t rem;          /* its payload bytes still to read */
@@ -61,7 +63,32 @@ typedef struct ws_conn {
     uint8_t *out;      /* raw bytes to write at the next frame boundary: the prefix, */
     size_t olen, ooff; /* pongs, the close frame (owned) */
     bool close_queued;
+    /* settings (nd_ws_configure) */
+    bool compress;    /* permessage-deflate was negotiated */
+    bool no_mask;     /* the peer said it does not mask (Nats-No-Masking) */
+    uint64_t max_msg; /* inflated bytes one compressed message may carry (max_payload) */
+    /* permessage-deflate, read side: a compressed message is gathered whole (cin), then
+     * inflated straight into the callers' buffers; raw bytes that followed it wait in stash. */
+    bool fc;            /* the message being read is compressed */
+    uint8_t *cin;       /* its compressed bytes, unmasked (owned) */
+    size_t clen, ccap;  /* ... */
+    z_stream *inf;      /* inflating a complete message (owned); NULL between messages */
+    uint64_t inf_total; /* bytes it produced so far */
+    uint8_t *stash;     /* raw bytes read past a compressed message (owned) */
+    size_t slen, soff;  /* ... */
+    /* permessage-deflate, write side: one compressed frame being written */
+    uint8_t *cf; /* header + compressed payload (owned) */
+    size_t cflen, cfoff;
+    size_t cplain; /* the caller's bytes it stands for */
 } ws_conn_t;
+
+/* A message of at most this many bytes goes out uncompressed (nats-server's threshold). */
+#define COMPRESS_MIN 64
+
+/* A deflate stream's sync-flush marker, which RFC 7692 7.2.1 strips from the end of each
+ * compressed message, followed by an empty final stored block so that inflate reports the end
+ * of the stream. */
+static const uint8_t deflate_tail[] = {0x00, 0x00, 0xff, 0xff, 0x01, 0x00, 0x00, 0xff, 0xff};
 
 /* ---- codec ---- */
 
@@ -184,7 +211,7 @@ out_flush(ws_conn_t *w)
 {
     if (w->ooff == w->olen)
         return true;
-    if (w->wrem > 0 || w->whoff < w->whlen) {
+    if (w->wrem > 0 || w->whoff < w->whlen || w->cf != NULL) {
         errno = EAGAIN;
         return false;
     }
@@ -233,7 +260,15 @@ start_frame(ws_conn_t *w)
     const uint8_t *h = w->hdr;
     bool fin = (h[0] & 0x80) != 0, rsv1 = (h[0] & 0x40) != 0;
     uint8_t op = h[0] & 0x0F;
-    if (!(h[1] & 0x80)) {
+    if (h[0] & 0x30) {
+        protocol_error(w, "RSV2 and RSV3 must be clear");
+        return false;
+    }
+    if (rsv1 && !w->compress) {
+        protocol_error(w, "compressed frame received without negotiated permessage-deflate");
+        return false;
+    }
+    if (!(h[1] & 0x80) && !w->no_mask) {
         protocol_error(w, "mask bit missing");
         return false;
     }
@@ -260,6 +295,10 @@ start_frame(ws_conn_t *w)
             protocol_error(w, "control frame does not have final bit set");
             return false;
         }
+        if (rsv1) {
+            protocol_error(w, "control frame must not be compressed");
+            return false;
+        }
         break;
     case OP_TEXT:
     case OP_BINARY:
@@ -268,12 +307,8 @@ start_frame(ws_conn_t *w)
                               "received");
             return false;
         }
-        if (rsv1) {
-            /* permessage-deflate was not negotiated. */
-            protocol_error(w, "compressed frame without negotiated compression");
-            return false;
-        }
         w->in_msg = !fin;
+        w->fc = rsv1; /* only the first frame of a message says whether it is compressed */
         break;
     case OP_CONT:
         if (!w->in_msg || rsv1) {
@@ -300,7 +335,10 @@ start_frame(ws_conn_t *w)
         w->eof = w->failed = true;
         return false;
     }
-    memcpy(w->mkey, h + p, 4);
+    if (h[1] & 0x80)
+        memcpy(w->mkey, h + p, 4);
+    else
+        memset(w->mkey, 0, 4); /* an unmasked frame (Nats-No-Masking): unmasking changes nothing */
     w->mpos = 0;
     w->op = op;
     w->rem = len;
@@ -344,12 +382,115 @@ on_control(ws_conn_t *w)
     }
 }
 
-/* Decodes buf[0..n) in place. Returns: the data bytes now at buf[0..). */
+/* The limit on a compressed message's gathered bytes: eight times max_payload, at most 64 MiB,
+ * as nats-server's wsMaxMessageSize (it lets one message batch several operations). */
+static uint64_t
+compressed_limit(const ws_conn_t *w)
+{
+    uint64_t l = w->max_msg * 8;
+    return l > ND_WS_MAX_FRAME ? ND_WS_MAX_FRAME : l;
+}
+
+/* A compressed message (or an inflated one) is bigger than allowed: close with 1009. */
+static void
+too_big(ws_conn_t *w)
+{
+    const char *text = nd_close_reason_text(ND_CLOSE_MAX_PAYLOAD);
+    queue_close(w, CLOSE_TOO_BIG, text, strlen(text));
+    w->eof = w->failed = w->too_big = true;
+}
+
+/* Appends k compressed bytes (masked) to the message being gathered. Returns: false when the
+ * message is over the limit. */
+static bool
+gather(ws_conn_t *w, const uint8_t *src, size_t k)
+{
+    if ((uint64_t)w->clen + k + sizeof deflate_tail > compressed_limit(w)) {
+        too_big(w);
+        return false;
+    }
+    if (w->clen + k > w->ccap) {
+        size_t cap = w->ccap == 0 ? 256 : w->ccap;
+        while (cap < w->clen + k + sizeof deflate_tail)
+            cap *= 2;
+        w->cin = nd_xrealloc(w->cin, cap);
+        w->ccap = cap;
+    }
+    unmask(w, w->cin + w->clen, src, k);
+    w->clen += k;
+    return true;
+}
+
+/* The compressed message is complete: start inflating it. */
+static void
+inflate_begin(ws_conn_t *w)
+{
+    memcpy(w->cin + w->clen, deflate_tail, sizeof deflate_tail);
+    w->clen += sizeof deflate_tail;
+    w->inf = nd_xcalloc(1, sizeof(*w->inf));
+    if (inflateInit2(w->inf, -MAX_WBITS) != Z_OK)
+        nd_fatal("ws: inflateInit2 failed");
+    w->inf->next_in = w->cin;
+    w->inf->avail_in = (uInt)w->clen;
+    w->inf_total = 0;
+    w->fc = false;
+}
+
+/* Frees the inflater and the compressed message: nothing of it stays between messages. */
+static void
+inflate_done(ws_conn_t *w)
+{
+    if (w->inf != NULL) {
+        inflateEnd(w->inf);
+        nd_free(w->inf);
+        w->inf = NULL;
+    }
+    nd_free(w->cin);
+    w->cin = NULL;
+    w->clen = w->ccap = 0;
+}
+
+/* Inflates the current message into buf[0..n). Returns: the bytes produced; the inflater is
+ * freed when the message is done or bad. */
 static size_t
-decode(ws_conn_t *w, uint8_t *buf, size_t n)
+inflate_some(ws_conn_t *w, uint8_t *buf, size_t n)
+{
+    z_stream *z = w->inf;
+    if (n > UINT32_MAX)
+        n = UINT32_MAX;
+    z->next_out = buf;
+    z->avail_out = (uInt)n;
+    int rc = inflate(z, Z_SYNC_FLUSH);
+    size_t got = n - z->avail_out;
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+        /* Not a deflate stream: nats-server fails the read with flate's error. */
+        static const char bad[] = "invalid compressed data";
+        inflate_done(w);
+        protocol_error(w, bad);
+        return got;
+    }
+    w->inf_total += got;
+    if (w->inf_total > w->max_msg) {
+        /* A deflate bomb, or a batch bigger than max_payload: the parser sees what fits, as
+         * in nats-server (wsDecompressAndParse), then the connection closes. */
+        got -= (size_t)(w->inf_total - w->max_msg);
+        inflate_done(w);
+        too_big(w);
+        return got;
+    }
+    if (rc == Z_STREAM_END || (z->avail_in == 0 && z->avail_out > 0))
+        inflate_done(w);
+    return got;
+}
+
+/* Decodes buf[0..n) in place: the data bytes end at buf[0..*out), *used of n were consumed. It
+ * stops after the final frame of a compressed message, whose inflated bytes come before what
+ * follows it. */
+static size_t
+decode(ws_conn_t *w, uint8_t *buf, size_t n, size_t *used)
 {
     size_t i = 0, o = 0;
-    while (i < n && !w->eof) {
+    while (i < n && !w->eof && w->inf == NULL) {
         if (!w->in_frame) {
             size_t need = w->hlen < 2 ? 2 : header_len(w->hdr);
             while (w->hlen < need && i < n) {
@@ -362,13 +503,13 @@ decode(ws_conn_t *w, uint8_t *buf, size_t n)
             w->hlen = 0;
             if (!start_frame(w))
                 break;
-            if (w->op >= OP_CLOSE && w->rem == 0) {
+            if (w->rem == 0) {
                 w->in_frame = false;
-                on_control(w);
-                continue;
+                if (w->op >= OP_CLOSE)
+                    on_control(w);
+                else if (w->fc && !w->in_msg)
+                    inflate_begin(w); /* an empty final frame ends a compressed message */
             }
-            if (w->rem == 0)
-                w->in_frame = false;
             continue;
         }
         size_t k = n - i;
@@ -377,6 +518,9 @@ decode(ws_conn_t *w, uint8_t *buf, size_t n)
         if (w->op >= OP_CLOSE) {
             unmask(w, w->ctl + w->ctl_len, buf + i, k);
             w->ctl_len = (uint8_t)(w->ctl_len + k);
+        } else if (w->fc) {
+            if (!gather(w, buf + i, k))
+                break;
         } else {
             unmask(w, buf + o, buf + i, k); /* o <= i: moving back is safe byte by byte */
             o += k;
@@ -387,8 +531,11 @@ decode(ws_conn_t *w, uint8_t *buf, size_t n)
             w->in_frame = false;
             if (w->op >= OP_CLOSE)
                 on_control(w);
+            else if (w->fc && !w->in_msg)
+                inflate_begin(w);
         }
     }
+    *used = i;
     return o;
 }
 
@@ -396,16 +543,54 @@ static ssize_t
 ws_read(nd_transport_t *t, void *buf, size_t len)
 {
     ws_conn_t *w = t->impl;
+    uint8_t *b = buf;
     size_t got = 0;
     ssize_t r = -1;
     int err = EAGAIN;
-    while (got < len && !w->eof) {
-        r = w->inner.vt->read(&w->inner, (char *)buf + got, len - got);
-        if (r <= 0) {
-            err = errno;
-            break;
+    while (got < len) {
+        if (w->inf != NULL) {
+            got += inflate_some(w, b + got, len - got);
+            continue; /* the buffer is full, or the message is done */
         }
-        got += decode(w, (uint8_t *)buf + got, (size_t)r);
+        if (w->eof)
+            break;
+        /* Raw bytes: those read past a compressed message first, then the socket's. */
+        size_t n;
+        bool stashed = w->soff < w->slen;
+        if (stashed) {
+            n = w->slen - w->soff;
+            if (n > len - got)
+                n = len - got;
+            memcpy(b + got, w->stash + w->soff, n);
+            w->soff += n;
+        } else {
+            r = w->inner.vt->read(&w->inner, b + got, len - got);
+            if (r <= 0) {
+                err = errno;
+                break;
+            }
+            n = (size_t)r;
+        }
+        size_t used = 0;
+        size_t o = decode(w, b + got, n, &used);
+        if (used < n && !w->eof) {
+            /* A compressed message ended inside: keep the rest for after its bytes. */
+            size_t rest = n - used;
+            if (stashed) {
+                w->soff -= rest;
+            } else {
+                w->stash = nd_xmalloc(rest);
+                memcpy(w->stash, b + got + used, rest);
+                w->slen = rest;
+                w->soff = 0;
+            }
+        }
+        if (w->soff == w->slen && w->stash != NULL) {
+            nd_free(w->stash);
+            w->stash = NULL;
+            w->slen = w->soff = 0;
+        }
+        got += o;
     }
     if (w->ooff < w->olen)
         out_flush(w); /* pongs and the close echo go out now, when no frame is half written */
@@ -413,7 +598,7 @@ ws_read(nd_transport_t *t, void *buf, size_t len)
         return (ssize_t)got;
     if (w->eof) {
         if (w->failed) {
-            errno = EPROTO;
+            errno = w->too_big ? EMSGSIZE : EPROTO;
             return -1;
         }
         return 0;
@@ -426,10 +611,85 @@ ws_read(nd_transport_t *t, void *buf, size_t len)
 
 /* ---- write ---- */
 
+/* One deflate stream per thread, reset for each message: with no context takeover a message
+ * needs nothing from the one before, and a connection then keeps no compressor while idle
+ * (zlib's default stream is about 260 KiB). The transport's writev has no worker context, so
+ * this is a thread-local rather than a per-worker slot; it lives as long as its thread. */
+static _Thread_local z_stream *tl_deflate;
+
+static z_stream *
+deflater(void)
+{
+    if (tl_deflate == NULL) {
+        tl_deflate = nd_xcalloc(1, sizeof(*tl_deflate));
+        /* Level 1 as nats-server (flate.BestSpeed); raw deflate, 32 KiB window. */
+        if (deflateInit2(tl_deflate, 1, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+            nd_fatal("ws: deflateInit2 failed");
+    } else {
+        deflateReset(tl_deflate);
+    }
+    return tl_deflate;
+}
+
+/* Compresses the caller's total bytes into one frame (w->cf), RFC 7692: sync flush, the
+ * trailing 00 00 ff ff removed, RSV1 set. */
+static void
+compress_frame(ws_conn_t *w, const struct iovec *iov, int iovcnt, size_t total)
+{
+    z_stream *z = deflater();
+    size_t cap = 14 + deflateBound(z, (uLong)total) + 16;
+    uint8_t *out = nd_xmalloc(cap);
+    size_t hdr = 14; /* the header is written in front of the payload once its size is known */
+    z->next_out = out + hdr;
+    z->avail_out = (uInt)(cap - hdr);
+    for (int i = 0; i < iovcnt; i++) {
+        z->next_in = iov[i].iov_base;
+        z->avail_in = (uInt)iov[i].iov_len;
+        int rc = deflate(z, i + 1 == iovcnt ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+        if (rc != Z_OK && rc != Z_BUF_ERROR)
+            nd_fatal("ws: deflate failed (%d)", rc);
+        if (z->avail_in != 0)
+            nd_fatal("ws: deflate output larger than its bound");
+    }
+    size_t plen = cap - hdr - z->avail_out;
+    if (plen >= 4 && memcmp(out + hdr + plen - 4, "\x00\x00\xff\xff", 4) == 0)
+        plen -= 4;
+    uint8_t h[14];
+    size_t hl = nd_ws_frame_header(h, OP_BINARY, plen);
+    h[0] |= 0x40; /* RSV1: compressed */
+    memcpy(out + hdr - hl, h, hl);
+    w->cf = out;
+    w->cfoff = hdr - hl;
+    w->cflen = hdr + plen;
+    w->cplain = total;
+}
+
+/* Writes the compressed frame. Returns: the caller's bytes it stands for once all of it went
+ * out, else -1 (errno set; the caller retries with the same bytes, as after a partial write). */
+static ssize_t
+cf_flush(ws_conn_t *w)
+{
+    while (w->cfoff < w->cflen) {
+        ssize_t n = nd_transport_write(&w->inner, w->cf + w->cfoff, w->cflen - w->cfoff);
+        if (n <= 0) {
+            if (n == 0)
+                errno = EAGAIN;
+            return -1;
+        }
+        w->cfoff += (size_t)n;
+    }
+    nd_free(w->cf);
+    w->cf = NULL;
+    w->cflen = w->cfoff = 0;
+    return (ssize_t)w->cplain;
+}
+
 static ssize_t
 ws_writev(nd_transport_t *t, const struct iovec *iov, int iovcnt)
 {
     ws_conn_t *w = t->impl;
+    if (w->cf != NULL)
+        return cf_flush(w);
     if (!out_flush(w) && (w->wrem == 0 && w->whoff == w->whlen))
         return -1; /* raw output first (the 101's rest, control frames); errno from it */
     size_t total = 0;
@@ -437,6 +697,11 @@ ws_writev(nd_transport_t *t, const struct iovec *iov, int iovcnt)
         total += iov[i].iov_len;
     if (total == 0)
         return 0;
+    if (w->compress && w->wrem == 0 && w->whoff == w->whlen && total > COMPRESS_MIN &&
+        total <= UINT32_MAX / 2) {
+        compress_frame(w, iov, iovcnt, total);
+        return cf_flush(w);
+    }
     if (w->wrem == 0) {
         w->whlen = (uint8_t)nd_ws_frame_header(w->whdr, OP_BINARY, total);
         w->whoff = 0;
@@ -486,8 +751,12 @@ ws_close(nd_transport_t *t)
     ws_conn_t *w = t->impl;
     if (w == NULL)
         return;
-    out_flush(w); /* best effort: the close frame, when no data frame is half written */
+    if (w->cf == NULL)
+        out_flush(w); /* best effort: the close frame, when no data frame is half written */
     w->inner.vt->close(&w->inner);
+    inflate_done(w);
+    nd_free(w->stash);
+    nd_free(w->cf);
     nd_free(w->out);
     nd_free(w);
     t->impl = NULL;
@@ -506,16 +775,33 @@ nd_ws_wrap(nd_transport_t *t, const void *prefix, size_t n)
 {
     ws_conn_t *w = nd_xcalloc(1, sizeof(*w));
     w->inner = *t;
+    w->max_msg = 1024 * 1024;
     if (n > 0)
         out_add(w, prefix, n);
     t->vt = &ws_vt;
     t->impl = w;
 }
 
+void
+nd_ws_configure(nd_transport_t *t, const nd_ws_params_t *p)
+{
+    ws_conn_t *w = t->impl;
+    w->compress = p->compress;
+    w->no_mask = p->no_mask;
+    w->max_msg = p->max_payload > 0 ? (uint64_t)p->max_payload : 1024 * 1024;
+}
+
 bool
 nd_ws_is(const nd_transport_t *t)
 {
     return t->vt == &ws_vt;
+}
+
+bool
+nd_ws_read_again(const nd_transport_t *t)
+{
+    const ws_conn_t *w = nd_ws_is(t) ? t->impl : NULL;
+    return w != NULL && (w->eof || w->inf != NULL || w->soff < w->slen);
 }
 
 bool
@@ -595,6 +881,32 @@ header_has(const char *buf, const nd_http_req_t *req, const char *name, const ch
                 break;
             vn -= tl + 1;
             v = comma + 1;
+        }
+    }
+    return false;
+}
+
+/* Whether Sec-WebSocket-Extensions names ext, in any of its extensions' parameters (as
+ * nats-server's wsPMCExtensionSupport, which only looks for the name). */
+static bool
+extension_offered(const char *buf, const nd_http_req_t *req, const char *ext)
+{
+    const char *v;
+    size_t vn;
+    for (size_t i = 0; nd_http_header(buf, req, "Sec-WebSocket-Extensions", i, &v, &vn); i++) {
+        while (vn > 0) {
+            size_t tl = 0;
+            while (tl < vn && v[tl] != ',' && v[tl] != ';')
+                tl++;
+            const char *tok = v;
+            size_t tn = tl;
+            nd_http_trim(&tok, &tn);
+            if (nd_http_ieq(tok, tn, ext))
+                return true;
+            if (tl == vn)
+                break;
+            v += tl + 1;
+            vn -= tl + 1;
         }
     }
     return false;
@@ -747,6 +1059,11 @@ nd_ws_check_upgrade(const nd_ws_srv_t *ws, const char *buf, const nd_http_req_t 
             out->reason = "invalid version";
         } else if ((out->reason = check_origin(ws, buf, req, secure)) != NULL) {
             out->status = 403;
+        } else {
+            out->compress = ws->compress && extension_offered(buf, req, "permessage-deflate");
+            /* nats-server reads the first value only, and it must be exactly "true". */
+            out->no_masking = nd_http_header(buf, req, "Nats-No-Masking", 0, &v, &vn) && vn == 4 &&
+                              memcmp(v, "true", 4) == 0;
         }
     }
 }
@@ -759,5 +1076,6 @@ nd_ws_srv_free(nd_ws_srv_t *ws)
     for (size_t i = 0; i < ws->norigins; i++)
         nd_ws_origin_fini(&ws->origins[i]);
     nd_free(ws->origins);
+    nd_free(ws->raw_headers);
     nd_free(ws);
 }

@@ -15,7 +15,18 @@
  *     socket took only in part is finished by the next calls (the connection retries the same
  *     unwritten bytes, as with TLS). Control frames (pong, close) wait for a frame boundary.
  *   - close: writes the pending close frame, best effort, then closes the inner transport.
- * permessage-deflate is not negotiated (the extension is declined by leaving it out of the 101).
+ *   - permessage-deflate (RFC 7692, negotiated at the upgrade with no context takeover either
+ *     way, as nats-server): a compressed message (RSV1 on its first frame) is gathered whole,
+ *     unmasked, then inflated straight into the callers' buffers across reads; the inflater and
+ *     the gathered bytes are freed at the end of each message, so an idle connection keeps no
+ *     zlib state. Gathered bytes are limited to 8 x max_payload (at most 64 MiB) and inflated
+ *     bytes to max_payload per message, as nats-server 2.11's wsDecompressAndParse: beyond
+ *     either the connection closes (1009), so a deflate bomb costs no more than that. Outgoing
+ *     writes above 64 bytes become one compressed frame (deflate level 1, one stream per thread,
+ *     reset for each message); smaller ones go out as they are, as nats-server does.
+ *   - Nats-No-Masking: a peer that said it does not mask may send unmasked frames.
+ * The codec is our own rather than wslay's: it decodes in place in the connection's read buffer
+ * and frames writes without copying them, which a callback library does not let us do.
  */
 #ifndef ND_WS_H
 #define ND_WS_H
@@ -38,6 +49,8 @@ typedef struct nd_ws_srv {
     int port;               /* bound */
     int64_t handshake_ms;   /* handshake_timeout; 0: none (TLS has its own timeout) */
     bool same_origin;
+    bool compress;     /* compression: true (permessage-deflate when the client offers it) */
+    char *raw_headers; /* headers {}: "Name: value\r\n" lines for the 101 (owned), or NULL */
     size_t norigins;
     struct nd_ws_origin {
         char *scheme, *host, *port; /* lower-case host; port defaulted from the scheme */
@@ -49,7 +62,8 @@ typedef struct nd_ws_upgrade {
     int status;         /* 0: upgrade; else the HTTP status to answer */
     const char *reason; /* why not (nats-server's log text), static */
     char accept[32];    /* Sec-WebSocket-Accept for the 101 */
-    bool no_masking;    /* Nats-No-Masking: true (leaf nodes only; refused for clients) */
+    bool no_masking;    /* Nats-No-Masking: true: the peer will send unmasked frames */
+    bool compress;      /* permessage-deflate: enabled here and offered by the client */
 } nd_ws_upgrade_t;
 
 /* Checks a complete request (req: nd_http_parse's result over buf[0..len)) as nats-server's
@@ -75,10 +89,22 @@ size_t nd_ws_frame_header(uint8_t *h, uint8_t opcode, uint64_t len);
  * NULL): bytes written as they are before any frame (the rest of the 101 response). Ctx: the
  * owner's turn. */
 void nd_ws_wrap(nd_transport_t *t, const void *prefix, size_t n);
+/* What the upgrade negotiated for one connection. */
+typedef struct nd_ws_params {
+    bool compress;       /* permessage-deflate */
+    bool no_mask;        /* the peer sent Nats-No-Masking: true */
+    int64_t max_payload; /* the connection's max_payload; 0: 1 MiB */
+} nd_ws_params_t;
+/* Applies p to a transport that nd_ws_wrap made. Ctx: the owner's turn. */
+void nd_ws_configure(nd_transport_t *t, const nd_ws_params_t *p);
 bool nd_ws_is(const nd_transport_t *t);
 /* The connection closes for reason: queues nats-server's close frame for it (unless one was
  * queued already), which the transport's close writes. */
 void nd_ws_closing(nd_transport_t *t, nd_close_reason_t reason);
+/* Whether a read would return something without the socket becoming readable again: inflated
+ * bytes or raw bytes kept from the last read, or the end of the stream (a close frame, an
+ * error) found after data that read returned first. */
+bool nd_ws_read_again(const nd_transport_t *t);
 /* Whether control frames wait to be written (a pong that the socket did not take at once). */
 bool nd_ws_pending(const nd_transport_t *t);
 

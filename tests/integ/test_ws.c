@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <zlib.h>
 
 #include "harness.h"
 
@@ -37,7 +38,8 @@ suite_init(void)
     http_port = nd_integ_free_port();
     char text[256];
     snprintf(text, sizeof text,
-             "http: \"127.0.0.1:%d\"\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true }\n",
+             "http: \"127.0.0.1:%d\"\n"
+             "websocket { host: 127.0.0.1, port: %d, no_tls: true, compression: true }\n",
              http_port, ws_port);
     srv = nd_integ_conf_start(&conf, text);
 }
@@ -182,30 +184,90 @@ send_text(int fd, const char *s)
     send_frame(fd, BIN, s, strlen(s), false);
 }
 
-/* Upgrades a new connection and reads the INFO frame. Returns: the socket. */
+/* RFC 7692: a raw deflate stream of p, sync-flushed, without its final 00 00 ff ff. */
+static uint8_t *
+deflate_msg(const void *p, size_t n, size_t *out_len)
+{
+    z_stream z = {0};
+    cr_assert(deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    size_t cap = deflateBound(&z, n) + 16;
+    uint8_t *out = malloc(cap);
+    z.next_in = (Bytef *)p;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    cr_assert(deflate(&z, Z_SYNC_FLUSH) == Z_OK);
+    size_t len = cap - z.avail_out;
+    deflateEnd(&z);
+    cr_assert(len >= 4 && memcmp(out + len - 4, "\x00\x00\xff\xff", 4) == 0);
+    *out_len = len - 4;
+    return out;
+}
+
+/* Inflates a compressed frame's payload (p, n) in place of *p. */
+static void
+inflate_msg(char **p, size_t *n)
+{
+    z_stream z = {0};
+    cr_assert(inflateInit2(&z, -15) == Z_OK);
+    uint8_t *in = malloc(*n + 4);
+    memcpy(in, *p, *n);
+    memcpy(in + *n, "\x00\x00\xff\xff", 4);
+    size_t cap = 1 << 20;
+    char *out = malloc(cap + 1);
+    z.next_in = in;
+    z.avail_in = (uInt)(*n + 4);
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)cap;
+    int rc = inflate(&z, Z_SYNC_FLUSH);
+    cr_assert(rc == Z_OK || rc == Z_STREAM_END, "inflate: %d", rc);
+    size_t len = cap - z.avail_out;
+    inflateEnd(&z);
+    out[len] = '\0';
+    free(in);
+    free(*p);
+    *p = out;
+    *n = len;
+}
+
+/* Upgrades a new connection with extra request headers (may be ""), checks that the 101 has
+ * want_extra (the lines between Sec-WebSocket-Accept and the end) and reads the INFO frame
+ * (inflated when compressed). Returns: the socket. */
 static int
-ws_open(void)
+ws_open_ext(const char *extra, const char *want_extra)
 {
     int fd = ws_dial();
-    char req[512];
+    char req[1024];
     int n = snprintf(req, sizeof req,
                      "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n\r\n",
-                     ws_port, key_hdr);
+                     "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n%s\r\n",
+                     ws_port, key_hdr, extra);
     send_all(fd, req, (size_t)n);
-    char head[1024];
+    char head[1024], want[1024];
     recv_head(fd, head, sizeof head);
-    cr_assert_str_eq(head, upgrade_101);
+    snprintf(want, sizeof want, "%.*s%s\r\n", (int)(sizeof upgrade_101 - 3), upgrade_101,
+             want_extra);
+    cr_assert_str_eq(head, want);
     uint8_t b0;
     char *p;
     size_t len;
     cr_assert(recv_frame(fd, &b0, &p, &len), "no INFO frame");
-    cr_assert_eq(b0, BIN, "INFO frame: 0x%02x", b0);
+    if (b0 == (BIN | 0x40))
+        inflate_msg(&p, &len);
+    else
+        cr_assert_eq(b0, BIN, "INFO frame: 0x%02x", b0);
     cr_assert(strncmp(p, "INFO {", 6) == 0 && len > 8 && strcmp(p + len - 4, "} \r\n") == 0,
               "INFO: %s", p);
     cr_assert(strstr(p, "\"client_ip\":\"127.0.0.1\"") != NULL, "INFO: %s", p);
     free(p);
     return fd;
+}
+
+/* Upgrades a new connection and reads the INFO frame. Returns: the socket. */
+static int
+ws_open(void)
+{
+    return ws_open_ext("", "");
 }
 
 /* Reads data frames until their concatenated payloads are want's length, then compares (the
@@ -220,7 +282,10 @@ expect_stream(int fd, const char *want)
         char *p;
         size_t n;
         cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream, had \"%s\"", acc);
-        cr_assert(b0 == BIN, "frame 0x%02x (%s), had \"%s\"", b0, p, acc);
+        if (b0 == (BIN | 0x40))
+            inflate_msg(&p, &n);
+        else
+            cr_assert(b0 == BIN, "frame 0x%02x (%s), had \"%s\"", b0, p, acc);
         cr_assert(have + n <= wl, "more than expected: \"%s%s\", wanted \"%s\"", acc, p, want);
         memcpy(acc + have, p, n);
         have += n;
@@ -490,5 +555,145 @@ Test(ws, monitoring)
     cr_assert_eq(json_integer_value(json_object_get(w, "port")), ws_port);
     cr_assert(json_is_true(json_object_get(w, "no_tls")));
     json_decref(vz);
+    close(fd);
+}
+
+/* ---- permessage-deflate (RFC 7692) and Nats-No-Masking ---- */
+
+static const char pmd_offer[] =
+    "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n";
+static const char pmd_answer[] = "Sec-WebSocket-Extensions: permessage-deflate; "
+                                 "server_no_context_takeover; client_no_context_takeover\r\n";
+
+/* Sends s as one compressed message, in two frames when split (the second a continuation). */
+static void
+send_compressed(int fd, const char *s, bool split)
+{
+    size_t n;
+    uint8_t *d = deflate_msg(s, strlen(s), &n);
+    if (split && n > 2) {
+        send_frame(fd, 0x40 | 0x02, d, 2, false); /* RSV1, binary, not final */
+        send_frame(fd, 0x80, d + 2, n - 2, false);
+    } else {
+        send_frame(fd, 0xC2, d, n, false);
+    }
+    free(d);
+}
+
+/* compression: true and a client that offers permessage-deflate: the 101 accepts it with no
+ * context takeover both ways; the INFO (over 64 bytes) comes compressed; compressed client
+ * messages, whole or in fragments, carry the protocol. */
+Test(ws, compression)
+{
+    int fd = ws_open_ext(pmd_offer, pmd_answer);
+    send_compressed(fd, "CONNECT {\"verbose\":false}\r\nSUB foo 1\r\nPING\r\n", false);
+    expect_stream(fd, "PONG\r\n");
+    send_compressed(fd, "PUB foo 5\r\nhello\r\nPING\r\n", true);
+    expect_stream(fd, "MSG foo 1 5\r\nhello\r\nPONG\r\n");
+    /* A big message is compressed on the way out: the frame has RSV1 and is smaller. */
+    char pub[512], want[512];
+    char payload[301];
+    memset(payload, 'x', 300);
+    payload[300] = '\0';
+    snprintf(pub, sizeof pub, "PUB foo 300\r\n%s\r\n", payload);
+    snprintf(want, sizeof want, "MSG foo 1 300\r\n%s\r\n", payload);
+    send_compressed(fd, pub, false);
+    uint8_t b0;
+    char *p;
+    size_t n;
+    cr_assert(recv_frame(fd, &b0, &p, &n));
+    cr_assert_eq(b0, BIN | 0x40, "frame 0x%02x", b0);
+    cr_assert(n < strlen(want), "%zu bytes", n);
+    inflate_msg(&p, &n);
+    cr_assert_str_eq(p, want);
+    free(p);
+    /* Uncompressed messages stay allowed. */
+    send_text(fd, "PING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+}
+
+/* A compressed message and plain frames after it in one TCP segment: the inflated bytes come
+ * first, in order. */
+Test(ws, compression_then_plain)
+{
+    int fd = ws_open_ext(pmd_offer, pmd_answer);
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nSUB foo 1\r\n");
+    size_t n;
+    const char *m = "PUB foo 1\r\na\r\n";
+    uint8_t *d = deflate_msg(m, strlen(m), &n);
+    uint8_t seg[256];
+    static const uint8_t key[4] = {0, 0, 0, 0}; /* a zero key: the payload goes as it is */
+    size_t k = 0;
+    seg[k++] = 0xC2;
+    seg[k++] = (uint8_t)(0x80 | n);
+    memcpy(seg + k, key, 4), k += 4;
+    memcpy(seg + k, d, n), k += n;
+    const char *plain = "PUB foo 1\r\nb\r\nPING\r\n";
+    seg[k++] = 0x82;
+    seg[k++] = (uint8_t)(0x80 | strlen(plain));
+    memcpy(seg + k, key, 4), k += 4;
+    memcpy(seg + k, plain, strlen(plain)), k += strlen(plain);
+    send_all(fd, seg, k);
+    free(d);
+    expect_stream(fd, "MSG foo 1 1\r\na\r\nMSG foo 1 1\r\nb\r\nPONG\r\n");
+    close(fd);
+}
+
+/* Without the offer the extension is not in the 101 (ws_open checks it) and a frame with RSV1
+ * is refused with nats-server 2.11's close frame. 2.9.10 does not check: with compression
+ * enabled it inflates the frame anyway, so the reference is not asked. */
+Test(ws, compressed_frame_not_negotiated)
+{
+    if (nd_integ_is_reference())
+        return;
+    int fd = ws_open();
+    send_compressed(fd, "PING\r\n", false);
+    uint8_t b0;
+    char *p;
+    size_t n;
+    cr_assert(recv_frame(fd, &b0, &p, &n));
+    cr_assert_eq(b0, 0x88, "frame 0x%02x", b0);
+    cr_assert(n >= 2 && (((uint8_t)p[0] << 8) | (uint8_t)p[1]) == 1002);
+    cr_assert_str_eq(p + 2, "compressed frame received without negotiated permessage-deflate");
+    free(p);
+    expect_eof(fd);
+    close(fd);
+}
+
+/* A deflate bomb: a small compressed message that inflates past max_payload (1 MB here) in
+ * valid operations. natsd lets the parser see max_payload bytes and closes with 1009, as
+ * nats-server 2.11's wsDecompressAndParse limits it; 2.9.10 inflates without a limit, so the
+ * reference is not asked. */
+Test(ws, deflate_bomb)
+{
+    if (nd_integ_is_reference())
+        return;
+    int fd = ws_open_ext(pmd_offer, pmd_answer);
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    static const char op[] = "PUB foo 0\r\n\r\n";
+    size_t count = 200000, len = (sizeof op - 1) * count;
+    char *big = malloc(len + 1);
+    for (size_t i = 0; i < count; i++)
+        memcpy(big + i * (sizeof op - 1), op, sizeof op - 1);
+    big[len] = '\0';
+    size_t n;
+    uint8_t *d = deflate_msg(big, len, &n);
+    cr_assert(n < 64 * 1024, "%zu compressed bytes", n);
+    send_frame(fd, 0xC2, d, n, false);
+    free(d);
+    free(big);
+    expect_close_frame(fd, 1009, "Maximum Message Payload Exceeded");
+    expect_eof(fd);
+    close(fd);
+}
+
+/* Nats-No-Masking: true: the 101 repeats it and the client's frames may be unmasked. */
+Test(ws, no_masking)
+{
+    int fd = ws_open_ext("Nats-No-Masking: true\r\n", "Nats-No-Masking: true\r\n");
+    send_frame(fd, BIN, "CONNECT {\"verbose\":false}\r\nPING\r\n", 33, true);
+    expect_stream(fd, "PONG\r\n");
     close(fd);
 }
