@@ -81,6 +81,15 @@ typedef struct nd_auth {
     nd_auth_user_t *users;
     size_t nusers;
     const nd_auth_user_t *no_auth; /* into users, or NULL */
+    /* websocket { authorization {...}, no_auth_user }: when a user, token or no_auth_user is
+     * set there, these replace the single user, token and no_auth_user above for WebSocket
+     * clients, and such clients must authenticate (nats-server's websocket authOverride). */
+    struct {
+        bool override;
+        char *user, *pass, *token;
+        const nd_auth_user_t *no_auth; /* into users, or NULL */
+        int64_t timeout_ms;            /* its authorization timeout; 0: the server's */
+    } ws;
     nd_auth_acct_t *accts;         /* [0] is $G */
     size_t naccts;
     /* Operator mode (auth_jwt.c): the verified operator JWTs; users log in with user JWTs only. */
@@ -103,6 +112,7 @@ typedef struct nd_auth_creds {
      * checkClientTLSCertSubject). */
     bool tls_map;
     const nd_strlist_t *tls_names;
+    bool ws; /* a WebSocket client: the websocket override applies, allowed type WEBSOCKET */
 } nd_auth_creds_t;
 
 /* What a successful check grants; pointers are borrowed from the snapshot. */

@@ -117,6 +117,26 @@ nd_conn_ws_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
 }
 
+/* Keeps the credentials that the configured cookies carry (jwt_cookie...). */
+static void
+take_cookies(nd_conn_t *c, const nd_http_req_t *req)
+{
+    nd_conn_ws_cookies_t *k = NULL;
+    for (size_t i = 0; i < 4; i++) {
+        const char *v;
+        size_t vn;
+        if (c->ws->cookie[i] == NULL || !nd_ws_cookie(c->rbuf, req, c->ws->cookie[i], &v, &vn))
+            continue;
+        if (k == NULL)
+            k = nd_xcalloc(1, sizeof(*k));
+        char **dst[4] = {&k->jwt, &k->user, &k->pass, &k->token};
+        *dst[i] = nd_xmalloc(vn + 1);
+        memcpy(*dst[i], v, vn);
+        (*dst[i])[vn] = '\0';
+    }
+    c->ws_cookies = k;
+}
+
 /* The request is complete and good: the 101, the WebSocket transport, then the client. */
 static void
 upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u)
@@ -230,6 +250,7 @@ nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev)
         hs_error(ctx, c, "client sent data before handshake is complete");
         return false;
     }
+    take_cookies(c, &req);
     upgrade(ctx, c, &u);
     return false; /* nothing more to read now: the client speaks once it has the INFO */
 }

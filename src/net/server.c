@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 
@@ -206,6 +207,65 @@ on_accept_ws(nd_ctx_t *ctx, int fd, void *arg)
     nd_conn_spawn_ws(ctx, s, fd, s->ws);
 }
 
+/* The authorization parts of nats-server's validateWebsocketOptions (with 2.9.10's texts).
+ * Returns: -1 after logging why. */
+static int
+ws_validate_auth(const nd_opts_t *o, const nd_ws_opts_t *wo)
+{
+    const char *nau = wo->no_auth_user;
+    if (nau != NULL && nau[0]) {
+        if (o->operators.n > 0) {
+            nd_log_error("no_auth_user not compatible with Trusted Operator");
+            return -1;
+        }
+        if (o->nusers == 0) {
+            nd_log_error("no_auth_user: \"%s\" present, but users are not defined", nau);
+            return -1;
+        }
+        bool found = false;
+        for (size_t i = 0; i < o->nusers && !found; i++)
+            found = (o->users[i].name != NULL && strcmp(o->users[i].name, nau) == 0) ||
+                    (o->users[i].nkey != NULL && strcmp(o->users[i].nkey, nau) == 0);
+        if (!found) {
+            nd_log_error("no_auth_user: \"%s\" not present as user in authorization block "
+                         "or account configuration",
+                         nau);
+            return -1;
+        }
+    }
+    if (o->nusers > 0 && wo->user != NULL && wo->user[0]) {
+        nd_log_error("websocket authentication username not compatible with presence of "
+                     "users/nkeys");
+        return -1;
+    }
+    if (o->nusers > 0 && wo->token != NULL && wo->token[0]) {
+        nd_log_error("websocket authentication token not compatible with presence of users/nkeys");
+        return -1;
+    }
+    if (wo->jwt_cookie != NULL && wo->jwt_cookie[0] && o->operators.n == 0 &&
+        o->trusted_keys.n == 0) {
+        nd_log_error("trusted operators or trusted keys configuration is required for JWT "
+                     "authentication via cookie \"%s\"",
+                     wo->jwt_cookie);
+        return -1;
+    }
+    for (size_t i = 0; i + 1 < wo->headers.n; i += 2) {
+        const char *k = wo->headers.v[i];
+        if (strcasecmp(k, "host") == 0 || strcasecmp(k, "content-length") == 0 ||
+            strcasecmp(k, "connection") == 0 || strcasecmp(k, "upgrade") == 0 ||
+            strcasecmp(k, "nats-no-masking") == 0) {
+            nd_log_error("websocket: invalid header \"%s\" not allowed", k);
+            return -1;
+        }
+        if (strncasecmp(k, "sec-websocket-", 14) == 0) {
+            nd_log_error("websocket: invalid header \"%s\", \"Sec-WebSocket-\" prefix not allowed",
+                         k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* websocket {}: nats-server's validateWebsocketOptions checks, its TLS and the bound port.
  * Returns: -1 after logging why. */
 static int
@@ -218,11 +278,20 @@ start_ws(nd_server_t *s)
         nd_log_error("websocket requires TLS configuration");
         return -1;
     }
+    if (ws_validate_auth(&s->opts, wo) < 0)
+        return -1;
     nd_ws_srv_t *ws = nd_xcalloc(1, sizeof(*ws));
     s->ws = ws;
     ws->handshake_ms = wo->handshake_timeout_ms > 0 ? wo->handshake_timeout_ms : 0;
     ws->same_origin = wo->same_origin;
     ws->compress = wo->compression;
+    /* nats-server's wsConfigAuth: a user, a token or a no_auth_user in websocket {} replaces
+     * the server's for WebSocket clients, who then must authenticate. */
+    ws->auth_override = (wo->user != NULL && wo->user[0]) || (wo->token != NULL && wo->token[0]) ||
+                        (wo->no_auth_user != NULL && wo->no_auth_user[0]);
+    const char *cookies[4] = {wo->jwt_cookie, wo->user_cookie, wo->pass_cookie, wo->token_cookie};
+    for (size_t i = 0; i < 4; i++)
+        ws->cookie[i] = cookies[i] != NULL && cookies[i][0] ? nd_xstrdup(cookies[i]) : NULL;
     if (wo->headers.n >= 2) {
         size_t len = 1;
         for (size_t i = 0; i + 1 < wo->headers.n; i += 2)

@@ -912,6 +912,44 @@ extension_offered(const char *buf, const nd_http_req_t *req, const char *ext)
     return false;
 }
 
+bool
+nd_ws_cookie(const char *buf, const nd_http_req_t *req, const char *name, const char **val,
+             size_t *vn)
+{
+    size_t nl = strlen(name);
+    bool found = false;
+    const char *v;
+    size_t n;
+    for (size_t i = 0; nd_http_header(buf, req, "Cookie", i, &v, &n); i++) {
+        while (n > 0) {
+            const char *semi = memchr(v, ';', n);
+            size_t pl = semi != NULL ? (size_t)(semi - v) : n;
+            const char *pair = v;
+            size_t pn = pl;
+            nd_http_trim(&pair, &pn);
+            const char *eq = memchr(pair, '=', pn);
+            if (eq != NULL) {
+                const char *k = pair, *cv = eq + 1;
+                size_t kn = (size_t)(eq - pair), cn = pn - kn - 1;
+                nd_http_trim(&k, &kn);
+                nd_http_trim(&cv, &cn);
+                if (cn >= 2 && cv[0] == '"' && cv[cn - 1] == '"')
+                    cv++, cn -= 2;
+                if (kn == nl && memcmp(k, name, nl) == 0) {
+                    *val = cv;
+                    *vn = cn;
+                    found = true;
+                }
+            }
+            if (semi == NULL)
+                break;
+            n -= pl + 1;
+            v = semi + 1;
+        }
+    }
+    return found;
+}
+
 /* Splits "host[:port]" (IPv6 in brackets) into a lower-case host and a port defaulted from
  * secure, as nats-server's wsGetHostAndPort. */
 static bool
@@ -1077,5 +1115,7 @@ nd_ws_srv_free(nd_ws_srv_t *ws)
         nd_ws_origin_fini(&ws->origins[i]);
     nd_free(ws->origins);
     nd_free(ws->raw_headers);
+    for (size_t i = 0; i < 4; i++)
+        nd_free(ws->cookie[i]);
     nd_free(ws);
 }

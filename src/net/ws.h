@@ -49,8 +49,10 @@ typedef struct nd_ws_srv {
     int port;               /* bound */
     int64_t handshake_ms;   /* handshake_timeout; 0: none (TLS has its own timeout) */
     bool same_origin;
-    bool compress;     /* compression: true (permessage-deflate when the client offers it) */
-    char *raw_headers; /* headers {}: "Name: value\r\n" lines for the 101 (owned), or NULL */
+    bool compress;      /* compression: true (permessage-deflate when the client offers it) */
+    char *raw_headers;  /* headers {}: "Name: value\r\n" lines for the 101 (owned), or NULL */
+    bool auth_override; /* websocket authorization or no_auth_user: clients must authenticate */
+    char *cookie[4];    /* jwt_cookie, user_cookie, pass_cookie, token_cookie (owned), or NULL */
     size_t norigins;
     struct nd_ws_origin {
         char *scheme, *host, *port; /* lower-case host; port defaulted from the scheme */
@@ -72,6 +74,12 @@ typedef struct nd_ws_upgrade {
 struct nd_http_req;
 void nd_ws_check_upgrade(const nd_ws_srv_t *ws, const char *buf, const struct nd_http_req *req,
                          bool secure, nd_ws_upgrade_t *out);
+
+/* The value of the cookie named name in the request's Cookie headers (the last one wins, as
+ * the loop over Go's Request.Cookies in nats-server; surrounding double quotes removed).
+ * Returns: false when there is none. Ctx: any thread. */
+bool nd_ws_cookie(const char *buf, const struct nd_http_req *req, const char *name,
+                  const char **val, size_t *vn);
 
 /* The base64 SHA-1 of key + RFC 6455's GUID into out (29 bytes with the NUL). */
 void nd_ws_accept_key(const char *key, size_t n, char out[29]);

@@ -234,7 +234,7 @@ inflate_msg(char **p, size_t *n)
  * want_extra (the lines between Sec-WebSocket-Accept and the end) and reads the INFO frame
  * (inflated when compressed). Returns: the socket. */
 static int
-ws_open_ext(const char *extra, const char *want_extra)
+ws_open_info(const char *extra, const char *want_extra, char **info)
 {
     int fd = ws_dial();
     char req[1024];
@@ -259,8 +259,17 @@ ws_open_ext(const char *extra, const char *want_extra)
     cr_assert(strncmp(p, "INFO {", 6) == 0 && len > 8 && strcmp(p + len - 4, "} \r\n") == 0,
               "INFO: %s", p);
     cr_assert(strstr(p, "\"client_ip\":\"127.0.0.1\"") != NULL, "INFO: %s", p);
-    free(p);
+    if (info != NULL)
+        *info = p;
+    else
+        free(p);
     return fd;
+}
+
+static int
+ws_open_ext(const char *extra, const char *want_extra)
+{
+    return ws_open_info(extra, want_extra, NULL);
 }
 
 /* Upgrades a new connection and reads the INFO frame. Returns: the socket. */
@@ -696,4 +705,115 @@ Test(ws, no_masking)
     send_frame(fd, BIN, "CONNECT {\"verbose\":false}\r\nPING\r\n", 33, true);
     expect_stream(fd, "PONG\r\n");
     close(fd);
+}
+
+/* ---- websocket authorization, no_auth_user and cookies ---- */
+
+/* A server of its own with websocket {} settings ws_extra and top-level text top (both may be
+ * ""); ws_port points at it for the helpers above. */
+static nd_integ_server_t *
+auth_server(nd_integ_conf_t *cf, const char *top, const char *ws_extra)
+{
+    ws_port = nd_integ_free_port();
+    char text[1024];
+    snprintf(
+        text, sizeof text,
+        "listen: 127.0.0.1:%d\n%s\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true\n%s\n}\n",
+        nd_integ_free_port(), top, ws_port, ws_extra);
+    return nd_integ_conf_start(cf, text);
+}
+
+/* Reads data frames until a complete line ends the stream; returns it (owned). */
+static char *
+ws_line(int fd)
+{
+    size_t cap = 4096, have = 0;
+    char *acc = calloc(1, cap);
+    while (have < 2 || memcmp(acc + have - 2, "\r\n", 2) != 0) {
+        uint8_t b0;
+        char *p;
+        size_t n;
+        cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream, had \"%s\"", acc);
+        if (b0 == 0x88) {
+            free(p);
+            break;
+        }
+        cr_assert(have + n < cap);
+        memcpy(acc + have, p, n);
+        have += n;
+        free(p);
+    }
+    return acc;
+}
+
+/* websocket { authorization { user, password } } replaces the server's (empty) authorization
+ * for WebSocket clients only: their INFO says auth_required, the right credentials pass, others
+ * get 'Authorization Violation'; a TCP client still needs none. */
+Test(wsauth, override, .timeout = 30)
+{
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *s2 = auth_server(&cf, "", "authorization { user: wsu, password: wsp }");
+    nd_integ_conn_t *c = nd_integ_conn_open(s2);
+    ND_SEND(c, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(c, "PONG\r\n");
+    nd_integ_conn_close(c);
+    char *info;
+    int fd = ws_open_info("", "", &info);
+    cr_assert(strstr(info, "\"auth_required\":true") != NULL, "INFO: %s", info);
+    free(info);
+    send_text(fd, "CONNECT {\"verbose\":false,\"user\":\"wsu\",\"pass\":\"wsp\"}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+    fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false,\"user\":\"wsu\",\"pass\":\"bad\"}\r\nPING\r\n");
+    char *l = ws_line(fd);
+    cr_assert_str_eq(l, "-ERR 'Authorization Violation'\r\n");
+    free(l);
+    close(fd);
+    nd_integ_conf_stop(s2, &cf);
+}
+
+/* websocket { no_auth_user } names one of the server's users for WebSocket clients without
+ * credentials; TCP clients without credentials are still refused. */
+Test(wsauth, no_auth_user, .timeout = 30)
+{
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *s2 = auth_server(
+        &cf, "authorization { users: [ {user: a, password: pa}, {user: b, password: pb} ] }",
+        "no_auth_user: b");
+    char *info;
+    int fd = ws_open_info("", "", &info);
+    cr_assert(strstr(info, "\"auth_required\":true") != NULL, "INFO: %s", info);
+    free(info);
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+    nd_integ_conn_t *c = nd_integ_conn_open(s2);
+    ND_SEND(c, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(c, "-ERR 'Authorization Violation'\r\n");
+    nd_integ_conn_close(c);
+    nd_integ_conf_stop(s2, &cf);
+}
+
+/* user_cookie, pass_cookie (2.11; 2.9.10 has jwt_cookie only, so the reference is not asked):
+ * the upgrade's cookies stand in for the credentials that CONNECT lacks. */
+Test(wsauth, cookies, .timeout = 30)
+{
+    if (nd_integ_is_reference())
+        return;
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *s2 = auth_server(
+        &cf, "", "authorization { user: wsu, password: wsp }\nuser_cookie: nu\npass_cookie: np");
+    int fd = ws_open_ext("Cookie: other=1; nu=wsu\r\nCookie: np=\"wsp\"\r\n", "");
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+    /* A credential in CONNECT wins over the cookie. */
+    fd = ws_open_ext("Cookie: nu=wsu; np=wsp\r\n", "");
+    send_text(fd, "CONNECT {\"verbose\":false,\"pass\":\"bad\"}\r\nPING\r\n");
+    char *l = ws_line(fd);
+    cr_assert_str_eq(l, "-ERR 'Authorization Violation'\r\n");
+    free(l);
+    close(fd);
+    nd_integ_conf_stop(s2, &cf);
 }
