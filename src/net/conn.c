@@ -601,16 +601,20 @@ write_info(nd_ctx_t *ctx, nd_conn_t *c, bool ldm)
     nd_epoch_enter(ctx);
     /* acquire: pairs with the release exchange in nd_server_publish_info. */
     const nd_server_info_t *info = atomic_load_explicit(&c->srv->info, memory_order_acquire);
+    const char *text = info->text;
+    size_t len = info->len;
+    if (c->ws != NULL && info->ws_text != NULL)
+        text = info->ws_text, len = info->ws_len;
     /* A WebSocket client under the websocket auth override must authenticate even when the
      * others need not (nats-server's createWSClient). */
     bool ws_auth = c->ws != NULL && c->ws->auth_override &&
-                   memmem(info->text, info->len, "\"auth_required\":true", 20) == NULL;
+                   memmem(text, len, "\"auth_required\":true", 20) == NULL;
     int n = snprintf(tail, sizeof tail,
                      "%s,\"client_id\":%llu,\"client_ip\":\"%s\"%s%s%s%s} \r\n",
                      ws_auth ? ",\"auth_required\":true" : "", (unsigned long long)c->cid, c->ip,
                      c->nonce[0] ? ",\"nonce\":\"" : "", c->nonce, c->nonce[0] ? "\"" : "",
                      ldm ? ",\"ldm\":true" : "");
-    nd_conn_write(c, info->text, info->len);
+    nd_conn_write(c, text, len);
     nd_epoch_exit(ctx);
     nd_conn_write(c, tail, (size_t)n);
 }

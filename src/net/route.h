@@ -41,6 +41,9 @@ void nd_routes_free(nd_routes_t *r);
  * arr, unless no_advertise. Ctx: any thread. */
 struct json_t;
 void nd_routes_connect_urls(nd_routes_t *r, struct json_t *arr);
+/* The WebSocket URLs of every route (ws_connect_urls of their INFO), for the INFO of
+ * WebSocket clients; duplicates of what arr holds are left out. */
+void nd_routes_ws_connect_urls(nd_routes_t *r, struct json_t *arr);
 /* A reload: routes added to the list are solicited, routes removed are closed ("Route
  * Removed") and not solicited again; the other cluster options keep their start values.
  * Ctx: the reloading thread. */

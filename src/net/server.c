@@ -43,6 +43,7 @@ free_info(nd_epoch_entry_t *e)
 {
     nd_server_info_t *info = ND_EPOCH_CONTAINER(e, nd_server_info_t, retire);
     nd_tls_ctx_unref(info->tls);
+    nd_free(info->ws_text);
     nd_free(info);
 }
 
@@ -72,20 +73,20 @@ add_url(json_t *arr, const char *host, int port)
     json_array_append_new(arr, json_string(u));
 }
 
-void
-nd_server_own_connect_urls(nd_server_t *s, json_t *arr)
+/* nats-server's getConnectURLs: the advertised address, else the host, else every interface's
+ * address but loopback. */
+static void
+own_urls(json_t *arr, const char *adv, const char *h, int port)
 {
-    const char *h = s->opts.host;
-    if (s->opts.client_advertise != NULL && s->opts.client_advertise[0] != '\0') {
-        const char *a = s->opts.client_advertise;
-        if (strrchr(a, ':') != NULL && a[0] != '[')
-            json_array_append_new(arr, json_string(a));
+    if (adv != NULL && adv[0] != '\0') {
+        if (strrchr(adv, ':') != NULL && adv[0] != '[')
+            json_array_append_new(arr, json_string(adv));
         else
-            add_url(arr, a, s->port);
+            add_url(arr, adv, port);
         return;
     }
     if (h != NULL && h[0] != '\0' && strcmp(h, "0.0.0.0") != 0 && strcmp(h, "::") != 0) {
-        add_url(arr, h, s->port);
+        add_url(arr, h, port);
         return;
     }
     /* Listening on every interface: every address but loopback, as nats-server lists them. */
@@ -108,9 +109,23 @@ nd_server_own_connect_urls(nd_server_t *s, json_t *arr)
         } else {
             continue;
         }
-        add_url(arr, ip, s->port);
+        add_url(arr, ip, port);
     }
     freeifaddrs(ifs);
+}
+
+void
+nd_server_own_connect_urls(nd_server_t *s, json_t *arr)
+{
+    own_urls(arr, s->opts.client_advertise, s->opts.host, s->port);
+}
+
+void
+nd_server_own_ws_urls(nd_server_t *s, json_t *arr)
+{
+    if (s->ws == NULL)
+        return;
+    own_urls(arr, s->opts.ws->advertise, s->opts.ws->host, s->ws->port);
 }
 
 /* One INFO template is built at a time: a route joining and a reload may race. */
@@ -160,7 +175,6 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
         }
     }
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
     /* Keep "INFO {...", dropping the closing brace: each connection appends its own fields. */
     size_t n = strlen(js);
     nd_server_info_t *info = nd_xmalloc(sizeof(*info) + n + 6);
@@ -170,6 +184,24 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
     info->len = 5 + n - 1;
     info->text[info->len] = '\0';
     free(js);
+    info->ws_text = NULL;
+    info->ws_len = 0;
+    if (s->ws != NULL && json_object_get(o, "connect_urls") != NULL) {
+        /* nats-server gives WebSocket clients the cluster's WebSocket URLs as connect_urls. */
+        json_t *urls = json_array();
+        nd_server_own_ws_urls(s, urls);
+        nd_routes_ws_connect_urls(s->routes, urls);
+        json_object_set_new(o, "connect_urls", urls);
+        js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        n = strlen(js);
+        info->ws_text = nd_xmalloc(n + 6);
+        memcpy(info->ws_text, "INFO ", 5);
+        memcpy(info->ws_text + 5, js, n - 1);
+        info->ws_len = 5 + n - 1;
+        info->ws_text[info->ws_len] = '\0';
+        free(js);
+    }
+    json_decref(o);
     /* release: a connection's acquire load in on_start sees the text written above. */
     nd_server_info_t *old = atomic_exchange_explicit(&s->info, info, memory_order_release);
     if (old != NULL)

@@ -817,3 +817,87 @@ Test(wsauth, cookies, .timeout = 30)
     close(fd);
     nd_integ_conf_stop(s2, &cf);
 }
+
+/* ---- clusters: ws_connect_urls ---- */
+
+/* Reads frames until an INFO containing want arrives; returns it (owned). Server PINGs and
+ * other data between are skipped. */
+static char *
+ws_wait_info(int fd, const char *want)
+{
+    for (;;) {
+        uint8_t b0;
+        char *p;
+        size_t n;
+        cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream before an INFO with %s", want);
+        if (b0 == (BIN | 0x40))
+            inflate_msg(&p, &n);
+        if (strncmp(p, "PING\r\n", 6) == 0) {
+            send_text(fd, "PONG\r\n");
+        } else if (strncmp(p, "INFO ", 5) == 0 && strstr(p, want) != NULL) {
+            return p;
+        }
+        free(p);
+    }
+}
+
+/* Two servers in a cluster, the second with websocket { advertise }: a WebSocket client of the
+ * first learns both WebSocket URLs as connect_urls (the routes carry them as ws_connect_urls),
+ * not the client URLs. second: the binary of the second server (NULL: the one under test). */
+static void
+ws_cluster(const char *second)
+{
+    nd_integ_conf_t c1 = {0}, c2 = {0};
+    int cport = nd_integ_free_port(), w2 = nd_integ_free_port();
+    ws_port = nd_integ_free_port();
+    char text[1024];
+    snprintf(text, sizeof text,
+             "listen: 127.0.0.1:%d\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true }\n"
+             "cluster { name: wsc, listen: 127.0.0.1:%d }\n",
+             nd_integ_free_port(), ws_port, cport);
+    nd_integ_server_t *s1 = nd_integ_conf_start(&c1, text);
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false,\"protocol\":1}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    snprintf(text, sizeof text,
+             "listen: 127.0.0.1:%d\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true, "
+             "advertise: \"wsadv.example:1234\" }\n"
+             "cluster { name: wsc, listen: 127.0.0.1:%d, routes: [\"nats://127.0.0.1:%d\"] }\n",
+             nd_integ_free_port(), w2, nd_integ_free_port(), cport);
+    nd_integ_server_t *s2;
+    if (second != NULL) {
+        nd_integ_conf_write(&c2, text);
+        s2 = nd_integ_server_start_bin(second, (const char *const[]){"-c", c2.path, NULL});
+    } else {
+        s2 = nd_integ_conf_start(&c2, text);
+    }
+    char *info = ws_wait_info(fd, "\"wsadv.example:1234\"");
+    char own[64];
+    snprintf(own, sizeof own, "\"127.0.0.1:%d\"", ws_port);
+    cr_assert(strstr(info, own) != NULL, "INFO: %s", info);
+    cr_assert(strstr(info, "ws_connect_urls") == NULL, "INFO: %s", info);
+    free(info);
+    /* A new WebSocket client gets the same list in its first INFO. */
+    int fd2 = ws_open_info("", "", &info);
+    cr_assert(strstr(info, own) != NULL && strstr(info, "\"wsadv.example:1234\"") != NULL,
+              "INFO: %s", info);
+    free(info);
+    close(fd2);
+    close(fd);
+    nd_integ_conf_stop(s2, &c2);
+    nd_integ_conf_stop(s1, &c1);
+}
+
+Test(wscluster, ws_connect_urls, .timeout = 60)
+{
+    ws_cluster(NULL);
+}
+
+/* The same with nats-server 2.9.10 as the second server (natsd only: the reference run has
+ * the reference on both sides above). */
+Test(wscluster, ws_connect_urls_mixed, .timeout = 60)
+{
+    if (nd_integ_is_reference() || nd_integ_reference_path() == NULL)
+        return;
+    ws_cluster(nd_integ_reference_path());
+}
