@@ -625,6 +625,8 @@ static void
 arm_ping(nd_ctx_t *ctx, nd_conn_t *c, bool first)
 {
     int64_t ms = nd_server_live_get(c->srv, ping_interval_ms);
+    if (c->ws != NULL && c->ws->ping_ms > 0)
+        ms = c->ws->ping_ms; /* websocket { ping_interval } (nats-server 2.11) */
     c->ping_ms = ms > 0 ? ms : 0;
     if (ms <= 0) {
         nd_timer_cancel(ctx, &c->ping_timer);
@@ -650,7 +652,8 @@ refresh_live(nd_ctx_t *ctx, nd_conn_t *c)
         &c->parser, (size_t)atomic_load_explicit(&l->max_control_line, memory_order_relaxed),
         nd_conn_auth_max_payload(c, atomic_load_explicit(&l->max_payload, memory_order_relaxed)));
     if (c->started &&
-        atomic_load_explicit(&l->ping_interval_ms, memory_order_relaxed) != c->ping_ms)
+        atomic_load_explicit(&l->ping_interval_ms, memory_order_relaxed) != c->ping_ms &&
+        (c->ws == NULL || c->ws->ping_ms <= 0))
         arm_ping(ctx, c, false);
 }
 

@@ -317,6 +317,7 @@ start_ws(nd_server_t *s)
     ws->handshake_ms = wo->handshake_timeout_ms > 0 ? wo->handshake_timeout_ms : 0;
     ws->same_origin = wo->same_origin;
     ws->compress = wo->compression;
+    ws->ping_ms = wo->ping_interval_ms > 0 ? wo->ping_interval_ms : 0;
     /* nats-server's wsConfigAuth: a user, a token or a no_auth_user in websocket {} replaces
      * the server's for WebSocket clients, who then must authenticate. */
     ws->auth_override = (wo->user != NULL && wo->user[0]) || (wo->token != NULL && wo->token[0]) ||

@@ -52,6 +52,7 @@ typedef struct nd_ws_srv {
     bool compress;      /* compression: true (permessage-deflate when the client offers it) */
     char *raw_headers;  /* headers {}: "Name: value\r\n" lines for the 101 (owned), or NULL */
     bool auth_override; /* websocket authorization or no_auth_user: clients must authenticate */
+    int64_t ping_ms;    /* websocket { ping_interval }; 0: the server's */
     char *cookie[4];    /* jwt_cookie, user_cookie, pass_cookie, token_cookie (owned), or NULL */
     size_t norigins;
     struct nd_ws_origin {

@@ -901,3 +901,33 @@ Test(wscluster, ws_connect_urls_mixed, .timeout = 60)
         return;
     ws_cluster(nd_integ_reference_path());
 }
+
+/* websocket { ping_interval } (2.11; natsd only: 2.9.10 does not know the field): WebSocket
+ * clients are pinged on their own period. With the server's default (2 minutes) a client that
+ * never answers would not be dropped within the test; here it gets two PINGs and is closed as
+ * stale. */
+Test(wsauth, ping_interval, .timeout = 30)
+{
+    if (nd_integ_is_reference())
+        return;
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *s2 = auth_server(&cf, "", "ping_interval: \"100ms\"");
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false}\r\n");
+    int pings = 0;
+    for (;;) {
+        uint8_t b0;
+        char *p;
+        size_t n;
+        cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream after %d PINGs", pings);
+        bool close_frame = b0 == 0x88;
+        if (!close_frame && strstr(p, "PING\r\n") != NULL)
+            pings++;
+        free(p);
+        if (close_frame)
+            break;
+    }
+    cr_assert_eq(pings, 2);
+    close(fd);
+    nd_integ_conf_stop(s2, &cf);
+}
