@@ -931,6 +931,31 @@ conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, 
     nd_timer_init(&c->auth_timer, &c->base, ND_CONN_MSG_AUTH_TIMER);
 }
 
+/* A leaf connection: its own ops, no echo (nats-server's leafs never echo). */
+static void
+leaf_setup(nd_conn_t *c, struct nd_leaf *lf)
+{
+    c->leaf = lf;
+    c->kind = ND_CONN_LEAF;
+    c->verbose = c->pedantic = c->echo = false;
+    nd_proto_parser_set_ops(&c->parser, ND_PROTO_OPS_LEAF);
+    nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(c->srv, max_control_line),
+                               ND_PROTO_NO_LIMIT);
+    if (lf->ws) {
+        /* We dialed a ws:// remote and the upgrade is done (leaf.c): we are the client side,
+         * our frames are masked and the server's are not. */
+        nd_ws_wrap(&c->tr, NULL, 0);
+        nd_ws_configure(&c->tr, &(nd_ws_params_t){.no_mask = true, .mask_writes = true});
+    }
+}
+
+void
+nd_conn_ws_become_leaf(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    leaf_setup(c, nd_new(nd_leaf_t));
+    nd_leaf_conn_start(ctx, c);
+}
+
 /* A socket connection of kind (a client, or a route with rt; a WebSocket client with ws). */
 static void
 spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struct nd_route *rt,
@@ -952,14 +977,8 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, struc
         nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
                                    ND_PROTO_NO_LIMIT);
     }
-    if (lf != NULL) {
-        /* A leaf connection: its own ops, no echo (nats-server's leafs never echo). */
-        c->leaf = lf;
-        c->verbose = c->pedantic = c->echo = false;
-        nd_proto_parser_set_ops(&c->parser, ND_PROTO_OPS_LEAF);
-        nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
-                                   ND_PROTO_NO_LIMIT);
-    }
+    if (lf != NULL)
+        leaf_setup(c, lf);
 
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;

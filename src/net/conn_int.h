@@ -286,6 +286,9 @@ void nd_conn_ws_begin(nd_ctx_t *ctx, nd_conn_t *c);
 /* Advances the upgrade on an I/O message. Returns: true when the connection may now read
  * frames; false when the message was used up (or the connection closed). */
 bool nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev);
+/* conn.c: an upgraded WebSocket connection on path /leafnode becomes an accepted leaf
+ * connection (net/leaf_int.h) and starts as one. Ctx: its own turn. */
+void nd_conn_ws_become_leaf(nd_ctx_t *ctx, nd_conn_t *c);
 /* The handshake timeout (the auth timer's message while upgrading). */
 void nd_conn_ws_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
 

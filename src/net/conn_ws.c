@@ -137,9 +137,22 @@ take_cookies(nd_conn_t *c, const nd_http_req_t *req)
     c->ws_cookies = k;
 }
 
-/* The request is complete and good: the 101, the WebSocket transport, then the client. */
+/* Whether the request's path (without the query) ends with suffix, as nats-server's wsUpgrade
+ * picks the connection's kind. */
+static bool
+path_ends(const nd_http_req_t *req, const char *suffix)
+{
+    size_t n = req->target_len, sl = strlen(suffix);
+    const char *q = memchr(req->target, '?', n);
+    if (q != NULL)
+        n = (size_t)(q - req->target);
+    return n >= sl && memcmp(req->target + n - sl, suffix, sl) == 0;
+}
+
+/* The request is complete and good: the 101, the WebSocket transport, then the client (or a
+ * leaf connection, for the path /leafnode). */
 static void
-upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u)
+upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u, bool leaf)
 {
     const char *extra = c->ws->raw_headers != NULL ? c->ws->raw_headers : "";
     size_t cap = 512 + strlen(extra);
@@ -152,6 +165,16 @@ upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u)
                                    "server_no_context_takeover; client_no_context_takeover\r\n"
                                  : "",
                      u->no_masking ? "Nats-No-Masking: true\r\n" : "", extra);
+    if (leaf &&
+        (c->srv->leafs == NULL || c->srv->opts.leaf == NULL || c->srv->opts.leaf->port == 0)) {
+        /* nats-server upgrades, then closes the socket without a frame: answering would need a
+         * leaf connection. */
+        nd_log_error("Not configured to accept leaf node connections");
+        nd_conn_write(c, r, (size_t)n);
+        nd_free(r);
+        nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
+        return;
+    }
     /* Written now, under the transport it came on; the rest (if the socket took only part)
      * is the WebSocket transport's prefix, so it precedes the first frame. */
     ssize_t w = nd_transport_write(&c->tr, r, (size_t)n);
@@ -172,7 +195,10 @@ upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u)
     nd_free(c->rbuf);
     c->rbuf = NULL;
     c->rcap = c->rlen = 0;
-    nd_conn_start_client(ctx, c);
+    if (leaf)
+        nd_conn_ws_become_leaf(ctx, c);
+    else
+        nd_conn_start_client(ctx, c);
 }
 
 /* Reads what the socket has into the private buffer. Returns: 1 read something or nothing
@@ -250,7 +276,9 @@ nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev)
         hs_error(ctx, c, "client sent data before handshake is complete");
         return false;
     }
-    take_cookies(c, &req);
-    upgrade(ctx, c, &u);
+    bool leaf = path_ends(&req, "/leafnode");
+    if (!leaf)
+        take_cookies(c, &req);
+    upgrade(ctx, c, &u, leaf);
     return false; /* nothing more to read now: the client speaks once it has the INFO */
 }

@@ -28,8 +28,12 @@
  * to its URLs in turn, every `reconnect` interval (1 s by default) until one answers, and again
  * after the connection closes.
  *
- * Not yet: TLS, credentials and nkeys, deny_imports/exports, permissions from the hub's INFO,
- * loop back-off delays, leafnode_urls gossip, websocket remotes, JetStream domains.
+ * WebSocket: a remote with a ws:// URL is dialed with the client side of the upgrade (path
+ * /leafnode, net/ws.c) and its connection's frames are masked; the hub side comes from the
+ * websocket port (conn_ws.c hands an upgrade on /leafnode to nd_conn_ws_become_leaf).
+ *
+ * Not yet: TLS (wss:// too), credentials and nkeys, deny_imports/exports, permissions from the
+ * hub's INFO, loop back-off delays, leafnode_urls gossip, JetStream domains.
  */
 #include "net/leaf_int.h"
 
@@ -54,6 +58,7 @@
 #include "auth/passwd.h"
 #include "net/connreg.h"
 #include "net/listener.h"
+#include "net/ws.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
 #include "subj/subject.h"
@@ -935,6 +940,11 @@ dial(const char *url, char *err, size_t ecap)
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (nd_ws_url(url) &&
+        nd_ws_client_handshake(fd, host, p, "/leafnode", LEAF_DIAL_TIMEOUT_MS, err, ecap) != 0) {
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 
@@ -947,6 +957,7 @@ spawn(nd_ctx_t *ctx, nd_leafs_t *l, int fd, leaf_job_t *job)
     if (job != NULL) {
         const nd_leaf_remote_t *rm = job_remote(l, job);
         lf->spoke = !rm->hub;
+        lf->ws = nd_ws_url(job->url);
         if (rm->account != NULL && strcmp(rm->account, "$G") != 0) {
             nd_auth_t *a = nd_auth_slot_get(l->srv->auth);
             acct = a != NULL ? nd_auth_find(a, rm->account, strlen(rm->account)) : NULL;

@@ -26,6 +26,7 @@ typedef struct nd_leaf {
     bool info_received; /* solicited: the hub's first INFO handled */
     bool connect_seen;  /* accepted: the CONNECT handled */
     bool registered;    /* in the leaf table, watching its account */
+    bool ws;            /* solicited over ws:// (the upgrade done by the dialer) */
     char remote_id[64];
     char remote_name[128];
     struct leaf_watch *watch; /* while registered */

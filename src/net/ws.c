@@ -6,7 +6,12 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <poll.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <openssl/evp.h>
 #include <zlib.h>
@@ -65,7 +70,9 @@ typedef struct ws_conn {
     bool close_queued;
     /* settings (nd_ws_configure) */
     bool compress;    /* permessage-deflate was negotiated */
-    bool no_mask;     /* the peer said it does not mask (Nats-No-Masking) */
+    bool no_mask;     /* the peer said it does not mask (Nats-No-Masking), or is a server */
+    bool mask_writes; /* we are the client side (a leaf that dialed ws://): frames are masked */
+    uint64_t rnd;     /* xorshift64 state for masking keys (seeded from getrandom) */
     uint64_t max_msg; /* inflated bytes one compressed message may carry (max_payload) */
     /* permessage-deflate, read side: a compressed message is gathered whole (cin), then
      * inflated straight into the callers' buffers; raw bytes that followed it wait in stash. */
@@ -174,14 +181,44 @@ out_add(ws_conn_t *w, const void *p, size_t n)
     w->olen += n;
 }
 
+/* A fresh masking key (RFC 6455 5.3: unpredictable; xorshift64 seeded from the kernel). */
+static void
+mask_key(ws_conn_t *w, uint8_t key[4])
+{
+    uint64_t x = w->rnd;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    w->rnd = x;
+    memcpy(key, &x, 4);
+}
+
+/* A frame header for our side: with the mask bit and a new key (appended to h, whose length
+ * grows by 4) when we are the client side. Returns: its length; the key in key. */
+static size_t
+frame_header_ours(ws_conn_t *w, uint8_t *h, uint8_t op, uint64_t len, uint8_t key[4])
+{
+    size_t hl = nd_ws_frame_header(h, op, len);
+    if (!w->mask_writes)
+        return hl;
+    h[1] |= 0x80;
+    mask_key(w, key);
+    memcpy(h + hl, key, 4);
+    return hl + 4;
+}
+
 static void
 queue_control(ws_conn_t *w, uint8_t op, const uint8_t *p, size_t n)
 {
-    uint8_t h[14];
-    size_t hl = nd_ws_frame_header(h, op, n);
+    uint8_t h[14], key[4];
+    size_t hl = frame_header_ours(w, h, op, n, key);
     out_add(w, h, hl);
-    if (n > 0)
-        out_add(w, p, n);
+    if (n > 0) {
+        uint8_t m[CTL_MAX];
+        for (size_t i = 0; i < n; i++)
+            m[i] = w->mask_writes ? p[i] ^ key[i & 3] : p[i];
+        out_add(w, m, n);
+    }
 }
 
 /* A close frame with status and body (cut to fit a control frame, with "...", as nats-server). */
@@ -654,13 +691,36 @@ compress_frame(ws_conn_t *w, const struct iovec *iov, int iovcnt, size_t total)
     size_t plen = cap - hdr - z->avail_out;
     if (plen >= 4 && memcmp(out + hdr + plen - 4, "\x00\x00\xff\xff", 4) == 0)
         plen -= 4;
-    uint8_t h[14];
-    size_t hl = nd_ws_frame_header(h, OP_BINARY, plen);
+    uint8_t h[14], key[4];
+    size_t hl = frame_header_ours(w, h, OP_BINARY, plen, key);
     h[0] |= 0x40; /* RSV1: compressed */
     memcpy(out + hdr - hl, h, hl);
+    if (w->mask_writes)
+        for (size_t i = 0; i < plen; i++)
+            out[hdr + i] ^= key[i & 3];
     w->cf = out;
     w->cfoff = hdr - hl;
     w->cflen = hdr + plen;
+    w->cplain = total;
+}
+
+/* The client side's frame (a leaf that dialed ws://): the caller's bytes copied and masked. */
+static void
+masked_frame(ws_conn_t *w, const struct iovec *iov, int iovcnt, size_t total)
+{
+    uint8_t h[14], key[4];
+    size_t hl = frame_header_ours(w, h, OP_BINARY, total, key);
+    uint8_t *out = nd_xmalloc(hl + total);
+    memcpy(out, h, hl);
+    size_t o = 0;
+    for (int i = 0; i < iovcnt; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        for (size_t k = 0; k < iov[i].iov_len; k++, o++)
+            out[hl + o] = p[k] ^ key[o & 3];
+    }
+    w->cf = out;
+    w->cfoff = 0;
+    w->cflen = hl + total;
     w->cplain = total;
 }
 
@@ -700,6 +760,10 @@ ws_writev(nd_transport_t *t, const struct iovec *iov, int iovcnt)
     if (w->compress && w->wrem == 0 && w->whoff == w->whlen && total > COMPRESS_MIN &&
         total <= UINT32_MAX / 2) {
         compress_frame(w, iov, iovcnt, total);
+        return cf_flush(w);
+    }
+    if (w->mask_writes) {
+        masked_frame(w, iov, iovcnt, total);
         return cf_flush(w);
     }
     if (w->wrem == 0) {
@@ -788,6 +852,10 @@ nd_ws_configure(nd_transport_t *t, const nd_ws_params_t *p)
     ws_conn_t *w = t->impl;
     w->compress = p->compress;
     w->no_mask = p->no_mask;
+    w->mask_writes = p->mask_writes;
+    if (w->mask_writes && getrandom(&w->rnd, sizeof w->rnd, 0) != (ssize_t)sizeof w->rnd)
+        w->rnd = (uint64_t)(uintptr_t)w ^ 0x9E3779B97F4A7C15ull;
+    w->rnd |= 1; /* xorshift never leaves 0 */
     w->max_msg = p->max_payload > 0 ? (uint64_t)p->max_payload : 1024 * 1024;
 }
 
@@ -1104,6 +1172,124 @@ nd_ws_check_upgrade(const nd_ws_srv_t *ws, const char *buf, const nd_http_req_t 
                               memcmp(v, "true", 4) == 0;
         }
     }
+}
+
+/* ---- client side (a leaf that dials ws://) ---- */
+
+/* The value of header name in an HTTP response head (lines after the status line), trimmed. */
+static bool
+resp_header(const char *head, const char *name, const char **v, size_t *vn)
+{
+    size_t nl = strlen(name);
+    for (const char *l = strstr(head, "\r\n"); l != NULL; l = strstr(l, "\r\n")) {
+        l += 2;
+        const char *e = strstr(l, "\r\n");
+        if (e == NULL || e == l)
+            return false;
+        const char *colon = memchr(l, ':', (size_t)(e - l));
+        if (colon != NULL && (size_t)(colon - l) == nl && nd_http_ieq(l, nl, name)) {
+            *v = colon + 1;
+            *vn = (size_t)(e - colon - 1);
+            nd_http_trim(v, vn);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Waits for fd to be ready for events within the time left until deadline (ms on the
+ * monotonic clock). Returns: false on timeout or error. */
+static bool
+wait_fd(int fd, short events, int64_t deadline_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t left = deadline_ms - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (left <= 0)
+        return false;
+    struct pollfd pf = {.fd = fd, .events = events};
+    return poll(&pf, 1, (int)left) == 1;
+}
+
+bool
+nd_ws_url(const char *url)
+{
+    return strncasecmp(url, "ws://", 5) == 0 || strncasecmp(url, "wss://", 6) == 0;
+}
+
+int
+nd_ws_client_handshake(int fd, const char *host, int port, const char *path, int timeout_ms,
+                       char *err, size_t ecap)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeout_ms;
+    uint8_t raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+        snprintf(err, ecap, "websocket key: %s", strerror(errno));
+        return -1;
+    }
+    char key[32], want[32];
+    nd_b64_encode(ND_B64_STD, raw, sizeof raw, key);
+    nd_ws_accept_key(key, strlen(key), want);
+    char req[1024];
+    int n = snprintf(req, sizeof req,
+                     strchr(host, ':') != NULL ? "GET %s HTTP/1.1\r\nHost: [%s]:%d\r\n"
+                                               : "GET %s HTTP/1.1\r\nHost: %s:%d\r\n",
+                     path, host, port);
+    n += snprintf(req + n, sizeof req - (size_t)n,
+                  "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                  "Sec-WebSocket-Version: 13\r\n\r\n",
+                  key);
+    for (size_t off = 0; off < (size_t)n;) {
+        ssize_t k = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
+        if (k > 0) {
+            off += (size_t)k;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_fd(fd, POLLOUT, deadline)) {
+                snprintf(err, ecap, "websocket handshake: write timeout");
+                return -1;
+            }
+        } else {
+            snprintf(err, ecap, "websocket handshake: write: %s", strerror(errno));
+            return -1;
+        }
+    }
+    /* Byte by byte up to the empty line: the server's first frame may follow at once and must
+     * stay in the socket for the connection's reader. */
+    char head[4096];
+    size_t hl = 0;
+    while (hl < 4 || memcmp(head + hl - 4, "\r\n\r\n", 4) != 0) {
+        if (hl + 1 >= sizeof head) {
+            snprintf(err, ecap, "invalid websocket connection: response head too long");
+            return -1;
+        }
+        ssize_t k = recv(fd, head + hl, 1, 0);
+        if (k == 1) {
+            hl++;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_fd(fd, POLLIN, deadline)) {
+                snprintf(err, ecap, "websocket handshake: read timeout");
+                return -1;
+            }
+        } else {
+            snprintf(err, ecap, "websocket handshake: %s", k == 0 ? "EOF" : strerror(errno));
+            return -1;
+        }
+    }
+    head[hl] = '\0';
+    const char *v;
+    size_t vn;
+    /* nats-server's checks of the answer (leafnode.go): 101, Upgrade, Connection, the key. */
+    bool ok = strncmp(head, "HTTP/1.1 101 ", 13) == 0 && resp_header(head, "Upgrade", &v, &vn) &&
+              nd_http_ieq(v, vn, "websocket") && resp_header(head, "Connection", &v, &vn) &&
+              nd_http_ieq(v, vn, "upgrade") && resp_header(head, "Sec-WebSocket-Accept", &v, &vn) &&
+              vn == strlen(want) && memcmp(v, want, vn) == 0;
+    if (!ok) {
+        snprintf(err, ecap, "invalid websocket connection");
+        return -1;
+    }
+    return 0;
 }
 
 void

@@ -25,6 +25,9 @@
  *     writes above 64 bytes become one compressed frame (deflate level 1, one stream per thread,
  *     reset for each message); smaller ones go out as they are, as nats-server does.
  *   - Nats-No-Masking: a peer that said it does not mask may send unmasked frames.
+ *   - The client side (a leaf that dialed a ws:// remote, nd_ws_client_handshake): our frames,
+ *     control frames included, are masked with a fresh key each (copied, as a compressed frame
+ *     is) and the server's unmasked frames are read.
  * The codec is our own rather than wslay's: it decodes in place in the connection's read buffer
  * and frames writes without copying them, which a callback library does not let us do.
  */
@@ -101,7 +104,8 @@ void nd_ws_wrap(nd_transport_t *t, const void *prefix, size_t n);
 /* What the upgrade negotiated for one connection. */
 typedef struct nd_ws_params {
     bool compress;       /* permessage-deflate */
-    bool no_mask;        /* the peer sent Nats-No-Masking: true */
+    bool no_mask;        /* the peer sent Nats-No-Masking: true, or is the server we dialed */
+    bool mask_writes;    /* we are the client side: our frames are masked */
     int64_t max_payload; /* the connection's max_payload; 0: 1 MiB */
 } nd_ws_params_t;
 /* Applies p to a transport that nd_ws_wrap made. Ctx: the owner's turn. */
@@ -116,6 +120,17 @@ void nd_ws_closing(nd_transport_t *t, nd_close_reason_t reason);
 bool nd_ws_read_again(const nd_transport_t *t);
 /* Whether control frames wait to be written (a pong that the socket did not take at once). */
 bool nd_ws_pending(const nd_transport_t *t);
+
+/* Whether url is a WebSocket one (ws://; wss:// also says so, and its TLS is not built yet). */
+bool nd_ws_url(const char *url);
+
+/* The client side of the upgrade, for a leaf that dials a ws:// URL: sends the GET for path to
+ * host:port on the connected non-blocking socket fd and checks the 101 as nats-server's leaf
+ * does (status, Upgrade, Connection, Sec-WebSocket-Accept), reading no byte past it. Blocks
+ * up to timeout_ms. Ctx: a thread that may block (the leaf dialer). Returns: 0, or -1 with the
+ * reason in err. */
+int nd_ws_client_handshake(int fd, const char *host, int port, const char *path, int timeout_ms,
+                           char *err, size_t ecap);
 
 /* Frees the listener's settings (not the listener). NULL is fine. */
 void nd_ws_srv_free(nd_ws_srv_t *ws);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -930,4 +931,154 @@ Test(wsauth, ping_interval, .timeout = 30)
     cr_assert_eq(pings, 2);
     close(fd);
     nd_integ_conf_stop(s2, &cf);
+}
+
+/* ---- leaf nodes over WebSocket ---- */
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The subscriptions count of the first leaf connection in /leafz (-1: none). */
+static int
+leaf_subs(int mport)
+{
+    char *body = nd_integ_http_get(mport, "/leafz");
+    json_error_t err;
+    json_t *o = json_loads(body, 0, &err);
+    free(body);
+    cr_assert_not_null(o);
+    json_t *l = json_array_get(json_object_get(o, "leafs"), 0);
+    int n = l != NULL ? (int)json_integer_value(json_object_get(l, "subscriptions")) : -1;
+    json_decref(o);
+    return n;
+}
+
+/* Waits (polling /leafz, as test_leaf.c) until the leaf connection on mport holds n
+ * subscriptions: the peer's LS+ has arrived. */
+static void
+wait_leaf_subs(int mport, int n)
+{
+    int64_t deadline = mono_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int got;
+    while ((got = leaf_subs(mport)) != n) {
+        cr_assert(mono_ms() < deadline, "/leafz on %d: %d subscriptions, want %d", mport, got, n);
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+typedef struct ws_node {
+    nd_integ_conf_t cf;
+    nd_integ_server_t *srv;
+    int port, mport;
+} ws_node_t;
+
+static void
+ws_node_start(ws_node_t *n, const char *bin, const char *text)
+{
+    /* Exactly the config's ports (nd_integ_conf_start would add a random client port). */
+    nd_integ_conf_write(&n->cf, text);
+    n->srv = nd_integ_server_start_bin(bin != NULL ? bin : nd_integ_server_path(),
+                                       (const char *const[]){"-c", n->cf.path, NULL});
+}
+
+/* A hub with a leafnodes port and a websocket port, and a leaf whose remote is the hub's
+ * ws:// URL (path /leafnode, masked frames): messages and interest cross both ways. hub_bin,
+ * leaf_bin: a binary other than the server under test (the reference), or NULL. */
+static void
+ws_leaf(const char *hub_bin, const char *leaf_bin)
+{
+    ws_node_t hub = {0}, leaf = {0};
+    int hws = nd_integ_free_port();
+    hub.port = nd_integ_free_port();
+    hub.mport = nd_integ_free_port();
+    leaf.port = nd_integ_free_port();
+    leaf.mport = nd_integ_free_port();
+    char text[1024];
+    snprintf(text, sizeof text,
+             "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\nleafnodes { listen: 127.0.0.1:%d }\n"
+             "websocket { host: 127.0.0.1, port: %d, no_tls: true }\n",
+             hub.port, hub.mport, nd_integ_free_port(), hws);
+    ws_node_start(&hub, hub_bin, text);
+    snprintf(text, sizeof text,
+             "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n"
+             "leafnodes { remotes: [ { url: \"ws://127.0.0.1:%d\" } ] }\n",
+             leaf.port, leaf.mport, hws);
+    ws_node_start(&leaf, leaf_bin, text);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    nd_integ_conn_t *h = nd_integ_conn_open_port(hub.port);
+    nd_integ_conn_t *l = nd_integ_conn_open_port(leaf.port);
+    ND_SEND(h, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_SEND(l, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+    /* leaf -> hub */
+    ND_SEND(h, "SUB hub.foo 1\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    wait_leaf_subs(leaf.mport, lbase + 1);
+    ND_SEND(l, "PUB hub.foo 5\r\nhello\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    ND_EXPECT(h, "MSG hub.foo 1 5\r\nhello\r\n");
+    /* hub -> leaf, a payload big enough to be framed with a 16-bit length */
+    ND_SEND(l, "SUB leaf.foo 7\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub.mport, hbase + 1);
+    char big[400], line[512];
+    memset(big, 'z', 300);
+    big[300] = '\0';
+    snprintf(line, sizeof line, "PUB leaf.foo 300\r\n%s\r\nPING\r\n", big);
+    ND_SENDS(h, line);
+    ND_EXPECT(h, "PONG\r\n");
+    snprintf(line, sizeof line, "MSG leaf.foo 7 300\r\n%s\r\n", big);
+    nd_integ_expect(l, line, strlen(line));
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+    nd_integ_conf_stop(leaf.srv, &leaf.cf);
+    nd_integ_conf_stop(hub.srv, &hub.cf);
+}
+
+Test(wsleaf, natsd_both, .timeout = 60)
+{
+    ws_leaf(NULL, NULL);
+}
+
+/* The server under test as the hub, nats-server 2.9.10 as the leaf, and the other way round
+ * (natsd only: the reference run has the reference in both roles above). */
+Test(wsleaf, mixed_hub, .timeout = 60)
+{
+    if (nd_integ_is_reference() || nd_integ_reference_path() == NULL)
+        return;
+    ws_leaf(NULL, nd_integ_reference_path());
+}
+
+Test(wsleaf, mixed_leaf, .timeout = 60)
+{
+    if (nd_integ_is_reference() || nd_integ_reference_path() == NULL)
+        return;
+    ws_leaf(nd_integ_reference_path(), NULL);
+}
+
+/* /leafnode on a server without a leafnodes port: the 101, then the socket closes without a
+ * frame (nats-server logs "Not configured to accept leaf node connections"). */
+Test(ws, leafnode_path_without_leafnodes)
+{
+    int fd = ws_dial();
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "GET /leafnode HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n\r\n",
+                     ws_port, key_hdr);
+    send_all(fd, req, (size_t)n);
+    char head[1024];
+    recv_head(fd, head, sizeof head);
+    cr_assert_str_eq(head, upgrade_101);
+    expect_eof(fd);
+    close(fd);
 }

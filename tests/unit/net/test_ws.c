@@ -379,3 +379,27 @@ Test(ws, close_after_data_read_again)
     cr_assert(nd_ws_read_again(&tr));
     cr_assert_eq(tr.vt->read(&tr, buf, sizeof buf), 0);
 }
+
+/* The client side (a leaf that dialed ws://): every frame is masked with a fresh key, and the
+ * server's unmasked frames are read. */
+Test(ws, client_side_masks)
+{
+    nd_ws_configure(&tr, &(nd_ws_params_t){.no_mask = true, .mask_writes = true});
+    cr_assert_eq(nd_transport_write(&tr, "PONG\r\n", 6), 6);
+    cr_assert_eq(nd_transport_write(&tr, "PONG\r\n", 6), 6);
+    uint8_t r[64];
+    cr_assert_eq(read(peer, r, sizeof r), 2 * 12);
+    for (int f = 0; f < 2; f++) {
+        const uint8_t *h = r + 12 * f;
+        cr_assert_eq(h[0], 0x82);
+        cr_assert_eq(h[1], 0x80 | 6);
+        char p[7] = "";
+        for (int i = 0; i < 6; i++)
+            p[i] = (char)(h[6 + i] ^ h[2 + (i & 3)]);
+        cr_assert_str_eq(p, "PONG\r\n");
+    }
+    cr_assert(memcmp(r + 2, r + 14, 4) != 0, "a new key per frame");
+    cr_assert(write(peer, "\x82\x02hi", 4) == 4);
+    char buf[16];
+    cr_assert_eq(tr.vt->read(&tr, buf, sizeof buf), 2);
+}
