@@ -567,8 +567,10 @@ nd_server_free(nd_server_t *s)
         nd_poller_free(s->poller);
     /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */
     nd_server_info_t *info = atomic_load_explicit(&s->info, memory_order_relaxed);
-    if (info != NULL)
+    if (info != NULL) {
         nd_tls_ctx_unref(info->tls);
+        nd_free(info->ws_text);
+    }
     nd_free(info);
     for (unsigned i = 0; s->rscratch != NULL && i < nd_pool_workers(s->pool); i++) {
         nd_free(s->rscratch[i].p);

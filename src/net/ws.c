@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <poll.h>
+#include <pthread.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/random.h>
@@ -651,17 +652,37 @@ ws_read(nd_transport_t *t, void *buf, size_t len)
 /* One deflate stream per thread, reset for each message: with no context takeover a message
  * needs nothing from the one before, and a connection then keeps no compressor while idle
  * (zlib's default stream is about 260 KiB). The transport's writev has no worker context, so
- * this is a thread-local rather than a per-worker slot; it lives as long as its thread. */
+ * this is a thread-local rather than a per-worker slot; a thread key frees it when its thread
+ * ends. */
 static _Thread_local z_stream *tl_deflate;
+static pthread_key_t deflate_key;
+static pthread_once_t deflate_once = PTHREAD_ONCE_INIT;
+
+static void
+deflater_free(void *p)
+{
+    z_stream *z = p;
+    deflateEnd(z);
+    nd_free(z);
+}
+
+static void
+deflate_key_make(void)
+{
+    if (pthread_key_create(&deflate_key, deflater_free) != 0)
+        nd_fatal("ws: pthread_key_create failed");
+}
 
 static z_stream *
 deflater(void)
 {
     if (tl_deflate == NULL) {
+        pthread_once(&deflate_once, deflate_key_make);
         tl_deflate = nd_xcalloc(1, sizeof(*tl_deflate));
         /* Level 1 as nats-server (flate.BestSpeed); raw deflate, 32 KiB window. */
         if (deflateInit2(tl_deflate, 1, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
             nd_fatal("ws: deflateInit2 failed");
+        pthread_setspecific(deflate_key, tl_deflate);
     } else {
         deflateReset(tl_deflate);
     }
