@@ -13,13 +13,16 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1081,4 +1084,76 @@ Test(ws, leafnode_path_without_leafnodes)
     cr_assert_str_eq(head, upgrade_101);
     expect_eof(fd);
     close(fd);
+}
+
+/* ---- start-up checks ---- */
+
+/* Runs the server under test with `-c` text to its exit; returns its exit status and its
+ * output (stdout and stderr, owned) in *out. */
+static int
+run_conf(const char *text, char **out)
+{
+    nd_integ_conf_t cf = {0};
+    nd_integ_conf_write(&cf, text);
+    char op[256];
+    nd_integ_conf_file(&cf, "run.out", op, sizeof op);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(nd_integ_server_path(), nd_integ_server_path(), "-c", cf.path, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    int64_t deadline = mono_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+        if (mono_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            cr_assert_fail("the server did not exit");
+        }
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    FILE *f = fopen(op, "r");
+    cr_assert_not_null(f);
+    *out = calloc(1, 65536);
+    size_t n = fread(*out, 1, 65535, f);
+    (*out)[n] = '\0';
+    fclose(f);
+    nd_integ_conf_remove(&cf);
+    cr_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* nats-server's validateWebsocketOptions refuses to start (exit 1) with these, in its words;
+ * `-t` does not check them (both say the file is valid). */
+Test(wsstart, refusals, .timeout = 60)
+{
+    static const struct {
+        const char *conf, *text;
+    } cases[] = {
+        {"websocket { host: 127.0.0.1, port: -1 }\n", "websocket requires TLS configuration"},
+        {"websocket { host: 127.0.0.1, port: -1, no_tls: true, no_auth_user: x }\n",
+         "no_auth_user: \"x\" present, but users are not defined"},
+        {"authorization { users: [ {user: a, password: b} ] }\n"
+         "websocket { host: 127.0.0.1, port: -1, no_tls: true, no_auth_user: x }\n",
+         "no_auth_user: \"x\" not present as user in authorization block or account "
+         "configuration"},
+        {"authorization { users: [ {user: a, password: b} ] }\n"
+         "websocket { host: 127.0.0.1, port: -1, no_tls: true, authorization { user: u, "
+         "password: p } }\n",
+         "websocket authentication username not compatible with presence of users/nkeys"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "listen: 127.0.0.1:-1\n%s", cases[i].conf);
+        char *out;
+        int st = run_conf(text, &out);
+        cr_assert_eq(st, 1, "%s: exit %d: %s", cases[i].text, st, out);
+        cr_assert(strstr(out, cases[i].text) != NULL, "want %s in: %s", cases[i].text, out);
+        free(out);
+    }
 }
