@@ -994,7 +994,7 @@ ws_node_start(ws_node_t *n, const char *bin, const char *text)
  * ws:// URL (path /leafnode, masked frames): messages and interest cross both ways. hub_bin,
  * leaf_bin: a binary other than the server under test (the reference), or NULL. */
 static void
-ws_leaf(const char *hub_bin, const char *leaf_bin)
+ws_leaf_opts(const char *hub_bin, const char *leaf_bin, const char *hub_ws, const char *remote)
 {
     ws_node_t hub = {0}, leaf = {0};
     int hws = nd_integ_free_port();
@@ -1005,13 +1005,13 @@ ws_leaf(const char *hub_bin, const char *leaf_bin)
     char text[1024];
     snprintf(text, sizeof text,
              "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\nleafnodes { listen: 127.0.0.1:%d }\n"
-             "websocket { host: 127.0.0.1, port: %d, no_tls: true }\n",
-             hub.port, hub.mport, nd_integ_free_port(), hws);
+             "websocket { host: 127.0.0.1, port: %d, no_tls: true %s }\n",
+             hub.port, hub.mport, nd_integ_free_port(), hws, hub_ws);
     ws_node_start(&hub, hub_bin, text);
     snprintf(text, sizeof text,
              "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n"
-             "leafnodes { remotes: [ { url: \"ws://127.0.0.1:%d\" } ] }\n",
-             leaf.port, leaf.mport, hws);
+             "leafnodes { remotes: [ { url: \"ws://127.0.0.1:%d\" %s } ] }\n",
+             leaf.port, leaf.mport, hws, remote);
     ws_node_start(&leaf, leaf_bin, text);
     nd_integ_wait_leafs(hub.mport, 1);
     nd_integ_wait_leafs(leaf.mport, 1);
@@ -1047,6 +1047,12 @@ ws_leaf(const char *hub_bin, const char *leaf_bin)
     nd_integ_conf_stop(hub.srv, &hub.cf);
 }
 
+static void
+ws_leaf(const char *hub_bin, const char *leaf_bin)
+{
+    ws_leaf_opts(hub_bin, leaf_bin, "", "");
+}
+
 Test(wsleaf, natsd_both, .timeout = 60)
 {
     ws_leaf(NULL, NULL);
@@ -1066,6 +1072,17 @@ Test(wsleaf, mixed_leaf, .timeout = 60)
     if (nd_integ_is_reference() || nd_integ_reference_path() == NULL)
         return;
     ws_leaf(nd_integ_reference_path(), NULL);
+}
+
+/* A leaf that asks for compression and no masking (nats-server's ws_compression,
+ * ws_no_masking) of a hub with compression on: compressed frames both ways, unmasked from the
+ * leaf. The leaf is the reference (natsd's leaf offers neither yet); in the reference run, both. */
+Test(wsleaf, compressed_unmasked, .timeout = 60)
+{
+    const char *leaf = nd_integ_reference_path();
+    if (leaf == NULL)
+        return;
+    ws_leaf_opts(NULL, leaf, ", compression: true", ", ws_compression: true, ws_no_masking: true");
 }
 
 /* /leafnode on a server without a leafnodes port: the 101, then the socket closes without a
