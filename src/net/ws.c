@@ -438,6 +438,19 @@ too_big(ws_conn_t *w)
     w->eof = w->failed = w->too_big = true;
 }
 
+/* Makes room for k more compressed bytes and the tail that inflate_begin adds. */
+static void
+cin_reserve(ws_conn_t *w, size_t k)
+{
+    if (w->clen + k + sizeof deflate_tail <= w->ccap)
+        return;
+    size_t cap = w->ccap == 0 ? 256 : w->ccap;
+    while (cap < w->clen + k + sizeof deflate_tail)
+        cap *= 2;
+    w->cin = nd_xrealloc(w->cin, cap);
+    w->ccap = cap;
+}
+
 /* Appends k compressed bytes (masked) to the message being gathered. Returns: false when the
  * message is over the limit. */
 static bool
@@ -447,13 +460,7 @@ gather(ws_conn_t *w, const uint8_t *src, size_t k)
         too_big(w);
         return false;
     }
-    if (w->clen + k > w->ccap) {
-        size_t cap = w->ccap == 0 ? 256 : w->ccap;
-        while (cap < w->clen + k + sizeof deflate_tail)
-            cap *= 2;
-        w->cin = nd_xrealloc(w->cin, cap);
-        w->ccap = cap;
-    }
+    cin_reserve(w, k);
     unmask(w, w->cin + w->clen, src, k);
     w->clen += k;
     return true;
@@ -463,6 +470,7 @@ gather(ws_conn_t *w, const uint8_t *src, size_t k)
 static void
 inflate_begin(ws_conn_t *w)
 {
+    cin_reserve(w, 0); /* a message of empty frames has gathered nothing */
     memcpy(w->cin + w->clen, deflate_tail, sizeof deflate_tail);
     w->clen += sizeof deflate_tail;
     w->inf = nd_xcalloc(1, sizeof(*w->inf));

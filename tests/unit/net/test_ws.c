@@ -403,3 +403,31 @@ Test(ws, client_side_masks)
     char buf[16];
     cr_assert_eq(tr.vt->read(&tr, buf, sizeof buf), 2);
 }
+
+/* A compressed message whose only frame is empty is no deflate stream (an empty message
+ * compresses to at least one byte): a protocol error, as nats-server's flate reader fails on it,
+ * and nothing is read from before the gathered bytes. */
+Test(ws, empty_compressed_message)
+{
+    use_compression(0);
+    uint8_t w[64];
+    size_t n = frame_bin(w, 0xC2, NULL, 0);
+    n += frame(w + n, 0x82, "ok", 2);
+    cr_assert(write(peer, w, n) == (ssize_t)n);
+    char buf[16];
+    cr_assert_eq(tr.vt->read(&tr, buf, sizeof buf), -1);
+    cr_assert_eq(errno, EPROTO);
+}
+
+/* An empty message compressed as RFC 7692 7.2.3.6 shows (one byte, 0x00), then a plain frame. */
+Test(ws, empty_message_compressed)
+{
+    use_compression(0);
+    uint8_t w[64];
+    size_t n = frame_bin(w, 0xC2, (const uint8_t *)"\x00", 1);
+    n += frame(w + n, 0x82, "ok", 2);
+    cr_assert(write(peer, w, n) == (ssize_t)n);
+    char buf[16];
+    cr_assert_eq(drain(buf, sizeof buf), 2);
+    cr_assert(memcmp(buf, "ok", 2) == 0);
+}
