@@ -92,6 +92,8 @@ typedef struct ws_conn {
 
 /* A message of at most this many bytes goes out uncompressed (nats-server's threshold). */
 #define COMPRESS_MIN 64
+/* The most of the caller's bytes one compressed or masked frame takes. */
+#define COPY_MAX (1024u * 1024u)
 
 /* A deflate stream's sync-flush marker, which RFC 7692 7.2.1 strips from the end of each
  * compressed message, followed by an empty final stored block so that inflate reports the end
@@ -708,13 +710,16 @@ compress_frame(ws_conn_t *w, const struct iovec *iov, int iovcnt, size_t total)
     size_t hdr = 14; /* the header is written in front of the payload once its size is known */
     z->next_out = out + hdr;
     z->avail_out = (uInt)(cap - hdr);
-    for (int i = 0; i < iovcnt; i++) {
+    size_t left = total;
+    for (int i = 0; i < iovcnt && left > 0; i++) {
+        size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+        left -= k;
         z->next_in = iov[i].iov_base;
-        z->avail_in = (uInt)iov[i].iov_len;
-        int rc = deflate(z, i + 1 == iovcnt ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+        z->avail_in = (uInt)k;
+        int rc = deflate(z, left == 0 ? Z_SYNC_FLUSH : Z_NO_FLUSH);
         if (rc != Z_OK && rc != Z_BUF_ERROR)
             nd_fatal("ws: deflate failed (%d)", rc);
-        if (z->avail_in != 0)
+        if (z->avail_in != 0 || z->avail_out == 0)
             nd_fatal("ws: deflate output larger than its bound");
     }
     size_t plen = cap - hdr - z->avail_out;
@@ -742,9 +747,9 @@ masked_frame(ws_conn_t *w, const struct iovec *iov, int iovcnt, size_t total)
     uint8_t *out = nd_xmalloc(hl + total);
     memcpy(out, h, hl);
     size_t o = 0;
-    for (int i = 0; i < iovcnt; i++) {
+    for (int i = 0; i < iovcnt && o < total; i++) {
         const uint8_t *p = iov[i].iov_base;
-        for (size_t k = 0; k < iov[i].iov_len; k++, o++)
+        for (size_t k = 0; k < iov[i].iov_len && o < total; k++, o++)
             out[hl + o] = p[k] ^ key[o & 3];
     }
     w->cf = out;
@@ -786,13 +791,16 @@ ws_writev(nd_transport_t *t, const struct iovec *iov, int iovcnt)
         total += iov[i].iov_len;
     if (total == 0)
         return 0;
-    if (w->compress && w->wrem == 0 && w->whoff == w->whlen && total > COMPRESS_MIN &&
-        total <= UINT32_MAX / 2) {
-        compress_frame(w, iov, iovcnt, total);
+    /* A frame that is built in a buffer of its own (compressed, masked) takes at most
+     * COPY_MAX of the caller's bytes: the rest goes in the next frames, so a large backlog
+     * neither holds the worker in one deflate call nor doubles its memory at once. */
+    size_t take = total < COPY_MAX ? total : COPY_MAX;
+    if (w->compress && w->wrem == 0 && w->whoff == w->whlen && total > COMPRESS_MIN) {
+        compress_frame(w, iov, iovcnt, take);
         return cf_flush(w);
     }
     if (w->mask_writes) {
-        masked_frame(w, iov, iovcnt, total);
+        masked_frame(w, iov, iovcnt, take);
         return cf_flush(w);
     }
     if (w->wrem == 0) {

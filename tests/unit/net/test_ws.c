@@ -431,3 +431,19 @@ Test(ws, empty_message_compressed)
     cr_assert_eq(drain(buf, sizeof buf), 2);
     cr_assert(memcmp(buf, "ok", 2) == 0);
 }
+
+/* One compressed frame takes at most 1 MiB of the caller's bytes; the rest goes in the next. */
+Test(ws, compressed_frame_cap)
+{
+    use_compression(0);
+    size_t len = 1536 * 1024;
+    char *big = malloc(len);
+    memset(big, 'q', len);
+    cr_assert_eq(nd_transport_write(&tr, big, len), 1024 * 1024);
+    cr_assert_eq(nd_transport_write(&tr, big + 1024 * 1024, len - 1024 * 1024),
+                 (ssize_t)(len - 1024 * 1024));
+    uint8_t r[65536];
+    ssize_t k = read(peer, r, sizeof r);
+    cr_assert(k > 4 && r[0] == 0xC2, "frame 0x%02x", r[0]);
+    free(big);
+}
