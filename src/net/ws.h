@@ -21,9 +21,11 @@
  *     the gathered bytes are freed at the end of each message, so an idle connection keeps no
  *     zlib state. Gathered bytes are limited to 8 x max_payload (at most 64 MiB) and inflated
  *     bytes to max_payload per message, as nats-server 2.11's wsDecompressAndParse: beyond
- *     either the connection closes (1009), so a deflate bomb costs no more than that. Outgoing
- *     writes above 64 bytes become one compressed frame (deflate level 1, one stream per thread,
- *     reset for each message); smaller ones go out as they are, as nats-server does.
+ *     either the connection closes, so a deflate bomb costs no more than that (with 1009 and
+ *     "Maximum Message Payload Exceeded", where 2.11 reports a read error; 2.9.10 has no
+ *     limit). Outgoing writes above 64 bytes become compressed frames of at most 1 MiB of
+ *     input each (deflate level 1, one stream per thread, reset for each message); smaller ones
+ *     go out as they are, as nats-server does.
  *   - Nats-No-Masking: a peer that said it does not mask may send unmasked frames.
  *   - The client side (a leaf that dialed a ws:// remote, nd_ws_client_handshake): our frames,
  *     control frames included, are masked with a fresh key each (copied, as a compressed frame
