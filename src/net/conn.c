@@ -198,12 +198,15 @@ nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub)
 
 /* ---- monitoring (src/net/connreg.h) ---- */
 
-/* Publishes this turn's counters for monitors. */
+/* Publishes this turn's counters for monitors. The subscriptions counted are those the account
+ * has placed (acknowledged): a monitor that sees one can expect a publish to find it, as in
+ * nats-server, whose connection inserts each subscription before it reads on (a leaf's or a
+ * route's LS+/RS+ is otherwise counted before its account has it). */
 static void
 mon_publish(nd_conn_t *c)
 {
-    nd_connreg_publish(&c->mon, c->in_msgs, c->in_bytes, c->out_msgs, c->out_bytes,
-                       c->subs.count);
+    size_t subs = c->subs.count > c->sub_acks_due ? c->subs.count - c->sub_acks_due : 0;
+    nd_connreg_publish(&c->mon, c->in_msgs, c->in_bytes, c->out_msgs, c->out_bytes, subs);
 }
 
 nd_actor_t *
@@ -945,7 +948,11 @@ leaf_setup(nd_conn_t *c, struct nd_leaf *lf)
         /* We dialed a ws:// remote and the upgrade is done (leaf.c): we are the client side,
          * our frames are masked and the server's are not. */
         nd_ws_wrap(&c->tr, NULL, 0);
-        nd_ws_configure(&c->tr, &(nd_ws_params_t){.no_mask = true, .mask_writes = true});
+        nd_ws_configure(&c->tr, &(nd_ws_params_t){.compress = lf->wsd.got_compress,
+                                                   .no_mask = true,
+                                                   .mask_writes = !lf->wsd.got_no_masking,
+                                                   .max_payload = nd_server_live_get(c->srv,
+                                                                                     max_payload)});
     }
 }
 

@@ -82,6 +82,7 @@ struct leaf_job {
     int attempts;
     int64_t due_ns;
     char url[512]; /* the URL of the current attempt */
+    nd_ws_dial_t wsd; /* ws:// URL: what the upgrade asked for and got */
 };
 
 struct nd_leafs {
@@ -896,7 +897,7 @@ nd_leaf_url_parse(const char *url, char *host, size_t hcap, int *port, char *use
 /* Connects to url with a timeout. Returns: the connected non-blocking socket, or -1 with the
  * error text in err. */
 static int
-dial(const char *url, char *err, size_t ecap)
+dial(const char *url, nd_ws_dial_t *wsd, char *err, size_t ecap)
 {
     char host[256], user[128], pass[128], port[8];
     int p;
@@ -941,7 +942,7 @@ dial(const char *url, char *err, size_t ecap)
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (nd_ws_url(url) &&
-        nd_ws_client_handshake(fd, host, p, "/leafnode", LEAF_DIAL_TIMEOUT_MS, err, ecap) != 0) {
+        nd_ws_client_handshake(fd, host, p, "/leafnode", wsd, LEAF_DIAL_TIMEOUT_MS, err, ecap) != 0) {
         close(fd);
         return -1;
     }
@@ -958,6 +959,7 @@ spawn(nd_ctx_t *ctx, nd_leafs_t *l, int fd, leaf_job_t *job)
         const nd_leaf_remote_t *rm = job_remote(l, job);
         lf->spoke = !rm->hub;
         lf->ws = nd_ws_url(job->url);
+        lf->wsd = job->wsd;
         if (rm->account != NULL && strcmp(rm->account, "$G") != 0) {
             nd_auth_t *a = nd_auth_slot_get(l->srv->auth);
             acct = a != NULL ? nd_auth_find(a, rm->account, strlen(rm->account)) : NULL;
@@ -1016,7 +1018,8 @@ dialer_main(void *arg)
         pthread_mutex_unlock(&l->dmu);
         char err[320];
         nd_log_debug("Trying to connect to leafnode remote %s", job->url);
-        int fd = dial(job->url, err, sizeof err);
+        job->wsd = (nd_ws_dial_t){.compress = rm->ws_compression, .no_masking = rm->ws_no_masking};
+        int fd = dial(job->url, &job->wsd, err, sizeof err);
         pthread_mutex_lock(&l->dmu);
         if (l->stop) {
             if (fd >= 0)

@@ -12,6 +12,7 @@
 
 #include "net/conn_int.h"
 #include "net/leaf.h"
+#include "net/ws.h"
 
 typedef struct leaf_job leaf_job_t;
 struct leaf_watch;
@@ -27,6 +28,7 @@ typedef struct nd_leaf {
     bool connect_seen;  /* accepted: the CONNECT handled */
     bool registered;    /* in the leaf table, watching its account */
     bool ws;            /* solicited over ws:// (the upgrade done by the dialer) */
+    nd_ws_dial_t wsd;   /* ... and what it negotiated */
     char remote_id[64];
     char remote_name[128];
     struct leaf_watch *watch; /* while registered */

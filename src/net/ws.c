@@ -991,6 +991,27 @@ header_has(const char *buf, const nd_http_req_t *req, const char *name, const ch
     return false;
 }
 
+/* Whether the ',' or ';' separated list v[0..n) holds token (case-insensitive, trimmed). */
+static bool
+list_has(const char *v, size_t n, const char *token)
+{
+    while (n > 0) {
+        size_t tl = 0;
+        while (tl < n && v[tl] != ',' && v[tl] != ';')
+            tl++;
+        const char *t = v;
+        size_t tn = tl;
+        nd_http_trim(&t, &tn);
+        if (nd_http_ieq(t, tn, token))
+            return true;
+        if (tl == n)
+            break;
+        v += tl + 1;
+        n -= tl + 1;
+    }
+    return false;
+}
+
 /* Whether Sec-WebSocket-Extensions names ext, in any of its extensions' parameters (as
  * nats-server's wsPMCExtensionSupport, which only looks for the name). */
 static bool
@@ -998,22 +1019,9 @@ extension_offered(const char *buf, const nd_http_req_t *req, const char *ext)
 {
     const char *v;
     size_t vn;
-    for (size_t i = 0; nd_http_header(buf, req, "Sec-WebSocket-Extensions", i, &v, &vn); i++) {
-        while (vn > 0) {
-            size_t tl = 0;
-            while (tl < vn && v[tl] != ',' && v[tl] != ';')
-                tl++;
-            const char *tok = v;
-            size_t tn = tl;
-            nd_http_trim(&tok, &tn);
-            if (nd_http_ieq(tok, tn, ext))
-                return true;
-            if (tl == vn)
-                break;
-            v += tl + 1;
-            vn -= tl + 1;
-        }
-    }
+    for (size_t i = 0; nd_http_header(buf, req, "Sec-WebSocket-Extensions", i, &v, &vn); i++)
+        if (list_has(v, vn, ext))
+            return true;
     return false;
 }
 
@@ -1255,9 +1263,10 @@ nd_ws_url(const char *url)
 }
 
 int
-nd_ws_client_handshake(int fd, const char *host, int port, const char *path, int timeout_ms,
-                       char *err, size_t ecap)
+nd_ws_client_handshake(int fd, const char *host, int port, const char *path, nd_ws_dial_t *d,
+                       int timeout_ms, char *err, size_t ecap)
 {
+    d->got_compress = d->got_no_masking = false;
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     int64_t deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeout_ms;
@@ -1276,8 +1285,12 @@ nd_ws_client_handshake(int fd, const char *host, int port, const char *path, int
                      path, host, port);
     n += snprintf(req + n, sizeof req - (size_t)n,
                   "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
-                  "Sec-WebSocket-Version: 13\r\n\r\n",
-                  key);
+                  "Sec-WebSocket-Version: 13\r\n%s%s\r\n",
+                  key,
+                  d->compress ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                                "server_no_context_takeover; client_no_context_takeover\r\n"
+                              : "",
+                  d->no_masking ? "Nats-No-Masking: true\r\n" : "");
     for (size_t off = 0; off < (size_t)n;) {
         ssize_t k = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
         if (k > 0) {
@@ -1326,6 +1339,18 @@ nd_ws_client_handshake(int fd, const char *host, int port, const char *path, int
         snprintf(err, ecap, "invalid websocket connection");
         return -1;
     }
+    if (d->compress && resp_header(head, "Sec-WebSocket-Extensions", &v, &vn) &&
+        list_has(v, vn, "permessage-deflate")) {
+        /* Granted: only with no context takeover both ways, which is all we do. */
+        if (!list_has(v, vn, "server_no_context_takeover") ||
+            !list_has(v, vn, "client_no_context_takeover")) {
+            snprintf(err, ecap, "compression negotiation error");
+            return -1;
+        }
+        d->got_compress = true;
+    }
+    d->got_no_masking = d->no_masking && resp_header(head, "Nats-No-Masking", &v, &vn) && vn == 4 &&
+                        memcmp(v, "true", 4) == 0;
     return 0;
 }
 

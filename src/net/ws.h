@@ -126,13 +126,22 @@ bool nd_ws_pending(const nd_transport_t *t);
 /* Whether url is a WebSocket one (ws://; wss:// also says so, and its TLS is not built yet). */
 bool nd_ws_url(const char *url);
 
+/* What a dialing side asks for (a leaf remote's ws_compression, ws_no_masking) and what the
+ * server's 101 granted. */
+typedef struct nd_ws_dial {
+    bool compress, no_masking;
+    bool got_compress, got_no_masking;
+} nd_ws_dial_t;
+
 /* The client side of the upgrade, for a leaf that dials a ws:// URL: sends the GET for path to
- * host:port on the connected non-blocking socket fd and checks the 101 as nats-server's leaf
- * does (status, Upgrade, Connection, Sec-WebSocket-Accept), reading no byte past it. Blocks
- * up to timeout_ms. Ctx: a thread that may block (the leaf dialer). Returns: 0, or -1 with the
- * reason in err. */
-int nd_ws_client_handshake(int fd, const char *host, int port, const char *path, int timeout_ms,
-                           char *err, size_t ecap);
+ * host:port on the connected non-blocking socket fd, with the extension and the no-masking
+ * header d asks for, and checks the 101 as nats-server's leaf does (status, Upgrade,
+ * Connection, Sec-WebSocket-Accept; compression granted only with no context takeover both
+ * ways, else "compression negotiation error"), reading no byte past it; fills d's answers.
+ * Blocks up to timeout_ms. Ctx: a thread that may block (the leaf dialer). Returns: 0, or -1
+ * with the reason in err. */
+int nd_ws_client_handshake(int fd, const char *host, int port, const char *path, nd_ws_dial_t *d,
+                           int timeout_ms, char *err, size_t ecap);
 
 /* Frees the listener's settings (not the listener). NULL is fine. */
 void nd_ws_srv_free(nd_ws_srv_t *ws);

@@ -1021,6 +1021,14 @@ ws_leaf_opts(const char *hub_bin, const char *leaf_bin, const char *hub_ws, cons
     ND_EXPECT(h, "PONG\r\n");
     ND_SEND(l, "CONNECT {\"verbose\":false}\r\nPING\r\n");
     ND_EXPECT(l, "PONG\r\n");
+    /* Each side's first LS+ is the peer's $LDS. loop-detection subject; it may arrive after
+     * /leafz lists the connection, so the baselines are taken once it is there. */
+    int64_t deadline = mono_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    while (leaf_subs(hub.mport) < 1 || leaf_subs(leaf.mport) < 1) {
+        cr_assert(mono_ms() < deadline, "no $LDS. subscription on a side");
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
     int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
     /* leaf -> hub */
     ND_SEND(h, "SUB hub.foo 1\r\nPING\r\n");
@@ -1076,13 +1084,24 @@ Test(wsleaf, mixed_leaf, .timeout = 60)
 
 /* A leaf that asks for compression and no masking (nats-server's ws_compression,
  * ws_no_masking) of a hub with compression on: compressed frames both ways, unmasked from the
- * leaf. The leaf is the reference (natsd's leaf offers neither yet); in the reference run, both. */
+ * leaf. The leaf is the reference; in the reference run, both. */
 Test(wsleaf, compressed_unmasked, .timeout = 60)
 {
     const char *leaf = nd_integ_reference_path();
     if (leaf == NULL)
         return;
     ws_leaf_opts(NULL, leaf, ", compression: true", ", ws_compression: true, ws_no_masking: true");
+}
+
+/* The same with natsd as the leaf asking for them, of a natsd hub and of a nats-server hub. */
+Test(wsleaf, natsd_leaf_compressed_unmasked, .timeout = 60)
+{
+    if (nd_integ_is_reference())
+        return;
+    ws_leaf_opts(NULL, NULL, ", compression: true", ", ws_compression: true, ws_no_masking: true");
+    if (nd_integ_reference_path() != NULL)
+        ws_leaf_opts(nd_integ_reference_path(), NULL, ", compression: true",
+                     ", ws_compression: true, ws_no_masking: true");
 }
 
 /* /leafnode on a server without a leafnodes port: the 101, then the socket closes without a

@@ -4,7 +4,9 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -446,4 +448,80 @@ Test(ws, compressed_frame_cap)
     ssize_t k = read(peer, r, sizeof r);
     cr_assert(k > 4 && r[0] == 0xC2, "frame 0x%02x", r[0]);
     free(big);
+}
+
+/* ---- the client side of the upgrade ---- */
+
+static const char *answer_extra;
+
+/* Plays the server: reads the request up to its empty line, answers a 101 with the right
+ * accept key and answer_extra's lines. */
+static void *
+fake_server(void *arg)
+{
+    int fd = *(int *)arg;
+    char req[2048];
+    size_t n = 0;
+    while (n < 4 || memcmp(req + n - 4, "\r\n\r\n", 4) != 0) {
+        ssize_t k = read(fd, req + n, 1);
+        if (k <= 0)
+            return NULL;
+        n++;
+    }
+    req[n] = '\0';
+    const char *k = strstr(req, "Sec-WebSocket-Key: ");
+    char accept[32];
+    nd_ws_accept_key(k + 19, strcspn(k + 19, "\r"), accept);
+    char resp[1024];
+    int m = snprintf(resp, sizeof resp,
+                     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s\r\n\x82\x02hi",
+                     accept, answer_extra);
+    cr_assert(write(fd, resp, (size_t)m) == m);
+    return NULL;
+}
+
+static int
+dial_fake(const char *extra, nd_ws_dial_t *d, char *err, size_t ecap)
+{
+    answer_extra = extra;
+    pthread_t th;
+    cr_assert(pthread_create(&th, NULL, fake_server, &peer) == 0);
+    int rc = nd_ws_client_handshake(tr.fd, "127.0.0.1", 80, "/leafnode", d, 5000, err, ecap);
+    pthread_join(th, NULL);
+    return rc;
+}
+
+/* Compression and no masking asked and granted; the frame behind the 101 stays unread. */
+Test(ws, client_handshake_granted)
+{
+    nd_ws_dial_t d = {.compress = true, .no_masking = true};
+    char err[128] = "";
+    cr_assert_eq(dial_fake("Sec-WebSocket-Extensions: permessage-deflate; "
+                           "server_no_context_takeover; client_no_context_takeover\r\n"
+                           "Nats-No-Masking: true\r\n",
+                           &d, err, sizeof err),
+                 0, "%s", err);
+    cr_assert(d.got_compress && d.got_no_masking);
+    char b[8];
+    cr_assert_eq(read(tr.fd, b, sizeof b), 4); /* the server's first frame */
+}
+
+/* Not granted: plain frames, masked writes. */
+Test(ws, client_handshake_declined)
+{
+    nd_ws_dial_t d = {.compress = true, .no_masking = true};
+    char err[128] = "";
+    cr_assert_eq(dial_fake("", &d, err, sizeof err), 0, "%s", err);
+    cr_assert(!d.got_compress && !d.got_no_masking);
+}
+
+/* Compression with context takeover is refused, as nats-server's leaf refuses it. */
+Test(ws, client_handshake_context_takeover)
+{
+    nd_ws_dial_t d = {.compress = true};
+    char err[128] = "";
+    cr_assert_eq(dial_fake("Sec-WebSocket-Extensions: permessage-deflate\r\n", &d, err, sizeof err),
+                 -1);
+    cr_assert_str_eq(err, "compression negotiation error");
 }
