@@ -941,8 +941,8 @@ dial(const char *url, nd_ws_dial_t *wsd, char *err, size_t ecap)
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (nd_ws_url(url) &&
-        nd_ws_client_handshake(fd, host, p, "/leafnode", wsd, LEAF_DIAL_TIMEOUT_MS, err, ecap) != 0) {
+    if (nd_ws_url(url) && nd_ws_client_handshake(fd, host, p, "/leafnode", wsd,
+                                                 LEAF_DIAL_TIMEOUT_MS, err, ecap) != 0) {
         close(fd);
         return -1;
     }
