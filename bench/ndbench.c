@@ -66,6 +66,12 @@
  *   jsidle     --consumers (10000) durable pull consumers on one empty stream, created with up
  *              to --inflight requests outstanding: the server's RSS growth per consumer.
  *
+ * WebSocket (--ws): every connection is a WebSocket client of the server's websocket port
+ * (--port): an RFC 6455 upgrade on connect, then the same protocol in binary frames, each write
+ * one frame masked with a fresh key (as a browser or nats.ws does; the copy and XOR are the
+ * client's cost, not the server's), each read decoded in place. No compression is offered.
+ * Works in the core modes (pub, pubsub, fanout, queue, reqrep, idleconns, subs).
+ *
  * Output: every mode prints one machine-readable line, `RESULT mode=<mode> key=value ...`, and
  * one line for humans. On failure (a refused connection, an -ERR, a message that never arrived)
  * it prints `ndbench: <mode>: <why>` to stderr and exits 1. The throughput and reqrep modes add
@@ -169,6 +175,7 @@ typedef struct opts {
     uint64_t fetch; /* 0 = the mode's default */
     uint64_t keys;
     uint64_t consumers;
+    bool ws; /* --ws: WebSocket clients of the websocket port */
 } opts_t;
 
 static opts_t g_opt;
@@ -239,8 +246,164 @@ sleep_us(long us)
 /* ---------------------------------------------------------------------------------------------- */
 /* Sockets */
 
+/* --ws: one socket's frame decoder (the server's frames are not masked). Indexed by fd; each
+ * fd is used by one thread. */
+typedef struct ws_rd {
+    uint8_t hdr[10];
+    uint8_t hlen;
+    bool in_frame, control, eof;
+    uint64_t rem;
+} ws_rd_t;
+#define WS_MAX_FD (1 << 20)
+static ws_rd_t **g_ws_rd;
+
+static void raw_write_all(int fd, const void *buf, size_t len);
+
+/* A masked client frame of the bytes buf[0..len) (opcode binary), written whole. */
+static void
+ws_write_frame(int fd, const void *buf, size_t len)
+{
+    static __thread uint8_t *out;
+    static __thread size_t cap;
+    static __thread uint64_t rnd;
+    if (rnd == 0)
+        rnd = (uint64_t)now_ns() ^ ((uint64_t)fd << 32) ^ 0x9E3779B97F4A7C15ull;
+    if (cap < len + 14) {
+        free(out);
+        cap = len + 14 > 64 * KIB ? len + 14 : 64 * KIB;
+        out = xmalloc(cap);
+    }
+    size_t h = 0;
+    out[h++] = 0x82;
+    if (len <= 125) {
+        out[h++] = (uint8_t)(0x80 | len);
+    } else if (len < 65536) {
+        out[h++] = 0x80 | 126;
+        out[h++] = (uint8_t)(len >> 8);
+        out[h++] = (uint8_t)len;
+    } else {
+        out[h++] = 0x80 | 127;
+        for (int i = 7; i >= 0; i--)
+            out[h++] = (uint8_t)((uint64_t)len >> (8 * i));
+    }
+    rnd ^= rnd << 13, rnd ^= rnd >> 7, rnd ^= rnd << 17;
+    uint32_t key = (uint32_t)rnd;
+    memcpy(out + h, &key, 4);
+    h += 4;
+    const uint8_t *p = buf;
+    uint64_t k8 = ((uint64_t)key << 32) | key;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+        uint64_t v;
+        memcpy(&v, p + i, 8);
+        v ^= k8;
+        memcpy(out + h + i, &v, 8);
+    }
+    const uint8_t *kb = (const uint8_t *)&key;
+    for (; i < len; i++)
+        out[h + i] = p[i] ^ kb[i & 3];
+    raw_write_all(fd, out, h + len);
+}
+
+/* Decodes the server's frames in buf[0..n) in place. Returns: the data bytes now at buf[0..);
+ * a close frame marks the end of the stream. */
+static size_t
+ws_decode(ws_rd_t *w, char *buf, size_t n)
+{
+    size_t i = 0, o = 0;
+    while (i < n && !w->eof) {
+        if (!w->in_frame) {
+            w->hdr[w->hlen++] = (uint8_t)buf[i++];
+            if (w->hlen < 2)
+                continue;
+            uint8_t l7 = w->hdr[1] & 0x7F;
+            size_t need = l7 == 126 ? 4 : l7 == 127 ? 10 : 2;
+            if (w->hlen < need)
+                continue;
+            uint64_t len = l7;
+            if (l7 == 126)
+                len = ((uint64_t)w->hdr[2] << 8) | w->hdr[3];
+            else if (l7 == 127)
+                for (int k = 0; k < 8; k++)
+                    len = (len << 8) | w->hdr[2 + k];
+            if (w->hdr[0] & 0x40)
+                fail("websocket: a compressed frame, but no compression was offered");
+            uint8_t op = w->hdr[0] & 0x0F;
+            if (op == 8) {
+                w->eof = true;
+                break;
+            }
+            w->control = op >= 8; /* ping/pong: skipped */
+            w->rem = len;
+            w->hlen = 0;
+            w->in_frame = len > 0;
+            continue;
+        }
+        size_t k = n - i;
+        if (k > w->rem)
+            k = (size_t)w->rem;
+        if (!w->control) {
+            memmove(buf + o, buf + i, k);
+            o += k;
+        }
+        i += k;
+        w->rem -= k;
+        if (w->rem == 0)
+            w->in_frame = false;
+    }
+    return o;
+}
+
+/* The client side of the upgrade on a connected blocking socket. Reads the 101 byte by byte so
+ * that the INFO frame behind it stays in the socket. Returns: false with errno set. */
+static bool
+ws_handshake(int fd)
+{
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "GET / HTTP/1.1\r\nHost: %s:%d\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                     "Sec-WebSocket-Version: 13\r\n\r\n",
+                     g_opt.host, g_opt.port);
+    raw_write_all(fd, req, (size_t)n);
+    char head[2048];
+    size_t hl = 0;
+    while (hl < 4 || memcmp(head + hl - 4, "\r\n\r\n", 4) != 0) {
+        if (hl + 1 >= sizeof head)
+            fail("websocket: upgrade answer too long");
+        ssize_t k = read(fd, head + hl, 1);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            if (k == 0)
+                errno = ECONNRESET;
+            return false;
+        }
+        hl++;
+    }
+    head[hl] = '\0';
+    if (strncmp(head, "HTTP/1.1 101 ", 13) != 0)
+        fail("websocket: upgrade refused: %.*s", (int)strcspn(head, "\r"), head);
+    if (fd >= WS_MAX_FD)
+        fail("websocket: descriptor %d above %d", fd, WS_MAX_FD);
+    if (g_ws_rd[fd] == NULL)
+        g_ws_rd[fd] = xcalloc(1, sizeof(ws_rd_t));
+    memset(g_ws_rd[fd], 0, sizeof(ws_rd_t));
+    return true;
+}
+
 static void
 write_all(int fd, const void *buf, size_t len)
+{
+    if (g_opt.ws) {
+        ws_write_frame(fd, buf, len);
+        return;
+    }
+    raw_write_all(fd, buf, len);
+}
+
+static void
+raw_write_all(int fd, const void *buf, size_t len)
 {
     const char *p = buf;
     while (len > 0) {
@@ -329,6 +492,12 @@ sock_connect(void)
         return -1;
     }
     set_timeouts(fd, g_opt.timeout);
+    if (g_opt.ws && !ws_handshake(fd)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
     return fd;
 }
 
@@ -393,6 +562,14 @@ rd_fill(rd_t *r)
     }
     for (;;) {
         ssize_t n = read(r->fd, r->buf + r->end, r->cap - r->end);
+        if (n > 0 && g_opt.ws) {
+            ws_rd_t *w = g_ws_rd[r->fd];
+            n = (ssize_t)ws_decode(w, r->buf + r->end, (size_t)n);
+            if (n == 0 && w->eof)
+                return false;
+            if (n == 0)
+                continue; /* only frame headers or control frames */
+        }
         if (n > 0) {
             r->end += (size_t)n;
             return true;
@@ -401,6 +578,9 @@ rd_fill(rd_t *r)
             return false;
         if (errno == EINTR)
             continue;
+        /* A socket shut down on purpose: a WebSocket server's close frame then meets a reset. */
+        if (errno == ECONNRESET && atomic_load_explicit(&g_stopping, memory_order_relaxed))
+            return false;
         if (errno == EAGAIN || errno == EWOULDBLOCK)
             fail("no data from the server for %.0f s (--timeout)", g_opt.timeout);
         fail("read: %s", strerror(errno));
@@ -2632,6 +2812,7 @@ usage(FILE *f)
         "      --fetch N        pull batch of jspull (default 100) and jspending (1000)\n"
         "      --keys K         keys of kvput and kvget (default 1000)\n"
         "      --consumers C    idle consumers of jsidle (default 10000)\n"
+        "      --ws             connect as WebSocket clients (--port: the websocket port)\n"
         "  -h, --help\n"
         "Every mode prints `RESULT mode=<mode> key=value ...` and one line for humans.\n"
         "Run idleconns, subs, jsmem, jspending and jsidle against a freshly started server.\n");
@@ -2675,6 +2856,7 @@ main(int argc, char **argv)
         O_KEYS,
         O_CONSUMERS,
         O_SUB_PORTS,
+        O_WS,
     };
     static const struct option longopts[] = {
         {"server", required_argument, NULL, 's'},
@@ -2702,6 +2884,7 @@ main(int argc, char **argv)
         {"keys", required_argument, NULL, O_KEYS},
         {"consumers", required_argument, NULL, O_CONSUMERS},
         {"sub-ports", required_argument, NULL, O_SUB_PORTS},
+        {"ws", no_argument, NULL, O_WS},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
@@ -2774,6 +2957,10 @@ main(int argc, char **argv)
             break;
         case O_SUB_PORTS:
             g_opt.sub_ports = optarg;
+            break;
+        case O_WS:
+            g_opt.ws = true;
+            g_ws_rd = xcalloc(WS_MAX_FD, sizeof *g_ws_rd);
             break;
         case O_SETTLE:
             g_opt.settle_ms = (int)parse_u64("--settle", optarg);

@@ -19,6 +19,9 @@ foreach(lib ${CK_LIB} ${JANSSON_LIB} ${MSGPACK_LIB} ${XXHASH_LIB} ${LZ4_LIB} ${C
   string(REGEX REPLACE "^lib" "" name ${name})
   string(APPEND ND_PC_LIBS_PRIVATE " -l${name}")
 endforeach()
+foreach(name ${ZLIB_LIBRARIES}) # from pkg-config: names already (z)
+  string(APPEND ND_PC_LIBS_PRIVATE " -l${name}")
+endforeach()
 string(APPEND ND_PC_LIBS_PRIVATE " -pthread")
 string(STRIP "${ND_PC_LIBS_PRIVATE}" ND_PC_LIBS_PRIVATE)
 file(RELATIVE_PATH ND_PC_PREFIX_REL "${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig"

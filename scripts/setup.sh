@@ -10,7 +10,7 @@
 set -euo pipefail
 
 build_pkgs=(cmake make gcc pkg-config libck-dev libmsgpack-dev libjansson-dev libxxhash-dev
-            libssl-dev liblz4-dev libcrypt-dev)
+            libssl-dev liblz4-dev libcrypt-dev zlib1g-dev)
 # openssl: the TLS tests make their certificates; dpkg-dev, fakeroot: scripts/package.sh;
 # groff-base: the man page check; python3-prometheus-client: /metrics read by a real parser
 # (check_metrics.py); python3-yaml: the Prometheus and Kubernetes files read by the

@@ -20,6 +20,8 @@ dup_or_null(const char *s)
     return s != NULL ? nd_xstrdup(s) : NULL;
 }
 
+static bool blank(const char *s);
+
 /* The fingerprint: every option the snapshot depends on, each string followed by a NUL. */
 typedef struct fp {
     char *p;
@@ -78,6 +80,12 @@ fingerprint(nd_auth_t *a, const nd_opts_t *o)
     fp_add(&f, o->token);
     fp_add(&f, o->no_auth_user);
     fp_num(&f, a->timeout_ms);
+    if (o->ws != NULL) {
+        fp_add(&f, o->ws->user);
+        fp_add(&f, o->ws->pass);
+        fp_add(&f, o->ws->token);
+        fp_add(&f, o->ws->no_auth_user);
+    }
     fp_list(&f, &o->operators);
     fp_list(&f, &o->resolver_preload);
     for (size_t i = 0; i < o->naccounts; i++) {
@@ -266,6 +274,19 @@ warn_bad_bcrypt(const nd_auth_t *a)
         warn_bad_bcrypt_one("Password", a->users[i].name, a->users[i].pass);
 }
 
+/* The user named (or with the nkey) name, or NULL. */
+static const nd_auth_user_t *
+find_user(const nd_auth_t *a, const char *name)
+{
+    for (size_t i = 0; name != NULL && i < a->nusers; i++) {
+        const nd_auth_user_t *u = &a->users[i];
+        if ((u->name != NULL && strcmp(u->name, name) == 0) ||
+            (u->nkey != NULL && strcmp(u->nkey, name) == 0))
+            return u;
+    }
+    return NULL;
+}
+
 nd_auth_t *
 nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t *prev)
 {
@@ -325,16 +346,17 @@ nd_auth_new(nd_ctx_t *ctx, const nd_opts_t *o, nd_acct_t *gacct, const nd_auth_t
         a->required = true;
         a->nonce = true;
     }
-    if (o->no_auth_user != NULL) {
-        for (size_t i = 0; i < a->nusers; i++) {
-            const nd_auth_user_t *u = &a->users[i];
-            if ((u->name != NULL && strcmp(u->name, o->no_auth_user) == 0) ||
-                (u->nkey != NULL && strcmp(u->nkey, o->no_auth_user) == 0)) {
-                a->no_auth = u;
-                break;
-            }
-        }
+    a->no_auth = find_user(a, o->no_auth_user);
+    const nd_ws_opts_t *wo = o->ws;
+    if (wo != NULL && (!blank(wo->user) || !blank(wo->token) || !blank(wo->no_auth_user))) {
+        a->ws.override = true;
+        a->ws.user = dup_or_null(wo->user);
+        a->ws.pass = dup_or_null(wo->pass);
+        a->ws.token = dup_or_null(wo->token);
+        a->ws.no_auth = find_user(a, wo->no_auth_user);
     }
+    if (wo != NULL && wo->auth_timeout_s > 0)
+        a->ws.timeout_ms = (int64_t)(wo->auth_timeout_s * 1000.0);
     a->info_auth_required = a->required && a->no_auth == NULL;
     nd_acct_route_build(a, o);
     fingerprint(a, o);
@@ -387,6 +409,13 @@ nd_auth_unref(nd_ctx_t *ctx, nd_auth_t *a)
     if (a->token != NULL)
         nd_nkey_wipe(a->token, strlen(a->token));
     nd_free(a->token);
+    nd_free(a->ws.user);
+    if (a->ws.pass != NULL)
+        nd_nkey_wipe(a->ws.pass, strlen(a->ws.pass));
+    nd_free(a->ws.pass);
+    if (a->ws.token != NULL)
+        nd_nkey_wipe(a->ws.token, strlen(a->ws.token));
+    nd_free(a->ws.token);
     nd_free(a);
 }
 
@@ -414,7 +443,8 @@ pass_ok(const char *stored, const char *given)
     return nd_passwd_check(stored, strlen(stored), given, strlen(given));
 }
 
-/* Client connections are STANDARD unless the credentials say otherwise (an MQTT connection). */
+/* Client connections are STANDARD unless the credentials say otherwise (a WebSocket or an MQTT
+ * connection; leaf nodes come with their listener). */
 static bool
 type_ok(const nd_auth_user_t *u, const nd_auth_creds_t *cr)
 {
@@ -436,7 +466,13 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
     memset(g, 0, sizeof(*g));
     g->acct = a->accts[0].acct;
     g->max_conns = g->max_subs = g->max_payload = -1;
-    if (!a->required)
+    /* A WebSocket client under the websocket override meets its user, token and
+     * no_auth_user; the users (and operator mode) stay the server's. */
+    bool ov = cr->conn_type == ND_CONN_TYPE_WEBSOCKET && a->ws.override;
+    const char *s_user = ov ? a->ws.user : a->user, *s_pass = ov ? a->ws.pass : a->pass;
+    const char *s_token = ov ? a->ws.token : a->token;
+    const nd_auth_user_t *no_auth = ov ? a->ws.no_auth : a->no_auth;
+    if (!a->required && !ov)
         return true;
     if (a->op_mode)
         return nd_auth_jwt_check(a, cr, g);
@@ -470,10 +506,10 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
             }
             return false;
         }
-        if (a->no_auth != NULL && nd_auth_creds_empty(a, cr)) {
-            if (!type_ok(a->no_auth, cr))
+        if (no_auth != NULL && nd_auth_creds_empty(a, cr)) {
+            if (!type_ok(no_auth, cr))
                 return false;
-            grant(g, a->no_auth);
+            grant(g, no_auth);
             return true;
         }
         if (!blank(cr->nkey) && a->nonce) { /* nkey users exist (nats-server's hasNkeys) */
@@ -504,12 +540,12 @@ nd_auth_check(const nd_auth_t *a, const nd_auth_creds_t *cr, nd_auth_grant_t *g)
         }
         return false;
     }
-    if (a->token != NULL)
-        return cr->token != NULL && pass_ok(a->token, cr->token);
-    if (a->user != NULL) {
-        if (cr->user == NULL || strcmp(cr->user, a->user) != 0 || !pass_ok(a->pass, cr->pass))
+    if (s_token != NULL)
+        return cr->token != NULL && pass_ok(s_token, cr->token);
+    if (s_user != NULL) {
+        if (cr->user == NULL || strcmp(cr->user, s_user) != 0 || !pass_ok(s_pass, cr->pass))
             return false;
-        g->user = a->user;
+        g->user = s_user;
         return true;
     }
     return false;

@@ -81,6 +81,15 @@ typedef struct nd_auth {
     nd_auth_user_t *users;
     size_t nusers;
     const nd_auth_user_t *no_auth; /* into users, or NULL */
+    /* websocket { authorization {...}, no_auth_user }: when a user, token or no_auth_user is
+     * set there, these replace the single user, token and no_auth_user above for WebSocket
+     * clients, and such clients must authenticate (nats-server's websocket authOverride). */
+    struct {
+        bool override;
+        char *user, *pass, *token;
+        const nd_auth_user_t *no_auth; /* into users, or NULL */
+        int64_t timeout_ms;            /* its authorization timeout; 0: the server's */
+    } ws;
     nd_auth_acct_t *accts;         /* [0] is $G */
     size_t naccts;
     /* Operator mode (auth_jwt.c): the verified operator JWTs; users log in with user JWTs only. */
@@ -103,7 +112,8 @@ typedef struct nd_auth_creds {
      * checkClientTLSCertSubject). */
     bool tls_map;
     const nd_strlist_t *tls_names;
-    uint32_t conn_type;       /* ND_CONN_TYPE_* of the connection; 0: STANDARD */
+    uint32_t conn_type;       /* ND_CONN_TYPE_* of the connection (WEBSOCKET: the websocket
+                               * override applies); 0: STANDARD */
     const char *no_auth_user; /* the listener's own no_auth_user (mqtt {}), or NULL */
 } nd_auth_creds_t;
 

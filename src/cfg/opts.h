@@ -344,6 +344,7 @@ typedef struct nd_ws_opts {
     char *jwt_cookie, *user_cookie, *pass_cookie, *token_cookie;
     char *no_auth_user;
     nd_strlist_t headers; /* 2.10: alternating name, value */
+    int64_t ping_interval_ms; /* 2.11: WebSocket clients' own; 0 = the top-level value */
 } nd_ws_opts_t;
 
 typedef enum nd_resolver_type {

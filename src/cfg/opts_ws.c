@@ -72,6 +72,7 @@ static const nd_opt_desc_t ws_d[] = {
     W("token_cookie", token_cookie, ND_OT_STR),
     W("no_auth_user", no_auth_user, ND_OT_STR),
     W("headers", headers, ND_OT_STRLIST, .parse = headers),
+    W("ping_interval", ping_interval_ms, ND_OT_DUR),
     ND_OPT_END,
 };
 #undef W

@@ -200,15 +200,14 @@ nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub)
 
 /* ---- monitoring (src/net/connreg.h) ---- */
 
-/* Publishes this turn's counters for monitors. */
+/* Publishes this turn's counters for monitors. The subscriptions counted are those the account
+ * has placed (acknowledged): a monitor that sees one can expect a publish to find it, as in
+ * nats-server, whose connection inserts each subscription before it reads on (a leaf's or a
+ * route's LS+/RS+ is otherwise counted before its account has it). */
 static void
 mon_publish(nd_conn_t *c)
 {
-    /* A leaf's subscriptions count once the account placed them (acknowledged): a monitor that
-     * sees the count can publish and reach them, as with nats-server's /leafz. */
-    uint32_t subs = c->subs.count;
-    if (c->leaf != NULL && c->sub_acks_due <= subs)
-        subs -= c->sub_acks_due;
+    size_t subs = c->subs.count > c->sub_acks_due ? c->subs.count - c->sub_acks_due : 0;
     nd_connreg_publish(&c->mon, c->in_msgs, c->in_bytes, c->out_msgs, c->out_bytes, subs);
 }
 
@@ -533,7 +532,9 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c, bool hup)
         return;
     }
     if (n < 0) {
-        if (errno != EAGAIN && errno != EWOULDBLOCK)
+        if (errno == EMSGSIZE) /* a compressed WebSocket message over the limits (ws.c) */
+            nd_conn_close(ctx, c, ND_CLOSE_MAX_PAYLOAD);
+        else if (errno != EAGAIN && errno != EWOULDBLOCK)
             nd_conn_close(ctx, c, ND_CLOSE_READ_ERROR);
         return;
     }
@@ -553,7 +554,7 @@ do_read(nd_ctx_t *ctx, nd_conn_t *c, bool hup)
         nd_timer_start(ctx, &c->stall_timer, STALL_MS * 1000000ull, 0);
         return;
     }
-    if ((size_t)n == space || hup) /* more may be waiting: continue next turn */
+    if ((size_t)n == space || hup || nd_ws_read_again(&c->tr)) /* more may be waiting */
         nd_io_again(ctx, &c->io, hup ? ND_IO_READ | ND_IO_HUP : ND_IO_READ);
 }
 
@@ -628,14 +629,24 @@ on_wdeadline(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
 static void
 write_info(nd_ctx_t *ctx, nd_conn_t *c, bool ldm)
 {
-    char tail[224];
-    int n = snprintf(tail, sizeof tail, ",\"client_id\":%llu,\"client_ip\":\"%s\"%s%s%s%s} \r\n",
-                     (unsigned long long)c->cid, c->ip, c->nonce[0] ? ",\"nonce\":\"" : "",
-                     c->nonce, c->nonce[0] ? "\"" : "", ldm ? ",\"ldm\":true" : "");
+    char tail[256];
     nd_epoch_enter(ctx);
     /* acquire: pairs with the release exchange in nd_server_publish_info. */
     const nd_server_info_t *info = atomic_load_explicit(&c->srv->info, memory_order_acquire);
-    nd_conn_write(c, info->text, info->len);
+    const char *text = info->text;
+    size_t len = info->len;
+    if (c->ws != NULL && info->ws_text != NULL)
+        text = info->ws_text, len = info->ws_len;
+    /* A WebSocket client under the websocket auth override must authenticate even when the
+     * others need not (nats-server's createWSClient). */
+    bool ws_auth = c->ws != NULL && c->ws->auth_override &&
+                   memmem(text, len, "\"auth_required\":true", 20) == NULL;
+    int n = snprintf(tail, sizeof tail,
+                     "%s,\"client_id\":%llu,\"client_ip\":\"%s\"%s%s%s%s} \r\n",
+                     ws_auth ? ",\"auth_required\":true" : "", (unsigned long long)c->cid, c->ip,
+                     c->nonce[0] ? ",\"nonce\":\"" : "", c->nonce, c->nonce[0] ? "\"" : "",
+                     ldm ? ",\"ldm\":true" : "");
+    nd_conn_write(c, text, len);
     nd_epoch_exit(ctx);
     nd_conn_write(c, tail, (size_t)n);
 }
@@ -646,6 +657,8 @@ static void
 arm_ping(nd_ctx_t *ctx, nd_conn_t *c, bool first)
 {
     int64_t ms = nd_server_live_get(c->srv, ping_interval_ms);
+    if (c->ws != NULL && c->ws->ping_ms > 0)
+        ms = c->ws->ping_ms; /* websocket { ping_interval } (nats-server 2.11) */
     c->ping_ms = ms > 0 ? ms : 0;
     if (ms <= 0) {
         nd_timer_cancel(ctx, &c->ping_timer);
@@ -671,7 +684,8 @@ refresh_live(nd_ctx_t *ctx, nd_conn_t *c)
         &c->parser, (size_t)atomic_load_explicit(&l->max_control_line, memory_order_relaxed),
         nd_conn_auth_max_payload(c, atomic_load_explicit(&l->max_payload, memory_order_relaxed)));
     if (c->started && c->proto == NULL &&
-        atomic_load_explicit(&l->ping_interval_ms, memory_order_relaxed) != c->ping_ms)
+        atomic_load_explicit(&l->ping_interval_ms, memory_order_relaxed) != c->ping_ms &&
+        (c->ws == NULL || c->ws->ping_ms <= 0))
         arm_ping(ctx, c, false);
 }
 
@@ -992,6 +1006,35 @@ conn_init(nd_conn_t *c, nd_server_t *srv, nd_acct_t *acct, nd_conn_kind_t kind, 
     nd_timer_init(&c->ptimer, &c->base, ND_CONN_MSG_PTIMER);
 }
 
+/* A leaf connection: its own ops, no echo (nats-server's leafs never echo). */
+static void
+leaf_setup(nd_conn_t *c, struct nd_leaf *lf)
+{
+    c->leaf = lf;
+    c->kind = ND_CONN_LEAF;
+    c->verbose = c->pedantic = c->echo = false;
+    nd_proto_parser_set_ops(&c->parser, ND_PROTO_OPS_LEAF);
+    nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(c->srv, max_control_line),
+                               ND_PROTO_NO_LIMIT);
+    if (lf->ws) {
+        /* We dialed a ws:// remote and the upgrade is done (leaf.c): we are the client side,
+         * our frames are masked and the server's are not. */
+        nd_ws_wrap(&c->tr, NULL, 0);
+        nd_ws_configure(&c->tr, &(nd_ws_params_t){.compress = lf->wsd.got_compress,
+                                                   .no_mask = true,
+                                                   .mask_writes = !lf->wsd.got_no_masking,
+                                                   .max_payload = nd_server_live_get(c->srv,
+                                                                                     max_payload)});
+    }
+}
+
+void
+nd_conn_ws_become_leaf(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    leaf_setup(c, nd_new(nd_leaf_t));
+    nd_leaf_conn_start(ctx, c);
+}
+
 /* What a socket connection is besides a plain client: at most one of route, leaf, gw and proto
  * (with parg and ptls), and ws for a WebSocket client; acct binds a leaf. */
 typedef struct spawn_args {
@@ -1032,14 +1075,8 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, const
         nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
                                    ND_PROTO_NO_LIMIT);
     }
-    if (lf != NULL) {
-        /* A leaf connection: its own ops, no echo (nats-server's leafs never echo). */
-        c->leaf = lf;
-        c->verbose = c->pedantic = c->echo = false;
-        nd_proto_parser_set_ops(&c->parser, ND_PROTO_OPS_LEAF);
-        nd_proto_parser_set_limits(&c->parser, (size_t)nd_server_live_get(srv, max_control_line),
-                                   ND_PROTO_NO_LIMIT);
-    }
+    if (lf != NULL)
+        leaf_setup(c, lf);
     if (gw != NULL) {
         /* A gateway connection: a route's ops and A+/A-, no echo, no payload limit. */
         c->gw = gw;

@@ -67,7 +67,8 @@ void
 nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c)
 {
     nd_auth_t *a = c->srv->auth != NULL ? nd_auth_slot_get(c->srv->auth) : NULL;
-    if (a == NULL || !a->required) {
+    bool ws = c->ws != NULL;
+    if (a == NULL || !(a->required || (ws && a->ws.override))) {
         c->authed = true;
         nd_auth_unref(ctx, a);
         return;
@@ -75,7 +76,9 @@ nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c)
     if (a->nonce && !nd_jwt_nonce(c->nonce))
         c->nonce[0] = '\0'; /* no nonce: nkey users cannot log in on this connection */
     int64_t ms = a->timeout_ms;
-    if (a->timeout_default && c->tls != NULL)
+    if (ws && a->ws.timeout_ms > 0)
+        ms = a->ws.timeout_ms; /* websocket { authorization { timeout } } */
+    else if (a->timeout_default && c->tls != NULL)
         ms = c->tls->timeout_ms + 1000; /* nats-server's getDefaultAuthTimeout */
     nd_timer_start(ctx, &c->auth_timer, (uint64_t)ms * 1000000ull, 0);
     nd_auth_unref(ctx, a);
@@ -227,8 +230,20 @@ creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
     cr->ip = c->ip;
     cr->tls_map = c->tls != NULL && c->tls->verify_and_map;
     cr->tls_names = &c->tls_names;
-    cr->conn_type = c->kind == ND_CONN_MQTT ? ND_CONN_TYPE_MQTT : 0;
+    cr->conn_type = c->kind == ND_CONN_MQTT ? ND_CONN_TYPE_MQTT
+                    : c->ws != NULL         ? ND_CONN_TYPE_WEBSOCKET
+                                            : 0;
     cr->no_auth_user = c->no_auth_override;
+}
+
+/* A missing or empty CONNECT credential takes the WebSocket upgrade's cookie, if any. */
+static void
+take_cookie(char **dst, const char *cookie)
+{
+    if (cookie != NULL && (*dst == NULL || (*dst)[0] == '\0')) {
+        nd_free(*dst);
+        *dst = nd_xstrdup(cookie);
+    }
 }
 
 static void
@@ -262,6 +277,12 @@ nd_conn_auth_connect(nd_ctx_t *ctx, nd_conn_t *c, json_t *o)
     take_str(o, "nkey", &c->cr_nkey);
     take_str(o, "sig", &c->cr_sig);
     take_str(o, "jwt", &c->cr_jwt);
+    if (c->ws_cookies != NULL) {
+        take_cookie(&c->cr_jwt, c->ws_cookies->jwt);
+        take_cookie(&c->cr_user, c->ws_cookies->user);
+        take_cookie(&c->cr_pass, c->ws_cookies->pass);
+        take_cookie(&c->cr_token, c->ws_cookies->token);
+    }
     nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
     nd_auth_creds_t cr;
     nd_auth_grant_t g;
@@ -338,9 +359,10 @@ bool
 nd_conn_auth_first_op(nd_ctx_t *ctx, nd_conn_t *c)
 {
     nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
-    bool ok = a != NULL && a->no_auth != NULL;
+    bool ws_ov = a != NULL && c->ws != NULL && a->ws.override;
+    bool ok = a != NULL && (ws_ov ? a->ws.no_auth : a->no_auth) != NULL;
     if (ok) {
-        nd_auth_creds_t cr = {0};
+        nd_auth_creds_t cr = {.conn_type = c->ws != NULL ? ND_CONN_TYPE_WEBSOCKET : 0};
         nd_auth_grant_t g;
         ok = nd_auth_check(a, &cr, &g);
         if (ok) {
@@ -529,6 +551,15 @@ nd_conn_auth_fini(nd_conn_t *c)
     for (size_t i = 0; i < sizeof secrets / sizeof secrets[0]; i++) {
         nd_free(*secrets[i]);
         *secrets[i] = NULL;
+    }
+    nd_conn_ws_cookies_t *k = c->ws_cookies;
+    if (k != NULL) {
+        nd_free(k->jwt);
+        nd_free(k->user);
+        nd_free(k->pass);
+        nd_free(k->token);
+        nd_free(k);
+        c->ws_cookies = NULL;
     }
 }
 

@@ -156,6 +156,13 @@ typedef struct nd_conn_msg_deliver {
     char line[];               /* "MSG <subject> <sid> [reply] <n>\r\n" or HMSG */
 } nd_conn_msg_deliver_t;
 
+/* A WebSocket client's credentials from the Cookie header of its upgrade (websocket {
+ * jwt_cookie, user_cookie, pass_cookie, token_cookie }): each stands in for the CONNECT field
+ * that is missing or empty (nats-server's processConnect). Owned; NULL fields: no cookie. */
+typedef struct nd_conn_ws_cookies {
+    char *jwt, *user, *pass, *token;
+} nd_conn_ws_cookies_t;
+
 typedef struct nd_conn {
     nd_actor_t base;
     /* immutable after spawn */
@@ -212,6 +219,7 @@ typedef struct nd_conn {
     nd_strlist_t tls_names;    /* verify_and_map: the client certificate's candidate user names */
     struct nd_ws_srv *ws;      /* a WebSocket client: its listener's settings (conn_ws.c), else NULL */
     uint8_t ws_state;          /* ND_CONN_WS_* (conn_ws.c) */
+    struct nd_conn_ws_cookies *ws_cookies; /* credentials from the upgrade's cookies, or NULL */
     nd_timer_t auth_timer;     /* conn_auth.c */
     nd_perms_conn_t perms;     /* our permissions and their caches (perms.perms NULL: none) */
     bool authed;               /* authenticated (or no authentication required) */
@@ -322,6 +330,9 @@ void nd_conn_ws_begin(nd_ctx_t *ctx, nd_conn_t *c);
 /* Advances the upgrade on an I/O message. Returns: true when the connection may now read
  * frames; false when the message was used up (or the connection closed). */
 bool nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev);
+/* conn.c: an upgraded WebSocket connection on path /leafnode becomes an accepted leaf
+ * connection (net/leaf_int.h) and starts as one. Ctx: its own turn. */
+void nd_conn_ws_become_leaf(nd_ctx_t *ctx, nd_conn_t *c);
 /* The handshake timeout (the auth timer's message while upgrading). */
 void nd_conn_ws_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
 

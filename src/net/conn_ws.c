@@ -13,7 +13,9 @@
  * the socket until then.
  * Differences kept small on purpose: nats-server's Go HTTP server keeps an HTTP/1.1 connection
  * open after an error answer (keep-alive) and reads another request; natsd answers and closes.
- * permessage-deflate is declined, X-Forwarded-For and the cookies are not read yet.
+ * The 101 carries nats-server's answers: permessage-deflate with no context takeover when
+ * compression is on and the client offers it, Nats-No-Masking when the client asked for it,
+ * then the headers {} of the config. X-Forwarded-For and the cookies are not read yet.
  * References: nats-server 2.9.10 server/websocket.go (wsUpgrade, wsReturnHTTPError,
  * createWSClient); probes of /usr/sbin/nats-server 2.9.10 (tests/integ/test_ws.c).
  */
@@ -115,30 +117,88 @@ nd_conn_ws_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
 }
 
-/* The request is complete and good: the 101, the WebSocket transport, then the client. */
+/* Keeps the credentials that the configured cookies carry (jwt_cookie...). */
 static void
-upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u)
+take_cookies(nd_conn_t *c, const nd_http_req_t *req)
 {
-    char r[256];
-    int n = snprintf(r, sizeof r,
+    nd_conn_ws_cookies_t *k = NULL;
+    for (size_t i = 0; i < 4; i++) {
+        const char *v;
+        size_t vn;
+        if (c->ws->cookie[i] == NULL || !nd_ws_cookie(c->rbuf, req, c->ws->cookie[i], &v, &vn))
+            continue;
+        if (k == NULL)
+            k = nd_xcalloc(1, sizeof(*k));
+        char **dst[4] = {&k->jwt, &k->user, &k->pass, &k->token};
+        *dst[i] = nd_xmalloc(vn + 1);
+        memcpy(*dst[i], v, vn);
+        (*dst[i])[vn] = '\0';
+    }
+    c->ws_cookies = k;
+}
+
+/* Whether the request's path (without the query) ends with suffix, as nats-server's wsUpgrade
+ * picks the connection's kind. */
+static bool
+path_ends(const nd_http_req_t *req, const char *suffix)
+{
+    size_t n = req->target_len, sl = strlen(suffix);
+    const char *q = memchr(req->target, '?', n);
+    if (q != NULL)
+        n = (size_t)(q - req->target);
+    return n >= sl && memcmp(req->target + n - sl, suffix, sl) == 0;
+}
+
+/* The request is complete and good: the 101, the WebSocket transport, then the client (or a
+ * leaf connection, for the path /leafnode). */
+static void
+upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u, bool leaf)
+{
+    const char *extra = c->ws->raw_headers != NULL ? c->ws->raw_headers : "";
+    size_t cap = 512 + strlen(extra);
+    char *r = nd_xmalloc(cap);
+    int n = snprintf(r, cap,
                      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n\r\n",
-                     u->accept);
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s%s%s\r\n",
+                     u->accept,
+                     u->compress ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                                   "server_no_context_takeover; client_no_context_takeover\r\n"
+                                 : "",
+                     u->no_masking ? "Nats-No-Masking: true\r\n" : "", extra);
+    if (leaf &&
+        (c->srv->leafs == NULL || c->srv->opts.leaf == NULL || c->srv->opts.leaf->port == 0)) {
+        /* nats-server upgrades, then closes the socket without a frame: answering would need a
+         * leaf connection. */
+        nd_log_error("Not configured to accept leaf node connections");
+        nd_conn_write(c, r, (size_t)n);
+        nd_free(r);
+        nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
+        return;
+    }
     /* Written now, under the transport it came on; the rest (if the socket took only part)
      * is the WebSocket transport's prefix, so it precedes the first frame. */
     ssize_t w = nd_transport_write(&c->tr, r, (size_t)n);
     if (w < 0 && errno != EAGAIN && errno != EWOULDBLOCK) {
+        nd_free(r);
         nd_conn_close(ctx, c, ND_CLOSE_WRITE_ERROR);
         return;
     }
     size_t off = w > 0 ? (size_t)w : 0;
     nd_ws_wrap(&c->tr, r + off, (size_t)n - off);
+    nd_free(r);
+    nd_ws_configure(&c->tr,
+                    &(nd_ws_params_t){.compress = u->compress,
+                                      .no_mask = u->no_masking,
+                                      .max_payload = nd_server_live_get(c->srv, max_payload)});
     c->ws_state = ND_CONN_WS_UP;
     nd_timer_cancel(ctx, &c->auth_timer);
     nd_free(c->rbuf);
     c->rbuf = NULL;
     c->rcap = c->rlen = 0;
-    nd_conn_start_client(ctx, c);
+    if (leaf)
+        nd_conn_ws_become_leaf(ctx, c);
+    else
+        nd_conn_start_client(ctx, c);
 }
 
 /* Reads what the socket has into the private buffer. Returns: 1 read something or nothing
@@ -216,6 +276,9 @@ nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev)
         hs_error(ctx, c, "client sent data before handshake is complete");
         return false;
     }
-    upgrade(ctx, c, &u);
+    bool leaf = path_ends(&req, "/leafnode");
+    if (!leaf)
+        take_cookies(c, &req);
+    upgrade(ctx, c, &u, leaf);
     return false; /* nothing more to read now: the client speaks once it has the INFO */
 }

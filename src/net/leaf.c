@@ -44,8 +44,11 @@
  * connect_error_reports / reconnect_error_reports say. The hub's leafnode_urls (its own and its
  * cluster's members', learnt from the routes' INFO) join the remote's URLs.
  *
- * Not yet: websocket remotes, compression (2.10), nats-server's $KV/$OBJ domain mappings
- * ($JS.<domain>.API.$KV.> -> $KV.>).
+ * WebSocket: a remote with a ws:// URL is dialed with the client side of the upgrade (path
+ * /leafnode, net/ws.c) and its connection's frames are masked; the hub side comes from the
+ * websocket port (conn_ws.c hands an upgrade on /leafnode to nd_conn_ws_become_leaf).
+ *
+ * Not yet: wss:// remotes, compression (2.10).
  */
 #include "net/leaf_int.h"
 
@@ -74,6 +77,7 @@
 #include "net/listener.h"
 #include "net/route.h"
 #include "net/tls.h"
+#include "net/ws.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
 #include "subj/subject.h"
@@ -108,6 +112,7 @@ struct leaf_job {
     nd_tls_ctx_t *tls;  /* the remote's tls {} (client side), or NULL */
     nd_strlist_t found; /* "host:port" URLs the hub's INFO gave (leafnode_urls), under dmu */
     nd_permset_t *deny; /* deny_exports (publish) and deny_imports (subscribe), or NULL */
+    nd_ws_dial_t wsd;   /* ws:// URL: what the upgrade asked for and got */
 };
 
 struct nd_leafs {
@@ -1631,7 +1636,7 @@ nd_leaf_url_parse(const char *url, char *host, size_t hcap, int *port, char *use
 /* Connects to url with a timeout. Returns: the connected non-blocking socket, or -1 with the
  * error text in err. */
 static int
-dial(const char *url, char *err, size_t ecap)
+dial(const char *url, nd_ws_dial_t *wsd, char *err, size_t ecap)
 {
     char host[256], user[128], pass[128], port[8];
     int p;
@@ -1675,6 +1680,11 @@ dial(const char *url, char *err, size_t ecap)
     }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (nd_ws_url(url) && nd_ws_client_handshake(fd, host, p, "/leafnode", wsd,
+                                                 LEAF_DIAL_TIMEOUT_MS, err, ecap) != 0) {
+        close(fd);
+        return -1;
+    }
     return fd;
 }
 
@@ -1687,6 +1697,8 @@ spawn(nd_ctx_t *ctx, nd_leafs_t *l, int fd, leaf_job_t *job)
     if (job != NULL) {
         const nd_leaf_remote_t *rm = job_remote(l, job);
         lf->spoke = !rm->hub;
+        lf->ws = nd_ws_url(job->url);
+        lf->wsd = job->wsd;
         if (rm->account != NULL && strcmp(rm->account, "$G") != 0) {
             nd_auth_t *a = nd_auth_slot_get(l->srv->auth);
             acct = a != NULL ? nd_auth_find(a, rm->account, strlen(rm->account)) : NULL;
@@ -1795,7 +1807,8 @@ dialer_main(void *arg)
         pthread_mutex_unlock(&l->dmu);
         char err[320];
         nd_log_debug("Trying to connect to leafnode remote %s", job->url);
-        int fd = dial(job->url, err, sizeof err);
+        job->wsd = (nd_ws_dial_t){.compress = rm->ws_compression, .no_masking = rm->ws_no_masking};
+        int fd = dial(job->url, &job->wsd, err, sizeof err);
         pthread_mutex_lock(&l->dmu);
         if (l->stop) {
             if (fd >= 0)

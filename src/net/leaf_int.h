@@ -12,6 +12,7 @@
 
 #include "net/conn_int.h"
 #include "net/leaf.h"
+#include "net/ws.h"
 
 typedef struct leaf_job leaf_job_t;
 struct leaf_watch;
@@ -28,6 +29,8 @@ typedef struct nd_leaf {
     bool registered;    /* in the leaf table, watching its account */
     bool tls_connect_due;     /* solicited: CONNECT waits for the TLS handshake */
     bool hub_info_on_connect; /* solicited: the hub answers CONNECT with an INFO */
+    bool ws;                  /* solicited over ws:// (the upgrade done by the dialer) */
+    nd_ws_dial_t wsd;         /* ... and what it negotiated */
     char nonce[64];           /* accepted: the nonce our INFO sent; solicited: the hub's */
     char remote_id[64];
     char remote_name[128];

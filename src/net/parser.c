@@ -512,6 +512,9 @@ finish_line(nd_proto_parser_t *p, const char *s, size_t avail, size_t base, size
     }
     default: /* CONNECT, INFO, -ERR: the caller parses the JSON or logs the text */
         cmd->arg = trimmed(s, end);
+        /* No subject: a trace that prints one must not read what an earlier command (or the
+         * caller's stack) left there. */
+        cmd->subject = slice(s, 0, 0);
         break;
     }
     return done(p, base + ctl, used, cmd);

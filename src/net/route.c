@@ -84,6 +84,7 @@ ent_free(nd_ctx_t *ctx, nd_route_ent_t *e)
     nd_free(e->gossip);
     nd_strlist_free(&e->connect_urls);
     nd_strlist_free(&e->leaf_urls);
+    nd_strlist_free(&e->ws_connect_urls);
     nd_free(e);
 }
 
@@ -290,6 +291,11 @@ build_info(nd_routes_t *r)
         json_t *urls = json_array();
         nd_server_own_connect_urls(s, urls);
         json_object_set_new(o, "connect_urls", urls);
+        if (s->ws != NULL) {
+            urls = json_array();
+            nd_server_own_ws_urls(s, urls);
+            json_object_set_new(o, "ws_connect_urls", urls);
+        }
     }
     char lurl[300];
     if (s->leafs != NULL && nd_leafs_own_url(s->leafs, true, lurl, sizeof lurl)) {
@@ -486,17 +492,18 @@ nd_routes_leaf_urls(nd_routes_t *r, json_t *arr)
     pthread_mutex_unlock(&r->mu);
 }
 
-/* Our own client URLs and those of every route, for the client INFO. */
-void
-nd_routes_connect_urls(nd_routes_t *r, json_t *arr)
+/* The URLs of every route (client ones, or WebSocket ones when ws), for the client INFO. */
+static void
+routes_urls(nd_routes_t *r, json_t *arr, bool ws)
 {
     pthread_mutex_lock(&r->mu);
     if (!r->cfg.no_advertise) {
         for (size_t i = 0; i < r->nents; i++) {
             if (r->ents[i]->ldm)
                 continue;
-            for (size_t k = 0; k < r->ents[i]->connect_urls.n; k++) {
-                const char *u = r->ents[i]->connect_urls.v[k];
+            const nd_strlist_t *l = ws ? &r->ents[i]->ws_connect_urls : &r->ents[i]->connect_urls;
+            for (size_t k = 0; k < l->n; k++) {
+                const char *u = l->v[k];
                 bool dup = false;
                 for (size_t j = 0; j < json_array_size(arr) && !dup; j++)
                     dup = strcmp(json_string_value(json_array_get(arr, j)), u) == 0;
@@ -506,6 +513,18 @@ nd_routes_connect_urls(nd_routes_t *r, json_t *arr)
         }
     }
     pthread_mutex_unlock(&r->mu);
+}
+
+void
+nd_routes_connect_urls(nd_routes_t *r, json_t *arr)
+{
+    routes_urls(r, arr, false);
+}
+
+void
+nd_routes_ws_connect_urls(nd_routes_t *r, json_t *arr)
+{
+    routes_urls(r, arr, true);
 }
 
 bool
@@ -625,6 +644,10 @@ register_route(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
     for (size_t i = 0; i < json_array_size(urls); i++)
         if (json_is_string(json_array_get(urls, i)))
             nd_strlist_add(&e->leaf_urls, json_string_value(json_array_get(urls, i)));
+    urls = json_object_get(info, "ws_connect_urls");
+    for (size_t i = 0; i < json_array_size(urls); i++)
+        if (json_is_string(json_array_get(urls, i)))
+            nd_strlist_add(&e->ws_connect_urls, json_string_value(json_array_get(urls, i)));
     e->start_wall_ns = c->mon.start_ns;
 
     pthread_mutex_lock(&r->mu);
@@ -645,7 +668,8 @@ register_route(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
         r->ents = nd_xrealloc(r->ents, r->cap * sizeof(*r->ents));
     }
     r->ents[r->nents++] = e;
-    bool urls_changed = e->connect_urls.n > 0 && !r->cfg.no_advertise;
+    bool urls_changed =
+        (e->connect_urls.n > 0 || e->ws_connect_urls.n > 0) && !r->cfg.no_advertise;
     bool leaf_urls_changed = e->leaf_urls.n > 0;
     pthread_mutex_unlock(&r->mu);
     if (leaf_urls_changed && c->srv->leafs != NULL)
@@ -708,7 +732,9 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
             for (size_t i = 0; i < r->nents; i++)
                 if (r->ents[i]->c == c && !r->ents[i]->ldm) {
                     r->ents[i]->ldm = true;
-                    changed = r->ents[i]->connect_urls.n > 0 && !r->cfg.no_advertise;
+                    changed = (r->ents[i]->connect_urls.n > 0 ||
+                               r->ents[i]->ws_connect_urls.n > 0) &&
+                              !r->cfg.no_advertise;
                 }
             pthread_mutex_unlock(&r->mu);
             if (changed)
@@ -1006,7 +1032,8 @@ nd_route_teardown(nd_ctx_t *ctx, nd_conn_t *c)
             }
         pthread_mutex_unlock(&r->mu);
         if (gone != NULL) {
-            urls_changed = gone->connect_urls.n > 0 && !gone->ldm && !r->cfg.no_advertise;
+            urls_changed = (gone->connect_urls.n > 0 || gone->ws_connect_urls.n > 0) &&
+                           !gone->ldm && !r->cfg.no_advertise;
             if (gone->leaf_urls.n > 0 && c->srv->leafs != NULL &&
                 !atomic_load_explicit(&r->stopping, memory_order_relaxed))
                 nd_leafs_urls_changed(ctx, c->srv->leafs); /* it is out of the table */

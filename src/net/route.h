@@ -44,6 +44,9 @@ void nd_routes_connect_urls(nd_routes_t *r, struct json_t *arr);
 /* Appends the leafnode URLs of every route's server (not in lame duck mode) to arr, without
  * duplicates: the hub side's leafnode_urls. */
 void nd_routes_leaf_urls(nd_routes_t *r, struct json_t *arr);
+/* The WebSocket URLs of every route (ws_connect_urls of their INFO), for the INFO of
+ * WebSocket clients; duplicates of what arr holds are left out. */
+void nd_routes_ws_connect_urls(nd_routes_t *r, struct json_t *arr);
 /* A reload: routes added to the list are solicited, routes removed are closed ("Route
  * Removed") and not solicited again; the other cluster options keep their start values.
  * Ctx: the reloading thread. */

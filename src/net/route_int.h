@@ -53,6 +53,7 @@ typedef struct nd_route_ent {
     char *gossip;          /* the peer's INFO line, "ip" filled in, to forward to others */
     nd_strlist_t connect_urls; /* the peer's client URLs */
     nd_strlist_t leaf_urls;    /* the peer's leafnode URLs (its INFO's leafnode_urls) */
+    nd_strlist_t ws_connect_urls; /* the peer's WebSocket URLs (its INFO's ws_connect_urls) */
     int64_t start_wall_ns;
 } nd_route_ent_t;
 

@@ -10,6 +10,7 @@
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 
@@ -43,6 +44,7 @@ free_info(nd_epoch_entry_t *e)
 {
     nd_server_info_t *info = ND_EPOCH_CONTAINER(e, nd_server_info_t, retire);
     nd_tls_ctx_unref(info->tls);
+    nd_free(info->ws_text);
     nd_free(info);
 }
 
@@ -72,20 +74,20 @@ add_url(json_t *arr, const char *host, int port)
     json_array_append_new(arr, json_string(u));
 }
 
-void
-nd_server_own_connect_urls(nd_server_t *s, json_t *arr)
+/* nats-server's getConnectURLs: the advertised address, else the host, else every interface's
+ * address but loopback. */
+static void
+own_urls(json_t *arr, const char *adv, const char *h, int port)
 {
-    const char *h = s->opts.host;
-    if (s->opts.client_advertise != NULL && s->opts.client_advertise[0] != '\0') {
-        const char *a = s->opts.client_advertise;
-        if (strrchr(a, ':') != NULL && a[0] != '[')
-            json_array_append_new(arr, json_string(a));
+    if (adv != NULL && adv[0] != '\0') {
+        if (strrchr(adv, ':') != NULL && adv[0] != '[')
+            json_array_append_new(arr, json_string(adv));
         else
-            add_url(arr, a, s->port);
+            add_url(arr, adv, port);
         return;
     }
     if (h != NULL && h[0] != '\0' && strcmp(h, "0.0.0.0") != 0 && strcmp(h, "::") != 0) {
-        add_url(arr, h, s->port);
+        add_url(arr, h, port);
         return;
     }
     /* Listening on every interface: every address but loopback, as nats-server lists them. */
@@ -108,9 +110,23 @@ nd_server_own_connect_urls(nd_server_t *s, json_t *arr)
         } else {
             continue;
         }
-        add_url(arr, ip, s->port);
+        add_url(arr, ip, port);
     }
     freeifaddrs(ifs);
+}
+
+void
+nd_server_own_connect_urls(nd_server_t *s, json_t *arr)
+{
+    own_urls(arr, s->opts.client_advertise, s->opts.host, s->port);
+}
+
+void
+nd_server_own_ws_urls(nd_server_t *s, json_t *arr)
+{
+    if (s->ws == NULL)
+        return;
+    own_urls(arr, s->opts.ws->advertise, s->opts.ws->host, s->ws->port);
 }
 
 /* One INFO template is built at a time: a route joining and a reload may race. */
@@ -160,7 +176,6 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
         }
     }
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
     /* Keep "INFO {...", dropping the closing brace: each connection appends its own fields. */
     size_t n = strlen(js);
     nd_server_info_t *info = nd_xmalloc(sizeof(*info) + n + 6);
@@ -170,6 +185,24 @@ nd_server_publish_info(nd_ctx_t *ctx, nd_server_t *s)
     info->len = 5 + n - 1;
     info->text[info->len] = '\0';
     free(js);
+    info->ws_text = NULL;
+    info->ws_len = 0;
+    if (s->ws != NULL && json_object_get(o, "connect_urls") != NULL) {
+        /* nats-server gives WebSocket clients the cluster's WebSocket URLs as connect_urls. */
+        json_t *urls = json_array();
+        nd_server_own_ws_urls(s, urls);
+        nd_routes_ws_connect_urls(s->routes, urls);
+        json_object_set_new(o, "connect_urls", urls);
+        js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        n = strlen(js);
+        info->ws_text = nd_xmalloc(n + 6);
+        memcpy(info->ws_text, "INFO ", 5);
+        memcpy(info->ws_text + 5, js, n - 1);
+        info->ws_len = 5 + n - 1;
+        info->ws_text[info->ws_len] = '\0';
+        free(js);
+    }
+    json_decref(o);
     /* release: a connection's acquire load in on_start sees the text written above. */
     nd_server_info_t *old = atomic_exchange_explicit(&s->info, info, memory_order_release);
     if (old != NULL)
@@ -207,6 +240,65 @@ on_accept_ws(nd_ctx_t *ctx, int fd, void *arg)
     nd_conn_spawn_ws(ctx, s, fd, s->ws);
 }
 
+/* The authorization parts of nats-server's validateWebsocketOptions (with 2.9.10's texts).
+ * Returns: -1 after logging why. */
+static int
+ws_validate_auth(const nd_opts_t *o, const nd_ws_opts_t *wo)
+{
+    const char *nau = wo->no_auth_user;
+    if (nau != NULL && nau[0]) {
+        if (o->operators.n > 0) {
+            nd_log_error("no_auth_user not compatible with Trusted Operator");
+            return -1;
+        }
+        if (o->nusers == 0) {
+            nd_log_error("no_auth_user: \"%s\" present, but users are not defined", nau);
+            return -1;
+        }
+        bool found = false;
+        for (size_t i = 0; i < o->nusers && !found; i++)
+            found = (o->users[i].name != NULL && strcmp(o->users[i].name, nau) == 0) ||
+                    (o->users[i].nkey != NULL && strcmp(o->users[i].nkey, nau) == 0);
+        if (!found) {
+            nd_log_error("no_auth_user: \"%s\" not present as user in authorization block "
+                         "or account configuration",
+                         nau);
+            return -1;
+        }
+    }
+    if (o->nusers > 0 && wo->user != NULL && wo->user[0]) {
+        nd_log_error("websocket authentication username not compatible with presence of "
+                     "users/nkeys");
+        return -1;
+    }
+    if (o->nusers > 0 && wo->token != NULL && wo->token[0]) {
+        nd_log_error("websocket authentication token not compatible with presence of users/nkeys");
+        return -1;
+    }
+    if (wo->jwt_cookie != NULL && wo->jwt_cookie[0] && o->operators.n == 0 &&
+        o->trusted_keys.n == 0) {
+        nd_log_error("trusted operators or trusted keys configuration is required for JWT "
+                     "authentication via cookie \"%s\"",
+                     wo->jwt_cookie);
+        return -1;
+    }
+    for (size_t i = 0; i + 1 < wo->headers.n; i += 2) {
+        const char *k = wo->headers.v[i];
+        if (strcasecmp(k, "host") == 0 || strcasecmp(k, "content-length") == 0 ||
+            strcasecmp(k, "connection") == 0 || strcasecmp(k, "upgrade") == 0 ||
+            strcasecmp(k, "nats-no-masking") == 0) {
+            nd_log_error("websocket: invalid header \"%s\" not allowed", k);
+            return -1;
+        }
+        if (strncasecmp(k, "sec-websocket-", 14) == 0) {
+            nd_log_error("websocket: invalid header \"%s\", \"Sec-WebSocket-\" prefix not allowed",
+                         k);
+            return -1;
+        }
+    }
+    return 0;
+}
+
 /* websocket {}: nats-server's validateWebsocketOptions checks, its TLS and the bound port.
  * Returns: -1 after logging why. */
 static int
@@ -219,10 +311,31 @@ start_ws(nd_server_t *s)
         nd_log_error("websocket requires TLS configuration");
         return -1;
     }
+    if (ws_validate_auth(&s->opts, wo) < 0)
+        return -1;
     nd_ws_srv_t *ws = nd_xcalloc(1, sizeof(*ws));
     s->ws = ws;
     ws->handshake_ms = wo->handshake_timeout_ms > 0 ? wo->handshake_timeout_ms : 0;
     ws->same_origin = wo->same_origin;
+    ws->compress = wo->compression;
+    ws->ping_ms = wo->ping_interval_ms > 0 ? wo->ping_interval_ms : 0;
+    /* nats-server's wsConfigAuth: a user, a token or a no_auth_user in websocket {} replaces
+     * the server's for WebSocket clients, who then must authenticate. */
+    ws->auth_override = (wo->user != NULL && wo->user[0]) || (wo->token != NULL && wo->token[0]) ||
+                        (wo->no_auth_user != NULL && wo->no_auth_user[0]);
+    const char *cookies[4] = {wo->jwt_cookie, wo->user_cookie, wo->pass_cookie, wo->token_cookie};
+    for (size_t i = 0; i < 4; i++)
+        ws->cookie[i] = cookies[i] != NULL && cookies[i][0] ? nd_xstrdup(cookies[i]) : NULL;
+    if (wo->headers.n >= 2) {
+        size_t len = 1;
+        for (size_t i = 0; i + 1 < wo->headers.n; i += 2)
+            len += strlen(wo->headers.v[i]) + strlen(wo->headers.v[i + 1]) + 4;
+        ws->raw_headers = nd_xmalloc(len);
+        size_t off = 0;
+        for (size_t i = 0; i + 1 < wo->headers.n; i += 2)
+            off += (size_t)snprintf(ws->raw_headers + off, len - off, "%s: %s\r\n",
+                                    wo->headers.v[i], wo->headers.v[i + 1]);
+    }
     if (wo->allowed_origins.n > 0) {
         ws->origins = nd_xcalloc(wo->allowed_origins.n, sizeof(*ws->origins));
         for (size_t i = 0; i < wo->allowed_origins.n; i++) {
@@ -258,9 +371,6 @@ start_ws(nd_server_t *s)
     if (ws->listener == NULL)
         return -1;
     ws->port = nd_listener_port(ws->listener);
-    if (wo->compression)
-        nd_log_warn("websocket compression (permessage-deflate) is not supported by natsd yet: "
-                    "clients get uncompressed frames");
     return 0;
 }
 
@@ -479,8 +589,10 @@ nd_server_free(nd_server_t *s)
         nd_poller_free(s->poller);
     /* Retired INFOs were freed by the pool's shutdown (it runs every pending destructor). */
     nd_server_info_t *info = atomic_load_explicit(&s->info, memory_order_relaxed);
-    if (info != NULL)
+    if (info != NULL) {
         nd_tls_ctx_unref(info->tls);
+        nd_free(info->ws_text);
+    }
     nd_free(info);
     for (unsigned i = 0; s->rscratch != NULL && i < nd_pool_workers(s->pool); i++) {
         nd_free(s->rscratch[i].p);

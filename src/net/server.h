@@ -32,6 +32,10 @@ typedef struct nd_iobuf {
 typedef struct nd_server_info {
     nd_epoch_entry_t retire;
     struct nd_tls_ctx *tls; /* a reference owned by the template (net/tls.h), NULL: TLS off */
+    /* The same for WebSocket clients in a cluster, whose connect_urls list the cluster's
+     * WebSocket URLs (nats-server's ws_connect_urls); owned, or NULL: they get text. */
+    char *ws_text;
+    size_t ws_len;
     size_t len;
     char text[]; /* "INFO {...", NUL-terminated */
 } nd_server_info_t;
@@ -244,6 +248,9 @@ void nd_server_set_tls(nd_ctx_t *ctx, nd_server_t *s, struct nd_tls_ctx *tls);
  * non-loopback address when listening on all) to the jansson array arr. */
 struct json_t;
 void nd_server_own_connect_urls(nd_server_t *s, struct json_t *arr);
+/* Appends our WebSocket URLs ("host:port": websocket { advertise }, else its host and port, as
+ * for the client port) to arr. */
+void nd_server_own_ws_urls(nd_server_t *s, struct json_t *arr);
 /* Frees the server after the pool has shut down. */
 void nd_server_free(nd_server_t *s);
 

@@ -6,9 +6,16 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <poll.h>
+#include <pthread.h>
 #include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <time.h>
 
 #include <openssl/evp.h>
+#include <zlib.h>
 
 #include "actors/alloc.h"
 #include "util/base64.h"
@@ -49,6 +56,7 @@ typedef struct ws_conn {
     bool in_msg;           /* a data message waits for its final frame */
     bool eof;              /* a close frame came (or a protocol error): no more data */
     bool failed;           /* ... because of a protocol error */
+    bool too_big;          /* ... because a compressed message was over the limits */
     uint8_t op;            /* the current frame's opcode */
     uint8_t mkey[4], mpos; /* its masking key and the key's position */
     uint64_t rem;          /* its payload bytes still to read */
@@ -61,7 +69,36 @@ typedef struct ws_conn {
     uint8_t *out;      /* raw bytes to write at the next frame boundary: the prefix, */
     size_t olen, ooff; /* pongs, the close frame (owned) */
     bool close_queued;
+    /* settings (nd_ws_configure) */
+    bool compress;    /* permessage-deflate was negotiated */
+    bool no_mask;     /* the peer said it does not mask (Nats-No-Masking), or is a server */
+    bool mask_writes; /* we are the client side (a leaf that dialed ws://): frames are masked */
+    uint64_t rnd;     /* xorshift64 state for masking keys (seeded from getrandom) */
+    uint64_t max_msg; /* inflated bytes one compressed message may carry (max_payload) */
+    /* permessage-deflate, read side: a compressed message is gathered whole (cin), then
+     * inflated straight into the callers' buffers; raw bytes that followed it wait in stash. */
+    bool fc;            /* the message being read is compressed */
+    uint8_t *cin;       /* its compressed bytes, unmasked (owned) */
+    size_t clen, ccap;  /* ... */
+    z_stream *inf;      /* inflating a complete message (owned); NULL between messages */
+    uint64_t inf_total; /* bytes it produced so far */
+    uint8_t *stash;     /* raw bytes read past a compressed message (owned) */
+    size_t slen, soff;  /* ... */
+    /* permessage-deflate, write side: one compressed frame being written */
+    uint8_t *cf; /* header + compressed payload (owned) */
+    size_t cflen, cfoff;
+    size_t cplain; /* the caller's bytes it stands for */
 } ws_conn_t;
+
+/* A message of at most this many bytes goes out uncompressed (nats-server's threshold). */
+#define COMPRESS_MIN 64
+/* The most of the caller's bytes one compressed or masked frame takes. */
+#define COPY_MAX (1024u * 1024u)
+
+/* A deflate stream's sync-flush marker, which RFC 7692 7.2.1 strips from the end of each
+ * compressed message, followed by an empty final stored block so that inflate reports the end
+ * of the stream. */
+static const uint8_t deflate_tail[] = {0x00, 0x00, 0xff, 0xff, 0x01, 0x00, 0x00, 0xff, 0xff};
 
 /* ---- codec ---- */
 
@@ -147,14 +184,44 @@ out_add(ws_conn_t *w, const void *p, size_t n)
     w->olen += n;
 }
 
+/* A fresh masking key (RFC 6455 5.3: unpredictable; xorshift64 seeded from the kernel). */
+static void
+mask_key(ws_conn_t *w, uint8_t key[4])
+{
+    uint64_t x = w->rnd;
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    w->rnd = x;
+    memcpy(key, &x, 4);
+}
+
+/* A frame header for our side: with the mask bit and a new key (appended to h, whose length
+ * grows by 4) when we are the client side. Returns: its length; the key in key. */
+static size_t
+frame_header_ours(ws_conn_t *w, uint8_t *h, uint8_t op, uint64_t len, uint8_t key[4])
+{
+    size_t hl = nd_ws_frame_header(h, op, len);
+    if (!w->mask_writes)
+        return hl;
+    h[1] |= 0x80;
+    mask_key(w, key);
+    memcpy(h + hl, key, 4);
+    return hl + 4;
+}
+
 static void
 queue_control(ws_conn_t *w, uint8_t op, const uint8_t *p, size_t n)
 {
-    uint8_t h[14];
-    size_t hl = nd_ws_frame_header(h, op, n);
+    uint8_t h[14], key[4];
+    size_t hl = frame_header_ours(w, h, op, n, key);
     out_add(w, h, hl);
-    if (n > 0)
-        out_add(w, p, n);
+    if (n > 0) {
+        uint8_t m[CTL_MAX];
+        for (size_t i = 0; i < n; i++)
+            m[i] = w->mask_writes ? p[i] ^ key[i & 3] : p[i];
+        out_add(w, m, n);
+    }
 }
 
 /* A close frame with status and body (cut to fit a control frame, with "...", as nats-server). */
@@ -184,7 +251,7 @@ out_flush(ws_conn_t *w)
 {
     if (w->ooff == w->olen)
         return true;
-    if (w->wrem > 0 || w->whoff < w->whlen) {
+    if (w->wrem > 0 || w->whoff < w->whlen || w->cf != NULL) {
         errno = EAGAIN;
         return false;
     }
@@ -233,7 +300,15 @@ start_frame(ws_conn_t *w)
     const uint8_t *h = w->hdr;
     bool fin = (h[0] & 0x80) != 0, rsv1 = (h[0] & 0x40) != 0;
     uint8_t op = h[0] & 0x0F;
-    if (!(h[1] & 0x80)) {
+    if (h[0] & 0x30) {
+        protocol_error(w, "RSV2 and RSV3 must be clear");
+        return false;
+    }
+    if (rsv1 && !w->compress) {
+        protocol_error(w, "compressed frame received without negotiated permessage-deflate");
+        return false;
+    }
+    if (!(h[1] & 0x80) && !w->no_mask) {
         protocol_error(w, "mask bit missing");
         return false;
     }
@@ -260,6 +335,10 @@ start_frame(ws_conn_t *w)
             protocol_error(w, "control frame does not have final bit set");
             return false;
         }
+        if (rsv1) {
+            protocol_error(w, "control frame must not be compressed");
+            return false;
+        }
         break;
     case OP_TEXT:
     case OP_BINARY:
@@ -268,12 +347,8 @@ start_frame(ws_conn_t *w)
                               "received");
             return false;
         }
-        if (rsv1) {
-            /* permessage-deflate was not negotiated. */
-            protocol_error(w, "compressed frame without negotiated compression");
-            return false;
-        }
         w->in_msg = !fin;
+        w->fc = rsv1; /* only the first frame of a message says whether it is compressed */
         break;
     case OP_CONT:
         if (!w->in_msg || rsv1) {
@@ -300,7 +375,10 @@ start_frame(ws_conn_t *w)
         w->eof = w->failed = true;
         return false;
     }
-    memcpy(w->mkey, h + p, 4);
+    if (h[1] & 0x80)
+        memcpy(w->mkey, h + p, 4);
+    else
+        memset(w->mkey, 0, 4); /* an unmasked frame (Nats-No-Masking): unmasking changes nothing */
     w->mpos = 0;
     w->op = op;
     w->rem = len;
@@ -344,12 +422,123 @@ on_control(ws_conn_t *w)
     }
 }
 
-/* Decodes buf[0..n) in place. Returns: the data bytes now at buf[0..). */
+/* The limit on a compressed message's gathered bytes: eight times max_payload, at most 64 MiB,
+ * as nats-server's wsMaxMessageSize (it lets one message batch several operations). */
+static uint64_t
+compressed_limit(const ws_conn_t *w)
+{
+    uint64_t l = w->max_msg * 8;
+    return l > ND_WS_MAX_FRAME ? ND_WS_MAX_FRAME : l;
+}
+
+/* A compressed message (or an inflated one) is bigger than allowed: close with 1009. */
+static void
+too_big(ws_conn_t *w)
+{
+    const char *text = nd_close_reason_text(ND_CLOSE_MAX_PAYLOAD);
+    queue_close(w, CLOSE_TOO_BIG, text, strlen(text));
+    w->eof = w->failed = w->too_big = true;
+}
+
+/* Makes room for k more compressed bytes and the tail that inflate_begin adds. */
+static void
+cin_reserve(ws_conn_t *w, size_t k)
+{
+    if (w->clen + k + sizeof deflate_tail <= w->ccap)
+        return;
+    size_t cap = w->ccap == 0 ? 256 : w->ccap;
+    while (cap < w->clen + k + sizeof deflate_tail)
+        cap *= 2;
+    w->cin = nd_xrealloc(w->cin, cap);
+    w->ccap = cap;
+}
+
+/* Appends k compressed bytes (masked) to the message being gathered. Returns: false when the
+ * message is over the limit. */
+static bool
+gather(ws_conn_t *w, const uint8_t *src, size_t k)
+{
+    if ((uint64_t)w->clen + k + sizeof deflate_tail > compressed_limit(w)) {
+        too_big(w);
+        return false;
+    }
+    cin_reserve(w, k);
+    unmask(w, w->cin + w->clen, src, k);
+    w->clen += k;
+    return true;
+}
+
+/* The compressed message is complete: start inflating it. */
+static void
+inflate_begin(ws_conn_t *w)
+{
+    cin_reserve(w, 0); /* a message of empty frames has gathered nothing */
+    memcpy(w->cin + w->clen, deflate_tail, sizeof deflate_tail);
+    w->clen += sizeof deflate_tail;
+    w->inf = nd_xcalloc(1, sizeof(*w->inf));
+    if (inflateInit2(w->inf, -MAX_WBITS) != Z_OK)
+        nd_fatal("ws: inflateInit2 failed");
+    w->inf->next_in = w->cin;
+    w->inf->avail_in = (uInt)w->clen;
+    w->inf_total = 0;
+    w->fc = false;
+}
+
+/* Frees the inflater and the compressed message: nothing of it stays between messages. */
+static void
+inflate_done(ws_conn_t *w)
+{
+    if (w->inf != NULL) {
+        inflateEnd(w->inf);
+        nd_free(w->inf);
+        w->inf = NULL;
+    }
+    nd_free(w->cin);
+    w->cin = NULL;
+    w->clen = w->ccap = 0;
+}
+
+/* Inflates the current message into buf[0..n). Returns: the bytes produced; the inflater is
+ * freed when the message is done or bad. */
 static size_t
-decode(ws_conn_t *w, uint8_t *buf, size_t n)
+inflate_some(ws_conn_t *w, uint8_t *buf, size_t n)
+{
+    z_stream *z = w->inf;
+    if (n > UINT32_MAX)
+        n = UINT32_MAX;
+    z->next_out = buf;
+    z->avail_out = (uInt)n;
+    int rc = inflate(z, Z_SYNC_FLUSH);
+    size_t got = n - z->avail_out;
+    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
+        /* Not a deflate stream: nats-server fails the read with flate's error. */
+        static const char bad[] = "invalid compressed data";
+        inflate_done(w);
+        protocol_error(w, bad);
+        return got;
+    }
+    w->inf_total += got;
+    if (w->inf_total > w->max_msg) {
+        /* A deflate bomb, or a batch bigger than max_payload: the parser sees what fits, as
+         * in nats-server (wsDecompressAndParse), then the connection closes. */
+        got -= (size_t)(w->inf_total - w->max_msg);
+        inflate_done(w);
+        too_big(w);
+        return got;
+    }
+    if (rc == Z_STREAM_END || (z->avail_in == 0 && z->avail_out > 0))
+        inflate_done(w);
+    return got;
+}
+
+/* Decodes buf[0..n) in place: the data bytes end at buf[0..*out), *used of n were consumed. It
+ * stops after the final frame of a compressed message, whose inflated bytes come before what
+ * follows it. */
+static size_t
+decode(ws_conn_t *w, uint8_t *buf, size_t n, size_t *used)
 {
     size_t i = 0, o = 0;
-    while (i < n && !w->eof) {
+    while (i < n && !w->eof && w->inf == NULL) {
         if (!w->in_frame) {
             size_t need = w->hlen < 2 ? 2 : header_len(w->hdr);
             while (w->hlen < need && i < n) {
@@ -362,13 +551,13 @@ decode(ws_conn_t *w, uint8_t *buf, size_t n)
             w->hlen = 0;
             if (!start_frame(w))
                 break;
-            if (w->op >= OP_CLOSE && w->rem == 0) {
+            if (w->rem == 0) {
                 w->in_frame = false;
-                on_control(w);
-                continue;
+                if (w->op >= OP_CLOSE)
+                    on_control(w);
+                else if (w->fc && !w->in_msg)
+                    inflate_begin(w); /* an empty final frame ends a compressed message */
             }
-            if (w->rem == 0)
-                w->in_frame = false;
             continue;
         }
         size_t k = n - i;
@@ -377,6 +566,9 @@ decode(ws_conn_t *w, uint8_t *buf, size_t n)
         if (w->op >= OP_CLOSE) {
             unmask(w, w->ctl + w->ctl_len, buf + i, k);
             w->ctl_len = (uint8_t)(w->ctl_len + k);
+        } else if (w->fc) {
+            if (!gather(w, buf + i, k))
+                break;
         } else {
             unmask(w, buf + o, buf + i, k); /* o <= i: moving back is safe byte by byte */
             o += k;
@@ -387,8 +579,11 @@ decode(ws_conn_t *w, uint8_t *buf, size_t n)
             w->in_frame = false;
             if (w->op >= OP_CLOSE)
                 on_control(w);
+            else if (w->fc && !w->in_msg)
+                inflate_begin(w);
         }
     }
+    *used = i;
     return o;
 }
 
@@ -396,16 +591,54 @@ static ssize_t
 ws_read(nd_transport_t *t, void *buf, size_t len)
 {
     ws_conn_t *w = t->impl;
+    uint8_t *b = buf;
     size_t got = 0;
     ssize_t r = -1;
     int err = EAGAIN;
-    while (got < len && !w->eof) {
-        r = w->inner.vt->read(&w->inner, (char *)buf + got, len - got);
-        if (r <= 0) {
-            err = errno;
-            break;
+    while (got < len) {
+        if (w->inf != NULL) {
+            got += inflate_some(w, b + got, len - got);
+            continue; /* the buffer is full, or the message is done */
         }
-        got += decode(w, (uint8_t *)buf + got, (size_t)r);
+        if (w->eof)
+            break;
+        /* Raw bytes: those read past a compressed message first, then the socket's. */
+        size_t n;
+        bool stashed = w->soff < w->slen;
+        if (stashed) {
+            n = w->slen - w->soff;
+            if (n > len - got)
+                n = len - got;
+            memcpy(b + got, w->stash + w->soff, n);
+            w->soff += n;
+        } else {
+            r = w->inner.vt->read(&w->inner, b + got, len - got);
+            if (r <= 0) {
+                err = errno;
+                break;
+            }
+            n = (size_t)r;
+        }
+        size_t used = 0;
+        size_t o = decode(w, b + got, n, &used);
+        if (used < n && !w->eof) {
+            /* A compressed message ended inside: keep the rest for after its bytes. */
+            size_t rest = n - used;
+            if (stashed) {
+                w->soff -= rest;
+            } else {
+                w->stash = nd_xmalloc(rest);
+                memcpy(w->stash, b + got + used, rest);
+                w->slen = rest;
+                w->soff = 0;
+            }
+        }
+        if (w->soff == w->slen && w->stash != NULL) {
+            nd_free(w->stash);
+            w->stash = NULL;
+            w->slen = w->soff = 0;
+        }
+        got += o;
     }
     if (w->ooff < w->olen)
         out_flush(w); /* pongs and the close echo go out now, when no frame is half written */
@@ -413,7 +646,7 @@ ws_read(nd_transport_t *t, void *buf, size_t len)
         return (ssize_t)got;
     if (w->eof) {
         if (w->failed) {
-            errno = EPROTO;
+            errno = w->too_big ? EMSGSIZE : EPROTO;
             return -1;
         }
         return 0;
@@ -426,10 +659,131 @@ ws_read(nd_transport_t *t, void *buf, size_t len)
 
 /* ---- write ---- */
 
+/* One deflate stream per thread, reset for each message: with no context takeover a message
+ * needs nothing from the one before, and a connection then keeps no compressor while idle
+ * (zlib's default stream is about 260 KiB). The transport's writev has no worker context, so
+ * this is a thread-local rather than a per-worker slot; a thread key frees it when its thread
+ * ends. */
+static _Thread_local z_stream *tl_deflate;
+static pthread_key_t deflate_key;
+static pthread_once_t deflate_once = PTHREAD_ONCE_INIT;
+
+static void
+deflater_free(void *p)
+{
+    z_stream *z = p;
+    deflateEnd(z);
+    nd_free(z);
+}
+
+static void
+deflate_key_make(void)
+{
+    if (pthread_key_create(&deflate_key, deflater_free) != 0)
+        nd_fatal("ws: pthread_key_create failed");
+}
+
+static z_stream *
+deflater(void)
+{
+    if (tl_deflate == NULL) {
+        pthread_once(&deflate_once, deflate_key_make);
+        tl_deflate = nd_xcalloc(1, sizeof(*tl_deflate));
+        /* Level 1 as nats-server (flate.BestSpeed); raw deflate, 32 KiB window. */
+        if (deflateInit2(tl_deflate, 1, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+            nd_fatal("ws: deflateInit2 failed");
+        pthread_setspecific(deflate_key, tl_deflate);
+    } else {
+        deflateReset(tl_deflate);
+    }
+    return tl_deflate;
+}
+
+/* Compresses the caller's total bytes into one frame (w->cf), RFC 7692: sync flush, the
+ * trailing 00 00 ff ff removed, RSV1 set. */
+static void
+compress_frame(ws_conn_t *w, const struct iovec *iov, int iovcnt, size_t total)
+{
+    z_stream *z = deflater();
+    size_t cap = 14 + deflateBound(z, (uLong)total) + 16;
+    uint8_t *out = nd_xmalloc(cap);
+    size_t hdr = 14; /* the header is written in front of the payload once its size is known */
+    z->next_out = out + hdr;
+    z->avail_out = (uInt)(cap - hdr);
+    size_t left = total;
+    for (int i = 0; i < iovcnt && left > 0; i++) {
+        size_t k = iov[i].iov_len < left ? iov[i].iov_len : left;
+        left -= k;
+        z->next_in = iov[i].iov_base;
+        z->avail_in = (uInt)k;
+        int rc = deflate(z, left == 0 ? Z_SYNC_FLUSH : Z_NO_FLUSH);
+        if (rc != Z_OK && rc != Z_BUF_ERROR)
+            nd_fatal("ws: deflate failed (%d)", rc);
+        if (z->avail_in != 0 || z->avail_out == 0)
+            nd_fatal("ws: deflate output larger than its bound");
+    }
+    size_t plen = cap - hdr - z->avail_out;
+    if (plen >= 4 && memcmp(out + hdr + plen - 4, "\x00\x00\xff\xff", 4) == 0)
+        plen -= 4;
+    uint8_t h[14], key[4];
+    size_t hl = frame_header_ours(w, h, OP_BINARY, plen, key);
+    h[0] |= 0x40; /* RSV1: compressed */
+    memcpy(out + hdr - hl, h, hl);
+    if (w->mask_writes)
+        for (size_t i = 0; i < plen; i++)
+            out[hdr + i] ^= key[i & 3];
+    w->cf = out;
+    w->cfoff = hdr - hl;
+    w->cflen = hdr + plen;
+    w->cplain = total;
+}
+
+/* The client side's frame (a leaf that dialed ws://): the caller's bytes copied and masked. */
+static void
+masked_frame(ws_conn_t *w, const struct iovec *iov, int iovcnt, size_t total)
+{
+    uint8_t h[14], key[4];
+    size_t hl = frame_header_ours(w, h, OP_BINARY, total, key);
+    uint8_t *out = nd_xmalloc(hl + total);
+    memcpy(out, h, hl);
+    size_t o = 0;
+    for (int i = 0; i < iovcnt && o < total; i++) {
+        const uint8_t *p = iov[i].iov_base;
+        for (size_t k = 0; k < iov[i].iov_len && o < total; k++, o++)
+            out[hl + o] = p[k] ^ key[o & 3];
+    }
+    w->cf = out;
+    w->cfoff = 0;
+    w->cflen = hl + total;
+    w->cplain = total;
+}
+
+/* Writes the compressed frame. Returns: the caller's bytes it stands for once all of it went
+ * out, else -1 (errno set; the caller retries with the same bytes, as after a partial write). */
+static ssize_t
+cf_flush(ws_conn_t *w)
+{
+    while (w->cfoff < w->cflen) {
+        ssize_t n = nd_transport_write(&w->inner, w->cf + w->cfoff, w->cflen - w->cfoff);
+        if (n <= 0) {
+            if (n == 0)
+                errno = EAGAIN;
+            return -1;
+        }
+        w->cfoff += (size_t)n;
+    }
+    nd_free(w->cf);
+    w->cf = NULL;
+    w->cflen = w->cfoff = 0;
+    return (ssize_t)w->cplain;
+}
+
 static ssize_t
 ws_writev(nd_transport_t *t, const struct iovec *iov, int iovcnt)
 {
     ws_conn_t *w = t->impl;
+    if (w->cf != NULL)
+        return cf_flush(w);
     if (!out_flush(w) && (w->wrem == 0 && w->whoff == w->whlen))
         return -1; /* raw output first (the 101's rest, control frames); errno from it */
     size_t total = 0;
@@ -437,6 +791,18 @@ ws_writev(nd_transport_t *t, const struct iovec *iov, int iovcnt)
         total += iov[i].iov_len;
     if (total == 0)
         return 0;
+    /* A frame that is built in a buffer of its own (compressed, masked) takes at most
+     * COPY_MAX of the caller's bytes: the rest goes in the next frames, so a large backlog
+     * neither holds the worker in one deflate call nor doubles its memory at once. */
+    size_t take = total < COPY_MAX ? total : COPY_MAX;
+    if (w->compress && w->wrem == 0 && w->whoff == w->whlen && total > COMPRESS_MIN) {
+        compress_frame(w, iov, iovcnt, take);
+        return cf_flush(w);
+    }
+    if (w->mask_writes) {
+        masked_frame(w, iov, iovcnt, take);
+        return cf_flush(w);
+    }
     if (w->wrem == 0) {
         w->whlen = (uint8_t)nd_ws_frame_header(w->whdr, OP_BINARY, total);
         w->whoff = 0;
@@ -486,8 +852,12 @@ ws_close(nd_transport_t *t)
     ws_conn_t *w = t->impl;
     if (w == NULL)
         return;
-    out_flush(w); /* best effort: the close frame, when no data frame is half written */
+    if (w->cf == NULL)
+        out_flush(w); /* best effort: the close frame, when no data frame is half written */
     w->inner.vt->close(&w->inner);
+    inflate_done(w);
+    nd_free(w->stash);
+    nd_free(w->cf);
     nd_free(w->out);
     nd_free(w);
     t->impl = NULL;
@@ -506,16 +876,37 @@ nd_ws_wrap(nd_transport_t *t, const void *prefix, size_t n)
 {
     ws_conn_t *w = nd_xcalloc(1, sizeof(*w));
     w->inner = *t;
+    w->max_msg = 1024 * 1024;
     if (n > 0)
         out_add(w, prefix, n);
     t->vt = &ws_vt;
     t->impl = w;
 }
 
+void
+nd_ws_configure(nd_transport_t *t, const nd_ws_params_t *p)
+{
+    ws_conn_t *w = t->impl;
+    w->compress = p->compress;
+    w->no_mask = p->no_mask;
+    w->mask_writes = p->mask_writes;
+    if (w->mask_writes && getrandom(&w->rnd, sizeof w->rnd, 0) != (ssize_t)sizeof w->rnd)
+        w->rnd = (uint64_t)(uintptr_t)w ^ 0x9E3779B97F4A7C15ull;
+    w->rnd |= 1; /* xorshift never leaves 0 */
+    w->max_msg = p->max_payload > 0 ? (uint64_t)p->max_payload : 1024 * 1024;
+}
+
 bool
 nd_ws_is(const nd_transport_t *t)
 {
     return t->vt == &ws_vt;
+}
+
+bool
+nd_ws_read_again(const nd_transport_t *t)
+{
+    const ws_conn_t *w = nd_ws_is(t) ? t->impl : NULL;
+    return w != NULL && (w->eof || w->inf != NULL || w->soff < w->slen);
 }
 
 bool
@@ -598,6 +989,78 @@ header_has(const char *buf, const nd_http_req_t *req, const char *name, const ch
         }
     }
     return false;
+}
+
+/* Whether the ',' or ';' separated list v[0..n) holds token (case-insensitive, trimmed). */
+static bool
+list_has(const char *v, size_t n, const char *token)
+{
+    while (n > 0) {
+        size_t tl = 0;
+        while (tl < n && v[tl] != ',' && v[tl] != ';')
+            tl++;
+        const char *t = v;
+        size_t tn = tl;
+        nd_http_trim(&t, &tn);
+        if (nd_http_ieq(t, tn, token))
+            return true;
+        if (tl == n)
+            break;
+        v += tl + 1;
+        n -= tl + 1;
+    }
+    return false;
+}
+
+/* Whether Sec-WebSocket-Extensions names ext, in any of its extensions' parameters (as
+ * nats-server's wsPMCExtensionSupport, which only looks for the name). */
+static bool
+extension_offered(const char *buf, const nd_http_req_t *req, const char *ext)
+{
+    const char *v;
+    size_t vn;
+    for (size_t i = 0; nd_http_header(buf, req, "Sec-WebSocket-Extensions", i, &v, &vn); i++)
+        if (list_has(v, vn, ext))
+            return true;
+    return false;
+}
+
+bool
+nd_ws_cookie(const char *buf, const nd_http_req_t *req, const char *name, const char **val,
+             size_t *vn)
+{
+    size_t nl = strlen(name);
+    bool found = false;
+    const char *v;
+    size_t n;
+    for (size_t i = 0; nd_http_header(buf, req, "Cookie", i, &v, &n); i++) {
+        while (n > 0) {
+            const char *semi = memchr(v, ';', n);
+            size_t pl = semi != NULL ? (size_t)(semi - v) : n;
+            const char *pair = v;
+            size_t pn = pl;
+            nd_http_trim(&pair, &pn);
+            const char *eq = memchr(pair, '=', pn);
+            if (eq != NULL) {
+                const char *k = pair, *cv = eq + 1;
+                size_t kn = (size_t)(eq - pair), cn = pn - kn - 1;
+                nd_http_trim(&k, &kn);
+                nd_http_trim(&cv, &cn);
+                if (cn >= 2 && cv[0] == '"' && cv[cn - 1] == '"')
+                    cv++, cn -= 2;
+                if (kn == nl && memcmp(k, name, nl) == 0) {
+                    *val = cv;
+                    *vn = cn;
+                    found = true;
+                }
+            }
+            if (semi == NULL)
+                break;
+            n -= pl + 1;
+            v = semi + 1;
+        }
+    }
+    return found;
 }
 
 /* Splits "host[:port]" (IPv6 in brackets) into a lower-case host and a port defaulted from
@@ -747,8 +1210,148 @@ nd_ws_check_upgrade(const nd_ws_srv_t *ws, const char *buf, const nd_http_req_t 
             out->reason = "invalid version";
         } else if ((out->reason = check_origin(ws, buf, req, secure)) != NULL) {
             out->status = 403;
+        } else {
+            out->compress = ws->compress && extension_offered(buf, req, "permessage-deflate");
+            /* nats-server reads the first value only, and it must be exactly "true". */
+            out->no_masking = nd_http_header(buf, req, "Nats-No-Masking", 0, &v, &vn) && vn == 4 &&
+                              memcmp(v, "true", 4) == 0;
         }
     }
+}
+
+/* ---- client side (a leaf that dials ws://) ---- */
+
+/* The value of header name in an HTTP response head (lines after the status line), trimmed. */
+static bool
+resp_header(const char *head, const char *name, const char **v, size_t *vn)
+{
+    size_t nl = strlen(name);
+    for (const char *l = strstr(head, "\r\n"); l != NULL; l = strstr(l, "\r\n")) {
+        l += 2;
+        const char *e = strstr(l, "\r\n");
+        if (e == NULL || e == l)
+            return false;
+        const char *colon = memchr(l, ':', (size_t)(e - l));
+        if (colon != NULL && (size_t)(colon - l) == nl && nd_http_ieq(l, nl, name)) {
+            *v = colon + 1;
+            *vn = (size_t)(e - colon - 1);
+            nd_http_trim(v, vn);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Waits for fd to be ready for events within the time left until deadline (ms on the
+ * monotonic clock). Returns: false on timeout or error. */
+static bool
+wait_fd(int fd, short events, int64_t deadline_ms)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t left = deadline_ms - ((int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000);
+    if (left <= 0)
+        return false;
+    struct pollfd pf = {.fd = fd, .events = events};
+    return poll(&pf, 1, (int)left) == 1;
+}
+
+bool
+nd_ws_url(const char *url)
+{
+    return strncasecmp(url, "ws://", 5) == 0 || strncasecmp(url, "wss://", 6) == 0;
+}
+
+int
+nd_ws_client_handshake(int fd, const char *host, int port, const char *path, nd_ws_dial_t *d,
+                       int timeout_ms, char *err, size_t ecap)
+{
+    d->got_compress = d->got_no_masking = false;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t deadline = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 + timeout_ms;
+    uint8_t raw[16];
+    if (getrandom(raw, sizeof raw, 0) != (ssize_t)sizeof raw) {
+        snprintf(err, ecap, "websocket key: %s", strerror(errno));
+        return -1;
+    }
+    char key[32], want[32];
+    nd_b64_encode(ND_B64_STD, raw, sizeof raw, key);
+    nd_ws_accept_key(key, strlen(key), want);
+    char req[1024];
+    int n = snprintf(req, sizeof req,
+                     strchr(host, ':') != NULL ? "GET %s HTTP/1.1\r\nHost: [%s]:%d\r\n"
+                                               : "GET %s HTTP/1.1\r\nHost: %s:%d\r\n",
+                     path, host, port);
+    n += snprintf(req + n, sizeof req - (size_t)n,
+                  "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: %s\r\n"
+                  "Sec-WebSocket-Version: 13\r\n%s%s\r\n",
+                  key,
+                  d->compress ? "Sec-WebSocket-Extensions: permessage-deflate; "
+                                "server_no_context_takeover; client_no_context_takeover\r\n"
+                              : "",
+                  d->no_masking ? "Nats-No-Masking: true\r\n" : "");
+    for (size_t off = 0; off < (size_t)n;) {
+        ssize_t k = send(fd, req + off, (size_t)n - off, MSG_NOSIGNAL);
+        if (k > 0) {
+            off += (size_t)k;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_fd(fd, POLLOUT, deadline)) {
+                snprintf(err, ecap, "websocket handshake: write timeout");
+                return -1;
+            }
+        } else {
+            snprintf(err, ecap, "websocket handshake: write: %s", strerror(errno));
+            return -1;
+        }
+    }
+    /* Byte by byte up to the empty line: the server's first frame may follow at once and must
+     * stay in the socket for the connection's reader. */
+    char head[4096];
+    size_t hl = 0;
+    while (hl < 4 || memcmp(head + hl - 4, "\r\n\r\n", 4) != 0) {
+        if (hl + 1 >= sizeof head) {
+            snprintf(err, ecap, "invalid websocket connection: response head too long");
+            return -1;
+        }
+        ssize_t k = recv(fd, head + hl, 1, 0);
+        if (k == 1) {
+            hl++;
+        } else if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!wait_fd(fd, POLLIN, deadline)) {
+                snprintf(err, ecap, "websocket handshake: read timeout");
+                return -1;
+            }
+        } else {
+            snprintf(err, ecap, "websocket handshake: %s", k == 0 ? "EOF" : strerror(errno));
+            return -1;
+        }
+    }
+    head[hl] = '\0';
+    const char *v;
+    size_t vn;
+    /* nats-server's checks of the answer (leafnode.go): 101, Upgrade, Connection, the key. */
+    bool ok = strncmp(head, "HTTP/1.1 101 ", 13) == 0 && resp_header(head, "Upgrade", &v, &vn) &&
+              nd_http_ieq(v, vn, "websocket") && resp_header(head, "Connection", &v, &vn) &&
+              nd_http_ieq(v, vn, "upgrade") && resp_header(head, "Sec-WebSocket-Accept", &v, &vn) &&
+              vn == strlen(want) && memcmp(v, want, vn) == 0;
+    if (!ok) {
+        snprintf(err, ecap, "invalid websocket connection");
+        return -1;
+    }
+    if (d->compress && resp_header(head, "Sec-WebSocket-Extensions", &v, &vn) &&
+        list_has(v, vn, "permessage-deflate")) {
+        /* Granted: only with no context takeover both ways, which is all we do. */
+        if (!list_has(v, vn, "server_no_context_takeover") ||
+            !list_has(v, vn, "client_no_context_takeover")) {
+            snprintf(err, ecap, "compression negotiation error");
+            return -1;
+        }
+        d->got_compress = true;
+    }
+    d->got_no_masking = d->no_masking && resp_header(head, "Nats-No-Masking", &v, &vn) && vn == 4 &&
+                        memcmp(v, "true", 4) == 0;
+    return 0;
 }
 
 void
@@ -759,5 +1362,8 @@ nd_ws_srv_free(nd_ws_srv_t *ws)
     for (size_t i = 0; i < ws->norigins; i++)
         nd_ws_origin_fini(&ws->origins[i]);
     nd_free(ws->origins);
+    nd_free(ws->raw_headers);
+    for (size_t i = 0; i < 4; i++)
+        nd_free(ws->cookie[i]);
     nd_free(ws);
 }

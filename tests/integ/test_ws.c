@@ -13,16 +13,21 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
+#include <zlib.h>
 
 #include "harness.h"
 
@@ -37,7 +42,8 @@ suite_init(void)
     http_port = nd_integ_free_port();
     char text[256];
     snprintf(text, sizeof text,
-             "http: \"127.0.0.1:%d\"\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true }\n",
+             "http: \"127.0.0.1:%d\"\n"
+             "websocket { host: 127.0.0.1, port: %d, no_tls: true, compression: true }\n",
              http_port, ws_port);
     srv = nd_integ_conf_start(&conf, text);
 }
@@ -182,30 +188,99 @@ send_text(int fd, const char *s)
     send_frame(fd, BIN, s, strlen(s), false);
 }
 
-/* Upgrades a new connection and reads the INFO frame. Returns: the socket. */
+/* RFC 7692: a raw deflate stream of p, sync-flushed, without its final 00 00 ff ff. */
+static uint8_t *
+deflate_msg(const void *p, size_t n, size_t *out_len)
+{
+    z_stream z = {0};
+    cr_assert(deflateInit2(&z, 6, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+    size_t cap = deflateBound(&z, n) + 16;
+    uint8_t *out = malloc(cap);
+    z.next_in = (Bytef *)p;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    cr_assert(deflate(&z, Z_SYNC_FLUSH) == Z_OK);
+    size_t len = cap - z.avail_out;
+    deflateEnd(&z);
+    cr_assert(len >= 4 && memcmp(out + len - 4, "\x00\x00\xff\xff", 4) == 0);
+    *out_len = len - 4;
+    return out;
+}
+
+/* Inflates a compressed frame's payload (p, n) in place of *p. */
+static void
+inflate_msg(char **p, size_t *n)
+{
+    z_stream z = {0};
+    cr_assert(inflateInit2(&z, -15) == Z_OK);
+    uint8_t *in = malloc(*n + 4);
+    memcpy(in, *p, *n);
+    memcpy(in + *n, "\x00\x00\xff\xff", 4);
+    size_t cap = 1 << 20;
+    char *out = malloc(cap + 1);
+    z.next_in = in;
+    z.avail_in = (uInt)(*n + 4);
+    z.next_out = (Bytef *)out;
+    z.avail_out = (uInt)cap;
+    int rc = inflate(&z, Z_SYNC_FLUSH);
+    cr_assert(rc == Z_OK || rc == Z_STREAM_END, "inflate: %d", rc);
+    size_t len = cap - z.avail_out;
+    inflateEnd(&z);
+    out[len] = '\0';
+    free(in);
+    free(*p);
+    *p = out;
+    *n = len;
+}
+
+/* Upgrades a new connection with extra request headers (may be ""), checks that the 101 has
+ * want_extra (the lines between Sec-WebSocket-Accept and the end) and reads the INFO frame
+ * (inflated when compressed). Returns: the socket. */
 static int
-ws_open(void)
+ws_open_info(const char *extra, const char *want_extra, char **info)
 {
     int fd = ws_dial();
-    char req[512];
+    char req[1024];
     int n = snprintf(req, sizeof req,
                      "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n\r\n",
-                     ws_port, key_hdr);
+                     "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n%s\r\n",
+                     ws_port, key_hdr, extra);
     send_all(fd, req, (size_t)n);
-    char head[1024];
+    char head[1024], want[1024];
     recv_head(fd, head, sizeof head);
-    cr_assert_str_eq(head, upgrade_101);
+    snprintf(want, sizeof want, "%.*s%s\r\n", (int)(sizeof upgrade_101 - 3), upgrade_101,
+             want_extra);
+    cr_assert_str_eq(head, want);
     uint8_t b0;
     char *p;
     size_t len;
     cr_assert(recv_frame(fd, &b0, &p, &len), "no INFO frame");
-    cr_assert_eq(b0, BIN, "INFO frame: 0x%02x", b0);
+    if (b0 == (BIN | 0x40))
+        inflate_msg(&p, &len);
+    else
+        cr_assert_eq(b0, BIN, "INFO frame: 0x%02x", b0);
     cr_assert(strncmp(p, "INFO {", 6) == 0 && len > 8 && strcmp(p + len - 4, "} \r\n") == 0,
               "INFO: %s", p);
     cr_assert(strstr(p, "\"client_ip\":\"127.0.0.1\"") != NULL, "INFO: %s", p);
-    free(p);
+    if (info != NULL)
+        *info = p;
+    else
+        free(p);
     return fd;
+}
+
+static int
+ws_open_ext(const char *extra, const char *want_extra)
+{
+    return ws_open_info(extra, want_extra, NULL);
+}
+
+/* Upgrades a new connection and reads the INFO frame. Returns: the socket. */
+static int
+ws_open(void)
+{
+    return ws_open_ext("", "");
 }
 
 /* Reads data frames until their concatenated payloads are want's length, then compares (the
@@ -220,7 +295,10 @@ expect_stream(int fd, const char *want)
         char *p;
         size_t n;
         cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream, had \"%s\"", acc);
-        cr_assert(b0 == BIN, "frame 0x%02x (%s), had \"%s\"", b0, p, acc);
+        if (b0 == (BIN | 0x40))
+            inflate_msg(&p, &n);
+        else
+            cr_assert(b0 == BIN, "frame 0x%02x (%s), had \"%s\"", b0, p, acc);
         cr_assert(have + n <= wl, "more than expected: \"%s%s\", wanted \"%s\"", acc, p, want);
         memcpy(acc + have, p, n);
         have += n;
@@ -491,4 +569,627 @@ Test(ws, monitoring)
     cr_assert(json_is_true(json_object_get(w, "no_tls")));
     json_decref(vz);
     close(fd);
+}
+
+/* ---- permessage-deflate (RFC 7692) and Nats-No-Masking ---- */
+
+static const char pmd_offer[] =
+    "Sec-WebSocket-Extensions: permessage-deflate; client_max_window_bits\r\n";
+static const char pmd_answer[] = "Sec-WebSocket-Extensions: permessage-deflate; "
+                                 "server_no_context_takeover; client_no_context_takeover\r\n";
+
+/* Sends s as one compressed message, in two frames when split (the second a continuation). */
+static void
+send_compressed(int fd, const char *s, bool split)
+{
+    size_t n;
+    uint8_t *d = deflate_msg(s, strlen(s), &n);
+    if (split && n > 2) {
+        send_frame(fd, 0x40 | 0x02, d, 2, false); /* RSV1, binary, not final */
+        send_frame(fd, 0x80, d + 2, n - 2, false);
+    } else {
+        send_frame(fd, 0xC2, d, n, false);
+    }
+    free(d);
+}
+
+/* compression: true and a client that offers permessage-deflate: the 101 accepts it with no
+ * context takeover both ways; the INFO (over 64 bytes) comes compressed; compressed client
+ * messages, whole or in fragments, carry the protocol. */
+Test(ws, compression)
+{
+    int fd = ws_open_ext(pmd_offer, pmd_answer);
+    send_compressed(fd, "CONNECT {\"verbose\":false}\r\nSUB foo 1\r\nPING\r\n", false);
+    expect_stream(fd, "PONG\r\n");
+    send_compressed(fd, "PUB foo 5\r\nhello\r\nPING\r\n", true);
+    expect_stream(fd, "MSG foo 1 5\r\nhello\r\nPONG\r\n");
+    /* A big message is compressed on the way out: the frame has RSV1 and is smaller. */
+    char pub[512], want[512];
+    char payload[301];
+    memset(payload, 'x', 300);
+    payload[300] = '\0';
+    snprintf(pub, sizeof pub, "PUB foo 300\r\n%s\r\n", payload);
+    snprintf(want, sizeof want, "MSG foo 1 300\r\n%s\r\n", payload);
+    send_compressed(fd, pub, false);
+    uint8_t b0;
+    char *p;
+    size_t n;
+    cr_assert(recv_frame(fd, &b0, &p, &n));
+    cr_assert_eq(b0, BIN | 0x40, "frame 0x%02x", b0);
+    cr_assert(n < strlen(want), "%zu bytes", n);
+    inflate_msg(&p, &n);
+    cr_assert_str_eq(p, want);
+    free(p);
+    /* Uncompressed messages stay allowed. */
+    send_text(fd, "PING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+}
+
+/* A compressed message and plain frames after it in one TCP segment: the inflated bytes come
+ * first, in order. */
+Test(ws, compression_then_plain)
+{
+    int fd = ws_open_ext(pmd_offer, pmd_answer);
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nSUB foo 1\r\n");
+    size_t n;
+    const char *m = "PUB foo 1\r\na\r\n";
+    uint8_t *d = deflate_msg(m, strlen(m), &n);
+    uint8_t seg[256];
+    static const uint8_t key[4] = {0, 0, 0, 0}; /* a zero key: the payload goes as it is */
+    size_t k = 0;
+    seg[k++] = 0xC2;
+    seg[k++] = (uint8_t)(0x80 | n);
+    memcpy(seg + k, key, 4), k += 4;
+    memcpy(seg + k, d, n), k += n;
+    const char *plain = "PUB foo 1\r\nb\r\nPING\r\n";
+    seg[k++] = 0x82;
+    seg[k++] = (uint8_t)(0x80 | strlen(plain));
+    memcpy(seg + k, key, 4), k += 4;
+    memcpy(seg + k, plain, strlen(plain)), k += strlen(plain);
+    send_all(fd, seg, k);
+    free(d);
+    expect_stream(fd, "MSG foo 1 1\r\na\r\nMSG foo 1 1\r\nb\r\nPONG\r\n");
+    close(fd);
+}
+
+/* Without the offer the extension is not in the 101 (ws_open checks it) and a frame with RSV1
+ * is refused with nats-server 2.11's close frame. 2.9.10 does not check: with compression
+ * enabled it inflates the frame anyway, so the reference is not asked. */
+Test(ws, compressed_frame_not_negotiated)
+{
+    if (nd_integ_is_reference())
+        return;
+    int fd = ws_open();
+    send_compressed(fd, "PING\r\n", false);
+    uint8_t b0;
+    char *p;
+    size_t n;
+    cr_assert(recv_frame(fd, &b0, &p, &n));
+    cr_assert_eq(b0, 0x88, "frame 0x%02x", b0);
+    cr_assert(n >= 2 && (((uint8_t)p[0] << 8) | (uint8_t)p[1]) == 1002);
+    cr_assert_str_eq(p + 2, "compressed frame received without negotiated permessage-deflate");
+    free(p);
+    expect_eof(fd);
+    close(fd);
+}
+
+/* A deflate bomb: a small compressed message that inflates past max_payload (1 MB here) in
+ * valid operations. natsd lets the parser see max_payload bytes and closes with 1009, as
+ * nats-server 2.11's wsDecompressAndParse limits it; 2.9.10 inflates without a limit, so the
+ * reference is not asked. */
+Test(ws, deflate_bomb)
+{
+    if (nd_integ_is_reference())
+        return;
+    int fd = ws_open_ext(pmd_offer, pmd_answer);
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    static const char op[] = "PUB foo 0\r\n\r\n";
+    size_t count = 200000, len = (sizeof op - 1) * count;
+    char *big = malloc(len + 1);
+    for (size_t i = 0; i < count; i++)
+        memcpy(big + i * (sizeof op - 1), op, sizeof op - 1);
+    big[len] = '\0';
+    size_t n;
+    uint8_t *d = deflate_msg(big, len, &n);
+    cr_assert(n < 64 * 1024, "%zu compressed bytes", n);
+    send_frame(fd, 0xC2, d, n, false);
+    free(d);
+    free(big);
+    expect_close_frame(fd, 1009, "Maximum Message Payload Exceeded");
+    expect_eof(fd);
+    close(fd);
+}
+
+/* Nats-No-Masking: true: the 101 repeats it and the client's frames may be unmasked. */
+Test(ws, no_masking)
+{
+    int fd = ws_open_ext("Nats-No-Masking: true\r\n", "Nats-No-Masking: true\r\n");
+    send_frame(fd, BIN, "CONNECT {\"verbose\":false}\r\nPING\r\n", 33, true);
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+}
+
+/* ---- websocket authorization, no_auth_user and cookies ---- */
+
+/* A server of its own with websocket {} settings ws_extra and top-level text top (both may be
+ * ""); ws_port points at it for the helpers above. */
+static nd_integ_server_t *
+auth_server(nd_integ_conf_t *cf, const char *top, const char *ws_extra)
+{
+    ws_port = nd_integ_free_port();
+    char text[1024];
+    snprintf(
+        text, sizeof text,
+        "listen: 127.0.0.1:%d\n%s\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true\n%s\n}\n",
+        nd_integ_free_port(), top, ws_port, ws_extra);
+    return nd_integ_conf_start(cf, text);
+}
+
+/* Reads data frames until a complete line ends the stream; returns it (owned). */
+static char *
+ws_line(int fd)
+{
+    size_t cap = 4096, have = 0;
+    char *acc = calloc(1, cap);
+    while (have < 2 || memcmp(acc + have - 2, "\r\n", 2) != 0) {
+        uint8_t b0;
+        char *p;
+        size_t n;
+        cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream, had \"%s\"", acc);
+        if (b0 == 0x88) {
+            free(p);
+            break;
+        }
+        cr_assert(have + n < cap);
+        memcpy(acc + have, p, n);
+        have += n;
+        free(p);
+    }
+    return acc;
+}
+
+/* websocket { authorization { user, password } } replaces the server's (empty) authorization
+ * for WebSocket clients only: their INFO says auth_required, the right credentials pass, others
+ * get 'Authorization Violation'; a TCP client still needs none. */
+Test(wsauth, override, .timeout = 30)
+{
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *s2 = auth_server(&cf, "", "authorization { user: wsu, password: wsp }");
+    nd_integ_conn_t *c = nd_integ_conn_open(s2);
+    ND_SEND(c, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(c, "PONG\r\n");
+    nd_integ_conn_close(c);
+    char *info;
+    int fd = ws_open_info("", "", &info);
+    cr_assert(strstr(info, "\"auth_required\":true") != NULL, "INFO: %s", info);
+    free(info);
+    send_text(fd, "CONNECT {\"verbose\":false,\"user\":\"wsu\",\"pass\":\"wsp\"}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+    fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false,\"user\":\"wsu\",\"pass\":\"bad\"}\r\nPING\r\n");
+    char *l = ws_line(fd);
+    cr_assert_str_eq(l, "-ERR 'Authorization Violation'\r\n");
+    free(l);
+    close(fd);
+    nd_integ_conf_stop(s2, &cf);
+}
+
+/* websocket { no_auth_user } names one of the server's users for WebSocket clients without
+ * credentials; TCP clients without credentials are still refused. */
+Test(wsauth, no_auth_user, .timeout = 30)
+{
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *s2 = auth_server(
+        &cf, "authorization { users: [ {user: a, password: pa}, {user: b, password: pb} ] }",
+        "no_auth_user: b");
+    char *info;
+    int fd = ws_open_info("", "", &info);
+    cr_assert(strstr(info, "\"auth_required\":true") != NULL, "INFO: %s", info);
+    free(info);
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+    nd_integ_conn_t *c = nd_integ_conn_open(s2);
+    ND_SEND(c, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(c, "-ERR 'Authorization Violation'\r\n");
+    nd_integ_conn_close(c);
+    nd_integ_conf_stop(s2, &cf);
+}
+
+/* user_cookie, pass_cookie (2.11; 2.9.10 has jwt_cookie only, so the reference is not asked):
+ * the upgrade's cookies stand in for the credentials that CONNECT lacks. */
+Test(wsauth, cookies, .timeout = 30)
+{
+    if (nd_integ_is_reference())
+        return;
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *s2 = auth_server(
+        &cf, "", "authorization { user: wsu, password: wsp }\nuser_cookie: nu\npass_cookie: np");
+    int fd = ws_open_ext("Cookie: other=1; nu=wsu\r\nCookie: np=\"wsp\"\r\n", "");
+    send_text(fd, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    close(fd);
+    /* A credential in CONNECT wins over the cookie. */
+    fd = ws_open_ext("Cookie: nu=wsu; np=wsp\r\n", "");
+    send_text(fd, "CONNECT {\"verbose\":false,\"pass\":\"bad\"}\r\nPING\r\n");
+    char *l = ws_line(fd);
+    cr_assert_str_eq(l, "-ERR 'Authorization Violation'\r\n");
+    free(l);
+    close(fd);
+    nd_integ_conf_stop(s2, &cf);
+}
+
+/* ---- clusters: ws_connect_urls ---- */
+
+/* Reads frames until an INFO containing want arrives; returns it (owned). Server PINGs and
+ * other data between are skipped. */
+static char *
+ws_wait_info(int fd, const char *want)
+{
+    for (;;) {
+        uint8_t b0;
+        char *p;
+        size_t n;
+        cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream before an INFO with %s", want);
+        if (b0 == (BIN | 0x40))
+            inflate_msg(&p, &n);
+        if (strncmp(p, "PING\r\n", 6) == 0) {
+            send_text(fd, "PONG\r\n");
+        } else if (strncmp(p, "INFO ", 5) == 0 && strstr(p, want) != NULL) {
+            return p;
+        }
+        free(p);
+    }
+}
+
+/* Two servers in a cluster, the second with websocket { advertise }: a WebSocket client of the
+ * first learns both WebSocket URLs as connect_urls (the routes carry them as ws_connect_urls),
+ * not the client URLs. second: the binary of the second server (NULL: the one under test). */
+static void
+ws_cluster(const char *second)
+{
+    nd_integ_conf_t c1 = {0}, c2 = {0};
+    int cport = nd_integ_free_port(), w2 = nd_integ_free_port();
+    ws_port = nd_integ_free_port();
+    char text[1024];
+    snprintf(text, sizeof text,
+             "listen: 127.0.0.1:%d\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true }\n"
+             "cluster { name: wsc, listen: 127.0.0.1:%d }\n",
+             nd_integ_free_port(), ws_port, cport);
+    nd_integ_server_t *s1 = nd_integ_conf_start(&c1, text);
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false,\"protocol\":1}\r\nPING\r\n");
+    expect_stream(fd, "PONG\r\n");
+    snprintf(text, sizeof text,
+             "listen: 127.0.0.1:%d\nwebsocket { host: 127.0.0.1, port: %d, no_tls: true, "
+             "advertise: \"wsadv.example:1234\" }\n"
+             "cluster { name: wsc, listen: 127.0.0.1:%d, routes: [\"nats://127.0.0.1:%d\"] }\n",
+             nd_integ_free_port(), w2, nd_integ_free_port(), cport);
+    nd_integ_server_t *s2;
+    if (second != NULL) {
+        nd_integ_conf_write(&c2, text);
+        s2 = nd_integ_server_start_bin(second, (const char *const[]){"-c", c2.path, NULL});
+    } else {
+        s2 = nd_integ_conf_start(&c2, text);
+    }
+    char *info = ws_wait_info(fd, "\"wsadv.example:1234\"");
+    char own[64];
+    snprintf(own, sizeof own, "\"127.0.0.1:%d\"", ws_port);
+    cr_assert(strstr(info, own) != NULL, "INFO: %s", info);
+    cr_assert(strstr(info, "ws_connect_urls") == NULL, "INFO: %s", info);
+    free(info);
+    /* A new WebSocket client gets the same list in its first INFO. */
+    int fd2 = ws_open_info("", "", &info);
+    cr_assert(strstr(info, own) != NULL && strstr(info, "\"wsadv.example:1234\"") != NULL,
+              "INFO: %s", info);
+    free(info);
+    close(fd2);
+    close(fd);
+    nd_integ_conf_stop(s2, &c2);
+    nd_integ_conf_stop(s1, &c1);
+}
+
+Test(wscluster, ws_connect_urls, .timeout = 60)
+{
+    ws_cluster(NULL);
+}
+
+/* The same with nats-server 2.9.10 as the second server (natsd only: the reference run has
+ * the reference on both sides above). */
+Test(wscluster, ws_connect_urls_mixed, .timeout = 60)
+{
+    if (nd_integ_is_reference() || nd_integ_reference_path() == NULL)
+        return;
+    ws_cluster(nd_integ_reference_path());
+}
+
+/* websocket { ping_interval } (2.11; natsd only: 2.9.10 does not know the field): WebSocket
+ * clients are pinged on their own period. With the server's default (2 minutes) a client that
+ * never answers would not be dropped within the test; here it gets two PINGs and is closed as
+ * stale. */
+Test(wsauth, ping_interval, .timeout = 30)
+{
+    if (nd_integ_is_reference())
+        return;
+    nd_integ_conf_t cf = {0};
+    nd_integ_server_t *s2 = auth_server(&cf, "", "ping_interval: \"100ms\"");
+    int fd = ws_open();
+    send_text(fd, "CONNECT {\"verbose\":false}\r\n");
+    int pings = 0;
+    for (;;) {
+        uint8_t b0;
+        char *p;
+        size_t n;
+        cr_assert(recv_frame(fd, &b0, &p, &n), "end of stream after %d PINGs", pings);
+        bool close_frame = b0 == 0x88;
+        if (!close_frame && strstr(p, "PING\r\n") != NULL)
+            pings++;
+        free(p);
+        if (close_frame)
+            break;
+    }
+    cr_assert_eq(pings, 2);
+    close(fd);
+    nd_integ_conf_stop(s2, &cf);
+}
+
+/* ---- leaf nodes over WebSocket ---- */
+
+static int64_t
+mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The subscriptions count of the first leaf connection in /leafz (-1: none). */
+static int
+leaf_subs(int mport)
+{
+    char *body = nd_integ_http_get(mport, "/leafz");
+    json_error_t err;
+    json_t *o = json_loads(body, 0, &err);
+    free(body);
+    cr_assert_not_null(o);
+    json_t *l = json_array_get(json_object_get(o, "leafs"), 0);
+    int n = l != NULL ? (int)json_integer_value(json_object_get(l, "subscriptions")) : -1;
+    json_decref(o);
+    return n;
+}
+
+/* Waits (polling /leafz, as test_leaf.c) until the leaf connection on mport holds n
+ * subscriptions: the peer's LS+ has arrived. */
+static void
+wait_leaf_subs(int mport, int n)
+{
+    int64_t deadline = mono_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int got;
+    while ((got = leaf_subs(mport)) != n) {
+        cr_assert(mono_ms() < deadline, "/leafz on %d: %d subscriptions, want %d", mport, got, n);
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+typedef struct ws_node {
+    nd_integ_conf_t cf;
+    nd_integ_server_t *srv;
+    int port, mport;
+} ws_node_t;
+
+static void
+ws_node_start(ws_node_t *n, const char *bin, const char *text)
+{
+    /* Exactly the config's ports (nd_integ_conf_start would add a random client port). */
+    nd_integ_conf_write(&n->cf, text);
+    n->srv = nd_integ_server_start_bin(bin != NULL ? bin : nd_integ_server_path(),
+                                       (const char *const[]){"-c", n->cf.path, NULL});
+}
+
+/* A hub with a leafnodes port and a websocket port, and a leaf whose remote is the hub's
+ * ws:// URL (path /leafnode, masked frames): messages and interest cross both ways. hub_bin,
+ * leaf_bin: a binary other than the server under test (the reference), or NULL. */
+static void
+ws_leaf_opts(const char *hub_bin, const char *leaf_bin, const char *hub_ws, const char *remote)
+{
+    ws_node_t hub = {0}, leaf = {0};
+    int hws = nd_integ_free_port();
+    hub.port = nd_integ_free_port();
+    hub.mport = nd_integ_free_port();
+    leaf.port = nd_integ_free_port();
+    leaf.mport = nd_integ_free_port();
+    char text[1024];
+    snprintf(text, sizeof text,
+             "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\nleafnodes { listen: 127.0.0.1:%d }\n"
+             "websocket { host: 127.0.0.1, port: %d, no_tls: true %s }\n",
+             hub.port, hub.mport, nd_integ_free_port(), hws, hub_ws);
+    ws_node_start(&hub, hub_bin, text);
+    snprintf(text, sizeof text,
+             "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n"
+             "leafnodes { remotes: [ { url: \"ws://127.0.0.1:%d\" %s } ] }\n",
+             leaf.port, leaf.mport, hws, remote);
+    ws_node_start(&leaf, leaf_bin, text);
+    nd_integ_wait_leafs(hub.mport, 1);
+    nd_integ_wait_leafs(leaf.mport, 1);
+    nd_integ_conn_t *h = nd_integ_conn_open_port(hub.port);
+    nd_integ_conn_t *l = nd_integ_conn_open_port(leaf.port);
+    ND_SEND(h, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    ND_SEND(l, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    /* Each side's first LS+ is the peer's $LDS. loop-detection subject; it may arrive after
+     * /leafz lists the connection, so the baselines are taken once it is there. */
+    int64_t deadline = mono_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    while (leaf_subs(hub.mport) < 1 || leaf_subs(leaf.mport) < 1) {
+        cr_assert(mono_ms() < deadline, "no $LDS. subscription on a side");
+        struct timespec ts = {0, 20 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    int hbase = leaf_subs(hub.mport), lbase = leaf_subs(leaf.mport);
+    /* leaf -> hub */
+    ND_SEND(h, "SUB hub.foo 1\r\nPING\r\n");
+    ND_EXPECT(h, "PONG\r\n");
+    wait_leaf_subs(leaf.mport, lbase + 1);
+    ND_SEND(l, "PUB hub.foo 5\r\nhello\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    ND_EXPECT(h, "MSG hub.foo 1 5\r\nhello\r\n");
+    /* hub -> leaf, a payload big enough to be framed with a 16-bit length */
+    ND_SEND(l, "SUB leaf.foo 7\r\nPING\r\n");
+    ND_EXPECT(l, "PONG\r\n");
+    wait_leaf_subs(hub.mport, hbase + 1);
+    char big[400], line[512];
+    memset(big, 'z', 300);
+    big[300] = '\0';
+    snprintf(line, sizeof line, "PUB leaf.foo 300\r\n%s\r\nPING\r\n", big);
+    ND_SENDS(h, line);
+    ND_EXPECT(h, "PONG\r\n");
+    snprintf(line, sizeof line, "MSG leaf.foo 7 300\r\n%s\r\n", big);
+    nd_integ_expect(l, line, strlen(line));
+    nd_integ_conn_close(h);
+    nd_integ_conn_close(l);
+    nd_integ_conf_stop(leaf.srv, &leaf.cf);
+    nd_integ_conf_stop(hub.srv, &hub.cf);
+}
+
+static void
+ws_leaf(const char *hub_bin, const char *leaf_bin)
+{
+    ws_leaf_opts(hub_bin, leaf_bin, "", "");
+}
+
+Test(wsleaf, natsd_both, .timeout = 60)
+{
+    ws_leaf(NULL, NULL);
+}
+
+/* The server under test as the hub, nats-server 2.9.10 as the leaf, and the other way round
+ * (natsd only: the reference run has the reference in both roles above). */
+Test(wsleaf, mixed_hub, .timeout = 60)
+{
+    if (nd_integ_is_reference() || nd_integ_reference_path() == NULL)
+        return;
+    ws_leaf(NULL, nd_integ_reference_path());
+}
+
+Test(wsleaf, mixed_leaf, .timeout = 60)
+{
+    if (nd_integ_is_reference() || nd_integ_reference_path() == NULL)
+        return;
+    ws_leaf(nd_integ_reference_path(), NULL);
+}
+
+/* A leaf that asks for compression and no masking (nats-server's ws_compression,
+ * ws_no_masking) of a hub with compression on: compressed frames both ways, unmasked from the
+ * leaf. The leaf is the reference; in the reference run, both. */
+Test(wsleaf, compressed_unmasked, .timeout = 60)
+{
+    const char *leaf = nd_integ_reference_path();
+    if (leaf == NULL)
+        return;
+    ws_leaf_opts(NULL, leaf, ", compression: true", ", ws_compression: true, ws_no_masking: true");
+}
+
+/* The same with natsd as the leaf asking for them, of a natsd hub and of a nats-server hub. */
+Test(wsleaf, natsd_leaf_compressed_unmasked, .timeout = 60)
+{
+    if (nd_integ_is_reference())
+        return;
+    ws_leaf_opts(NULL, NULL, ", compression: true", ", ws_compression: true, ws_no_masking: true");
+    if (nd_integ_reference_path() != NULL)
+        ws_leaf_opts(nd_integ_reference_path(), NULL, ", compression: true",
+                     ", ws_compression: true, ws_no_masking: true");
+}
+
+/* /leafnode on a server without a leafnodes port: the 101, then the socket closes without a
+ * frame (nats-server logs "Not configured to accept leaf node connections"). */
+Test(ws, leafnode_path_without_leafnodes)
+{
+    int fd = ws_dial();
+    char req[512];
+    int n = snprintf(req, sizeof req,
+                     "GET /leafnode HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n\r\n",
+                     ws_port, key_hdr);
+    send_all(fd, req, (size_t)n);
+    char head[1024];
+    recv_head(fd, head, sizeof head);
+    cr_assert_str_eq(head, upgrade_101);
+    expect_eof(fd);
+    close(fd);
+}
+
+/* ---- start-up checks ---- */
+
+/* Runs the server under test with `-c` text to its exit; returns its exit status and its
+ * output (stdout and stderr, owned) in *out. */
+static int
+run_conf(const char *text, char **out)
+{
+    nd_integ_conf_t cf = {0};
+    nd_integ_conf_write(&cf, text);
+    char op[256];
+    nd_integ_conf_file(&cf, "run.out", op, sizeof op);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fd = open(op, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        dup2(fd, 1);
+        dup2(fd, 2);
+        execl(nd_integ_server_path(), nd_integ_server_path(), "-c", cf.path, (char *)NULL);
+        _exit(127);
+    }
+    int st = 0;
+    int64_t deadline = mono_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    while (waitpid(pid, &st, WNOHANG) == 0) {
+        if (mono_ms() > deadline) {
+            kill(pid, SIGKILL);
+            waitpid(pid, &st, 0);
+            cr_assert_fail("the server did not exit");
+        }
+        struct timespec ts = {0, 10 * 1000000};
+        nanosleep(&ts, NULL);
+    }
+    FILE *f = fopen(op, "r");
+    cr_assert_not_null(f);
+    *out = calloc(1, 65536);
+    size_t n = fread(*out, 1, 65535, f);
+    (*out)[n] = '\0';
+    fclose(f);
+    nd_integ_conf_remove(&cf);
+    cr_assert(WIFEXITED(st));
+    return WEXITSTATUS(st);
+}
+
+/* nats-server's validateWebsocketOptions refuses to start (exit 1) with these, in its words;
+ * `-t` does not check them (both say the file is valid). */
+Test(wsstart, refusals, .timeout = 60)
+{
+    static const struct {
+        const char *conf, *text;
+    } cases[] = {
+        {"websocket { host: 127.0.0.1, port: -1 }\n", "websocket requires TLS configuration"},
+        {"websocket { host: 127.0.0.1, port: -1, no_tls: true, no_auth_user: x }\n",
+         "no_auth_user: \"x\" present, but users are not defined"},
+        {"authorization { users: [ {user: a, password: b} ] }\n"
+         "websocket { host: 127.0.0.1, port: -1, no_tls: true, no_auth_user: x }\n",
+         "no_auth_user: \"x\" not present as user in authorization block or account "
+         "configuration"},
+        {"authorization { users: [ {user: a, password: b} ] }\n"
+         "websocket { host: 127.0.0.1, port: -1, no_tls: true, authorization { user: u, "
+         "password: p } }\n",
+         "websocket authentication username not compatible with presence of users/nkeys"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char text[512];
+        snprintf(text, sizeof text, "listen: 127.0.0.1:-1\n%s", cases[i].conf);
+        char *out;
+        int st = run_conf(text, &out);
+        cr_assert_eq(st, 1, "%s: exit %d: %s", cases[i].text, st, out);
+        cr_assert(strstr(out, cases[i].text) != NULL, "want %s in: %s", cases[i].text, out);
+        free(out);
+    }
 }

@@ -282,6 +282,18 @@ Test(proto, connect_info_err)
                "CONNECT a={}\nCONNECT a=\nINFO a=\nCONNECT a={}\n");
 }
 
+/* An argument-line command has no subject, whatever the caller's command held before (a leaf
+ * connection's trace prints the subject of every command). */
+Test(proto, arg_line_has_no_subject)
+{
+    nd_proto_cmd_t cmd;
+    memset(&cmd, 0x5a, sizeof cmd);
+    size_t used = 0;
+    cr_assert_eq(ONE("INFO {}\r\n", &used, &cmd), ND_PROTO_CMD);
+    cr_assert_eq(cmd.subject.len, 0);
+    cr_assert(slice_is(cmd.arg, "{}"));
+}
+
 Test(proto, case_insensitive)
 {
     expect_log("pub a 1\r\nx\r\npUb a 1\r\nx\r\nhpub a 0 1\r\nx\r\nsub a 1\r\nUnSuB 1\r\nping\r\n"
