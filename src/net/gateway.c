@@ -757,44 +757,7 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 static nd_acct_t *
 gw_acct(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_slice_t *name)
 {
-    nd_gw_t *gw = c->gw;
-    for (size_t i = 0; i < gw->naccts; i++)
-        if (gw->accts[i]->name_len == name->len &&
-            memcmp(gw->accts[i]->name, name->ptr, name->len) == 0)
-            return gw->accts[i];
-    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
-    nd_acct_t *acct = a != NULL ? nd_auth_find(a, name->ptr, name->len) : NULL;
-    if (acct != NULL) {
-        nd_actor_ref(&acct->actor);
-        if (gw->naccts == gw->acap) {
-            gw->acap = gw->acap ? gw->acap * 2 : 4;
-            gw->accts = nd_xrealloc(gw->accts, gw->acap * sizeof(*gw->accts));
-        }
-        gw->accts[gw->naccts++] = acct;
-    }
-    nd_auth_unref(ctx, a);
-    return acct;
-}
-
-/* The sid of a remote subscription: "<account> <subject>[ <queue>]". */
-static size_t
-remote_sid(char *out, size_t cap, const nd_proto_cmd_t *cmd)
-{
-    size_t n =
-        cmd->account.len + 1 + cmd->subject.len + (cmd->queue.len > 0 ? cmd->queue.len + 1 : 0);
-    if (n > cap)
-        return n;
-    char *p = out;
-    memcpy(p, cmd->account.ptr, cmd->account.len);
-    p += cmd->account.len;
-    *p++ = ' ';
-    memcpy(p, cmd->subject.ptr, cmd->subject.len);
-    p += cmd->subject.len;
-    if (cmd->queue.len > 0) {
-        *p++ = ' ';
-        memcpy(p, cmd->queue.ptr, cmd->queue.len);
-    }
-    return n;
+    return nd_peer_acct(ctx, c->srv, &c->gw->accts, name);
 }
 
 /* An optimistic remote's catch-all in the account named (add) or its end. Ctx: owner. */
@@ -808,11 +771,7 @@ catch_all(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_slice_t *name, bool add)
     memcpy(sid + name->len, "\t>", 2);
     size_t n = name->len + 2;
     if (!add) {
-        nd_sub_t *sub = nd_sidmap_del(&c->subs, sid, n);
-        if (sub != NULL) {
-            nd_sub_cancel(sub);
-            nd_acct_send_unsub(ctx, (nd_acct_t *)sub->conn_data, sub);
-        }
+        nd_peer_sub_del(ctx, c, NULL, sid, n);
         return;
     }
     if (nd_sidmap_get(&c->subs, sid, n) != NULL)
@@ -882,21 +841,12 @@ on_rsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd, bool add)
         nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
         return false;
     }
-    char small[256];
-    size_t n = remote_sid(small, sizeof small, cmd);
-    char *sid = small;
-    if (n > sizeof small) {
-        sid = nd_xmalloc(n);
-        remote_sid(sid, n, cmd);
-    }
+    nd_peer_sid_t sid;
+    nd_peer_sid_init(&sid, cmd, true);
     if (!add) {
-        nd_sub_t *sub = nd_sidmap_del(&c->subs, sid, n);
-        if (sub != NULL) {
-            nd_sub_cancel(sub);
-            nd_acct_send_unsub(ctx, (nd_acct_t *)sub->conn_data, sub);
+        if (nd_peer_sub_del(ctx, c, NULL, sid.p, sid.n))
             count_remote_sub(c->srv->gateways, c->gw->remote, cmd, -1);
-        }
-    } else if (nd_sidmap_get(&c->subs, sid, n) == NULL) {
+    } else if (nd_sidmap_get(&c->subs, sid.p, sid.n) == NULL) {
         nd_acct_t *acct = gw_acct(ctx, c, &cmd->account);
         if (acct == NULL) {
             nd_log_debug(GFMT "Unknown account \"%.*s\" for gateway subject \"%.*s\"", GARGS(c),
@@ -906,19 +856,11 @@ on_rsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd, bool add)
                    (cmd->queue.len > 0 && !nd_subj_valid_queue(cmd->queue.ptr, cmd->queue.len))) {
             nd_log_error(GFMT "Could not insert subscription: invalid subject", GARGS(c));
         } else {
-            nd_sub_t *sub = nd_sub_new(ctx, &c->base, cmd->subject.ptr, cmd->subject.len,
-                                       cmd->queue.ptr, cmd->queue.len, sid, n);
-            sub->origin = ND_SUB_GATEWAY;
-            atomic_store_explicit(&sub->qweight, 1, memory_order_relaxed);
-            sub->conn_data = acct;
-            nd_sidmap_put(&c->subs, sub);
-            c->sub_acks_due++;
-            nd_acct_send_sub(ctx, acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
+            nd_peer_sub_add(ctx, c, acct, cmd, &sid, ND_SUB_GATEWAY, 1, acct);
             count_remote_sub(c->srv->gateways, c->gw->remote, cmd, 1);
         }
     }
-    if (sid != small)
-        nd_free(sid);
+    nd_peer_sid_fini(&sid);
     return true;
 }
 
@@ -1085,23 +1027,7 @@ nd_gw_teardown(nd_ctx_t *ctx, nd_conn_t *c)
 {
     nd_gateways_t *g = c->srv->gateways;
     nd_gw_t *gw = c->gw;
-    size_t n = 0;
-    nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
-    for (size_t a = 0; a < gw->naccts; a++) {
-        size_t k = 0;
-        nd_sub_t **mine = nd_xmalloc((n > 0 ? n : 1) * sizeof(*mine));
-        for (size_t i = 0; i < n; i++)
-            if (subs[i] != NULL && subs[i]->conn_data == gw->accts[a]) {
-                nd_sub_cancel(subs[i]);
-                mine[k++] = subs[i];
-                subs[i] = NULL;
-            }
-        if (k > 0)
-            nd_acct_send_unsub_all(ctx, gw->accts[a], mine, k);
-        else
-            nd_free(mine);
-    }
-    nd_free(subs);
+    nd_peer_unsub_all(ctx, c, &gw->accts);
     nd_conn_t *drop = NULL;
     nd_gw_in_t *gone = NULL;
     pthread_mutex_lock(&g->mu);
@@ -1143,9 +1069,7 @@ nd_gw_fini(nd_ctx_t *ctx, nd_conn_t *c)
     nd_gw_t *gw = c->gw;
     if (gw == NULL)
         return;
-    for (size_t i = 0; i < gw->naccts; i++)
-        nd_actor_unref(ctx, &gw->accts[i]->actor);
-    nd_free(gw->accts);
+    nd_peer_accts_free(ctx, &gw->accts);
     nd_strlist_free(&gw->nosent);
     nd_free(gw);
     c->gw = NULL;

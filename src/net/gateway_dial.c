@@ -11,11 +11,7 @@
  */
 #include "net/gateway_int.h"
 
-#include <errno.h>
-#include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -23,6 +19,7 @@
 #include <unistd.h>
 
 #include "net/route_int.h"
+#include "net/transport.h"
 #include "util/log.h"
 
 #define GW_RECONNECT_NS    1000000000ll /* nats-server's gateway reconnect delay */
@@ -41,49 +38,13 @@ nd_gw_now_ns(void)
 static int
 dial(const char *url, char *err, size_t ecap)
 {
-    char host[256], port[8];
+    char host[256];
     int p;
     if (nd_route_url_hostport(url, host, sizeof host, &p) != 0) {
         snprintf(err, ecap, "invalid URL %.200s", url);
         return -1;
     }
-    snprintf(port, sizeof port, "%d", p);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, ecap, "lookup %s: %s", host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, ecap, "socket: %s", strerror(errno));
-        freeaddrinfo(res);
-        return -1;
-    }
-    rc = connect(fd, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    if (rc < 0 && errno == EINPROGRESS) {
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        rc = poll(&pfd, 1, GW_DIAL_TIMEOUT_MS);
-        if (rc == 0) {
-            errno = ETIMEDOUT;
-            rc = -1;
-        } else if (rc > 0) {
-            int e = 0;
-            socklen_t el = sizeof e;
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
-            errno = e;
-            rc = e == 0 ? 0 : -1;
-        }
-    }
-    if (rc < 0) {
-        snprintf(err, ecap, "dial tcp %s:%d: connect: %s", host, p, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
+    return nd_tcp_dial(host, p, GW_DIAL_TIMEOUT_MS, err, ecap);
 }
 
 void

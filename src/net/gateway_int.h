@@ -18,6 +18,7 @@
 
 #include "net/conn_int.h"
 #include "net/gateway.h"
+#include "net/peer_int.h"
 #include "net/tls.h"
 #include "subj/interest.h"
 
@@ -50,8 +51,7 @@ typedef struct nd_gw {
     /* inbound: the unknown accounts we said A- for */
     nd_strlist_t nosent;
     /* outbound: the accounts the remote's subscriptions are in, each with a reference */
-    nd_acct_t **accts;
-    size_t naccts, acap;
+    nd_peer_accts_t accts;
 } nd_gw_t;
 
 /* ---- the gateway table (gateway.c; the dialer and the reply map use it too) ---- */

@@ -55,10 +55,8 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -75,8 +73,10 @@
 #include "auth/perms.h"
 #include "net/connreg.h"
 #include "net/listener.h"
+#include "net/peer_int.h"
 #include "net/route.h"
 #include "net/tls.h"
+#include "net/transport.h"
 #include "net/ws.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
@@ -1298,21 +1298,6 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 
 /* ---- the peer's interest ---- */
 
-/* The sid of a leaf subscription: "<subject>[ <queue>]", as nats-server keys it. */
-static size_t
-leaf_sid(char *out, size_t cap, const nd_proto_cmd_t *cmd)
-{
-    size_t n = cmd->subject.len + (cmd->queue.len > 0 ? cmd->queue.len + 1 : 0);
-    if (n > cap)
-        return n;
-    memcpy(out, cmd->subject.ptr, cmd->subject.len);
-    if (cmd->queue.len > 0) {
-        out[cmd->subject.len] = ' ';
-        memcpy(out + cmd->subject.len + 1, cmd->queue.ptr, cmd->queue.len);
-    }
-    return n;
-}
-
 /* Formats ns as Go prints a time.Duration of whole seconds or milliseconds ("30s", "1.5s",
  * "250ms"). */
 static void
@@ -1430,48 +1415,27 @@ on_lsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         sub_violation(ctx, c, cmd->subject.ptr, cmd->subject.len);
         return;
     }
-    char small[256];
-    size_t n = leaf_sid(small, sizeof small, cmd);
-    char *sid = small;
-    if (n > sizeof small) {
-        sid = nd_xmalloc(n);
-        leaf_sid(sid, n, cmd);
-    }
-    uint16_t w = cmd->max_msgs > 0xffff ? 0xffff : cmd->max_msgs < 1 ? 1 : (uint16_t)cmd->max_msgs;
-    nd_sub_t *sub = nd_sidmap_get(&c->subs, sid, n);
+    nd_peer_sid_t sid;
+    nd_peer_sid_init(&sid, cmd, false);
+    uint16_t w = nd_peer_qweight(cmd);
+    nd_sub_t *sub = nd_sidmap_get(&c->subs, sid.p, sid.n);
     if (sub != NULL) {
         if (cmd->queue.len > 0)
             atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
     } else {
-        sub = nd_sub_new(ctx, &c->base, cmd->subject.ptr, cmd->subject.len, cmd->queue.ptr,
-                         cmd->queue.len, sid, n);
-        sub->origin = c->leaf->spoke ? ND_SUB_LEAF_HUB : ND_SUB_LEAF;
-        atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
-        nd_sidmap_put(&c->subs, sub);
-        c->sub_acks_due++;
-        nd_acct_send_sub(ctx, c->acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
+        uint8_t origin = c->leaf->spoke ? ND_SUB_LEAF_HUB : ND_SUB_LEAF;
+        nd_peer_sub_add(ctx, c, c->acct, cmd, &sid, origin, w, NULL);
     }
-    if (sid != small)
-        nd_free(sid);
+    nd_peer_sid_fini(&sid);
 }
 
 static void
 on_lunsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
-    char small[256];
-    size_t n = leaf_sid(small, sizeof small, cmd);
-    char *sid = small;
-    if (n > sizeof small) {
-        sid = nd_xmalloc(n);
-        leaf_sid(sid, n, cmd);
-    }
-    nd_sub_t *sub = nd_sidmap_del(&c->subs, sid, n);
-    if (sub != NULL) {
-        nd_sub_cancel(sub);
-        nd_acct_send_unsub(ctx, c->acct, sub);
-    }
-    if (sid != small)
-        nd_free(sid);
+    nd_peer_sid_t sid;
+    nd_peer_sid_init(&sid, cmd, false);
+    nd_peer_sub_del(ctx, c, c->acct, sid.p, sid.n);
+    nd_peer_sid_fini(&sid);
 }
 
 static void
@@ -1638,48 +1602,15 @@ nd_leaf_url_parse(const char *url, char *host, size_t hcap, int *port, char *use
 static int
 dial(const char *url, nd_ws_dial_t *wsd, char *err, size_t ecap)
 {
-    char host[256], user[128], pass[128], port[8];
+    char host[256], user[128], pass[128];
     int p;
     if (nd_leaf_url_parse(url, host, sizeof host, &p, user, sizeof user, pass, sizeof pass) != 0) {
         snprintf(err, ecap, "invalid URL %.200s", url);
         return -1;
     }
-    snprintf(port, sizeof port, "%d", p);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int rc = getaddrinfo(host, port, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, ecap, "lookup %s: %s", host, gai_strerror(rc));
+    int fd = nd_tcp_dial(host, p, LEAF_DIAL_TIMEOUT_MS, err, ecap);
+    if (fd < 0)
         return -1;
-    }
-    int fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, ecap, "socket: %s", strerror(errno));
-        freeaddrinfo(res);
-        return -1;
-    }
-    rc = connect(fd, res->ai_addr, res->ai_addrlen);
-    freeaddrinfo(res);
-    if (rc < 0 && errno == EINPROGRESS) {
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        rc = poll(&pfd, 1, LEAF_DIAL_TIMEOUT_MS);
-        if (rc == 0) {
-            errno = ETIMEDOUT;
-            rc = -1;
-        } else if (rc > 0) {
-            int e = 0;
-            socklen_t el = sizeof e;
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
-            errno = e;
-            rc = e == 0 ? 0 : -1;
-        }
-    }
-    if (rc < 0) {
-        snprintf(err, ecap, "dial tcp %s:%d: connect: %s", host, p, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (nd_ws_url(url) && nd_ws_client_handshake(fd, host, p, "/leafnode", wsd,
                                                  LEAF_DIAL_TIMEOUT_MS, err, ecap) != 0) {
         close(fd);

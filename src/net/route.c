@@ -55,6 +55,7 @@
 #include "net/gateway_int.h"
 #include "net/leaf.h"
 #include "net/listener.h"
+#include "net/peer_int.h"
 #include "net/tls.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
@@ -772,49 +773,12 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 
 /* ---- the peer's interest ---- */
 
-/* The account named by a route command: the route's own list first, then the auth snapshot (a
- * reference is kept in the list). Returns: NULL when no such account exists. */
+/* The account named by a route command (the route's cached list, then the auth snapshot).
+ * Returns: NULL when no such account exists. */
 static nd_acct_t *
 route_acct(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_slice_t *name)
 {
-    nd_route_t *rt = c->route;
-    for (size_t i = 0; i < rt->naccts; i++)
-        if (rt->accts[i]->name_len == name->len &&
-            memcmp(rt->accts[i]->name, name->ptr, name->len) == 0)
-            return rt->accts[i];
-    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
-    nd_acct_t *acct = a != NULL ? nd_auth_find(a, name->ptr, name->len) : NULL;
-    if (acct != NULL) {
-        nd_actor_ref(&acct->actor);
-        if (rt->naccts == rt->acap) {
-            rt->acap = rt->acap ? rt->acap * 2 : 4;
-            rt->accts = nd_xrealloc(rt->accts, rt->acap * sizeof(*rt->accts));
-        }
-        rt->accts[rt->naccts++] = acct;
-    }
-    nd_auth_unref(ctx, a);
-    return acct;
-}
-
-/* The sid of a remote subscription: "<account> <subject>[ <queue>]", as nats-server keys it. */
-static size_t
-remote_sid(char *out, size_t cap, const nd_proto_cmd_t *cmd)
-{
-    size_t n = cmd->account.len + 1 + cmd->subject.len +
-               (cmd->queue.len > 0 ? cmd->queue.len + 1 : 0);
-    if (n > cap)
-        return n;
-    char *p = out;
-    memcpy(p, cmd->account.ptr, cmd->account.len);
-    p += cmd->account.len;
-    *p++ = ' ';
-    memcpy(p, cmd->subject.ptr, cmd->subject.len);
-    p += cmd->subject.len;
-    if (cmd->queue.len > 0) {
-        *p++ = ' ';
-        memcpy(p, cmd->queue.ptr, cmd->queue.len);
-    }
-    return n;
+    return nd_peer_acct(ctx, c->srv, &c->route->accts, name);
 }
 
 static void
@@ -844,51 +808,27 @@ on_rsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
                      RARGS(c), (int)cmd->subject.len, cmd->subject.ptr);
         return;
     }
-    char small[256];
-    size_t n = remote_sid(small, sizeof small, cmd);
-    char *sid = small;
-    if (n > sizeof small) {
-        sid = nd_xmalloc(n);
-        remote_sid(sid, n, cmd);
-    }
-    uint16_t w = cmd->max_msgs > 0xffff ? 0xffff : cmd->max_msgs < 1 ? 1 : (uint16_t)cmd->max_msgs;
-    nd_sub_t *sub = nd_sidmap_get(&c->subs, sid, n);
+    nd_peer_sid_t sid;
+    nd_peer_sid_init(&sid, cmd, true);
+    uint16_t w = nd_peer_qweight(cmd);
+    nd_sub_t *sub = nd_sidmap_get(&c->subs, sid.p, sid.n);
     if (sub != NULL) {
         if (cmd->queue.len > 0)
             atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
     } else {
-        sub = nd_sub_new(ctx, &c->base, cmd->subject.ptr, cmd->subject.len, cmd->queue.ptr,
-                         cmd->queue.len, sid, n);
-        sub->origin = ND_SUB_ROUTE;
-        atomic_store_explicit(&sub->qweight, w, memory_order_relaxed);
-        sub->conn_data = acct;
-        nd_sidmap_put(&c->subs, sub);
-        /* Acknowledged: a message that follows waits for it (nd_route_handle), so a reply to
-         * a request the peer sends right after its interest finds that interest. */
-        c->sub_acks_due++;
-        nd_acct_send_sub(ctx, acct, sub, &c->base, ND_CONN_MSG_SUB_ACK);
+        /* Acknowledged: a message that follows waits for it (nd_route_handle). */
+        nd_peer_sub_add(ctx, c, acct, cmd, &sid, ND_SUB_ROUTE, w, acct);
     }
-    if (sid != small)
-        nd_free(sid);
+    nd_peer_sid_fini(&sid);
 }
 
 static void
 on_runsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
-    char small[256];
-    size_t n = remote_sid(small, sizeof small, cmd);
-    char *sid = small;
-    if (n > sizeof small) {
-        sid = nd_xmalloc(n);
-        remote_sid(sid, n, cmd);
-    }
-    nd_sub_t *sub = nd_sidmap_del(&c->subs, sid, n);
-    if (sub != NULL) {
-        nd_sub_cancel(sub);
-        nd_acct_send_unsub(ctx, (nd_acct_t *)sub->conn_data, sub);
-    }
-    if (sid != small)
-        nd_free(sid);
+    nd_peer_sid_t sid;
+    nd_peer_sid_init(&sid, cmd, true);
+    nd_peer_sub_del(ctx, c, NULL, sid.p, sid.n);
+    nd_peer_sid_fini(&sid);
 }
 
 static void
@@ -1003,23 +943,7 @@ nd_route_teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_routes_t *r = c->srv->routes;
     nd_route_t *rt = c->route;
     /* The peer's subscriptions, account by account. */
-    size_t n = 0;
-    nd_sub_t **subs = nd_sidmap_take_all(&c->subs, &n);
-    for (size_t a = 0; a < rt->naccts; a++) {
-        size_t k = 0;
-        nd_sub_t **mine = nd_xmalloc((n > 0 ? n : 1) * sizeof(*mine));
-        for (size_t i = 0; i < n; i++)
-            if (subs[i] != NULL && subs[i]->conn_data == rt->accts[a]) {
-                nd_sub_cancel(subs[i]);
-                mine[k++] = subs[i];
-                subs[i] = NULL;
-            }
-        if (k > 0)
-            nd_acct_send_unsub_all(ctx, rt->accts[a], mine, k);
-        else
-            nd_free(mine);
-    }
-    nd_free(subs);
+    nd_peer_unsub_all(ctx, c, &rt->accts);
     bool urls_changed = false;
     if (rt->registered) {
         nd_route_ent_t *gone = NULL;
@@ -1057,9 +981,7 @@ nd_route_fini(nd_ctx_t *ctx, nd_conn_t *c)
     nd_route_t *rt = c->route;
     if (rt == NULL)
         return;
-    for (size_t i = 0; i < rt->naccts; i++)
-        nd_actor_unref(ctx, &rt->accts[i]->actor);
-    nd_free(rt->accts);
+    nd_peer_accts_free(ctx, &rt->accts);
     nd_free(rt->remote_name);
     nd_free(rt->url);
     nd_free(rt);

@@ -17,13 +17,10 @@
 #include "net/route_int.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
 #include <fcntl.h>
 #include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +29,7 @@
 #include <unistd.h>
 
 #include "actors/ctx.h"
+#include "net/transport.h"
 #include "util/log.h"
 
 #define RETRY_NS        1000000000ll  /* nats-server's routeConnectDelay */
@@ -226,35 +224,8 @@ dial(nd_route_dialer_t *d, const nd_route_job_t *job, char *err, size_t ecap)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, ip, sizeof ip);
     nd_log_debug("Trying to connect to route on %s:%d (%s:%d)", job->host, job->port, ip,
                  job->port);
-    int fd = socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, ecap, "socket: %s", strerror(errno));
-        freeaddrinfo(res);
-        return -1;
-    }
-    rc = connect(fd, a->ai_addr, a->ai_addrlen);
+    int fd = nd_tcp_connect(a->ai_addr, a->ai_addrlen, DIAL_TIMEOUT_MS, ip, job->port, err, ecap);
     freeaddrinfo(res);
-    if (rc < 0 && errno == EINPROGRESS) {
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        rc = poll(&pfd, 1, DIAL_TIMEOUT_MS);
-        if (rc == 0) {
-            errno = ETIMEDOUT;
-            rc = -1;
-        } else if (rc > 0) {
-            int e = 0;
-            socklen_t el = sizeof e;
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
-            errno = e;
-            rc = e == 0 ? 0 : -1;
-        }
-    }
-    if (rc < 0) {
-        snprintf(err, ecap, "dial tcp %s:%d: connect: %s", ip, job->port, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     return fd;
 }
 

@@ -16,6 +16,7 @@
 
 #include "cfg/opts.h"
 #include "net/conn_int.h"
+#include "net/peer_int.h"
 #include "net/route.h"
 #include "subj/interest.h"
 
@@ -33,8 +34,7 @@ typedef struct nd_route {
     char remote_id[64];
     char *remote_name;
     /* accounts our remote subscriptions are in, each with a reference (few per route) */
-    nd_acct_t **accts;
-    size_t naccts, acap;
+    nd_peer_accts_t accts;
 } nd_route_t;
 
 /* A registered route (the table's copy of what others need from it). */
