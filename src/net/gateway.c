@@ -68,6 +68,7 @@
 
 #include "auth/auth.h"
 #include "auth/passwd.h"
+#include "net/dial_int.h"
 #include "net/listener.h"
 #include "net/route_int.h"
 #include "net/tls.h"
@@ -905,39 +906,6 @@ on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         nd_deliver_gateway_publish(ctx, c, acct, &pub);
 }
 
-static void
-trace(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
-{
-    const char *op = nd_proto_op_name(cmd->op);
-    switch (cmd->op) {
-    case ND_PROTO_OP_RSUB:
-    case ND_PROTO_OP_RUNSUB:
-        nd_log(ND_LOG_TRACE, GFMT "<<- [%s %.*s %.*s%s%.*s]", GARGS(c), op, (int)cmd->account.len,
-               cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr, cmd->queue.len ? " " : "",
-               (int)cmd->queue.len, cmd->queue.ptr);
-        break;
-    case ND_PROTO_OP_RMSG:
-    case ND_PROTO_OP_RHMSG:
-        nd_log(ND_LOG_TRACE, GFMT "<<- [%s %.*s %.*s%s%.*s %zu]", GARGS(c), op,
-               (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr,
-               cmd->reply.len ? " " : "", (int)cmd->reply.len, cmd->reply.ptr, cmd->payload.len);
-        break;
-    case ND_PROTO_OP_ASUB:
-    case ND_PROTO_OP_AUNSUB:
-        nd_log(ND_LOG_TRACE, GFMT "<<- [%s %.*s]", GARGS(c), op, (int)cmd->account.len,
-               cmd->account.ptr);
-        break;
-    case ND_PROTO_OP_CONNECT:
-    case ND_PROTO_OP_INFO:
-    case ND_PROTO_OP_ERR:
-        nd_log(ND_LOG_TRACE, GFMT "<<- [%s %.*s]", GARGS(c), op, (int)cmd->arg.len, cmd->arg.ptr);
-        break;
-    default:
-        nd_log(ND_LOG_TRACE, GFMT "<<- [%s]", GARGS(c), op);
-        break;
-    }
-}
-
 bool
 nd_gw_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
@@ -947,7 +915,7 @@ nd_gw_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         return false;
     }
     if (nd_log_enabled(ND_LOG_TRACE))
-        trace(c, cmd);
+        nd_peer_trace(c, "gid", cmd);
     if (gw->remote == NULL && !gw->connect_seen && cmd->op != ND_PROTO_OP_CONNECT) {
         /* An inbound connection starts with CONNECT (nats-server: an authorization
          * violation otherwise). */
@@ -1129,11 +1097,7 @@ nd_gateways_new(nd_server_t *s)
     snprintf(g->name, sizeof g->name, "%s", g->o->name);
     pthread_mutex_init(&g->mu, NULL);
     pthread_mutex_init(&g->rm_mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&g->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    nd_dial_cond_init(&g->cv);
     g->listener = nd_listener_bind(&(nd_listener_decl_t){
         .host = g->o->host,
         .port = g->o->port < 0 ? 0 : g->o->port,

@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net/dial_int.h"
 #include "net/route_int.h"
-#include "net/transport.h"
 #include "util/log.h"
 
 #define GW_RECONNECT_NS    1000000000ll /* nats-server's gateway reconnect delay */
@@ -44,7 +44,7 @@ dial(const char *url, char *err, size_t ecap)
         snprintf(err, ecap, "invalid URL %.200s", url);
         return -1;
     }
-    return nd_tcp_dial(host, p, GW_DIAL_TIMEOUT_MS, err, ecap);
+    return nd_dial_tcp(host, p, GW_DIAL_TIMEOUT_MS, err, ecap);
 }
 
 void
@@ -82,16 +82,7 @@ nd_gw_dialer_main(void *arg)
                 next = x->due_ns;
         }
         if (r == NULL) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t wait = next - now;
-            ts.tv_sec += wait / 1000000000ll;
-            ts.tv_nsec += wait % 1000000000ll;
-            if (ts.tv_nsec >= 1000000000l) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000l;
-            }
-            pthread_cond_timedwait(&g->cv, &g->mu, &ts);
+            nd_dial_wait(&g->cv, &g->mu, next - now);
             continue;
         }
         char url[512];

@@ -72,11 +72,11 @@
 #include "auth/passwd.h"
 #include "auth/perms.h"
 #include "net/connreg.h"
+#include "net/dial_int.h"
 #include "net/listener.h"
 #include "net/peer_int.h"
 #include "net/route.h"
 #include "net/tls.h"
-#include "net/transport.h"
 #include "net/ws.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
@@ -1608,7 +1608,7 @@ dial(const char *url, nd_ws_dial_t *wsd, char *err, size_t ecap)
         snprintf(err, ecap, "invalid URL %.200s", url);
         return -1;
     }
-    int fd = nd_tcp_dial(host, p, LEAF_DIAL_TIMEOUT_MS, err, ecap);
+    int fd = nd_dial_tcp(host, p, LEAF_DIAL_TIMEOUT_MS, err, ecap);
     if (fd < 0)
         return -1;
     if (nd_ws_url(url) && nd_ws_client_handshake(fd, host, p, "/leafnode", wsd,
@@ -1708,16 +1708,7 @@ dialer_main(void *arg)
                 next = j->due_ns;
         }
         if (job == NULL) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t wait = next - now;
-            ts.tv_sec += wait / 1000000000ll;
-            ts.tv_nsec += wait % 1000000000ll;
-            if (ts.tv_nsec >= 1000000000l) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000l;
-            }
-            pthread_cond_timedwait(&l->dcv, &l->dmu, &ts);
+            nd_dial_wait(&l->dcv, &l->dmu, next - now);
             continue;
         }
         const nd_leaf_remote_t *rm = job_remote(l, job);
@@ -1820,11 +1811,7 @@ nd_leafs_new(nd_server_t *s)
     l->o = s->opts.leaf;
     pthread_mutex_init(&l->mu, NULL);
     pthread_mutex_init(&l->dmu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&l->dcv, &ca);
-    pthread_condattr_destroy(&ca);
+    nd_dial_cond_init(&l->dcv);
     l->reconnect_ns = l->o->reconnect_ms > 0 ? l->o->reconnect_ms * 1000000ll
                                              : LEAF_DEFAULT_RECONNECT_NS;
     l->loop_delay_ns = LEAF_LOOP_DELAY_NS;

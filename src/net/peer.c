@@ -7,6 +7,7 @@
 #include "actors/alloc.h"
 #include "auth/auth.h"
 #include "subj/account.h"
+#include "util/log.h"
 
 nd_acct_t *
 nd_peer_acct(nd_ctx_t *ctx, nd_server_t *srv, nd_peer_accts_t *pa, const nd_proto_slice_t *name)
@@ -134,4 +135,40 @@ nd_peer_sub_del(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const char *sid, s
     nd_sub_cancel(sub);
     nd_acct_send_unsub(ctx, acct != NULL ? acct : (nd_acct_t *)sub->conn_data, sub);
     return true;
+}
+
+void
+nd_peer_trace(const nd_conn_t *c, const char *tag, const nd_proto_cmd_t *cmd)
+{
+#define PFMT  "%s:%d - %s:%llu - <<- "
+#define PARGS c->ip, c->port, tag, (unsigned long long)c->cid
+    const char *op = nd_proto_op_name(cmd->op);
+    switch (cmd->op) {
+    case ND_PROTO_OP_RSUB:
+    case ND_PROTO_OP_RUNSUB:
+        nd_log(ND_LOG_TRACE, PFMT "[%s %.*s %.*s%s%.*s]", PARGS, op, (int)cmd->account.len,
+               cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr, cmd->queue.len ? " " : "",
+               (int)cmd->queue.len, cmd->queue.ptr);
+        break;
+    case ND_PROTO_OP_RMSG:
+    case ND_PROTO_OP_RHMSG:
+        nd_log(ND_LOG_TRACE, PFMT "[%s %.*s %.*s%s%.*s %zu]", PARGS, op, (int)cmd->account.len,
+               cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr, cmd->reply.len ? " " : "",
+               (int)cmd->reply.len, cmd->reply.ptr, cmd->payload.len);
+        break;
+    case ND_PROTO_OP_ASUB:
+    case ND_PROTO_OP_AUNSUB:
+        nd_log(ND_LOG_TRACE, PFMT "[%s %.*s]", PARGS, op, (int)cmd->account.len, cmd->account.ptr);
+        break;
+    case ND_PROTO_OP_CONNECT:
+    case ND_PROTO_OP_INFO:
+    case ND_PROTO_OP_ERR:
+        nd_log(ND_LOG_TRACE, PFMT "[%s %.*s]", PARGS, op, (int)cmd->arg.len, cmd->arg.ptr);
+        break;
+    default:
+        nd_log(ND_LOG_TRACE, PFMT "[%s]", PARGS, op);
+        break;
+    }
+#undef PFMT
+#undef PARGS
 }

@@ -65,4 +65,8 @@ nd_sub_t *nd_peer_sub_add(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd
  * Returns: whether there was one. */
 bool nd_peer_sub_del(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const char *sid, size_t n);
 
+/* Traces a command a route or gateway peer sent: "<ip>:<port> - <tag>:<cid> - <<- [...]", tag
+ * "rid" or "gid" (A+/A- are a gateway's only). Call when nd_log_enabled(ND_LOG_TRACE). */
+void nd_peer_trace(const nd_conn_t *c, const char *tag, const nd_proto_cmd_t *cmd);
+
 #endif

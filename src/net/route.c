@@ -850,34 +850,6 @@ on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     nd_deliver_route_publish(ctx, c, acct, &pub);
 }
 
-static void
-trace(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
-{
-    const char *op = nd_proto_op_name(cmd->op);
-    switch (cmd->op) {
-    case ND_PROTO_OP_RSUB:
-    case ND_PROTO_OP_RUNSUB:
-        nd_log(ND_LOG_TRACE, RFMT "<<- [%s %.*s %.*s%s%.*s]", RARGS(c), op, (int)cmd->account.len,
-               cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr,
-               cmd->queue.len ? " " : "", (int)cmd->queue.len, cmd->queue.ptr);
-        break;
-    case ND_PROTO_OP_RMSG:
-    case ND_PROTO_OP_RHMSG:
-        nd_log(ND_LOG_TRACE, RFMT "<<- [%s %.*s %.*s%s%.*s %zu]", RARGS(c), op,
-               (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len, cmd->subject.ptr,
-               cmd->reply.len ? " " : "", (int)cmd->reply.len, cmd->reply.ptr, cmd->payload.len);
-        break;
-    case ND_PROTO_OP_CONNECT:
-    case ND_PROTO_OP_INFO:
-    case ND_PROTO_OP_ERR:
-        nd_log(ND_LOG_TRACE, RFMT "<<- [%s %.*s]", RARGS(c), op, (int)cmd->arg.len, cmd->arg.ptr);
-        break;
-    default:
-        nd_log(ND_LOG_TRACE, RFMT "<<- [%s]", RARGS(c), op);
-        break;
-    }
-}
-
 bool
 nd_route_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
@@ -889,7 +861,7 @@ nd_route_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         return false;
     }
     if (nd_log_enabled(ND_LOG_TRACE))
-        trace(c, cmd);
+        nd_peer_trace(c, "rid", cmd);
     if (rt->job == NULL && !rt->connect_seen && cmd->op != ND_PROTO_OP_CONNECT &&
         c->srv->routes->cfg.user != NULL) {
         /* With cluster authorization, an accepted route must say CONNECT first (nats-server's

@@ -29,7 +29,7 @@
 #include <unistd.h>
 
 #include "actors/ctx.h"
-#include "net/transport.h"
+#include "net/dial_int.h"
 #include "util/log.h"
 
 #define RETRY_NS        1000000000ll  /* nats-server's routeConnectDelay */
@@ -224,7 +224,7 @@ dial(nd_route_dialer_t *d, const nd_route_job_t *job, char *err, size_t ecap)
         inet_ntop(AF_INET6, &((struct sockaddr_in6 *)a->ai_addr)->sin6_addr, ip, sizeof ip);
     nd_log_debug("Trying to connect to route on %s:%d (%s:%d)", job->host, job->port, ip,
                  job->port);
-    int fd = nd_tcp_connect(a->ai_addr, a->ai_addrlen, DIAL_TIMEOUT_MS, ip, job->port, err, ecap);
+    int fd = nd_dial_connect(a->ai_addr, a->ai_addrlen, DIAL_TIMEOUT_MS, ip, job->port, err, ecap);
     freeaddrinfo(res);
     return fd;
 }
@@ -256,16 +256,7 @@ dialer_main(void *arg)
                 next = j->due_ns;
         }
         if (job == NULL) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            int64_t wait = next - now;
-            ts.tv_sec += wait / 1000000000ll;
-            ts.tv_nsec += wait % 1000000000ll;
-            if (ts.tv_nsec >= 1000000000l) {
-                ts.tv_sec++;
-                ts.tv_nsec -= 1000000000l;
-            }
-            pthread_cond_timedwait(&d->cv, &d->mu, &ts);
+            nd_dial_wait(&d->cv, &d->mu, next - now);
             continue;
         }
         job->active = true;
@@ -317,11 +308,7 @@ nd_route_dialer_new(nd_server_t *srv)
     nd_route_dialer_t *d = nd_new(nd_route_dialer_t);
     d->srv = srv;
     pthread_mutex_init(&d->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&d->cv, &ca);
-    pthread_condattr_destroy(&ca);
+    nd_dial_cond_init(&d->cv);
     load_self(d);
     if (pthread_create(&d->th, NULL, dialer_main, d) != 0)
         nd_fatal("route: cannot start the dialer thread");

@@ -2,8 +2,6 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -98,55 +96,5 @@ nd_tcp_listen(const char *host, int port, int backlog, const char *what, int *bo
     getsockname(fd, (struct sockaddr *)&ss, &sl);
     *bound_port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
                                                  : ((struct sockaddr_in *)&ss)->sin_port);
-    return fd;
-}
-
-int
-nd_tcp_connect(const struct sockaddr *sa, socklen_t salen, int timeout_ms, const char *name,
-               int port, char *err, size_t ecap)
-{
-    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        snprintf(err, ecap, "socket: %s", strerror(errno));
-        return -1;
-    }
-    int rc = connect(fd, sa, salen);
-    if (rc < 0 && errno == EINPROGRESS) {
-        struct pollfd pfd = {.fd = fd, .events = POLLOUT};
-        rc = poll(&pfd, 1, timeout_ms);
-        if (rc == 0) {
-            errno = ETIMEDOUT;
-            rc = -1;
-        } else if (rc > 0) {
-            int e = 0;
-            socklen_t el = sizeof e;
-            getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el);
-            errno = e;
-            rc = e == 0 ? 0 : -1;
-        }
-    }
-    if (rc < 0) {
-        snprintf(err, ecap, "dial tcp %s:%d: connect: %s", name, port, strerror(errno));
-        close(fd);
-        return -1;
-    }
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
-}
-
-int
-nd_tcp_dial(const char *host, int port, int timeout_ms, char *err, size_t ecap)
-{
-    char portstr[8];
-    snprintf(portstr, sizeof portstr, "%d", port);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM}, *res = NULL;
-    int rc = getaddrinfo(host, portstr, &hints, &res);
-    if (rc != 0) {
-        snprintf(err, ecap, "lookup %s: %s", host, gai_strerror(rc));
-        return -1;
-    }
-    int fd = nd_tcp_connect(res->ai_addr, res->ai_addrlen, timeout_ms, host, port, err, ecap);
-    freeaddrinfo(res);
     return fd;
 }

@@ -7,7 +7,6 @@
 #define ND_TRANSPORT_H
 
 #include <stddef.h>
-#include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -36,16 +35,6 @@ void nd_tcp_init(nd_transport_t *t, int fd);
  * address getaddrinfo gives. On failure logs nats-server's text, "Error listening on <what>:
  * host:port, "<reason>"", and returns -1. Otherwise returns the socket and the bound port. */
 int nd_tcp_listen(const char *host, int port, int backlog, const char *what, int *bound_port);
-
-/* The dialers of routes, gateways and leaf nodes (on their own threads: these block).
- * nd_tcp_connect: a non-blocking socket connected to sa within timeout_ms, TCP_NODELAY set.
- * nd_tcp_dial: the same to the first address getaddrinfo gives for host:port.
- * Returns: the socket, or -1 with nats-server's text in err ("lookup <host>: ...", "socket:
- * ...", "dial tcp <name>:<port>: connect: ..."; name is the address as the caller shows it,
- * host for nd_tcp_dial). */
-int nd_tcp_connect(const struct sockaddr *sa, socklen_t salen, int timeout_ms, const char *name,
-                   int port, char *err, size_t ecap);
-int nd_tcp_dial(const char *host, int port, int timeout_ms, char *err, size_t ecap);
 
 static inline ssize_t
 nd_transport_write(nd_transport_t *t, const void *buf, size_t len)
