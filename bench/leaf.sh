@@ -19,44 +19,13 @@
 #                      [--natsd PATH] [--nats-server PATH] [--build-dir DIR]
 set -uo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-ROUNDS=3
-MSGS=2000000
-SIZE=16
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 NSUBS=100000
 LEAFS=500
-BUILD=1
-BUILD_DIR="$ROOT/build-bench"
-NATSD=""
-NATS_SERVER="/usr/sbin/nats-server"
-
-while [ $# -gt 0 ]; do
-    case "$1" in
-    --rounds) ROUNDS="$2"; shift ;;
-    --msgs) MSGS="$2"; shift ;;
-    --size) SIZE="$2"; shift ;;
-    --nsubs) NSUBS="$2"; shift ;;
-    --leafs) LEAFS="$2"; shift ;;
-    --no-build) BUILD=0 ;;
-    --natsd) NATSD="$2"; shift ;;
-    --nats-server) NATS_SERVER="$2"; shift ;;
-    --build-dir) BUILD_DIR="$2"; shift ;;
-    -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "leaf.sh: unknown option $1" >&2; exit 1 ;;
-    esac
-    shift
-done
-
-if [ "$BUILD" = 1 ]; then
-    cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DND_TESTS=ON >/dev/null &&
-        cmake --build "$BUILD_DIR" -j2 --target natsd ndbench >/dev/null || exit 1
-fi
-NATSD="${NATSD:-$BUILD_DIR/natsd}"
-NDBENCH="$BUILD_DIR/bench/ndbench"
-LOG="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$LOG"' EXIT
-
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+WAIT_JSON_SLEEP=0.02
+bench_args "$0" "nsubs=NSUBS leafs=LEAFS" "$@"
+bench_setup
 
 # start_hub BIN NAME CPORT LPORT MPORT: prints the pid
 start_hub() {
@@ -74,19 +43,6 @@ start_leaf() {
     echo $!
 }
 
-# wait_json MPORT PATH PYEXPR: polls until the expression over the JSON `d` is true (60 s)
-wait_json() {
-    local deadline=$((SECONDS + 60))
-    while [ $SECONDS -lt $deadline ]; do
-        if curl -s "http://127.0.0.1:$1$2" | python3 -c "import json,sys; d=json.load(sys.stdin); sys.exit(0 if ($3) else 1)" 2>/dev/null; then
-            return 0
-        fi
-        sleep 0.02
-    done
-    return 1
-}
-
-rss() { awk '/VmRSS/ {print $2 * 1024}' "/proc/$1/status"; }
 now() { date +%s.%N; }
 secs() { python3 -c "print(round($2-$1,3))"; }
 
@@ -163,21 +119,5 @@ EOF
     echo "$out"
 }
 
-declare -A RES
-for ((i = 1; i <= ROUNDS; i++)); do
-    if ((i % 2)); then order="natsd ref"; else order="ref natsd"; fi
-    for k in $order; do
-        bin=$NATSD; [ "$k" = ref ] && bin=$NATS_SERVER
-        line=$(run_kind "$bin") || continue
-        echo "round $i $k: $line"
-        for kv in $line; do RES[$k.${kv%%=*}]+="${kv#*=} "; done
-    done
-done
-
-median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
-printf '\n%-18s %14s %14s %8s\n' metric natsd nats-server ratio
-for m in leafpubsub leafpubsub_cpu_ns hubpubsub hubpubsub_cpu_ns idle_B reconn_s resync_s; do
-    n=$(median "${RES[natsd.$m]:-}"); r=$(median "${RES[ref.$m]:-}")
-    ratio=$(python3 -c "print(round($n/$r,2) if '$n' not in ('-','') and '$r' not in ('-','') and float('$r') else '-')")
-    printf '%-18s %14s %14s %8s\n' "$m" "$n" "$r" "$ratio"
-done
+bench_rounds
+bench_table 18 leafpubsub leafpubsub_cpu_ns hubpubsub hubpubsub_cpu_ns idle_B reconn_s resync_s

@@ -16,42 +16,11 @@
 #                    [--natsd PATH] [--nats-server PATH] [--build-dir DIR]
 set -uo pipefail
 
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-ROUNDS=3
-MSGS=2000000
-SIZE=16
+# shellcheck source=bench/lib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 CONNS=5000
-BUILD=1
-BUILD_DIR="$ROOT/build-bench"
-NATSD=""
-NATS_SERVER="/usr/sbin/nats-server"
-
-while [ $# -gt 0 ]; do
-    case "$1" in
-    --rounds) ROUNDS="$2"; shift ;;
-    --msgs) MSGS="$2"; shift ;;
-    --size) SIZE="$2"; shift ;;
-    --conns) CONNS="$2"; shift ;;
-    --no-build) BUILD=0 ;;
-    --natsd) NATSD="$2"; shift ;;
-    --nats-server) NATS_SERVER="$2"; shift ;;
-    --build-dir) BUILD_DIR="$2"; shift ;;
-    -h | --help) sed -n '2,/^set -uo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-    *) echo "ws.sh: unknown option $1" >&2; exit 1 ;;
-    esac
-    shift
-done
-
-if [ "$BUILD" = 1 ]; then
-    cmake -S "$ROOT" -B "$BUILD_DIR" -DCMAKE_BUILD_TYPE=Release -DND_TESTS=ON >/dev/null &&
-        cmake --build "$BUILD_DIR" -j2 --target natsd ndbench >/dev/null || exit 1
-fi
-NATSD="${NATSD:-$BUILD_DIR/natsd}"
-NDBENCH="$BUILD_DIR/bench/ndbench"
-LOG="$(mktemp -d)"
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$LOG"' EXIT
-
-port() { python3 -c 'import socket;s=socket.socket();s.bind(("127.0.0.1",0));print(s.getsockname()[1])'; }
+bench_args "$0" "conns=CONNS" "$@"
+bench_setup
 
 # start BIN: starts a server with a websocket port; sets PID and WSPORT
 start() {
@@ -87,21 +56,5 @@ run_kind() {
     echo "$out"
 }
 
-declare -A RES
-for ((i = 1; i <= ROUNDS; i++)); do
-    if ((i % 2)); then order="natsd ref"; else order="ref natsd"; fi
-    for k in $order; do
-        bin=$NATSD; [ "$k" = ref ] && bin=$NATS_SERVER
-        line=$(run_kind "$bin") || continue
-        echo "round $i $k: $line"
-        for kv in $line; do RES[$k.${kv%%=*}]+="${kv#*=} "; done
-    done
-done
-
-median() { tr ' ' '\n' <<<"$1" | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "-"}'; }
-printf '\n%-18s %14s %14s %8s\n' metric natsd nats-server ratio
-for m in ws_pub ws_pub_cpu_ns ws_pubsub ws_pubsub_cpu_ns ws_idle_B; do
-    n=$(median "${RES[natsd.$m]:-}"); r=$(median "${RES[ref.$m]:-}")
-    ratio=$(python3 -c "print(round($n/$r,2) if '$n' not in ('-','') and '$r' not in ('-','') and float('$r') else '-')")
-    printf '%-18s %14s %14s %8s\n' "$m" "$n" "$r" "$ratio"
-done
+bench_rounds
+bench_table 18 ws_pub ws_pub_cpu_ns ws_pubsub ws_pubsub_cpu_ns ws_idle_B
