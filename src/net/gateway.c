@@ -168,32 +168,6 @@ cmd_room(const nd_gateways_t *g, size_t alen)
 
 /* ---- the cluster's interest, to inbound connections ---- */
 
-/* Appends "RS+ <acct> <subject>[ <queue> 1]\r\n" (RS- when !add). Returns: its length. */
-static size_t
-format_interest(char *out, const nd_acct_t *acct, const char *subj, size_t slen, const char *queue,
-                size_t qlen, bool add)
-{
-    char *p = out;
-    memcpy(p, add ? "RS+ " : "RS- ", 4);
-    p += 4;
-    memcpy(p, acct->name, acct->name_len);
-    p += acct->name_len;
-    *p++ = ' ';
-    memcpy(p, subj, slen);
-    p += slen;
-    if (queue != NULL) {
-        *p++ = ' ';
-        memcpy(p, queue, qlen);
-        p += qlen;
-        if (add) {
-            memcpy(p, " 1", 2);
-            p += 2;
-        }
-    }
-    memcpy(p, "\r\n", 2);
-    return (size_t)(p + 2 - out);
-}
-
 /* Whether acct was switched on inbound connection in; switches it (returns false) if not.
  * Ctx: under g->mu. */
 static bool
@@ -238,9 +212,10 @@ on_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const
 {
     nd_gateways_t *g = arg;
     char small[512];
-    size_t room = 4 + acct->name_len + 1 + slen + 1 + qlen + 4 + 2;
+    size_t room = nd_peer_interest_room(acct, slen, qlen);
     char *buf = room <= sizeof small ? small : nd_xmalloc(room);
-    size_t n = format_interest(buf, acct, subj, slen, queue, qlen, weight > 0);
+    /* A gateway sends queue interest with weight 1. */
+    size_t n = nd_peer_format_interest(buf, acct, subj, slen, queue, qlen, weight > 0 ? 1 : 0);
     pthread_mutex_lock(&g->mu);
     for (size_t i = 0; i < g->nins; i++)
         send_interest(ctx, g, g->ins[i], acct, buf, n);
@@ -249,26 +224,15 @@ on_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const
         nd_free(buf);
 }
 
-/* One account's interest dump for one new inbound connection. */
-typedef struct dump {
-    nd_conn_t *c; /* a reference */
-    char *buf;
-    size_t len, cap;
-} dump_t;
-
+/* One account's interest dump (nd_peer_dump_t) for one new inbound connection. */
 static void
 on_dump(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const char *queue,
         size_t qlen, uint32_t weight, void *arg)
 {
     (void)weight;
-    dump_t *d = arg;
+    nd_peer_dump_t *d = arg;
     if (subj != NULL) {
-        size_t room = 4 + acct->name_len + 1 + slen + 1 + qlen + 4 + 2;
-        if (d->len + room > d->cap) {
-            d->cap = nd_grow_cap(d->cap, d->len + room, 4096);
-            d->buf = nd_xrealloc(d->buf, d->cap);
-        }
-        d->len += format_interest(d->buf + d->len, acct, subj, slen, queue, qlen, true);
+        nd_peer_dump_add(d, acct, subj, slen, queue, qlen, 1);
         return;
     }
     /* The end: to the connection, if it is still registered; an account without interest is
@@ -280,25 +244,7 @@ on_dump(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const cha
         if (g->ins[i]->c == d->c)
             send_interest(ctx, g, g->ins[i], acct, d->buf, d->len);
     pthread_mutex_unlock(&g->mu);
-    nd_actor_unref(ctx, &d->c->base);
-    nd_free(d->buf);
-    nd_free(d);
-}
-
-/* Asks every account for the cluster's interest, to be written to inbound connection c. */
-static void
-send_all_interest(nd_ctx_t *ctx, nd_conn_t *c)
-{
-    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
-    for (size_t i = 0; a != NULL && i < a->naccts; i++) {
-        if (a->accts[i].acct == NULL)
-            continue;
-        dump_t *d = nd_new(dump_t);
-        d->c = c;
-        nd_actor_ref(&c->base);
-        nd_interest_send_dump_gw(ctx, a->accts[i].acct, on_dump, d);
-    }
-    nd_auth_unref(ctx, a);
+    nd_peer_dump_free(ctx, d);
 }
 
 /* ---- remotes and URLs ---- */
@@ -634,7 +580,7 @@ register_inbound(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
     c->gw->registered = true;
     nd_log_info(GFMT "Inbound gateway connection from \"%s\" (%s) registered", GARGS(c),
                 c->gw->name, c->gw->remote_id);
-    send_all_interest(ctx, c);
+    nd_peer_dump_all(ctx, c, nd_interest_send_dump_gw, on_dump); /* the cluster's interest */
     gossip_gateways(ctx, g, c, c->gw->name);
 }
 

@@ -2,6 +2,7 @@
  * connections share. */
 #include "net/peer_int.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include "actors/alloc.h"
@@ -135,6 +136,72 @@ nd_peer_sub_del(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const char *sid, s
     nd_sub_cancel(sub);
     nd_acct_send_unsub(ctx, acct != NULL ? acct : (nd_acct_t *)sub->conn_data, sub);
     return true;
+}
+
+size_t
+nd_peer_interest_room(const nd_acct_t *acct, size_t slen, size_t qlen)
+{
+    return 4 + acct->name_len + 1 + slen + 1 + qlen + 12 + 2;
+}
+
+size_t
+nd_peer_format_interest(char *out, const nd_acct_t *acct, const char *subj, size_t slen,
+                        const char *queue, size_t qlen, uint32_t weight)
+{
+    char *p = out;
+    memcpy(p, weight > 0 ? "RS+ " : "RS- ", 4);
+    p += 4;
+    memcpy(p, acct->name, acct->name_len);
+    p += acct->name_len;
+    *p++ = ' ';
+    memcpy(p, subj, slen);
+    p += slen;
+    if (queue != NULL) {
+        *p++ = ' ';
+        memcpy(p, queue, qlen);
+        p += qlen;
+        if (weight > 0)
+            p += sprintf(p, " %u", weight);
+    }
+    memcpy(p, "\r\n", 2);
+    return (size_t)(p + 2 - out);
+}
+
+void
+nd_peer_dump_all(nd_ctx_t *ctx, nd_conn_t *c,
+                 void (*send_dump)(nd_ctx_t *, nd_acct_t *, nd_interest_fn, void *),
+                 nd_interest_fn fn)
+{
+    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
+    for (size_t i = 0; a != NULL && i < a->naccts; i++) {
+        if (a->accts[i].acct == NULL)
+            continue;
+        nd_peer_dump_t *d = nd_new(nd_peer_dump_t);
+        d->c = c;
+        nd_actor_ref(&c->base);
+        send_dump(ctx, a->accts[i].acct, fn, d);
+    }
+    nd_auth_unref(ctx, a);
+}
+
+void
+nd_peer_dump_add(nd_peer_dump_t *d, const nd_acct_t *acct, const char *subj, size_t slen,
+                 const char *queue, size_t qlen, uint32_t weight)
+{
+    size_t room = nd_peer_interest_room(acct, slen, qlen);
+    if (d->len + room > d->cap) {
+        d->cap = nd_grow_cap(d->cap, d->len + room, 4096);
+        d->buf = nd_xrealloc(d->buf, d->cap);
+    }
+    d->len += nd_peer_format_interest(d->buf + d->len, acct, subj, slen, queue, qlen, weight);
+}
+
+void
+nd_peer_dump_free(nd_ctx_t *ctx, nd_peer_dump_t *d)
+{
+    nd_actor_unref(ctx, &d->c->base);
+    nd_free(d->buf);
+    nd_free(d);
 }
 
 void

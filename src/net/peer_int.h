@@ -11,7 +11,13 @@
  * per connection (nd_peer_accts_t), each with a reference, so a message or an interest line
  * finds its account without the auth snapshot, and teardown unsubscribes account by account.
  *
- * Ctx: everything here runs on the peer connection's own turn (its owner actor).
+ * The other way, routes and gateways write our accounts' interest as RS+/RS- lines: one line a
+ * change (the accounts' interest hooks) and, for a new connection, every account's dump, each
+ * gathered in an nd_peer_dump_t on the account's turn and written when the account says it is
+ * complete.
+ *
+ * Ctx: the connection's own turn (its owner actor), except the interest lines and dumps (an
+ * account's turn) and nd_peer_dump_all (any worker: it only sends).
  */
 #ifndef ND_PEER_INT_H
 #define ND_PEER_INT_H
@@ -23,6 +29,7 @@
 #include "actors/ctx.h"
 #include "net/conn_int.h"
 #include "net/parser.h"
+#include "subj/interest.h"
 
 /* The accounts a peer connection's subscriptions are in (owner actor only; few per peer). */
 typedef struct nd_peer_accts {
@@ -64,6 +71,31 @@ nd_sub_t *nd_peer_sub_add(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd
 /* Removes c's subscription under sid, if any, from acct (NULL: the account in its conn_data).
  * Returns: whether there was one. */
 bool nd_peer_sub_del(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const char *sid, size_t n);
+
+/* The interest line routes and gateways send: "RS+ <account> <subject>[ <queue> <weight>]\r\n",
+ * or with weight 0 "RS- <account> <subject>[ <queue>]\r\n". nd_peer_interest_room: the most
+ * bytes it takes. nd_peer_format_interest: writes it to out. Returns: its length. */
+size_t nd_peer_interest_room(const nd_acct_t *acct, size_t slen, size_t qlen);
+size_t nd_peer_format_interest(char *out, const nd_acct_t *acct, const char *subj, size_t slen,
+                               const char *queue, size_t qlen, uint32_t weight);
+
+/* One account's interest dump for one new route or gateway connection: its lines gathered until
+ * the account says the dump is over. Owns: a reference on c, buf. */
+typedef struct nd_peer_dump {
+    nd_conn_t *c;
+    char *buf;
+    size_t len, cap;
+} nd_peer_dump_t;
+/* Asks every account of the server for its dump with send_dump (nd_interest_send_dump or its
+ * gateway twin): fn runs on each account's turn with a new nd_peer_dump_t as its arg. */
+void nd_peer_dump_all(nd_ctx_t *ctx, nd_conn_t *c,
+                      void (*send_dump)(nd_ctx_t *, nd_acct_t *, nd_interest_fn, void *),
+                      nd_interest_fn fn);
+/* Appends one interest line (nd_peer_format_interest) to d. */
+void nd_peer_dump_add(nd_peer_dump_t *d, const nd_acct_t *acct, const char *subj, size_t slen,
+                      const char *queue, size_t qlen, uint32_t weight);
+/* Drops d's reference and frees it. */
+void nd_peer_dump_free(nd_ctx_t *ctx, nd_peer_dump_t *d);
 
 /* Traces a command a route or gateway peer sent: "<ip>:<port> - <tag>:<cid> - <<- [...]", tag
  * "rid" or "gid" (A+/A- are a gateway's only). Call when nd_log_enabled(ND_LOG_TRACE). */

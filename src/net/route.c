@@ -158,36 +158,6 @@ nd_route_on_proto(nd_conn_t *c, nd_msg_t *msg)
 
 /* ---- interest: RS+ / RS- ---- */
 
-/* Appends "RS+ <acct> <subject>[ <queue> <weight>]\r\n" (weight 0: RS-). Returns: its length. */
-static size_t
-format_interest(char *out, const nd_acct_t *acct, const char *subj, size_t slen,
-                const char *queue, size_t qlen, uint32_t weight)
-{
-    char *p = out;
-    memcpy(p, weight > 0 ? "RS+ " : "RS- ", 4);
-    p += 4;
-    memcpy(p, acct->name, acct->name_len);
-    p += acct->name_len;
-    *p++ = ' ';
-    memcpy(p, subj, slen);
-    p += slen;
-    if (queue != NULL) {
-        *p++ = ' ';
-        memcpy(p, queue, qlen);
-        p += qlen;
-        if (weight > 0)
-            p += sprintf(p, " %u", weight);
-    }
-    memcpy(p, "\r\n", 2);
-    return (size_t)(p + 2 - out);
-}
-
-static size_t
-interest_room(const nd_acct_t *acct, size_t slen, size_t qlen)
-{
-    return 4 + acct->name_len + 1 + slen + 1 + qlen + 12 + 2;
-}
-
 /* The accounts' interest hook (subj/interest.h): runs on an account's turn. */
 static void
 on_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const char *queue,
@@ -197,9 +167,9 @@ on_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const
     if (r->perms != NULL && !nd_perms_pub_allowed(r->perms, subj, slen))
         return; /* not imported: the other servers must not send us these */
     char small[512];
-    size_t room = interest_room(acct, slen, qlen);
+    size_t room = nd_peer_interest_room(acct, slen, qlen);
     char *buf = room <= sizeof small ? small : nd_xmalloc(room);
-    size_t n = format_interest(buf, acct, subj, slen, queue, qlen, weight);
+    size_t n = nd_peer_format_interest(buf, acct, subj, slen, queue, qlen, weight);
     pthread_mutex_lock(&r->mu);
     for (size_t i = 0; i < r->nents; i++)
         send_proto(ctx, r->ents[i]->c, buf, n);
@@ -208,51 +178,22 @@ on_interest(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const
         nd_free(buf);
 }
 
-/* One account's interest dump for one new route. */
-typedef struct dump {
-    nd_conn_t *c; /* a reference */
-    char *buf;
-    size_t len, cap;
-} dump_t;
-
+/* One account's interest dump (nd_peer_dump_t) for one new route. */
 static void
 on_dump(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const char *queue,
         size_t qlen, uint32_t weight, void *arg)
 {
-    dump_t *d = arg;
+    nd_peer_dump_t *d = arg;
     if (subj == NULL) { /* the end */
         if (d->len > 0)
             send_proto(ctx, d->c, d->buf, d->len);
-        nd_actor_unref(ctx, &d->c->base);
-        nd_free(d->buf);
-        nd_free(d);
+        nd_peer_dump_free(ctx, d);
         return;
     }
     nd_permset_t *perms = d->c->srv->routes->perms;
     if (perms != NULL && !nd_perms_pub_allowed(perms, subj, slen))
         return;
-    size_t room = interest_room(acct, slen, qlen);
-    if (d->len + room > d->cap) {
-        d->cap = nd_grow_cap(d->cap, d->len + room, 4096);
-        d->buf = nd_xrealloc(d->buf, d->cap);
-    }
-    d->len += format_interest(d->buf + d->len, acct, subj, slen, queue, qlen, weight);
-}
-
-/* Asks every account for its interest, to be written to route c. */
-static void
-send_all_interest(nd_ctx_t *ctx, nd_conn_t *c)
-{
-    nd_auth_t *a = nd_auth_slot_get(c->srv->auth);
-    for (size_t i = 0; a != NULL && i < a->naccts; i++) {
-        if (a->accts[i].acct == NULL)
-            continue;
-        dump_t *d = nd_new(dump_t);
-        d->c = c;
-        nd_actor_ref(&c->base);
-        nd_interest_send_dump(ctx, a->accts[i].acct, on_dump, d);
-    }
-    nd_auth_unref(ctx, a);
+    nd_peer_dump_add(d, acct, subj, slen, queue, qlen, weight);
 }
 
 /* ---- our route INFO and CONNECT ---- */
@@ -678,7 +619,7 @@ register_route(nd_ctx_t *ctx, nd_conn_t *c, json_t *info)
 
     c->route->registered = true;
     nd_log_debug(RFMT "Registering remote route \"%s\"", RARGS(c), c->route->remote_id);
-    send_all_interest(ctx, c);
+    nd_peer_dump_all(ctx, c, nd_interest_send_dump, on_dump); /* every account's interest */
     nd_log_debug(RFMT "Sent local subscriptions to route", RARGS(c));
     if (urls_changed)
         client_urls_changed(ctx, c->srv);
