@@ -126,14 +126,8 @@ build_info(nd_gateways_t *g)
     json_object_set_new(o, "gateway_urls", urls);
     json_object_set_new(o, "gateway_nrp", json_true());
     json_object_set_new(o, "gateway_iom", json_true());
-    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    size_t n = strlen(js);
-    char *line = nd_xmalloc(n + 8);
-    memcpy(line, "INFO ", 5);
-    memcpy(line + 5, js, n);
-    memcpy(line + 5 + n, "\r\n", 3);
-    free(js);
+    size_t n;
+    char *line = nd_peer_info_line(o, &n);
     nd_free(g->info);
     g->info = line;
 }
@@ -381,15 +375,9 @@ forward_to_cluster(nd_ctx_t *ctx, nd_server_t *s, const char *name, json_t *urls
     json_object_set_new(o, "gateway", json_string(name));
     json_object_set_new(o, "gateway_urls", urls != NULL ? json_incref(urls) : json_array());
     json_object_set_new(o, "gateway_cmd", json_integer(GW_CMD_GOSSIP));
-    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    size_t n = strlen(js);
-    char *line = nd_xmalloc(n + 8);
-    memcpy(line, "INFO ", 5);
-    memcpy(line + 5, js, n);
-    memcpy(line + 5 + n, "\r\n", 2);
-    free(js);
-    nd_routes_broadcast(ctx, s->routes, line, n + 7);
+    size_t n;
+    char *line = nd_peer_info_line(o, &n);
+    nd_routes_broadcast(ctx, s->routes, line, n);
     nd_free(line);
 }
 
@@ -416,15 +404,9 @@ gossip_gateways(nd_ctx_t *ctx, nd_gateways_t *g, nd_conn_t *c, const char *excep
         }
         json_object_set_new(o, "gateway_urls", urls);
         json_object_set_new(o, "gateway_cmd", json_integer(GW_CMD_GOSSIP));
-        char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        json_decref(o);
-        size_t n = strlen(js);
-        char *line = nd_xmalloc(n + 8);
-        memcpy(line, "INFO ", 5);
-        memcpy(line + 5, js, n);
-        memcpy(line + 5 + n, "\r\n", 2);
-        free(js);
-        nd_route_send_proto(ctx, c, line, n + 7);
+        size_t n;
+        char *line = nd_peer_info_line(o, &n);
+        nd_route_send_proto(ctx, c, line, n);
         nd_free(line);
     }
     pthread_mutex_unlock(&g->mu);

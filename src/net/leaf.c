@@ -757,18 +757,12 @@ nd_leafs_urls_changed(nd_ctx_t *ctx, nd_leafs_t *l)
     json_object_set_new(o, "proto", json_integer(1));
     json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
     json_object_set_new(o, "leafnode_urls", leaf_urls_json(s));
-    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    size_t n = strlen(js);
-    char *line = nd_xmalloc(n + 8);
-    memcpy(line, "INFO ", 5);
-    memcpy(line + 5, js, n);
-    memcpy(line + 5 + n, "\r\n", 2);
-    free(js);
+    size_t n;
+    char *line = nd_peer_info_line(o, &n);
     pthread_mutex_lock(&l->mu);
     for (size_t i = 0; i < l->n; i++)
         if (l->conns[i]->leaf->job == NULL)
-            send_proto(ctx, l->conns[i], line, n + 7);
+            send_proto(ctx, l->conns[i], line, n);
     pthread_mutex_unlock(&l->mu);
     nd_free(line);
 }

@@ -3,6 +3,7 @@
 #include "net/peer_int.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "actors/alloc.h"
@@ -202,6 +203,21 @@ nd_peer_dump_free(nd_ctx_t *ctx, nd_peer_dump_t *d)
     nd_actor_unref(ctx, &d->c->base);
     nd_free(d->buf);
     nd_free(d);
+}
+
+char *
+nd_peer_info_line(json_t *o, size_t *len)
+{
+    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    size_t n = strlen(js);
+    char *line = nd_xmalloc(n + 8);
+    memcpy(line, "INFO ", 5);
+    memcpy(line + 5, js, n);
+    memcpy(line + 5 + n, "\r\n", 3);
+    free(js); /* jansson's allocation */
+    *len = n + 7;
+    return line;
 }
 
 void

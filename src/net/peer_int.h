@@ -26,6 +26,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "actors/ctx.h"
 #include "net/conn_int.h"
 #include "net/parser.h"
@@ -96,6 +98,10 @@ void nd_peer_dump_add(nd_peer_dump_t *d, const nd_acct_t *acct, const char *subj
                       const char *queue, size_t qlen, uint32_t weight);
 /* Drops d's reference and frees it. */
 void nd_peer_dump_free(nd_ctx_t *ctx, nd_peer_dump_t *d);
+
+/* The line "INFO <o as compact JSON>\r\n" (NUL-terminated) that route, gateway and leaf tables
+ * send their peers. Owns: o (released). Returns: the line, allocated; *len: its length. */
+char *nd_peer_info_line(json_t *o, size_t *len);
 
 /* Traces a command a route or gateway peer sent: "<ip>:<port> - <tag>:<cid> - <<- [...]", tag
  * "rid" or "gid" (A+/A- are a gateway's only). Call when nd_log_enabled(ND_LOG_TRACE). */
