@@ -130,11 +130,13 @@ struct nd_gateways {
     char *info;        /* our gateway INFO line, with its CRLF */
     pthread_t th;
     bool started, stop, stopped;
-    /* the reply map, under rm_mu; rm_count read without it first (relaxed: a stale zero
+    /* the reply map, under rm_mu; rm_count and the bucket's rm_used are read without it first,
+     * so a publish takes the lock only when its bucket holds a mapping (relaxed: a stale zero
      * only misses a mapping made at the same instant on another thread, as a late answer
      * would) */
     pthread_mutex_t rm_mu;
     _Atomic uint32_t rm_count;
+    _Atomic uint32_t rm_used[ND_GW_RMAP_BUCKETS];
     nd_gw_rmap_t *rm_buckets[ND_GW_RMAP_BUCKETS];
     nd_gw_rmap_t *rm_head, *rm_tail;
 };

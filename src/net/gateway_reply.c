@@ -13,7 +13,8 @@
  * records it here); for 2 s, a publish in that account on the plain reply is sent as the prefixed
  * one (nd_gw_mapped_reply), so the answer goes straight back even before the requester's
  * interest has crossed. It is one chained hash table per server, with a FIFO of the entries for
- * expiry (every entry has the same lifetime, so the oldest is always first).
+ * expiry (every entry has the same lifetime, so the oldest is always first), and a count per
+ * bucket read without the lock, so that publishes on other subjects never take it.
  */
 #include "net/gateway_int.h"
 
@@ -103,6 +104,8 @@ rmap_expire(nd_gateways_t *g, int64_t now)
                 *pp = e->bnext;
                 break;
             }
+        atomic_fetch_sub_explicit(&g->rm_used[e->hash % ND_GW_RMAP_BUCKETS], 1,
+                                  memory_order_relaxed);
         nd_free(e);
         atomic_fetch_sub_explicit(&g->rm_count, 1, memory_order_relaxed);
     }
@@ -137,6 +140,7 @@ nd_gw_track_reply(nd_server_t *s, const nd_acct_t *acct, const char *routed, siz
     else
         g->rm_head = e;
     g->rm_tail = e;
+    atomic_fetch_add_explicit(&g->rm_used[e->hash % ND_GW_RMAP_BUCKETS], 1, memory_order_relaxed);
     atomic_fetch_add_explicit(&g->rm_count, 1, memory_order_relaxed);
     pthread_mutex_unlock(&g->rm_mu);
 }
@@ -149,6 +153,8 @@ nd_gw_mapped_reply(nd_server_t *s, const nd_acct_t *acct, const char *subj, size
     if (atomic_load_explicit(&g->rm_count, memory_order_relaxed) == 0)
         return NULL;
     uint64_t h = rmap_key_hash(acct, subj, len);
+    if (atomic_load_explicit(&g->rm_used[h % ND_GW_RMAP_BUCKETS], memory_order_relaxed) == 0)
+        return NULL; /* most publishes: no lock */
     size_t klen = acct->name_len + 1 + len;
     char *out = NULL;
     pthread_mutex_lock(&g->rm_mu);
