@@ -200,6 +200,26 @@ nd_conn_remove_sub(nd_ctx_t *ctx, nd_conn_t *c, nd_sub_t *sub)
 
 /* ---- monitoring (src/net/connreg.h) ---- */
 
+/* A connection to another server (route, leaf or gateway): no client protocol, its own table. */
+static inline bool
+is_peer(const nd_conn_t *c)
+{
+    return c->route != NULL || c->leaf != NULL || c->gw != NULL;
+}
+
+/* The id tag and the name of the connection's kind in nats-server's log lines. */
+static inline const char *
+log_tag(const nd_conn_t *c)
+{
+    return c->route ? "rid" : c->leaf ? "lid" : c->gw ? "gid" : "cid";
+}
+
+static inline const char *
+log_kind(const nd_conn_t *c)
+{
+    return c->route ? "Router" : c->leaf ? "Leafnode" : c->gw ? "Gateway" : "Client";
+}
+
 /* Publishes this turn's counters for monitors. The subscriptions counted are those the account
  * has placed (acknowledged): a monitor that sees one can expect a publish to find it, as in
  * nats-server, whose connection inserts each subscription before it reads on (a leaf's or a
@@ -306,7 +326,7 @@ teardown(nd_ctx_t *ctx, nd_conn_t *c)
     nd_timer_cancel(ctx, &c->tls_timer);
     nd_timer_cancel(ctx, &c->auth_timer);
     nd_timer_cancel(ctx, &c->ptimer);
-    if (c->route != NULL || c->leaf != NULL || c->gw != NULL) {
+    if (is_peer(c)) {
         /* its subscriptions, its place in the route, leaf or gateway table */
         if (c->route != NULL)
             nd_route_teardown(ctx, c);
@@ -353,7 +373,7 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
     nd_ws_closing(&c->tr, reason); /* the close frame follows it (ws.c) */
     drop_output(c);
     return_scratch(ctx, c);
-    if (c->route == NULL && c->leaf == NULL && c->gw == NULL)
+    if (!is_peer(c))
         nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", c->ip, c->port,
                      (unsigned long long)c->cid, nd_close_reason_text(reason));
     teardown(ctx, c);
@@ -437,18 +457,13 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
                            : st == ND_PROTO_ERR_UNKNOWN_OP  ? ND_ERR_UNKNOWN_OP
                                                             : ND_ERR_PROTO_ARGS;
             nd_log_error("%s:%d - %s:%llu - %s parser ERROR: %s", c->ip, c->port,
-                         c->route ? "rid" : c->leaf ? "lid" : c->gw ? "gid" : "cid",
-                         (unsigned long long)c->cid,
-                         c->route ? "Router" : c->leaf ? "Leafnode" : c->gw ? "Gateway" : "Client",
-                         nd_strerror(err));
+                         log_tag(c), (unsigned long long)c->cid, log_kind(c), nd_strerror(err));
             nd_conn_write_err(c, err);
             /* A route's bad op is a protocol violation for nats-server (its route parser). */
             nd_conn_close(ctx, c,
                           err == ND_ERR_MAX_CONTROL_LINE ? ND_CLOSE_MAX_CONTROL_LINE
                           : err == ND_ERR_MAX_PAYLOAD    ? ND_CLOSE_MAX_PAYLOAD
-                          : err == ND_ERR_UNKNOWN_OP && c->route == NULL && c->leaf == NULL &&
-                                  c->gw == NULL
-                              ? ND_CLOSE_PARSE_ERROR
+                          : err == ND_ERR_UNKNOWN_OP && !is_peer(c) ? ND_CLOSE_PARSE_ERROR
                               : ND_CLOSE_PROTOCOL_VIOLATION);
             nd_deliver_flush(ctx, c);
             return off;
@@ -858,11 +873,10 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         nd_conn_tls_timer(ctx, c, msg);
         return;
     case ND_CONN_MSG_AUTH_TIMER:
-        if (c->route != NULL || c->leaf != NULL || c->gw != NULL) {
+        if (is_peer(c)) {
             if (nd_timer_fired(&c->auth_timer, msg) && !c->closing && !c->connected) {
                 nd_log_error("%s:%d - %s:%llu - Authentication Timeout", c->ip, c->port,
-                             c->route ? "rid" : c->leaf ? "lid" : "gid",
-                             (unsigned long long)c->cid);
+                             log_tag(c), (unsigned long long)c->cid);
                 nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
                 nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
             }
