@@ -811,7 +811,10 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     borrow_scratch(ctx, c);
     switch (msg->id) {
     case ND_CONN_MSG_CHUNK:
-        nd_deliver_receive_chunk(ctx, c, (nd_conn_msg_chunk_t *)msg);
+        if (c->proto != NULL)
+            nd_pconn_on_chunk(ctx, c, (nd_conn_msg_chunk_t *)msg);
+        else
+            nd_deliver_receive_chunk(ctx, c, (nd_conn_msg_chunk_t *)msg);
         return;
     case ND_CONN_MSG_DELIVER:
         nd_deliver_receive(ctx, c, (nd_conn_msg_deliver_t *)msg);

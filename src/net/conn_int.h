@@ -70,6 +70,16 @@ typedef struct nd_conn_msg_pmsg {
     char str[]; /* subject, reply, sid; each NUL-terminated */
 } nd_conn_msg_pmsg_t;
 
+/* A small message for a protocol connection, packed into the publisher's CHUNK for it (deliver.c)
+ * instead of a PMSG of its own: the header (copied out with memcpy: records are not aligned),
+ * then subject, reply and sid, each NUL-terminated, then headers and data. A recipient with a
+ * protocol reads its chunks as a sequence of these (pconn.c). */
+typedef struct nd_pmsg_rec {
+    uint32_t size; /* the whole record */
+    uint32_t hdr_len, data_len;
+    uint32_t subject_len, reply_len, sid_len;
+} nd_pmsg_rec_t;
+
 /* What a PMSG adds to its recipient's pending bytes until its turn formats it (about the size
  * of the packet it becomes). */
 static inline int64_t
@@ -440,6 +450,8 @@ nd_conn_msg_pmsg_t *nd_deliver_pmsg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd
                                         nd_payload_t *payload);
 void nd_deliver_receive(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_deliver_t *m);
 void nd_deliver_receive_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch);
+/* pconn.c: a chunk of nd_pmsg_rec_t records for a protocol connection. */
+void nd_pconn_on_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch);
 /* Sends every open chunk; called at the end of each read batch. */
 void nd_deliver_flush(nd_ctx_t *ctx, nd_conn_t *c);
 void nd_deliver_outbox_free(nd_conn_t *c);

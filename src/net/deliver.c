@@ -462,8 +462,40 @@ nd_deliver_pmsg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, const nd_proto_cmd
     return m;
 }
 
-/* Hands the publish to a protocol connection (net/pconn.h) as one PMSG, queued in the outbox
- * like any delivery; the recipient formats it on its own turn. Ctx: in the section. */
+/* Packs a small publish for a protocol connection into its open chunk as one nd_pmsg_rec_t
+ * (the way a NATS recipient's MSG lines are gathered: one mailbox message per read batch). */
+static void
+pmsg_rec_append(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
+                const nd_proto_cmd_t *shown, const nd_sub_t *sub, nd_conn_t *t)
+{
+    bool hdrs = cmd->op == ND_PROTO_OP_HPUB && cmd->hdr_len > 0;
+    nd_pmsg_rec_t r = {
+        .hdr_len = hdrs ? (uint32_t)cmd->hdr_len : 0,
+        .subject_len = (uint32_t)shown->subject.len,
+        .reply_len = (uint32_t)shown->reply.len,
+        .sid_len = (uint32_t)sub->sid_len,
+    };
+    r.data_len = (uint32_t)cmd->payload.len - r.hdr_len;
+    r.size = (uint32_t)sizeof(r) + r.subject_len + r.reply_len + r.sid_len + 3 +
+             (uint32_t)cmd->payload.len;
+    nd_conn_msg_chunk_t *ch = slot_chunk(ctx, outbox_slot(&c->outbox, t));
+    char *p = chunk_reserve(ch, r.size);
+    p = put(p, (const char *)&r, sizeof(r));
+    p = put(p, shown->subject.ptr, r.subject_len);
+    *p++ = '\0';
+    p = put(p, shown->reply.ptr, r.reply_len);
+    *p++ = '\0';
+    p = put(p, sub->sid, r.sid_len);
+    *p++ = '\0';
+    memcpy(p, cmd->payload.ptr, cmd->payload.len);
+    ch->len += r.size;
+    ch->msgs++;
+    ch->bytes += r.data_len;
+}
+
+/* Hands the publish to a protocol connection (net/pconn.h): a small one as a record in its
+ * chunk, a large one as a PMSG of its own holding the shared payload; queued in the outbox like
+ * any delivery; the recipient formats it on its own turn. Ctx: in the section. */
 static bool
 deliver_proto(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_conn_t *t)
 {
@@ -475,6 +507,10 @@ deliver_proto(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_conn
     uint64_t n = nd_sub_count_delivery(sub);
     if (max != 0 && n > max)
         return false;
+    if (cmd->payload.len <= INLINE_MAX) {
+        pmsg_rec_append(ctx, c, cmd, pc->shown, sub, t);
+        return true;
+    }
     if (pc->payload == NULL)
         pc->payload = nd_payload_new(cmd->payload.ptr, (uint32_t)cmd->payload.len);
     nd_conn_msg_pmsg_t *m = nd_deliver_pmsg_new(ctx, cmd, pc->shown, sub, pc->payload);

@@ -38,6 +38,15 @@ nd_pconn_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
     return c->proto->input(ctx, c, buf, len, &c->pneed);
 }
 
+/* One delivery to the protocol; the caller flushes what it published (a retained copy, an ack). */
+static void
+deliver_one(nd_ctx_t *ctx, nd_conn_t *c, const nd_pconn_msg_t *v)
+{
+    c->out_msgs++;
+    c->out_bytes += v->data_len;
+    c->proto->deliver(ctx, c, v);
+}
+
 void
 nd_pconn_on_msg(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_pmsg_t *m)
 {
@@ -60,12 +69,41 @@ nd_pconn_on_msg(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_pmsg_t *m)
             .data = m->payload->data + m->hdr_len,
             .data_len = m->data_len,
         };
-        c->out_msgs++;
-        c->out_bytes += m->data_len;
-        c->proto->deliver(ctx, c, &v);
-        nd_deliver_flush(ctx, c); /* what deliver published (a retained copy, an ack) */
+        deliver_one(ctx, c, &v);
+        nd_deliver_flush(ctx, c);
     }
     nd_payload_unref(m->payload);
+}
+
+void
+nd_pconn_on_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch)
+{
+    /* As nd_pconn_on_msg: the publisher charged the records' bytes. */
+    atomic_fetch_sub_explicit(&c->pending, (int64_t)ch->len, memory_order_relaxed);
+    for (uint32_t off = 0; off < ch->len && !c->closing && c->proto->deliver != NULL;) {
+        nd_pmsg_rec_t r;
+        memcpy(&r, ch->buf + off, sizeof(r));
+        const char *subj = ch->buf + off + sizeof(r);
+        const char *reply = subj + r.subject_len + 1;
+        const char *sid = reply + r.reply_len + 1;
+        const char *hdr = sid + r.sid_len + 1;
+        nd_pconn_msg_t v = {
+            .subject = subj,
+            .subject_len = r.subject_len,
+            .reply = reply,
+            .reply_len = r.reply_len,
+            .sid = sid,
+            .sid_len = r.sid_len,
+            .hdr = r.hdr_len > 0 ? hdr : NULL,
+            .hdr_len = r.hdr_len,
+            .data = hdr + r.hdr_len,
+            .data_len = r.data_len,
+        };
+        deliver_one(ctx, c, &v);
+        off += r.size;
+    }
+    nd_deliver_flush(ctx, c);
+    nd_free(ch->buf);
 }
 
 void *
