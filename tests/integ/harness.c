@@ -385,7 +385,7 @@ nd_integ_server_dump_log(const nd_integ_server_t *s)
     pthread_mutex_unlock(&m->mu);
 }
 
-static nd_integ_server_t *start_argv(const char **argv);
+static nd_integ_server_t *start_argv(const char **argv, bool may_lose_port);
 
 nd_integ_server_t *
 nd_integ_server_start(int port, const char *const *extra_args)
@@ -403,7 +403,7 @@ nd_integ_server_start(int port, const char *const *extra_args)
     for (int i = 0; extra_args != NULL && extra_args[i] != NULL && argc < 63; i++)
         argv[argc++] = extra_args[i];
     argv[argc] = NULL;
-    return start_argv(argv);
+    return start_argv(argv, false);
 }
 
 nd_integ_server_t *
@@ -421,11 +421,14 @@ nd_integ_server_start_bin(const char *path, const char *const *args)
     for (int i = 0; args != NULL && args[i] != NULL && argc < 63; i++)
         argv[argc++] = args[i];
     argv[argc] = NULL;
-    return start_argv(argv);
+    return start_argv(argv, false);
 }
 
+/* may_lose_port: a server that exits because a port of its config is taken ("address already
+ * in use": another process bound it between our probe and the server's bind) is not a
+ * failure; NULL is returned and the caller picks other ports. */
 static nd_integ_server_t *
-start_argv(const char **argv)
+start_argv(const char **argv, bool may_lose_port)
 {
     const char *path = argv[0];
 
@@ -510,6 +513,12 @@ start_argv(const char **argv)
         if (!eof)
             kill(pid, SIGKILL);
         wait_exit(s, ND_INTEG_PROC_TIMEOUT_MS);
+        if (eof && may_lose_port &&
+            (nd_integ_server_log_has(s, 0, "address already in use") ||
+             nd_integ_server_log_has(s, 0, "Address already in use"))) {
+            server_release(s);
+            return NULL;
+        }
         nd_integ_server_dump_log(s);
         char *st = describe_status(s->status);
         char *why = NULL;
@@ -1419,6 +1428,15 @@ nd_integ_conf_start(nd_integ_conf_t *c, const char *text)
     nd_integ_conf_write(c, text);
     const char *args[] = {"-c", c->path, NULL};
     return nd_integ_server_start(0, args);
+}
+
+nd_integ_server_t *
+nd_integ_conf_try_start(nd_integ_conf_t *c, const char *text)
+{
+    nd_integ_conf_write(c, text);
+    const char *argv[] = {nd_integ_server_path(), "-a", "127.0.0.1", "-p", "-1", "-c", c->path,
+                          NULL};
+    return start_argv(argv, true);
 }
 
 static int

@@ -241,6 +241,9 @@ void nd_integ_conf_file(nd_integ_conf_t *c, const char *name, char *out, size_t 
 /* Writes text as c's config and starts the server with `-c <path>` on a random port. Returns: an
  * owned handle, as nd_integ_server_start. */
 nd_integ_server_t *nd_integ_conf_start(nd_integ_conf_t *c, const char *text);
+/* The same, except that a server exiting because a port its config names is already in use
+ * (taken by another process after the test chose it) gives NULL: choose again and retry. */
+nd_integ_server_t *nd_integ_conf_try_start(nd_integ_conf_t *c, const char *text);
 
 /* Removes c's directory and everything in it; a no-op for a conf never written. */
 void nd_integ_conf_remove(nd_integ_conf_t *c);

@@ -116,15 +116,19 @@ mqtt_free_port(void)
 static void
 up_with(const char *extra, const char *mqtt_extra)
 {
-    mqtt_port = mqtt_free_port();
     char store[256];
     nd_integ_conf_file(&conf, "store", store, sizeof store);
-    snprintf(conf_text, sizeof conf_text,
-             "server_name: mqtt_test\njetstream { store_dir: \"%s\" }\n"
-             "mqtt { host: 127.0.0.1, port: %d%s%s }\n%s",
-             store, mqtt_port, mqtt_extra ? ", " : "", mqtt_extra ? mqtt_extra : "",
-             extra ? extra : "");
-    srv = nd_integ_conf_start(&conf, conf_text);
+    srv = NULL;
+    for (int tries = 0; srv == NULL; tries++) {
+        cr_assert(tries < 10, "no free MQTT port after 10 tries");
+        mqtt_port = mqtt_free_port();
+        snprintf(conf_text, sizeof conf_text,
+                 "server_name: mqtt_test\njetstream { store_dir: \"%s\" }\n"
+                 "mqtt { host: 127.0.0.1, port: %d%s%s }\n%s",
+                 store, mqtt_port, mqtt_extra ? ", " : "", mqtt_extra ? mqtt_extra : "",
+                 extra ? extra : "");
+        srv = nd_integ_conf_try_start(&conf, conf_text);
+    }
     wait_mqtt_listening();
 }
 
