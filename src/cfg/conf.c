@@ -37,6 +37,28 @@
 
 #include "actors/alloc.h"
 
+/* Reads f whole, growing the buffer as the text comes, up to one byte over ND_CFG_MAX_INPUT (so
+ * the caller can tell a file that is too large). Returns: the text (owned); *len its length. */
+static char *
+read_capped(FILE *f, size_t *len)
+{
+    size_t cap = 4096, n = 0;
+    char *text = nd_xmalloc(cap);
+    for (;;) {
+        size_t want = cap - n;
+        if (n + want > ND_CFG_MAX_INPUT + 1)
+            want = ND_CFG_MAX_INPUT + 1 - n;
+        size_t got = fread(text + n, 1, want, f);
+        n += got;
+        if (got < want || n > ND_CFG_MAX_INPUT)
+            break;
+        cap *= 2;
+        text = nd_xrealloc(text, cap);
+    }
+    *len = n;
+    return text;
+}
+
 /* State shared by one top-level parse and everything it includes. */
 typedef struct shared {
     nd_cfg_err_t *err;
@@ -822,8 +844,8 @@ do_include(rd_t *r, nd_cfg_node_t *m, int line, int col)
                 strerror(errno));
         goto out;
     }
-    char *text = nd_xmalloc(ND_CFG_MAX_INPUT + 1);
-    size_t len = fread(text, 1, ND_CFG_MAX_INPUT + 1, f);
+    size_t len;
+    char *text = read_capped(f, &len);
     fclose(f);
     if (len > ND_CFG_MAX_INPUT) {
         fail_at(r, line, col, "error parsing include file '%s', larger than %u bytes", b.s,
@@ -1021,8 +1043,8 @@ nd_cfg_parse_file(const char *path, nd_cfg_node_t **root, nd_cfg_err_t *err)
         snprintf(err->text, sizeof err->text, "open %s: %s", path, strerror(errno));
         return false;
     }
-    char *text = nd_xmalloc(ND_CFG_MAX_INPUT + 1);
-    size_t len = fread(text, 1, ND_CFG_MAX_INPUT + 1, f);
+    size_t len;
+    char *text = read_capped(f, &len);
     fclose(f);
     if (len > ND_CFG_MAX_INPUT) {
         nd_free(text);
