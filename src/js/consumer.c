@@ -85,7 +85,7 @@ js_consumer_new(nd_stream_t *st, nd_consumer_cfg_t *cfg, int64_t created)
     c->cfg = *cfg; /* takes it */
     memset(cfg, 0, sizeof *cfg);
     nd_consumer_cfg_copy(&c->scfg, &c->cfg);
-    c->cfg_json = json_deep_copy(c->cfg.json);
+    c->cfg_json = json_incref(c->cfg.json); /* shared: see nd_consumer_cfg_copy */
     c->ack_prefix = js_path("$JS.ACK.%s.%s.", st->name, c->name);
     c->fc_prefix = js_path("$JS.FC.%s.%s.", st->name, c->name);
     pthread_mutex_init(&c->mu, NULL);
@@ -566,7 +566,7 @@ js_consumer_list_info(nd_consumer_t *c)
 {
     pthread_mutex_lock(&c->mu);
     js_consumer_stats_t s = c->stats;
-    json_t *cfg = json_deep_copy(c->cfg_json);
+    json_t *cfg = json_incref(c->cfg_json); /* never changed: info_json copies it */
     pthread_mutex_unlock(&c->mu);
     json_t *o = info_json(c, cfg, &s, s.npending);
     json_decref(cfg);
@@ -1807,7 +1807,7 @@ do_update(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     memset(&u->cfg, 0, sizeof u->cfg);
     pthread_mutex_lock(&c->mu);
     json_decref(c->cfg_json);
-    c->cfg_json = json_deep_copy(c->cfg.json);
+    c->cfg_json = json_incref(c->cfg.json); /* shared: see nd_consumer_cfg_copy */
     pthread_mutex_unlock(&c->mu);
     if (js_consumer_meta_write(c) != 0)
         nd_log_warn("JetStream could not write the configuration of consumer '%s > %s'",

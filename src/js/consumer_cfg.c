@@ -737,7 +737,7 @@ time_json(const gtime_t *t)
     if (t->nsec) {
         snprintf(frac, sizeof frac, ".%09d", (int)t->nsec);
         size_t n = strlen(frac);
-        while (frac[n - 1] == '0')
+        while (n > 1 && frac[n - 1] == '0')
             frac[--n] = '\0';
     }
     if (t->off_s) {
@@ -1639,8 +1639,10 @@ nd_consumer_cfg_copy(nd_consumer_cfg_t *dst, const nd_consumer_cfg_t *src)
     decode_canonical(src->json, &g);
     fill_public(dst, &g);
     gcons_free(&g);
+    /* A config's JSON is never changed once built (every change builds a new tree), so copies
+     * share it: a consumer holds three (its actor's, its stream's, its listings'). */
     json_decref(dst->json);
-    dst->json = json_deep_copy(src->json);
+    dst->json = json_incref((json_t *)src->json);
 }
 
 void

@@ -117,7 +117,7 @@ js_pause_request(nd_ctx_t *ctx, nd_consumer_t *c, const nd_imsg_t *m)
         js_req_free(&q);
     pthread_mutex_lock(&c->mu);
     json_decref(c->cfg_json);
-    c->cfg_json = json_deep_copy(c->cfg.json);
+    c->cfg_json = json_incref(c->cfg.json); /* shared: see nd_consumer_cfg_copy */
     pthread_mutex_unlock(&c->mu);
     if (js_consumer_meta_write(c) != 0)
         nd_log_warn("JetStream could not write the configuration of consumer '%s > %s'",

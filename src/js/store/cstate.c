@@ -55,6 +55,11 @@ nd_cstate_encode(const nd_consumer_state_t *cs, uint8_t **out, size_t *len)
     *out = (uint8_t *)msgpack_sbuffer_release(&sb);
     if (rc != 0 || !*out)
         nd_fatal("out of memory encoding a consumer state");
+    /* The store keeps the encoding while the consumer lives, and msgpack's buffer starts at
+     * 8 KiB: give back what an idle consumer's few dozen bytes do not use. */
+    uint8_t *fit = realloc(*out, *len);
+    if (fit != NULL)
+        *out = fit;
 }
 
 /* A bounded cursor over msgpack bytes. Every reader returns false (and sets bad) on malformed or
