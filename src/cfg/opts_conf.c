@@ -399,7 +399,10 @@ static const nd_opt_desc_t top_d[] = {
     T("store_dir storedir", store_dir, ND_OT_STR, .parse = store_dir,
       RELOAD("StoreDir", ND_RL_UNBUILT, "store_dir")),
     T("websocket ws", ws, ND_OT_PTR, .sub = &nd_opt_ws_block, REFUSE("Websocket")),
-    T("mqtt", mqtt, ND_OT_PTR, .sub = &nd_opt_mqtt_block, REFUSE("MQTT")),
+    /* Its ack_wait, max_ack_pending, replicas, consumer storage and inactive threshold reload
+     * (and tls is accepted, as nats-server ignores it); any other change is refused. */
+    T("mqtt", mqtt, ND_OT_PTR, .sub = &nd_opt_mqtt_block, RELOAD("MQTT", ND_RL_MQTT, NULL),
+      .derive = ND_DV_MQTT),
     T("prof_port", prof_port, ND_OT_INT, REFUSE("ProfPort")),
     T("pidfile pid_file", pid_file, ND_OT_STR,
       RELOAD("PidFile", ND_RL_KEEP, "Reloaded: pid_file = %s")),

@@ -53,6 +53,7 @@ typedef enum nd_opt_reload {
     ND_RL_MON,         /* the monitor's (http_auth) */
     ND_RL_UNBUILT,     /* accepted and kept, with a warning that it is not applied */
     ND_RL_CLUSTER,     /* the routes: nd_routes_reload (the listen address is refused) */
+    ND_RL_MQTT,        /* the MQTT service: its ND_OF_LIVE members (nd_mqtt_reload) */
 } nd_opt_reload_t;
 
 /* Member flags. */
@@ -63,6 +64,7 @@ typedef enum nd_opt_reload {
 #define ND_OF_ZERO    16u /* .zero says what a written 0 means (nd_opts_baseline) */
 #define ND_OF_NOPOS   32u /* nd_opt_array: the "not an array" error has no position */
 #define ND_OF_GOVALUE 64u /* nd_opt_array: that error prints the value (Go's %v), not its type */
+#define ND_OF_LIVE    128u /* a reload may change it in a block it refuses otherwise (mqtt) */
 
 /* Options the reload compares through a view of other members rather than a member of its own
  * (nats-server's Options has them as fields of their own): src/server/reload.c computes them. */
@@ -76,6 +78,7 @@ typedef enum nd_opt_derived {
     ND_DV_TLS_CONFIG,   /* TLSConfig: "enabled"/"disabled"; never equal while TLS is on */
     ND_DV_TLS_PINNED,   /* TLSPinnedCerts: tls.pinned_certs, printed as its length */
     ND_DV_TLS_RATE,     /* TLSRateLimit: tls.connection_rate_limit */
+    ND_DV_MQTT,         /* MQTT: refused unless only its ND_OF_LIVE members changed */
 } nd_opt_derived_t;
 
 struct nd_opt_desc;

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "actors/alloc.h"
+#include "cfg/opts_parse.h"
+#include "cfg/opts_table.h"
 #include "net/tls.h"
 #include "util/log.h"
 
@@ -38,6 +40,35 @@ on_accept(nd_ctx_t *ctx, int fd, void *arg)
     nd_pconn_spawn(ctx, m->srv, fd, &nd_mqtt_proto, m, m->tls);
 }
 
+static void
+live_set(nd_mqtt_t *m, const nd_mqtt_opts_t *o)
+{
+    atomic_store(&m->ack_wait_ms, o->ack_wait_ms);
+    atomic_store(&m->max_ack_pending, o->max_ack_pending);
+    atomic_store(&m->stream_replicas, o->stream_replicas);
+    atomic_store(&m->consumer_replicas, o->consumer_replicas);
+    atomic_store(&m->consumer_memory, o->consumer_memory_storage);
+    atomic_store(&m->inactive_ms, o->consumer_inactive_threshold_ms);
+}
+
+void
+nd_mqtt_reload(nd_mqtt_t *m, const nd_mqtt_opts_t *n)
+{
+    live_set(m, n);
+    char d[64];
+    nd_cfg_go_dur_string(n->ack_wait_ms, d, sizeof d);
+    nd_log_info("Reloaded: MQTT ack_wait = %s", d);
+    nd_log_info("Reloaded: MQTT max_ack_pending = %d", n->max_ack_pending);
+    nd_log_info("Reloaded: MQTT stream_replicas = %d", n->stream_replicas);
+    nd_log_info("Reloaded: MQTT consumer_replicas = %d", n->consumer_replicas);
+    nd_log_info("Reloaded: MQTT consumer_memory_storage = %s",
+                n->consumer_memory_storage ? "true" : "false");
+    nd_cfg_go_dur_string(n->consumer_inactive_threshold_ms, d, sizeof d);
+    nd_log_info("Reloaded: MQTT consumer_inactive_threshold = %s", d);
+    if (!nd_opt_equal(&nd_opt_tls_block, m->mo->tls, n->tls, 0))
+        nd_log_warn("Reload: mqtt tls changed; not applied (the listener keeps its TLS context)");
+}
+
 nd_mqtt_t *
 nd_mqtt_new(nd_server_t *srv, bool *failed)
 {
@@ -48,6 +79,7 @@ nd_mqtt_new(nd_server_t *srv, bool *failed)
     nd_mqtt_t *m = nd_new(nd_mqtt_t);
     m->srv = srv;
     m->mo = mo;
+    live_set(m, mo);
     pthread_mutex_init(&m->mu, NULL);
     m->auth.user = mo->user;
     m->auth.pass = mo->pass;

@@ -27,6 +27,11 @@ nd_mqtt_t *nd_mqtt_new(nd_server_t *srv, bool *failed);
 void nd_mqtt_start(nd_mqtt_t *m);
 void nd_mqtt_stop(nd_mqtt_t *m);
 void nd_mqtt_free(nd_mqtt_t *m);
+/* Applies a reloaded mqtt block's ack_wait, max_ack_pending, stream/consumer replicas,
+ * consumer_memory_storage and consumer_inactive_threshold (server/reload.c refused any other
+ * change) and logs them as nats-server does: what is created or delivered from then on uses
+ * them. A tls change is not applied (logged as such). Ctx: the reloading thread. */
+void nd_mqtt_reload(nd_mqtt_t *m, const nd_mqtt_opts_t *n);
 /* The bound port (for tests and the ports file). */
 int nd_mqtt_port(const nd_mqtt_t *m);
 

@@ -724,9 +724,12 @@ void
 nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t tag,
                              const char *durable, const char *filter, const char *deliver)
 {
-    const nd_mqtt_opts_t *mo = ma->m->mo;
-    int64_t ack_wait_ns = (mo->ack_wait_ms > 0 ? mo->ack_wait_ms : 30000) * 1000000LL;
-    int max_ack = mo->max_ack_pending > 0 ? mo->max_ack_pending : 1024;
+    const nd_mqtt_t *m = ma->m; /* its reloadable members */
+    int64_t wait_ms = atomic_load(&m->ack_wait_ms), inactive_ms = atomic_load(&m->inactive_ms);
+    int64_t ack_wait_ns = (wait_ms > 0 ? wait_ms : 30000) * 1000000LL;
+    int max_ack = atomic_load(&m->max_ack_pending);
+    if (max_ack <= 0)
+        max_ack = 1024;
     work_t *w = nd_new(work_t);
     w->kind = WORK_CONSUMER;
     w->tag = tag;
@@ -738,10 +741,9 @@ nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, ui
                             durable, "deliver_subject", deliver, "deliver_policy", "new",
                             "ack_policy", "explicit", "filter_subject", filter, "ack_wait",
                             (json_int_t)ack_wait_ns, "max_ack_pending", max_ack, "max_deliver",
-                            (json_int_t)-1, "mem_storage", mo->consumer_memory_storage);
-    if (mo->consumer_inactive_threshold_ms > 0)
-        json_object_set_new(cfg, "inactive_threshold",
-                            json_integer((json_int_t)mo->consumer_inactive_threshold_ms * 1000000));
+                            (json_int_t)-1, "mem_storage", atomic_load(&m->consumer_memory));
+    if (inactive_ms > 0)
+        json_object_set_new(cfg, "inactive_threshold", json_integer((json_int_t)inactive_ms * 1000000));
     json_t *req = json_pack("{s:s, s:o}", "stream_name", "$MQTT_msgs", "config", cfg);
     w->body = json_dumps(req, JSON_COMPACT);
     json_decref(req);

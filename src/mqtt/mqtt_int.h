@@ -37,6 +37,10 @@ struct nd_mqtt {
     struct nd_tls_ctx *tls; /* mqtt { tls }, or NULL */
     nd_pconn_auth_t auth;   /* the block's own authorization, or all NULL */
     int64_t auth_timeout_ms;
+    /* the members a reload changes (nd_mqtt_reload), read where they are used */
+    _Atomic int64_t ack_wait_ms, inactive_ms;
+    _Atomic int max_ack_pending, stream_replicas, consumer_replicas;
+    _Atomic bool consumer_memory;
     /* the client-id table and the accounts' MQTT states, under mu */
     pthread_mutex_t mu;
     nd_mqtt_cid_t *buckets[ND_MQTT_CID_BUCKETS];

@@ -1129,8 +1129,8 @@ on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
                 }
             }
         }
-        const nd_mqtt_opts_t *mo = s->m->mo;
-        size_t max = (size_t)(mo->max_ack_pending > 0 ? mo->max_ack_pending : 1024);
+        int live_max = atomic_load(&s->m->max_ack_pending); /* reloadable */
+        size_t max = (size_t)(live_max > 0 ? live_max : 1024);
         if (pi == 0) {
             if (s->npend >= max)
                 return; /* over max_ack_pending: the consumer redelivers it later */

@@ -153,6 +153,7 @@ natsd_start(const nd_opts_t *opts)
         return NULL;
     }
     nd_mon_attach(s->mon, s->server);
+    nd_reload_set_mqtt(s->server, s->mqtt);
     nd_sys_init(s->server); /* hooks set before the first client can connect */
     nd_pool_start(s->pool);
     nd_sys_start(s->server); /* $SYS services and the periodic STATSZ, with a system account */

@@ -63,9 +63,11 @@
 #include "server/pidfile.h"
 #include "server/reload_cmp.h"
 #include "net/tls.h"
+#include "mqtt/mqtt.h"
 
 typedef struct nd_reload {
     pthread_mutex_t mu;
+    nd_mqtt_t *mqtt; /* the MQTT service, or NULL (set once, before any reload) */
     /* under mu */
     nd_opts_t cur; /* the options in force */
     int argc;
@@ -83,6 +85,7 @@ typedef struct nd_reload {
 #define H_MON     ND_RL_MON     /* http_auth: the monitor's (nd_mon_set_auth) */
 #define H_UNBUILT ND_RL_UNBUILT /* accepted and kept, with a warning that it is not applied */
 #define H_CLUSTER ND_RL_CLUSTER /* the routes (nd_routes_reload) */
+#define H_MQTT    ND_RL_MQTT    /* the MQTT service (nd_mqtt_reload) */
 
 /* The options compared: the rows of nd_opt_top_block that name nats-server's Options field
  * (.go), in the table's order, which is that struct's. */
@@ -233,6 +236,8 @@ field_equal(const field_t *f, const nd_opts_t *a, const nd_opts_t *b)
     case ND_DV_TLS_RATE:
         return (a->tls_cfg != NULL ? a->tls_cfg->rate_limit : 0) ==
                (b->tls_cfg != NULL ? b->tls_cfg->rate_limit : 0);
+    case ND_DV_MQTT:
+        return nd_opt_equal(&nd_opt_mqtt_block, a->mqtt, b->mqtt, 0);
     case ND_DV_NONE:
         break;
     }
@@ -268,6 +273,23 @@ cluster_refused(const nd_opts_t *cur, const nd_opts_t *n, char *err, size_t errl
         return true;
     }
     return false;
+}
+
+/* nats-server reloads the mqtt block's ack_wait, max_ack_pending, stream/consumer replicas,
+ * consumer_memory_storage and consumer_inactive_threshold, ignores its tls, and refuses any
+ * other change (also adding or removing the block) with its text. Returns: whether it refuses,
+ * with that text in err. */
+static bool
+mqtt_refused(const field_t *f, const nd_opts_t *cur, const nd_opts_t *n, char *err,
+             size_t errlen)
+{
+    if (nd_opt_equal(&nd_opt_mqtt_block, cur->mqtt, n->mqtt, ND_OF_LIVE))
+        return false;
+    char a[256], b[256];
+    format_value(f, cur, a, sizeof a);
+    format_value(f, n, b, sizeof b);
+    snprintf(err, errlen, "config reload not supported for %s: old=%s, new=%s", f->go, a, b);
+    return true;
 }
 
 /* Reads the file and re-applies the flags. Returns: 0, or -1 with the error in err. */
@@ -376,6 +398,12 @@ nd_reload_free(nd_server_t *s)
 }
 
 void
+nd_reload_set_mqtt(nd_server_t *s, nd_mqtt_t *m)
+{
+    s->reload->mqtt = m;
+}
+
+void
 nd_reload_set_args(nd_server_t *s, int argc, char *const *argv)
 {
     nd_reload_t *r = s->reload;
@@ -406,6 +434,8 @@ diff(const nd_server_t *s, const nd_opts_t *cur, const nd_opts_t *n, unsigned *w
             return -1;
         }
         if (f->derive == ND_DV_CLUSTER && cluster_refused(cur, n, err, errlen))
+            return -1;
+        if (f->derive == ND_DV_MQTT && mqtt_refused(f, cur, n, err, errlen))
             return -1;
         if (field_equal(f, cur, n))
             continue;
@@ -500,6 +530,8 @@ nd_reload_run(nd_server_t *s, const char *config)
     apply_auth(s, &n);
     if ((what & (1u << H_CLUSTER)) && s->routes != NULL)
         nd_routes_reload(s->routes, &n);
+    if ((what & (1u << H_MQTT)) && r->mqtt != NULL)
+        nd_mqtt_reload(r->mqtt, n.mqtt);
     if (!same_str(n.pid_file, r->cur.pid_file) && n.pid_file != NULL && *n.pid_file) {
         /* nats-server writes the new pid file (and leaves the old one). */
         char perr[512];

@@ -14,6 +14,11 @@ void nd_reload_init(nd_server_t *s, const nd_opts_t *opts);
 /* Frees the reload state. Ctx: after the last reload returned. */
 void nd_reload_free(nd_server_t *s);
 
+/* The MQTT service a reload of the mqtt block applies to (NULL: none). Ctx: the thread that
+ * started the server, before anyone can reload. */
+struct nd_mqtt;
+void nd_reload_set_mqtt(nd_server_t *s, struct nd_mqtt *m);
+
 /* The command line whose flags are re-applied over the file on every reload, so that flags keep
  * winning over the file as they did at start (nats-server's FlagSnapshot). Borrows: argv is
  * copied. Ctx: any non-worker thread. */
