@@ -187,12 +187,18 @@ nd_mqtt_sess_subject(const char *id, char *out, size_t room)
 
 /* ---- readiness ---- */
 
-/* Sends a call to the live connection cid (none when it has closed). The registry hands out a
- * reference on its actor, so nothing here holds connections alive. */
+/* Sends a call to the live connection cid (none when it has closed, or cid is 0). The registry
+ * hands out a reference on its actor, so nothing here holds connections alive. */
 static void
 call_conn(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t what, void *data,
           void (*drop)(void *))
 {
+    if (cid == 0) {
+        /* Nobody asked (a request made without waiting for its answer): 0 would be all. */
+        if (drop != NULL)
+            drop(data);
+        return;
+    }
     nd_conn_info_t **infos = NULL;
     size_t n = nd_connreg_live(ma->m->srv->connreg, cid, &infos);
     if (n > 0 && infos[0]->actor != NULL)

@@ -48,7 +48,8 @@
 #define STORE_WINDOW                64 /* QoS 1 stores in flight before a connection stops reading */
 
 /* ND_MQTT_CALL_STORED tags besides a PUBACK's packet id and ND_MQTT_TAG_NO_PUBACK. */
-#define TAG_PUBREC 0x20000u /* | packet id: a QoS 2 message is in $MQTT_qos2in, answer PUBREC */
+#define TAG_PUBREC   0x20000u /* | packet id: a QoS 2 message is in $MQTT_qos2in, answer PUBREC */
+#define TAG_RELEASED 0x40000u /* | packet id: a released one is in $MQTT_msgs, remove it */
 /* ND_MQTT_CALL_ANSWER tags (| packet id). */
 #define ANS_FETCH  0x10000u /* a PUBREL's message, looked up in $MQTT_qos2in */
 #define ANS_DELETE 0x20000u /* that message removed: answer PUBCOMP */
@@ -79,6 +80,8 @@ typedef struct post {
 typedef struct pend {
     uint16_t pi;
     bool rel;
+    bool sent; /* rel: the PUBREL went out (at a reconnect, before its consumer redelivered it) */
+    bool done; /* rel: PUBCOMP came before its consumer (re)delivered it, so it is acked then */
     /* the JetStream ack subject: of the message on $MQTT_msgs (NULL for a retained message),
      * or when rel of the PUBREL on $MQTT_out (NULL until its consumer delivered it) */
     char *ack;
@@ -448,7 +451,7 @@ save_session(nd_ctx_t *ctx, sess_t *s)
          * (MQTT-4.4.0-1), and gives their ids to no new message. */
         json_t *rels = json_array();
         for (size_t i = 0; i < s->npend; i++)
-            if (s->pend[i].rel)
+            if (s->pend[i].rel && !s->pend[i].done)
                 json_array_append_new(rels, json_integer(s->pend[i].pi));
         json_object_set_new(rec, "pubrel", json_true());
         json_object_set_new(rec, "rels", rels);
@@ -512,7 +515,7 @@ restore_subs(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, json_t *rec)
             if (pi <= 0 || pi > 65535 || pend_find(s, (uint16_t)pi) != NULL)
                 continue;
             pend_t *p = pend_put(s, (uint16_t)pi, NULL, 0);
-            p->rel = true;
+            p->rel = p->sent = true;
             s->nrel++;
             write_ack(c, (ND_MQTT_PUBREL << 4) | 0x2, (uint16_t)pi);
         }
@@ -802,9 +805,24 @@ on_pubrel(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi)
                          "$JS.API.STREAM.MSG.GET." ND_MQTT_QOS2IN_STREAM, body);
 }
 
+/* Removes a released message from $MQTT_qos2in (its subject holds only it); PUBCOMP follows
+ * (ANS_DELETE). */
+static void
+qos2_remove(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi)
+{
+    char qs[128], body[200];
+    qos2_subject(s, pi, qs, sizeof qs);
+    snprintf(body, sizeof body, "{\"filter\":\"%s\"}", qs);
+    nd_mqtt_acct_request(ctx, s->ma, nd_pconn_cid(c), ANS_DELETE | pi,
+                         "$JS.API.STREAM.PURGE." ND_MQTT_QOS2IN_STREAM, body);
+}
+
 /* The lookup of a PUBREL's message answered: the message is published (as a QoS 2 message
- * from the client) and removed, and PUBCOMP follows the removal; none (released already, or
- * never received): PUBCOMP at once, as nats-server. */
+ * from the client), then once $MQTT_msgs has it (TAG_RELEASED) removed, and PUBCOMP follows
+ * the removal, so the client reuses the id only after both; none (released already, or never
+ * received): PUBCOMP at once, as nats-server. A session that ends between the publish and the
+ * removal gets the message again for the PUBREL its client sends again (at least once there;
+ * nats-server removes first, at most once). */
 static void
 on_pubrel_fetched(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi, const char *json)
 {
@@ -817,19 +835,18 @@ on_pubrel_fetched(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi, cons
     const char *subj = h != NULL ? hdr_value(h, hl, "Nmqtt-Subject", &sl) : NULL;
     const char *pub = h != NULL ? hdr_value(h, hl, "Nmqtt-Pub", &pl) : NULL;
     if (msg != NULL && seq > 0) {
+        bool stored = false;
         if (subj != NULL && sl > 0 && pub != NULL && pl >= 1 && pub[0] == '2') {
             uint8_t f = 0;
             if (pl >= 2)
                 f = (uint8_t)(pub[1] >= 'a' ? pub[1] - 'a' + 10 : pub[1] - '0');
-            (void)publish(ctx, c, s, subj, sl, 2, (f & ND_MQTT_PF_RETAIN) != 0, data, dl, true,
-                          ND_MQTT_TAG_NO_PUBACK);
+            stored = publish(ctx, c, s, subj, sl, 2, (f & ND_MQTT_PF_RETAIN) != 0, data, dl,
+                             true, TAG_RELEASED | pi);
         } else {
             trace_err(c, "invalid message in the QoS 2 stream");
         }
-        char body[96];
-        snprintf(body, sizeof body, "{\"seq\":%lld,\"no_erase\":true}", (long long)seq);
-        nd_mqtt_acct_request(ctx, s->ma, nd_pconn_cid(c), ANS_DELETE | pi,
-                             "$JS.API.STREAM.MSG.DELETE." ND_MQTT_QOS2IN_STREAM, body);
+        if (!stored)
+            qos2_remove(ctx, c, s, pi); /* denied by permissions, or invalid */
     } else {
         s->rels_due--;
         write_ack(c, ND_MQTT_PUBCOMP << 4, pi);
@@ -1018,7 +1035,7 @@ pend_put(sess_t *s, uint16_t pi, const char *ack, size_t al)
     }
     pend_t *p = &s->pend[s->npend++];
     p->pi = pi;
-    p->rel = false;
+    p->rel = p->sent = p->done = false;
     p->ack = dup_ack(ack, al);
     return p;
 }
@@ -1096,17 +1113,21 @@ static void
 on_pubcomp(nd_ctx_t *ctx, sess_t *s, uint16_t pi)
 {
     pend_t *p = pend_find(s, pi);
-    if (p == NULL || !p->rel)
+    if (p == NULL || !p->rel || p->done)
         return;
-    pend_drop(ctx, s, p);
+    if (p->ack == NULL)
+        p->done = true; /* sent again at a reconnect: its consumer redelivers it, acked then */
+    else
+        pend_drop(ctx, s, p);
     if (!s->clean)
         save_session(ctx, s);
 }
 
-/* A PUBREL from the session's consumer on $MQTT_out (the first time, or again after ack_wait or
- * a reconnect): sent with its packet id, which stays in use until PUBCOMP. */
+/* A PUBREL from the session's consumer on $MQTT_out: sent with its packet id, which stays in
+ * use until PUBCOMP; again after ack_wait without PUBCOMP. One that a reconnect sent already
+ * (its ack subject unknown then) is not sent again, one completed meanwhile is acknowledged. */
 static void
-deliver_pubrel(struct nd_conn *c, sess_t *s, const nd_pconn_msg_t *m)
+deliver_pubrel(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const nd_pconn_msg_t *m)
 {
     size_t vl = 0;
     const char *v = m->hdr != NULL ? hdr_value(m->hdr, m->hdr_len, "Nmqtt-PubRel", &vl) : NULL;
@@ -1128,12 +1149,20 @@ deliver_pubrel(struct nd_conn *c, sess_t *s, const nd_pconn_msg_t *m)
         return;
     }
     if (!p->rel) {
-        p->rel = true;
+        p->rel = true; /* its PUBREC came in an earlier connection */
         s->nrel++;
     }
+    /* Sent unless a reconnect sent it already; again when this is a redelivery. */
+    bool send = !p->sent || p->ack != NULL;
     nd_free(p->ack);
     p->ack = dup_ack(m->reply, m->reply_len);
-    write_ack(c, (ND_MQTT_PUBREL << 4) | 0x2, (uint16_t)pi);
+    if (p->done) {
+        pend_drop(ctx, s, p);
+        return;
+    }
+    p->sent = true;
+    if (send)
+        write_ack(c, (ND_MQTT_PUBREL << 4) | 0x2, (uint16_t)pi);
 }
 
 /* Writes a PUBLISH of subject (NATS form) with its flags. */
@@ -1460,7 +1489,7 @@ on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
         return;
     static const char dpre[] = "$MQTT.sub.", mpre[] = "$MQTT.msgs.", rpre[] = PUBREL_DELIVER_PREFIX;
     if (m->sid_len > sizeof rpre - 1 && memcmp(m->sid, rpre, sizeof rpre - 1) == 0) {
-        deliver_pubrel(c, s, m);
+        deliver_pubrel(ctx, c, s, m);
         return;
     }
     if (m->sid_len > sizeof dpre - 1 && memcmp(m->sid, dpre, sizeof dpre - 1) == 0) {
@@ -1593,6 +1622,8 @@ on_call(nd_ctx_t *ctx, struct nd_conn *c, uint32_t what, void *data)
         }
         if ((tag & TAG_PUBREC) != 0)
             write_ack(c, ND_MQTT_PUBREC << 4, (uint16_t)tag);
+        else if ((tag & TAG_RELEASED) != 0)
+            qos2_remove(ctx, c, s, (uint16_t)tag);
         else if (tag != ND_MQTT_TAG_NO_PUBACK)
             write_ack(c, ND_MQTT_PUBACK << 4, (uint16_t)tag);
         nd_pconn_resume(ctx, c);
