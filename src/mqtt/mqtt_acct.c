@@ -8,10 +8,11 @@
  * (retained messages, one per subject), `$MQTT_qos2in` (QoS 2 messages received and not yet
  * released, one per session and packet id, a duplicate refused) and `$MQTT_out` (the PUBRELs a
  * session owes its client, interest retention), then reads every stored session and retained
- * message through an ephemeral consumer each (the last one's ack subject says 0 pending). Until then CONNECTs wait
- * (the account is "not ready"); once ready, connections read sessions and retained messages
- * from memory under the account's mutex and change them through nd_mqtt_sess_put /
- * nd_mqtt_retain_set, which update memory at once and store through the internal client.
+ * message through an ephemeral consumer each (the last one's ack subject says 0 pending). Until
+ * then CONNECTs wait (the account is "not ready"); once ready, connections read sessions and
+ * retained messages from memory under the account's mutex and change them through
+ * nd_mqtt_sess_put / nd_mqtt_retain_set, which update memory at once and store through the
+ * internal client.
  *
  * Memory and the streams agree because every change goes to both, in order, from the same
  * internal client; the loaders' deliveries after the load are ignored.

@@ -1,33 +1,48 @@
-/* One MQTT connection's protocol (the vtable net/pconn.h calls), as nats-server 2.9.10 answers:
+/* One MQTT connection's protocol (the vtable net/pconn.h calls), as nats-server 2.9.10 answers,
+ * with QoS 2 as 2.10+ does it:
  *
  * - The first packet must be CONNECT, and only one may come. A protocol name other than "MQTT"
  *   closes without a CONNACK; a level other than 4 gets CONNACK 1; an empty client id without
  *   clean session, or one that is not UTF-8, gets 2; an empty user name 4; a login the server's
  *   authorization refuses 5 (nats-server's authViolation); each of these closes the connection.
  * - Malformed packets (a fifth remaining-length byte, bad fixed-header flags, truncated fields,
- *   wildcards or white space in a topic name, QoS 3, a PUBLISH of QoS 2, which 2.9.10 does not
- *   take) close the connection without an answer.
+ *   wildcards or white space in a topic name, QoS 3, a PUBLISH of QoS 2 with
+ *   reject_qos2_publish, as 2.9.10 has it) close the connection without an answer.
  * - SUBSCRIBE: each filter becomes a subscription in the client's account whose sid is its
- *   subject; "foo/#" also subscribes to "foo" (sid "foo fwc"). QoS 2 is granted as 1 (2.9.10);
- *   a filter that cannot be a subject, or that permissions deny, gets 0x80. The SUBACK goes out
- *   once every subscription is in the sublist, and no packet after the SUBSCRIBE is read before
- *   that, so the client's next publish sees its subscription.
+ *   subject; "foo/#" also subscribes to "foo" (sid "foo fwc"). QoS 2 is granted (as 1 with
+ *   downgrade_qos2_subscribe, as 2.9.10 does); a filter that cannot be a subject, or that
+ *   permissions deny, gets 0x80. The SUBACK goes out once every subscription is in the sublist,
+ *   and no packet after the SUBSCRIBE is read before that, so the client's next publish sees
+ *   its subscription.
  * - PUBLISH: the topic becomes the subject, the message carries nats-server's header
  *   "Nmqtt-Pub: <qos>", and QoS 1 is acknowledged with PUBACK. Messages reach the client as
- *   QoS 0 PUBLISH packets; a filter starting with a wildcard never matches a subject starting
- *   with '$' (MQTT-4.7.2-1).
+ *   QoS 0 PUBLISH packets (QoS 1 and 2 ones to QoS 1 and 2 subscriptions come through their
+ *   consumers); a filter starting with a wildcard never matches a subject starting with '$'
+ *   (MQTT-4.7.2-1).
+ * - QoS 2 received: the PUBLISH is stored in $MQTT_qos2in under the client id and packet id
+ *   (a DUP resend is kept once) and PUBREC follows the store; PUBREL fetches it, publishes it
+ *   as a QoS 2 message (live and to $MQTT_msgs), purges it, and PUBCOMP follows; a PUBREL with
+ *   no message gets PUBCOMP at once. A QoS 2 will is refused (CONNACK 0x10) with
+ *   reject_qos2_publish.
+ * - QoS 2 sent: a delivery at the lower of the message's and the subscription's QoS; PUBREC
+ *   acks it on $MQTT_msgs and stores its PUBREL in $MQTT_out, whose per-session consumer
+ *   (made with the first QoS 2 subscription) hands it back to be sent, again after ack_wait
+ *   without PUBCOMP; PUBCOMP acks it there. The ids awaiting PUBCOMP are in the session record:
+ *   a persistent session that comes back sends their PUBRELs at once.
  * - Keep alive: no packet for 1.5 times the keep-alive closes the connection.
  * - Will: published when the connection closes for any reason but DISCONNECT or a newer
  *   connection taking its client id (which closes this one, "Duplicate Client ID"). An id that
  *   changed hands less than a second ago is not given again: the newcomer gets no CONNACK and
  *   is closed a second later (nats-server's flappers).
- * - Sessions, retained messages and QoS 1 go through the account's JetStream state
- *   (mqtt_acct.c): the CONNECT waits until it is loaded; the session (subscriptions, QoS 1
- *   consumers) is stored on every change and restored when a persistent client comes back
- *   (session present); a QoS 1 subscription is a durable consumer on $MQTT_msgs whose deliver
- *   subject we subscribe to, its deliveries get per-connection packet ids (a redelivery keeps
- *   its id and gets DUP), at most max_ack_pending wait for a PUBACK; a QoS 1 publish is
- *   acknowledged once JetStream stored it.
+ * - Sessions, retained messages, QoS 1 and QoS 2 go through the account's JetStream state
+ *   (mqtt_acct.c): the CONNECT waits until it is loaded; the session (subscriptions, their
+ *   consumers, the PUBRELs in flight) is stored on every change and restored when a
+ *   persistent client comes back (session present); a QoS 1 or 2 subscription is a durable
+ *   consumer on $MQTT_msgs whose deliver subject we subscribe to, its deliveries get
+ *   per-connection packet ids (a redelivery keeps its id and gets DUP), at most
+ *   max_ack_pending wait for a PUBACK or PUBREC; a QoS 1 publish is acknowledged once
+ *   JetStream stored it. At most STORE_WINDOW stores and PUBREL lookups are in flight before
+ *   the connection stops reading.
  */
 #include <stdio.h>
 #include <string.h>
@@ -840,8 +855,8 @@ on_pubrel_fetched(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi, cons
             uint8_t f = 0;
             if (pl >= 2)
                 f = (uint8_t)(pub[1] >= 'a' ? pub[1] - 'a' + 10 : pub[1] - '0');
-            stored = publish(ctx, c, s, subj, sl, 2, (f & ND_MQTT_PF_RETAIN) != 0, data, dl,
-                             true, TAG_RELEASED | pi);
+            stored = publish(ctx, c, s, subj, sl, 2, (f & ND_MQTT_PF_RETAIN) != 0, data, dl, true,
+                             TAG_RELEASED | pi);
         } else {
             trace_err(c, "invalid message in the QoS 2 stream");
         }
@@ -1103,8 +1118,8 @@ on_pubrec(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi)
     char durable[64], subj[64], deliver[64], h[64];
     pubrel_names(s, durable, subj, deliver, sizeof durable);
     int hl = snprintf(h, sizeof h, "NATS/1.0\r\nNmqtt-PubRel:%u\r\n\r\n", (unsigned)pi);
-    nd_mqtt_acct_store_ack(ctx, s->ma, nd_pconn_cid(c), ND_MQTT_TAG_NO_PUBACK, subj, h,
-                           (size_t)hl, "", 0);
+    nd_mqtt_acct_store_ack(ctx, s->ma, nd_pconn_cid(c), ND_MQTT_TAG_NO_PUBACK, subj, h, (size_t)hl,
+                           "", 0);
     s->stores_due++;
 }
 

@@ -920,6 +920,6 @@ Test(mqtt_natsd, qos2_mosquitto)
     out[k] = '\0';
     cr_assert_eq(pclose(f), 0, "%s", out);
     cr_assert(strstr(out, "received PUBLISH (d0, q2, r0, m1, 'mos/q2'") != NULL, "%s", out);
-    cr_assert(strstr(out, "received PUBREL") != NULL && strstr(out, "\nexactly\n") != NULL,
-              "%s", out);
+    cr_assert(strstr(out, "received PUBREL") != NULL && strstr(out, "\nexactly\n") != NULL, "%s",
+              out);
 }
