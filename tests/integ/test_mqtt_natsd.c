@@ -4,8 +4,9 @@
  * QoS 2 as nats-server 2.10+ does it (the reference here, 2.9.10, has none; the expectations
  * follow nats-server's mqtt.go: PUBCOMP for a PUBREL without a message, a QoS 2 will refused
  * with CONNACK 0x10 under reject_qos2_publish). natsd only (the behaviours were compared with
- * nats-server 2.9.10 by hand where they exist there). Synchronisation is a protocol round trip or the server closing a connection; the only
- * waits are for the server's own timers (keep alive, ack_wait), bounded by the harness's guard.
+ * nats-server 2.9.10 by hand where they exist there). Synchronisation is a protocol round trip
+ * or the server closing a connection; the only waits are for the server's own timers (keep
+ * alive, ack_wait), bounded by the harness's guard.
  */
 #include <criterion/criterion.h>
 
