@@ -4,12 +4,15 @@
  * JetStream is reached only through this internal client (DESIGN.md §6): `$JS.API.>` requests
  * with replies on its inbox `$MQTT.JSA.<server id>.<n>.>`, and stores (publishes on the streams'
  * subjects). On its first turn it creates nats-server's streams, `$MQTT_sess` (sessions, one per
- * client id subject), `$MQTT_msgs` (QoS 1 messages, interest retention) and `$MQTT_rmsgs` (retained
- * messages, one per subject), then reads every stored session and retained message through an
- * ephemeral consumer each (the last one's ack subject says 0 pending). Until then CONNECTs wait
- * (the account is "not ready"); once ready, connections read sessions and retained messages
- * from memory under the account's mutex and change them through nd_mqtt_sess_put /
- * nd_mqtt_retain_set, which update memory at once and store through the internal client.
+ * client id subject), `$MQTT_msgs` (QoS 1 and 2 messages, interest retention), `$MQTT_rmsgs`
+ * (retained messages, one per subject), `$MQTT_qos2in` (QoS 2 messages received and not yet
+ * released, one per session and packet id, a duplicate refused) and `$MQTT_out` (the PUBRELs a
+ * session owes its client, interest retention), then reads every stored session and retained
+ * message through an ephemeral consumer each (the last one's ack subject says 0 pending). Until
+ * then CONNECTs wait (the account is "not ready"); once ready, connections read sessions and
+ * retained messages from memory under the account's mutex and change them through
+ * nd_mqtt_sess_put / nd_mqtt_retain_set, which update memory at once and store through the
+ * internal client.
  *
  * Memory and the streams agree because every change goes to both, in order, from the same
  * internal client; the loaders' deliveries after the load are ignored.
@@ -32,10 +35,13 @@ enum {
     REQ_STREAM_SESS,
     REQ_STREAM_MSGS,
     REQ_STREAM_RMSGS,
+    REQ_STREAM_QOS2IN,
+    REQ_STREAM_OUT,
     NSTREAMS,
 };
 
-static const char *const stream_names[NSTREAMS] = {"$MQTT_sess", "$MQTT_msgs", "$MQTT_rmsgs"};
+static const char *const stream_names[NSTREAMS] = {"$MQTT_sess", "$MQTT_msgs", "$MQTT_rmsgs",
+                                                   ND_MQTT_QOS2IN_STREAM, ND_MQTT_OUT_STREAM};
 static const char *const stream_cfgs[NSTREAMS] = {
     "{\"name\":\"$MQTT_sess\",\"subjects\":[\"$MQTT.sess.>\"],\"storage\":\"file\","
     "\"retention\":\"limits\",\"max_msgs_per_subject\":1,\"num_replicas\":1}",
@@ -43,6 +49,13 @@ static const char *const stream_cfgs[NSTREAMS] = {
     "\"retention\":\"interest\",\"num_replicas\":1}",
     "{\"name\":\"$MQTT_rmsgs\",\"subjects\":[\"$MQTT.rmsgs.>\"],\"storage\":\"file\","
     "\"retention\":\"limits\",\"max_msgs_per_subject\":1,\"num_replicas\":1}",
+    /* A second store of the same session and packet id (a PUBLISH sent again with DUP before
+     * its PUBREL) is refused, so the message is kept once. */
+    "{\"name\":\"$MQTT_qos2in\",\"subjects\":[\"$MQTT.qos2.in.>\"],\"storage\":\"file\","
+    "\"retention\":\"limits\",\"discard\":\"new\",\"max_msgs_per_subject\":1,"
+    "\"discard_new_per_subject\":true,\"num_replicas\":1}",
+    "{\"name\":\"$MQTT_out\",\"subjects\":[\"$MQTT.out.>\"],\"storage\":\"file\","
+    "\"retention\":\"interest\",\"num_replicas\":1}",
 };
 
 typedef struct retained {
@@ -175,12 +188,18 @@ nd_mqtt_sess_subject(const char *id, char *out, size_t room)
 
 /* ---- readiness ---- */
 
-/* Sends a call to the live connection cid (none when it has closed). The registry hands out a
- * reference on its actor, so nothing here holds connections alive. */
+/* Sends a call to the live connection cid (none when it has closed, or cid is 0). The registry
+ * hands out a reference on its actor, so nothing here holds connections alive. */
 static void
 call_conn(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t what, void *data,
           void (*drop)(void *))
 {
+    if (cid == 0) {
+        /* Nobody asked (a request made without waiting for its answer): 0 would be all. */
+        if (drop != NULL)
+            drop(data);
+        return;
+    }
     nd_conn_info_t **infos = NULL;
     size_t n = nd_connreg_live(ma->m->srv->connreg, cid, &infos);
     if (n > 0 && infos[0]->actor != NULL)
@@ -274,13 +293,10 @@ on_stream(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, int which, json_t *o, bool info)
         json_int_t code = json_integer_value(json_object_get(err, "err_code"));
         if (code == 10058 && !info) {
             /* It exists with another configuration (made elsewhere): its state then. */
-            char subj[96];
+            char subj[96], tail[8];
             snprintf(subj, sizeof subj, "$JS.API.STREAM.INFO.%s", stream_names[which]);
-            request(ctx, ma, subj,
-                    which == REQ_STREAM_SESS ? "i.0"
-                    : which == 1             ? "i.1"
-                                             : "i.2",
-                    "");
+            snprintf(tail, sizeof tail, "i.%d", which);
+            request(ctx, ma, subj, tail, "");
             return;
         }
         nd_log_error("MQTT: cannot create stream %s: %s", stream_names[which],
@@ -400,6 +416,9 @@ on_reply(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint32_t n, json_t *o, uint32_t what
     if (r == NULL)
         return;
     json_t *err = o != NULL ? json_object_get(o, "error") : NULL;
+    const char *desc = json_string_value(json_object_get(err, "description"));
+    if (what == ND_MQTT_CALL_STORED && desc != NULL && strstr(desc, "per subject") != NULL)
+        err = NULL; /* $MQTT_qos2in has it already: a duplicate, stored once, is stored */
     if (err != NULL)
         nd_log_error("MQTT: %s failed: %s",
                      what == ND_MQTT_CALL_CONSUMER ? "consumer create" : "store",
@@ -409,6 +428,14 @@ on_reply(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint32_t n, json_t *o, uint32_t what
     d->ok = o != NULL && err == NULL;
     call_conn(ctx, ma, r->cid, what, d, nd_free);
     nd_free(r);
+}
+
+static void
+answer_free(void *p)
+{
+    nd_mqtt_answer_t *a = p;
+    nd_free(a->json);
+    nd_free(a);
 }
 
 static void
@@ -431,6 +458,23 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         return;
     const char *t = m->subject + il + 1;
     size_t tl = m->subject_len - il - 1;
+    if (tl > 2 && t[0] == 'a' && t[1] == '.') {
+        /* An answer to nd_mqtt_acct_request: the connection reads it. */
+        pending_req_t *r = req_take(ma, (uint32_t)strtoul(t + 2, NULL, 10));
+        if (r == NULL)
+            return;
+        nd_mqtt_answer_t *a = nd_new(nd_mqtt_answer_t);
+        a->tag = r->tag;
+        if (m->data_len > 0 && m->data[0] == '{') {
+            a->json = nd_xmalloc(m->data_len + 1);
+            memcpy(a->json, m->data, m->data_len);
+            a->json[m->data_len] = '\0';
+            a->len = m->data_len;
+        }
+        call_conn(ctx, ma, r->cid, ND_MQTT_CALL_ANSWER, a, answer_free);
+        nd_free(r);
+        return;
+    }
     if (tl > 2 && t[0] == 'p' && t[1] == '.') {
         /* A store's PubAck (or a no-responders status: no JSON, a failure). */
         json_t *o = json_loadb(m->data, m->data_len, 0, NULL);
@@ -451,7 +495,9 @@ on_msg(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_imsg_t *m, void *arg)
         return;
     }
     if (tl > 2 && (t[0] == 's' || t[0] == 'i') && t[1] == '.') {
-        on_stream(ctx, ma, atoi(t + 2), o, t[0] == 'i');
+        int which = atoi(t + 2);
+        if (which >= 0 && which < NSTREAMS)
+            on_stream(ctx, ma, which, o, t[0] == 'i');
     } else if (tl > 2 && t[0] == 'k' && t[1] == '.') {
         on_reply(ctx, ma, (uint32_t)strtoul(t + 2, NULL, 10), o, ND_MQTT_CALL_CONSUMER);
     } else if (tl == 2 && t[0] == 'l' && t[1] == 'c') {
@@ -600,7 +646,7 @@ typedef struct work {
     size_t hl, bl;
 } work_t;
 
-enum { WORK_STORE, WORK_STORE_ACK, WORK_CONSUMER, WORK_DELETE, WORK_RETRY };
+enum { WORK_STORE, WORK_STORE_ACK, WORK_CONSUMER, WORK_REQUEST, WORK_DELETE, WORK_RETRY };
 
 static void
 work_free(void *p)
@@ -622,16 +668,20 @@ run_work(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
         nd_iclient_publish(ctx, ic, w->subject, NULL, w->hdr, w->hl, w->body, w->bl);
         break;
     case WORK_STORE_ACK:
-    case WORK_CONSUMER: {
+    case WORK_CONSUMER:
+    case WORK_REQUEST: {
         pending_req_t *r = nd_new(pending_req_t);
         r->n = ma->next_req++;
         r->cid = w->cid;
         r->tag = w->tag;
         req_add(ma, r);
         char reply[96];
-        snprintf(reply, sizeof reply, "%s.%c.%u", ma->inbox, w->kind == WORK_CONSUMER ? 'k' : 'p',
+        snprintf(reply, sizeof reply, "%s.%c.%u", ma->inbox,
+                 w->kind == WORK_CONSUMER  ? 'k'
+                 : w->kind == WORK_REQUEST ? 'a'
+                                           : 'p',
                  r->n);
-        if (w->kind == WORK_CONSUMER)
+        if (w->kind != WORK_STORE_ACK)
             nd_iclient_publish(ctx, ic, w->subject, reply, NULL, 0, w->body, strlen(w->body));
         else
             nd_iclient_publish(ctx, ic, w->subject, reply, w->hdr, w->hl, w->body, w->bl);
@@ -721,8 +771,22 @@ nd_mqtt_acct_ack(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *ack_subject)
 }
 
 void
+nd_mqtt_acct_request(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t tag,
+                     const char *subject, const char *body)
+{
+    work_t *w = nd_new(work_t);
+    w->kind = WORK_REQUEST;
+    w->cid = cid;
+    w->tag = tag;
+    w->subject = nd_xstrdup(subject);
+    w->body = nd_xstrdup(body);
+    send_work(ctx, ma, w);
+}
+
+void
 nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t tag,
-                             const char *durable, const char *filter, const char *deliver)
+                             const char *stream, const char *durable, const char *filter,
+                             const char *deliver)
 {
     const nd_mqtt_t *m = ma->m; /* its reloadable members */
     int64_t wait_ms = atomic_load(&m->ack_wait_ms), inactive_ms = atomic_load(&m->inactive_ms);
@@ -735,7 +799,7 @@ nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, ui
     w->tag = tag;
     w->cid = cid;
     char subj[160];
-    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DURABLE.CREATE.$MQTT_msgs.%s", durable);
+    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DURABLE.CREATE.%s.%s", stream, durable);
     w->subject = nd_xstrdup(subj);
     json_t *cfg = json_pack("{s:s, s:s, s:s, s:s, s:s, s:I, s:i, s:I, s:b}", "durable_name",
                             durable, "deliver_subject", deliver, "deliver_policy", "new",
@@ -744,7 +808,7 @@ nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, ui
                             (json_int_t)-1, "mem_storage", atomic_load(&m->consumer_memory));
     if (inactive_ms > 0)
         json_object_set_new(cfg, "inactive_threshold", json_integer((json_int_t)inactive_ms * 1000000));
-    json_t *req = json_pack("{s:s, s:o}", "stream_name", "$MQTT_msgs", "config", cfg);
+    json_t *req = json_pack("{s:s, s:o}", "stream_name", stream, "config", cfg);
     w->body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
     /* json_dumps allocates with malloc: keep our allocator's ownership rules. */
@@ -755,12 +819,13 @@ nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, ui
 }
 
 void
-nd_mqtt_acct_consumer_delete(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *durable)
+nd_mqtt_acct_consumer_delete(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *stream,
+                             const char *durable)
 {
     work_t *w = nd_new(work_t);
     w->kind = WORK_DELETE;
     char subj[160];
-    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DELETE.$MQTT_msgs.%s", durable);
+    snprintf(subj, sizeof subj, "$JS.API.CONSUMER.DELETE.%s.%s", stream, durable);
     w->subject = nd_xstrdup(subj);
     send_work(ctx, ma, w);
 }

@@ -56,7 +56,22 @@ enum {
     ND_MQTT_CALL_READY = 1, /* the account is ready (or failed): go on with the CONNECT */
     ND_MQTT_CALL_CONSUMER,  /* nd_mqtt_done_t: a consumer create answered */
     ND_MQTT_CALL_STORED,    /* nd_mqtt_done_t: a QoS 1 message is stored (tag: its packet id) */
+    ND_MQTT_CALL_ANSWER,    /* nd_mqtt_answer_t: a JetStream API request (nd_mqtt_acct_request) */
 };
+
+/* nats-server's streams for QoS 2 (mqtt_acct.c creates them): a received message waits for its
+ * PUBREL in $MQTT_qos2in as $MQTT.qos2.in.<client id>.<packet id>; a PUBREL owed to a client
+ * waits for its PUBCOMP in $MQTT_out as $MQTT.out.pubrel.<session hash>, read by the session's
+ * durable consumer $MQTT_PUBREL_<session hash>. */
+#define ND_MQTT_MSGS_STREAM   "$MQTT_msgs"
+#define ND_MQTT_QOS2IN_STREAM "$MQTT_qos2in"
+#define ND_MQTT_OUT_STREAM    "$MQTT_out"
+
+typedef struct nd_mqtt_answer {
+    uint32_t tag;
+    char *json; /* owned; NULL when the answer was not JSON (a no-responders status) */
+    size_t len;
+} nd_mqtt_answer_t;
 
 typedef struct nd_mqtt_done {
     uint32_t tag;
@@ -86,11 +101,17 @@ void nd_mqtt_acct_store_ack(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uin
                             size_t dl);
 /* Acknowledges a JetStream delivery (publishes on its ack subject). */
 void nd_mqtt_acct_ack(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *ack_subject);
-/* Creates the durable push consumer of a QoS 1 subscription on $MQTT_msgs; the connection cid
- * gets ND_MQTT_CALL_CONSUMER with tag. */
+/* Sends a JetStream API request (body: JSON); the connection cid gets ND_MQTT_CALL_ANSWER with
+ * tag and the answer. */
+void nd_mqtt_acct_request(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t tag,
+                          const char *subject, const char *body);
+/* Creates a durable push consumer on stream (a QoS 1 or 2 subscription's on $MQTT_msgs, a
+ * session's PUBREL one on $MQTT_out); the connection cid gets ND_MQTT_CALL_CONSUMER with tag. */
 void nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, uint32_t tag,
-                                  const char *durable, const char *filter, const char *deliver);
-void nd_mqtt_acct_consumer_delete(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *durable);
+                                  const char *stream, const char *durable, const char *filter,
+                                  const char *deliver);
+void nd_mqtt_acct_consumer_delete(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *stream,
+                                  const char *durable);
 /* Sets (len 0: deletes) the retained message of subj, in memory and in $MQTT_rmsgs. cid: the
  * publishing connection, which then gets ND_MQTT_CALL_STORED with ND_MQTT_TAG_NO_PUBACK (0: a
  * will, unanswered). */

@@ -1,33 +1,48 @@
-/* One MQTT connection's protocol (the vtable net/pconn.h calls), as nats-server 2.9.10 answers:
+/* One MQTT connection's protocol (the vtable net/pconn.h calls), as nats-server 2.9.10 answers,
+ * with QoS 2 as 2.10+ does it:
  *
  * - The first packet must be CONNECT, and only one may come. A protocol name other than "MQTT"
  *   closes without a CONNACK; a level other than 4 gets CONNACK 1; an empty client id without
  *   clean session, or one that is not UTF-8, gets 2; an empty user name 4; a login the server's
  *   authorization refuses 5 (nats-server's authViolation); each of these closes the connection.
  * - Malformed packets (a fifth remaining-length byte, bad fixed-header flags, truncated fields,
- *   wildcards or white space in a topic name, QoS 3, a PUBLISH of QoS 2, which 2.9.10 does not
- *   take) close the connection without an answer.
+ *   wildcards or white space in a topic name, QoS 3, a PUBLISH of QoS 2 with
+ *   reject_qos2_publish, as 2.9.10 has it) close the connection without an answer.
  * - SUBSCRIBE: each filter becomes a subscription in the client's account whose sid is its
- *   subject; "foo/#" also subscribes to "foo" (sid "foo fwc"). QoS 2 is granted as 1 (2.9.10);
- *   a filter that cannot be a subject, or that permissions deny, gets 0x80. The SUBACK goes out
- *   once every subscription is in the sublist, and no packet after the SUBSCRIBE is read before
- *   that, so the client's next publish sees its subscription.
+ *   subject; "foo/#" also subscribes to "foo" (sid "foo fwc"). QoS 2 is granted (as 1 with
+ *   downgrade_qos2_subscribe, as 2.9.10 does); a filter that cannot be a subject, or that
+ *   permissions deny, gets 0x80. The SUBACK goes out once every subscription is in the sublist,
+ *   and no packet after the SUBSCRIBE is read before that, so the client's next publish sees
+ *   its subscription.
  * - PUBLISH: the topic becomes the subject, the message carries nats-server's header
  *   "Nmqtt-Pub: <qos>", and QoS 1 is acknowledged with PUBACK. Messages reach the client as
- *   QoS 0 PUBLISH packets; a filter starting with a wildcard never matches a subject starting
- *   with '$' (MQTT-4.7.2-1).
+ *   QoS 0 PUBLISH packets (QoS 1 and 2 ones to QoS 1 and 2 subscriptions come through their
+ *   consumers); a filter starting with a wildcard never matches a subject starting with '$'
+ *   (MQTT-4.7.2-1).
+ * - QoS 2 received: the PUBLISH is stored in $MQTT_qos2in under the client id and packet id
+ *   (a DUP resend is kept once) and PUBREC follows the store; PUBREL fetches it, publishes it
+ *   as a QoS 2 message (live and to $MQTT_msgs), purges it, and PUBCOMP follows; a PUBREL with
+ *   no message gets PUBCOMP at once. A QoS 2 will is refused (CONNACK 0x10) with
+ *   reject_qos2_publish.
+ * - QoS 2 sent: a delivery at the lower of the message's and the subscription's QoS; PUBREC
+ *   acks it on $MQTT_msgs and stores its PUBREL in $MQTT_out, whose per-session consumer
+ *   (made with the first QoS 2 subscription) hands it back to be sent, again after ack_wait
+ *   without PUBCOMP; PUBCOMP acks it there. The ids awaiting PUBCOMP are in the session record:
+ *   a persistent session that comes back sends their PUBRELs at once.
  * - Keep alive: no packet for 1.5 times the keep-alive closes the connection.
  * - Will: published when the connection closes for any reason but DISCONNECT or a newer
  *   connection taking its client id (which closes this one, "Duplicate Client ID"). An id that
  *   changed hands less than a second ago is not given again: the newcomer gets no CONNACK and
  *   is closed a second later (nats-server's flappers).
- * - Sessions, retained messages and QoS 1 go through the account's JetStream state
- *   (mqtt_acct.c): the CONNECT waits until it is loaded; the session (subscriptions, QoS 1
- *   consumers) is stored on every change and restored when a persistent client comes back
- *   (session present); a QoS 1 subscription is a durable consumer on $MQTT_msgs whose deliver
- *   subject we subscribe to, its deliveries get per-connection packet ids (a redelivery keeps
- *   its id and gets DUP), at most max_ack_pending wait for a PUBACK; a QoS 1 publish is
- *   acknowledged once JetStream stored it.
+ * - Sessions, retained messages, QoS 1 and QoS 2 go through the account's JetStream state
+ *   (mqtt_acct.c): the CONNECT waits until it is loaded; the session (subscriptions, their
+ *   consumers, the PUBRELs in flight) is stored on every change and restored when a
+ *   persistent client comes back (session present); a QoS 1 or 2 subscription is a durable
+ *   consumer on $MQTT_msgs whose deliver subject we subscribe to, its deliveries get
+ *   per-connection packet ids (a redelivery keeps its id and gets DUP), at most
+ *   max_ack_pending wait for a PUBACK or PUBREC; a QoS 1 publish is acknowledged once
+ *   JetStream stored it. At most STORE_WINDOW stores and PUBREL lookups are in flight before
+ *   the connection stops reading.
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,12 +54,28 @@
 #include "actors/alloc.h"
 #include "mqtt/mqtt_codec.h"
 #include "mqtt/mqtt_int.h"
+#include "util/base64.h"
 #include "util/log.h"
 
 #define SUB_FWC_SUFFIX              " fwc"
 #define ND_MQTT_DEFAULT_MAX_PAYLOAD (1024 * 1024)
 #define ND_MQTT_MAX_PACKET          (64u * 1024 * 1024)
 #define STORE_WINDOW                64 /* QoS 1 stores in flight before a connection stops reading */
+
+/* ND_MQTT_CALL_STORED tags besides a PUBACK's packet id and ND_MQTT_TAG_NO_PUBACK. */
+#define TAG_PUBREC   0x20000u /* | packet id: a QoS 2 message is in $MQTT_qos2in, answer PUBREC */
+#define TAG_RELEASED 0x40000u /* | packet id: a released one is in $MQTT_msgs, remove it */
+/* ND_MQTT_CALL_ANSWER tags (| packet id). */
+#define ANS_FETCH  0x10000u /* a PUBREL's message, looked up in $MQTT_qos2in */
+#define ANS_DELETE 0x20000u /* that message removed: answer PUBCOMP */
+#define ANS_KIND   0xff0000u
+
+#define RC_QOS2_WILL_REJECTED 0x10 /* nats-server's CONNACK code for a QoS 2 will it refuses */
+
+#define PUBREL_DURABLE_PREFIX "$MQTT_PUBREL_"
+#define PUBREL_SUBJECT_PREFIX "$MQTT.out.pubrel."
+#define PUBREL_DELIVER_PREFIX "$MQTT.deliver.pubrel."
+#define QOS2IN_PREFIX         "$MQTT.qos2.in."
 
 /* One NATS subscription of the session (a filter "foo/#" has two: "foo.>" and its parent). */
 typedef struct sub {
@@ -59,10 +90,16 @@ typedef struct post {
     uint8_t qos;
 } post_t;
 
-/* A QoS 1 delivery waiting for its PUBACK. */
+/* A QoS 1 or 2 delivery waiting for its PUBACK or PUBREC, or (rel) a PUBREL waiting for its
+ * PUBCOMP. */
 typedef struct pend {
     uint16_t pi;
-    char *ack; /* the JetStream ack subject, NULL for a retained message */
+    bool rel;
+    bool sent; /* rel: the PUBREL went out (at a reconnect, before its consumer redelivered it) */
+    bool done; /* rel: PUBCOMP came before its consumer (re)delivered it, so it is acked then */
+    /* the JetStream ack subject: of the message on $MQTT_msgs (NULL for a retained message),
+     * or when rel of the PUBREL on $MQTT_out (NULL until its consumer delivered it) */
+    char *ack;
 } pend_t;
 
 typedef struct sess {
@@ -79,11 +116,15 @@ typedef struct sess {
     size_t nsubs, subcap;
     uint32_t consumers_due;
     uint32_t stores_due; /* QoS 1 publishes whose PUBACK waits for JetStream */
+    uint32_t rels_due;   /* PUBRELs from the client whose PUBCOMP waits for JetStream */
+    bool pubrel;         /* the session has its PUBREL consumer (it had a QoS 2 subscription) */
+    char qos2tok[64];    /* the client id as a subject token, or the hash when it cannot be one */
     uint32_t next_tag;
     post_t *post;
     size_t npost, postcap;
     pend_t *pend;
     size_t npend, pendcap;
+    size_t nrel; /* the entries of pend that are PUBRELs */
     uint16_t next_pi;
     bool will_off; /* DISCONNECT: no will */
     int64_t ka_ms; /* 1.5 x keep alive; 0: none */
@@ -173,14 +214,15 @@ pub_header(char *h, uint8_t qos)
     return (size_t)sprintf(h, "NATS/1.0\r\nNmqtt-Pub:%c\r\n\r\n", '0' + qos);
 }
 
-/* An MQTT publish (or will): delivered live; QoS 1 also stored in $MQTT_msgs for the QoS 1
- * subscriptions' consumers; retained also kept in $MQTT_rmsgs (an empty one deletes).
- * client: a PUBLISH (not a will), whose stores count in the connection's window and whose
- * PUBACK (packet id pi) waits for the QoS 1 store. Returns: whether that PUBACK now comes with
- * ND_MQTT_CALL_STORED (else the caller sends it). */
+/* An MQTT publish (or will, or a released QoS 2 message): delivered live; QoS 1 and 2 also
+ * stored in $MQTT_msgs for the QoS 1 and 2 subscriptions' consumers; retained also kept in
+ * $MQTT_rmsgs (an empty one deletes). client: from the connection (not a will), whose stores
+ * count in the connection's window and whose ND_MQTT_CALL_STORED for the $MQTT_msgs store comes
+ * with tag (a PUBACK's packet id, or ND_MQTT_TAG_NO_PUBACK). Returns: whether that store was
+ * made (else the caller answers at once). */
 static bool
 publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, size_t sl, uint8_t qos,
-        bool retain, const char *data, size_t dl, bool client, uint16_t pi)
+        bool retain, const char *data, size_t dl, bool client, uint32_t tag)
 {
     char h[64];
     size_t hl = pub_header(h, qos);
@@ -196,7 +238,7 @@ publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, size_t sl
         if (client) {
             /* nats-server acknowledges once the message is stored: so do we, and the
              * connection reads on only while few stores are in flight (STORE_WINDOW). */
-            nd_mqtt_acct_store_ack(ctx, s->ma, nd_pconn_cid(c), pi, ms, h, hl, data, dl);
+            nd_mqtt_acct_store_ack(ctx, s->ma, nd_pconn_cid(c), tag, ms, h, hl, data, dl);
             s->stores_due++;
             later = true;
         } else {
@@ -242,6 +284,9 @@ dup_bytes(const uint8_t *s, size_t n)
 }
 
 /* ---- session state ---- */
+
+static pend_t *pend_find(sess_t *s, uint16_t pi);
+static pend_t *pend_put(sess_t *s, uint16_t pi, const char *ack, size_t al);
 
 static sub_t *
 sub_find(sess_t *s, const char *sid, size_t sid_len)
@@ -295,7 +340,7 @@ sub_drop_consumer(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, sub_t *u)
 {
     if (u->durable == NULL)
         return;
-    nd_mqtt_acct_consumer_delete(ctx, s->ma, u->durable);
+    nd_mqtt_acct_consumer_delete(ctx, s->ma, ND_MQTT_MSGS_STREAM, u->durable);
     (void)nd_pconn_unsubscribe(ctx, c, u->deliver, strlen(u->deliver));
     nd_free(u->durable);
     nd_free(u->deliver);
@@ -317,7 +362,7 @@ rand_token(char *out, size_t n, uint64_t seed)
     out[n] = '\0';
 }
 
-/* Gives u a durable consumer on $MQTT_msgs (QoS 1); its answer comes as
+/* Gives u a durable consumer on $MQTT_msgs (QoS 1 and 2); its answer comes as
  * ND_MQTT_CALL_CONSUMER. */
 static void
 sub_add_consumer(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, sub_t *u)
@@ -333,9 +378,70 @@ sub_add_consumer(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, sub_t *u)
     u->deliver = nd_xstrdup(deliver);
     (void)nd_pconn_subscribe_internal(ctx, c, deliver, strlen(deliver), deliver, strlen(deliver));
     s->consumers_due++;
-    nd_mqtt_acct_consumer_create(ctx, s->ma, nd_pconn_cid(c), ++s->next_tag, durable, filter,
-                                 deliver);
+    nd_mqtt_acct_consumer_create(ctx, s->ma, nd_pconn_cid(c), ++s->next_tag, ND_MQTT_MSGS_STREAM,
+                                 durable, filter, deliver);
     nd_free(filter);
+}
+
+/* ---- QoS 2 ---- */
+
+static void
+pubrel_names(const sess_t *s, char *durable, char *filter, char *deliver, size_t room)
+{
+    snprintf(durable, room, PUBREL_DURABLE_PREFIX "%s", s->hash);
+    snprintf(filter, room, PUBREL_SUBJECT_PREFIX "%s", s->hash);
+    snprintf(deliver, room, PUBREL_DELIVER_PREFIX "%s", s->hash);
+}
+
+/* Subscribes to the deliveries of the session's PUBREL consumer; create: also creates that
+ * consumer (the first QoS 2 subscription; its answer comes as ND_MQTT_CALL_CONSUMER). */
+static void
+pubrel_start(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, bool create)
+{
+    char durable[64], filter[64], deliver[64];
+    pubrel_names(s, durable, filter, deliver, sizeof durable);
+    (void)nd_pconn_subscribe_internal(ctx, c, deliver, strlen(deliver), deliver, strlen(deliver));
+    s->pubrel = true;
+    if (!create)
+        return;
+    s->consumers_due++;
+    nd_mqtt_acct_consumer_create(ctx, s->ma, nd_pconn_cid(c), ++s->next_tag, ND_MQTT_OUT_STREAM,
+                                 durable, filter, deliver);
+}
+
+static void
+pubrel_delete(nd_ctx_t *ctx, sess_t *s)
+{
+    char durable[64], filter[64], deliver[64];
+    pubrel_names(s, durable, filter, deliver, sizeof durable);
+    nd_mqtt_acct_consumer_delete(ctx, s->ma, ND_MQTT_OUT_STREAM, durable);
+}
+
+/* The client id as nats-server puts it in $MQTT_qos2in subjects, when it can be one token of a
+ * subject; else (dots, wildcards, white space) the session's hash. */
+static void
+qos2_token(sess_t *s)
+{
+    const char *id = s->id;
+    bool ok = id[0] != '\0' && strlen(id) < sizeof s->qos2tok;
+    for (const char *p = id; ok && *p; p++)
+        ok = *p != '.' && *p != '*' && *p != '>' && (unsigned char)*p > ' ' && *p != 0x7f;
+    snprintf(s->qos2tok, sizeof s->qos2tok, "%s", ok ? id : s->hash);
+}
+
+static void
+qos2_subject(const sess_t *s, uint16_t pi, char *out, size_t room)
+{
+    snprintf(out, room, QOS2IN_PREFIX "%s.%u", s->qos2tok, (unsigned)pi);
+}
+
+/* Drops the QoS 2 messages received and not released (a clean session's end or start). */
+static void
+qos2_purge(nd_ctx_t *ctx, sess_t *s)
+{
+    char body[128];
+    snprintf(body, sizeof body, "{\"filter\":\"" QOS2IN_PREFIX "%s.>\"}", s->qos2tok);
+    nd_mqtt_acct_request(ctx, s->ma, 0, 0, "$JS.API.STREAM.PURGE." ND_MQTT_QOS2IN_STREAM, body);
 }
 
 /* Stores the session record (nats-server keeps even clean ones while connected). */
@@ -355,6 +461,16 @@ save_session(nd_ctx_t *ctx, sess_t *s)
     json_t *rec = json_pack("{s:s, s:s, s:b, s:o}", "origin",
                             s->m->srv->opts.server_name != NULL ? s->m->srv->opts.server_name : "",
                             "id", s->id, "clean", s->clean, "subs", subs);
+    if (s->pubrel) {
+        /* The PUBRELs in flight: a reconnecting session sends them again at once
+         * (MQTT-4.4.0-1), and gives their ids to no new message. */
+        json_t *rels = json_array();
+        for (size_t i = 0; i < s->npend; i++)
+            if (s->pend[i].rel && !s->pend[i].done)
+                json_array_append_new(rels, json_integer(s->pend[i].pi));
+        json_object_set_new(rec, "pubrel", json_true());
+        json_object_set_new(rec, "rels", rels);
+    }
     char *js = json_dumps(rec, JSON_COMPACT);
     json_decref(rec);
     nd_mqtt_sess_put(ctx, s->ma, s->id, js);
@@ -372,8 +488,10 @@ drop_record_consumers(nd_ctx_t *ctx, sess_t *s, json_t *rec)
     {
         const char *d = json_string_value(json_object_get(o, "d"));
         if (d != NULL)
-            nd_mqtt_acct_consumer_delete(ctx, s->ma, d);
+            nd_mqtt_acct_consumer_delete(ctx, s->ma, ND_MQTT_MSGS_STREAM, d);
     }
+    if (json_is_true(json_object_get(rec, "pubrel")))
+        pubrel_delete(ctx, s);
 }
 
 /* Subscribes again to what a present session had. */
@@ -399,6 +517,22 @@ restore_subs(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, json_t *rec)
             u->durable = nd_xstrdup(d);
             u->deliver = nd_xstrdup(x);
             (void)nd_pconn_subscribe_internal(ctx, c, x, strlen(x), x, strlen(x));
+        }
+    }
+    /* The PUBRELs the client did not complete go again; their consumer on $MQTT_out also
+     * redelivers them after ack_wait. */
+    if (json_is_true(json_object_get(rec, "pubrel"))) {
+        pubrel_start(ctx, c, s, false);
+        json_t *rels = json_object_get(rec, "rels");
+        json_array_foreach(rels, i, o)
+        {
+            json_int_t pi = json_integer_value(o);
+            if (pi <= 0 || pi > 65535 || pend_find(s, (uint16_t)pi) != NULL)
+                continue;
+            pend_t *p = pend_put(s, (uint16_t)pi, NULL, 0);
+            p->rel = p->sent = true;
+            s->nrel++;
+            write_ack(c, (ND_MQTT_PUBREL << 4) | 0x2, (uint16_t)pi);
         }
     }
 }
@@ -445,6 +579,7 @@ connect_finish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, int st)
     char subj[64];
     nd_mqtt_sess_subject(s->id, subj, sizeof subj);
     snprintf(s->hash, sizeof s->hash, "%.16s", subj + strlen("$MQTT.sess."));
+    qos2_token(s);
 
     bool present = false;
     char *js = nd_mqtt_sess_get(s->ma, s->id);
@@ -456,6 +591,8 @@ connect_finish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, int st)
         else
             present = true;
     }
+    if (rec != NULL && !present)
+        qos2_purge(ctx, s); /* a clean session's QoS 2 messages left by a server that stopped */
     s->connected = true;
     write_connack(c, present, ND_MQTT_RC_ACCEPTED);
     if (present)
@@ -551,6 +688,12 @@ on_connect(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, nd_mqtt_reader_t *r)
         proto_error(ctx, c, "error reading password");
         return false;
     }
+    if (has_will && wqos == 2 && s->m->mo->reject_qos2_publish) {
+        /* nats-server's own return code for it (MQTT 3.1.1 has none). */
+        write_connack(c, false, RC_QOS2_WILL_REJECTED);
+        proto_error(ctx, c, "server does not accept QoS2 for Will messages");
+        return false;
+    }
     if (has_will) {
         s->will_subject = nd_xmalloc(2 * wt_len + 1);
         if (nd_mqtt_topic_to_subject(wt, wt_len, false, false, s->will_subject,
@@ -604,6 +747,131 @@ on_connect(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, nd_mqtt_reader_t *r)
 
 /* ---- PUBLISH ---- */
 
+/* A QoS 2 PUBLISH: kept in $MQTT_qos2in (once per packet id; the flags and the subject in its
+ * header) until its PUBREL; PUBREC once stored. */
+static void
+qos2_store(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, uint16_t pi,
+           const char *subj, size_t sl, const char *data, size_t dl)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t room = sl + 80;
+    char *h = nd_xmalloc(room);
+    int hl = snprintf(h, room, "NATS/1.0\r\nNmqtt-Pub:2%c\r\nNmqtt-Subject:%.*s\r\n\r\n",
+                      hex[flags & 0x0f], (int)sl, subj);
+    char qs[128];
+    qos2_subject(s, pi, qs, sizeof qs);
+    nd_mqtt_acct_store_ack(ctx, s->ma, nd_pconn_cid(c), TAG_PUBREC | pi, qs, h, (size_t)hl, data,
+                           dl);
+    s->stores_due++;
+    nd_free(h);
+}
+
+/* The value of a header in a NATS header block, or NULL. */
+static const char *
+hdr_value(const char *h, size_t hl, const char *key, size_t *vl)
+{
+    size_t kl = strlen(key);
+    const char *end = h + hl;
+    const char *p = memchr(h, '\n', hl); /* past the status line */
+    while (p != NULL && ++p < end) {
+        const char *eol = memchr(p, '\r', (size_t)(end - p));
+        if (eol == NULL)
+            eol = end;
+        if ((size_t)(eol - p) > kl && memcmp(p, key, kl) == 0 && p[kl] == ':') {
+            const char *v = p + kl + 1;
+            while (v < eol && *v == ' ')
+                v++;
+            *vl = (size_t)(eol - v);
+            return v;
+        }
+        p = memchr(p, '\n', (size_t)(end - p));
+    }
+    return NULL;
+}
+
+/* A base64 field of a JSON object, decoded (owned by the caller), or NULL. */
+static char *
+b64_field(json_t *o, const char *key, size_t *n)
+{
+    const char *v = json_string_value(json_object_get(o, key));
+    *n = 0;
+    if (v == NULL)
+        return NULL;
+    size_t vl = strlen(v);
+    size_t cap = nd_b64_decoded_max(vl) + 1;
+    char *out = nd_xmalloc(cap);
+    if (!nd_b64_decode(ND_B64_STD, v, vl, (uint8_t *)out, cap, n)) {
+        nd_free(out);
+        *n = 0;
+        return NULL;
+    }
+    return out;
+}
+
+/* PUBREL from the client: its message is looked up in $MQTT_qos2in (ANS_FETCH). */
+static void
+on_pubrel(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi)
+{
+    char qs[128], body[200];
+    qos2_subject(s, pi, qs, sizeof qs);
+    snprintf(body, sizeof body, "{\"last_by_subj\":\"%s\"}", qs);
+    s->rels_due++;
+    nd_mqtt_acct_request(ctx, s->ma, nd_pconn_cid(c), ANS_FETCH | pi,
+                         "$JS.API.STREAM.MSG.GET." ND_MQTT_QOS2IN_STREAM, body);
+}
+
+/* Removes a released message from $MQTT_qos2in (its subject holds only it); PUBCOMP follows
+ * (ANS_DELETE). */
+static void
+qos2_remove(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi)
+{
+    char qs[128], body[200];
+    qos2_subject(s, pi, qs, sizeof qs);
+    snprintf(body, sizeof body, "{\"filter\":\"%s\"}", qs);
+    nd_mqtt_acct_request(ctx, s->ma, nd_pconn_cid(c), ANS_DELETE | pi,
+                         "$JS.API.STREAM.PURGE." ND_MQTT_QOS2IN_STREAM, body);
+}
+
+/* The lookup of a PUBREL's message answered: the message is published (as a QoS 2 message
+ * from the client), then once $MQTT_msgs has it (TAG_RELEASED) removed, and PUBCOMP follows
+ * the removal, so the client reuses the id only after both; none (released already, or never
+ * received): PUBCOMP at once, as nats-server. A session that ends between the publish and the
+ * removal gets the message again for the PUBREL its client sends again (at least once there;
+ * nats-server removes first, at most once). */
+static void
+on_pubrel_fetched(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi, const char *json)
+{
+    json_t *o = json != NULL ? json_loads(json, 0, NULL) : NULL;
+    json_t *msg = json_object_get(o, "message");
+    json_int_t seq = json_integer_value(json_object_get(msg, "seq"));
+    size_t hl = 0, dl = 0, sl = 0, pl = 0;
+    char *h = msg != NULL ? b64_field(msg, "hdrs", &hl) : NULL;
+    char *data = msg != NULL ? b64_field(msg, "data", &dl) : NULL;
+    const char *subj = h != NULL ? hdr_value(h, hl, "Nmqtt-Subject", &sl) : NULL;
+    const char *pub = h != NULL ? hdr_value(h, hl, "Nmqtt-Pub", &pl) : NULL;
+    if (msg != NULL && seq > 0) {
+        bool stored = false;
+        if (subj != NULL && sl > 0 && pub != NULL && pl >= 1 && pub[0] == '2') {
+            uint8_t f = 0;
+            if (pl >= 2)
+                f = (uint8_t)(pub[1] >= 'a' ? pub[1] - 'a' + 10 : pub[1] - '0');
+            stored = publish(ctx, c, s, subj, sl, 2, (f & ND_MQTT_PF_RETAIN) != 0, data, dl, true,
+                             TAG_RELEASED | pi);
+        } else {
+            trace_err(c, "invalid message in the QoS 2 stream");
+        }
+        if (!stored)
+            qos2_remove(ctx, c, s, pi); /* denied by permissions, or invalid */
+    } else {
+        s->rels_due--;
+        write_ack(c, ND_MQTT_PUBCOMP << 4, pi);
+        nd_pconn_resume(ctx, c);
+    }
+    nd_free(h);
+    nd_free(data);
+    json_decref(o);
+}
+
 static bool
 on_publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt_reader_t *r)
 {
@@ -616,9 +884,9 @@ on_publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt_r
         proto_error(ctx, c, "duplicate flag set for QoS 0 message");
         return false;
     }
-    if (qos == 2) {
-        /* nats-server 2.9.10 does not support QoS 2 publishes: it closes the connection. */
-        proto_error(ctx, c, "publish QoS=2 not supported");
+    if (qos == 2 && s->m->mo->reject_qos2_publish) {
+        /* As nats-server 2.9.10, which has no QoS 2, and 2.10+ with reject_qos2_publish. */
+        proto_error(ctx, c, "QoS=2 is disabled for PUBLISH messages");
         return false;
     }
     const uint8_t *topic;
@@ -650,6 +918,12 @@ on_publish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t flags, nd_mqtt_r
     }
     const char *data = (const char *)r->p + r->off;
     size_t dl = r->len - r->off;
+    if (qos == 2) {
+        qos2_store(ctx, c, s, flags, pi, subj, sl, data, dl);
+        if (subj != stack)
+            nd_free(subj);
+        return true;
+    }
     bool later =
         publish(ctx, c, s, subj, sl, qos, (flags & ND_MQTT_PF_RETAIN) != 0, data, dl, true, pi);
     if (subj != stack)
@@ -710,9 +984,13 @@ post_add(sess_t *s, const char *filter, size_t n, uint8_t qos)
 static uint8_t
 subscribe_one(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *subj, size_t sl, uint8_t qos)
 {
-    uint8_t granted = qos > 1 ? 1 : qos; /* 2.9.10 grants QoS 2 as 1 */
+    uint8_t granted = qos;
+    if (granted == 2 && s->m->mo->downgrade_qos2_subscribe)
+        granted = 1; /* as nats-server 2.9.10, which has no QoS 2 */
     if (!subscribe_sid(ctx, c, s, subj, sl, subj, sl, granted))
         return 0x80;
+    if (granted == 2 && !s->pubrel)
+        pubrel_start(ctx, c, s, true); /* the SUBACK waits for its consumer too */
     if (nd_mqtt_needs_parent_sub(subj, sl)) {
         char sid[4096 + sizeof SUB_FWC_SUFFIX];
         if (sl + sizeof SUB_FWC_SUFFIX <= sizeof sid) {
@@ -740,7 +1018,7 @@ unsubscribe_sid(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const char *sid, si
     *u = s->subs[--s->nsubs];
 }
 
-/* ---- QoS 1 deliveries ---- */
+/* ---- QoS 1 and 2 deliveries ---- */
 
 static pend_t *
 pend_find(sess_t *s, uint16_t pi)
@@ -749,6 +1027,32 @@ pend_find(sess_t *s, uint16_t pi)
         if (s->pend[i].pi == pi)
             return &s->pend[i];
     return NULL;
+}
+
+static char *
+dup_ack(const char *ack, size_t al)
+{
+    if (ack == NULL)
+        return NULL;
+    char *p = nd_xmalloc(al + 1);
+    memcpy(p, ack, al);
+    p[al] = '\0';
+    return p;
+}
+
+/* An entry for packet id pi (not in use). */
+static pend_t *
+pend_put(sess_t *s, uint16_t pi, const char *ack, size_t al)
+{
+    if (s->npend == s->pendcap) {
+        s->pendcap = s->pendcap ? s->pendcap * 2 : 8;
+        s->pend = nd_xrealloc(s->pend, s->pendcap * sizeof(*s->pend));
+    }
+    pend_t *p = &s->pend[s->npend++];
+    p->pi = pi;
+    p->rel = p->sent = p->done = false;
+    p->ack = dup_ack(ack, al);
+    return p;
 }
 
 /* A new packet id (never 0, none in use). Returns: 0 when all are in use. */
@@ -762,31 +1066,118 @@ pend_add(sess_t *s, const char *ack, size_t al)
     }
     if (pend_find(s, s->next_pi) != NULL)
         return 0;
-    if (s->npend == s->pendcap) {
-        s->pendcap = s->pendcap ? s->pendcap * 2 : 8;
-        s->pend = nd_xrealloc(s->pend, s->pendcap * sizeof(*s->pend));
-    }
-    pend_t *p = &s->pend[s->npend++];
-    p->pi = s->next_pi;
-    p->ack = NULL;
-    if (ack != NULL) {
-        p->ack = nd_xmalloc(al + 1);
-        memcpy(p->ack, ack, al);
-        p->ack[al] = '\0';
-    }
-    return p->pi;
+    return pend_put(s, s->next_pi, ack, al)->pi;
 }
 
+/* Forgets p, acknowledging its JetStream message. */
+static void
+pend_drop(nd_ctx_t *ctx, sess_t *s, pend_t *p)
+{
+    if (p->ack != NULL && s->ma != NULL)
+        nd_mqtt_acct_ack(ctx, s->ma, p->ack);
+    nd_free(p->ack);
+    if (p->rel)
+        s->nrel--;
+    *p = s->pend[--s->npend];
+}
+
+/* PUBACK. */
 static void
 pend_remove(nd_ctx_t *ctx, sess_t *s, uint16_t pi)
 {
     pend_t *p = pend_find(s, pi);
-    if (p == NULL)
-        return; /* a PUBACK for an id we never sent: ignored */
-    if (p->ack != NULL && s->ma != NULL)
-        nd_mqtt_acct_ack(ctx, s->ma, p->ack);
+    if (p == NULL || p->rel)
+        return; /* a PUBACK for an id we never sent, or one in its PUBREL stage: ignored */
+    pend_drop(ctx, s, p);
+}
+
+/* PUBREC from the client (a QoS 2 delivery received): the message on $MQTT_msgs is
+ * acknowledged and the PUBREL it is owed goes to $MQTT_out, whose consumer (pubrel_start)
+ * hands it back to be sent now and again until PUBCOMP, across reconnects of the session. An
+ * unknown id is answered all the same, as nats-server. */
+static void
+on_pubrec(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint16_t pi)
+{
+    if (!s->pubrel || s->ma == NULL)
+        return; /* never sent a QoS 2 message */
+    pend_t *p = pend_find(s, pi);
+    if (p != NULL && p->rel)
+        return; /* PUBREC again: the PUBREL is on its way */
+    if (p != NULL) {
+        if (p->ack != NULL)
+            nd_mqtt_acct_ack(ctx, s->ma, p->ack);
+        nd_free(p->ack);
+        p->ack = NULL;
+    } else {
+        p = pend_put(s, pi, NULL, 0);
+    }
+    p->rel = true;
+    s->nrel++;
+    if (!s->clean)
+        save_session(ctx, s);
+    char durable[64], subj[64], deliver[64], h[64];
+    pubrel_names(s, durable, subj, deliver, sizeof durable);
+    int hl = snprintf(h, sizeof h, "NATS/1.0\r\nNmqtt-PubRel:%u\r\n\r\n", (unsigned)pi);
+    nd_mqtt_acct_store_ack(ctx, s->ma, nd_pconn_cid(c), ND_MQTT_TAG_NO_PUBACK, subj, h, (size_t)hl,
+                           "", 0);
+    s->stores_due++;
+}
+
+/* PUBCOMP from the client: the PUBREL is acknowledged on $MQTT_out and the id is free. */
+static void
+on_pubcomp(nd_ctx_t *ctx, sess_t *s, uint16_t pi)
+{
+    pend_t *p = pend_find(s, pi);
+    if (p == NULL || !p->rel || p->done)
+        return;
+    if (p->ack == NULL)
+        p->done = true; /* sent again at a reconnect: its consumer redelivers it, acked then */
+    else
+        pend_drop(ctx, s, p);
+    if (!s->clean)
+        save_session(ctx, s);
+}
+
+/* A PUBREL from the session's consumer on $MQTT_out: sent with its packet id, which stays in
+ * use until PUBCOMP; again after ack_wait without PUBCOMP. One that a reconnect sent already
+ * (its ack subject unknown then) is not sent again, one completed meanwhile is acknowledged. */
+static void
+deliver_pubrel(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, const nd_pconn_msg_t *m)
+{
+    size_t vl = 0;
+    const char *v = m->hdr != NULL ? hdr_value(m->hdr, m->hdr_len, "Nmqtt-PubRel", &vl) : NULL;
+    if (v == NULL || vl == 0 || vl > 5 || m->reply_len == 0)
+        return;
+    unsigned long pi = 0;
+    for (size_t i = 0; i < vl; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return;
+        pi = pi * 10 + (unsigned long)(v[i] - '0');
+    }
+    if (pi == 0 || pi > 65535)
+        return;
+    pend_t *p = pend_find(s, (uint16_t)pi);
+    if (p == NULL) {
+        p = pend_put(s, (uint16_t)pi, NULL, 0);
+    } else if (!p->rel) {
+        /* A PUBLISH waits on this id: it cannot be the PUBREL's (PUBREC moved it to rel). */
+        return;
+    }
+    if (!p->rel) {
+        p->rel = true; /* its PUBREC came in an earlier connection */
+        s->nrel++;
+    }
+    /* Sent unless a reconnect sent it already; again when this is a redelivery. */
+    bool send = !p->sent || p->ack != NULL;
     nd_free(p->ack);
-    *p = s->pend[--s->npend];
+    p->ack = dup_ack(m->reply, m->reply_len);
+    if (p->done) {
+        pend_drop(ctx, s, p);
+        return;
+    }
+    p->sent = true;
+    if (send)
+        write_ack(c, (ND_MQTT_PUBREL << 4) | 0x2, (uint16_t)pi);
 }
 
 /* Writes a PUBLISH of subject (NATS form) with its flags. */
@@ -814,8 +1205,10 @@ send_retained(struct nd_conn *c, sess_t *s)
             if (!(v[k].subject[0] == '$' &&
                   nd_mqtt_filter_reserved(s->post[i].filter, strlen(s->post[i].filter)))) {
                 uint8_t qos = v[k].qos < s->post[i].qos ? v[k].qos : s->post[i].qos;
-                uint16_t pi = qos > 0 ? pend_add(s, NULL, 0) : 0;
-                if (qos == 0 || pi != 0)
+                /* nats-server does not send a QoS 2 retained message with reject_qos2_publish */
+                bool skip = qos == 2 && s->m->mo->reject_qos2_publish;
+                uint16_t pi = qos > 0 && !skip ? pend_add(s, NULL, 0) : 0;
+                if (!skip && (qos == 0 || pi != 0))
                     send_publish(c, (uint8_t)(ND_MQTT_PF_RETAIN | (qos << 1)), pi, v[k].subject,
                                  strlen(v[k].subject), v[k].data, v[k].len);
             }
@@ -989,6 +1382,22 @@ handle(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, uint8_t tf, const uint8_t *b
         pend_remove(ctx, s, pi);
         return true;
     }
+    case ND_MQTT_PUBREC:
+    case ND_MQTT_PUBREL:
+    case ND_MQTT_PUBCOMP: {
+        uint16_t pi;
+        if (!nd_mqtt_read_u16(&r, &pi) || pi == 0) {
+            proto_error(ctx, c, "invalid packet identifier");
+            return false;
+        }
+        if (type == ND_MQTT_PUBREC)
+            on_pubrec(ctx, c, s, pi);
+        else if (type == ND_MQTT_PUBREL)
+            on_pubrel(ctx, c, s, pi);
+        else
+            on_pubcomp(ctx, s, pi);
+        return true;
+    }
     case ND_MQTT_SUBSCRIBE:
         return on_subscribe(ctx, c, s, flags, &r, false);
     case ND_MQTT_UNSUBSCRIBE:
@@ -1023,7 +1432,7 @@ on_input(nd_ctx_t *ctx, struct nd_conn *c, const char *buf, size_t len, size_t *
     uint64_t max = limited ? (uint64_t)mp + 65536 + 64 : ND_MQTT_MAX_PACKET;
     while (off < len && !nd_pconn_closing(c)) {
         if (s->waiting || s->jailed || nd_pconn_subs_due(c) > 0 || s->suback_len > 0 ||
-            s->consumers_due > 0 || s->stores_due >= STORE_WINDOW) {
+            s->consumers_due > 0 || s->stores_due + s->rels_due >= STORE_WINDOW) {
             /* The SUBACK of a SUBSCRIBE before this packet waits for the sublist: so does the
              * packet (a PUBLISH must see the subscription, as nats-server's would). */
             nd_pconn_pause(c);
@@ -1093,9 +1502,14 @@ on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
     sess_t *s = nd_pconn_state(c);
     if (s == NULL || !s->connected)
         return;
-    static const char dpre[] = "$MQTT.sub.", mpre[] = "$MQTT.msgs.";
+    static const char dpre[] = "$MQTT.sub.", mpre[] = "$MQTT.msgs.", rpre[] = PUBREL_DELIVER_PREFIX;
+    if (m->sid_len > sizeof rpre - 1 && memcmp(m->sid, rpre, sizeof rpre - 1) == 0) {
+        deliver_pubrel(ctx, c, s, m);
+        return;
+    }
     if (m->sid_len > sizeof dpre - 1 && memcmp(m->sid, dpre, sizeof dpre - 1) == 0) {
-        /* A QoS 1 message from the subscription's consumer: the subject is the stored one. */
+        /* A QoS 1 or 2 message from the subscription's consumer: the subject is the stored
+         * one. */
         sub_t *u = sub_by_deliver(s, m->sid, m->sid_len);
         if (u == NULL || m->subject_len <= sizeof mpre - 1 || m->reply_len == 0)
             return;
@@ -1132,7 +1546,7 @@ on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
         int live_max = atomic_load(&s->m->max_ack_pending); /* reloadable */
         size_t max = (size_t)(live_max > 0 ? live_max : 1024);
         if (pi == 0) {
-            if (s->npend >= max)
+            if (s->npend - s->nrel >= max)
                 return; /* over max_ack_pending: the consumer redelivers it later */
             pi = pend_add(s, m->reply, m->reply_len);
             if (pi == 0)
@@ -1154,7 +1568,7 @@ on_deliver(nd_ctx_t *ctx, struct nd_conn *c, const nd_pconn_msg_t *m)
     if (m->subject_len > 0 && m->subject[0] == '$' &&
         nd_mqtt_filter_reserved(u->subject, strlen(u->subject)))
         return;
-    /* A QoS 1 publish to a QoS 1 subscription comes through its consumer instead. */
+    /* A QoS 1 or 2 publish to a QoS 1 or 2 subscription comes through its consumer instead. */
     if (u->qos > 0 && nd_mqtt_hdr_qos(m->hdr, m->hdr_len) > 0)
         return;
     send_publish(c, 0, 0, m->subject, m->subject_len, m->data, m->data_len);
@@ -1218,12 +1632,32 @@ on_call(nd_ctx_t *ctx, struct nd_conn *c, uint32_t what, void *data)
         s->stores_due--;
         if (!ok) {
             /* nats-server closes the connection when the store fails. */
-            proto_error(ctx, c, "could not store a QoS 1 message");
+            proto_error(ctx, c, "could not store a QoS 1 or 2 message");
             return;
         }
-        if (tag != ND_MQTT_TAG_NO_PUBACK)
+        if ((tag & TAG_PUBREC) != 0)
+            write_ack(c, ND_MQTT_PUBREC << 4, (uint16_t)tag);
+        else if ((tag & TAG_RELEASED) != 0)
+            qos2_remove(ctx, c, s, (uint16_t)tag);
+        else if (tag != ND_MQTT_TAG_NO_PUBACK)
             write_ack(c, ND_MQTT_PUBACK << 4, (uint16_t)tag);
         nd_pconn_resume(ctx, c);
+        return;
+    }
+    if (what == ND_MQTT_CALL_ANSWER) {
+        nd_mqtt_answer_t *a = data;
+        if (s != NULL && s->connected && s->rels_due > 0) {
+            uint16_t pi = (uint16_t)a->tag;
+            if ((a->tag & ANS_KIND) == ANS_FETCH) {
+                on_pubrel_fetched(ctx, c, s, pi, a->json);
+            } else if ((a->tag & ANS_KIND) == ANS_DELETE) {
+                s->rels_due--;
+                write_ack(c, ND_MQTT_PUBCOMP << 4, pi);
+                nd_pconn_resume(ctx, c);
+            }
+        }
+        nd_free(a->json);
+        nd_free(a);
         return;
     }
     if (what == ND_MQTT_CALL_CONSUMER) {
@@ -1250,7 +1684,10 @@ on_closing(nd_ctx_t *ctx, struct nd_conn *c, nd_close_reason_t reason)
         /* A clean session lasts as long as its connection (MQTT-3.1.2-6). */
         for (size_t i = 0; i < s->nsubs; i++)
             if (s->subs[i].durable != NULL)
-                nd_mqtt_acct_consumer_delete(ctx, s->ma, s->subs[i].durable);
+                nd_mqtt_acct_consumer_delete(ctx, s->ma, ND_MQTT_MSGS_STREAM, s->subs[i].durable);
+        if (s->pubrel)
+            pubrel_delete(ctx, s);
+        qos2_purge(ctx, s); /* QoS 2 messages received and never released go with it */
         nd_mqtt_sess_put(ctx, s->ma, s->id, NULL);
     }
 }
