@@ -30,6 +30,12 @@ nd_mqtt_check(const nd_opts_t *o, char *err, size_t errlen)
                  "mqtt requires JetStream to be enabled if running in standalone mode");
         return -1;
     }
+    if (mo->consumer_replicas > 0 && mo->stream_replicas > 0 &&
+        mo->consumer_replicas > mo->stream_replicas) {
+        snprintf(err, errlen, "mqtt: consumer_replicas (%d) cannot be higher than stream_replicas (%d)",
+                 mo->consumer_replicas, mo->stream_replicas);
+        return -1;
+    }
     return 0;
 }
 

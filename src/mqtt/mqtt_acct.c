@@ -42,20 +42,21 @@ enum {
 
 static const char *const stream_names[NSTREAMS] = {"$MQTT_sess", "$MQTT_msgs", "$MQTT_rmsgs",
                                                    ND_MQTT_QOS2IN_STREAM, ND_MQTT_OUT_STREAM};
+/* Each without its closing brace: start_streams adds num_replicas. */
 static const char *const stream_cfgs[NSTREAMS] = {
     "{\"name\":\"$MQTT_sess\",\"subjects\":[\"$MQTT.sess.>\"],\"storage\":\"file\","
-    "\"retention\":\"limits\",\"max_msgs_per_subject\":1,\"num_replicas\":1}",
+    "\"retention\":\"limits\",\"max_msgs_per_subject\":1",
     "{\"name\":\"$MQTT_msgs\",\"subjects\":[\"$MQTT.msgs.>\"],\"storage\":\"file\","
-    "\"retention\":\"interest\",\"num_replicas\":1}",
+    "\"retention\":\"interest\"",
     "{\"name\":\"$MQTT_rmsgs\",\"subjects\":[\"$MQTT.rmsgs.>\"],\"storage\":\"file\","
-    "\"retention\":\"limits\",\"max_msgs_per_subject\":1,\"num_replicas\":1}",
+    "\"retention\":\"limits\",\"max_msgs_per_subject\":1",
     /* A second store of the same session and packet id (a PUBLISH sent again with DUP before
      * its PUBREL) is refused, so the message is kept once. */
     "{\"name\":\"$MQTT_qos2in\",\"subjects\":[\"$MQTT.qos2.in.>\"],\"storage\":\"file\","
     "\"retention\":\"limits\",\"discard\":\"new\",\"max_msgs_per_subject\":1,"
-    "\"discard_new_per_subject\":true,\"num_replicas\":1}",
+    "\"discard_new_per_subject\":true",
     "{\"name\":\"$MQTT_out\",\"subjects\":[\"$MQTT.out.>\"],\"storage\":\"file\","
-    "\"retention\":\"interest\",\"num_replicas\":1}",
+    "\"retention\":\"interest\"",
 };
 
 typedef struct retained {
@@ -84,6 +85,7 @@ struct nd_mqtt_acct {
     nd_acct_t *acct; /* identity only: the account's own actor keeps it */
     nd_iclient_t *ic;
     char inbox[48]; /* "$MQTT.JSA.<server id>.<n>" */
+    char api[80];   /* "$JS.API." or, with a JetStream domain to use, "$JS.<domain>.API." */
     /* the internal client's own turn */
     int streams_done;
     bool loading_sess, loading_rmsgs; /* loader consumers still reading */
@@ -262,12 +264,27 @@ nd_mqtt_acct_wait(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid)
 
 /* ---- requests ---- */
 
+/* Publishes as the account's internal client; a JetStream API subject ("$JS.API.*") goes to the
+ * account's domain (ma->api). */
+static void
+js_publish(nd_ctx_t *ctx, nd_iclient_t *ic, const nd_mqtt_acct_t *ma, const char *subject,
+           const char *reply, const char *hdr, size_t hl, const char *body, size_t bl)
+{
+    static const char api[] = "$JS.API.";
+    char subj[512];
+    if (strncmp(subject, api, sizeof api - 1) == 0 && strcmp(ma->api, api) != 0) {
+        snprintf(subj, sizeof subj, "%s%s", ma->api, subject + sizeof api - 1);
+        subject = subj;
+    }
+    nd_iclient_publish(ctx, ic, subject, reply, hdr, hl, body, bl);
+}
+
 static void
 request(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *subject, const char *tail, const char *body)
 {
     char reply[96];
     snprintf(reply, sizeof reply, "%s.%s", ma->inbox, tail);
-    nd_iclient_publish(ctx, ma->ic, subject, reply, NULL, 0, body, strlen(body));
+    js_publish(ctx, ma->ic, ma, subject, reply, NULL, 0, body, strlen(body));
 }
 
 /* A loader: an ephemeral push consumer reading the whole stream into our inbox. */
@@ -525,6 +542,29 @@ on_ready(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg)
     start_streams(ctx, ic, ma);
 }
 
+/* stream_replicas, else 1: natsd's JetStream is not clustered (nats-server's
+ * mqttDetermineReplicas gives 1 standalone too). */
+static int
+stream_replicas(const nd_mqtt_t *m)
+{
+    int r = atomic_load(&m->stream_replicas);
+    return r > 0 ? r : 1;
+}
+
+/* The JetStream domain the account's MQTT state lives in, as nats-server chooses it: the
+ * account's default_js_domain when it has one (an empty one: the local JetStream), else the
+ * mqtt block's js_domain. Returns: the domain, or NULL for the local JetStream. */
+static const char *
+js_domain_of(const nd_mqtt_t *m, const char *acct_name)
+{
+    const nd_strlist_t *dd = &m->srv->opts.js_default_domains;
+    for (size_t i = 0; i + 1 < dd->n; i += 2)
+        if (strcmp(dd->v[i], acct_name) == 0)
+            return dd->v[i + 1][0] != '\0' ? dd->v[i + 1] : NULL;
+    const char *d = m->mo->js_domain;
+    return d != NULL && d[0] != '\0' ? d : NULL;
+}
+
 /* Creates (or finds) the streams; their answers make the account ready. */
 static void
 start_streams(nd_ctx_t *ctx, nd_iclient_t *ic, nd_mqtt_acct_t *ma)
@@ -535,11 +575,13 @@ start_streams(nd_ctx_t *ctx, nd_iclient_t *ic, nd_mqtt_acct_t *ma)
     const nd_mqtt_opts_t *mo = ma->m->mo;
     int64_t to = mo->js_api_timeout_ms > 0 ? mo->js_api_timeout_ms : 5000;
     nd_iclient_timer(ctx, ic, (uint64_t)to * 1000000ull);
+    int replicas = stream_replicas(ma->m);
     for (int i = 0; i < NSTREAMS; i++) {
-        char subj[96], tail[8];
+        char subj[96], tail[8], cfg[512];
         snprintf(subj, sizeof subj, "$JS.API.STREAM.CREATE.%s", stream_names[i]);
         snprintf(tail, sizeof tail, "s.%d", i);
-        request(ctx, ma, subj, tail, stream_cfgs[i]);
+        snprintf(cfg, sizeof cfg, "%s,\"num_replicas\":%d}", stream_cfgs[i], replicas);
+        request(ctx, ma, subj, tail, cfg);
     }
 }
 
@@ -596,6 +638,16 @@ nd_mqtt_acct_get(nd_ctx_t *ctx, nd_mqtt_t *m, nd_acct_t *acct)
         /* The server's id in the inbox: servers joined by routes or leaf connections share
          * subjects, and each one's answers must come back to it alone. */
         snprintf(ma->inbox, sizeof ma->inbox, "$MQTT.JSA.%.16s.%u", m->srv->server_id, ++m->naccts);
+        const char *name = nd_acct_name(acct), *domain = js_domain_of(m, name);
+        if (domain != NULL) {
+            snprintf(ma->api, sizeof ma->api, "$JS.%s.API.", domain);
+            nd_log_info("Creating MQTT streams/consumers with replicas %d for account \"%s\" in "
+                        "domain \"%s\"", stream_replicas(m), name, domain);
+        } else {
+            snprintf(ma->api, sizeof ma->api, "$JS.API.");
+            nd_log_info("Creating MQTT streams/consumers with replicas %d for account \"%s\"",
+                        stream_replicas(m), name);
+        }
         ma->next = m->accts;
         m->accts = ma;
         char sub[64];
@@ -665,7 +717,7 @@ run_work(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
     work_t *w = data;
     switch (w->kind) {
     case WORK_STORE:
-        nd_iclient_publish(ctx, ic, w->subject, NULL, w->hdr, w->hl, w->body, w->bl);
+        js_publish(ctx, ic, ma, w->subject, NULL, w->hdr, w->hl, w->body, w->bl);
         break;
     case WORK_STORE_ACK:
     case WORK_CONSUMER:
@@ -682,13 +734,13 @@ run_work(nd_ctx_t *ctx, nd_iclient_t *ic, void *arg, void *data)
                                            : 'p',
                  r->n);
         if (w->kind != WORK_STORE_ACK)
-            nd_iclient_publish(ctx, ic, w->subject, reply, NULL, 0, w->body, strlen(w->body));
+            js_publish(ctx, ic, ma, w->subject, reply, NULL, 0, w->body, strlen(w->body));
         else
-            nd_iclient_publish(ctx, ic, w->subject, reply, w->hdr, w->hl, w->body, w->bl);
+            js_publish(ctx, ic, ma, w->subject, reply, w->hdr, w->hl, w->body, w->bl);
         break;
     }
     case WORK_DELETE:
-        nd_iclient_publish(ctx, ic, w->subject, NULL, NULL, 0, "", 0);
+        js_publish(ctx, ic, ma, w->subject, NULL, NULL, 0, "", 0);
         break;
     case WORK_RETRY:
         start_streams(ctx, ic, ma);
@@ -808,6 +860,9 @@ nd_mqtt_acct_consumer_create(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, uint64_t cid, ui
                             (json_int_t)-1, "mem_storage", atomic_load(&m->consumer_memory));
     if (inactive_ms > 0)
         json_object_set_new(cfg, "inactive_threshold", json_integer((json_int_t)inactive_ms * 1000000));
+    int replicas = atomic_load(&m->consumer_replicas);
+    if (replicas > 0)
+        json_object_set_new(cfg, "num_replicas", json_integer(replicas));
     json_t *req = json_pack("{s:s, s:o}", "stream_name", stream, "config", cfg);
     w->body = json_dumps(req, JSON_COMPACT);
     json_decref(req);
