@@ -1,6 +1,7 @@
 /* WebSocket clients (src/net/ws.c, conn_ws.c): the server as a process with a websocket port,
  * driven by raw sockets that speak RFC 6455 themselves (masked client frames, fragments,
- * control frames) and by bad upgrade requests.
+ * control frames) and by bad upgrade requests; MQTT over WebSocket on the path /mqtt (suite
+ * wsmqtt, raw MQTT packets in frames) and X-Forwarded-For.
  *
  * Every expectation was checked against nats-server 2.9.10 (integ.ws.reference runs this file
  * against /usr/sbin/nats-server): the 101 and its Sec-WebSocket-Accept, the INFO in one binary
