@@ -192,7 +192,8 @@ typedef struct nd_conn {
     struct nd_route *route;
     /* immutable after spawn: a leaf connection's own state (leaf_int.h; owner only), or NULL */
     struct nd_leaf *leaf;
-    /* immutable after spawn: a protocol connection's vtable (net/pconn.h), NULL for NATS */
+    /* immutable after spawn (or after the WebSocket upgrade on /mqtt, before any subscription
+     * of ours exists): a protocol connection's vtable (net/pconn.h), NULL for NATS */
     const struct nd_pconn_proto *proto;
     /* immutable after spawn: a gateway connection's own state (gateway_int.h; owner only), or
      * NULL */
