@@ -122,6 +122,7 @@ nd_mqtt_new(nd_server_t *srv, bool *failed)
     }
     m->port = nd_listener_port(m->listener);
     srv->mqtt_port = m->port; /* for /varz: before the pool starts, as server.h says */
+    nd_pconn_register_ws(srv, &nd_mqtt_proto, m); /* the websocket port's /mqtt (conn_ws.c) */
     return m;
 }
 

@@ -374,7 +374,7 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
     drop_output(c);
     return_scratch(ctx, c);
     if (!is_peer(c))
-        nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", c->ip, c->port,
+        nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", nd_conn_lhost(c), c->port,
                      (unsigned long long)c->cid, nd_close_reason_text(reason));
     teardown(ctx, c);
     nd_actor_close(ctx, &c->base);
@@ -398,6 +398,7 @@ on_final(nd_ctx_t *ctx, nd_actor_t *self)
     nd_free(c->name);
     nd_free(c->lang);
     nd_free(c->version);
+    nd_free(c->ws_xff);
     nd_strlist_free(&c->tls_names);
     nd_tls_ctx_unref(c->tls);
     c->tls = NULL;
@@ -456,7 +457,7 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
                            : st == ND_PROTO_ERR_MAX_PAYLOAD ? ND_ERR_MAX_PAYLOAD
                            : st == ND_PROTO_ERR_UNKNOWN_OP  ? ND_ERR_UNKNOWN_OP
                                                             : ND_ERR_PROTO_ARGS;
-            nd_log_error("%s:%d - %s:%llu - %s parser ERROR: %s", c->ip, c->port,
+            nd_log_error("%s:%d - %s:%llu - %s parser ERROR: %s", nd_conn_lhost(c), c->port,
                          log_tag(c), (unsigned long long)c->cid, log_kind(c), nd_strerror(err));
             nd_conn_write_err(c, err);
             /* A route's bad op is a protocol violation for nats-server (its route parser). */
@@ -600,8 +601,8 @@ on_ping_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     refresh_live(ctx, c); /* a reload may have changed ping_interval */
     if (c->pings_out + 1 >
         (uint32_t)nd_server_live_get(c->srv, ping_max)) {
-        nd_log_debug("%s:%d - cid:%llu - Stale Client Connection - Closing", c->ip, c->port,
-                     (unsigned long long)c->cid);
+        nd_log_debug("%s:%d - cid:%llu - Stale Client Connection - Closing", nd_conn_lhost(c),
+                     c->port, (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_STALE);
         nd_conn_close(ctx, c, ND_CLOSE_STALE);
         return;
@@ -625,12 +626,10 @@ on_wdeadline(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
         return;
     c->wdeadline_armed = false;
     if (c->woff < c->wlen) {
-        nd_log_info(
-            "%s:%d - cid:%llu - \"Slow Consumer Detected: WriteDeadline of %lldms "
-            "exceeded with %zu bytes pending\"",
-            c->ip, c->port, (unsigned long long)c->cid,
-            (long long)nd_server_live_get(c->srv, write_deadline_ms),
-            c->wlen - c->woff);
+        nd_log_info("%s:%d - cid:%llu - \"Slow Consumer Detected: WriteDeadline of %lldms "
+                    "exceeded with %zu bytes pending\"",
+                    nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+                    (long long)nd_server_live_get(c->srv, write_deadline_ms), c->wlen - c->woff);
         drop_output(c); /* nothing more is sent to a slow consumer */
         nd_conn_close(ctx, c, ND_CLOSE_SLOW_DEADLINE);
     }
@@ -776,7 +775,7 @@ nd_conn_greet(nd_ctx_t *ctx, nd_conn_t *c, int32_t conns)
 {
     write_info(ctx, c, c->ldm_sent);
     if (conns > nd_server_live_get(c->srv, max_connections)) {
-        nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", c->ip, c->port,
+        nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", nd_conn_lhost(c), c->port,
                      (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_CONNECTIONS);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_CONNECTIONS);
@@ -878,7 +877,7 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_CONN_MSG_AUTH_TIMER:
         if (is_peer(c)) {
             if (nd_timer_fired(&c->auth_timer, msg) && !c->closing && !c->connected) {
-                nd_log_error("%s:%d - %s:%llu - Authentication Timeout", c->ip, c->port,
+                nd_log_error("%s:%d - %s:%llu - Authentication Timeout", nd_conn_lhost(c), c->port,
                              log_tag(c), (unsigned long long)c->cid);
                 nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
                 nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
@@ -942,7 +941,7 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         if (!c->closing) {
             nd_log_info("%s:%d - cid:%llu - \"Slow Consumer Detected: MaxPending of %lld "
                         "Exceeded\"",
-                        c->ip, c->port, (unsigned long long)c->cid,
+                        nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
                         (long long)c->srv->opts.max_pending);
             drop_output(c);
             nd_conn_close(ctx, c, ND_CLOSE_SLOW_PENDING);
@@ -1052,6 +1051,17 @@ nd_conn_ws_become_leaf(nd_ctx_t *ctx, nd_conn_t *c)
     nd_leaf_conn_start(ctx, c);
 }
 
+void
+nd_conn_ws_become_pconn(nd_ctx_t *ctx, nd_conn_t *c)
+{
+    /* No subscription of ours exists yet, so no publisher has looked at kind or proto; the
+     * registry lists us only from nd_pconn_on_start on. */
+    c->kind = ND_CONN_MQTT;
+    c->proto = c->srv->ws_mqtt_proto;
+    c->parg = c->srv->ws_mqtt_arg;
+    nd_pconn_on_start(ctx, c);
+}
+
 /* What a socket connection is besides a plain client: at most one of route, leaf, gw and proto
  * (with parg and ptls), and ws for a WebSocket client; acct binds a leaf. */
 typedef struct spawn_args {
@@ -1116,7 +1126,8 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, const
             c->port = ntohs(a->sin_port);
         }
     }
-    if (rt == NULL && lf == NULL && gw == NULL)
+    /* A WebSocket client says so once upgraded (conn_ws.c), as nats-server does. */
+    if (rt == NULL && lf == NULL && gw == NULL && sa->ws == NULL)
         nd_log_debug("%s:%d - cid:%llu - Client connection created", c->ip, c->port,
                      (unsigned long long)c->cid);
     int err = nd_poller_add(srv->poller, &c->io, fd, &c->base, ND_CONN_MSG_IO);

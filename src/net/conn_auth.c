@@ -67,7 +67,9 @@ void
 nd_conn_auth_begin(nd_ctx_t *ctx, nd_conn_t *c)
 {
     nd_auth_t *a = c->srv->auth != NULL ? nd_auth_slot_get(c->srv->auth) : NULL;
-    bool ws = c->ws != NULL;
+    /* MQTT over WebSocket follows the mqtt block's rules, not the websocket block's (nats-server's
+     * clientType is MQTT for it). */
+    bool ws = c->ws != NULL && c->proto == NULL;
     if (a == NULL || !(a->required || (ws && a->ws.override))) {
         c->authed = true;
         nd_auth_unref(ctx, a);
@@ -88,10 +90,10 @@ static void
 violation(nd_ctx_t *ctx, nd_conn_t *c)
 {
     if (c->cr_user != NULL)
-        nd_log_error("%s:%d - cid:%llu - authentication error - User \"%s\"", c->ip, c->port,
-                     (unsigned long long)c->cid, c->cr_user);
+        nd_log_error("%s:%d - cid:%llu - authentication error - User \"%s\"", nd_conn_lhost(c),
+                     c->port, (unsigned long long)c->cid, c->cr_user);
     else
-        nd_log_error("%s:%d - cid:%llu - authentication error", c->ip, c->port,
+        nd_log_error("%s:%d - cid:%llu - authentication error", nd_conn_lhost(c), c->port,
                      (unsigned long long)c->cid);
     nd_conn_write_err(c, ND_ERR_AUTH_VIOLATION);
     nd_conn_close(ctx, c, ND_CLOSE_AUTH_FAILURE);
@@ -138,8 +140,8 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     int64_t before = atomic_fetch_add_explicit(&g->acct->jwt_conns, 1, memory_order_relaxed);
     c->acct_counted = true;
     if (g->max_conns >= 0 && before >= g->max_conns) {
-        nd_log_error("%s:%d - cid:%llu - maximum account active connections exceeded", c->ip,
-                     c->port, (unsigned long long)c->cid);
+        nd_log_error("%s:%d - cid:%llu - maximum account active connections exceeded",
+                     nd_conn_lhost(c), c->port, (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_ACCOUNT_CONNECTIONS);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_ACCOUNT_CONNECTIONS);
         return false;
@@ -158,7 +160,7 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     if (c->jwt_subs_limited && c->jwt_max_subs <= 0) {
         /* At its subscription limit before any SUB (a user JWT without "subs" has 0):
          * nats-server's applyAccountLimits sends the error and closes the connection. */
-        nd_log_error("%s:%d - cid:%llu - maximum subscriptions exceeded", c->ip, c->port,
+        nd_log_error("%s:%d - cid:%llu - maximum subscriptions exceeded", nd_conn_lhost(c), c->port,
                      (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_SUBSCRIPTIONS);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_SUBSCRIPTIONS);
@@ -230,9 +232,10 @@ creds_of(const nd_conn_t *c, nd_auth_creds_t *cr)
     cr->ip = c->ip;
     cr->tls_map = c->tls != NULL && c->tls->verify_and_map;
     cr->tls_names = &c->tls_names;
-    cr->conn_type = c->kind == ND_CONN_MQTT ? ND_CONN_TYPE_MQTT
-                    : c->ws != NULL         ? ND_CONN_TYPE_WEBSOCKET
-                                            : 0;
+    cr->conn_type = c->kind == ND_CONN_MQTT
+                        ? (c->ws != NULL ? ND_CONN_TYPE_MQTT_WS : ND_CONN_TYPE_MQTT)
+                    : c->ws != NULL ? ND_CONN_TYPE_WEBSOCKET
+                                    : 0;
     cr->no_auth_user = c->no_auth_override;
 }
 
@@ -342,10 +345,10 @@ nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pa
     if (!ok) {
         nd_auth_unref(ctx, a);
         if (c->cr_user != NULL)
-            nd_log_error("%s:%d - cid:%llu - authentication error - User \"%s\"", c->ip, c->port,
-                         (unsigned long long)c->cid, c->cr_user);
+            nd_log_error("%s:%d - cid:%llu - authentication error - User \"%s\"", nd_conn_lhost(c),
+                         c->port, (unsigned long long)c->cid, c->cr_user);
         else
-            nd_log_error("%s:%d - cid:%llu - authentication error", c->ip, c->port,
+            nd_log_error("%s:%d - cid:%llu - authentication error", nd_conn_lhost(c), c->port,
                          (unsigned long long)c->cid);
         return false;
     }
@@ -401,8 +404,9 @@ nd_conn_auth_pub(nd_conn_t *c, const char *subj, size_t len)
     char *p = n < sizeof buf ? buf : nd_xmalloc(n + 1);
     if (p != buf)
         nd_perms_err_pub(p, n + 1, subj, len);
-    nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"", c->ip,
-                 c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "", (int)len, subj);
+    nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"",
+                 nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+                 c->cr_user ? c->cr_user : "", (int)len, subj);
     write_perm_err(c, p, n);
     if (p != buf)
         nd_free(p);
@@ -423,9 +427,9 @@ nd_conn_auth_sub(nd_conn_t *c, const char *subj, size_t slen, const char *queue,
     char *p = n < sizeof buf ? buf : nd_xmalloc(n + 1);
     if (p != buf)
         nd_perms_err_sub(p, n + 1, subj, slen, queue, qlen);
-    nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject \"%.*s\"", c->ip,
-                 c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "", (int)slen,
-                 subj);
+    nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject \"%.*s\"",
+                 nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+                 c->cr_user ? c->cr_user : "", (int)slen, subj);
     write_perm_err(c, p, n);
     if (p != buf)
         nd_free(p);
@@ -438,15 +442,15 @@ nd_conn_auth_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     if (!nd_timer_fired(&c->auth_timer, msg) || c->closing)
         return;
     if (c->authed && c->jwt_expiring) {
-        nd_log_info("%s:%d - cid:%llu - %s JWT expired", c->ip, c->port, (unsigned long long)c->cid,
-                    c->jwt_acct_expiry ? "Account" : "User");
+        nd_log_info("%s:%d - cid:%llu - %s JWT expired", nd_conn_lhost(c), c->port,
+                    (unsigned long long)c->cid, c->jwt_acct_expiry ? "Account" : "User");
         nd_conn_write_err(c, c->jwt_acct_expiry ? ND_ERR_ACCT_EXPIRED : ND_ERR_AUTH_EXPIRED);
         nd_conn_close(ctx, c, ND_CLOSE_AUTH_EXPIRED);
         return;
     }
     if (c->authed)
         return;
-    nd_log_error("%s:%d - cid:%llu - authentication timeout", c->ip, c->port,
+    nd_log_error("%s:%d - cid:%llu - authentication timeout", nd_conn_lhost(c), c->port,
                  (unsigned long long)c->cid);
     nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
     nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
@@ -519,7 +523,7 @@ nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c)
     if (!ok && g.revoked) {
         /* A reload revoked the user JWT of a connected client (nats-server's "User
          * Authentication Revoked"; a revoked login at CONNECT is a plain violation). */
-        nd_log_info("%s:%d - cid:%llu - User JWT revoked", c->ip, c->port,
+        nd_log_info("%s:%d - cid:%llu - User JWT revoked", nd_conn_lhost(c), c->port,
                     (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_AUTH_REVOKED);
         nd_conn_close(ctx, c, ND_CLOSE_REVOKED);

@@ -202,7 +202,8 @@ typedef struct nd_conn {
     struct nd_route *route;
     /* immutable after spawn: a leaf connection's own state (leaf_int.h; owner only), or NULL */
     struct nd_leaf *leaf;
-    /* immutable after spawn: a protocol connection's vtable (net/pconn.h), NULL for NATS */
+    /* immutable after spawn (or after the WebSocket upgrade on /mqtt, before any subscription
+     * of ours exists): a protocol connection's vtable (net/pconn.h), NULL for NATS */
     const struct nd_pconn_proto *proto;
     /* immutable after spawn: a gateway connection's own state (gateway_int.h; owner only), or
      * NULL */
@@ -230,6 +231,9 @@ typedef struct nd_conn {
     struct nd_ws_srv *ws;      /* a WebSocket client: its listener's settings (conn_ws.c), else NULL */
     uint8_t ws_state;          /* ND_CONN_WS_* (conn_ws.c) */
     struct nd_conn_ws_cookies *ws_cookies; /* credentials from the upgrade's cookies, or NULL */
+    /* The upgrade's X-Forwarded-For address with ours, "<forwarded>/<ip>" as nats-server's log
+     * prefix has it (owned; set at the upgrade, before any log line uses it), or NULL */
+    char *ws_xff;
     nd_timer_t auth_timer;     /* conn_auth.c */
     nd_perms_conn_t perms;     /* our permissions and their caches (perms.perms NULL: none) */
     bool authed;               /* authenticated (or no authentication required) */
@@ -280,6 +284,15 @@ typedef struct nd_conn {
      * count, republished with relaxed stores at the end of each turn for monitors to sample */
     nd_mon_conn_t mon;
 } nd_conn_t;
+
+/* The address our log lines start with ("<ip>:<port> - cid:<n> - ..."): the socket's, behind
+ * the X-Forwarded-For one of a WebSocket upgrade that carried it. /connz and authorization see
+ * only the socket's (c->ip), as in nats-server. Ctx: the owner. */
+static inline const char *
+nd_conn_lhost(const nd_conn_t *c)
+{
+    return c->ws_xff != NULL ? c->ws_xff : c->ip;
+}
 
 /* conn.c: nd_conn_write queues our own output (counted in pending); nd_conn_append queues bytes
  * a publisher already counted. */
@@ -343,6 +356,10 @@ bool nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev);
 /* conn.c: an upgraded WebSocket connection on path /leafnode becomes an accepted leaf
  * connection (net/leaf_int.h) and starts as one. Ctx: its own turn. */
 void nd_conn_ws_become_leaf(nd_ctx_t *ctx, nd_conn_t *c);
+/* conn.c: an upgraded WebSocket connection on path /mqtt becomes a protocol connection
+ * (net/pconn.h, kind ND_CONN_MQTT) with the protocol the MQTT service registered, and starts as
+ * one. Ctx: its own turn. */
+void nd_conn_ws_become_pconn(nd_ctx_t *ctx, nd_conn_t *c);
 /* The handshake timeout (the auth timer's message while upgrading). */
 void nd_conn_ws_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg);
 

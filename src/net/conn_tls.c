@@ -49,8 +49,8 @@ wrap(nd_ctx_t *ctx, nd_conn_t *c, bool with_output)
     }
     c->tls_state = ND_CONN_TLS_HANDSHAKE;
     nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
-    nd_log_debug("%s:%d - cid:%llu - Starting TLS client connection handshake", c->ip, c->port,
-                 (unsigned long long)c->cid);
+    nd_log_debug("%s:%d - cid:%llu - Starting TLS client connection handshake", nd_conn_lhost(c),
+                 c->port, (unsigned long long)c->cid);
 }
 
 /* Advances the handshake; on completion sends what waited for it. Returns: true when TLS is up. */
@@ -63,16 +63,16 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
         return false;
     case ND_TLS_FAILED:
         if (c->route != NULL)
-            nd_log_error("%s:%d - rid:%llu - TLS route handshake error: %s", c->ip, c->port,
-                         (unsigned long long)c->cid, why);
+            nd_log_error("%s:%d - rid:%llu - TLS route handshake error: %s", nd_conn_lhost(c),
+                         c->port, (unsigned long long)c->cid, why);
         else if (c->leaf != NULL)
-            nd_log_error("%s:%d - lid:%llu - TLS leafnode handshake error: %s", c->ip, c->port,
-                         (unsigned long long)c->cid, why);
+            nd_log_error("%s:%d - lid:%llu - TLS leafnode handshake error: %s", nd_conn_lhost(c),
+                         c->port, (unsigned long long)c->cid, why);
         else if (c->gw != NULL)
-            nd_log_error("%s:%d - gid:%llu - TLS gateway handshake error: %s", c->ip, c->port,
-                         (unsigned long long)c->cid, why);
+            nd_log_error("%s:%d - gid:%llu - TLS gateway handshake error: %s", nd_conn_lhost(c),
+                         c->port, (unsigned long long)c->cid, why);
         else
-            nd_log_error("%s:%d - cid:%llu - TLS handshake error: %s", c->ip, c->port,
+            nd_log_error("%s:%d - cid:%llu - TLS handshake error: %s", nd_conn_lhost(c), c->port,
                          (unsigned long long)c->cid, why);
         nd_conn_close(ctx, c, ND_CLOSE_TLS_HANDSHAKE);
         return false;
@@ -81,7 +81,7 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
     }
     nd_timer_cancel(ctx, &c->tls_timer);
     c->tls_state = ND_CONN_TLS_UP;
-    nd_log_debug("%s:%d - cid:%llu - TLS handshake complete (%s, %s)", c->ip, c->port,
+    nd_log_debug("%s:%d - cid:%llu - TLS handshake complete (%s, %s)", nd_conn_lhost(c), c->port,
                  (unsigned long long)c->cid, nd_tls_version(&c->tr), nd_tls_cipher(&c->tr));
     if (c->route != NULL) {
         nd_route_conn_start(ctx, c); /* INFO, CONNECT and pings, now encrypted */
@@ -100,8 +100,8 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
          * check that looks them up among the configured users is not wired yet. */
         nd_tls_peer_names(&c->tr, &c->tls_names);
         for (size_t i = 0; i < c->tls_names.n; i++)
-            nd_log_debug("%s:%d - cid:%llu - TLS certificate name %zu: %s", c->ip, c->port,
-                         (unsigned long long)c->cid, i, c->tls_names.v[i]);
+            nd_log_debug("%s:%d - cid:%llu - TLS certificate name %zu: %s", nd_conn_lhost(c),
+                         c->port, (unsigned long long)c->cid, i, c->tls_names.v[i]);
     }
     if (c->tls_info_due) {
         c->tls_info_due = false;
@@ -163,7 +163,7 @@ nd_conn_tls_begin_route(nd_ctx_t *ctx, nd_conn_t *c)
         nd_tls_wrap(&c->tr, c->tls, NULL, 0);
     c->tls_state = ND_CONN_TLS_HANDSHAKE;
     nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
-    nd_log_debug("%s:%d - rid:%llu - Starting TLS route %s handshake", c->ip, c->port,
+    nd_log_debug("%s:%d - rid:%llu - Starting TLS route %s handshake", nd_conn_lhost(c), c->port,
                  (unsigned long long)c->cid, solicited ? "client" : "server");
     drive(ctx, c);
 }
@@ -180,7 +180,7 @@ nd_conn_tls_begin_leaf(nd_ctx_t *ctx, nd_conn_t *c, nd_tls_ctx_t *tls, const cha
     } else {
         wrap(ctx, c, true); /* our INFO goes first, in plain text */
     }
-    nd_log_debug("%s:%d - lid:%llu - Starting TLS leafnode %s handshake", c->ip, c->port,
+    nd_log_debug("%s:%d - lid:%llu - Starting TLS leafnode %s handshake", nd_conn_lhost(c), c->port,
                  (unsigned long long)c->cid, host != NULL ? "client" : "server");
     drive(ctx, c);
 }
@@ -196,7 +196,7 @@ nd_conn_tls_begin_gateway(nd_ctx_t *ctx, nd_conn_t *c)
         nd_tls_wrap(&c->tr, c->tls, NULL, 0);
     c->tls_state = ND_CONN_TLS_HANDSHAKE;
     nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
-    nd_log_debug("%s:%d - gid:%llu - Starting TLS gateway %s handshake", c->ip, c->port,
+    nd_log_debug("%s:%d - gid:%llu - Starting TLS gateway %s handshake", nd_conn_lhost(c), c->port,
                  (unsigned long long)c->cid, solicited ? "client" : "server");
     drive(ctx, c);
 }
@@ -283,7 +283,7 @@ nd_conn_tls_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
         return;
     }
     if (c->tls_state == ND_CONN_TLS_HANDSHAKE) {
-        nd_log_error("%s:%d - cid:%llu - TLS handshake timeout", c->ip, c->port,
+        nd_log_error("%s:%d - cid:%llu - TLS handshake timeout", nd_conn_lhost(c), c->port,
                      (unsigned long long)c->cid);
         nd_conn_close(ctx, c, ND_CLOSE_TLS_HANDSHAKE);
     }

@@ -15,13 +15,27 @@
  * open after an error answer (keep-alive) and reads another request; natsd answers and closes.
  * The 101 carries nats-server's answers: permessage-deflate with no context takeover when
  * compression is on and the client offers it, Nats-No-Masking when the client asked for it,
- * then the headers {} of the config. X-Forwarded-For and the cookies are not read yet.
- * References: nats-server 2.9.10 server/websocket.go (wsUpgrade, wsReturnHTTPError,
- * createWSClient); probes of /usr/sbin/nats-server 2.9.10 (tests/integ/test_ws.c).
+ * then the headers {} of the config.
+ * The path picks what the connection becomes, as nats-server's wsUpgrade (its escaped path ends
+ * with): /leafnode a leaf connection (leaf.c), /mqtt an MQTT connection (the protocol connection
+ * that the MQTT service registered, net/pconn.h; its 101 names the subprotocol
+ * "Sec-Websocket-Protocol: mqtt" whether asked or not, and without an mqtt block the request
+ * gets 404 as in nats-server 2.10+), anything else a NATS client (which alone reads the
+ * cookies). An MQTT connection over WebSocket follows the mqtt block's authorization and is
+ * listed in /connz as an MQTT client.
+ * X-Forwarded-For: its first header line, when it is one IP address, goes in front of our
+ * address in the connection's log lines ("10.0.0.1/127.0.0.1:5000 - cid:7 - ..."), as
+ * nats-server's log prefix; /connz, the INFO's client_ip and authorization keep the socket's
+ * address, as there.
+ * References: nats-server server/websocket.go (wsUpgrade, wsReturnHTTPError, createWSClient),
+ * mqtt.go (createMQTTClient), client.go (initClient: the log prefix); probes of
+ * /usr/sbin/nats-server 2.9.10 (tests/integ/test_ws.c).
  */
 #include "net/conn_int.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -41,6 +55,8 @@ status_text(int status)
         return "Bad Request";
     case 403:
         return "Forbidden";
+    case 404:
+        return "Not Found";
     case 405:
         return "Method Not Allowed";
     case 413:
@@ -149,22 +165,54 @@ path_ends(const nd_http_req_t *req, const char *suffix)
     return n >= sl && memcmp(req->target + n - sl, suffix, sl) == 0;
 }
 
-/* The request is complete and good: the 101, the WebSocket transport, then the client (or a
- * leaf connection, for the path /leafnode). */
+/* What an upgraded connection becomes, by the request's path (nats-server's wsUpgrade: the
+ * escaped path ends with /leafnode or /mqtt). */
+enum { AS_CLIENT, AS_LEAF, AS_MQTT };
+
+/* Keeps the upgrade's X-Forwarded-For for our log lines, as nats-server's wsUpgrade: the first
+ * such header line, whole, when it is one IP address (a list "a, b" is not one, and is
+ * ignored as there). */
 static void
-upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u, bool leaf)
+take_forwarded_for(nd_conn_t *c, const nd_http_req_t *req)
 {
+    const char *v;
+    size_t vn;
+    if (!nd_http_header(c->rbuf, req, "X-Forwarded-For", 0, &v, &vn) || vn == 0 || vn >= 64)
+        return;
+    char ip[64];
+    memcpy(ip, v, vn);
+    ip[vn] = '\0';
+    unsigned char bin[sizeof(struct in6_addr)];
+    bool v6 = false;
+    if (inet_pton(AF_INET, ip, bin) != 1) {
+        if (inet_pton(AF_INET6, ip, bin) != 1)
+            return;
+        v6 = true;
+    }
+    size_t cap = vn + sizeof c->ip + 4;
+    c->ws_xff = nd_xmalloc(cap);
+    snprintf(c->ws_xff, cap, v6 ? "[%s]/%s" : "%s/%s", ip, c->ip);
+}
+
+/* The request is complete and good: the 101, the WebSocket transport, then the client (or a
+ * leaf connection for the path /leafnode, an MQTT connection for /mqtt). */
+static void
+upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u, int as)
+{
+    bool leaf = as == AS_LEAF;
     const char *extra = c->ws->raw_headers != NULL ? c->ws->raw_headers : "";
     size_t cap = 512 + strlen(extra);
     char *r = nd_xmalloc(cap);
+    /* MQTT: nats-server names the subprotocol whether or not the client asked for it. */
     int n = snprintf(r, cap,
                      "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s%s%s\r\n",
+                     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n%s%s%s%s\r\n",
                      u->accept,
                      u->compress ? "Sec-WebSocket-Extensions: permessage-deflate; "
                                    "server_no_context_takeover; client_no_context_takeover\r\n"
                                  : "",
-                     u->no_masking ? "Nats-No-Masking: true\r\n" : "", extra);
+                     u->no_masking ? "Nats-No-Masking: true\r\n" : "",
+                     as == AS_MQTT ? "Sec-Websocket-Protocol: mqtt\r\n" : "", extra);
     if (leaf &&
         (c->srv->leafs == NULL || c->srv->opts.leaf == NULL || c->srv->opts.leaf->port == 0)) {
         /* nats-server upgrades, then closes the socket without a frame: answering would need a
@@ -195,8 +243,14 @@ upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u, bool leaf)
     nd_free(c->rbuf);
     c->rbuf = NULL;
     c->rcap = c->rlen = 0;
-    if (leaf)
+    if (leaf) {
         nd_conn_ws_become_leaf(ctx, c);
+        return;
+    }
+    nd_log_debug("%s:%d - cid:%llu - Client connection created", nd_conn_lhost(c), c->port,
+                 (unsigned long long)c->cid);
+    if (as == AS_MQTT)
+        nd_conn_ws_become_pconn(ctx, c);
     else
         nd_conn_start_client(ctx, c);
 }
@@ -258,6 +312,15 @@ nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev)
         hs_error(ctx, c, "'Host' missing in request");
         return false;
     }
+    int as = path_ends(&req, "/leafnode") ? AS_LEAF
+             : path_ends(&req, "/mqtt")   ? AS_MQTT
+                                          : AS_CLIENT;
+    if (as == AS_MQTT && c->srv->ws_mqtt_proto == NULL) {
+        /* nats-server 2.10+ checks this first (2.9.10 upgrades, then fails the MQTT CONNECT). */
+        answer_error(c, &req, 404);
+        hs_error(ctx, c, "mqtt websocket endpoint not enabled");
+        return false;
+    }
     nd_ws_upgrade_t u;
     nd_ws_check_upgrade(c->ws, c->rbuf, &req, c->ws->tls != NULL, &u);
     if (u.status != 0) {
@@ -276,9 +339,9 @@ nd_conn_ws_io(nd_ctx_t *ctx, nd_conn_t *c, uint32_t *ev)
         hs_error(ctx, c, "client sent data before handshake is complete");
         return false;
     }
-    bool leaf = path_ends(&req, "/leafnode");
-    if (!leaf)
-        take_cookies(c, &req);
-    upgrade(ctx, c, &u, leaf);
+    take_forwarded_for(c, &req);
+    if (as == AS_CLIENT)
+        take_cookies(c, &req); /* only a NATS CONNECT reads them */
+    upgrade(ctx, c, &u, as);
     return false; /* nothing more to read now: the client speaks once it has the INFO */
 }

@@ -97,7 +97,7 @@
 
 /* Log prefix of a leaf connection, as nats-server's "<ip>:<port> - lid:<n> - ". */
 #define LFMT     "%s:%d - lid:%llu - "
-#define LARGS(c) (c)->ip, (c)->port, (unsigned long long)(c)->cid
+#define LARGS(c) nd_conn_lhost(c), (c)->port, (unsigned long long)(c)->cid
 
 /* One remote to solicit (leafnodes { remotes }). */
 struct leaf_job {

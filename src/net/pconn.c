@@ -19,10 +19,10 @@ nd_pconn_on_start(nd_ctx_t *ctx, nd_conn_t *c)
     c->counted = true;
     nd_connreg_add(s->connreg, &c->mon);
     nd_conn_auth_begin(ctx, c); /* its default timeout reads c->tls */
-    if (c->tls != NULL)
+    if (c->tls != NULL && c->ws == NULL)
         nd_conn_tls_begin_ws(ctx, c); /* the handshake first, no INFO (conn_tls.c) */
     if (conns > nd_server_live_get(s, max_connections)) {
-        nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", c->ip, c->port,
+        nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", nd_conn_lhost(c), c->port,
                      (unsigned long long)c->cid);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_CONNECTIONS);
         return;
@@ -106,6 +106,19 @@ nd_pconn_on_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch)
     nd_free(ch->buf);
 }
 
+void
+nd_pconn_register_ws(nd_server_t *srv, const nd_pconn_proto_t *proto, void *arg)
+{
+    srv->ws_mqtt_proto = proto;
+    srv->ws_mqtt_arg = arg;
+}
+
+bool
+nd_pconn_websocket(const nd_conn_t *c)
+{
+    return c->ws != NULL;
+}
+
 void *
 nd_pconn_arg(const nd_conn_t *c)
 {
@@ -145,7 +158,7 @@ nd_pconn_account(const nd_conn_t *c)
 const char *
 nd_pconn_ip(const nd_conn_t *c)
 {
-    return c->ip;
+    return nd_conn_lhost(c);
 }
 
 int
@@ -281,8 +294,8 @@ subscribe(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len, const ch
         if (!nd_perms_conn_sub(&c->perms, subject, len, NULL, 0)) {
             nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject "
                          "\"%.*s\"",
-                         c->ip, c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "",
-                         (int)len, subject);
+                         nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+                         c->cr_user ? c->cr_user : "", (int)len, subject);
             return 0;
         }
         if (c->perms.deny_filter)
@@ -341,9 +354,9 @@ nd_pconn_publish(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len, c
                  size_t data_len)
 {
     if (c->perms.perms != NULL && !nd_perms_conn_pub(&c->perms, subject, len, now_ns())) {
-        nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"", c->ip,
-                     c->port, (unsigned long long)c->cid, c->cr_user ? c->cr_user : "", (int)len,
-                     subject);
+        nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"",
+                     nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+                     c->cr_user ? c->cr_user : "", (int)len, subject);
         return false;
     }
     /* The publish path reads headers and payload as one block. */

@@ -66,6 +66,14 @@ struct nd_tls_ctx;
 void nd_pconn_spawn(nd_ctx_t *ctx, nd_server_t *srv, int fd, const nd_pconn_proto_t *proto,
                     void *arg, struct nd_tls_ctx *tls);
 
+/* Registers proto and arg as the protocol of the websocket port's path /mqtt: an upgrade there
+ * becomes a protocol connection (kind ND_CONN_MQTT) over the WebSocket transport, as
+ * nats-server's createMQTTClient with a websocket. Without it, /mqtt is refused with 404. proto
+ * and arg outlive the server's connections. Ctx: the starting thread, before the pool starts. */
+void nd_pconn_register_ws(nd_server_t *srv, const nd_pconn_proto_t *proto, void *arg);
+/* Whether the connection came over the websocket port (MQTT over WebSocket). */
+bool nd_pconn_websocket(const struct nd_conn *c);
+
 void *nd_pconn_arg(const struct nd_conn *c);
 void *nd_pconn_state(const struct nd_conn *c);
 void nd_pconn_set_state(struct nd_conn *c, void *state);
@@ -73,6 +81,8 @@ uint64_t nd_pconn_cid(const struct nd_conn *c);
 nd_server_t *nd_pconn_server(const struct nd_conn *c);
 /* The account the connection is bound to (after nd_pconn_login: the user's). Borrowed. */
 struct nd_acct *nd_pconn_account(const struct nd_conn *c);
+/* The client's address for log lines: its IP, or "<forwarded>/<ip>" when it came over the
+ * websocket port with an X-Forwarded-For header (as nats-server's log prefix). Borrowed. */
 const char *nd_pconn_ip(const struct nd_conn *c);
 int nd_pconn_port(const struct nd_conn *c);
 bool nd_pconn_closing(const struct nd_conn *c);

@@ -172,6 +172,11 @@ typedef struct nd_server {
     struct nd_leafs *leafs;       /* leaf nodes (net/leaf.h), NULL when not configured */
     struct nd_gateways *gateways; /* gateways (net/gateway.h), NULL when not configured */
     struct nd_ws_srv *ws;         /* the websocket port (net/ws.h), NULL when not configured */
+    /* MQTT over WebSocket (the path /mqtt of the websocket port, conn_ws.c): the MQTT service's
+     * protocol and its argument (net/pconn.h), registered by src/mqtt before the pool starts
+     * (nd_pconn_register_ws); NULL when MQTT is not configured */
+    const struct nd_pconn_proto *ws_mqtt_proto;
+    void *ws_mqtt_arg;
     nd_iobuf_t *rscratch, *wscratch; /* one each per worker, indexed by ctx->worker */
     /* client TLS (net/tls.h), NULL when off: a reference, replaced by a reload. Read and
      * written only at start and by the reloading thread (under the reload mutex), which

@@ -1,6 +1,7 @@
 /* WebSocket clients (src/net/ws.c, conn_ws.c): the server as a process with a websocket port,
  * driven by raw sockets that speak RFC 6455 themselves (masked client frames, fragments,
- * control frames) and by bad upgrade requests.
+ * control frames) and by bad upgrade requests; MQTT over WebSocket on the path /mqtt (suite
+ * wsmqtt, raw MQTT packets in frames) and X-Forwarded-For.
  *
  * Every expectation was checked against nats-server 2.9.10 (integ.ws.reference runs this file
  * against /usr/sbin/nats-server): the 101 and its Sec-WebSocket-Accept, the INFO in one binary
@@ -1192,4 +1193,425 @@ Test(wsstart, refusals, .timeout = 60)
         cr_assert(strstr(out, cases[i].text) != NULL, "want %s in: %s", cases[i].text, out);
         free(out);
     }
+}
+
+/* ---- MQTT over WebSocket ---- */
+
+/* The path /mqtt of the websocket port carries MQTT in binary frames (nats-server's mqttWSPath;
+ * 2.9.10 serves it too and every expectation below holds for both unless a test says so): the
+ * 101 names the subprotocol "mqtt" whether the client asked for it or not, MQTT packets may
+ * span frames or share one, the connection follows the mqtt block's authorization (not the
+ * websocket block's) and /connz lists it as an MQTT client. X-Forwarded-For goes in front of
+ * the address in the connection's log lines only: /connz keeps the socket's address. */
+
+static nd_integ_conf_t mconf;
+static nd_integ_server_t *msrv;
+
+/* A server with websocket and mqtt (which needs server_name and JetStream in 2.9.10), debug
+ * logging for the log line checks; ws_extra and mqtt_extra go inside those blocks. */
+static void
+mq_up(const char *ws_extra, const char *mqtt_extra)
+{
+    ws_port = nd_integ_free_port();
+    http_port = nd_integ_free_port();
+    int mport = nd_integ_free_port();
+    char store[256], text[2048];
+    nd_integ_conf_file(&mconf, "store", store, sizeof store);
+    snprintf(text, sizeof text,
+             "server_name: wsmqtt\ndebug: true\nlisten: 127.0.0.1:%d\nhttp: \"127.0.0.1:%d\"\n"
+             "jetstream { store_dir: \"%s\" }\n"
+             "websocket { host: 127.0.0.1, port: %d, no_tls: true\n%s\n}\n"
+             "mqtt { host: 127.0.0.1, port: %d\n%s\n}\n",
+             nd_integ_free_port(), http_port, store, ws_port, ws_extra ? ws_extra : "", mport,
+             mqtt_extra ? mqtt_extra : "");
+    msrv = nd_integ_conf_start(&mconf, text);
+    char line[128];
+    snprintf(line, sizeof line, "Listening for MQTT clients on mqtt://127.0.0.1:%d", mport);
+    nd_integ_server_wait_log(msrv, 0, line);
+}
+
+static void
+mq_fini(void)
+{
+    if (msrv != NULL)
+        nd_integ_conf_stop(msrv, &mconf);
+    msrv = NULL;
+    nd_integ_cleanup();
+}
+
+TestSuite(wsmqtt, .fini = mq_fini, .timeout = 60);
+
+/* An MQTT connection over WebSocket: the socket and what its frames brought that no packet has
+ * taken yet. */
+typedef struct {
+    int fd;
+    int port; /* our end's port, as the server sees it */
+    uint8_t b[65536];
+    size_t n;
+} mqws_t;
+
+typedef struct {
+    uint8_t b[4096];
+    size_t n;
+} mpkt_t;
+
+static void
+mp_u16(mpkt_t *p, unsigned v)
+{
+    p->b[p->n++] = (uint8_t)(v >> 8);
+    p->b[p->n++] = (uint8_t)v;
+}
+
+static void
+mp_str(mpkt_t *p, const char *s)
+{
+    size_t n = strlen(s);
+    mp_u16(p, (unsigned)n);
+    memcpy(p->b + p->n, s, n);
+    p->n += n;
+}
+
+/* body wrapped in a fixed header with type/flags tf. */
+static mpkt_t
+mp_wrap(uint8_t tf, const mpkt_t *body)
+{
+    mpkt_t o = {.n = 0};
+    o.b[o.n++] = tf;
+    size_t rl = body->n;
+    do {
+        uint8_t d = (uint8_t)(rl % 128);
+        rl /= 128;
+        o.b[o.n++] = rl ? (uint8_t)(d | 0x80) : d;
+    } while (rl);
+    memcpy(o.b + o.n, body->b, body->n);
+    o.n += body->n;
+    return o;
+}
+
+static mpkt_t
+mp_connect(const char *cid, const char *user, const char *pass)
+{
+    mpkt_t b = {.n = 0};
+    mp_str(&b, "MQTT");
+    b.b[b.n++] = 4;                                                       /* 3.1.1 */
+    b.b[b.n++] = (uint8_t)(0x02 | (user ? 0x80 : 0) | (pass ? 0x40 : 0)); /* clean session */
+    mp_u16(&b, 60);
+    mp_str(&b, cid);
+    if (user)
+        mp_str(&b, user);
+    if (pass)
+        mp_str(&b, pass);
+    return mp_wrap(0x10, &b);
+}
+
+static mpkt_t
+mp_subscribe(uint16_t pid, const char *filter, int qos)
+{
+    mpkt_t b = {.n = 0};
+    mp_u16(&b, pid);
+    mp_str(&b, filter);
+    b.b[b.n++] = (uint8_t)qos;
+    return mp_wrap(0x82, &b);
+}
+
+static mpkt_t
+mp_publish(const char *topic, const char *msg, int qos, uint16_t pid)
+{
+    mpkt_t b = {.n = 0};
+    mp_str(&b, topic);
+    if (qos > 0)
+        mp_u16(&b, pid);
+    memcpy(b.b + b.n, msg, strlen(msg));
+    b.n += strlen(msg);
+    return mp_wrap((uint8_t)(0x30 | (qos << 1)), &b);
+}
+
+/* Sends p in one binary frame. */
+static void
+mq_send(const mqws_t *m, const mpkt_t *p)
+{
+    send_frame(m->fd, BIN, p->b, p->n, false);
+}
+
+/* Reads the next MQTT packet (fixed header included) into out, reading frames as needed.
+ * Returns: false when the server closed (a close frame or the end of the stream). */
+static bool
+mq_recv(mqws_t *m, mpkt_t *out)
+{
+    for (;;) {
+        if (m->n >= 2) {
+            size_t rl = 0, i = 1;
+            unsigned shift = 0;
+            bool done = false;
+            while (i < m->n && i <= 4) {
+                rl |= (size_t)(m->b[i] & 0x7F) << shift;
+                shift += 7;
+                if (!(m->b[i++] & 0x80)) {
+                    done = true;
+                    break;
+                }
+            }
+            if (done && m->n >= i + rl) {
+                cr_assert(i + rl <= sizeof out->b, "packet too large");
+                memcpy(out->b, m->b, i + rl);
+                out->n = i + rl;
+                memmove(m->b, m->b + i + rl, m->n - i - rl);
+                m->n -= i + rl;
+                return true;
+            }
+        }
+        uint8_t b0;
+        char *p;
+        size_t n;
+        if (!recv_frame(m->fd, &b0, &p, &n))
+            return false;
+        if (b0 == 0x88) {
+            free(p);
+            return false;
+        }
+        cr_assert_eq(b0, BIN, "frame 0x%02x", b0);
+        cr_assert(m->n + n <= sizeof m->b);
+        memcpy(m->b + m->n, p, n);
+        m->n += n;
+        free(p);
+    }
+}
+
+static void
+mq_expect(mqws_t *m, const void *want, size_t wn)
+{
+    mpkt_t p;
+    cr_assert(mq_recv(m, &p), "closed, expected a packet 0x%02x", ((const uint8_t *)want)[0]);
+    cr_assert(p.n == wn && memcmp(p.b, want, wn) == 0, "got %s, want %s",
+              nd_integ_escape(p.b, p.n, 64), nd_integ_escape(want, wn, 64));
+}
+
+#define MQ_EXPECT(m, lit) mq_expect((m), (lit), sizeof(lit) - 1)
+
+/* Upgrades a new connection on /mqtt with extra request headers (may be ""), checks the 101
+ * (the subprotocol named whatever the request said), then sends CONNECT split over two frames
+ * and checks the CONNACK's return code rc. */
+static void
+mq_ws_open(mqws_t *m, const char *extra, const char *cid, const char *user, const char *pass,
+           int rc)
+{
+    m->fd = ws_dial();
+    m->n = 0;
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    cr_assert(getsockname(m->fd, (struct sockaddr *)&a, &al) == 0);
+    m->port = ntohs(a.sin_port);
+    char req[1024];
+    int n = snprintf(req, sizeof req,
+                     "GET /mqtt HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                     "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n%s\r\n",
+                     ws_port, key_hdr, extra);
+    send_all(m->fd, req, (size_t)n);
+    char head[1024], want[1024];
+    recv_head(m->fd, head, sizeof head);
+    snprintf(want, sizeof want, "%.*sSec-Websocket-Protocol: mqtt\r\n\r\n",
+             (int)(sizeof upgrade_101 - 3), upgrade_101);
+    cr_assert_str_eq(head, want);
+    mpkt_t c = mp_connect(cid, user, pass);
+    send_frame(m->fd, BIN, c.b, 5, false);
+    send_frame(m->fd, BIN, c.b + 5, c.n - 5, false);
+    uint8_t ack[4] = {0x20, 0x02, 0x00, (uint8_t)rc};
+    mq_expect(m, ack, sizeof ack);
+}
+
+/* The CONNECT in two frames, a PUBLISH in three, two packets in one frame; the server's packets
+ * come back in binary frames. The subprotocol is named when asked for and when not. */
+Test(wsmqtt, packets_in_frames)
+{
+    mq_up(NULL, NULL);
+    mqws_t *m = calloc(1, sizeof *m);
+    mq_ws_open(m, "Sec-WebSocket-Protocol: mqtt\r\n", "wsframes", NULL, NULL, 0);
+    mpkt_t s = mp_subscribe(1, "ws/t", 0);
+    mq_send(m, &s);
+    MQ_EXPECT(m, "\x90\x03\x00\x01\x00");
+    mpkt_t p = mp_publish("ws/t", "hello", 0, 0);
+    send_frame(m->fd, BIN, p.b, 1, false);
+    send_frame(m->fd, BIN, p.b + 1, 4, false);
+    send_frame(m->fd, BIN, p.b + 5, p.n - 5, false);
+    MQ_EXPECT(m, "\x30\x0b\x00\x04ws/thello");
+    /* Two PUBLISHes and a PINGREQ in one frame, the last one also split over a fragment. */
+    mpkt_t a = mp_publish("ws/t", "a", 0, 0), b = mp_publish("ws/t", "b", 0, 0);
+    uint8_t both[64];
+    memcpy(both, a.b, a.n);
+    memcpy(both + a.n, b.b, b.n);
+    memcpy(both + a.n + b.n, "\xc0", 1);
+    send_frame(m->fd, 0x02, both, a.n + b.n + 1, false); /* binary, not final */
+    send_frame(m->fd, 0x80, "\x00", 1, false);           /* continuation, final */
+    MQ_EXPECT(m, "\x30\x07\x00\x04ws/ta");
+    MQ_EXPECT(m, "\x30\x07\x00\x04ws/tb");
+    MQ_EXPECT(m, "\xd0\x00");
+    close(m->fd);
+    /* No Sec-WebSocket-Protocol in the request: the 101 names it all the same. */
+    mq_ws_open(m, "", "wsframes2", NULL, NULL, 0);
+    mpkt_t q = mp_publish("ws/q", "x", 1, 9);
+    mq_send(m, &q);
+    MQ_EXPECT(m, "\x40\x02\x00\x09");
+    close(m->fd);
+    free(m);
+    nd_integ_conf_stop(msrv, &mconf);
+    msrv = NULL;
+}
+
+/* An MQTT client over WebSocket and a NATS client see each other's messages (topic a/b is
+ * subject a.b), and a plain MQTT client would too: it is the same MQTT. */
+Test(wsmqtt, nats_both_ways)
+{
+    mq_up(NULL, NULL);
+    nd_integ_conn_t *c = nd_integ_conn_open(msrv);
+    ND_SEND(c, "CONNECT {\"verbose\":false}\r\nSUB from.ws 1\r\n");
+    ND_PING(c);
+    mqws_t *m = calloc(1, sizeof *m);
+    mq_ws_open(m, "", "wsnats", NULL, NULL, 0);
+    mpkt_t s = mp_subscribe(1, "from/nats", 0);
+    mq_send(m, &s);
+    MQ_EXPECT(m, "\x90\x03\x00\x01\x00");
+    mpkt_t p = mp_publish("from/ws", "to nats", 1, 3);
+    mq_send(m, &p);
+    MQ_EXPECT(m, "\x40\x02\x00\x03");
+    ND_EXPECT(c, "MSG from.ws 1 7\r\nto nats\r\n");
+    ND_SEND(c, "PUB from.nats 7\r\nto mqtt\r\n");
+    ND_PING(c);
+    MQ_EXPECT(m, "\x30\x12\x00\x09"
+                 "from/natsto mqtt");
+    nd_integ_conn_close(c);
+    close(m->fd);
+    free(m);
+    nd_integ_conf_stop(msrv, &mconf);
+    msrv = NULL;
+}
+
+/* The connection of a client id in /connz: NULL when none. */
+static json_t *
+connz_mqtt_client(json_t *cz, const char *cid)
+{
+    json_t *conns = json_object_get(cz, "connections");
+    for (size_t i = 0; i < json_array_size(conns); i++) {
+        json_t *c = json_array_get(conns, i);
+        const char *id = json_string_value(json_object_get(c, "mqtt_client"));
+        if (id != NULL && strcmp(id, cid) == 0)
+            return c;
+    }
+    return NULL;
+}
+
+/* /connz lists an MQTT client over WebSocket as an MQTT client (type "mqtt", its client id),
+ * with the socket's address even when the upgrade carried X-Forwarded-For, which shows in the
+ * log lines instead ("10.1.2.3/127.0.0.1:<port> - ..."), for MQTT and NATS clients alike: the
+ * first header line, when it is one address (IPv6 in brackets); a list is not one. */
+Test(wsmqtt, connz_and_forwarded_for)
+{
+    mq_up(NULL, NULL);
+    size_t mark = nd_integ_server_log_mark(msrv);
+    mqws_t *m = calloc(1, sizeof *m);
+    mq_ws_open(m, "X-Forwarded-For: 10.1.2.3\r\nX-Forwarded-For: 10.4.5.6\r\n", "wsmon", NULL, NULL,
+               0);
+    json_t *cz = http_json("/connz");
+    json_t *c = connz_mqtt_client(cz, "wsmon");
+    cr_assert_not_null(c, "no wsmon in /connz");
+    cr_assert_str_eq(json_string_value(json_object_get(c, "type")), "mqtt");
+    cr_assert_str_eq(json_string_value(json_object_get(c, "kind")), "Client");
+    cr_assert_str_eq(json_string_value(json_object_get(c, "ip")), "127.0.0.1");
+    cr_assert_eq(json_integer_value(json_object_get(c, "port")), m->port);
+    json_decref(cz);
+    char want[128];
+    snprintf(want, sizeof want, "10.1.2.3/127.0.0.1:%d - ", m->port);
+    nd_integ_server_wait_log(msrv, mark, want);
+    cr_assert(!nd_integ_server_log_has(msrv, mark, "10.4.5.6"));
+    close(m->fd);
+    free(m);
+
+    /* NATS clients over WebSocket: an IPv6 address; a list. */
+    int fd6 = ws_open_ext("X-Forwarded-For: fd00::7\r\n", "");
+    struct sockaddr_in a;
+    socklen_t al = sizeof a;
+    cr_assert(getsockname(fd6, (struct sockaddr *)&a, &al) == 0);
+    send_text(fd6, "CONNECT {\"verbose\":false,\"name\":\"xff6\"}\r\nPING\r\n");
+    expect_stream(fd6, "PONG\r\n");
+    snprintf(want, sizeof want, "[fd00::7]/127.0.0.1:%d - ", ntohs(a.sin_port));
+    nd_integ_server_wait_log(msrv, mark, want);
+    cz = http_json("/connz");
+    json_t *conns = json_object_get(cz, "connections");
+    bool found = false;
+    for (size_t i = 0; i < json_array_size(conns); i++) {
+        json_t *e = json_array_get(conns, i);
+        const char *name = json_string_value(json_object_get(e, "name"));
+        if (name != NULL && strcmp(name, "xff6") == 0) {
+            found = true;
+            cr_assert_str_eq(json_string_value(json_object_get(e, "ip")), "127.0.0.1");
+        }
+    }
+    cr_assert(found, "no xff6 in /connz");
+    json_decref(cz);
+    int fdl = ws_open_ext("X-Forwarded-For: 10.7.7.7, 10.8.8.8\r\n", "");
+    al = sizeof a;
+    cr_assert(getsockname(fdl, (struct sockaddr *)&a, &al) == 0);
+    send_text(fdl, "CONNECT {\"verbose\":false}\r\nPING\r\n");
+    expect_stream(fdl, "PONG\r\n");
+    snprintf(want, sizeof want, " 127.0.0.1:%d - ", ntohs(a.sin_port));
+    nd_integ_server_wait_log(msrv, mark, want);
+    cr_assert(!nd_integ_server_log_has(msrv, mark, "10.7.7.7"));
+    close(fd6);
+    close(fdl);
+    nd_integ_conf_stop(msrv, &mconf);
+    msrv = NULL;
+}
+
+/* The mqtt block's authorization applies to MQTT over WebSocket, the websocket block's does
+ * not (nats-server's clientType is MQTT for it): a refused CONNECT gets return code 5, then the
+ * close frame (1008 "Authentication Failure"). Without an mqtt authorization, the websocket
+ * block's does not apply either. */
+Test(wsmqtt, authorization)
+{
+    mq_up("authorization { user: wsu, password: wsp }",
+          "authorization { user: mqu, password: mqp }");
+    mqws_t *m = calloc(1, sizeof *m);
+    mq_ws_open(m, "", "auth1", "mqu", "mqp", 0);
+    close(m->fd);
+    mq_ws_open(m, "", "auth2", "wsu", "wsp", 5);
+    mpkt_t p;
+    cr_assert(!mq_recv(m, &p), "still open after return code 5");
+    close(m->fd);
+    mq_ws_open(m, "", "auth3", NULL, NULL, 5);
+    close(m->fd);
+    nd_integ_conf_stop(msrv, &mconf);
+    mq_up("authorization { user: wsu, password: wsp }", NULL);
+    mq_ws_open(m, "", "auth4", NULL, NULL, 0);
+    close(m->fd);
+    free(m);
+    nd_integ_conf_stop(msrv, &mconf);
+    msrv = NULL;
+}
+
+/* /mqtt on a server without an mqtt block: nats-server 2.10+ answers 404 before looking at the
+ * request further ("mqtt websocket endpoint not enabled" in its log), as natsd. 2.9.10 upgrades
+ * and fails the MQTT CONNECT later (after a JetStream timeout), which the reference shows here
+ * as its 101. */
+Test(ws, mqtt_path_without_mqtt)
+{
+    char req[512];
+    snprintf(req, sizeof req,
+             "GET /mqtt HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+             "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n\r\n",
+             ws_port, key_hdr);
+    if (nd_integ_is_reference()) {
+        int fd = ws_dial();
+        send_all(fd, req, strlen(req));
+        char head[1024], want[1024];
+        recv_head(fd, head, sizeof head);
+        snprintf(want, sizeof want, "%.*sSec-Websocket-Protocol: mqtt\r\n\r\n",
+                 (int)(sizeof upgrade_101 - 3), upgrade_101);
+        cr_assert_str_eq(head, want);
+        close(fd);
+        return;
+    }
+    size_t mark = nd_integ_server_log_mark(srv);
+    bad_upgrade(req, "HTTP/1.1 404 Not Found\r\n", "Not Found\n");
+    nd_integ_server_wait_log(srv, mark,
+                             "websocket handshake error: mqtt websocket endpoint not "
+                             "enabled");
 }

@@ -1,10 +1,11 @@
 // MQTT 3.1.1 with MQTT.js (the `mqtt` npm package), next to the official NATS
 // client: QoS 0 and 1 round trips, the topic <-> subject mapping seen from
 // NATS, retained messages, a persistent session that collects a message while
-// its client is away, the will of a client whose connection dies, and QoS 2
+// its client is away, the will of a client whose connection dies, QoS 2
 // (refused by closing the connection and granted as QoS 1 in a SUBSCRIBE by the
 // reference 2.9.10; natsd does it as nats-server 2.10+: exactly once, with
-// PUBREC, PUBREL and PUBCOMP).
+// PUBREC, PUBREL and PUBCOMP), and MQTT over WebSocket (MQTT.js connecting to
+// ws://127.0.0.1:<port>/mqtt of the websocket port).
 //
 // Every expectation was checked against the reference nats-server 2.9.10
 // (ctest integ.nodejs.mqtt.reference), which serves MQTT only with a
@@ -33,18 +34,23 @@ async function freePort() {
 
 // Runs body(srv, mq) against a fresh server with MQTT; mq(options) opens an
 // MQTT.js client (no automatic reconnect) and resolves with it and its
-// CONNACK once connected. Clients left open are ended afterwards.
-async function withMqtt(t, body) {
+// CONNACK once connected. Clients left open are ended afterwards. With
+// { ws: true } the server also has a websocket port and the clients connect
+// to ws://127.0.0.1:<port>/mqtt (MQTT over WebSocket) instead.
+async function withMqtt(t, body, { ws = false } = {}) {
   const dir = tempDir(t);
   const port = await freePort();
+  const wsPort = ws ? await freePort() : 0;
   const conf = dir.file(
     "server.conf",
     `server_name: mqtt_js\njetstream { store_dir: "${dir.path}/store" }\n` +
-      `mqtt { host: 127.0.0.1, port: ${port} }\n`,
+      `mqtt { host: 127.0.0.1, port: ${port} }\n` +
+      (ws ? `websocket { host: 127.0.0.1, port: ${wsPort}, no_tls: true }\n` : ""),
   );
+  const url = ws ? `ws://127.0.0.1:${wsPort}/mqtt` : `mqtt://127.0.0.1:${port}`;
   const clients = [];
   const mq = async (o = {}) => {
-    const c = mqtt.connect(`mqtt://127.0.0.1:${port}`, {
+    const c = mqtt.connect(url, {
       protocolVersion: 4,
       reconnectPeriod: 0,
       connectTimeout: 10000,
@@ -281,4 +287,46 @@ test("mqtt: QoS 2 round trip", opts, async (t) => {
       { topic: "q2/x", payload: "one", qos: 1, retain: false },
     ]);
   });
+});
+
+test("mqtt over websocket: MQTT.js at ws://.../mqtt, QoS 0 and 1, to and from NATS", opts, async (t) => {
+  await withMqtt(
+    t,
+    async (srv, mq) => {
+      const nc = await srv.connect();
+      const natsGot = [];
+      const one = latch();
+      nc.subscribe("ws.>", {
+        callback: (err, m) => {
+          natsGot.push([m.subject, m.string()]);
+          one.resolve();
+        },
+      });
+      await within(nc.flush(), "flush");
+      const { c: sub } = await mq({ clientId: "js-ws-sub" });
+      const { c: pub } = await mq({ clientId: "js-ws-pub" });
+      const granted = await within(sub.subscribeAsync({ "w/0": { qos: 0 }, "w/1": { qos: 1 } }), "SUBACK");
+      assert.deepEqual(
+        granted.map((g) => [g.topic, g.qos]),
+        [
+          ["w/0", 0],
+          ["w/1", 1],
+        ],
+      );
+      const msgs = nextMessages(sub, 3);
+      await within(pub.publishAsync("w/0", "a", { qos: 0 }), "QoS 0 publish");
+      // A payload larger than a typical frame: MQTT.js may split it, the server joins it.
+      await within(pub.publishAsync("w/1", "b".repeat(70000), { qos: 1 }), "QoS 1 publish (PUBACK)");
+      nc.publish("w.0", "from nats");
+      await within(nc.flush(), "flush");
+      const got = await within(msgs, "three messages");
+      const by = (topic) => got.filter((m) => m.topic === topic);
+      assert.deepEqual(by("w/0").map((m) => m.payload).sort(), ["a", "from nats"]);
+      assert.deepEqual(by("w/1"), [{ topic: "w/1", payload: "b".repeat(70000), qos: 1, retain: false }]);
+      await within(pub.publishAsync("ws/x", "to nats", { qos: 1 }), "publish ws/x");
+      await within(one.promise, "the message on NATS");
+      assert.deepEqual(natsGot, [["ws.x", "to nats"]]);
+    },
+    { ws: true },
+  );
 });
