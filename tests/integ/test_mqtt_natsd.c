@@ -970,3 +970,96 @@ Test(mqtt_natsd, qos2_mosquitto)
     cr_assert(strstr(out, "received PUBREL") != NULL && strstr(out, "\nexactly\n") != NULL, "%s",
               out);
 }
+
+/* ---- js_domain ---- */
+
+/* Asks srv's $JS.hub.API.INFO until the hub answers through the leaf connection (its interest
+ * crosses once the connection is up). */
+static void
+wait_hub_api(nd_integ_server_t *s)
+{
+    nd_integ_conn_t *c = nd_integ_conn_open(s);
+    ND_SENDS(c, "CONNECT {\"verbose\":false,\"pedantic\":false,\"headers\":true,"
+                "\"no_responders\":true}\r\nSUB _INBOX.hub 1\r\n");
+    for (int tries = 0;; tries++) {
+        cr_assert(tries < 200, "the hub's JetStream API never answered through the leaf");
+        ND_SENDS(c, "PUB $JS.hub.API.INFO _INBOX.hub 0\r\n\r\n");
+        char *f = nd_integ_read_frame(c);
+        bool answered = f != NULL && strstr(f, "\"domain\":\"hub\"") != NULL;
+        free(f);
+        if (answered)
+            break;
+        usleep(50 * 1000);
+    }
+    nd_integ_conn_close(c);
+}
+
+/* mqtt { js_domain }: a server whose own JetStream is domain "edge", a leaf of a hub whose
+ * JetStream domain is "hub", keeps its MQTT state in the hub: the streams are made there
+ * (through $JS.hub.API; $JS.API is the edge's own), QoS 1 goes through them, and a persistent
+ * session outlives a restart of the MQTT server. */
+Test(mqtt_natsd, js_domain_over_leaf)
+{
+    nd_integ_conf_t hconf = {0};
+    char hstore[256], text[1024];
+    int leaf_port = nd_integ_free_port();
+    nd_integ_conf_file(&hconf, "hub", hstore, sizeof hstore);
+    snprintf(text, sizeof text,
+             "server_name: hub\njetstream { store_dir: \"%s\", domain: hub }\n"
+             "leafnodes { listen: \"127.0.0.1:%d\" }\n",
+             hstore, leaf_port);
+    nd_integ_server_t *hub = nd_integ_conf_start(&hconf, text);
+
+    mqtt_port = nd_integ_free_port();
+    char estore[256];
+    nd_integ_conf_file(&conf, "edge", estore, sizeof estore);
+    snprintf(text, sizeof text,
+             "server_name: edge\njetstream { store_dir: \"%s\", domain: edge }\n"
+             "leafnodes { remotes: [ { url: \"nats-leaf://127.0.0.1:%d\" } ] }\n"
+             "mqtt { host: 127.0.0.1, port: %d, js_domain: hub }\n",
+             estore, leaf_port, mqtt_port);
+    srv = nd_integ_conf_start(&conf, text);
+    wait_hub_api(srv);
+
+    copts_t o = {.cid = "dom-sub", .persistent = true};
+    int s = dial();
+    cr_assert_eq(mq_connect(s, &o), 0);
+    nd_integ_server_wait_log(srv, 0, "Creating MQTT streams/consumers with replicas 1 for account "
+                                     "\"$G\" in domain \"hub\"");
+    mq_sub(s, 1, "dom/t", 1, 1);
+    int p = mq_open("dom-pub");
+    mq_pub(p, "dom/t", "m0", 1, 7); /* the PUBACK: stored in the hub's $MQTT_msgs */
+    uint16_t pi = expect_pub(s, "dom/t", "m0", 1, false);
+    mq_ack(s, pi);
+    mq_ping(s);
+    close(s);
+    close(p);
+
+    /* The streams are the hub's. */
+    nd_integ_conn_t *h = nd_integ_conn_open(hub);
+    ND_SENDS(h, "CONNECT {\"verbose\":false,\"pedantic\":false}\r\nSUB _INBOX.i 1\r\n"
+                "PUB $JS.API.STREAM.INFO.$MQTT_msgs _INBOX.i 0\r\n\r\n");
+    char *f = nd_integ_read_frame(h);
+    cr_assert(f != NULL && strstr(f, "\"name\":\"$MQTT_msgs\"") != NULL, "%s", f ? f : "(none)");
+    cr_assert(strstr(f, "\"messages\":") != NULL, "%s", f);
+    free(f);
+    nd_integ_conn_close(h);
+
+    /* A restart of the MQTT server: the session is still in the hub (session present). */
+    nd_integ_server_stop(srv);
+    srv = nd_integ_conf_start(&conf, text);
+    wait_hub_api(srv);
+    s = dial();
+    mq_connect_send(s, &o);
+    uint8_t tf;
+    pkt_t b;
+    read_pkt(s, &tf, &b);
+    cr_assert(tf == 0x20 && b.n == 2 && b.b[1] == 0, "CONNACK 0x%02x rc %d", tf, b.b[1]);
+    cr_assert_eq(b.b[0] & 1, 1, "no session present after the restart");
+    p = mq_open("dom-pub");
+    mq_pub(p, "dom/t", "m1", 1, 8);
+    expect_pub(s, "dom/t", "m1", 1, false);
+    close(s);
+    close(p);
+    nd_integ_conf_stop(hub, &hconf);
+}
