@@ -65,6 +65,11 @@ js_remove_tree(const char *dir)
 int
 js_mkdirs(const char *path)
 {
+    /* Most calls find the parents there (a consumer's directory in its stream's): one mkdir. */
+    if (mkdir(path, 0750) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -1;
     char *buf = nd_xstrdup(path);
     for (char *p = buf + 1; *p != '\0'; p++) {
         if (*p != '/')
