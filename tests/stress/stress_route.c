@@ -598,31 +598,36 @@ free_port(void)
     return ntohs(a.sin_port);
 }
 
-/* Starts n with a route to seed (NULL: none). */
+/* Starts n with a route to seed (NULL: none). A cluster port taken by another process between
+ * free_port() and the server's bind fails the start: another port is tried then. */
 static void
 node_start(node_t *n, const node_t *seed)
 {
-    n->cport = free_port();
-    char routes[128] = "";
-    if (seed != NULL)
-        snprintf(routes, sizeof routes, "routes: [\"nats://127.0.0.1:%d\"]", seed->cport);
-    char text[1024], err[512];
-    snprintf(text, sizeof text,
-             "server_name: %s\n"
-             "listen: \"127.0.0.1:-1\"\n"
-             "worker_threads: %d\n"
-             "cluster {\n"
-             "  name: T\n"
-             "  listen: \"127.0.0.1:%d\"\n"
-             "  %s\n"
-             "}\n",
-             n->name, WORKERS, n->cport, routes);
-    natsd_opts_t *o = natsd_opts_new();
-    STRESS_CHECK(natsd_opts_load_string(o, text, err, sizeof err) == 0, "%s: config: %s", n->name,
-                 err);
-    n->srv = natsd_start(o);
-    natsd_opts_free(o);
-    STRESS_CHECK(n->srv != NULL, "%s: natsd_start failed", n->name);
+    for (int tries = 0;; tries++) {
+        n->cport = free_port();
+        char routes[128] = "";
+        if (seed != NULL)
+            snprintf(routes, sizeof routes, "routes: [\"nats://127.0.0.1:%d\"]", seed->cport);
+        char text[1024], err[512];
+        snprintf(text, sizeof text,
+                 "server_name: %s\n"
+                 "listen: \"127.0.0.1:-1\"\n"
+                 "worker_threads: %d\n"
+                 "cluster {\n"
+                 "  name: T\n"
+                 "  listen: \"127.0.0.1:%d\"\n"
+                 "  %s\n"
+                 "}\n",
+                 n->name, WORKERS, n->cport, routes);
+        natsd_opts_t *o = natsd_opts_new();
+        STRESS_CHECK(natsd_opts_load_string(o, text, err, sizeof err) == 0, "%s: config: %s",
+                     n->name, err);
+        n->srv = natsd_start(o);
+        natsd_opts_free(o);
+        if (n->srv != NULL)
+            break;
+        STRESS_CHECK(tries < 10, "%s: natsd_start failed", n->name);
+    }
     n->port = natsd_port(n->srv);
 }
 
