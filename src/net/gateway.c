@@ -67,9 +67,9 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
-#include "auth/passwd.h"
 #include "net/dial_int.h"
 #include "net/listener.h"
+#include "net/peer_proto_int.h"
 #include "net/route_int.h"
 #include "net/tls.h"
 #include "natsd/natsd.h"
@@ -95,13 +95,7 @@ static void
 build_info(nd_gateways_t *g)
 {
     nd_server_t *s = g->srv;
-    json_t *o = json_object();
-    json_object_set_new(o, "server_id", json_string(s->server_id));
-    json_object_set_new(o, "server_name",
-                        json_string(s->opts.server_name ? s->opts.server_name : s->server_id));
-    json_object_set_new(o, "version", json_string(NATSD_COMPAT_VERSION));
-    json_object_set_new(o, "proto", json_integer(1));
-    json_object_set_new(o, "go", json_string("natsd " NATSD_VERSION));
+    json_t *o = nd_peer_info_new(s, 1);
     char host[256];
     int port;
     if (nd_route_url_hostport(g->url, host, sizeof host, &port) != 0) {
@@ -414,15 +408,6 @@ gossip_gateways(nd_ctx_t *ctx, nd_gateways_t *g, nd_conn_t *c, const char *excep
 
 /* ---- the connection: handshake ---- */
 
-static void
-gw_fail(nd_ctx_t *ctx, nd_conn_t *c, const char *text, nd_close_reason_t reason)
-{
-    char line[600];
-    int n = snprintf(line, sizeof line, "-ERR '%s'\r\n", text);
-    nd_conn_write(c, line, (size_t)n);
-    nd_conn_close(ctx, c, reason);
-}
-
 void
 nd_gw_conn_start(nd_ctx_t *ctx, nd_conn_t *c)
 {
@@ -434,8 +419,7 @@ nd_gw_conn_start(nd_ctx_t *ctx, nd_conn_t *c)
         return;
     }
     nd_log_info(GFMT "Processing inbound gateway connection", GARGS(c));
-    double t = g->o->auth_timeout_s > 0 ? g->o->auth_timeout_s : GW_DEFAULT_AUTH_TIMEOUT_S;
-    nd_timer_start(ctx, &c->auth_timer, (uint64_t)(t * 1e9), 0);
+    nd_peer_auth_timer(ctx, c, g->o->auth_timeout_s, GW_DEFAULT_AUTH_TIMEOUT_S);
     write_info(c);
 }
 
@@ -451,23 +435,10 @@ write_connect(nd_conn_t *c)
         snprintf(user, sizeof user, "%s", g->o->user ? g->o->user : "");
         snprintf(pass, sizeof pass, "%s", g->o->pass ? g->o->pass : "");
     }
-    json_t *o = json_object();
-    json_object_set_new(o, "echo", json_false());
-    json_object_set_new(o, "verbose", json_false());
-    json_object_set_new(o, "pedantic", json_false());
-    if (user[0] != '\0')
-        json_object_set_new(o, "user", json_string(user));
-    if (pass[0] != '\0')
-        json_object_set_new(o, "pass", json_string(pass));
-    json_object_set_new(o, "tls_required", json_boolean(c->gw->remote->tls != NULL));
+    json_t *o = nd_peer_connect_new(false, user, pass, c->gw->remote->tls != NULL);
     json_object_set_new(o, "name", json_string(c->srv->server_id));
     json_object_set_new(o, "gateway", json_string(g->name));
-    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    nd_conn_write(c, "CONNECT ", 8);
-    nd_conn_write(c, js, strlen(js));
-    nd_conn_write(c, "\r\n", 2);
-    free(js);
+    nd_peer_write_connect(c, o);
 }
 
 static bool
@@ -486,14 +457,11 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     bool ok = true;
     if (gw == NULL || gw[0] == '\0') {
         nd_log_error(GFMT "attempted to connect to gateway port", GARGS(c));
-        gw_fail(ctx, c, "attempted to connect to gateway port", ND_CLOSE_WRONG_PORT);
+        nd_peer_fail(ctx, c, "attempted to connect to gateway port", ND_CLOSE_WRONG_PORT);
         ok = false;
-    } else if (g->o->user != NULL &&
-               (user == NULL || strcmp(user, g->o->user) != 0 || pass == NULL ||
-                !nd_passwd_check(g->o->pass ? g->o->pass : "", g->o->pass ? strlen(g->o->pass) : 0,
-                                 pass, strlen(pass)))) {
+    } else if (!nd_peer_auth_ok(g->o->user, g->o->pass, user, pass)) {
         nd_log_error(GFMT "authentication error", GARGS(c));
-        gw_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+        nd_peer_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
         ok = false;
     } else {
         pthread_mutex_lock(&g->mu);
@@ -503,7 +471,7 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
             char text[300];
             nd_log_error(GFMT "Rejecting connection from gateway \"%s\"", GARGS(c), gw);
             snprintf(text, sizeof text, "Connection to gateway \"%s\" rejected", g->name);
-            gw_fail(ctx, c, text, ND_CLOSE_WRONG_GATEWAY);
+            nd_peer_fail(ctx, c, text, ND_CLOSE_WRONG_GATEWAY);
             ok = false;
         }
     }
@@ -574,12 +542,9 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
     nd_gateways_t *g = c->srv->gateways;
     nd_gw_t *gw = c->gw;
-    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
-    if (o == NULL) {
-        nd_log_error(GFMT "Error parsing gateway INFO", GARGS(c));
-        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+    json_t *o = nd_peer_info_parse(ctx, c, cmd, "gid", "gateway");
+    if (o == NULL)
         return false;
-    }
     const char *name = json_string_value(json_object_get(o, "gateway"));
     const char *id = json_string_value(json_object_get(o, "server_id"));
     const char *sname = json_string_value(json_object_get(o, "server_name"));
@@ -607,7 +572,7 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         char text[300];
         snprintf(text, sizeof text, "Attempt to connect to gateway \"%s\" using wrong port", want);
         nd_log_error(GFMT "%s", GARGS(c), text);
-        gw_fail(ctx, c, text, ND_CLOSE_WRONG_PORT);
+        nd_peer_fail(ctx, c, text, ND_CLOSE_WRONG_PORT);
         ok = false;
     } else if (strcmp(name, want) != 0) {
         if (!first && gcmd == GW_CMD_GOSSIP) {
@@ -622,7 +587,7 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
             snprintf(text, sizeof text,
                      "Connection from \"%s\" rejected, wanted to connect to \"%s\", this is \"%s\"",
                      g->name, want, name);
-            gw_fail(ctx, c, text, ND_CLOSE_WRONG_GATEWAY);
+            nd_peer_fail(ctx, c, text, ND_CLOSE_WRONG_GATEWAY);
             ok = false;
         }
     } else if (first) {
@@ -663,7 +628,7 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
             char text[128];
             snprintf(text, sizeof text, "Account absent from receive-all-subscriptions-%s command",
                      gcmd == GW_CMD_ALLSUBS_START ? "start" : "complete");
-            gw_fail(ctx, c, text, ND_CLOSE_PROTOCOL_VIOLATION);
+            nd_peer_fail(ctx, c, text, ND_CLOSE_PROTOCOL_VIOLATION);
             ok = false;
         } else if (gcmd == GW_CMD_ALLSUBS_COMPLETE && gw->optimistic) {
             nd_proto_slice_t an = {(const char *)acct, alen};
@@ -815,19 +780,13 @@ account_no_interest(nd_conn_t *c, const nd_proto_slice_t *name)
 static void
 on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
-    c->in_msgs++;
-    c->in_bytes += cmd->payload.len;
-    nd_acct_t *acct = gw_acct(ctx, c, &cmd->account);
+    nd_proto_cmd_t pub;
+    nd_acct_t *acct = nd_peer_rmsg_start(ctx, c, &c->gw->accts, cmd, "gid", "gateway message", &pub);
     if (acct == NULL) {
-        nd_log_debug(GFMT "Unknown account \"%.*s\" for gateway message on subject: \"%.*s\"",
-                     GARGS(c), (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len,
-                     cmd->subject.ptr);
         if (c->gw->remote == NULL)
             account_no_interest(c, &cmd->account);
         return;
     }
-    nd_proto_cmd_t pub = *cmd;
-    pub.op = cmd->op == ND_PROTO_OP_RHMSG ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB;
     if (nd_gw_is_reply(pub.subject.ptr, pub.subject.len))
         nd_gw_handle_reply(ctx, c, acct, &pub);
     else
@@ -848,7 +807,7 @@ nd_gw_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         /* An inbound connection starts with CONNECT (nats-server: an authorization
          * violation otherwise). */
         nd_log_error(GFMT "Authorization Error", GARGS(c));
-        gw_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+        nd_peer_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
         return false;
     }
     if (gw->remote != NULL && !gw->info_received && cmd->op != ND_PROTO_OP_INFO &&
@@ -874,29 +833,14 @@ nd_gw_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         if (gw->remote != NULL && gw->optimistic)
             catch_all(ctx, c, &cmd->account, cmd->op == ND_PROTO_OP_ASUB);
         return true;
-    case ND_PROTO_OP_PING:
-        nd_conn_write(c, "PONG\r\n", 6);
-        return true;
-    case ND_PROTO_OP_PONG:
-        c->pings_out = 0;
-        nd_connreg_pong(&c->mon);
-        return true;
     case ND_PROTO_OP_CONNECT:
         if (gw->remote != NULL || gw->connect_seen)
             return true;
         return on_connect(ctx, c, cmd);
     case ND_PROTO_OP_INFO:
         return on_info(ctx, c, cmd);
-    case ND_PROTO_OP_OK:
-        return true;
-    case ND_PROTO_OP_ERR:
-        nd_log_error(GFMT "Gateway Error %.*s", GARGS(c), (int)cmd->arg.len, cmd->arg.ptr);
-        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
-        return false;
-    default:
-        nd_conn_write_err(c, ND_ERR_UNKNOWN_OP);
-        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
-        return false;
+    default: /* PING, PONG, +OK, -ERR, unknown */
+        return nd_peer_handle_ctl(ctx, c, cmd, "gid", "Gateway Error");
     }
 }
 
@@ -912,7 +856,7 @@ nd_gw_parse_error(nd_ctx_t *ctx, nd_conn_t *c)
     if (c->gw->remote != NULL || c->gw->connect_seen)
         return false;
     nd_log_error(GFMT "Authorization Error", GARGS(c));
-    gw_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+    nd_peer_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
     return true;
 }
 

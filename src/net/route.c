@@ -50,12 +50,12 @@
 #include <unistd.h>
 
 #include "auth/auth.h"
-#include "auth/passwd.h"
 #include "net/connreg.h"
 #include "net/gateway_int.h"
 #include "net/leaf.h"
 #include "net/listener.h"
 #include "net/peer_int.h"
+#include "net/peer_proto_int.h"
 #include "net/tls.h"
 #include "natsd/natsd.h"
 #include "subj/interest.h"
@@ -202,13 +202,7 @@ static void
 build_info(nd_routes_t *r)
 {
     nd_server_t *s = r->srv;
-    json_t *o = json_object();
-    json_object_set_new(o, "server_id", json_string(s->server_id));
-    json_object_set_new(o, "server_name",
-                        json_string(s->opts.server_name ? s->opts.server_name : s->server_id));
-    json_object_set_new(o, "version", json_string(NATSD_COMPAT_VERSION));
-    json_object_set_new(o, "proto", json_integer(2));
-    json_object_set_new(o, "go", json_string("natsd " NATSD_VERSION));
+    json_t *o = nd_peer_info_new(s, 2);
     json_object_set_new(o, "host", json_string(r->cfg.host ? r->cfg.host : "0.0.0.0"));
     json_object_set_new(o, "port", json_integer(r->port));
     json_object_set_new(o, "headers", json_boolean(!s->opts.no_header_support));
@@ -284,15 +278,7 @@ write_connect(nd_conn_t *c)
     nd_routes_t *r = c->srv->routes;
     nd_route_job_cred_t cred = {0};
     nd_route_job_creds(c->route->job, &cred);
-    json_t *o = json_object();
-    json_object_set_new(o, "echo", json_true());
-    json_object_set_new(o, "verbose", json_false());
-    json_object_set_new(o, "pedantic", json_false());
-    if (cred.user[0] != '\0')
-        json_object_set_new(o, "user", json_string(cred.user));
-    if (cred.pass[0] != '\0')
-        json_object_set_new(o, "pass", json_string(cred.pass));
-    json_object_set_new(o, "tls_required", json_boolean(r->tls_client != NULL));
+    json_t *o = nd_peer_connect_new(true, cred.user, cred.pass, r->tls_client != NULL);
     json_object_set_new(o, "headers", json_boolean(!c->srv->opts.no_header_support));
     json_object_set_new(o, "name", json_string(c->srv->server_id));
     pthread_mutex_lock(&r->mu);
@@ -300,12 +286,7 @@ write_connect(nd_conn_t *c)
     if (r->dynamic)
         json_object_set_new(o, "dynamic", json_true());
     pthread_mutex_unlock(&r->mu);
-    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    nd_conn_write(c, "CONNECT ", 8);
-    nd_conn_write(c, js, strlen(js));
-    nd_conn_write(c, "\r\n", 2);
-    free(js);
+    nd_peer_write_connect(c, o);
 }
 
 void
@@ -317,23 +298,13 @@ nd_route_conn_start(nd_ctx_t *ctx, nd_conn_t *c)
         nd_log_debug(RFMT "Route connect msg sent", RARGS(c));
         write_connect(c);
     } else if (r->cfg.user != NULL) {
-        double t = r->cfg.auth_timeout_s > 0 ? r->cfg.auth_timeout_s : ROUTE_DEFAULT_AUTH_TIMEOUT_S;
-        nd_timer_start(ctx, &c->auth_timer, (uint64_t)(t * 1e9), 0);
+        nd_peer_auth_timer(ctx, c, r->cfg.auth_timeout_s, ROUTE_DEFAULT_AUTH_TIMEOUT_S);
     }
     write_route_info(c);
     nd_conn_start_pings(ctx, c);
 }
 
 /* ---- the peer's CONNECT and INFO ---- */
-
-static void
-route_fail(nd_ctx_t *ctx, nd_conn_t *c, const char *text, nd_close_reason_t reason)
-{
-    char line[512];
-    int n = snprintf(line, sizeof line, "-ERR '%s'\r\n", text);
-    nd_conn_write(c, line, (size_t)n);
-    nd_conn_close(ctx, c, reason);
-}
 
 /* Cluster names: a dynamic name gives way to a configured or greater one. Returns: false when
  * the connection must be refused. */
@@ -375,21 +346,18 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     bool dynamic = json_is_true(json_object_get(o, "dynamic"));
     if (lang != NULL && lang[0] != '\0') {
         nd_log_error(RFMT "attempted to connect to route port", RARGS(c));
-        route_fail(ctx, c, "attempted to connect to route port", ND_CLOSE_WRONG_PORT);
+        nd_peer_fail(ctx, c, "attempted to connect to route port", ND_CLOSE_WRONG_PORT);
         ok = false;
     } else if (gw != NULL && gw[0] != '\0') {
         char text[300];
         snprintf(text, sizeof text, "Rejecting connection from gateway \"%s\" on the Route port",
                  gw);
         nd_log_error(RFMT "%s", RARGS(c), text);
-        route_fail(ctx, c, text, ND_CLOSE_WRONG_PORT);
+        nd_peer_fail(ctx, c, text, ND_CLOSE_WRONG_PORT);
         ok = false;
-    } else if (r->cfg.user != NULL &&
-               (user == NULL || strcmp(user, r->cfg.user) != 0 || pass == NULL ||
-                !nd_passwd_check(r->cfg.pass ? r->cfg.pass : "", r->cfg.pass ? strlen(r->cfg.pass) : 0,
-                                 pass, strlen(pass)))) {
+    } else if (!nd_peer_auth_ok(r->cfg.user, r->cfg.pass, user, pass)) {
         nd_log_error(RFMT "authentication error", RARGS(c));
-        route_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+        nd_peer_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
         ok = false;
     } else if (!cluster_name_ok(r, cluster, dynamic)) {
         char ours[128], text[400];
@@ -397,7 +365,7 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         snprintf(text, sizeof text, "Rejecting connection, cluster name \"%s\" does not match \"%s\"",
                  cluster ? cluster : "", ours);
         nd_log_error(RFMT "%s", RARGS(c), text);
-        route_fail(ctx, c, text, ND_CLOSE_CLUSTER_NAME_CONFLICT);
+        nd_peer_fail(ctx, c, text, ND_CLOSE_CLUSTER_NAME_CONFLICT);
         ok = false;
     }
     if (ok) {
@@ -631,12 +599,9 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
     nd_routes_t *r = c->srv->routes;
     nd_route_t *rt = c->route;
-    json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
-    if (o == NULL) {
-        nd_log_error(RFMT "Error parsing route INFO", RARGS(c));
-        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
+    json_t *o = nd_peer_info_parse(ctx, c, cmd, "rid", "route");
+    if (o == NULL)
         return false;
-    }
     const char *id = json_string_value(json_object_get(o, "server_id"));
     const char *name = json_string_value(json_object_get(o, "server_name"));
     const char *cluster = json_string_value(json_object_get(o, "cluster"));
@@ -775,17 +740,11 @@ on_runsub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 static void
 on_rmsg(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
-    c->in_msgs++;
-    c->in_bytes += cmd->payload.len;
-    nd_acct_t *acct = route_acct(ctx, c, &cmd->account);
-    if (acct == NULL) {
-        nd_log_debug(RFMT "Unknown account \"%.*s\" for routed message on subject: \"%.*s\"",
-                     RARGS(c), (int)cmd->account.len, cmd->account.ptr, (int)cmd->subject.len,
-                     cmd->subject.ptr);
+    nd_proto_cmd_t pub;
+    nd_acct_t *acct =
+        nd_peer_rmsg_start(ctx, c, &c->route->accts, cmd, "rid", "routed message", &pub);
+    if (acct == NULL)
         return;
-    }
-    nd_proto_cmd_t pub = *cmd;
-    pub.op = cmd->op == ND_PROTO_OP_RHMSG ? ND_PROTO_OP_HPUB : ND_PROTO_OP_PUB;
     if (c->srv->gateways != NULL && nd_gw_route_reply(ctx, c, acct, &pub))
         return;
     nd_deliver_route_publish(ctx, c, acct, &pub);
@@ -808,7 +767,7 @@ nd_route_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         /* With cluster authorization, an accepted route must say CONNECT first (nats-server's
          * expectConnect with awaitingAuth); without, a PING before it is answered. */
         nd_log_error(RFMT "authentication error", RARGS(c));
-        route_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
+        nd_peer_fail(ctx, c, "Authorization Violation", ND_CLOSE_AUTH_FAILURE);
         return false;
     }
     switch (cmd->op) {
@@ -822,29 +781,14 @@ nd_route_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     case ND_PROTO_OP_RUNSUB:
         on_runsub(ctx, c, cmd);
         return true;
-    case ND_PROTO_OP_PING:
-        nd_conn_write(c, "PONG\r\n", 6);
-        return true;
-    case ND_PROTO_OP_PONG:
-        c->pings_out = 0;
-        nd_connreg_pong(&c->mon);
-        return true;
     case ND_PROTO_OP_CONNECT:
         if (rt->job != NULL || rt->connect_seen)
             return true; /* nothing to learn from a second one */
         return on_connect(ctx, c, cmd);
     case ND_PROTO_OP_INFO:
         return on_info(ctx, c, cmd);
-    case ND_PROTO_OP_OK:
-        return true;
-    case ND_PROTO_OP_ERR:
-        nd_log_error(RFMT "Route Error %.*s", RARGS(c), (int)cmd->arg.len, cmd->arg.ptr);
-        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
-        return false;
-    default:
-        nd_conn_write_err(c, ND_ERR_UNKNOWN_OP);
-        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
-        return false;
+    default: /* PING, PONG, +OK, -ERR, unknown */
+        return nd_peer_handle_ctl(ctx, c, cmd, "rid", "Route Error");
     }
 }
 

@@ -67,6 +67,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "integ_util.h"
 
 static void
 suite_fini(void)
@@ -96,41 +97,6 @@ typedef struct node {
     char id[64]; /* server_id from /varz, refreshed at each start */
 } node_t;
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The gap between two polls of a monitoring endpoint. */
-static void
-poll_gap(void)
-{
-    struct timespec ts = {0, 20 * 1000000};
-    nanosleep(&ts, NULL);
-}
-
-/* A free port not handed out before in this process: nd_integ_free_port closes the socket it
- * bound, so two calls in a row could otherwise return the same port. */
-static int
-fresh_port(void)
-{
-    static int given[256];
-    static size_t ngiven;
-    for (;;) {
-        int p = nd_integ_free_port();
-        bool dup = false;
-        for (size_t i = 0; i < ngiven && i < 256 && !dup; i++)
-            dup = given[i] == p;
-        if (dup)
-            continue;
-        given[ngiven++ % 256] = p;
-        return p;
-    }
-}
-
 static void
 node_init(node_t *n, const char *name, const char *bin)
 {
@@ -138,9 +104,9 @@ node_init(node_t *n, const char *name, const char *bin)
     n->bin = bin ? bin : nd_integ_server_path();
     snprintf(n->name, sizeof n->name, "%s", name);
     snprintf(n->cluster, sizeof n->cluster, "T");
-    n->port = fresh_port();
-    n->cport = fresh_port();
-    n->mport = fresh_port();
+    n->port = nd_integ_fresh_port();
+    n->cport = nd_integ_fresh_port();
+    n->mport = nd_integ_fresh_port();
 }
 
 /* Adds a route to `to` (with optional user:pass) to n's seed list. */
@@ -150,17 +116,6 @@ node_route(node_t *n, const node_t *to, const char *userpass)
     size_t l = strlen(n->routes);
     snprintf(n->routes + l, sizeof n->routes - l, "%s\"nats://%s%s127.0.0.1:%d\"", l ? ", " : "",
              userpass ? userpass : "", userpass ? "@" : "", to->cport);
-}
-
-static json_t *
-get_json(int port, const char *path)
-{
-    char *body = nd_integ_http_get(port, path);
-    json_error_t err;
-    json_t *o = json_loads(body, 0, &err);
-    cr_assert(json_is_object(o), "GET %s: not JSON (%s): %s", path, err.text, body);
-    free(body);
-    return o;
 }
 
 static void
@@ -184,7 +139,7 @@ node_start(node_t *n)
     n->srv = nd_integ_server_start_bin(n->bin, args);
     cr_assert_eq(nd_integ_server_port(n->srv), n->port, "%s listens on %d, not %d", n->name,
                  nd_integ_server_port(n->srv), n->port);
-    json_t *v = get_json(n->mport, "/varz");
+    json_t *v = nd_integ_get_json(n->mport, "/varz");
     const char *id = json_string_value(json_object_get(v, "server_id"));
     cr_assert(id != NULL, "%s: /varz has no server_id", n->name);
     snprintf(n->id, sizeof n->id, "%s", id);
@@ -211,10 +166,7 @@ node_kill(node_t *n)
 static bool
 node_is_ref(const node_t *n)
 {
-    if (strcmp(n->bin, nd_integ_server_path()) == 0)
-        return nd_integ_is_reference();
-    const char *ref = nd_integ_reference_path();
-    return ref != NULL && strcmp(n->bin, ref) == 0;
+    return nd_integ_bin_is_reference(n->bin);
 }
 
 /* Returns: whether /routez of n shows routes to exactly the nodes in peers (by remote_id): one
@@ -224,7 +176,7 @@ node_is_ref(const node_t *n)
 static bool
 routes_are(const node_t *n, node_t *const *peers, int npeers, char **why)
 {
-    json_t *rz = get_json(n->mport, "/routez");
+    json_t *rz = nd_integ_get_json(n->mport, "/routez");
     json_t *routes = json_object_get(rz, "routes");
     int num = (int)json_integer_value(json_object_get(rz, "num_routes"));
     bool ok = num == (int)json_array_size(routes);
@@ -259,13 +211,13 @@ routes_are(const node_t *n, node_t *const *peers, int npeers, char **why)
 static void
 wait_routes_to(const node_t *n, node_t *const *peers, int np)
 {
-    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     char *why = NULL;
-    while (!routes_are(n, peers, np, now_ms() > deadline ? &why : NULL)) {
+    while (!routes_are(n, peers, np, nd_integ_now_ms() > deadline ? &why : NULL)) {
         if (why != NULL)
             cr_assert_fail("%s (%s) never had routes to exactly the %d servers wanted: %s", n->name,
                            n->bin, np, why);
-        poll_gap();
+        nd_integ_poll_gap();
     }
 }
 
@@ -336,34 +288,6 @@ client(node_t *n)
                           "\"no_responders\":true}");
 }
 
-static void sendf(nd_integ_conn_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-sendf(nd_integ_conn_t *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    cr_assert(vasprintf(&s, fmt, ap) >= 0);
-    va_end(ap);
-    nd_integ_send(c, s, strlen(s));
-    free(s);
-}
-
-static void expectf(nd_integ_conn_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-expectf(nd_integ_conn_t *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    cr_assert(vasprintf(&s, fmt, ap) >= 0);
-    va_end(ap);
-    nd_integ_expect(c, s, strlen(s));
-    free(s);
-}
-
 /* ---- shared checks (also run on mixed clusters) ---- */
 
 /* Pub/sub from a to b over the raw protocol, subjects under prefix p: exact MSG and HMSG bytes
@@ -375,7 +299,7 @@ check_pubsub(node_t *a, node_t *b, const char *p)
     nd_integ_context("pub/sub from %s (%s) to %s (%s), prefix %s", a->name, a->bin, b->name, b->bin,
                      p);
     nd_integ_conn_t *cb = client(b), *ca = client(a);
-    sendf(cb, "SUB %s.foo 1\r\nSUB %s.bar 2\r\nPING\r\n", p, p);
+    nd_integ_sendf(cb, "SUB %s.foo 1\r\nSUB %s.bar 2\r\nPING\r\n", p, p);
     ND_EXPECT(cb, "PONG\r\n");
     char subj[64];
     snprintf(subj, sizeof subj, "%s.foo", p);
@@ -383,7 +307,7 @@ check_pubsub(node_t *a, node_t *b, const char *p)
     snprintf(subj, sizeof subj, "%s.bar", p);
     nd_integ_wait_route_sub(a->mport, subj, 1);
 
-    sendf(ca,
+    nd_integ_sendf(ca,
           "PUB %s.foo 5\r\nhello\r\n"
           "PUB %s.foo reply.1 5\r\nworld\r\n"
           "HPUB %s.foo 20 22\r\nNATS/1.0\r\nX-K: v\r\n\r\nhi\r\n"
@@ -392,7 +316,7 @@ check_pubsub(node_t *a, node_t *b, const char *p)
           "PING\r\n",
           p, p, p, p, p);
     ND_EXPECT(ca, "PONG\r\n");
-    expectf(cb,
+    nd_integ_expectf(cb,
             "MSG %s.foo 1 5\r\nhello\r\n"
             "MSG %s.foo 1 reply.1 5\r\nworld\r\n"
             "HMSG %s.foo 1 20 22\r\nNATS/1.0\r\nX-K: v\r\n\r\nhi\r\n"
@@ -406,30 +330,30 @@ check_pubsub(node_t *a, node_t *b, const char *p)
     ND_EXPECT(cb, "PONG\r\n");
     snprintf(subj, sizeof subj, "%s.foo", p);
     nd_integ_wait_route_sub(a->mport, subj, 0);
-    sendf(ca, "PUB %s.foo 4\r\ngone\r\nPUB %s.bar 4\r\nnext\r\nPING\r\n", p, p);
+    nd_integ_sendf(ca, "PUB %s.foo 4\r\ngone\r\nPUB %s.bar 4\r\nnext\r\nPING\r\n", p, p);
     ND_EXPECT(ca, "PONG\r\n");
-    expectf(cb, "MSG %s.bar 2 4\r\nnext\r\n", p);
+    nd_integ_expectf(cb, "MSG %s.bar 2 4\r\nnext\r\n", p);
 
     /* A request across the route, answered; then the responder leaves and a's no-responders
      * status comes back instead. */
-    sendf(cb, "SUB %s.svc 3\r\nPING\r\n", p);
+    nd_integ_sendf(cb, "SUB %s.svc 3\r\nPING\r\n", p);
     ND_EXPECT(cb, "PONG\r\n");
-    sendf(ca, "SUB _INBOX.%s 9\r\nPING\r\n", p);
+    nd_integ_sendf(ca, "SUB _INBOX.%s 9\r\nPING\r\n", p);
     ND_EXPECT(ca, "PONG\r\n");
     snprintf(subj, sizeof subj, "%s.svc", p);
     nd_integ_wait_route_sub(a->mport, subj, 1);
     snprintf(subj, sizeof subj, "_INBOX.%s", p);
     nd_integ_wait_route_sub(b->mport, subj, 1);
-    sendf(ca, "PUB %s.svc _INBOX.%s 2\r\nhi\r\n", p, p);
-    expectf(cb, "MSG %s.svc 3 _INBOX.%s 2\r\nhi\r\n", p, p);
-    sendf(cb, "PUB _INBOX.%s 3\r\nack\r\n", p);
-    expectf(ca, "MSG _INBOX.%s 9 3\r\nack\r\n", p);
+    nd_integ_sendf(ca, "PUB %s.svc _INBOX.%s 2\r\nhi\r\n", p, p);
+    nd_integ_expectf(cb, "MSG %s.svc 3 _INBOX.%s 2\r\nhi\r\n", p, p);
+    nd_integ_sendf(cb, "PUB _INBOX.%s 3\r\nack\r\n", p);
+    nd_integ_expectf(ca, "MSG _INBOX.%s 9 3\r\nack\r\n", p);
     ND_SEND(cb, "UNSUB 3\r\nPING\r\n");
     ND_EXPECT(cb, "PONG\r\n");
     snprintf(subj, sizeof subj, "%s.svc", p);
     nd_integ_wait_route_sub(a->mport, subj, 0);
-    sendf(ca, "PUB %s.svc _INBOX.%s 2\r\nhi\r\n", p, p);
-    expectf(ca, "HMSG _INBOX.%s 9 16 16\r\nNATS/1.0 503\r\n\r\n\r\n", p);
+    nd_integ_sendf(ca, "PUB %s.svc _INBOX.%s 2\r\nhi\r\n", p, p);
+    nd_integ_expectf(ca, "HMSG _INBOX.%s 9 16 16\r\nNATS/1.0 503\r\n\r\n\r\n", p);
 
     /* Nothing else reached b. */
     ND_PING(cb);
@@ -533,11 +457,11 @@ check_queue(node_t *pub, node_t *const m[3], node_t *plain, const char *p)
     nd_integ_conn_t *mc[3], *pc;
     for (int i = 0; i < 3; i++) {
         mc[i] = client(m[i]);
-        sendf(mc[i], "SUB %s.work grp 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
+        nd_integ_sendf(mc[i], "SUB %s.work grp 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
         ND_EXPECT(mc[i], "PONG\r\n");
     }
     pc = client(plain);
-    sendf(pc, "SUB %s.work 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
+    nd_integ_sendf(pc, "SUB %s.work 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
     ND_EXPECT(pc, "PONG\r\n");
 
     /* What pub must have learnt from its routes: one .work entry per queue member and one for
@@ -615,7 +539,7 @@ Test(integ_cluster, mesh_from_one_seed)
     start_cluster(n, 3, NULL);
     /* Each route's remote_id names one of the other two (wait_mesh); the routes the seed did not
      * solicit are not configured ones, and B and C found each other by gossip alone. */
-    json_t *rz = get_json(n[1].mport, "/routez");
+    json_t *rz = nd_integ_get_json(n[1].mport, "/routez");
     size_t i;
     json_t *r;
     bool saw_c = false;
@@ -985,10 +909,10 @@ Test(integ_cluster, client_discovery_and_failover)
     }
     wait_mesh(n, 3);
     /* The client learns B and C from A's async INFO (the callback says when a list changed). */
-    int64_t deadline = now_ms() + ND_INTEG_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_TIMEOUT_MS;
     int d = 0;
     while (!discovered_bc(nc, n)) {
-        cr_assert(now_ms() < deadline, "the client never discovered B and C");
+        cr_assert(nd_integ_now_ms() < deadline, "the client never discovered B and C");
         d = nd_integ_waiter_wait(&discovered, d + 1, 100);
     }
 
@@ -1471,7 +1395,7 @@ Test(integ_cluster, rolling_migration)
         nd_integ_context("migration step %d: replacing %s, publisher on %s, subscriber on %s",
                          step, z->name, pn->name, sn->name);
         nd_integ_conn_t *sc = client(sn), *pc = client(pn);
-        sendf(sc, "SUB %s.work 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
+        nd_integ_sendf(sc, "SUB %s.work 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
         ND_EXPECT(sc, "PONG\r\n");
         snprintf(subj, sizeof subj, "%s.work", p);
         nd_integ_wait_route_sub(pn->mport, subj, 1);
@@ -1485,7 +1409,7 @@ Test(integ_cluster, rolling_migration)
         node_start(z);
         wait_mesh(n, 3);
         publish_range(pc, p, 2 * K, 3 * K);
-        sendf(pc, "PUB %s.end 0\r\n\r\nPING\r\n", p);
+        nd_integ_sendf(pc, "PUB %s.end 0\r\n\r\nPING\r\n", p);
         ND_EXPECT(pc, "PONG\r\n");
 
         int seen[3 * K] = {0}, in_order = 1;

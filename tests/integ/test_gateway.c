@@ -48,6 +48,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "integ_util.h"
 
 static void
 suite_fini(void)
@@ -74,39 +75,6 @@ typedef struct node {
     nd_integ_server_t *srv;
 } node_t;
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-static void
-poll_gap(void)
-{
-    struct timespec ts = {0, 20 * 1000000};
-    nanosleep(&ts, NULL);
-}
-
-/* A free port not handed out before in this process. */
-static int
-fresh_port(void)
-{
-    static int given[256];
-    static size_t ngiven;
-    for (;;) {
-        int p = nd_integ_free_port();
-        bool dup = false;
-        for (size_t i = 0; i < ngiven && i < 256 && !dup; i++)
-            dup = given[i] == p;
-        if (dup)
-            continue;
-        given[ngiven++ % 256] = p;
-        return p;
-    }
-}
-
 static void
 node_init(node_t *n, const char *name, const char *cluster, const char *bin)
 {
@@ -114,21 +82,10 @@ node_init(node_t *n, const char *name, const char *cluster, const char *bin)
     n->bin = bin ? bin : nd_integ_server_path();
     snprintf(n->name, sizeof n->name, "%s", name);
     snprintf(n->cluster, sizeof n->cluster, "%s", cluster);
-    n->port = fresh_port();
-    n->cport = fresh_port();
-    n->mport = fresh_port();
-    n->gport = fresh_port();
-}
-
-static json_t *
-get_json(int port, const char *path)
-{
-    char *body = nd_integ_http_get(port, path);
-    json_error_t err;
-    json_t *o = json_loads(body, 0, &err);
-    cr_assert(json_is_object(o), "GET %s: not JSON (%s): %s", path, err.text, body);
-    free(body);
-    return o;
+    n->port = nd_integ_fresh_port();
+    n->cport = nd_integ_fresh_port();
+    n->mport = nd_integ_fresh_port();
+    n->gport = nd_integ_fresh_port();
 }
 
 static void
@@ -169,10 +126,7 @@ node_stop(node_t *n)
 static bool
 node_is_ref(const node_t *n)
 {
-    if (strcmp(n->bin, nd_integ_server_path()) == 0)
-        return nd_integ_is_reference();
-    const char *ref = nd_integ_reference_path();
-    return ref != NULL && strcmp(n->bin, ref) == 0;
+    return nd_integ_bin_is_reference(n->bin);
 }
 
 /* ---- super-clusters ---- */
@@ -194,21 +148,21 @@ gw_entry(node_t *n, const char *name, node_t *const *members, int k)
 static void
 wait_outbound(const node_t *n, const char *remote, bool present)
 {
-    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     for (;;) {
-        json_t *gz = get_json(n->mport, "/gatewayz");
+        json_t *gz = nd_integ_get_json(n->mport, "/gatewayz");
         bool has = json_object_get(json_object_get(gz, "outbound_gateways"), remote) != NULL;
         if (has == present) {
             json_decref(gz);
             return;
         }
-        if (now_ms() > deadline) {
+        if (nd_integ_now_ms() > deadline) {
             char *s = json_dumps(gz, JSON_COMPACT);
             cr_assert_fail("%s (%s): outbound gateway to %s never %s: %s", n->name, n->bin, remote,
                            present ? "appeared" : "went", s);
         }
         json_decref(gz);
-        poll_gap();
+        nd_integ_poll_gap();
     }
 }
 
@@ -217,11 +171,11 @@ wait_outbound(const node_t *n, const char *remote, bool present)
 static void
 wait_gw_subs(const node_t *n, const char *remote, int subs, int qsubs)
 {
-    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     char path[96];
     snprintf(path, sizeof path, "/gatewayz?accs=1&gw_name=%s", remote);
     for (;;) {
-        json_t *gz = get_json(n->mport, path);
+        json_t *gz = nd_integ_get_json(n->mport, path);
         json_t *out = json_object_get(json_object_get(gz, "outbound_gateways"), remote);
         int ns = 0, nq = 0;
         size_t i;
@@ -238,14 +192,14 @@ wait_gw_subs(const node_t *n, const char *remote, int subs, int qsubs)
             json_decref(gz);
             return;
         }
-        if (now_ms() > deadline) {
+        if (nd_integ_now_ms() > deadline) {
             char *s = json_dumps(gz, JSON_COMPACT);
             cr_assert_fail("%s (%s): the outbound to %s never knew %d subscriptions (%d queue) of "
                            "$G: %s",
                            n->name, n->bin, remote, subs, qsubs, s);
         }
         json_decref(gz);
-        poll_gap();
+        nd_integ_poll_gap();
     }
 }
 
@@ -305,34 +259,6 @@ client(node_t *n)
     return c;
 }
 
-static void sendf(nd_integ_conn_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-sendf(nd_integ_conn_t *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    cr_assert(vasprintf(&s, fmt, ap) >= 0);
-    va_end(ap);
-    nd_integ_send(c, s, strlen(s));
-    free(s);
-}
-
-static void expectf(nd_integ_conn_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void
-expectf(nd_integ_conn_t *c, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *s = NULL;
-    cr_assert(vasprintf(&s, fmt, ap) >= 0);
-    va_end(ap);
-    nd_integ_expect(c, s, strlen(s));
-    free(s);
-}
-
 /* Reads one MSG frame from c and checks its subject, sid, reply and payload: a reply that
  * crossed a gateway travelled as "_GR_.<cluster>.<server>.<reply>" and is shown as it was
  * published. Returns: the reply as received (free it). */
@@ -369,11 +295,11 @@ check_pubsub(node_t *a, const char *remote_a, node_t *b, const char *remote_b, c
     nd_integ_context("pub/sub from %s (%s) to %s (%s), prefix %s", a->name, a->bin, b->name, b->bin,
                      p);
     nd_integ_conn_t *cb = client(b), *ca = client(a);
-    sendf(cb, "SUB %s.foo 1\r\nSUB %s.bar 2\r\nPING\r\n", p, p);
+    nd_integ_sendf(cb, "SUB %s.foo 1\r\nSUB %s.bar 2\r\nPING\r\n", p, p);
     ND_EXPECT(cb, "PONG\r\n");
     wait_gw_subs(a, remote_b, 2, 0);
 
-    sendf(ca,
+    nd_integ_sendf(ca,
           "PUB %s.foo 5\r\nhello\r\n"
           "HPUB %s.foo 20 22\r\nNATS/1.0\r\nX-K: v\r\n\r\nhi\r\n"
           "PUB %s.foo 0\r\n\r\n"
@@ -381,7 +307,7 @@ check_pubsub(node_t *a, const char *remote_a, node_t *b, const char *remote_b, c
           "PING\r\n",
           p, p, p, p);
     ND_EXPECT(ca, "PONG\r\n");
-    expectf(cb,
+    nd_integ_expectf(cb,
             "MSG %s.foo 1 5\r\nhello\r\n"
             "HMSG %s.foo 1 20 22\r\nNATS/1.0\r\nX-K: v\r\n\r\nhi\r\n"
             "MSG %s.foo 1 0\r\n\r\n",
@@ -394,26 +320,26 @@ check_pubsub(node_t *a, const char *remote_a, node_t *b, const char *remote_b, c
     ND_SEND(cb, "UNSUB 1\r\nPING\r\n");
     ND_EXPECT(cb, "PONG\r\n");
     wait_gw_subs(a, remote_b, 1, 0);
-    sendf(ca, "PUB %s.foo 4\r\ngone\r\nPUB %s.bar 4\r\nnext\r\nPING\r\n", p, p);
+    nd_integ_sendf(ca, "PUB %s.foo 4\r\ngone\r\nPUB %s.bar 4\r\nnext\r\nPING\r\n", p, p);
     ND_EXPECT(ca, "PONG\r\n");
-    expectf(cb, "MSG %s.bar 2 4\r\nnext\r\n", p);
+    nd_integ_expectf(cb, "MSG %s.bar 2 4\r\nnext\r\n", p);
 
     /* A request across the gateway, answered at once (the inbox is new on the other side). */
-    sendf(cb, "SUB %s.svc 3\r\nPING\r\n", p);
+    nd_integ_sendf(cb, "SUB %s.svc 3\r\nPING\r\n", p);
     ND_EXPECT(cb, "PONG\r\n");
     wait_gw_subs(a, remote_b, 2, 0);
-    sendf(ca, "SUB _INBOX.%s 9\r\nPUB %s.svc _INBOX.%s 2\r\nhi\r\n", p, p, p);
+    nd_integ_sendf(ca, "SUB _INBOX.%s 9\r\nPUB %s.svc _INBOX.%s 2\r\nhi\r\n", p, p, p);
     char tail[64];
     snprintf(tail, sizeof tail, "_INBOX.%s", p);
     snprintf(subj, sizeof subj, "%s.svc", p);
     char *reply = expect_msg_reply(cb, subj, 3, tail, "hi");
-    sendf(cb, "PUB %s 3\r\nack\r\n", reply);
+    nd_integ_sendf(cb, "PUB %s 3\r\nack\r\n", reply);
     free(reply);
-    expectf(ca, "MSG _INBOX.%s 9 3\r\nack\r\n", p);
+    nd_integ_expectf(ca, "MSG _INBOX.%s 9 3\r\nack\r\n", p);
     /* The inbox is known on b's side by now: a plain publish there reaches it too. */
     wait_gw_subs(b, remote_a, 1, 0);
-    sendf(cb, "PUB _INBOX.%s 4\r\nack2\r\n", p);
-    expectf(ca, "MSG _INBOX.%s 9 4\r\nack2\r\n", p);
+    nd_integ_sendf(cb, "PUB _INBOX.%s 4\r\nack2\r\n", p);
+    nd_integ_expectf(ca, "MSG _INBOX.%s 9 4\r\nack2\r\n", p);
 
     ND_SEND(cb, "UNSUB 2\r\nUNSUB 3\r\nPING\r\n");
     ND_EXPECT(cb, "PONG\r\n");
@@ -485,9 +411,9 @@ check_queue(node_t *pub, node_t *local, node_t *far, const char *far_cluster, co
     enum { N = 50 };
     nd_integ_context("queue group, publisher on %s (%s), prefix %s", pub->name, pub->bin, p);
     nd_integ_conn_t *ml = client(local), *mf = client(far), *pc = client(pub);
-    sendf(ml, "SUB %s.work grp 1\r\nPING\r\n", p);
+    nd_integ_sendf(ml, "SUB %s.work grp 1\r\nPING\r\n", p);
     ND_EXPECT(ml, "PONG\r\n");
-    sendf(mf, "SUB %s.work grp 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
+    nd_integ_sendf(mf, "SUB %s.work grp 1\r\nSUB %s.end 2\r\nPING\r\n", p, p);
     ND_EXPECT(mf, "PONG\r\n");
     wait_gw_subs(pub, far_cluster, 2, 1);
     if (pub != local) {
@@ -508,10 +434,10 @@ check_queue(node_t *pub, node_t *local, node_t *far, const char *far_cluster, co
         ND_EXPECT(pc, "PONG\r\n");
         nd_integ_conn_t *got = round == 0 ? ml : mf;
         for (int i = 0; i < N; i++)
-            expectf(got, "MSG %s.work 1 %d\r\n%d\r\n", p, snprintf(NULL, 0, "%d", i), i);
+            nd_integ_expectf(got, "MSG %s.work 1 %d\r\n%d\r\n", p, snprintf(NULL, 0, "%d", i), i);
         /* The end marker went the same way as any queue message would have: the far member
          * saw none before it. */
-        expectf(mf, "MSG %s.end 2 0\r\n\r\n", p);
+        nd_integ_expectf(mf, "MSG %s.end 2 0\r\n\r\n", p);
         if (round == 0) {
             ND_PING(ml);
             ND_SEND(ml, "UNSUB 1\r\nPING\r\n");
@@ -556,7 +482,7 @@ Test(integ_gateway, pubsub_request_reply)
     check_request(&a[0], &b[1], "B", "svc.echo");
     check_request(&b[0], &a[1], "A", "svc.back");
     /* /varz's gateway block names the cluster and its port. */
-    json_t *v = get_json(a[0].mport, "/varz");
+    json_t *v = nd_integ_get_json(a[0].mport, "/varz");
     json_t *g = json_object_get(v, "gateway");
     cr_assert(json_is_string(json_object_get(g, "name")) &&
                   strcmp(json_string_value(json_object_get(g, "name")), "A") == 0 &&
@@ -630,7 +556,7 @@ Test(integ_gateway, reject_unknown_cluster)
     size_t mark = nd_integ_server_log_mark(a.srv);
     node_start(&c);
     nd_integ_server_wait_log(a.srv, mark, "Rejecting connection from gateway \"C\"");
-    json_t *gz = get_json(a.mport, "/gatewayz");
+    json_t *gz = nd_integ_get_json(a.mport, "/gatewayz");
     cr_assert_eq(json_object_size(json_object_get(gz, "inbound_gateways")), 0);
     cr_assert_eq(json_object_size(json_object_get(gz, "outbound_gateways")), 0);
     json_decref(gz);
@@ -674,7 +600,7 @@ Test(integ_gateway, bad_gateway_input)
     ND_SEND(cl, "SUB ok 1\r\nPUB ok 2\r\nhi\r\nPING\r\n");
     ND_EXPECT(cl, "MSG ok 1 2\r\nhi\r\nPONG\r\n");
     nd_integ_conn_close(cl);
-    json_t *gz = get_json(a.mport, "/gatewayz");
+    json_t *gz = nd_integ_get_json(a.mport, "/gatewayz");
     cr_assert_eq(json_object_size(json_object_get(gz, "inbound_gateways")), 0);
     cr_assert(strcmp(json_string_value(json_object_get(gz, "name")), "A") == 0);
     json_decref(gz);
@@ -735,10 +661,10 @@ static void
 fake_line(int fd, char *buf, size_t cap)
 {
     size_t n = 0;
-    int64_t deadline = now_ms() + ND_INTEG_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_TIMEOUT_MS;
     while (n + 1 < cap) {
         struct pollfd p = {.fd = fd, .events = POLLIN};
-        int left = (int)(deadline - now_ms());
+        int left = (int)(deadline - nd_integ_now_ms());
         cr_assert(left > 0 && poll(&p, 1, left) == 1, "the fake gateway read nothing in time");
         char ch;
         cr_assert(read(fd, &ch, 1) == 1, "the connection to the fake gateway closed");
@@ -880,7 +806,7 @@ Test(integ_gateway, authorization)
     wait_outbound(&a, "B", true);
     /* C's CONNECT was refused: A logs it, and C never gets an inbound connection on A. */
     nd_integ_server_wait_log(a.srv, mark, "authentication error");
-    json_t *gz = get_json(a.mport, "/gatewayz");
+    json_t *gz = nd_integ_get_json(a.mport, "/gatewayz");
     json_t *in = json_object_get(gz, "inbound_gateways");
     cr_assert(json_object_get(in, "B") != NULL && json_object_get(in, "C") == NULL,
               "A's inbound gateways: %s", json_dumps(in, JSON_COMPACT));
@@ -950,7 +876,7 @@ check_tls(const char *abin, const char *bbin, bool with_rogue)
     size_t mark = nd_integ_server_log_mark(a.srv);
     node_start(&rogue);
     nd_integ_server_wait_log(a.srv, mark, "TLS gateway handshake error");
-    json_t *gz = get_json(a.mport, "/gatewayz");
+    json_t *gz = nd_integ_get_json(a.mport, "/gatewayz");
     json_t *in = json_object_get(gz, "inbound_gateways");
     cr_assert(json_object_get(in, "R") == NULL, "A's inbound gateways: %s",
               json_dumps(in, JSON_COMPACT));

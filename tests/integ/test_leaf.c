@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "harness.h"
+#include "integ_util.h"
 #include "jsproto.h"
 #include "auth/jwt.h"
 #include "util/nkey.h"
@@ -56,37 +57,20 @@ typedef struct node {
     nd_integ_server_t *srv;
 } node_t;
 
-static int
-fresh_port(void)
-{
-    static int given[256];
-    static size_t ngiven;
-    for (;;) {
-        int p = nd_integ_free_port();
-        bool dup = false;
-        for (size_t i = 0; i < ngiven && i < 256 && !dup; i++)
-            dup = given[i] == p;
-        if (!dup) {
-            given[ngiven++ % 256] = p;
-            return p;
-        }
-    }
-}
-
 static void
 node_init(node_t *n, const char *bin)
 {
     memset(n, 0, sizeof *n);
     n->bin = bin != NULL ? bin : nd_integ_server_path();
-    n->port = fresh_port();
-    n->mport = fresh_port();
+    n->port = nd_integ_fresh_port();
+    n->mport = nd_integ_fresh_port();
 }
 
 /* Makes n a hub (leafnodes { port }, plus extra lines inside leafnodes {} and at the top). */
 static void
 node_hub(node_t *n, const char *leaf_extra, const char *top_extra)
 {
-    n->lport = fresh_port();
+    n->lport = nd_integ_fresh_port();
     snprintf(n->text, sizeof n->text,
              "listen: 127.0.0.1:%d\nhttp: 127.0.0.1:%d\n%s\nleafnodes {\n  listen: 127.0.0.1:%d\n"
              "  %s\n}\n",
@@ -139,14 +123,6 @@ node_free(node_t *n)
     nd_integ_conf_remove(&n->cf);
 }
 
-static int64_t
-now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The subscriptions count of the first leaf connection in /leafz (-1: none). */
 static int
 leaf_subs(int mport)
@@ -168,7 +144,7 @@ leaf_subs(int mport)
 static int
 leaf_base(int mport)
 {
-    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     for (;;) {
         char *body = nd_integ_http_get(mport, "/leafz?subs=1");
         json_error_t err;
@@ -185,7 +161,7 @@ leaf_base(int mport)
             free(body);
             return n;
         }
-        if (now_ms() > deadline)
+        if (nd_integ_now_ms() > deadline)
             cr_assert_fail("/leafz on %d: no $LDS. subscription: %s", mport, body);
         free(body);
         struct timespec ts = {0, 20 * 1000000};
@@ -197,10 +173,10 @@ leaf_base(int mport)
 static void
 wait_leaf_subs(int mport, int n)
 {
-    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     int got;
     while ((got = leaf_subs(mport)) != n) {
-        if (now_ms() > deadline)
+        if (nd_integ_now_ms() > deadline)
             cr_assert_fail("/leafz on %d: %d subscriptions, want %d", mport, got, n);
         struct timespec ts = {0, 20 * 1000000};
         nanosleep(&ts, NULL);
@@ -280,11 +256,14 @@ exercise(const node_t *hub, const node_t *leaf, const char *hub_cred, const char
     nd_integ_conn_close(l);
 }
 
-Test(integ_leaf, hub_and_leaf)
+/* A hub of binary hub_bin and a leaf of leaf_bin (NULL: the server under test), plain
+ * leafnodes, and the exercise. */
+static void
+hub_and_leaf(const char *hub_bin, const char *leaf_bin)
 {
     node_t hub, leaf;
-    node_init(&hub, NULL);
-    node_init(&leaf, NULL);
+    node_init(&hub, hub_bin);
+    node_init(&leaf, leaf_bin);
     node_hub(&hub, NULL, NULL);
     node_leaf(&leaf, &hub, NULL, NULL, NULL);
     node_start(&hub);
@@ -292,40 +271,32 @@ Test(integ_leaf, hub_and_leaf)
     exercise(&hub, &leaf, NULL, NULL);
     node_free(&leaf);
     node_free(&hub);
+}
+
+/* Skips the test unless the reference is there and the server under test is not it. Returns:
+ * the reference's path. */
+static const char *
+ref_or_skip(void)
+{
+    const char *ref = nd_integ_reference_path();
+    if (ref == NULL || nd_integ_is_reference())
+        cr_skip_test("needs the reference and a server under test that is not it");
+    return ref;
+}
+
+Test(integ_leaf, hub_and_leaf)
+{
+    hub_and_leaf(NULL, NULL);
 }
 
 Test(integ_leaf, leaf_to_reference_hub)
 {
-    const char *ref = nd_integ_reference_path();
-    if (ref == NULL || nd_integ_is_reference())
-        cr_skip_test("needs the reference and a server under test that is not it");
-    node_t hub, leaf;
-    node_init(&hub, ref);
-    node_init(&leaf, NULL);
-    node_hub(&hub, NULL, NULL);
-    node_leaf(&leaf, &hub, NULL, NULL, NULL);
-    node_start(&hub);
-    node_start(&leaf);
-    exercise(&hub, &leaf, NULL, NULL);
-    node_free(&leaf);
-    node_free(&hub);
+    hub_and_leaf(ref_or_skip(), NULL);
 }
 
 Test(integ_leaf, reference_leaf_to_hub)
 {
-    const char *ref = nd_integ_reference_path();
-    if (ref == NULL || nd_integ_is_reference())
-        cr_skip_test("needs the reference and a server under test that is not it");
-    node_t hub, leaf;
-    node_init(&hub, NULL);
-    node_init(&leaf, ref);
-    node_hub(&hub, NULL, NULL);
-    node_leaf(&leaf, &hub, NULL, NULL, NULL);
-    node_start(&hub);
-    node_start(&leaf);
-    exercise(&hub, &leaf, NULL, NULL);
-    node_free(&leaf);
-    node_free(&hub);
+    hub_and_leaf(NULL, ref_or_skip());
 }
 
 /* Two accounts on the hub; the leaf's user is bound to A: it sees A's traffic only. */
@@ -360,9 +331,9 @@ Test(integ_leaf, account_binding)
     ND_EXPECT(l, "PONG\r\n");
     nd_integ_conn_t *b = client(&hub, "\"user\":\"b\",\"pass\":\"b\"");
     nd_integ_conn_t *a = client(&hub, "\"user\":\"a\",\"pass\":\"a\"");
-    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     for (;;) {
-        cr_assert(now_ms() < deadline, "the leaf never got a publish of account A");
+        cr_assert(nd_integ_now_ms() < deadline, "the leaf never got a publish of account A");
         ND_SEND(b, "PUB ab 1\r\nB\r\nPING\r\n");
         ND_EXPECT(b, "PONG\r\n");
         ND_SEND(a, "PUB ab 1\r\nA\r\nPING\r\n");
@@ -447,17 +418,6 @@ Test(integ_leaf, client_users_guard_the_leaf_port)
 }
 
 /* ---- issue 16 part 1: TLS, permissions, credentials, min_version, loops ---- */
-
-/* Skips the test unless the reference is there and the server under test is not it. Returns:
- * the reference's path. */
-static const char *
-ref_or_skip(void)
-{
-    const char *ref = nd_integ_reference_path();
-    if (ref == NULL || nd_integ_is_reference())
-        cr_skip_test("needs the reference and a server under test that is not it");
-    return ref;
-}
 
 /* Three tests of one case: both sides the server under test, our leaf on a reference hub, a
  * reference leaf on our hub. */
@@ -659,8 +619,8 @@ loop_case(const char *b_bin)
     node_t a, b;
     node_init(&a, NULL);
     node_init(&b, b_bin);
-    a.lport = fresh_port();
-    b.lport = fresh_port();
+    a.lport = nd_integ_fresh_port();
+    b.lport = nd_integ_fresh_port();
     node_t *n[2] = {&a, &b};
     for (int i = 0; i < 2; i++)
         snprintf(n[i]->text, sizeof n[i]->text,
@@ -853,7 +813,7 @@ ROLES(creds)
 static void
 node_cluster_hub(node_t *n, const char *name, int cport, int peer_cport, const char *leaf_extra)
 {
-    n->lport = fresh_port();
+    n->lport = nd_integ_fresh_port();
     char routes[128] = "";
     if (peer_cport != 0)
         snprintf(routes, sizeof routes, ", routes: [\"nats-route://127.0.0.1:%d\"]", peer_cport);
@@ -874,7 +834,7 @@ cluster_case(const char *hub_bin, const char *leaf_bin)
     node_init(&a, hub_bin);
     node_init(&b, hub_bin);
     node_init(&leaf, leaf_bin);
-    int acport = fresh_port(), bcport = fresh_port();
+    int acport = nd_integ_fresh_port(), bcport = nd_integ_fresh_port();
     node_cluster_hub(&a, "A", acport, 0, NULL);
     node_cluster_hub(&b, "B", bcport, acport, NULL);
     node_leaf(&leaf, &a, NULL, NULL, NULL);
@@ -898,14 +858,14 @@ cluster_case(const char *hub_bin, const char *leaf_bin)
     nd_integ_wait_leafs(b.mport, 1);
     nd_integ_wait_leafs(leaf.mport, 1);
     /* The leaf's interest comes back with it. */
-    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     for (;;) {
         char *body = nd_integ_http_get(b.mport, "/leafz?subs=1");
         bool has = strstr(body, "over.route") != NULL;
         free(body);
         if (has)
             break;
-        cr_assert(now_ms() < deadline, "B never learnt the leaf's interest");
+        cr_assert(nd_integ_now_ms() < deadline, "B never learnt the leaf's interest");
         struct timespec ts = {0, 20 * 1000000};
         nanosleep(&ts, NULL);
     }
@@ -1149,14 +1109,14 @@ jetstream_case(const char *hub_bin, const char *leaf_bin)
     ND_EXPECT(l, "PONG\r\n");
     /* Each side knows the other's inbox and its domain's API ($JS.<domain>.API.>, or
      * nats-server's mapping sources $JS.<domain>.API.INFO, ...). */
-    int64_t deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    int64_t deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     for (;;) {
         char *lb = nd_integ_http_get(leaf.mport, "/leafz?subs=1");
         char *hb = nd_integ_http_get(hub.mport, "/leafz?subs=1");
         /* (nats-server writes '>' as \u003e) */
         bool ok = strstr(lb, "\"_I.h.") != NULL && strstr(lb, "\"$JS.hub.API.") != NULL &&
                   strstr(hb, "\"_I.l.") != NULL && strstr(hb, "\"$JS.leaf.API.") != NULL;
-        if (!ok && now_ms() > deadline)
+        if (!ok && nd_integ_now_ms() > deadline)
             cr_assert_fail("the domains' interest never crossed the leaf connection:\n%s\n%s", lb,
                            hb);
         free(lb);
@@ -1196,7 +1156,7 @@ jetstream_case(const char *hub_bin, const char *leaf_bin)
                "\"external\":{\"api\":\"$JS.hub.API\",\"deliver\":\"\"}}}");
     cr_assert_null(json_object_get(o, "error"), "%s", json_dumps(o, 0));
     json_decref(o);
-    deadline = now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
+    deadline = nd_integ_now_ms() + ND_INTEG_PROC_TIMEOUT_MS;
     for (int i = 0;; i++) {
         char inbox[32];
         snprintf(inbox, sizeof inbox, "_I.l.i%d", i);
@@ -1205,7 +1165,7 @@ jetstream_case(const char *hub_bin, const char *leaf_bin)
         json_decref(o);
         if (msgs == 1)
             break;
-        cr_assert(now_ms() < deadline, "the mirror never got the hub's message");
+        cr_assert(nd_integ_now_ms() < deadline, "the mirror never got the hub's message");
         struct timespec ts = {0, 50 * 1000000};
         nanosleep(&ts, NULL);
     }
@@ -1239,9 +1199,9 @@ same_cluster_case(const char *hub_bin, const char *leaf_bin)
     node_t hub, leaf;
     node_init(&hub, hub_bin);
     node_init(&leaf, leaf_bin);
-    node_cluster_hub(&hub, "H", fresh_port(), 0, NULL);
+    node_cluster_hub(&hub, "H", nd_integ_fresh_port(), 0, NULL);
     char top[256];
-    snprintf(top, sizeof top, "cluster { name: C, listen: \"127.0.0.1:%d\" }", fresh_port());
+    snprintf(top, sizeof top, "cluster { name: C, listen: \"127.0.0.1:%d\" }", nd_integ_fresh_port());
     node_leaf(&leaf, &hub, NULL, NULL, top);
     node_start(&hub);
     size_t hmark = nd_integ_server_log_mark(hub.srv);
@@ -1264,7 +1224,7 @@ Test(integ_leaf, dial_error_reported)
     node_t hub, leaf;
     node_init(&hub, NULL);
     node_init(&leaf, NULL);
-    hub.lport = fresh_port(); /* never started */
+    hub.lport = nd_integ_fresh_port(); /* never started */
     node_leaf(&leaf, &hub, NULL, NULL, NULL);
     node_start(&leaf);
     char want[128];

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "mqtt_util.h"
 
 /* ---- the server ---- */
 
@@ -175,69 +176,6 @@ TestSuite(mqtt, .fini = suite_fini, .timeout = 60);
 /* ---- the MQTT encoder ---- */
 
 typedef struct {
-    uint8_t b[65536]; /* the reference's `#` also gets its JetStream advisories */
-    size_t n;
-} mbuf_t;
-
-static void
-put(mbuf_t *m, const void *p, size_t n)
-{
-    cr_assert(m->n + n <= sizeof m->b, "test packet too large");
-    memcpy(m->b + m->n, p, n);
-    m->n += n;
-}
-
-static void
-put_u8(mbuf_t *m, uint8_t v)
-{
-    put(m, &v, 1);
-}
-
-static void
-put_u16(mbuf_t *m, uint16_t v)
-{
-    put_u8(m, (uint8_t)(v >> 8));
-    put_u8(m, (uint8_t)v);
-}
-
-/* A length-prefixed string of n bytes (may hold a NUL). */
-static void
-put_strn(mbuf_t *m, const char *s, size_t n)
-{
-    put_u16(m, (uint16_t)n);
-    put(m, s, n);
-}
-
-static void
-put_str(mbuf_t *m, const char *s)
-{
-    put_strn(m, s, strlen(s));
-}
-
-/* The variable byte integer of the remaining length. */
-static void
-put_rl(mbuf_t *m, size_t v)
-{
-    do {
-        uint8_t b = (uint8_t)(v % 128);
-        v /= 128;
-        if (v > 0)
-            b |= 0x80;
-        put_u8(m, b);
-    } while (v > 0);
-}
-
-/* A packet: fixed header byte h, the remaining length, then body. */
-static void
-pkt(mbuf_t *out, uint8_t h, const mbuf_t *body)
-{
-    out->n = 0;
-    put_u8(out, h);
-    put_rl(out, body->n);
-    put(out, body->b, body->n);
-}
-
-typedef struct {
     const char *cid;
     bool persistent;   /* clean session off */
     int level;         /* protocol level, 0 means 4 */
@@ -325,47 +263,13 @@ id_pkt(mbuf_t *out, uint8_t h, uint16_t pid)
 static int
 mq_dial(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)mqtt_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
-    return fd;
-}
-
-static void
-send_raw(int fd, const void *p, size_t n)
-{
-    const char *b = p;
-    while (n > 0) {
-        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-        cr_assert(k > 0, "send: %s", strerror(errno));
-        b += k;
-        n -= (size_t)k;
-    }
+    return tcp_dial(mqtt_port);
 }
 
 static void
 send_pkt(int fd, const mbuf_t *m)
 {
     send_raw(fd, m->b, m->n);
-}
-
-/* Reads exactly n bytes. Returns: false at end of stream (a reset counts). */
-static bool
-recv_n(int fd, void *p, size_t n)
-{
-    char *b = p;
-    while (n > 0) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        cr_assert(poll(&pf, 1, ND_INTEG_TIMEOUT_MS) == 1, "timed out reading from the server");
-        ssize_t k = recv(fd, b, n, 0);
-        if (k <= 0)
-            return false;
-        b += k;
-        n -= (size_t)k;
-    }
-    return true;
 }
 
 /* Reads one whole packet (fixed header, remaining length, body) into out. Returns: false at end

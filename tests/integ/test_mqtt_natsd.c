@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "mqtt_util.h"
 
 static nd_integ_conf_t conf;
 static nd_integ_server_t *srv;
@@ -60,98 +61,22 @@ TestSuite(mqtt_natsd, .fini = fini, .timeout = 60);
 
 /* ---- raw MQTT ---- */
 
-typedef struct {
-    uint8_t b[4096];
-    size_t n;
-} pkt_t;
-
-static void
-put_u16(pkt_t *p, unsigned v)
-{
-    p->b[p->n++] = (uint8_t)(v >> 8);
-    p->b[p->n++] = (uint8_t)v;
-}
-
-static void
-put_str(pkt_t *p, const char *s)
-{
-    size_t n = strlen(s);
-    put_u16(p, (unsigned)n);
-    memcpy(p->b + p->n, s, n);
-    p->n += n;
-}
-
-/* Wraps body into a packet of type/flags byte tf. */
-static void
-frame(pkt_t *out, uint8_t tf, const pkt_t *body)
-{
-    out->n = 0;
-    out->b[out->n++] = tf;
-    size_t rl = body->n;
-    do {
-        uint8_t d = (uint8_t)(rl % 128);
-        rl /= 128;
-        out->b[out->n++] = rl ? (uint8_t)(d | 0x80) : d;
-    } while (rl);
-    memcpy(out->b + out->n, body->b, body->n);
-    out->n += body->n;
-}
-
-static int
-dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)mqtt_port)};
-    inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
-    cr_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
-    return fd;
-}
-
-static void
-send_all(int fd, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    while (n > 0) {
-        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-        cr_assert(k > 0, "send: %s", strerror(errno));
-        b += k;
-        n -= (size_t)k;
-    }
-}
-
-/* Reads n bytes. Returns: false at end of stream. */
-static bool
-recv_n(int fd, void *p, size_t n)
-{
-    uint8_t *b = p;
-    while (n > 0) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        cr_assert(poll(&pf, 1, 15000) == 1, "timed out reading from the server");
-        ssize_t k = recv(fd, b, n, 0);
-        if (k <= 0)
-            return false;
-        b += k;
-        n -= (size_t)k;
-    }
-    return true;
-}
-
 /* Reads one packet: its first byte in *tf, its body in body. */
 static void
-read_pkt(int fd, uint8_t *tf, pkt_t *body)
+read_pkt(int fd, uint8_t *tf, mbuf_t *body)
 {
-    cr_assert(recv_n(fd, tf, 1), "end of stream");
+    cr_assert(recv_n_within(fd, tf, 1, 15000), "end of stream");
     uint32_t rl = 0;
     for (int i = 0; i < 4; i++) {
         uint8_t d;
-        cr_assert(recv_n(fd, &d, 1));
+        cr_assert(recv_n_within(fd, &d, 1, 15000));
         rl |= (uint32_t)(d & 0x7f) << (7 * i);
         if (!(d & 0x80))
             break;
     }
     cr_assert(rl <= sizeof body->b);
     body->n = rl;
-    cr_assert(recv_n(fd, body->b, rl));
+    cr_assert(recv_n_within(fd, body->b, rl, 15000));
 }
 
 /* Reads until the server closes. Returns: the bytes that came before. */
@@ -181,7 +106,7 @@ typedef struct {
 static void
 mq_connect_send(int fd, const copts_t *o)
 {
-    pkt_t b = {.n = 0}, p;
+    mbuf_t b = {.n = 0}, p;
     put_str(&b, "MQTT");
     b.b[b.n++] = 4;
     uint8_t flags = o->persistent ? 0 : 0x02;
@@ -202,8 +127,8 @@ mq_connect_send(int fd, const copts_t *o)
         put_str(&b, o->user);
     if (o->pass)
         put_str(&b, o->pass);
-    frame(&p, 0x10, &b);
-    send_all(fd, p.b, p.n);
+    pkt(&p, 0x10, &b);
+    send_raw(fd, p.b, p.n);
 }
 
 /* CONNECT; returns the CONNACK's return code (and leaves the connection open). */
@@ -211,7 +136,7 @@ static int
 mq_connect(int fd, const copts_t *o)
 {
     mq_connect_send(fd, o);
-    pkt_t b;
+    mbuf_t b;
     uint8_t tf;
     read_pkt(fd, &tf, &b);
     cr_assert_eq(tf, 0x20);
@@ -222,7 +147,7 @@ mq_connect(int fd, const copts_t *o)
 static int
 mq_open(const char *cid)
 {
-    int fd = dial();
+    int fd = tcp_dial(mqtt_port);
     copts_t o = {.cid = cid};
     cr_assert_eq(mq_connect(fd, &o), 0);
     return fd;
@@ -231,12 +156,12 @@ mq_open(const char *cid)
 static void
 mq_sub(int fd, uint16_t pi, const char *filter, int qos, int granted)
 {
-    pkt_t b = {.n = 0}, p;
+    mbuf_t b = {.n = 0}, p;
     put_u16(&b, pi);
     put_str(&b, filter);
     b.b[b.n++] = (uint8_t)qos;
-    frame(&p, 0x82, &b);
-    send_all(fd, p.b, p.n);
+    pkt(&p, 0x82, &b);
+    send_raw(fd, p.b, p.n);
     uint8_t tf;
     read_pkt(fd, &tf, &b);
     cr_assert_eq(tf, 0x90);
@@ -245,25 +170,25 @@ mq_sub(int fd, uint16_t pi, const char *filter, int qos, int granted)
 }
 
 static void
-mq_pub_pkt(pkt_t *p, const char *topic, const char *msg, int qos, uint16_t pi)
+mq_pub_pkt(mbuf_t *p, const char *topic, const char *msg, int qos, uint16_t pi)
 {
-    pkt_t b = {.n = 0};
+    mbuf_t b = {.n = 0};
     put_str(&b, topic);
     if (qos > 0)
         put_u16(&b, pi);
     size_t n = strlen(msg);
     memcpy(b.b + b.n, msg, n);
     b.n += n;
-    frame(p, (uint8_t)(0x30 | (qos << 1)), &b);
+    pkt(p, (uint8_t)(0x30 | (qos << 1)), &b);
 }
 
 /* Publishes and, at QoS 1, waits for the PUBACK. */
 static void
 mq_pub(int fd, const char *topic, const char *msg, int qos, uint16_t pi)
 {
-    pkt_t p;
+    mbuf_t p;
     mq_pub_pkt(&p, topic, msg, qos, pi);
-    send_all(fd, p.b, p.n);
+    send_raw(fd, p.b, p.n);
     if (qos > 0) {
         uint8_t tf;
         read_pkt(fd, &tf, &p);
@@ -276,15 +201,15 @@ static void
 mq_ack(int fd, uint16_t pi)
 {
     uint8_t p[4] = {0x40, 2, (uint8_t)(pi >> 8), (uint8_t)pi};
-    send_all(fd, p, 4);
+    send_raw(fd, p, 4);
 }
 
 static void
 mq_ping(int fd)
 {
-    send_all(fd, "\xC0\x00", 2);
+    send_raw(fd, "\xC0\x00", 2);
     uint8_t tf;
-    pkt_t b;
+    mbuf_t b;
     read_pkt(fd, &tf, &b);
     cr_assert_eq(tf, 0xD0, "wanted PINGRESP, got 0x%02x", tf);
 }
@@ -294,7 +219,7 @@ static uint16_t
 expect_pub(int fd, const char *topic, const char *msg, int qos, bool dup)
 {
     uint8_t tf;
-    pkt_t b;
+    mbuf_t b;
     read_pkt(fd, &tf, &b);
     cr_assert_eq(tf & 0xF0, 0x30, "wanted PUBLISH, got 0x%02x", tf);
     cr_assert_eq((tf >> 1) & 3, qos, "QoS %d, wanted %d", (tf >> 1) & 3, qos);
@@ -375,7 +300,7 @@ Test(mqtt_natsd, keep_alive)
 {
     up(NULL);
     nd_integ_conn_t *n = nats_open(NULL, "ka.>");
-    int fd = dial();
+    int fd = tcp_dial(mqtt_port);
     copts_t o = {.cid = "ka", .ka = 1, .will_topic = "ka/will", .will_msg = "bye"};
     cr_assert_eq(mq_connect(fd, &o), 0);
     mq_ping(fd);
@@ -469,15 +394,15 @@ Test(mqtt_natsd, qos1_flood)
     static uint8_t all[N * 16];
     size_t len = 0;
     for (int i = 1; i <= N; i++) {
-        pkt_t p;
+        mbuf_t p;
         mq_pub_pkt(&p, "fl/x", "m", 1, (uint16_t)i);
         memcpy(all + len, p.b, p.n);
         len += p.n;
     }
-    send_all(fd, all, len);
+    send_raw(fd, all, len);
     for (int i = 1; i <= N; i++) {
         uint8_t tf;
-        pkt_t b;
+        mbuf_t b;
         read_pkt(fd, &tf, &b);
         cr_assert_eq(tf, 0x40);
         cr_assert_eq((b.b[0] << 8) | b.b[1], i, "PUBACK %d out of order", i);
@@ -499,7 +424,7 @@ Test(mqtt_natsd, accounts_and_permissions)
        "}\n");
     nd_integ_conn_t *na = nats_open("a2:a2", ">");
     nd_integ_conn_t *nb = nats_open("b:b", ">");
-    int fd = dial();
+    int fd = tcp_dial(mqtt_port);
     copts_t o = {.cid = "perm", .user = "a", .pass = "a"};
     cr_assert_eq(mq_connect(fd, &o), 0);
     mq_sub(fd, 1, "hidden/#", 0, 0x80);
@@ -530,17 +455,17 @@ Test(mqtt_natsd, accounts_and_permissions)
             break;
     }
     /* A wrong password: CONNACK 5. */
-    int bad = dial();
+    int bad = tcp_dial(mqtt_port);
     copts_t ob = {.cid = "bad", .user = "a", .pass = "x"};
     cr_assert_eq(mq_connect(bad, &ob), 5);
     expect_close(bad);
     /* An account without JetStream: closed without a CONNACK, as nats-server. */
-    int nojs = dial();
+    int nojs = tcp_dial(mqtt_port);
     copts_t oc = {.cid = "nojs", .user = "c", .pass = "c"};
     mq_connect_send(nojs, &oc);
     cr_assert_eq(expect_close(nojs), 0);
     /* Tried again (and refused again) on the next CONNECT. */
-    nojs = dial();
+    nojs = tcp_dial(mqtt_port);
     mq_connect_send(nojs, &oc);
     cr_assert_eq(expect_close(nojs), 0);
     close(fd);
@@ -559,16 +484,16 @@ Test(mqtt_natsd, own_authorization)
     int keep = mqtt_port;
     up(extra);
     mqtt_port = keep;
-    int fd = dial();
+    int fd = tcp_dial(mqtt_port);
     copts_t o = {.cid = "own", .user = "mu", .pass = "mp"};
     cr_assert_eq(mq_connect(fd, &o), 0);
     mq_ping(fd);
     close(fd);
-    fd = dial();
+    fd = tcp_dial(mqtt_port);
     copts_t bad = {.cid = "own2", .user = "mu", .pass = "no"};
     cr_assert_eq(mq_connect(fd, &bad), 5);
     expect_close(fd);
-    fd = dial();
+    fd = tcp_dial(mqtt_port);
     copts_t none = {.cid = "own3"};
     cr_assert_eq(mq_connect(fd, &none), 5);
     expect_close(fd);
@@ -588,16 +513,16 @@ Test(mqtt_natsd, connection_types_and_no_auth_user)
     int keep = mqtt_port;
     up(extra);
     mqtt_port = keep;
-    int fd = dial();
+    int fd = tcp_dial(mqtt_port);
     copts_t none = {.cid = "na1"};
     cr_assert_eq(mq_connect(fd, &none), 0);
     mq_ping(fd);
     close(fd);
-    fd = dial();
+    fd = tcp_dial(mqtt_port);
     copts_t s = {.cid = "na2", .user = "s", .pass = "s"};
     cr_assert_eq(mq_connect(fd, &s), 5);
     expect_close(fd);
-    fd = dial();
+    fd = tcp_dial(mqtt_port);
     copts_t m = {.cid = "na3", .user = "m", .pass = "m"};
     cr_assert_eq(mq_connect(fd, &m), 0);
     mq_ping(fd);
@@ -641,7 +566,7 @@ Test(mqtt_natsd, tls)
     mqtt_port = keep;
     nd_integ_conn_t *n = nats_open(NULL, "tls.>");
     /* Plain text on the TLS port: no CONNACK, the connection closes. */
-    int fd = dial();
+    int fd = tcp_dial(mqtt_port);
     copts_t o = {.cid = "plain"};
     mq_connect_send(fd, &o);
     cr_assert_eq(expect_close(fd), 0);
@@ -662,7 +587,7 @@ Test(mqtt_natsd, flapping_client_id)
     int a = mq_open("flap");
     int b = mq_open("flap");
     cr_assert_eq(expect_close(a), 0);
-    int c = dial();
+    int c = tcp_dial(mqtt_port);
     copts_t o = {.cid = "flap"};
     mq_connect_send(c, &o);
     cr_assert_eq(expect_close(c), 0);
@@ -696,14 +621,14 @@ static void
 send_id(int fd, uint8_t tf, uint16_t pi)
 {
     uint8_t p[4] = {tf, 2, (uint8_t)(pi >> 8), (uint8_t)pi};
-    send_all(fd, p, 4);
+    send_raw(fd, p, 4);
 }
 
 static void
 expect_id(int fd, uint8_t tf, uint16_t pi)
 {
     uint8_t got;
-    pkt_t b;
+    mbuf_t b;
     read_pkt(fd, &got, &b);
     cr_assert_eq(got, tf, "wanted 0x%02x, got 0x%02x", tf, got);
     cr_assert(b.n == 2 && ((b.b[0] << 8) | b.b[1]) == pi, "wanted id %u", pi);
@@ -713,10 +638,10 @@ expect_id(int fd, uint8_t tf, uint16_t pi)
 static void
 q2_publish(int fd, const char *topic, const char *msg, uint16_t pi, bool dup, bool retain)
 {
-    pkt_t p;
+    mbuf_t p;
     mq_pub_pkt(&p, topic, msg, 2, pi);
     p.b[0] |= (uint8_t)((dup ? 0x08 : 0) | (retain ? 0x01 : 0));
-    send_all(fd, p.b, p.n);
+    send_raw(fd, p.b, p.n);
     expect_id(fd, 0x50, pi);
 }
 
@@ -771,7 +696,7 @@ Test(mqtt_natsd, qos2_incoming)
 Test(mqtt_natsd, qos2_incoming_persistent)
 {
     up_q2(NULL, false);
-    int fd = dial();
+    int fd = tcp_dial(mqtt_port);
     copts_t o = {.cid = "q2-keep", .persistent = true};
     cr_assert_eq(mq_connect(fd, &o), 0);
     q2_publish(fd, "q2/keep", "kept", 3, false, true);
@@ -779,7 +704,7 @@ Test(mqtt_natsd, qos2_incoming_persistent)
     nd_integ_server_stop(srv);
     up_q2(NULL, true);
     nd_integ_conn_t *n = nats_open(NULL, "q2.keep");
-    fd = dial();
+    fd = tcp_dial(mqtt_port);
     cr_assert_eq(mq_connect(fd, &o), 0);
     q2_release(fd, 3);
     ND_EXPECT(n, "MSG q2.keep 1 4\r\nkept\r\n");
@@ -787,7 +712,7 @@ Test(mqtt_natsd, qos2_incoming_persistent)
     int s = mq_open("q2-keep-sub");
     mq_sub(s, 1, "q2/keep", 2, 2);
     uint8_t tf;
-    pkt_t b;
+    mbuf_t b;
     read_pkt(s, &tf, &b);
     cr_assert_eq(tf, 0x35, "retained QoS 2 PUBLISH, got 0x%02x", tf);
     close(s);
@@ -833,7 +758,7 @@ static uint16_t
 q2_leave_pubrel(int p)
 {
     copts_t o = {.cid = "q2-rs", .persistent = true};
-    int s = dial();
+    int s = tcp_dial(mqtt_port);
     cr_assert_eq(mq_connect(s, &o), 0);
     mq_sub(s, 1, "q2/rs", 2, 2);
     q2_publish(p, "q2/rs", "m", 1, false, false);
@@ -855,7 +780,7 @@ Test(mqtt_natsd, qos2_pubrel_resent)
     int p = mq_open("q2-rsp");
     uint16_t pi = q2_leave_pubrel(p);
     copts_t o = {.cid = "q2-rs", .persistent = true};
-    int s = dial();
+    int s = tcp_dial(mqtt_port);
     cr_assert_eq(mq_connect(s, &o), 0);
     expect_id(s, 0x62, pi);
     send_id(s, 0x70, pi);
@@ -880,7 +805,7 @@ Test(mqtt_natsd, qos2_pubrel_redelivered)
     int p = mq_open("q2-rsp");
     uint16_t pi = q2_leave_pubrel(p);
     copts_t o = {.cid = "q2-rs", .persistent = true};
-    int s = dial();
+    int s = tcp_dial(mqtt_port);
     cr_assert_eq(mq_connect(s, &o), 0);
     expect_id(s, 0x62, pi);
     send_id(s, 0x70, pi);
@@ -894,10 +819,10 @@ Test(mqtt_natsd, qos2_pubrel_redelivered)
     expect_id(s, 0x62, pi2);
     send_id(s, 0x70, pi2);
     /* (One more may have crossed the PUBCOMP on a slow machine.) */
-    send_all(s, "\xC0\x00", 2);
+    send_raw(s, "\xC0\x00", 2);
     for (;;) {
         uint8_t tf;
-        pkt_t b;
+        mbuf_t b;
         read_pkt(s, &tf, &b);
         if (tf == 0xD0)
             break;
@@ -915,12 +840,12 @@ Test(mqtt_natsd, qos2_options)
     int s = mq_open("q2-opt");
     mq_sub(s, 1, "q2/opt", 2, 1);
     int fd = mq_open("q2-optp");
-    pkt_t p;
+    mbuf_t p;
     mq_pub_pkt(&p, "q2/opt", "x", 2, 1);
-    send_all(fd, p.b, p.n);
+    send_raw(fd, p.b, p.n);
     cr_assert_eq(expect_close(fd), 0);
     /* CONNECT with a QoS 2 will (flags: clean session, will, will QoS 2). */
-    pkt_t b = {.n = 0};
+    mbuf_t b = {.n = 0};
     put_str(&b, "MQTT");
     b.b[b.n++] = 4;
     b.b[b.n++] = 0x02 | 0x04 | 0x10;
@@ -928,9 +853,9 @@ Test(mqtt_natsd, qos2_options)
     put_str(&b, "q2-will");
     put_str(&b, "w/t");
     put_str(&b, "bye");
-    frame(&p, 0x10, &b);
-    fd = dial();
-    send_all(fd, p.b, p.n);
+    pkt(&p, 0x10, &b);
+    fd = tcp_dial(mqtt_port);
+    send_raw(fd, p.b, p.n);
     uint8_t tf;
     read_pkt(fd, &tf, &b);
     cr_assert(tf == 0x20 && b.n == 2 && b.b[1] == 0x10, "CONNACK 0x%02x", b.b[1]);
@@ -1022,7 +947,7 @@ Test(mqtt_natsd, js_domain_over_leaf)
     wait_hub_api(srv);
 
     copts_t o = {.cid = "dom-sub", .persistent = true};
-    int s = dial();
+    int s = tcp_dial(mqtt_port);
     cr_assert_eq(mq_connect(s, &o), 0);
     nd_integ_server_wait_log(srv, 0, "Creating MQTT streams/consumers with replicas 1 for account "
                                      "\"$G\" in domain \"hub\"");
@@ -1049,10 +974,10 @@ Test(mqtt_natsd, js_domain_over_leaf)
     nd_integ_server_stop(srv);
     srv = nd_integ_conf_start(&conf, text);
     wait_hub_api(srv);
-    s = dial();
+    s = tcp_dial(mqtt_port);
     mq_connect_send(s, &o);
     uint8_t tf;
-    pkt_t b;
+    mbuf_t b;
     read_pkt(s, &tf, &b);
     cr_assert(tf == 0x20 && b.n == 2 && b.b[1] == 0, "CONNACK 0x%02x rc %d", tf, b.b[1]);
     cr_assert_eq(b.b[0] & 1, 1, "no session present after the restart");

@@ -31,6 +31,7 @@
 #include <zlib.h>
 
 #include "harness.h"
+#include "mqtt_util.h"
 
 static nd_integ_conf_t conf;
 static nd_integ_server_t *srv;
@@ -65,41 +66,7 @@ TestSuite(ws, .init = suite_init, .fini = suite_fini, .timeout = 60);
 static int
 ws_dial(void)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    cr_assert(fd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)ws_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    cr_assert(connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
-    return fd;
-}
-
-static void
-send_all(int fd, const void *p, size_t n)
-{
-    const char *b = p;
-    while (n > 0) {
-        ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
-        cr_assert(k > 0, "send: %s", strerror(errno));
-        b += k;
-        n -= (size_t)k;
-    }
-}
-
-/* Reads exactly n bytes. Returns: false at end of stream (a reset counts). */
-static bool
-recv_n(int fd, void *p, size_t n)
-{
-    char *b = p;
-    while (n > 0) {
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
-        cr_assert(poll(&pf, 1, ND_INTEG_TIMEOUT_MS) == 1, "timed out reading");
-        ssize_t k = recv(fd, b, n, 0);
-        if (k <= 0)
-            return false;
-        b += k;
-        n -= (size_t)k;
-    }
-    return true;
+    return tcp_dial(ws_port);
 }
 
 /* The HTTP response head (through the empty line) into out. */
@@ -176,7 +143,7 @@ send_frame(int fd, uint8_t b0, const void *data, size_t n, bool unmasked)
     }
     for (size_t i = 0; i < n; i++)
         f[h + i] = ((const uint8_t *)data)[i] ^ (unmasked ? 0 : key[i & 3]);
-    send_all(fd, f, h + n);
+    send_raw(fd, f, h + n);
     free(f);
 }
 
@@ -247,7 +214,7 @@ ws_open_info(const char *extra, const char *want_extra, char **info)
                      "GET / HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n%s\r\n",
                      ws_port, key_hdr, extra);
-    send_all(fd, req, (size_t)n);
+    send_raw(fd, req, (size_t)n);
     char head[1024], want[1024];
     recv_head(fd, head, sizeof head);
     snprintf(want, sizeof want, "%.*s%s\r\n", (int)(sizeof upgrade_101 - 3), upgrade_101,
@@ -332,7 +299,7 @@ bad_upgrade(const char *req, const char *status, const char *body)
 {
     nd_integ_context("%s", status);
     int fd = ws_dial();
-    send_all(fd, req, strlen(req));
+    send_raw(fd, req, strlen(req));
     char head[2048];
     recv_head(fd, head, sizeof head);
     cr_assert(strncmp(head, status, strlen(status)) == 0, "head: %s", head);
@@ -375,7 +342,7 @@ Test(ws, missing_host)
     const char *req = "GET / HTTP/1.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                       "Sec-WebSocket-Version: 13\r\n\r\n";
-    send_all(fd, req, strlen(req));
+    send_raw(fd, req, strlen(req));
     static const char want[] = "HTTP/1.1 400 Bad Request: missing required Host header\r\n"
                                "Content-Type: text/plain; charset=utf-8\r\nConnection: close\r\n"
                                "\r\n400 Bad Request: missing required Host header";
@@ -521,7 +488,7 @@ http_json(const char *path)
     char req[256];
     int n =
         snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n", path);
-    send_all(fd, req, (size_t)n);
+    send_raw(fd, req, (size_t)n);
     size_t cap = 1 << 20, len = 0;
     char *buf = malloc(cap);
     for (;;) {
@@ -648,7 +615,7 @@ Test(ws, compression_then_plain)
     seg[k++] = (uint8_t)(0x80 | strlen(plain));
     memcpy(seg + k, key, 4), k += 4;
     memcpy(seg + k, plain, strlen(plain)), k += strlen(plain);
-    send_all(fd, seg, k);
+    send_raw(fd, seg, k);
     free(d);
     expect_stream(fd, "MSG foo 1 1\r\na\r\nMSG foo 1 1\r\nb\r\nPONG\r\n");
     close(fd);
@@ -1115,7 +1082,7 @@ Test(ws, leafnode_path_without_leafnodes)
                      "GET /leafnode HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n\r\n",
                      ws_port, key_hdr);
-    send_all(fd, req, (size_t)n);
+    send_raw(fd, req, (size_t)n);
     char head[1024];
     recv_head(fd, head, sizeof head);
     cr_assert_str_eq(head, upgrade_101);
@@ -1250,77 +1217,48 @@ typedef struct {
     size_t n;
 } mqws_t;
 
-typedef struct {
-    uint8_t b[4096];
-    size_t n;
-} mpkt_t;
-
-static void
-mp_u16(mpkt_t *p, unsigned v)
-{
-    p->b[p->n++] = (uint8_t)(v >> 8);
-    p->b[p->n++] = (uint8_t)v;
-}
-
-static void
-mp_str(mpkt_t *p, const char *s)
-{
-    size_t n = strlen(s);
-    mp_u16(p, (unsigned)n);
-    memcpy(p->b + p->n, s, n);
-    p->n += n;
-}
-
 /* body wrapped in a fixed header with type/flags tf. */
-static mpkt_t
-mp_wrap(uint8_t tf, const mpkt_t *body)
+static mbuf_t
+mp_wrap(uint8_t tf, const mbuf_t *body)
 {
-    mpkt_t o = {.n = 0};
-    o.b[o.n++] = tf;
-    size_t rl = body->n;
-    do {
-        uint8_t d = (uint8_t)(rl % 128);
-        rl /= 128;
-        o.b[o.n++] = rl ? (uint8_t)(d | 0x80) : d;
-    } while (rl);
-    memcpy(o.b + o.n, body->b, body->n);
-    o.n += body->n;
+    mbuf_t o;
+    pkt(&o, tf, body);
     return o;
 }
 
-static mpkt_t
+static mbuf_t
 mp_connect(const char *cid, const char *user, const char *pass)
 {
-    mpkt_t b = {.n = 0};
-    mp_str(&b, "MQTT");
+    mbuf_t b = {.n = 0};
+    put_str(&b, "MQTT");
     b.b[b.n++] = 4;                                                       /* 3.1.1 */
     b.b[b.n++] = (uint8_t)(0x02 | (user ? 0x80 : 0) | (pass ? 0x40 : 0)); /* clean session */
-    mp_u16(&b, 60);
-    mp_str(&b, cid);
+    put_u16(&b, 60);
+    put_str(&b, cid);
     if (user)
-        mp_str(&b, user);
+        put_str(&b, user);
     if (pass)
-        mp_str(&b, pass);
+        put_str(&b, pass);
     return mp_wrap(0x10, &b);
 }
 
-static mpkt_t
+static mbuf_t
 mp_subscribe(uint16_t pid, const char *filter, int qos)
 {
-    mpkt_t b = {.n = 0};
-    mp_u16(&b, pid);
-    mp_str(&b, filter);
+    mbuf_t b = {.n = 0};
+    put_u16(&b, pid);
+    put_str(&b, filter);
     b.b[b.n++] = (uint8_t)qos;
     return mp_wrap(0x82, &b);
 }
 
-static mpkt_t
+static mbuf_t
 mp_publish(const char *topic, const char *msg, int qos, uint16_t pid)
 {
-    mpkt_t b = {.n = 0};
-    mp_str(&b, topic);
+    mbuf_t b = {.n = 0};
+    put_str(&b, topic);
     if (qos > 0)
-        mp_u16(&b, pid);
+        put_u16(&b, pid);
     memcpy(b.b + b.n, msg, strlen(msg));
     b.n += strlen(msg);
     return mp_wrap((uint8_t)(0x30 | (qos << 1)), &b);
@@ -1328,7 +1266,7 @@ mp_publish(const char *topic, const char *msg, int qos, uint16_t pid)
 
 /* Sends p in one binary frame. */
 static void
-mq_send(const mqws_t *m, const mpkt_t *p)
+mq_send(const mqws_t *m, const mbuf_t *p)
 {
     send_frame(m->fd, BIN, p->b, p->n, false);
 }
@@ -1336,7 +1274,7 @@ mq_send(const mqws_t *m, const mpkt_t *p)
 /* Reads the next MQTT packet (fixed header included) into out, reading frames as needed.
  * Returns: false when the server closed (a close frame or the end of the stream). */
 static bool
-mq_recv(mqws_t *m, mpkt_t *out)
+mq_recv(mqws_t *m, mbuf_t *out)
 {
     for (;;) {
         if (m->n >= 2) {
@@ -1380,7 +1318,7 @@ mq_recv(mqws_t *m, mpkt_t *out)
 static void
 mq_expect(mqws_t *m, const void *want, size_t wn)
 {
-    mpkt_t p;
+    mbuf_t p;
     cr_assert(mq_recv(m, &p), "closed, expected a packet 0x%02x", ((const uint8_t *)want)[0]);
     cr_assert(p.n == wn && memcmp(p.b, want, wn) == 0, "got %s, want %s",
               nd_integ_escape(p.b, p.n, 64), nd_integ_escape(want, wn, 64));
@@ -1406,13 +1344,13 @@ mq_ws_open(mqws_t *m, const char *extra, const char *cid, const char *user, cons
                      "GET /mqtt HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
                      "Connection: Upgrade\r\n%sSec-WebSocket-Version: 13\r\n%s\r\n",
                      ws_port, key_hdr, extra);
-    send_all(m->fd, req, (size_t)n);
+    send_raw(m->fd, req, (size_t)n);
     char head[1024], want[1024];
     recv_head(m->fd, head, sizeof head);
     snprintf(want, sizeof want, "%.*sSec-Websocket-Protocol: mqtt\r\n\r\n",
              (int)(sizeof upgrade_101 - 3), upgrade_101);
     cr_assert_str_eq(head, want);
-    mpkt_t c = mp_connect(cid, user, pass);
+    mbuf_t c = mp_connect(cid, user, pass);
     send_frame(m->fd, BIN, c.b, 5, false);
     send_frame(m->fd, BIN, c.b + 5, c.n - 5, false);
     uint8_t ack[4] = {0x20, 0x02, 0x00, (uint8_t)rc};
@@ -1426,16 +1364,16 @@ Test(wsmqtt, packets_in_frames)
     mq_up(NULL, NULL);
     mqws_t *m = calloc(1, sizeof *m);
     mq_ws_open(m, "Sec-WebSocket-Protocol: mqtt\r\n", "wsframes", NULL, NULL, 0);
-    mpkt_t s = mp_subscribe(1, "ws/t", 0);
+    mbuf_t s = mp_subscribe(1, "ws/t", 0);
     mq_send(m, &s);
     MQ_EXPECT(m, "\x90\x03\x00\x01\x00");
-    mpkt_t p = mp_publish("ws/t", "hello", 0, 0);
+    mbuf_t p = mp_publish("ws/t", "hello", 0, 0);
     send_frame(m->fd, BIN, p.b, 1, false);
     send_frame(m->fd, BIN, p.b + 1, 4, false);
     send_frame(m->fd, BIN, p.b + 5, p.n - 5, false);
     MQ_EXPECT(m, "\x30\x0b\x00\x04ws/thello");
     /* Two PUBLISHes and a PINGREQ in one frame, the last one also split over a fragment. */
-    mpkt_t a = mp_publish("ws/t", "a", 0, 0), b = mp_publish("ws/t", "b", 0, 0);
+    mbuf_t a = mp_publish("ws/t", "a", 0, 0), b = mp_publish("ws/t", "b", 0, 0);
     uint8_t both[64];
     memcpy(both, a.b, a.n);
     memcpy(both + a.n, b.b, b.n);
@@ -1448,7 +1386,7 @@ Test(wsmqtt, packets_in_frames)
     close(m->fd);
     /* No Sec-WebSocket-Protocol in the request: the 101 names it all the same. */
     mq_ws_open(m, "", "wsframes2", NULL, NULL, 0);
-    mpkt_t q = mp_publish("ws/q", "x", 1, 9);
+    mbuf_t q = mp_publish("ws/q", "x", 1, 9);
     mq_send(m, &q);
     MQ_EXPECT(m, "\x40\x02\x00\x09");
     close(m->fd);
@@ -1467,10 +1405,10 @@ Test(wsmqtt, nats_both_ways)
     ND_PING(c);
     mqws_t *m = calloc(1, sizeof *m);
     mq_ws_open(m, "", "wsnats", NULL, NULL, 0);
-    mpkt_t s = mp_subscribe(1, "from/nats", 0);
+    mbuf_t s = mp_subscribe(1, "from/nats", 0);
     mq_send(m, &s);
     MQ_EXPECT(m, "\x90\x03\x00\x01\x00");
-    mpkt_t p = mp_publish("from/ws", "to nats", 1, 3);
+    mbuf_t p = mp_publish("from/ws", "to nats", 1, 3);
     mq_send(m, &p);
     MQ_EXPECT(m, "\x40\x02\x00\x03");
     ND_EXPECT(c, "MSG from.ws 1 7\r\nto nats\r\n");
@@ -1573,7 +1511,7 @@ Test(wsmqtt, authorization)
     mq_ws_open(m, "", "auth1", "mqu", "mqp", 0);
     close(m->fd);
     mq_ws_open(m, "", "auth2", "wsu", "wsp", 5);
-    mpkt_t p;
+    mbuf_t p;
     cr_assert(!mq_recv(m, &p), "still open after return code 5");
     close(m->fd);
     mq_ws_open(m, "", "auth3", NULL, NULL, 5);
@@ -1600,7 +1538,7 @@ Test(ws, mqtt_path_without_mqtt)
              ws_port, key_hdr);
     if (nd_integ_is_reference()) {
         int fd = ws_dial();
-        send_all(fd, req, strlen(req));
+        send_raw(fd, req, strlen(req));
         char head[1024], want[1024];
         recv_head(fd, head, sizeof head);
         snprintf(want, sizeof want, "%.*sSec-Websocket-Protocol: mqtt\r\n\r\n",
