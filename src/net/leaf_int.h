@@ -33,8 +33,8 @@ typedef struct nd_leaf {
     nd_ws_dial_t wsd;         /* ... and what it negotiated */
     /* Handshake only, owned, freed at registration (an idle hub keeps thousands of leafs, so
      * nothing the handshake alone needs stays with the connection): */
-    char *nonce;       /* accepted: the nonce our INFO sent; solicited: the hub's (NULL: none) */
-    char *remote_name; /* the peer's server name, for the log line at registration */
+    char *nonce;              /* accepted: the nonce our INFO sent; solicited: the hub's, or NULL */
+    char *remote_name;        /* the peer's server name, for the log line at registration */
     nd_permset_t *perms;      /* borrowed (the leaf table keeps it), or NULL: no restriction */
     nd_permset_t *user_perms; /* accepted: the user's own (a reference), or NULL */
     struct leaf_watch *watch; /* while registered */
