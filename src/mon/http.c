@@ -27,6 +27,9 @@
  * in between answers from its discard hook, so a request never waits for a dead actor.
  */
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <stdio.h>
@@ -219,6 +222,14 @@ flush(nd_ctx_t *ctx, http_conn_t *h)
         nd_free(h->wbuf);
         h->wbuf = NULL;
         h->wcap = 0;
+        /* A response this big was built from much more memory (the JSON tree, its text, the
+         * body), all freed by now but kept by malloc in this worker's arena, where the
+         * connections the listing describes never reuse it: a monitor polling /leafz or /connz
+         * would hold the server's RSS at the size of its biggest answer. Give the free pages
+         * back (rare: only after responses over 64 KB). */
+#ifdef __GLIBC__
+        malloc_trim(0);
+#endif
     }
     if (h->eof && h->req == NULL)
         h->close_after = true; /* the peer sent all it will and has its answers */

@@ -190,8 +190,8 @@ typedef struct leaf_watch {
     bool spoke;
     bool dumping;
     const nd_permset_t *perms; /* the connection's at registration (the table keeps it) */
-    char lds[64];
-    smap_ent_t **b;
+    const char *lds;           /* the table's (it outlives every connection) */
+    smap_ent_t **b;            /* NULL until the first entry */
     size_t nb, n;
 } leaf_watch_t;
 
@@ -207,7 +207,9 @@ smap_slot(leaf_watch_t *lw, const char *key, size_t len, uint64_t h)
 static void
 smap_grow(leaf_watch_t *lw)
 {
-    size_t nb = lw->nb ? lw->nb * 2 : 64;
+    /* Small at first: most leafs of a hub see few subjects (an idle one only its peers' $LDS.),
+     * and each one keeps its own table. */
+    size_t nb = lw->nb ? lw->nb * 2 : 8;
     smap_ent_t **b = nd_xcalloc(nb, sizeof(*b));
     for (size_t i = 0; i < lw->nb; i++)
         for (smap_ent_t *e = lw->b[i], *nx; e != NULL; e = nx) {
@@ -557,6 +559,22 @@ add_js_denies(nd_conn_t *c)
 
 /* ---- the leaf table ---- */
 
+/* Replaces the owned string *dst with a copy of v (NULL: none). */
+static void
+set_str(char **dst, const char *v)
+{
+    nd_free(*dst);
+    *dst = v != NULL ? nd_xstrdup(v) : NULL;
+}
+
+/* Frees what only the handshake needed (leaf_int.h). */
+static void
+handshake_done(nd_leaf_t *lf)
+{
+    set_str(&lf->nonce, NULL);
+    set_str(&lf->remote_name, NULL);
+}
+
 static void
 register_leaf(nd_ctx_t *ctx, nd_conn_t *c)
 {
@@ -583,11 +601,13 @@ register_leaf(nd_ctx_t *ctx, nd_conn_t *c)
     lw->spoke = lf->spoke;
     lw->perms = lf->perms;
     lw->dumping = true;
-    snprintf(lw->lds, sizeof lw->lds, "%s", l->lds);
+    lw->lds = l->lds;
     lf->watch = lw;
     nd_interest_watch(ctx, c->acct, &lw->w);
+    const char *name = lf->remote_name != NULL ? lf->remote_name : "";
     nd_log_info(LFMT "Leafnode connection created%s%s for account: %s", LARGS(c),
-                lf->remote_name[0] ? " " : "", lf->remote_name, c->acct->name);
+                name[0] ? " " : "", name, c->acct->name);
+    handshake_done(lf);
 }
 
 /* Seconds as Go's JSON writes a float64: 2 for 2.0, 0.5 for 0.5. */
@@ -799,7 +819,7 @@ write_info(nd_conn_t *c, bool connect_info)
         char nonce[ND_JWT_NONCE_LEN + 1];
         if (!nd_jwt_nonce(nonce))
             nonce_of(nonce);
-        snprintf(c->leaf->nonce, sizeof c->leaf->nonce, "%s", nonce);
+        set_str(&c->leaf->nonce, nonce);
         json_object_set_new(o, "nonce", json_string(nonce));
     } else if (c->leaf->user_perms != NULL) {
         /* The leaf's own permissions, for it to enforce (sendPermsAndAccountInfo). */
@@ -837,7 +857,7 @@ job_remote(const nd_leafs_t *l, const leaf_job_t *job)
 static bool
 sign_nonce(nd_conn_t *c, const nd_leaf_remote_t *rm, json_t *o)
 {
-    const char *nonce = c->leaf->nonce;
+    const char *nonce = c->leaf->nonce != NULL ? c->leaf->nonce : "";
     char *sig = NULL;
     if (rm->credentials != NULL) {
         nd_log_debug(LFMT "Authenticating with credentials file \"%s\"", LARGS(c), rm->credentials);
@@ -1050,7 +1070,6 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     const char *user = json_string_value(json_object_get(o, "user"));
     const char *pass = json_string_value(json_object_get(o, "pass"));
     const char *name = json_string_value(json_object_get(o, "name"));
-    const char *id = json_string_value(json_object_get(o, "server_id"));
     if (lang != NULL && lang[0] != '\0') {
         json_decref(o);
         leaf_fail(ctx, c, "Attempted To Connect To Leafnode Port", ND_CLOSE_WRONG_PORT);
@@ -1145,8 +1164,7 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     }
     lf->connect_seen = true;
     lf->spoke = json_is_true(json_object_get(o, "is_hub"));
-    snprintf(lf->remote_name, sizeof lf->remote_name, "%s", name ? name : "");
-    snprintf(lf->remote_id, sizeof lf->remote_id, "%s", id ? id : "");
+    set_str(&lf->remote_name, name);
     atomic_store_explicit(&c->headers,
                           json_is_true(json_object_get(o, "headers")) &&
                               !c->srv->opts.no_header_support,
@@ -1240,9 +1258,8 @@ on_info(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
         const char *id = json_string_value(json_object_get(o, "server_id"));
         const char *name = json_string_value(json_object_get(o, "server_name"));
         const char *nonce = json_string_value(json_object_get(o, "nonce"));
-        snprintf(lf->remote_id, sizeof lf->remote_id, "%s", id ? id : "");
-        snprintf(lf->remote_name, sizeof lf->remote_name, "%s", name ? name : lf->remote_id);
-        snprintf(lf->nonce, sizeof lf->nonce, "%s", nonce ? nonce : "");
+        set_str(&lf->remote_name, name != NULL ? name : id);
+        set_str(&lf->nonce, nonce);
         atomic_store_explicit(&c->headers,
                               json_is_true(json_object_get(o, "headers")) &&
                                   !c->srv->opts.no_header_support,
@@ -1548,6 +1565,7 @@ nd_leaf_fini(nd_ctx_t *ctx, nd_conn_t *c)
     (void)ctx;
     if (c->leaf->user_perms != NULL)
         nd_perms_unref(c->leaf->user_perms);
+    handshake_done(c->leaf);
     nd_free(c->leaf);
     c->leaf = NULL;
 }

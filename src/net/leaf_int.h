@@ -31,9 +31,10 @@ typedef struct nd_leaf {
     bool hub_info_on_connect; /* solicited: the hub answers CONNECT with an INFO */
     bool ws;                  /* solicited over ws:// (the upgrade done by the dialer) */
     nd_ws_dial_t wsd;         /* ... and what it negotiated */
-    char nonce[64];           /* accepted: the nonce our INFO sent; solicited: the hub's */
-    char remote_id[64];
-    char remote_name[128];
+    /* Handshake only, owned, freed at registration (an idle hub keeps thousands of leafs, so
+     * nothing the handshake alone needs stays with the connection): */
+    char *nonce;              /* accepted: the nonce our INFO sent; solicited: the hub's, or NULL */
+    char *remote_name;        /* the peer's server name, for the log line at registration */
     nd_permset_t *perms;      /* borrowed (the leaf table keeps it), or NULL: no restriction */
     nd_permset_t *user_perms; /* accepted: the user's own (a reference), or NULL */
     struct leaf_watch *watch; /* while registered */
