@@ -1,14 +1,11 @@
 /* A consumer's configuration: nats-server 2.11's ConsumerConfig decoded, defaulted, checked and
  * written back (consumer_cfg.h).
  *
- * As in stream_cfg.c, one table lists the Go struct's fields (ConsumerConfig, and the request
- * around it, CreateConsumerRequest) in the Go struct's order with their JSON names, kinds and
- * omitempty flags. Decoding walks a body's keys through the table as Go's encoding/json does:
- * keys match names case-insensitively, null leaves a field alone (or sets a pointer, slice or
- * map to nil), a value of the wrong type is remembered as the first error while decoding goes
- * on, an error of a custom unmarshaller (the policy enums, the action, time.Time) stops it, and
- * unknown keys are errors only in strict mode. Encoding walks the same table, so the canonical
- * JSON has nats-server's key order and omits exactly what Go's omitempty omits.
+ * As in stream_cfg.c, one table (js/gocfg.h) lists the Go struct's fields (ConsumerConfig, and
+ * the request around it, CreateConsumerRequest) in the Go struct's order with their JSON names,
+ * kinds and omitempty flags; gocfg.c decodes a body through it as Go's encoding/json does (the
+ * policy enums, the action and time.Time have unmarshallers whose errors stop decoding) and
+ * encodes the canonical JSON in nats-server's key order with Go's omitempty.
  *
  * Between the two, the create handler's checks (jsConsumerCreateRequest), then
  * setConsumerConfigDefaults and checkConsumerCfg run in nats-server's order with its texts on
@@ -31,16 +28,16 @@
 
 #include <inttypes.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "actors/alloc.h"
 #include "js/apijson.h"
+#include "js/gocfg.h"
+#include "js/gotime.h"
 #include "util/timefmt.h"
 #include "subj/subject.h"
-#include "util/gojson.h"
 
 #define NS_PER_MS            INT64_C(1000000)
 #define NS_PER_S             INT64_C(1000000000)
@@ -52,23 +49,14 @@
 #define DEFAULT_MAX_ACK_PEND 1000
 #define DEFAULT_INACTIVE     (5 * NS_PER_S)
 #define DEFAULT_PINNED_TTL   (120 * NS_PER_S)
-#define REQ_LEVEL_KEY        "_nats.req.level"
 
 /* ---- The Go structs ---------------------------------------------------------------------- */
-
-/* A *time.Time: the instant and the offset it was written with (Go keeps the zone). */
-typedef struct gtime {
-    bool set;
-    int64_t sec; /* Unix seconds (any year Go's RFC 3339 reads) */
-    int32_t nsec;
-    int off_s;
-} gtime_t;
 
 typedef struct gcons {
     char *durable, *name, *description;
     int64_t deliver_policy;
     uint64_t opt_start_seq;
-    gtime_t opt_start_time;
+    nd_gotime_t opt_start_time;
     int64_t ack_policy;
     int64_t ack_wait, max_deliver;
     int64_t *backoff;
@@ -87,7 +75,7 @@ typedef struct gcons {
     int64_t replicas;
     bool mem_storage, direct;
     json_t *metadata; /* object of strings, or NULL */
-    gtime_t pause_until;
+    nd_gotime_t pause_until;
     char **priority_groups;
     size_t npriority_groups;
     int64_t priority_policy;
@@ -108,382 +96,9 @@ enum { RP_INSTANT = 0, RP_ORIGINAL };
 enum { PP_NONE = 0, PP_OVERFLOW, PP_PINNED };
 enum { ACT_CREATE_OR_UPDATE = 0, ACT_UPDATE, ACT_CREATE };
 
-typedef enum {
-    K_STR,
-    K_INT, /* Go int (64-bit) */
-    K_U64,
-    K_DUR, /* time.Duration */
-    K_BOOL,
-    K_STRS, /* []string */
-    K_DURS, /* []time.Duration */
-    K_TIME, /* *time.Time */
-    K_MAP,  /* map[string]string */
-    K_DELIVER,
-    K_ACK,
-    K_REPLAY,
-    K_PRIO,
-    K_ACTION,
-    K_CFG, /* the request's ConsumerConfig */
-} kind_t;
-
-typedef struct field {
-    const char *name;
-    kind_t kind;
-    size_t off, noff;
-    bool omitempty;
-    const char *gotype; /* for type errors */
-} field_t;
-
-typedef struct sdesc {
-    const char *goname;
-    const field_t *f;
-    size_t nf;
-} sdesc_t;
-
-#define FLD(T, n, k, m, o, gt)                                                                     \
-    {                                                                                              \
-        n, k, offsetof(T, m), 0, o, gt                                                             \
-    }
-#define FLDN(T, n, k, m, cnt, o, gt)                                                               \
-    {                                                                                              \
-        n, k, offsetof(T, m), offsetof(T, cnt), o, gt                                              \
-    }
-#define NF(a) (sizeof(a) / sizeof((a)[0]))
-
-/* ConsumerConfig in nats-server 2.11's field order. */
-static const field_t cons_f[] = {
-    FLD(gcons_t, "durable_name", K_STR, durable, true, "string"),
-    FLD(gcons_t, "name", K_STR, name, true, "string"),
-    FLD(gcons_t, "description", K_STR, description, true, "string"),
-    FLD(gcons_t, "deliver_policy", K_DELIVER, deliver_policy, false, "server.DeliverPolicy"),
-    FLD(gcons_t, "opt_start_seq", K_U64, opt_start_seq, true, "uint64"),
-    FLD(gcons_t, "opt_start_time", K_TIME, opt_start_time, true, "time.Time"),
-    FLD(gcons_t, "ack_policy", K_ACK, ack_policy, false, "server.AckPolicy"),
-    FLD(gcons_t, "ack_wait", K_DUR, ack_wait, true, "time.Duration"),
-    FLD(gcons_t, "max_deliver", K_INT, max_deliver, true, "int"),
-    FLDN(gcons_t, "backoff", K_DURS, backoff, nbackoff, true, "[]time.Duration"),
-    FLD(gcons_t, "filter_subject", K_STR, filter_subject, true, "string"),
-    FLDN(gcons_t, "filter_subjects", K_STRS, filter_subjects, nfilter_subjects, true, "[]string"),
-    FLD(gcons_t, "replay_policy", K_REPLAY, replay_policy, false, "server.ReplayPolicy"),
-    FLD(gcons_t, "rate_limit_bps", K_U64, rate_limit, true, "uint64"),
-    FLD(gcons_t, "sample_freq", K_STR, sample_freq, true, "string"),
-    FLD(gcons_t, "max_waiting", K_INT, max_waiting, true, "int"),
-    FLD(gcons_t, "max_ack_pending", K_INT, max_ack_pending, true, "int"),
-    FLD(gcons_t, "flow_control", K_BOOL, flow_control, true, "bool"),
-    FLD(gcons_t, "headers_only", K_BOOL, headers_only, true, "bool"),
-    FLD(gcons_t, "max_batch", K_INT, max_batch, true, "int"),
-    FLD(gcons_t, "max_expires", K_DUR, max_expires, true, "time.Duration"),
-    FLD(gcons_t, "max_bytes", K_INT, max_bytes, true, "int"),
-    FLD(gcons_t, "deliver_subject", K_STR, deliver_subject, true, "string"),
-    FLD(gcons_t, "deliver_group", K_STR, deliver_group, true, "string"),
-    FLD(gcons_t, "idle_heartbeat", K_DUR, heartbeat, true, "time.Duration"),
-    FLD(gcons_t, "inactive_threshold", K_DUR, inactive_threshold, true, "time.Duration"),
-    FLD(gcons_t, "num_replicas", K_INT, replicas, false, "int"),
-    FLD(gcons_t, "mem_storage", K_BOOL, mem_storage, true, "bool"),
-    FLD(gcons_t, "direct", K_BOOL, direct, true, "bool"),
-    FLD(gcons_t, "metadata", K_MAP, metadata, true, "map[string]string"),
-    FLD(gcons_t, "pause_until", K_TIME, pause_until, true, "time.Time"),
-    FLDN(gcons_t, "priority_groups", K_STRS, priority_groups, npriority_groups, true, "[]string"),
-    FLD(gcons_t, "priority_policy", K_PRIO, priority_policy, true, "server.PriorityPolicy"),
-    FLD(gcons_t, "priority_timeout", K_DUR, pinned_ttl, true, "time.Duration"),
-};
-static const sdesc_t cons_d = {"ConsumerConfig", cons_f, NF(cons_f)};
-
-static const field_t req_f[] = {
-    FLD(greq_t, "stream_name", K_STR, stream, false, "string"),
-    FLD(greq_t, "config", K_CFG, cfg, false, "server.ConsumerConfig"),
-    FLD(greq_t, "action", K_ACTION, action, false, "server.ConsumerAction"),
-    FLD(greq_t, "pedantic", K_BOOL, pedantic, true, "bool"),
-};
-static const sdesc_t req_d = {"CreateConsumerRequest", req_f, NF(req_f)};
-
-#define AT(base, off, T)  ((T *)((char *)(base) + (off)))
-#define CAT(base, off, T) ((const T *)((const char *)(base) + (off)))
-
-/* ---- Freeing ----------------------------------------------------------------------------- */
-
-static void
-strs_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        nd_free(v[i]);
-    nd_free(v);
-}
-
-/* Frees one field of base and leaves it zero (Go's nil). */
-static void
-field_free(const field_t *f, void *base)
-{
-    switch (f->kind) {
-    case K_STR:
-        nd_free(*AT(base, f->off, char *));
-        *AT(base, f->off, char *) = NULL;
-        break;
-    case K_STRS:
-        strs_free(*AT(base, f->off, char **), *AT(base, f->noff, size_t));
-        *AT(base, f->off, char **) = NULL;
-        *AT(base, f->noff, size_t) = 0;
-        break;
-    case K_DURS:
-        nd_free(*AT(base, f->off, int64_t *));
-        *AT(base, f->off, int64_t *) = NULL;
-        *AT(base, f->noff, size_t) = 0;
-        break;
-    case K_MAP:
-        json_decref(*AT(base, f->off, json_t *));
-        *AT(base, f->off, json_t *) = NULL;
-        break;
-    case K_TIME:
-        memset(AT(base, f->off, gtime_t), 0, sizeof(gtime_t));
-        break;
-    default:
-        break;
-    }
-}
-
-static void
-gcons_free(gcons_t *g)
-{
-    for (size_t i = 0; i < cons_d.nf; i++)
-        field_free(&cons_d.f[i], g);
-}
-
-/* ---- Decoding (Go's encoding/json into the structs) -------------------------------------- */
-
-typedef struct dctx {
-    const nd_apijson_t *aj; /* number literals; NULL for an already decoded json_t */
-    bool strict;
-    bool fatal;    /* an unmarshaller failed: Go stops decoding */
-    char err[400]; /* the first error ("" = none) */
-} dctx_t;
-
-static void
-type_err(dctx_t *d, const char *value, const char *sname, const char *path, const char *type)
-{
-    if (d->err[0])
-        return;
-    snprintf(d->err, sizeof d->err,
-             "json: cannot unmarshal %s into Go struct field %s.%s of type %s", value, sname, path,
-             type);
-}
-
-static void fatal_err(dctx_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void
-fatal_err(dctx_t *d, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(d->err, sizeof d->err, fmt, ap);
-    va_end(ap);
-    d->fatal = true;
-}
-
-/* The raw JSON text of v (what an UnmarshalJSON method is handed). */
-static void
-raw_text(const dctx_t *d, const json_t *v, char *out, size_t cap)
-{
-    char nb[64];
-    if (json_is_number(v)) {
-        snprintf(out, cap, "%s", nd_apijson_num_text(d->aj, v, nb, sizeof nb));
-        return;
-    }
-    char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-    snprintf(out, cap, "%s", s ? s : "");
-    free(s);
-}
-
-/* Go's %q of a byte string: quoted, with \" and \\ and \x.. escapes. */
-static void
-go_quote(const char *raw, char *out, size_t cap)
-{
-    size_t o = 0;
-    if (cap < 8)
-        return;
-    out[o++] = '"';
-    for (const unsigned char *p = (const unsigned char *)raw; *p && o + 6 < cap; p++) {
-        if (*p == '"' || *p == '\\') {
-            out[o++] = '\\';
-            out[o++] = (char)*p;
-        } else if (*p < 0x20)
-            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);
-        else
-            out[o++] = (char)*p;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
-}
-
-/* An integer field: Go parses the literal and refuses what does not fit the type. */
-static bool
-decode_int(dctx_t *d, const json_t *v, const char *sname, const char *path, const char *gotype,
-           bool unsig, int64_t *i64, uint64_t *u64)
-{
-    char nb[128], val[160];
-    if (!json_is_number(v)) {
-        type_err(d, nd_apijson_kind(v), sname, path, gotype);
-        return false;
-    }
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        if (!unsig || x >= 0) {
-            if (i64)
-                *i64 = x;
-            if (u64)
-                *u64 = (uint64_t)x;
-            return true;
-        }
-    } else if (unsig) {
-        /* A uint64 above INT64_MAX: a plain integer literal that fits. */
-        const char *t = nd_apijson_num_text(d->aj, v, nb, sizeof nb);
-        if (*t && strspn(t, "0123456789") == strlen(t) && strlen(t) <= 20) {
-            char *e;
-            unsigned long long x = strtoull(t, &e, 10);
-            if (*e == '\0' && !(x == ULLONG_MAX && strcmp(t, "18446744073709551615"))) {
-                *u64 = x;
-                return true;
-            }
-        }
-    }
-    snprintf(val, sizeof val, "number %s", nd_apijson_num_text(d->aj, v, nb, sizeof nb));
-    type_err(d, val, sname, path, gotype);
-    return false;
-}
-
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void
-civil_from_days(int64_t z, int64_t *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
-
-static int
-digits(const char *s, int n)
-{
-    int v = 0;
-    for (int i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    return v;
-}
-
-/* Go's strict RFC 3339 ("2006-01-02T15:04:05[.frac](Z|±07:00)"), as time.Time's UnmarshalJSON
- * reads it: fields of fixed width, real calendar days, no leap second. Returns: success. */
-static bool
-parse_rfc3339(const char *s, gtime_t *out)
-{
-    static const int mdays[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-    if (strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
-        s[16] != ':')
-        return false;
-    int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
-    int h = digits(s + 11, 2), mi = digits(s + 14, 2), se = digits(s + 17, 2);
-    if (y < 0 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 || se < 0 ||
-        se > 59)
-        return false;
-    bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
-    if (d > mdays[mo - 1] + (mo == 2 && leap))
-        return false;
-    const char *p = s + 19;
-    int32_t nsec = 0;
-    if (*p == '.') {
-        int nd = 0;
-        for (p++; *p >= '0' && *p <= '9'; p++, nd++)
-            if (nd < 9)
-                nsec = nsec * 10 + (*p - '0');
-        if (nd == 0)
-            return false;
-        for (; nd < 9; nd++)
-            nsec *= 10;
-    }
-    int off = 0;
-    if (*p == 'Z')
-        p++;
-    else if ((*p == '+' || *p == '-') && strlen(p) == 6 && p[3] == ':') {
-        int oh = digits(p + 1, 2), om = digits(p + 4, 2);
-        if (oh < 0 || oh > 23 || om < 0 || om > 59)
-            return false;
-        off = (oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
-        p += 6;
-    } else
-        return false;
-    if (*p)
-        return false;
-    out->set = true;
-    out->sec = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
-    out->nsec = nsec;
-    out->off_s = off;
-    return true;
-}
-
-/* Unix nanoseconds of t, saturated (years before 1678 or after 2262); 0 for Go's zero time. */
-static bool gtime_is_zero(const gtime_t *t);
-
-static int64_t
-gtime_ns(const gtime_t *t)
-{
-    if (!t->set || gtime_is_zero(t))
-        return 0;
-    if (t->sec >= INT64_MAX / NS_PER_S)
-        return INT64_MAX;
-    if (t->sec <= INT64_MIN / NS_PER_S)
-        return INT64_MIN;
-    return t->sec * NS_PER_S + t->nsec;
-}
-
-/* Go's IsZero: January 1, year 1, 00:00:00 UTC. */
-static bool
-gtime_is_zero(const gtime_t *t)
-{
-    return t->sec == days_from_civil(1, 1, 1) * 86400 && t->nsec == 0;
-}
-
-/* time.Time's UnmarshalJSON. */
-static void
-decode_time(dctx_t *d, const json_t *v, gtime_t *out)
-{
-    if (!json_is_string(v)) {
-        fatal_err(d, "Time.UnmarshalJSON: input is not a JSON string");
-        return;
-    }
-    const char *s = json_string_value(v);
-    gtime_t t = {0};
-    if (!parse_rfc3339(s, &t)) {
-        fatal_err(d,
-                  "parsing time \"%s\" as \"2006-01-02T15:04:05Z07:00\": cannot parse \"%s\" as "
-                  "\"2006\"",
-                  s, s);
-        return;
-    }
-    *out = t;
-}
-
-typedef struct enumtab {
-    const char *text;
-    int64_t v;
-} enumtab_t;
-
-static const enumtab_t deliver_tab[] = {
+/* The enums' texts as their UnmarshalJSON methods read them; the first of a value is the one
+ * MarshalJSON writes. */
+static const nd_gocfg_enumval_t deliver_v[] = {
     {"all", DP_ALL},
     {"undefined", DP_ALL},
     {"last", DP_LAST},
@@ -491,369 +106,90 @@ static const enumtab_t deliver_tab[] = {
     {"new", DP_NEW},
     {"by_start_sequence", DP_START_SEQ},
     {"by_start_time", DP_START_TIME},
-    {NULL, 0},
 };
-static const enumtab_t ack_tab[] = {
-    {"none", AP_NONE}, {"all", AP_ALL}, {"explicit", AP_EXPLICIT}, {NULL, 0}};
-static const enumtab_t replay_tab[] = {
-    {"instant", RP_INSTANT}, {"original", RP_ORIGINAL}, {NULL, 0}};
-static const enumtab_t prio_tab[] = {
-    {"overflow", PP_OVERFLOW}, {"pinned_client", PP_PINNED}, {"none", PP_NONE}, {NULL, 0}};
-static const enumtab_t action_tab[] = {
-    {"create", ACT_CREATE}, {"update", ACT_UPDATE}, {"", ACT_CREATE_OR_UPDATE}, {NULL, 0}};
+static const nd_gocfg_enumval_t ack_v[] = {
+    {"none", AP_NONE}, {"all", AP_ALL}, {"explicit", AP_EXPLICIT}};
+static const nd_gocfg_enumval_t replay_v[] = {{"instant", RP_INSTANT}, {"original", RP_ORIGINAL}};
+static const nd_gocfg_enumval_t prio_v[] = {
+    {"overflow", PP_OVERFLOW}, {"pinned_client", PP_PINNED}, {"none", PP_NONE}};
+static const nd_gocfg_enumval_t action_v[] = {
+    {"create", ACT_CREATE}, {"update", ACT_UPDATE}, {"", ACT_CREATE_OR_UPDATE}};
 
-/* An enum's UnmarshalJSON: matches the quoted string exactly; anything else (null included,
- * which Go hands to the method) is its error, which ends decoding. */
-static void
-decode_enum(dctx_t *d, const field_t *f, const json_t *v, int64_t *out)
-{
-    const enumtab_t *t = f->kind == K_DELIVER  ? deliver_tab
-                         : f->kind == K_ACK    ? ack_tab
-                         : f->kind == K_REPLAY ? replay_tab
-                         : f->kind == K_PRIO   ? prio_tab
-                                               : action_tab;
-    if (json_is_string(v))
-        for (; t->text; t++)
-            if (!strcmp(t->text, json_string_value(v))) {
-                *out = t->v;
-                return;
-            }
-    char raw[300], q[320];
-    raw_text(d, v, raw, sizeof raw);
-    if (f->kind == K_PRIO)
-        fatal_err(d, "unknown priority policy: %s", raw);
-    else if (f->kind == K_ACTION)
-        fatal_err(d, "unknown consumer action: %s", raw);
-    else {
-        go_quote(raw, q, sizeof q);
-        fatal_err(d, "can not unmarshal %s", q);
+#define ENUM(v, text, e, u)                                                                        \
+    {                                                                                              \
+        .vals = v, .nvals = ND_GOCFG_NF(v), .other = text, .err = e, .unknown = u                  \
     }
-}
+static const nd_gocfg_enum_t deliver_e = ENUM(deliver_v, "undefined", ND_GOCFG_ENUM_QUOTED, NULL);
+static const nd_gocfg_enum_t ack_e = ENUM(ack_v, "explicit", ND_GOCFG_ENUM_QUOTED, NULL);
+static const nd_gocfg_enum_t replay_e = ENUM(replay_v, "instant", ND_GOCFG_ENUM_QUOTED, NULL);
+static const nd_gocfg_enum_t prio_e =
+    ENUM(prio_v, "none", ND_GOCFG_ENUM_PREFIX, "unknown priority policy: ");
+static const nd_gocfg_enum_t action_e =
+    ENUM(action_v, "", ND_GOCFG_ENUM_PREFIX, "unknown consumer action: ");
 
-static void decode_struct(dctx_t *d, const sdesc_t *sd, void *base, json_t *obj, const char *path);
+#define F     ND_GOCFG_F
+#define FN    ND_GOCFG_FN
+#define FENUM ND_GOCFG_FENUM
 
-static void
-decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t *v,
-             const char *path)
-{
-    if (json_is_null(v)) {
-        switch (f->kind) {
-        case K_DELIVER:
-        case K_ACK:
-        case K_REPLAY:
-        case K_PRIO:
-        case K_ACTION:
-            decode_enum(d, f, v, AT(base, f->off, int64_t));
-            return;
-        case K_STRS:
-        case K_DURS:
-        case K_MAP:
-        case K_TIME:
-            field_free(f, base);
-            return;
-        default:
-            return;
-        }
-    }
-    switch (f->kind) {
-    case K_STR:
-        if (!json_is_string(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        nd_free(*AT(base, f->off, char *));
-        *AT(base, f->off, char *) = nd_xstrdup(json_string_value(v));
-        return;
-    case K_INT:
-    case K_DUR:
-        decode_int(d, v, sd->goname, path, f->gotype, false, AT(base, f->off, int64_t), NULL);
-        return;
-    case K_U64:
-        decode_int(d, v, sd->goname, path, f->gotype, true, NULL, AT(base, f->off, uint64_t));
-        return;
-    case K_BOOL:
-        if (!json_is_boolean(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        *AT(base, f->off, bool) = json_is_true(v);
-        return;
-    case K_DELIVER:
-    case K_ACK:
-    case K_REPLAY:
-    case K_PRIO:
-    case K_ACTION:
-        decode_enum(d, f, v, AT(base, f->off, int64_t));
-        return;
-    case K_TIME:
-        decode_time(d, v, AT(base, f->off, gtime_t));
-        return;
-    case K_STRS: {
-        if (!json_is_array(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        field_free(f, base);
-        size_t n = json_array_size(v);
-        char **out = nd_xcalloc(n ? n : 1, sizeof *out);
-        for (size_t i = 0; i < n; i++) {
-            json_t *e = json_array_get(v, i);
-            if (json_is_string(e))
-                out[i] = nd_xstrdup(json_string_value(e));
-            else {
-                if (!json_is_null(e))
-                    type_err(d, nd_apijson_kind(e), sd->goname, path, "string");
-                out[i] = nd_xstrdup("");
-            }
-        }
-        *AT(base, f->off, char **) = out;
-        *AT(base, f->noff, size_t) = n;
-        return;
-    }
-    case K_DURS: {
-        if (!json_is_array(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        field_free(f, base);
-        size_t n = json_array_size(v);
-        int64_t *out = nd_xcalloc(n ? n : 1, sizeof *out);
-        for (size_t i = 0; i < n; i++) {
-            json_t *e = json_array_get(v, i);
-            if (!json_is_null(e))
-                decode_int(d, e, sd->goname, path, "time.Duration", false, &out[i], NULL);
-        }
-        *AT(base, f->off, int64_t *) = out;
-        *AT(base, f->noff, size_t) = n;
-        return;
-    }
-    case K_MAP: {
-        if (!json_is_object(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        json_t **mp = AT(base, f->off, json_t *);
-        if (!*mp)
-            *mp = json_object();
-        const char *k;
-        json_t *e;
-        json_object_foreach(v, k, e)
-        {
-            if (json_is_string(e))
-                json_object_set(*mp, k, e);
-            else {
-                if (!json_is_null(e))
-                    type_err(d, nd_apijson_kind(e), sd->goname, path, "string");
-                json_object_set_new(*mp, k, json_string(""));
-            }
-        }
-        return;
-    }
-    case K_CFG:
-        if (!json_is_object(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        decode_struct(d, &cons_d, AT(base, f->off, gcons_t), v, path);
-        return;
-    }
-}
+/* ConsumerConfig in nats-server 2.11's field order. */
+static const nd_gocfg_field_t cons_f[] = {
+    F(gcons_t, "durable_name", STR, durable, true),
+    F(gcons_t, "name", STR, name, true),
+    F(gcons_t, "description", STR, description, true),
+    FENUM(gcons_t, "deliver_policy", deliver_policy, false, &deliver_e, "server.DeliverPolicy"),
+    F(gcons_t, "opt_start_seq", U64, opt_start_seq, true),
+    F(gcons_t, "opt_start_time", TIME, opt_start_time, true),
+    FENUM(gcons_t, "ack_policy", ack_policy, false, &ack_e, "server.AckPolicy"),
+    F(gcons_t, "ack_wait", DUR, ack_wait, true),
+    F(gcons_t, "max_deliver", INT, max_deliver, true),
+    FN(gcons_t, "backoff", DURS, backoff, nbackoff, true),
+    F(gcons_t, "filter_subject", STR, filter_subject, true),
+    FN(gcons_t, "filter_subjects", STRS, filter_subjects, nfilter_subjects, true),
+    FENUM(gcons_t, "replay_policy", replay_policy, false, &replay_e, "server.ReplayPolicy"),
+    F(gcons_t, "rate_limit_bps", U64, rate_limit, true),
+    F(gcons_t, "sample_freq", STR, sample_freq, true),
+    F(gcons_t, "max_waiting", INT, max_waiting, true),
+    F(gcons_t, "max_ack_pending", INT, max_ack_pending, true),
+    F(gcons_t, "flow_control", BOOL, flow_control, true),
+    F(gcons_t, "headers_only", BOOL, headers_only, true),
+    F(gcons_t, "max_batch", INT, max_batch, true),
+    F(gcons_t, "max_expires", DUR, max_expires, true),
+    F(gcons_t, "max_bytes", INT, max_bytes, true),
+    F(gcons_t, "deliver_subject", STR, deliver_subject, true),
+    F(gcons_t, "deliver_group", STR, deliver_group, true),
+    F(gcons_t, "idle_heartbeat", DUR, heartbeat, true),
+    F(gcons_t, "inactive_threshold", DUR, inactive_threshold, true),
+    F(gcons_t, "num_replicas", INT, replicas, false),
+    F(gcons_t, "mem_storage", BOOL, mem_storage, true),
+    F(gcons_t, "direct", BOOL, direct, true),
+    F(gcons_t, "metadata", MAP, metadata, true),
+    F(gcons_t, "pause_until", TIME, pause_until, true),
+    FN(gcons_t, "priority_groups", STRS, priority_groups, npriority_groups, true),
+    FENUM(gcons_t, "priority_policy", priority_policy, true, &prio_e, "server.PriorityPolicy"),
+    F(gcons_t, "priority_timeout", DUR, pinned_ttl, true),
+};
+static const nd_gocfg_struct_t cons_d = {"ConsumerConfig", sizeof(gcons_t), cons_f,
+                                         ND_GOCFG_NF(cons_f)};
+
+static const nd_gocfg_field_t req_f[] = {
+    F(greq_t, "stream_name", STR, stream, false),
+    ND_GOCFG_FSUB(greq_t, "config", STRUCT, cfg, false, &cons_d, "server.ConsumerConfig"),
+    FENUM(greq_t, "action", action, false, &action_e, "server.ConsumerAction"),
+    F(greq_t, "pedantic", BOOL, pedantic, true),
+};
+static const nd_gocfg_struct_t req_d = {"CreateConsumerRequest", sizeof(greq_t), req_f,
+                                        ND_GOCFG_NF(req_f)};
 
 static void
-decode_struct(dctx_t *d, const sdesc_t *sd, void *base, json_t *obj, const char *path)
+gcons_free(gcons_t *g)
 {
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        if (d->fatal)
-            return;
-        const field_t *f = NULL;
-        for (size_t i = 0; i < sd->nf && !f; i++)
-            if (!strcmp(key, sd->f[i].name))
-                f = &sd->f[i];
-        for (size_t i = 0; i < sd->nf && !f; i++)
-            if (nd_gojson_key_is(key, sd->f[i].name))
-                f = &sd->f[i];
-        if (!f) {
-            if (d->strict && !d->err[0])
-                snprintf(d->err, sizeof d->err, "json: unknown field \"%s\"", key);
-            continue;
-        }
-        char p[256];
-        if (path)
-            snprintf(p, sizeof p, "%s.%s", path, f->name);
-        else
-            snprintf(p, sizeof p, "%s", f->name);
-        decode_field(d, sd, base, f, v, p);
-    }
-}
-
-/* Decodes root (a CreateConsumerRequest when req, else a bare ConsumerConfig) into g/r.
- * Returns: false with d->err. */
-static bool
-decode_root(dctx_t *d, json_t *root, const sdesc_t *sd, void *base)
-{
-    if (!json_is_object(root)) {
-        if (json_is_null(root))
-            return true;
-        snprintf(d->err, sizeof d->err, "json: cannot unmarshal %s into Go value of type server.%s",
-                 nd_apijson_kind(root), sd->goname);
-        return false;
-    }
-    decode_struct(d, sd, base, root, NULL);
-    return d->err[0] == '\0';
-}
-
-/* ---- Encoding ---------------------------------------------------------------------------- */
-
-static const char *
-enum_text(kind_t k, int64_t v)
-{
-    static const char *const dp[] = {
-        "all", "last", "new", "by_start_sequence", "by_start_time", "last_per_subject"};
-    switch (k) {
-    case K_DELIVER:
-        return v >= 0 && v <= DP_LAST_PER ? dp[v] : "undefined";
-    case K_ACK:
-        return v == AP_NONE ? "none" : v == AP_ALL ? "all" : "explicit";
-    case K_REPLAY:
-        return v == RP_ORIGINAL ? "original" : "instant";
-    default:
-        return v == PP_OVERFLOW ? "overflow" : v == PP_PINNED ? "pinned_client" : "none";
-    }
-}
-
-/* Go's RFC3339Nano of a time in the zone it was written with (Z for offset 0). */
-static json_t *
-time_json(const gtime_t *t)
-{
-    char buf[80], frac[16] = "", zone[8] = "Z";
-    int64_t local = t->sec + t->off_s;
-    int64_t days = local >= 0 ? local / 86400 : -((-local + 86399) / 86400);
-    int64_t sod = local - days * 86400, y;
-    int m, d;
-    civil_from_days(days, &y, &m, &d);
-    if (t->nsec) {
-        snprintf(frac, sizeof frac, ".%09d", (int)t->nsec);
-        size_t n = strlen(frac);
-        while (n > 1 && frac[n - 1] == '0')
-            frac[--n] = '\0';
-    }
-    if (t->off_s) {
-        int o = t->off_s < 0 ? -t->off_s : t->off_s;
-        snprintf(zone, sizeof zone, "%c%02d:%02d", t->off_s < 0 ? '-' : '+', (o / 3600) % 100,
-                 (o % 3600) / 60);
-    }
-    snprintf(buf, sizeof buf, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d%s%s", y, m, d,
-             (int)(sod / 3600), (int)(sod % 3600 / 60), (int)(sod % 60), frac, zone);
-    return json_string(buf);
-}
-
-static int
-cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
+    nd_gocfg_free(&cons_d, g);
 }
 
 static json_t *
 encode_cfg(const gcons_t *g)
 {
-    json_t *o = json_object();
-    for (size_t i = 0; i < cons_d.nf; i++) {
-        const field_t *f = &cons_d.f[i];
-        json_t *v = NULL;
-        switch (f->kind) {
-        case K_STR: {
-            const char *s = *CAT(g, f->off, char *);
-            if (f->omitempty && (!s || !*s))
-                continue;
-            v = json_string(s ? s : "");
-            break;
-        }
-        case K_INT:
-        case K_DUR: {
-            int64_t x = *CAT(g, f->off, int64_t);
-            if (f->omitempty && x == 0)
-                continue;
-            v = json_integer(x);
-            break;
-        }
-        case K_U64: {
-            uint64_t x = *CAT(g, f->off, uint64_t);
-            if (f->omitempty && x == 0)
-                continue;
-            v = json_integer((json_int_t)(x > INT64_MAX ? INT64_MAX : x));
-            break;
-        }
-        case K_BOOL: {
-            bool b = *CAT(g, f->off, bool);
-            if (f->omitempty && !b)
-                continue;
-            v = json_boolean(b);
-            break;
-        }
-        case K_DELIVER:
-        case K_ACK:
-        case K_REPLAY:
-        case K_PRIO: {
-            int64_t x = *CAT(g, f->off, int64_t);
-            if (f->omitempty && x == 0)
-                continue;
-            v = json_string(enum_text(f->kind, x));
-            break;
-        }
-        case K_TIME: {
-            const gtime_t *t = CAT(g, f->off, gtime_t);
-            if (!t->set)
-                continue;
-            v = time_json(t);
-            break;
-        }
-        case K_STRS: {
-            char *const *s = *(char **const *)((const char *)g + f->off);
-            size_t n = *CAT(g, f->noff, size_t);
-            if (n == 0)
-                continue;
-            v = json_array();
-            for (size_t j = 0; j < n; j++)
-                json_array_append_new(v, json_string(s[j]));
-            break;
-        }
-        case K_DURS: {
-            const int64_t *s = *CAT(g, f->off, int64_t *);
-            size_t n = *CAT(g, f->noff, size_t);
-            if (n == 0)
-                continue;
-            v = json_array();
-            for (size_t j = 0; j < n; j++)
-                json_array_append_new(v, json_integer(s[j]));
-            break;
-        }
-        case K_MAP: {
-            json_t *m = *(json_t *const *)((const char *)g + f->off);
-            if (!m || json_object_size(m) == 0)
-                continue;
-            /* Go writes a map's keys sorted. */
-            size_t n = json_object_size(m), j = 0;
-            const char **keys = nd_xcalloc(n, sizeof *keys);
-            const char *k;
-            json_t *e;
-            json_object_foreach(m, k, e) keys[j++] = k;
-            qsort(keys, n, sizeof *keys, cmp_str);
-            v = json_object();
-            for (j = 0; j < n; j++)
-                json_object_set(v, keys[j], json_object_get(m, keys[j]));
-            nd_free(keys);
-            break;
-        }
-        case K_ACTION:
-        case K_CFG:
-            continue;
-        }
-        json_object_set_new(o, f->name, v);
-    }
-    return o;
+    return nd_gocfg_encode(&cons_d, g, false);
 }
 
 /* ---- Helpers ----------------------------------------------------------------------------- */
@@ -930,13 +266,9 @@ gather_filters(const gcons_t *c, size_t *n)
 static void
 set_static_metadata(gcons_t *g)
 {
-    if (!g->metadata)
-        g->metadata = json_object();
-    json_object_del(g->metadata, "_nats.ver");
-    json_object_del(g->metadata, "_nats.level");
-    bool l1 = (g->pause_until.set && !gtime_is_zero(&g->pause_until)) ||
+    bool l1 = (g->pause_until.set && !nd_gotime_is_zero(&g->pause_until)) ||
               g->priority_policy != PP_NONE || g->pinned_ttl != 0 || g->npriority_groups > 0;
-    json_object_set_new(g->metadata, REQ_LEVEL_KEY, json_string(l1 ? "1" : "0"));
+    nd_gocfg_set_req_level(&g->metadata, l1);
 }
 
 /* ---- setConsumerConfigDefaults ----------------------------------------------------------- */
@@ -1014,7 +346,7 @@ go_atoi(const char *s, int64_t *out, char *e, size_t elen)
     if (!syntax && !range)
         range = neg ? v > (uint64_t)INT64_MAX + 1 : v > (uint64_t)INT64_MAX;
     if (syntax || range) {
-        go_quote(s, q, sizeof q);
+        nd_gocfg_quote(s, q, sizeof q);
         snprintf(e, elen, "strconv.Atoi: parsing %s: %s", q,
                  syntax ? "invalid syntax" : "value out of range");
         return;
@@ -1267,7 +599,7 @@ fill_public(nd_consumer_cfg_t *out, const gcons_t *g)
     out->name = dup_or_null(out->durable ? g->durable : g->name);
     out->deliver_policy = (nd_deliver_policy_t)g->deliver_policy;
     out->opt_start_seq = g->opt_start_seq;
-    out->opt_start_time_ns = gtime_ns(&g->opt_start_time);
+    out->opt_start_time_ns = nd_gotime_ns(&g->opt_start_time);
     out->ack_policy = g->ack_policy == AP_ALL        ? ND_ACK_ALL
                       : g->ack_policy == AP_EXPLICIT ? ND_ACK_EXPLICIT
                                                      : ND_ACK_NONE;
@@ -1307,7 +639,7 @@ fill_public(nd_consumer_cfg_t *out, const gcons_t *g)
     out->inactive_threshold_ns = g->inactive_threshold;
     out->num_replicas = (int)g->replicas;
     out->mem_storage = g->mem_storage;
-    out->pause_until_ns = gtime_ns(&g->pause_until);
+    out->pause_until_ns = nd_gotime_ns(&g->pause_until);
     out->priority_groups = strs_dup(g->priority_groups, g->npriority_groups);
     out->npriority_groups = g->npriority_groups;
     out->priority_policy = g->priority_policy == PP_OVERFLOW ? ND_PRIO_OVERFLOW
@@ -1320,9 +652,9 @@ fill_public(nd_consumer_cfg_t *out, const gcons_t *g)
 static void
 decode_canonical(const json_t *j, gcons_t *g)
 {
-    dctx_t d = {0};
+    nd_gocfg_dec_t d = {0};
     memset(g, 0, sizeof *g);
-    decode_root(&d, (json_t *)j, &cons_d, g);
+    nd_gocfg_decode(&d, &cons_d, g, (json_t *)j);
 }
 
 /* ---- Parsing ----------------------------------------------------------------------------- */
@@ -1352,12 +684,12 @@ parse_req(json_t *root, const nd_apijson_t *aj, const char *subj_stream, const c
           const char *subj_filter, bool legacy_durable, const nd_consumer_cfg_env_t *env,
           nd_consumer_req_t *out, nd_jserr_t *err)
 {
-    dctx_t d = {.aj = aj, .strict = env->strict};
+    nd_gocfg_dec_t d = {.aj = aj, .strict = env->strict};
     greq_t r;
     memset(&r, 0, sizeof r);
     bool ok = false;
     gcons_t *c = &r.cfg;
-    if (!decode_root(&d, root, &req_d, &r)) {
+    if (!nd_gocfg_decode(&d, &req_d, &r, root)) {
         with_err(err, ND_JSE_INVALID_JSON, d.err);
         goto done;
     }
@@ -1458,11 +790,11 @@ nd_consumer_cfg_from_json(const json_t *j, const nd_consumer_cfg_env_t *env, nd_
     if (!env)
         env = &defenv;
     memset(out, 0, sizeof *out);
-    dctx_t d = {0};
+    nd_gocfg_dec_t d = {0};
     gcons_t g;
     memset(&g, 0, sizeof g);
     bool ok;
-    if (!decode_root(&d, (json_t *)j, &cons_d, &g))
+    if (!nd_gocfg_decode(&d, &cons_d, &g, (json_t *)j))
         ok = with_err(err, ND_JSE_INVALID_JSON, d.err);
     else
         ok = finish(&g, env, false, true, out, err);
@@ -1489,13 +821,13 @@ nd_consumer_cfg_set_name(nd_consumer_cfg_t *c, const char *name)
 bool
 nd_consumer_cfg_set_pause(nd_consumer_cfg_t *c, const char *until)
 {
-    gtime_t t = {0};
-    if (until != NULL && !parse_rfc3339(until, &t))
+    nd_gotime_t t = {0};
+    if (until != NULL && !nd_gotime_parse(until, &t))
         return false;
     gcons_t g;
     decode_canonical(c->json, &g);
-    if (until == NULL || gtime_is_zero(&t)) {
-        g.pause_until = (gtime_t){0};
+    if (until == NULL || nd_gotime_is_zero(&t)) {
+        g.pause_until = (nd_gotime_t){0};
     } else {
         t.off_s = 0; /* kept in UTC, as nats-server does */
         g.pause_until = t;
@@ -1503,41 +835,17 @@ nd_consumer_cfg_set_pause(nd_consumer_cfg_t *c, const char *until)
     set_static_metadata(&g);
     json_decref(c->json);
     c->json = encode_cfg(&g);
-    c->pause_until_ns = gtime_ns(&g.pause_until);
+    c->pause_until_ns = nd_gotime_ns(&g.pause_until);
     gcons_free(&g);
     return true;
 }
 
 /* ---- Comparing and updating -------------------------------------------------------------- */
 
-static json_t *
-without_nats_metadata(const json_t *j)
-{
-    json_t *c = json_deep_copy(j);
-    json_t *md = json_object_get(c, "metadata");
-    if (md) {
-        const char *k;
-        json_t *v;
-        void *tmp;
-        json_object_foreach_safe(md, tmp, k, v)
-        {
-            if (!strncmp(k, "_nats.", 6))
-                json_object_del(md, k);
-        }
-        if (json_object_size(md) == 0)
-            json_object_del(c, "metadata");
-    }
-    return c;
-}
-
 bool
 nd_consumer_cfg_equal(const nd_consumer_cfg_t *a, const nd_consumer_cfg_t *b)
 {
-    json_t *x = without_nats_metadata(a->json), *y = without_nats_metadata(b->json);
-    bool eq = json_equal(x, y);
-    json_decref(x);
-    json_decref(y);
-    return eq;
+    return nd_gocfg_equal(a->json, b->json);
 }
 
 static bool
@@ -1653,9 +961,9 @@ nd_consumer_cfg_free(nd_consumer_cfg_t *c)
     json_decref(c->json);
     nd_free(c->name);
     nd_free(c->backoff_ns);
-    strs_free(c->filters, c->nfilters);
+    nd_gocfg_strs_free(c->filters, c->nfilters);
     nd_free(c->deliver_subject);
     nd_free(c->deliver_group);
-    strs_free(c->priority_groups, c->npriority_groups);
+    nd_gocfg_strs_free(c->priority_groups, c->npriority_groups);
     memset(c, 0, sizeof *c);
 }

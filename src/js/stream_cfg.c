@@ -2,17 +2,14 @@
  * written back (stream_cfg.h).
  *
  * One table per Go struct (StreamConfigRequest, StreamSource, ExternalStream,
- * SubjectTransformConfig, RePublish, Placement, StreamConsumerLimits) lists its fields in the Go
- * struct's order with their JSON names, kinds and omitempty flags. Decoding walks a request's
- * keys through the table as Go's encoding/json does (keys match names case-insensitively, null
- * leaves a field alone, a value of the wrong type is remembered as the first error and decoding
- * goes on, an error of a custom unmarshaller such as the retention enum's stops it, unknown keys
- * are errors only in strict mode); encoding walks the same table, so the canonical JSON has
- * nats-server's key order and omits exactly what Go's omitempty omits. Between the two, the
- * checks of nats-server's checkStreamCfg run in its order with its texts, on the decoded Go-like
- * struct (gcfg_t). Version: nats-server v2.11; fields of 2.12 (allow_msg_counter, allow_atomic,
- * allow_msg_schedules, persist_mode, allow_batched) are unknown fields, as in 2.11: dropped, or
- * refused in strict mode.
+ * SubjectTransformConfig, RePublish, Placement, StreamConsumerLimits; js/gocfg.h) lists its
+ * fields in the Go struct's order with their JSON names, kinds and omitempty flags; gocfg.c
+ * decodes a request through them as Go's encoding/json does (the policy enums and time.Time have
+ * unmarshallers whose errors stop decoding) and encodes the canonical JSON in nats-server's key
+ * order with Go's omitempty. Between the two, the checks of nats-server's checkStreamCfg run in its
+ * order with its texts, on the decoded Go-like struct (gcfg_t). Version: nats-server v2.11; fields
+ * of 2.12 (allow_msg_counter, allow_atomic, allow_msg_schedules, persist_mode, allow_batched) are
+ * unknown fields, as in 2.11: dropped, or refused in strict mode.
  *
  * Not checked here, because they need the account's other streams: the origin's max_msg_size
  * against a mirror's/source's, a mirror's inherited mirror_direct, source/mirror cycles,
@@ -28,10 +25,10 @@
 
 #include "actors/alloc.h"
 #include "js/apijson.h"
+#include "js/gocfg.h"
 #include "util/timefmt.h"
 #include "subj/subject.h"
 #include "subj/transform.h"
-#include "util/gojson.h"
 
 #define NS_PER_MS          INT64_C(1000000)
 #define NS_PER_S           INT64_C(1000000000)
@@ -111,759 +108,204 @@ enum { DISC_OLD = 0, DISC_NEW };
 enum { ST_NONE = 0, ST_FILE, ST_MEMORY, ST_ANY };
 enum { COMP_NONE = 0, COMP_S2 };
 
-typedef enum {
-    K_STR,
-    K_INT, /* Go int (64-bit) */
-    K_I32,
-    K_I64,
-    K_U64,
-    K_DUR, /* time.Duration */
-    K_BOOL,
-    K_STRS, /* []string */
-    K_RET,
-    K_DISC,
-    K_STORAGE,
-    K_COMPR,
-    K_TIME, /* *time.Time, kept as its text */
-    K_PTR,  /* *struct */
-    K_STRUCT,
-    K_LIST, /* []*struct or []struct, elements are pointers here */
-    K_MAP,  /* map[string]string */
-} kind_t;
+/* The enums' texts as their UnmarshalJSON methods read them (DiscardPolicy compares
+ * lower-cased; StoreCompression decodes a Go string first); a value not listed is written as
+ * `other`. */
+static const nd_gocfg_enumval_t ret_v[] = {
+    {"limits", RET_LIMITS}, {"interest", RET_INTEREST}, {"workqueue", RET_WORKQUEUE}};
+static const nd_gocfg_enumval_t disc_v[] = {{"old", DISC_OLD}, {"new", DISC_NEW}};
+static const nd_gocfg_enumval_t storage_v[] = {
+    {"file", ST_FILE}, {"memory", ST_MEMORY}, {"any", ST_ANY}};
+static const nd_gocfg_enumval_t compr_v[] = {{"s2", COMP_S2}, {"none", COMP_NONE}};
 
-typedef struct sdesc sdesc_t;
+static const nd_gocfg_enum_t ret_e = {
+    .vals = ret_v, .nvals = ND_GOCFG_NF(ret_v), .other = "limits", .err = ND_GOCFG_ENUM_QUOTED};
+static const nd_gocfg_enum_t disc_e = {.vals = disc_v,
+                                       .nvals = ND_GOCFG_NF(disc_v),
+                                       .other = "old",
+                                       .nocase = true,
+                                       .err = ND_GOCFG_ENUM_QUOTED};
+static const nd_gocfg_enum_t storage_e = {.vals = storage_v,
+                                          .nvals = ND_GOCFG_NF(storage_v),
+                                          .other = "file",
+                                          .err = ND_GOCFG_ENUM_QUOTED};
+static const nd_gocfg_enum_t compr_e = {.vals = compr_v,
+                                        .nvals = ND_GOCFG_NF(compr_v),
+                                        .other = "none",
+                                        .err = ND_GOCFG_ENUM_STRING,
+                                        .unknown = "unknown compression algorithm"};
 
-typedef struct field {
-    const char *name;
-    kind_t kind;
-    size_t off, noff;
-    bool omitempty;
-    const sdesc_t *sub;
-    const char *gotype; /* for type errors */
-    bool request_only;  /* StreamConfigRequest's own field: not part of the config */
-} field_t;
-
-struct sdesc {
-    const char *goname;
-    size_t size;
-    const field_t *f;
-    size_t nf;
-};
-
-#define FLD(T, n, k, m, o, gt)                                                                     \
-    {                                                                                              \
-        n, k, offsetof(T, m), 0, o, NULL, gt, false                                                \
+/* A StreamSource's *time.Time, kept as the text it came as (char *): checked for RFC 3339's
+ * shape only, with the error text of Go's quoted-string parse. */
+static void
+time_text_decode(nd_gocfg_dec_t *d, void *field, const json_t *v)
+{
+    if (json_is_null(v))
+        return;
+    if (!json_is_string(v)) {
+        nd_gocfg_fail(d, "Time.UnmarshalJSON: input is not a JSON string");
+        return;
     }
-#define FLDN(T, n, k, m, cnt, o, sub, gt)                                                          \
-    {                                                                                              \
-        n, k, offsetof(T, m), offsetof(T, cnt), o, sub, gt, false                                  \
+    /* RFC 3339 as time.Time reads it: 2006-01-02T15:04:05[.frac](Z|+hh:mm). */
+    const char *s = json_string_value(v);
+    int y, mo, dd, h, mi, se, n = 0;
+    bool ok = sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &dd, &h, &mi, &se, &n) == 6 &&
+              n == 19 && mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h < 24 && mi < 60 && se < 60;
+    if (ok) {
+        const char *p = s + n;
+        if (*p == '.') {
+            p++;
+            size_t k = strspn(p, "0123456789");
+            ok = k > 0;
+            p += k;
+        }
+        if (ok && *p == 'Z')
+            ok = p[1] == '\0';
+        else if (ok && (*p == '+' || *p == '-'))
+            ok = strlen(p) == 6 && p[3] == ':';
+        else
+            ok = false;
     }
-#define FLDS(T, n, k, m, o, sub, gt)                                                               \
-    {                                                                                              \
-        n, k, offsetof(T, m), 0, o, sub, gt, false                                                 \
+    if (!ok) {
+        nd_gocfg_fail(d,
+                      "parsing time \"\\\"%s\\\"\" as \"\\\"2006-01-02T15:04:05Z07:00\\\"\": "
+                      "cannot parse \"%s\\\"\" as \"2006\"",
+                      s, s);
+        return;
     }
-#define NF(a) (sizeof(a) / sizeof((a)[0]))
+    nd_free(*(char **)field);
+    *(char **)field = nd_xstrdup(s);
+}
 
-static const field_t xform_f[] = {
-    FLD(xform_t, "src", K_STR, src, false, "string"),
-    FLD(xform_t, "dest", K_STR, dest, false, "string"),
-};
-static const sdesc_t xform_d = {"SubjectTransformConfig", sizeof(xform_t), xform_f, NF(xform_f)};
+static json_t *
+time_text_encode(const void *field, bool omitempty)
+{
+    const char *s = *(char *const *)field;
+    if (!s || (omitempty && !*s))
+        return NULL;
+    return json_string(s);
+}
 
-static const field_t ext_f[] = {
-    FLD(ext_t, "api", K_STR, api, false, "string"),
-    FLD(ext_t, "deliver", K_STR, deliver, false, "string"),
-};
-static const sdesc_t ext_d = {"ExternalStream", sizeof(ext_t), ext_f, NF(ext_f)};
+static void
+time_text_free(void *field)
+{
+    nd_free(*(char **)field);
+    *(char **)field = NULL;
+}
 
-static const field_t ssrc_f[] = {
-    FLD(ssrc_t, "name", K_STR, name, false, "string"),
-    FLD(ssrc_t, "opt_start_seq", K_U64, opt_start_seq, true, "uint64"),
-    FLD(ssrc_t, "opt_start_time", K_TIME, opt_start_time, true, "time.Time"),
-    FLD(ssrc_t, "filter_subject", K_STR, filter_subject, true, "string"),
-    FLDN(ssrc_t, "subject_transforms", K_LIST, xforms, nxforms, true, &xform_d,
-         "[]server.SubjectTransformConfig"),
-    FLDS(ssrc_t, "external", K_PTR, external, true, &ext_d, "server.ExternalStream"),
-};
-static const sdesc_t ssrc_d = {"StreamSource", sizeof(ssrc_t), ssrc_f, NF(ssrc_f)};
+static const nd_gocfg_custom_t time_text = {time_text_decode, time_text_encode, time_text_free};
 
-static const field_t place_f[] = {
-    FLD(place_t, "cluster", K_STR, cluster, true, "string"),
-    FLDN(place_t, "tags", K_STRS, tags, ntags, true, NULL, "[]string"),
-    FLD(place_t, "preferred", K_STR, preferred, true, "string"),
-};
-static const sdesc_t place_d = {"Placement", sizeof(place_t), place_f, NF(place_f)};
+#define F    ND_GOCFG_F
+#define FN   ND_GOCFG_FN
+#define FSUB ND_GOCFG_FSUB
 
-static const field_t repub_f[] = {
-    FLD(repub_t, "src", K_STR, src, true, "string"),
-    FLD(repub_t, "dest", K_STR, dest, false, "string"),
-    FLD(repub_t, "headers_only", K_BOOL, headers_only, true, "bool"),
+static const nd_gocfg_field_t xform_f[] = {
+    F(xform_t, "src", STR, src, false),
+    F(xform_t, "dest", STR, dest, false),
 };
-static const sdesc_t repub_d = {"RePublish", sizeof(repub_t), repub_f, NF(repub_f)};
+static const nd_gocfg_struct_t xform_d = {"SubjectTransformConfig", sizeof(xform_t), xform_f,
+                                          ND_GOCFG_NF(xform_f)};
 
-static const field_t climits_f[] = {
-    FLD(climits_t, "inactive_threshold", K_DUR, inactive_threshold, true, "time.Duration"),
-    FLD(climits_t, "max_ack_pending", K_INT, max_ack_pending, true, "int"),
+static const nd_gocfg_field_t ext_f[] = {
+    F(ext_t, "api", STR, api, false),
+    F(ext_t, "deliver", STR, deliver, false),
 };
-static const sdesc_t climits_d = {"StreamConsumerLimits", sizeof(climits_t), climits_f,
-                                  NF(climits_f)};
+static const nd_gocfg_struct_t ext_d = {"ExternalStream", sizeof(ext_t), ext_f, ND_GOCFG_NF(ext_f)};
+
+static const nd_gocfg_field_t ssrc_f[] = {
+    F(ssrc_t, "name", STR, name, false),
+    F(ssrc_t, "opt_start_seq", SEQ, opt_start_seq, true),
+    ND_GOCFG_FCUSTOM(ssrc_t, "opt_start_time", opt_start_time, true, &time_text, "time.Time"),
+    F(ssrc_t, "filter_subject", STR, filter_subject, true),
+    ND_GOCFG_FLIST(ssrc_t, "subject_transforms", xforms, nxforms, true, &xform_d,
+                   "[]server.SubjectTransformConfig"),
+    FSUB(ssrc_t, "external", PTR, external, true, &ext_d, "server.ExternalStream"),
+};
+static const nd_gocfg_struct_t ssrc_d = {"StreamSource", sizeof(ssrc_t), ssrc_f,
+                                         ND_GOCFG_NF(ssrc_f)};
+
+static const nd_gocfg_field_t place_f[] = {
+    F(place_t, "cluster", STR, cluster, true),
+    FN(place_t, "tags", STRS, tags, ntags, true),
+    F(place_t, "preferred", STR, preferred, true),
+};
+static const nd_gocfg_struct_t place_d = {"Placement", sizeof(place_t), place_f,
+                                          ND_GOCFG_NF(place_f)};
+
+static const nd_gocfg_field_t repub_f[] = {
+    F(repub_t, "src", STR, src, true),
+    F(repub_t, "dest", STR, dest, false),
+    F(repub_t, "headers_only", BOOL, headers_only, true),
+};
+static const nd_gocfg_struct_t repub_d = {"RePublish", sizeof(repub_t), repub_f,
+                                          ND_GOCFG_NF(repub_f)};
+
+static const nd_gocfg_field_t climits_f[] = {
+    F(climits_t, "inactive_threshold", DUR, inactive_threshold, true),
+    F(climits_t, "max_ack_pending", INT, max_ack_pending, true),
+};
+static const nd_gocfg_struct_t climits_d = {"StreamConsumerLimits", sizeof(climits_t), climits_f,
+                                            ND_GOCFG_NF(climits_f)};
 
 /* StreamConfig in nats-server 2.11's field order, then StreamConfigRequest's "pedantic". */
-static const field_t cfg_f[] = {
-    FLD(gcfg_t, "name", K_STR, name, false, "string"),
-    FLD(gcfg_t, "description", K_STR, description, true, "string"),
-    FLDN(gcfg_t, "subjects", K_STRS, subjects, nsubjects, true, NULL, "[]string"),
-    FLD(gcfg_t, "retention", K_RET, retention, false, "server.RetentionPolicy"),
-    FLD(gcfg_t, "max_consumers", K_INT, max_consumers, false, "int"),
-    FLD(gcfg_t, "max_msgs", K_I64, max_msgs, false, "int64"),
-    FLD(gcfg_t, "max_bytes", K_I64, max_bytes, false, "int64"),
-    FLD(gcfg_t, "max_age", K_DUR, max_age, false, "time.Duration"),
-    FLD(gcfg_t, "max_msgs_per_subject", K_I64, max_msgs_per, false, "int64"),
-    FLD(gcfg_t, "max_msg_size", K_I32, max_msg_size, true, "int32"),
-    FLD(gcfg_t, "discard", K_DISC, discard, false, "server.DiscardPolicy"),
-    FLD(gcfg_t, "storage", K_STORAGE, storage, false, "server.StorageType"),
-    FLD(gcfg_t, "num_replicas", K_INT, replicas, false, "int"),
-    FLD(gcfg_t, "no_ack", K_BOOL, no_ack, true, "bool"),
-    FLD(gcfg_t, "template_owner", K_STR, template_owner, true, "string"),
-    FLD(gcfg_t, "duplicate_window", K_DUR, duplicates, true, "time.Duration"),
-    FLDS(gcfg_t, "placement", K_PTR, placement, true, &place_d, "server.Placement"),
-    FLDS(gcfg_t, "mirror", K_PTR, mirror, true, &ssrc_d, "server.StreamSource"),
-    FLDN(gcfg_t, "sources", K_LIST, sources, nsources, true, &ssrc_d, "[]*server.StreamSource"),
-    FLD(gcfg_t, "compression", K_COMPR, compression, false, "server.StoreCompression"),
-    FLD(gcfg_t, "first_seq", K_U64, first_seq, true, "uint64"),
-    FLDS(gcfg_t, "subject_transform", K_PTR, subject_transform, true, &xform_d,
+static const nd_gocfg_field_t cfg_f[] = {
+    F(gcfg_t, "name", STR, name, false),
+    F(gcfg_t, "description", STR, description, true),
+    FN(gcfg_t, "subjects", STRS, subjects, nsubjects, true),
+    ND_GOCFG_FENUM(gcfg_t, "retention", retention, false, &ret_e, "server.RetentionPolicy"),
+    F(gcfg_t, "max_consumers", INT, max_consumers, false),
+    F(gcfg_t, "max_msgs", I64, max_msgs, false),
+    F(gcfg_t, "max_bytes", I64, max_bytes, false),
+    F(gcfg_t, "max_age", DUR, max_age, false),
+    F(gcfg_t, "max_msgs_per_subject", I64, max_msgs_per, false),
+    F(gcfg_t, "max_msg_size", I32, max_msg_size, true),
+    ND_GOCFG_FENUM(gcfg_t, "discard", discard, false, &disc_e, "server.DiscardPolicy"),
+    ND_GOCFG_FENUM(gcfg_t, "storage", storage, false, &storage_e, "server.StorageType"),
+    F(gcfg_t, "num_replicas", INT, replicas, false),
+    F(gcfg_t, "no_ack", BOOL, no_ack, true),
+    F(gcfg_t, "template_owner", STR, template_owner, true),
+    F(gcfg_t, "duplicate_window", DUR, duplicates, true),
+    FSUB(gcfg_t, "placement", PTR, placement, true, &place_d, "server.Placement"),
+    FSUB(gcfg_t, "mirror", PTR, mirror, true, &ssrc_d, "server.StreamSource"),
+    ND_GOCFG_FLIST(gcfg_t, "sources", sources, nsources, true, &ssrc_d, "[]*server.StreamSource"),
+    ND_GOCFG_FENUM(gcfg_t, "compression", compression, false, &compr_e, "server.StoreCompression"),
+    F(gcfg_t, "first_seq", SEQ, first_seq, true),
+    FSUB(gcfg_t, "subject_transform", PTR, subject_transform, true, &xform_d,
          "server.SubjectTransformConfig"),
-    FLDS(gcfg_t, "republish", K_PTR, republish, true, &repub_d, "server.RePublish"),
-    FLD(gcfg_t, "allow_direct", K_BOOL, allow_direct, false, "bool"),
-    FLD(gcfg_t, "mirror_direct", K_BOOL, mirror_direct, false, "bool"),
-    FLD(gcfg_t, "discard_new_per_subject", K_BOOL, discard_new_per, true, "bool"),
-    FLD(gcfg_t, "sealed", K_BOOL, sealed, false, "bool"),
-    FLD(gcfg_t, "deny_delete", K_BOOL, deny_delete, false, "bool"),
-    FLD(gcfg_t, "deny_purge", K_BOOL, deny_purge, false, "bool"),
-    FLD(gcfg_t, "allow_rollup_hdrs", K_BOOL, allow_rollup, false, "bool"),
-    FLDS(gcfg_t, "consumer_limits", K_STRUCT, consumer_limits, false, &climits_d,
+    FSUB(gcfg_t, "republish", PTR, republish, true, &repub_d, "server.RePublish"),
+    F(gcfg_t, "allow_direct", BOOL, allow_direct, false),
+    F(gcfg_t, "mirror_direct", BOOL, mirror_direct, false),
+    F(gcfg_t, "discard_new_per_subject", BOOL, discard_new_per, true),
+    F(gcfg_t, "sealed", BOOL, sealed, false),
+    F(gcfg_t, "deny_delete", BOOL, deny_delete, false),
+    F(gcfg_t, "deny_purge", BOOL, deny_purge, false),
+    F(gcfg_t, "allow_rollup_hdrs", BOOL, allow_rollup, false),
+    FSUB(gcfg_t, "consumer_limits", STRUCT, consumer_limits, false, &climits_d,
          "server.StreamConsumerLimits"),
-    FLD(gcfg_t, "allow_msg_ttl", K_BOOL, allow_msg_ttl, false, "bool"),
-    FLD(gcfg_t, "subject_delete_marker_ttl", K_DUR, sdm_ttl, true, "time.Duration"),
-    FLD(gcfg_t, "metadata", K_MAP, metadata, true, "map[string]string"),
-    {"pedantic", K_BOOL, offsetof(gcfg_t, pedantic), 0, true, NULL, "bool", true},
+    F(gcfg_t, "allow_msg_ttl", BOOL, allow_msg_ttl, false),
+    F(gcfg_t, "subject_delete_marker_ttl", DUR, sdm_ttl, true),
+    F(gcfg_t, "metadata", MAP, metadata, true),
+    {.name = "pedantic",
+     .kind = ND_GOCFG_BOOL,
+     .off = offsetof(gcfg_t, pedantic),
+     .omitempty = true,
+     .request_only = true},
 };
-static const sdesc_t cfg_d = {"StreamConfigRequest", sizeof(gcfg_t), cfg_f, NF(cfg_f)};
-
-#define AT(base, off, T)  ((T *)((char *)(base) + (off)))
-#define CAT(base, off, T) ((const T *)((const char *)(base) + (off)))
-
-/* ---- Freeing ----------------------------------------------------------------------------- */
-
-static void sfree(const sdesc_t *sd, void *base);
-
-static void
-strs_free(char **v, size_t n)
-{
-    for (size_t i = 0; i < n; i++)
-        nd_free(v[i]);
-    nd_free(v);
-}
-
-static void
-sfree(const sdesc_t *sd, void *base)
-{
-    for (size_t i = 0; i < sd->nf; i++) {
-        const field_t *f = &sd->f[i];
-        switch (f->kind) {
-        case K_STR:
-        case K_TIME:
-            nd_free(*AT(base, f->off, char *));
-            *AT(base, f->off, char *) = NULL;
-            break;
-        case K_STRS:
-            strs_free(*AT(base, f->off, char **), *AT(base, f->noff, size_t));
-            *AT(base, f->off, char **) = NULL;
-            *AT(base, f->noff, size_t) = 0;
-            break;
-        case K_PTR: {
-            void *p = *AT(base, f->off, void *);
-            if (p) {
-                sfree(f->sub, p);
-                nd_free(p);
-            }
-            *AT(base, f->off, void *) = NULL;
-            break;
-        }
-        case K_STRUCT:
-            sfree(f->sub, AT(base, f->off, char));
-            break;
-        case K_LIST: {
-            void **v = *AT(base, f->off, void **);
-            size_t n = *AT(base, f->noff, size_t);
-            for (size_t j = 0; j < n; j++)
-                if (v[j]) {
-                    sfree(f->sub, v[j]);
-                    nd_free(v[j]);
-                }
-            nd_free(v);
-            *AT(base, f->off, void **) = NULL;
-            *AT(base, f->noff, size_t) = 0;
-            break;
-        }
-        case K_MAP:
-            json_decref(*AT(base, f->off, json_t *));
-            *AT(base, f->off, json_t *) = NULL;
-            break;
-        default:
-            break;
-        }
-    }
-}
+static const nd_gocfg_struct_t cfg_d = {"StreamConfigRequest", sizeof(gcfg_t), cfg_f,
+                                        ND_GOCFG_NF(cfg_f)};
 
 static void
 gcfg_free(gcfg_t *g)
 {
-    sfree(&cfg_d, g);
-}
-
-/* ---- Decoding (Go's encoding/json into the structs) -------------------------------------- */
-
-typedef struct dctx {
-    const nd_apijson_t *aj; /* number literals; NULL for an already decoded json_t */
-    bool strict;
-    bool fatal;    /* an unmarshaller failed: Go stops decoding */
-    char err[400]; /* the first error ("" = none) */
-} dctx_t;
-
-
-static void
-type_err(dctx_t *d, const char *value, const char *sname, const char *path, const char *type)
-{
-    if (d->err[0])
-        return;
-    snprintf(d->err, sizeof d->err,
-             "json: cannot unmarshal %s into Go struct field %s.%s of type %s", value, sname, path,
-             type);
-}
-
-/* An unmarshaller's error: it replaces any earlier type error and ends decoding. */
-static void fatal_err(dctx_t *d, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void
-fatal_err(dctx_t *d, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(d->err, sizeof d->err, fmt, ap);
-    va_end(ap);
-    d->fatal = true;
-}
-
-/* The raw JSON text of v as Go's %q prints a []byte: quoted, with Go's escapes. */
-static void
-go_quote_raw(const dctx_t *d, const json_t *v, char *out, size_t cap)
-{
-    char raw[256], nb[64];
-    if (json_is_number(v))
-        snprintf(raw, sizeof raw, "%s", nd_apijson_num_text(d->aj, v, nb, sizeof nb));
-    else {
-        char *s = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-        snprintf(raw, sizeof raw, "%s", s ? s : "");
-        free(s);
-    }
-    size_t o = 0;
-    if (cap < 8)
-        return;
-    out[o++] = '"';
-    for (const unsigned char *p = (const unsigned char *)raw; *p && o + 6 < cap; p++) {
-        if (*p == '"' || *p == '\\') {
-            out[o++] = '\\';
-            out[o++] = (char)*p;
-        } else if (*p < 0x20) {
-            o += (size_t)snprintf(out + o, cap - o, "\\x%02x", *p);
-        } else
-            out[o++] = (char)*p;
-    }
-    out[o++] = '"';
-    out[o] = '\0';
-}
-
-static void decode_struct(dctx_t *d, const sdesc_t *sd, void *base, json_t *obj, const char *path);
-
-static char *
-join_path(const char *path, const char *name)
-{
-    size_t n = (path ? strlen(path) + 1 : 0) + strlen(name) + 1;
-    char *p = nd_xmalloc(n);
-    if (path)
-        snprintf(p, n, "%s.%s", path, name);
-    else
-        snprintf(p, n, "%s", name);
-    return p;
-}
-
-/* An integer field: Go parses the literal and refuses what does not fit the type. */
-static bool
-decode_int(dctx_t *d, const json_t *v, const sdesc_t *sd, const char *path, const field_t *f,
-           int64_t *i64, uint64_t *u64)
-{
-    char nb[128], val[160];
-    if (!json_is_number(v)) {
-        type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-        return false;
-    }
-    if (json_is_integer(v)) {
-        json_int_t x = json_integer_value(v);
-        bool ok = true;
-        if (f->kind == K_I32)
-            ok = x >= INT32_MIN && x <= INT32_MAX;
-        else if (f->kind == K_U64)
-            ok = x >= 0;
-        if (ok) {
-            if (i64)
-                *i64 = x;
-            if (u64)
-                *u64 = (uint64_t)x;
-            return true;
-        }
-    } else if (f->kind == K_U64) {
-        /* A uint64 above INT64_MAX: kept only if it is a plain integer literal. */
-        const char *t = nd_apijson_num_text(d->aj, v, nb, sizeof nb);
-        char *e;
-        if (*t != '-' && strspn(t, "0123456789") == strlen(t)) {
-            unsigned long long x = strtoull(t, &e, 10);
-            if (*e == '\0' && x <= INT64_MAX) {
-                *u64 = x;
-                return true;
-            }
-        }
-    }
-    snprintf(val, sizeof val, "number %s", nd_apijson_num_text(d->aj, v, nb, sizeof nb));
-    type_err(d, val, sd->goname, path, f->gotype);
-    return false;
-}
-
-static void
-decode_field(dctx_t *d, const sdesc_t *sd, void *base, const field_t *f, json_t *v,
-             const char *path)
-{
-    if (json_is_null(v)) {
-        /* null: a no-op for Go, except for the enums' unmarshallers, which see "null", and
-         * for pointers, slices and maps, which it sets to nil. */
-        switch (f->kind) {
-        case K_RET:
-        case K_DISC:
-        case K_STORAGE:
-            fatal_err(d, "can not unmarshal \"null\"");
-            return;
-        case K_COMPR:
-            fatal_err(d, "unknown compression algorithm");
-            return;
-        case K_PTR:
-        case K_LIST:
-        case K_STRS:
-        case K_MAP: {
-            /* Free just this field: a one-field descriptor. */
-            sdesc_t one = {sd->goname, sd->size, f, 1};
-            sfree(&one, base);
-            return;
-        }
-        default:
-            return;
-        }
-    }
-    switch (f->kind) {
-    case K_STR:
-        if (!json_is_string(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        nd_free(*AT(base, f->off, char *));
-        *AT(base, f->off, char *) = nd_xstrdup(json_string_value(v));
-        return;
-    case K_INT:
-    case K_I32:
-    case K_I64:
-    case K_DUR:
-        decode_int(d, v, sd, path, f, AT(base, f->off, int64_t), NULL);
-        return;
-    case K_U64:
-        decode_int(d, v, sd, path, f, NULL, AT(base, f->off, uint64_t));
-        return;
-    case K_BOOL:
-        if (!json_is_boolean(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        *AT(base, f->off, bool) = json_is_true(v);
-        return;
-    case K_RET:
-    case K_DISC:
-    case K_STORAGE: {
-        const char *s = json_is_string(v) ? json_string_value(v) : NULL;
-        int64_t *out = AT(base, f->off, int64_t);
-        if (s && f->kind == K_RET) {
-            if (!strcmp(s, "limits")) {
-                *out = RET_LIMITS;
-                return;
-            }
-            if (!strcmp(s, "interest")) {
-                *out = RET_INTEREST;
-                return;
-            }
-            if (!strcmp(s, "workqueue")) {
-                *out = RET_WORKQUEUE;
-                return;
-            }
-        } else if (s && f->kind == K_DISC) {
-            /* DiscardPolicy compares lower-cased. */
-            if (!strcasecmp(s, "old")) {
-                *out = DISC_OLD;
-                return;
-            }
-            if (!strcasecmp(s, "new")) {
-                *out = DISC_NEW;
-                return;
-            }
-        } else if (s) {
-            if (!strcmp(s, "file")) {
-                *out = ST_FILE;
-                return;
-            }
-            if (!strcmp(s, "memory")) {
-                *out = ST_MEMORY;
-                return;
-            }
-            if (!strcmp(s, "any")) {
-                *out = ST_ANY;
-                return;
-            }
-        }
-        char q[300];
-        go_quote_raw(d, v, q, sizeof q);
-        fatal_err(d, "can not unmarshal %s", q);
-        return;
-    }
-    case K_COMPR:
-        if (!json_is_string(v)) {
-            fatal_err(d, "json: cannot unmarshal %s into Go value of type string", nd_apijson_kind(v));
-            return;
-        }
-        if (!strcmp(json_string_value(v), "s2"))
-            *AT(base, f->off, int64_t) = COMP_S2;
-        else if (!strcmp(json_string_value(v), "none"))
-            *AT(base, f->off, int64_t) = COMP_NONE;
-        else
-            fatal_err(d, "unknown compression algorithm");
-        return;
-    case K_TIME: {
-        if (!json_is_string(v)) {
-            fatal_err(d, "Time.UnmarshalJSON: input is not a JSON string");
-            return;
-        }
-        /* RFC 3339 as time.Time reads it: 2006-01-02T15:04:05[.frac](Z|+hh:mm). */
-        const char *s = json_string_value(v);
-        int y, mo, dd, h, mi, se, n = 0;
-        bool ok = sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &y, &mo, &dd, &h, &mi, &se, &n) == 6 &&
-                  n == 19 && mo >= 1 && mo <= 12 && dd >= 1 && dd <= 31 && h < 24 && mi < 60 &&
-                  se < 60;
-        if (ok) {
-            const char *p = s + n;
-            if (*p == '.') {
-                p++;
-                size_t k = strspn(p, "0123456789");
-                ok = k > 0;
-                p += k;
-            }
-            if (ok && *p == 'Z')
-                ok = p[1] == '\0';
-            else if (ok && (*p == '+' || *p == '-'))
-                ok = strlen(p) == 6 && p[3] == ':';
-            else
-                ok = false;
-        }
-        if (!ok) {
-            fatal_err(d,
-                      "parsing time \"\\\"%s\\\"\" as \"\\\"2006-01-02T15:04:05Z07:00\\\"\": "
-                      "cannot parse \"%s\\\"\" as \"2006\"",
-                      s, s);
-            return;
-        }
-        nd_free(*AT(base, f->off, char *));
-        *AT(base, f->off, char *) = nd_xstrdup(s);
-        return;
-    }
-    case K_STRS: {
-        if (!json_is_array(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        sdesc_t one = {sd->goname, sd->size, f, 1};
-        sfree(&one, base);
-        size_t n = json_array_size(v);
-        char **out = nd_xcalloc(n ? n : 1, sizeof *out);
-        for (size_t i = 0; i < n; i++) {
-            json_t *e = json_array_get(v, i);
-            if (json_is_string(e))
-                out[i] = nd_xstrdup(json_string_value(e));
-            else {
-                if (!json_is_null(e))
-                    type_err(d, nd_apijson_kind(e), sd->goname, path, "string");
-                out[i] = nd_xstrdup("");
-            }
-        }
-        *AT(base, f->off, char **) = out;
-        *AT(base, f->noff, size_t) = n;
-        return;
-    }
-    case K_PTR: {
-        if (!json_is_object(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        void **pp = AT(base, f->off, void *);
-        if (!*pp)
-            *pp = nd_xcalloc(1, f->sub->size);
-        decode_struct(d, f->sub, *pp, v, path);
-        return;
-    }
-    case K_STRUCT:
-        if (!json_is_object(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        decode_struct(d, f->sub, AT(base, f->off, char), v, path);
-        return;
-    case K_LIST: {
-        if (!json_is_array(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        sdesc_t one = {sd->goname, sd->size, f, 1};
-        sfree(&one, base);
-        size_t n = json_array_size(v);
-        void **out = nd_xcalloc(n ? n : 1, sizeof *out);
-        *AT(base, f->off, void **) = out;
-        *AT(base, f->noff, size_t) = n;
-        bool ptr_elems = f->gotype[2] == '*'; /* []*T: a null element stays nil */
-        char etype[64];
-        snprintf(etype, sizeof etype, "server.%s", f->sub->goname);
-        for (size_t i = 0; i < n && !d->fatal; i++) {
-            json_t *e = json_array_get(v, i);
-            if (json_is_null(e)) {
-                if (!ptr_elems)
-                    out[i] = nd_xcalloc(1, f->sub->size);
-                continue;
-            }
-            out[i] = nd_xcalloc(1, f->sub->size);
-            if (!json_is_object(e)) {
-                type_err(d, nd_apijson_kind(e), sd->goname, path, etype);
-                continue;
-            }
-            decode_struct(d, f->sub, out[i], e, path);
-        }
-        return;
-    }
-    case K_MAP: {
-        if (!json_is_object(v)) {
-            type_err(d, nd_apijson_kind(v), sd->goname, path, f->gotype);
-            return;
-        }
-        json_t **mp = AT(base, f->off, json_t *);
-        if (!*mp)
-            *mp = json_object();
-        const char *k;
-        json_t *e;
-        json_object_foreach(v, k, e)
-        {
-            if (json_is_string(e))
-                json_object_set(*mp, k, e);
-            else {
-                if (!json_is_null(e))
-                    type_err(d, nd_apijson_kind(e), sd->goname, path, "string");
-                json_object_set_new(*mp, k, json_string(""));
-            }
-        }
-        return;
-    }
-    }
-}
-
-static void
-decode_struct(dctx_t *d, const sdesc_t *sd, void *base, json_t *obj, const char *path)
-{
-    const char *key;
-    json_t *v;
-    json_object_foreach(obj, key, v)
-    {
-        if (d->fatal)
-            return;
-        const field_t *f = NULL;
-        for (size_t i = 0; i < sd->nf && !f; i++)
-            if (!strcmp(key, sd->f[i].name))
-                f = &sd->f[i];
-        for (size_t i = 0; i < sd->nf && !f; i++)
-            if (nd_gojson_key_is(key, sd->f[i].name))
-                f = &sd->f[i];
-        if (!f) {
-            if (d->strict && !d->err[0])
-                snprintf(d->err, sizeof d->err, "json: unknown field \"%s\"", key);
-            continue;
-        }
-        char *p = join_path(path, f->name);
-        decode_field(d, sd, base, f, v, p);
-        nd_free(p);
-    }
+    nd_gocfg_free(&cfg_d, g);
 }
 
 /* Decodes root into g. Returns: false with d->err. */
 static bool
-decode_cfg(dctx_t *d, json_t *root, gcfg_t *g)
+decode_cfg(nd_gocfg_dec_t *d, json_t *root, gcfg_t *g)
 {
     memset(g, 0, sizeof *g);
-    if (!json_is_object(root)) {
-        if (json_is_null(root))
-            return true;
-        snprintf(d->err, sizeof d->err,
-                 "json: cannot unmarshal %s into Go value of type server.StreamConfigRequest",
-                 nd_apijson_kind(root));
-        return false;
-    }
-    decode_struct(d, &cfg_d, g, root, NULL);
-    return d->err[0] == '\0';
-}
-
-/* ---- Encoding (Go's encoding/json from the structs) -------------------------------------- */
-
-static json_t *encode_struct(const sdesc_t *sd, const void *base, bool config_only);
-
-static const char *
-enum_text(kind_t k, int64_t v)
-{
-    switch (k) {
-    case K_RET:
-        return v == RET_INTEREST ? "interest" : v == RET_WORKQUEUE ? "workqueue" : "limits";
-    case K_DISC:
-        return v == DISC_NEW ? "new" : "old";
-    case K_STORAGE:
-        return v == ST_MEMORY ? "memory" : v == ST_ANY ? "any" : "file";
-    default:
-        return v == COMP_S2 ? "s2" : "none";
-    }
-}
-
-static int
-cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-static json_t *
-encode_struct(const sdesc_t *sd, const void *base, bool config_only)
-{
-    json_t *o = json_object();
-    for (size_t i = 0; i < sd->nf; i++) {
-        const field_t *f = &sd->f[i];
-        json_t *v = NULL;
-        if (config_only && f->request_only)
-            continue;
-        switch (f->kind) {
-        case K_STR:
-        case K_TIME: {
-            const char *s = *(char *const *)((const char *)base + f->off);
-            if (f->omitempty && (!s || !*s))
-                continue;
-            if (!s && f->kind == K_TIME)
-                continue;
-            v = json_string(s ? s : "");
-            break;
-        }
-        case K_INT:
-        case K_I32:
-        case K_I64:
-        case K_DUR: {
-            int64_t x = *CAT(base, f->off, int64_t);
-            if (f->omitempty && x == 0)
-                continue;
-            v = json_integer(x);
-            break;
-        }
-        case K_U64: {
-            uint64_t x = *CAT(base, f->off, uint64_t);
-            if (f->omitempty && x == 0)
-                continue;
-            v = json_integer((json_int_t)(x > INT64_MAX ? INT64_MAX : x));
-            break;
-        }
-        case K_BOOL: {
-            bool b = *CAT(base, f->off, bool);
-            if (f->omitempty && !b)
-                continue;
-            v = json_boolean(b);
-            break;
-        }
-        case K_RET:
-        case K_DISC:
-        case K_STORAGE:
-        case K_COMPR:
-            v = json_string(enum_text(f->kind, *CAT(base, f->off, int64_t)));
-            break;
-        case K_STRS: {
-            char *const *s = *(char **const *)((const char *)base + f->off);
-            size_t n = *CAT(base, f->noff, size_t);
-            if (f->omitempty && n == 0)
-                continue;
-            if (!s) {
-                v = json_null();
-                break;
-            }
-            v = json_array();
-            for (size_t j = 0; j < n; j++)
-                json_array_append_new(v, json_string(s[j]));
-            break;
-        }
-        case K_PTR: {
-            const void *p = *(void *const *)((const char *)base + f->off);
-            if (!p) {
-                if (f->omitempty)
-                    continue;
-                v = json_null();
-                break;
-            }
-            v = encode_struct(f->sub, p, config_only);
-            break;
-        }
-        case K_STRUCT:
-            v = encode_struct(f->sub, CAT(base, f->off, char), config_only);
-            break;
-        case K_LIST: {
-            void *const *l = *(void **const *)((const char *)base + f->off);
-            size_t n = *CAT(base, f->noff, size_t);
-            if (f->omitempty && n == 0)
-                continue;
-            v = json_array();
-            for (size_t j = 0; j < n; j++)
-                json_array_append_new(v, l[j] ? encode_struct(f->sub, l[j], config_only)
-                                              : json_null());
-            break;
-        }
-        case K_MAP: {
-            json_t *m = *(json_t *const *)((const char *)base + f->off);
-            if (f->omitempty && (!m || json_object_size(m) == 0))
-                continue;
-            /* Go writes a map's keys sorted. */
-            size_t n = m ? json_object_size(m) : 0, j = 0;
-            const char **keys = nd_xcalloc(n ? n : 1, sizeof *keys);
-            const char *k;
-            json_t *e;
-            if (m)
-                json_object_foreach(m, k, e) keys[j++] = k;
-            qsort(keys, n, sizeof *keys, cmp_str);
-            v = json_object();
-            for (j = 0; j < n; j++)
-                json_object_set(v, keys[j], json_object_get(m, keys[j]));
-            nd_free(keys);
-            break;
-        }
-        }
-        json_object_set_new(o, f->name, v);
-    }
-    return o;
+    return nd_gocfg_decode(d, &cfg_d, g, root);
 }
 
 /* ---- Helpers ----------------------------------------------------------------------------- */
@@ -1021,12 +463,7 @@ xform_ok(const char *src, const char *dest, nd_xf_mode_t mode, char *e, size_t e
 static void
 set_static_metadata(gcfg_t *g)
 {
-    if (!g->metadata)
-        g->metadata = json_object();
-    json_object_del(g->metadata, "_nats.ver");
-    json_object_del(g->metadata, "_nats.level");
-    bool ttl = g->allow_msg_ttl || g->sdm_ttl > 0;
-    json_object_set_new(g->metadata, "_nats.req.level", json_string(ttl ? "1" : "0"));
+    nd_gocfg_set_req_level(&g->metadata, g->allow_msg_ttl || g->sdm_ttl > 0);
 }
 
 /* ---- checkStreamCfg ---------------------------------------------------------------------- */
@@ -1238,7 +675,7 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
 
     if (c->nsubjects == 0) {
         if (!c->mirror && c->nsources == 0) {
-            strs_free(c->subjects, 0);
+            nd_gocfg_strs_free(c->subjects, 0);
             c->subjects = nd_xcalloc(1, sizeof *c->subjects);
             c->subjects[0] = nd_xstrdup(c->name);
             c->nsubjects = 1;
@@ -1334,7 +771,7 @@ check_cfg(gcfg_t *c, const nd_stream_cfg_env_t *env, bool pedantic, nd_jserr_t *
 
     if (c->placement && empty(c->placement->cluster) && c->placement->ntags == 0 &&
         !c->placement->tags && empty(c->placement->preferred)) {
-        sfree(&place_d, c->placement);
+        nd_gocfg_free(&place_d, c->placement);
         nd_free(c->placement);
         c->placement = NULL;
     }
@@ -1407,7 +844,7 @@ static void
 fill_public(nd_stream_cfg_t *out, gcfg_t *g)
 {
     memset(out, 0, sizeof *out);
-    out->json = encode_struct(&cfg_d, g, true);
+    out->json = nd_gocfg_encode(&cfg_d, g, true);
     out->name = nd_xstrdup(g->name ? g->name : "");
     out->nsubjects = g->nsubjects;
     out->subjects = nd_xcalloc(g->nsubjects ? g->nsubjects : 1, sizeof *out->subjects);
@@ -1460,7 +897,7 @@ parse_root(json_t *root, const nd_apijson_t *aj, const char *subj_name,
     static const nd_stream_cfg_env_t defenv = {.max_stream_bytes = -1};
     if (!env)
         env = &defenv;
-    dctx_t d = {.aj = aj, .strict = env->strict};
+    nd_gocfg_dec_t d = {.aj = aj, .strict = env->strict};
     gcfg_t g;
     if (!decode_cfg(&d, root, &g)) {
         gcfg_free(&g);
@@ -1544,40 +981,16 @@ nd_stream_cfg_from_json(const json_t *cfg, const char *subj_name, const nd_strea
 static void
 decode_canonical(const json_t *j, gcfg_t *g)
 {
-    dctx_t d = {0};
+    nd_gocfg_dec_t d = {0};
     decode_cfg(&d, (json_t *)j, g);
 }
 
 /* ---- Comparing and updating -------------------------------------------------------------- */
 
-static json_t *
-without_nats_metadata(const json_t *j)
-{
-    json_t *c = json_deep_copy(j);
-    json_t *md = json_object_get(c, "metadata");
-    if (md) {
-        const char *k;
-        json_t *v;
-        void *tmp;
-        json_object_foreach_safe(md, tmp, k, v)
-        {
-            if (!strncmp(k, "_nats.", 6))
-                json_object_del(md, k);
-        }
-        if (json_object_size(md) == 0)
-            json_object_del(c, "metadata");
-    }
-    return c;
-}
-
 bool
 nd_stream_cfg_equal(const nd_stream_cfg_t *a, const nd_stream_cfg_t *b)
 {
-    json_t *x = without_nats_metadata(a->json), *y = without_nats_metadata(b->json);
-    bool eq = json_equal(x, y);
-    json_decref(x);
-    json_decref(y);
-    return eq;
+    return nd_gocfg_equal(a->json, b->json);
 }
 
 bool
@@ -1671,7 +1084,7 @@ nd_stream_cfg_free(nd_stream_cfg_t *c)
         return;
     json_decref(c->json);
     nd_free(c->name);
-    strs_free(c->subjects, c->nsubjects);
+    nd_gocfg_strs_free(c->subjects, c->nsubjects);
     nd_free(c->xform_src);
     nd_free(c->xform_dest);
     nd_free(c->republish_src);

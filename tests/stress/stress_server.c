@@ -2,7 +2,7 @@
  *
  * natsd is started through the embedding API (natsd_start on 127.0.0.1, a random port, three
  * workers, max_pending 256 KiB, a short ping interval so the timer thread fires often) and driven
- * over loopback by plain-socket client threads that speak the text protocol themselves, so that
+ * over loopback by plain-socket client threads that speak the text protocol (stress_cli.h), so that
  * TSan sees every server thread (the workers, the worker blocked in epoll, the timer thread) and
  * ASan/LSan see every allocation of src/net, src/subj and src/actors. All scenarios run at once:
  *
@@ -82,460 +82,15 @@
 #include "actors/alloc.h"
 #include "cfg/opts.h"
 #include "natsd/natsd.h"
+#include "stress_cli.h"
 #include "stress_util.h"
 
 #define WORKERS     3
 #define MAX_PENDING (256 * 1024)
 
 static int g_port;
-static double g_stall_s;
 static bool g_strict_pong;
-static _Atomic uint64_t g_progress; /* every protocol event any client parses */
-static _Atomic uint64_t g_late;     /* checks that needed another PING/PONG after the first */
-
-typedef unsigned long long ull;
-
-static uint64_t
-mix64(uint64_t x)
-{
-    x += 0x9E3779B97F4A7C15ull;
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-}
-
-/* ---- subjects ---- */
-
-/* Splits a subject into at most 16 tokens. Returns: the token count. */
-static int
-split_tokens(const char *s, size_t n, const char **tok, size_t *len)
-{
-    int k = 0;
-    size_t start = 0;
-    for (size_t i = 0; i <= n && k < 16; i++) {
-        if (i == n || s[i] == '.') {
-            tok[k] = s + start;
-            len[k] = i - start;
-            k++;
-            start = i + 1;
-        }
-    }
-    return k;
-}
-
-/* NATS matching: `*` matches one token, a final `>` one or more. */
-static bool
-subj_match(const char *pat, const char *subj, size_t subj_len)
-{
-    const char *pt[16], *st[16];
-    size_t pl[16], sl[16];
-    int np = split_tokens(pat, strlen(pat), pt, pl);
-    int ns = split_tokens(subj, subj_len, st, sl);
-    for (int i = 0; i < np; i++) {
-        if (pl[i] == 1 && pt[i][0] == '>')
-            return ns > i;
-        if (i >= ns)
-            return false;
-        if (pl[i] == 1 && pt[i][0] == '*')
-            continue;
-        if (pl[i] != sl[i] || memcmp(pt[i], st[i], pl[i]) != 0)
-            return false;
-    }
-    return np == ns;
-}
-
-static bool
-str_eq(const char *p, size_t n, const char *s)
-{
-    return strlen(s) == n && memcmp(p, s, n) == 0;
-}
-
-/* Parses a decimal field of a payload; fails on anything else. */
-static uint64_t
-parse_u64(const char *p, size_t n, const char *what)
-{
-    uint64_t v = 0;
-    if (n == 0 || n > 19)
-        stress_fail("%s: bad number '%.*s'", what, (int)(n > 40 ? 40 : n), p);
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            stress_fail("%s: bad number '%.*s'", what, (int)(n > 40 ? 40 : n), p);
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    return v;
-}
-
-/* Splits a payload "a.b.c.d..." into up to n dot-separated decimal fields. Returns: the bytes
- * used by those fields (with their dots). */
-static size_t
-payload_fields(const char *p, size_t len, uint64_t *out, int n, const char *what)
-{
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        const char *dot = memchr(p + off, '.', len - off);
-        if (dot == NULL)
-            stress_fail("%s: payload '%.*s' lacks field %d", what, (int)(len < 40 ? len : 40), p,
-                        i);
-        out[i] = parse_u64(p + off, (size_t)(dot - (p + off)), what);
-        off = (size_t)(dot - p) + 1;
-    }
-    return off;
-}
-
-/* ---- the raw-protocol client ---- */
-
-typedef enum { EV_MSG = 1, EV_PING, EV_PONG, EV_OK, EV_ERR, EV_INFO } ev_kind_t;
-
-typedef struct ev {
-    ev_kind_t kind;
-    bool hmsg;
-    uint64_t sid;
-    const char *subj, *reply, *hdr, *data, *line;
-    size_t subj_len, reply_len, hdr_len, data_len, line_len;
-} ev_t;
-
-typedef struct cli cli_t;
-typedef void cli_msg_fn(cli_t *c, const ev_t *ev);
-
-struct cli {
-    int fd;
-    const char *name;
-    char *buf;
-    size_t off, len, cap;
-    uint64_t pongs, oks, errs, msgs, infos;
-    uint64_t events; /* everything but the server's PINGs, which come on a timer */
-    cli_msg_fn *on_msg;
-    void *arg;
-    bool allow_err; /* -ERR is recorded in err instead of failing the run */
-    bool closed;    /* EOF or reset seen */
-    char err[160];
-};
-
-static bool
-cli_open(cli_t *c, const char *name, int rcvbuf)
-{
-    memset(c, 0, sizeof(*c));
-    c->name = name;
-    c->fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (c->fd < 0)
-        stress_fail("%s: socket: %s", name, strerror(errno));
-    if (rcvbuf > 0)
-        setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
-    /* A send blocked for the stall limit means the server stopped reading us: a hang guard. */
-    struct timeval tv = {.tv_sec = (time_t)g_stall_s};
-    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
-    int one = 1;
-    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g_port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int r;
-    do
-        r = connect(c->fd, (struct sockaddr *)&a, sizeof a);
-    while (r < 0 && errno == EINTR);
-    return r == 0;
-}
-
-static void
-cli_close(cli_t *c)
-{
-    if (c->fd >= 0)
-        close(c->fd);
-    c->fd = -1;
-    free(c->buf);
-    c->buf = NULL;
-    c->off = c->len = c->cap = 0;
-}
-
-/* Closes with an RST instead of a FIN. */
-static void
-cli_reset(cli_t *c)
-{
-    struct linger lg = {.l_onoff = 1, .l_linger = 0};
-    setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    cli_close(c);
-}
-
-static bool
-cli_send_try(cli_t *c, const void *p, size_t n)
-{
-    const char *s = p;
-    while (n > 0) {
-        ssize_t w = send(c->fd, s, n, MSG_NOSIGNAL);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return false;
-        s += w;
-        n -= (size_t)w;
-    }
-    return true;
-}
-
-static void
-cli_send(cli_t *c, const void *p, size_t n)
-{
-    if (!cli_send_try(c, p, n))
-        stress_fail("%s: send: %s", c->name, strerror(errno));
-}
-
-/* Sends a string literal. */
-#define CLI_SEND_LIT(c, lit) cli_send((c), (lit), sizeof(lit) - 1)
-#define CLI_TRY_LIT(c, lit)  cli_send_try((c), (lit), sizeof(lit) - 1)
-
-static void cli_sendf(cli_t *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void
-cli_sendf(cli_t *c, const char *fmt, ...)
-{
-    char line[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n < 0 || (size_t)n >= sizeof line)
-        stress_fail("%s: line too long", c->name);
-    cli_send(c, line, (size_t)n);
-}
-
-/* Reads what the socket has, waiting up to timeout_ms for it. Returns: bytes read, 0 when none
- * came, -1 once the connection is closed or reset. */
-static int
-cli_fill(cli_t *c, int timeout_ms)
-{
-    if (c->closed)
-        return -1;
-    if (c->off == c->len) {
-        c->off = c->len = 0;
-    } else if (c->off > 0 && c->cap - c->len < 16384) {
-        memmove(c->buf, c->buf + c->off, c->len - c->off);
-        c->len -= c->off;
-        c->off = 0;
-    }
-    if (c->cap - c->len < 16384) {
-        c->cap = c->cap ? c->cap * 2 : 65536;
-        c->buf = realloc(c->buf, c->cap);
-        if (c->buf == NULL)
-            stress_fail("out of memory");
-    }
-    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-    int r;
-    do
-        r = poll(&pfd, 1, timeout_ms);
-    while (r < 0 && errno == EINTR);
-    if (r <= 0)
-        return 0;
-    ssize_t n;
-    do
-        n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
-    while (n < 0 && errno == EINTR);
-    if (n > 0) {
-        c->len += (size_t)n;
-        return (int)n;
-    }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-        return 0;
-    c->closed = true;
-    return -1;
-}
-
-/* Parses one protocol item at the front of the buffer. Returns: 1 (ev filled, consumed) or 0
- * when more bytes are needed. The pointers in ev are valid until the next read. */
-static int
-cli_parse(cli_t *c, ev_t *ev)
-{
-    char *p = c->buf + c->off;
-    size_t avail = c->len - c->off;
-    char *eol = avail ? memmem(p, avail, "\r\n", 2) : NULL;
-    if (eol == NULL) {
-        if (avail > 8192)
-            stress_fail("%s: no line end in %zu bytes", c->name, avail);
-        return 0;
-    }
-    size_t ll = (size_t)(eol - p);
-    memset(ev, 0, sizeof(*ev));
-    ev->line = p;
-    ev->line_len = ll;
-    if ((ll > 4 && memcmp(p, "MSG ", 4) == 0) || (ll > 5 && memcmp(p, "HMSG ", 5) == 0)) {
-        bool h = p[0] == 'H';
-        size_t skip = h ? 5 : 4;
-        const char *tok[6];
-        size_t tl[6];
-        int nt = 0;
-        for (size_t i = skip; i < ll && nt < 6;) {
-            while (i < ll && p[i] == ' ')
-                i++;
-            if (i == ll)
-                break;
-            size_t s = i;
-            while (i < ll && p[i] != ' ')
-                i++;
-            tok[nt] = p + s;
-            tl[nt] = i - s;
-            nt++;
-        }
-        int want = h ? 4 : 3;
-        if (nt != want && nt != want + 1)
-            stress_fail("%s: bad line '%.*s'", c->name, (int)ll, p);
-        size_t total = (size_t)parse_u64(tok[nt - 1], tl[nt - 1], c->name);
-        size_t hdr = h ? (size_t)parse_u64(tok[nt - 2], tl[nt - 2], c->name) : 0;
-        if (hdr > total)
-            stress_fail("%s: header size over total in '%.*s'", c->name, (int)ll, p);
-        if (avail < ll + 2 + total + 2)
-            return 0;
-        char *pl = eol + 2;
-        if (pl[total] != '\r' || pl[total + 1] != '\n')
-            stress_fail("%s: payload of '%.*s' not followed by CRLF", c->name, (int)ll, p);
-        ev->kind = EV_MSG;
-        ev->hmsg = h;
-        ev->subj = tok[0];
-        ev->subj_len = tl[0];
-        ev->sid = parse_u64(tok[1], tl[1], c->name);
-        if (nt == want + 1) {
-            ev->reply = tok[2];
-            ev->reply_len = tl[2];
-        }
-        ev->hdr = pl;
-        ev->hdr_len = hdr;
-        ev->data = pl + hdr;
-        ev->data_len = total - hdr;
-        c->off += ll + 2 + total + 2;
-        return 1;
-    }
-    if (ll == 4 && memcmp(p, "PING", 4) == 0)
-        ev->kind = EV_PING;
-    else if (ll == 4 && memcmp(p, "PONG", 4) == 0)
-        ev->kind = EV_PONG;
-    else if (ll == 3 && memcmp(p, "+OK", 3) == 0)
-        ev->kind = EV_OK;
-    else if (ll >= 4 && memcmp(p, "-ERR", 4) == 0)
-        ev->kind = EV_ERR;
-    else if (ll > 5 && memcmp(p, "INFO ", 5) == 0)
-        ev->kind = EV_INFO;
-    else
-        stress_fail("%s: unexpected line '%.*s'", c->name, (int)(ll > 200 ? 200 : ll), p);
-    c->off += ll + 2;
-    return 1;
-}
-
-static void
-cli_handle(cli_t *c, const ev_t *ev)
-{
-    if (ev->kind != EV_PING) {
-        c->events++;
-        atomic_fetch_add_explicit(&g_progress, 1, memory_order_relaxed);
-    }
-    switch (ev->kind) {
-    case EV_PING:
-        (void)cli_send_try(c, "PONG\r\n", 6); /* a closing socket may refuse it */
-        break;
-    case EV_PONG:
-        c->pongs++;
-        break;
-    case EV_OK:
-        c->oks++;
-        break;
-    case EV_INFO:
-        c->infos++;
-        break;
-    case EV_ERR:
-        c->errs++;
-        snprintf(c->err, sizeof c->err, "%.*s", (int)ev->line_len, ev->line);
-        if (!c->allow_err)
-            stress_fail("%s: unexpected %s", c->name, c->err);
-        break;
-    case EV_MSG:
-        c->msgs++;
-        if (c->on_msg == NULL)
-            stress_fail("%s: unexpected '%.*s'", c->name, (int)ev->line_len, ev->line);
-        c->on_msg(c, ev);
-        break;
-    }
-}
-
-/* Handles what is buffered, else waits up to timeout_ms for more and handles that.
- * Returns: > 0 when anything arrived, 0 when nothing did, -1 when the connection is closed (after
- * handling every complete item it sent). */
-static int
-cli_pump(cli_t *c, int timeout_ms)
-{
-    ev_t ev;
-    int n = 0;
-    while (cli_parse(c, &ev)) {
-        cli_handle(c, &ev);
-        n++;
-    }
-    if (n > 0)
-        return n;
-    int r = cli_fill(c, timeout_ms);
-    while (cli_parse(c, &ev)) {
-        cli_handle(c, &ev);
-        n++;
-    }
-    if (r < 0)
-        return -1;
-    return n > 0 || r > 0 ? 1 : 0;
-}
-
-/* One step of a wait on c: pumps, fails when the connection closed (unless may_close) or when
- * nothing but PINGs arrived for the stall limit. Returns: false when closed and may_close. */
-static bool
-cli_step(cli_t *c, double *since, const char *what, bool may_close)
-{
-    uint64_t before = c->events;
-    size_t buffered = c->len - c->off;
-    int r = cli_pump(c, 50);
-    double now = stress_now_s();
-    if (r < 0) {
-        if (may_close)
-            return false;
-        stress_fail("%s: connection closed while %s", c->name, what);
-    }
-    if (c->events != before || c->len - c->off > buffered)
-        *since = now;
-    else if (now - *since > g_stall_s)
-        stress_fail("%s: nothing for %.0f s while %s", c->name, g_stall_s, what);
-    return true;
-}
-
-/* Waits for the INFO and sends CONNECT. Returns: false when the connection closed first. */
-static bool
-cli_handshake(cli_t *c, const char *connect_json, bool may_close)
-{
-    double since = stress_now_s();
-    while (c->infos == 0)
-        if (!cli_step(c, &since, "waiting for INFO", may_close))
-            return false;
-    char line[512];
-    int n = snprintf(line, sizeof line, "CONNECT %s\r\n", connect_json);
-    if (!cli_send_try(c, line, (size_t)n)) {
-        if (may_close)
-            return false;
-        stress_fail("%s: send CONNECT: %s", c->name, strerror(errno));
-    }
-    return true;
-}
-
-/* PING, then handles everything up to the PONG. Returns: false when closed and may_close. */
-static bool
-cli_sync_try(cli_t *c, bool may_close)
-{
-    uint64_t want = c->pongs + 1;
-    if (!cli_send_try(c, "PING\r\n", 6)) {
-        if (may_close)
-            return false;
-        stress_fail("%s: send PING: %s", c->name, strerror(errno));
-    }
-    double since = stress_now_s();
-    while (c->pongs < want)
-        if (!cli_step(c, &since, "waiting for PONG", may_close))
-            return false;
-    return true;
-}
-
-static void
-cli_sync(cli_t *c)
-{
-    (void)cli_sync_try(c, false);
-}
+static _Atomic uint64_t g_late; /* checks that needed another PING/PONG after the first */
 
 /* After a PONG that should have followed every message counted by *count: checks that
  * want arrived (at least want, unless exact), else (late delivery) gives the server a few more
@@ -563,75 +118,6 @@ static void
 expect_count(cli_t *c, const uint64_t *count, uint64_t want, const char *what)
 {
     expect_count_ex(c, count, want, true, what);
-}
-
-/* Sends PING on every connection, then waits for every PONG. */
-static void
-cli_sync_all(cli_t **cs, int n)
-{
-    uint64_t want[8];
-    for (int i = 0; i < n; i++) {
-        want[i] = cs[i]->pongs + 1;
-        cli_send(cs[i], "PING\r\n", 6);
-    }
-    for (int i = 0; i < n; i++) {
-        double since = stress_now_s();
-        while (cs[i]->pongs < want[i])
-            cli_step(cs[i], &since, "waiting for PONG", false);
-    }
-}
-
-/* Waits up to timeout_ms for any of the connections to be readable, then pumps each.
- * Fails when one closes. */
-static void
-cli_pump_many(cli_t **cs, int n, int timeout_ms)
-{
-    struct pollfd pfd[8];
-    for (int i = 0; i < n; i++)
-        pfd[i] = (struct pollfd){.fd = cs[i]->fd, .events = POLLIN};
-    int r;
-    do
-        r = poll(pfd, (nfds_t)n, timeout_ms);
-    while (r < 0 && errno == EINTR);
-    for (int i = 0; i < n; i++)
-        if (cli_pump(cs[i], 0) < 0)
-            stress_fail("%s: connection closed", cs[i]->name);
-}
-
-static void
-join(pthread_t t)
-{
-    int e = pthread_join(t, NULL);
-    if (e != 0)
-        stress_fail("pthread_join: %s", strerror(e));
-}
-
-static void
-spawn(pthread_t *t, void *(*fn)(void *), void *arg)
-{
-    int e = pthread_create(t, NULL, fn, arg);
-    if (e != 0)
-        stress_fail("pthread_create: %s", strerror(e));
-}
-
-/* Waits until *counter reaches want, failing when the whole run makes no progress. */
-static void
-wait_count(const char *what, _Atomic int *counter, int want)
-{
-    uint64_t last = atomic_load_explicit(&g_progress, memory_order_relaxed);
-    double since = stress_now_s();
-    /* acquire: pairs with the release increments, so the counted threads' results are visible. */
-    while (atomic_load_explicit(counter, memory_order_acquire) < want) {
-        stress_sleep_us(2000);
-        uint64_t p = atomic_load_explicit(&g_progress, memory_order_relaxed);
-        if (p != last) {
-            last = p;
-            since = stress_now_s();
-        } else if (stress_now_s() - since > g_stall_s) {
-            stress_fail("%s: no progress for %.0f s (%d of %d)", what, g_stall_s,
-                        atomic_load_explicit(counter, memory_order_relaxed), want);
-        }
-    }
 }
 
 /* ==== scenario 1: fan-out with literal, wildcard and queue subscriptions ==== */
@@ -872,7 +358,7 @@ s1_sub_main(void *arg)
 {
     s1_conn_t *sc = arg;
     cli_t *c = &sc->cli;
-    if (!cli_open(c, sc->name, 0))
+    if (!cli_open(c, sc->name, g_port, 0))
         stress_fail("%s: connect: %s", sc->name, strerror(errno));
     c->on_msg = s1_on_msg;
     c->arg = sc;
@@ -903,7 +389,7 @@ s1_pub_main(void *arg)
     cli_t pc, *c = p == 0 ? &own->cli : &pc;
     char name[24];
     snprintf(name, sizeof name, "s1-pub%d", p);
-    if (!cli_open(c, p == 0 ? own->name : name, 0))
+    if (!cli_open(c, p == 0 ? own->name : name, g_port, 0))
         stress_fail("%s: connect: %s", name, strerror(errno));
     cli_handshake(c, "{\"verbose\":false,\"pedantic\":false,\"headers\":true}", false);
     if (p == 0) {
@@ -1353,7 +839,7 @@ static void *
 s2_main(void *arg)
 {
     s2_t *st = arg;
-    if (!cli_open(&st->s, st->sname, 0) || !cli_open(&st->p, st->pname, 0))
+    if (!cli_open(&st->s, st->sname, g_port, 0) || !cli_open(&st->p, st->pname, g_port, 0))
         stress_fail("s2: connect: %s", strerror(errno));
     st->s.on_msg = s2_on_msg;
     st->s.arg = st;
@@ -1450,7 +936,7 @@ s2_mon_main(void *arg)
     cli_t *cs[3] = {&m->plain, &m->q[0], &m->q[1]};
     const char *names[3] = {"s2-mon", "s2-monq0", "s2-monq1"};
     for (int i = 0; i < 3; i++) {
-        if (!cli_open(cs[i], names[i], 0))
+        if (!cli_open(cs[i], names[i], g_port, 0))
             stress_fail("%s: connect: %s", names[i], strerror(errno));
         cs[i]->on_msg = s2_mon_on_msg;
         cli_handshake(cs[i], "{\"verbose\":false,\"pedantic\":false}", false);
@@ -1561,7 +1047,7 @@ s3_resp_main(void *arg)
 {
     cli_t c;
     const char *name = arg;
-    if (!cli_open(&c, name, 0))
+    if (!cli_open(&c, name, g_port, 0))
         stress_fail("%s: connect: %s", name, strerror(errno));
     c.on_msg = s3_resp_on_msg;
     cli_handshake(&c, "{\"verbose\":false,\"pedantic\":false}", false);
@@ -1603,7 +1089,7 @@ s3_sink_on_msg(cli_t *c, const ev_t *ev)
 static void
 s3_sink_open(cli_t *c)
 {
-    if (!cli_open(c, "s3-sink", 0))
+    if (!cli_open(c, "s3-sink", g_port, 0))
         stress_fail("s3-sink: connect: %s", strerror(errno));
     c->on_msg = s3_sink_on_msg;
     cli_handshake(c, "{\"verbose\":false,\"pedantic\":false}", false);
@@ -1689,7 +1175,7 @@ s3_one(int t, uint64_t it, uint64_t *rng, char *big)
     int nlen = snprintf(name, sizeof name, "s3-churn%d #%llu [", t, (ull)it);
     cli_t c;
     s3_conn_t st = {0};
-    if (!cli_open(&c, name, 0))
+    if (!cli_open(&c, name, g_port, 0))
         stress_fail("%s: connect: %s", name, strerror(errno));
     c.on_msg = s3_on_msg;
     c.arg = &st;
@@ -1931,7 +1417,7 @@ s4_fast_main(void *arg)
     (void)arg;
     cli_t c;
     s4_state_t st = {.last = -1};
-    if (!cli_open(&c, "s4-fast", 0))
+    if (!cli_open(&c, "s4-fast", g_port, 0))
         stress_fail("s4-fast: connect: %s", strerror(errno));
     c.on_msg = s4_fast_on_msg;
     c.arg = &st;
@@ -1960,7 +1446,7 @@ s4_main(void *arg)
     (void)arg;
     cli_t pub, slow;
     s4_state_t pst = {.last = -1}, sst = {.last = -1};
-    if (!cli_open(&pub, "s4-pub", 0) || !cli_open(&slow, "s4-slow", 4096))
+    if (!cli_open(&pub, "s4-pub", g_port, 0) || !cli_open(&slow, "s4-slow", g_port, 4096))
         stress_fail("s4: connect: %s", strerror(errno));
     pub.on_msg = s4_pub_on_msg;
     pub.arg = &pst;
@@ -2085,7 +1571,7 @@ s5_main(void *arg)
     bool counted = false;
     while (!atomic_load_explicit(&s5_stopping, memory_order_acquire)) {
         cli_t c;
-        bool ok = cli_open(&c, name, 0);
+        bool ok = cli_open(&c, name, g_port, 0);
         c.on_msg = s5_on_msg;
         c.allow_err = true;
         if (ok)
@@ -2138,7 +1624,7 @@ s5_hold(void)
 {
     for (int i = 0; i < 4; i++) {
         cli_t *c = &s5_held[i].c;
-        if (!cli_open(c, s5_held[i].name, i == 1 ? 4096 : 0))
+        if (!cli_open(c, s5_held[i].name, g_port, i == 1 ? 4096 : 0))
             stress_fail("%s: connect: %s", s5_held[i].name, strerror(errno));
         c->on_msg = s5_on_msg;
         c->allow_err = true;

@@ -159,6 +159,14 @@ put(tctx_t *t, const char *subj, const char *data)
     return seq;
 }
 
+/* Stores n messages "x" on subj. */
+static void
+put_n(tctx_t *t, const char *subj, int n)
+{
+    for (int i = 0; i < n; i++)
+        put(t, subj, "x");
+}
+
 static nd_err_t
 try_put(tctx_t *t, const char *subj, const char *data)
 {
@@ -573,8 +581,7 @@ STORE_CASE(remove_middle)
 {
     tctx_t t;
     t_open(&t, op, NULL);
-    for (int i = 0; i < 10; i++)
-        put(&t, "foo", "x");
+    put_n(&t, "foo", 10);
     cr_assert_eq(t.st->ops->remove(t.st, 3, false), ND_OK);
     cr_assert_eq(t.st->ops->remove(t.st, 7, false), ND_OK);
     cr_assert_eq(t.st->ops->remove(t.st, 8, false), ND_OK);
@@ -639,8 +646,7 @@ STORE_CASE(remove_all_one_by_one)
 {
     tctx_t t;
     t_open(&t, op, NULL);
-    for (int i = 0; i < 4; i++)
-        put(&t, "foo", "x");
+    put_n(&t, "foo", 4);
     for (uint64_t s = 4; s >= 1; s--)
         cr_assert_eq(t.st->ops->remove(t.st, s, false), ND_OK);
     check_state(&t, 0, 5, 4, 0);
@@ -772,8 +778,7 @@ STORE_CASE(purge_up_to_no_filter)
 {
     tctx_t t;
     t_open(&t, op, NULL);
-    for (int i = 0; i < 10; i++)
-        put(&t, "foo", "x");
+    put_n(&t, "foo", 10);
     cr_assert_eq(purge(&t, NULL, 4, 0), 3);
     check_state(&t, 7, 4, 10, 0);
     /* up_to wins over keep without a filter (it is compact(up_to)). */
@@ -836,8 +841,7 @@ STORE_CASE(compact_on_gap)
 {
     tctx_t t;
     t_open(&t, op, NULL);
-    for (int i = 0; i < 6; i++)
-        put(&t, "a", "x");
+    put_n(&t, "a", 6);
     cr_assert_eq(t.st->ops->remove(t.st, 4, false), ND_OK);
     uint64_t n = 0;
     cr_assert_eq(t.st->ops->compact(t.st, 4, &n), ND_OK);
@@ -850,8 +854,7 @@ STORE_CASE(compact_beyond_last)
 {
     tctx_t t;
     t_open(&t, op, NULL);
-    for (int i = 0; i < 5; i++)
-        put(&t, "a", "x");
+    put_n(&t, "a", 5);
     uint64_t n = 0;
     cr_assert_eq(t.st->ops->compact(t.st, 100, &n), ND_OK);
     cr_assert_eq(n, 5);
@@ -867,8 +870,7 @@ STORE_CASE(compact_zero_purges)
 {
     tctx_t t;
     t_open(&t, op, NULL);
-    for (int i = 0; i < 5; i++)
-        put(&t, "a", "x");
+    put_n(&t, "a", 5);
     uint64_t n = 0;
     cr_assert_eq(t.st->ops->compact(t.st, 0, &n), ND_OK);
     cr_assert_eq(n, 5);
@@ -903,8 +905,7 @@ STORE_CASE(truncate_errors_and_reset)
 {
     tctx_t t;
     t_open(&t, op, NULL);
-    for (int i = 0; i < 5; i++)
-        put(&t, "a", "x");
+    put_n(&t, "a", 5);
     cr_assert_eq(t.st->ops->remove(t.st, 3, false), ND_OK);
     cr_assert_eq(t.st->ops->truncate(t.st, 3), ND_ERR_STORE_BAD_SEQUENCE);
     cr_assert_eq(t.st->ops->truncate(t.st, 9), ND_ERR_STORE_BAD_SEQUENCE);
@@ -1040,8 +1041,7 @@ STORE_CASE(max_msgs_discard_old)
 {
     tctx_t t;
     t_open(&t, op, &(nd_store_cfg_t){.max_msgs = 3});
-    for (int i = 0; i < 5; i++)
-        put(&t, "a", "x");
+    put_n(&t, "a", 5);
     check_state(&t, 3, 3, 5, 0);
     cr_assert_eq(load_err(&t, 2), ND_ERR_STORE_NOT_FOUND);
     t_reopen(&t);
@@ -1054,8 +1054,7 @@ STORE_CASE(max_msgs_discard_new)
 {
     tctx_t t;
     t_open(&t, op, &(nd_store_cfg_t){.max_msgs = 3, .discard = ND_DISCARD_NEW});
-    for (int i = 0; i < 3; i++)
-        put(&t, "a", "x");
+    put_n(&t, "a", 3);
     cr_assert_eq(try_put(&t, "a", "x"), ND_ERR_STORE_MAX_MSGS);
     cr_assert_eq(try_put(&t, "b", "x"), ND_ERR_STORE_MAX_MSGS);
     check_state(&t, 3, 1, 3, 0);
@@ -1690,8 +1689,7 @@ STORE_CASE(snapshot_empty_store_keeps_sequences)
 {
     tctx_t t;
     t_open(&t, op, NULL);
-    for (int i = 0; i < 5; i++)
-        put(&t, "a", "x");
+    put_n(&t, "a", 5);
     purge(&t, NULL, 0, 0);
     buf_t b = {0};
     cr_assert_eq(t.st->ops->snapshot(t.st, buf_write, &b), ND_OK);
