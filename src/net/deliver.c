@@ -18,7 +18,10 @@
  * Accounts (acct_route.h): inside the same section the publisher loads its account's route; with
  * mappings the subject is mapped first, and with stream importers the message is also matched in
  * each importer's sublist under the import's subject; service imports and their `_R_` responses
- * go the same way (acct_resp.h). Accounts without any of these pay one load and one NULL test.
+ * go the same way (acct_resp.h). Accounts without any of these pay one load and one NULL test
+ * (an importer of streams has a route too, for the interest of route_imp.c). Across a cluster:
+ * a routed message in an exporter also goes to this server's importers, and an imported
+ * delivery never goes to a route (route_imp.c has the picture).
  */
 #include <string.h>
 #include <time.h>
