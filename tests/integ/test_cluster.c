@@ -1666,3 +1666,71 @@ Test(integ_cluster, imports_across_routes_mixed)
     node_init(&n[1], "B", NULL);
     check_xacct(n);
 }
+
+/* The importer's interest already there when the route forms: the new route's dump carries the
+ * shadow interest in A (and the `_R_` interest for responses). A queue group of B on the
+ * importing server gets each message once. */
+static void
+check_xacct_dump(node_t n[2])
+{
+    for (int i = 0; i < 2; i++)
+        snprintf(n[i].textra, sizeof n[i].textra, "%s", XACCT_ACCOUNTS);
+    node_start(&n[0]);
+    nd_integ_conn_t *rb = client_with(&n[0], XACCT_CONNECT("b"));
+    nd_integ_conn_t *q1 = client_with(&n[0], XACCT_CONNECT("b"));
+    nd_integ_conn_t *q2 = client_with(&n[0], XACCT_CONNECT("b"));
+    ND_SEND(rb, "SUB p.> 1\r\nSUB feed.end 2\r\nPING\r\n");
+    ND_EXPECT(rb, "PONG\r\n");
+    ND_SEND(q1, "SUB feed.q grp 1\r\nSUB feed.end 2\r\nPING\r\n");
+    ND_EXPECT(q1, "PONG\r\n");
+    ND_SEND(q2, "SUB feed.q grp 1\r\nSUB feed.end 2\r\nPING\r\n");
+    ND_EXPECT(q2, "PONG\r\n");
+    node_route(&n[1], &n[0], NULL);
+    node_start(&n[1]);
+    wait_mesh(n, 2);
+    /* n1 learns p.> in B and pfeed.> in A (the prefix import), feed.q grp in B and A. */
+    nd_integ_wait_route_sub(n[1].mport, "pfeed.>", 1);
+    nd_integ_wait_route_sub(n[1].mport, "feed.q", 2);
+    nd_integ_wait_route_sub(n[1].mport, "feed.end", 2);
+    nd_integ_conn_t *pa = client_with(&n[1], XACCT_CONNECT("a"));
+    for (int i = 0; i < 20; i++)
+        nd_integ_sendf(pa, "PUB feed.q %d\r\n%d\r\n", i < 10 ? 1 : 2, i);
+    ND_SEND(pa, "PUB pfeed.x 2\r\nhi\r\nPUB feed.end 0\r\n\r\nPING\r\n");
+    ND_EXPECT(pa, "PONG\r\n");
+    nd_integ_expectf(rb, "MSG p.pfeed.x 1 2\r\nhi\r\nMSG feed.end 2 0\r\n\r\n");
+    int seen[20] = {0};
+    int got = read_until_end(q1, "feed.q", "feed.end", seen, 20, NULL);
+    got += read_until_end(q2, "feed.q", "feed.end", seen, 20, NULL);
+    cr_assert_eq(got, 20, "the queue group got %d of 20", got);
+    for (int i = 0; i < 20; i++)
+        cr_assert_eq(seen[i], 1, "queue message %d delivered %d times", i, seen[i]);
+    nd_integ_conn_close(pa);
+    nd_integ_conn_close(rb);
+    nd_integ_conn_close(q1);
+    nd_integ_conn_close(q2);
+    /* A request from n0 (B) to a responder on n1 (A), the response on n0's `_R_` interest. */
+    check_service_libnats(&n[0], &n[1], "svc.dump");
+    stop_cluster(n, 2);
+}
+
+Test(integ_cluster, imports_in_route_dump)
+{
+    node_t n[2];
+    node_init(&n[0], "A", NULL);
+    node_init(&n[1], "B", NULL);
+    check_xacct_dump(n);
+}
+
+Test(integ_cluster, imports_in_route_dump_mixed)
+{
+    const char *ref = mixed_reference();
+    if (ref == NULL)
+        cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
+    node_t n[2];
+    node_init(&n[0], "A", NULL);
+    node_init(&n[1], "B", ref);
+    check_xacct_dump(n);
+    node_init(&n[0], "A", ref);
+    node_init(&n[1], "B", NULL);
+    check_xacct_dump(n);
+}
