@@ -81,6 +81,49 @@ tokenize_dest(const char *to)
     return out;
 }
 
+/* The importer's side of a stream import from ex (acct_route.h, nd_acct_stream_src_t). */
+static void
+add_stream_src(nd_auth_acct_t *importer, nd_auth_acct_t *ex, const nd_import_t *im,
+               const char *from)
+{
+    nd_acct_stream_src_t s = {.acct = ex->acct, .from = nd_xstrdup(from)};
+    s.from_len = strlen(from);
+    if (im->prefix != NULL && im->prefix[0] != '\0') {
+        size_t pl = strlen(im->prefix);
+        bool dot = im->prefix[pl - 1] == '.';
+        s.to = nd_xmalloc(pl + 1 + s.from_len + 1);
+        sprintf(s.to, "%s%s%s", im->prefix, dot ? "" : ".", from);
+        s.strip = pl + (dot ? 0 : 1);
+    } else if (im->to != NULL && im->to[0] != '\0' && strcmp(im->to, from) != 0) {
+        /* A remapping's references to the source's wildcards ($1, {{wildcard(1)}}) stand for
+         * any token. */
+        size_t n = strlen(im->to);
+        s.to = nd_xmalloc(n + 2);
+        size_t o = 0;
+        for (const char *p = im->to; *p != '\0';) {
+            const char *e = strchr(p, '.');
+            size_t tl = e != NULL ? (size_t)(e - p) : strlen(p);
+            if ((tl > 0 && p[0] == '$') || (tl > 1 && p[0] == '{' && p[1] == '{'))
+                s.to[o++] = '*';
+            else {
+                memcpy(s.to + o, p, tl);
+                o += tl;
+            }
+            p += tl;
+            if (*p == '.')
+                s.to[o++] = *p++;
+        }
+        s.to[o] = '\0';
+    } else {
+        s.to = nd_xstrdup(from);
+        s.same = true;
+    }
+    s.to_len = strlen(s.to);
+    nd_acct_route_t *r = route_of(importer);
+    r->srcs = nd_xrealloc(r->srcs, (r->nsrcs + 1) * sizeof(*r->srcs));
+    r->srcs[r->nsrcs++] = s;
+}
+
 /* AddMappedStreamImport: adds importer's import im to the exporter's route. */
 static void
 add_stream_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *importer,
@@ -138,6 +181,7 @@ add_stream_import(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *importe
     nd_acct_route_t *r = route_of(ex);
     r->streams = nd_xrealloc(r->streams, (r->nstreams + 1) * sizeof(*r->streams));
     r->streams[r->nstreams++] = e;
+    add_stream_src(importer, ex, im, from);
 }
 
 /* checkServiceImportAuthorized: the service export that contains the imported subject and is
@@ -213,7 +257,7 @@ add_service_import_as(struct nd_auth *a, const nd_opts_t *o, nd_auth_acct_t *imp
     }
     nd_acct_route_t *er = route_of(ex);
     if (er->resp == NULL)
-        er->resp = nd_acct_resp_new();
+        er->resp = nd_acct_resp_new(ex->name);
     e.resp = er->resp;
     e.singleton = x->resp_type == ND_RESP_SINGLETON;
     e.share = im->share;
@@ -339,6 +383,11 @@ nd_acct_route_free(nd_acct_route_t *r)
             nd_xf_free(r->streams[i].xf);
     }
     nd_free(r->streams);
+    for (size_t i = 0; i < r->nsrcs; i++) {
+        nd_free(r->srcs[i].from);
+        nd_free(r->srcs[i].to);
+    }
+    nd_free(r->srcs);
     for (size_t i = 0; i < r->nsvcs; i++) {
         nd_free(r->svcs[i].from);
         nd_free(r->svcs[i].to);

@@ -15,7 +15,8 @@
  * per-thread random number for weighted destinations) before anything is matched. With stream
  * importers, each import whose subject matches the (mapped) subject is matched again in the
  * importer's sublist under the import's subject (to / prefix remapping) and delivered there.
- * Nothing flows the other way: only the exporter's route lists importers.
+ * Only the exporter's route lists importers for delivery; the importer's lists its stream imports
+ * (srcs) for the interest it must announce in the exporter's account to the cluster's routes.
  * Service imports: the importer's route lists them; a publish in the importer that matches one is
  * also matched in the exporter under the exported subject, its reply replaced by an `_R_` subject
  * (acct_resp.h) whose publish in the exporter is delivered back in the importer under the
@@ -57,6 +58,18 @@ typedef struct nd_acct_stream_imp {
     nd_xf_t *xf; /* from has wildcards and is remapped: the transform, else NULL */
 } nd_acct_stream_imp_t;
 
+/* One stream import the route's account (the importer) takes, seen from its side: what its
+ * subscriptions stand for in the exporter, for the interest routes must hear (net/route_imp.c). */
+typedef struct nd_acct_stream_src {
+    nd_acct_t *acct; /* the exporter; borrowed from the snapshot */
+    char *from;      /* the imported subject, in the exporter */
+    size_t from_len;
+    char *to; /* the subjects it has in the importer (wildcards where a remapping has them) */
+    size_t to_len;
+    size_t strip; /* a prefix import: the bytes of the prefix (with its dot), else 0 */
+    bool same;    /* not remapped: to is from */
+} nd_acct_stream_src_t;
+
 /* One service import of the route's account (the importer). */
 typedef struct nd_acct_svc_imp {
     char *from; /* the subject in the importer (the import's `to`, else its subject) */
@@ -83,6 +96,8 @@ typedef struct nd_acct_route {
      * match any (e.g. every subject outside `$SYS.` against the system imports) off the loop. */
     uint64_t svc_first[4];
     struct nd_acct_resp *resp; /* others import services from this account: their `_R_` routes */
+    nd_acct_stream_src_t *srcs; /* stream imports this account takes from others */
+    size_t nsrcs;
 } nd_acct_route_t;
 
 /* Builds the routes of every account of a (a->accts[i].route) from o's accounts block. Ctx: the

@@ -18,7 +18,10 @@
  * Accounts (acct_route.h): inside the same section the publisher loads its account's route; with
  * mappings the subject is mapped first, and with stream importers the message is also matched in
  * each importer's sublist under the import's subject; service imports and their `_R_` responses
- * go the same way (acct_resp.h). Accounts without any of these pay one load and one NULL test.
+ * go the same way (acct_resp.h). Accounts without any of these pay one load and one NULL test
+ * (an importer of streams has a route too, for the interest of route_imp.c). Across a cluster:
+ * a routed message in an exporter also goes to this server's importers, and an imported
+ * delivery never goes to a route (route_imp.c has the picture).
  */
 #include <string.h>
 #include <time.h>
@@ -97,6 +100,9 @@ typedef struct pub_ctx {
     /* gateways (gateway.c): the publisher is a gateway connection, or a gateway reply came back
      * to its origin (then local subscribers and routes, never a gateway: one hop) */
     bool from_gateway;
+    /* a stream import's delivery in the importer: never to a route (the servers of the
+     * importer's other subscribers announced them in the exporter and get its message) */
+    bool imported;
     const nd_proto_slice_t *qfilter;
     route_tgt_t rin[ROUTE_TGT_INLINE];
     route_tgt_t *rts; /* rin, or a heap array */
@@ -766,8 +772,8 @@ deliver(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub)
                 return false;
         } else if (sub->origin == ND_SUB_ROUTE) {
             /* One hop: a routed message never goes to another route; nor does one our hub sent
-             * us (the hub's cluster has it already). */
-            if (pc->from_route || pc->from_spoke)
+             * us (the hub's cluster has it already), nor an imported one (route_imp.c). */
+            if (pc->from_route || pc->from_spoke || pc->imported)
                 return false;
         } else if (pc->from_route && sub->origin == ND_SUB_LEAF_HUB) {
             return false; /* from a route: only to the leafs we are the hub of */
@@ -947,7 +953,7 @@ qweight(const wpick_t *w, const nd_sub_t *sub)
         return w->tier == 0 && (w->c->echo || sub->conn != &w->c->base) ? 1 : 0;
     uint64_t q = atomic_load_explicit(&((nd_sub_t *)sub)->qweight, memory_order_relaxed);
     if (sub->origin == ND_SUB_ROUTE)
-        return w->tier == 0 && !pc->from_route && !pc->from_spoke ? q : 0;
+        return w->tier == 0 && !pc->from_route && !pc->from_spoke && !pc->imported ? q : 0;
     if (sub->origin == ND_SUB_GATEWAY)
         return w->tier == 2 && !pc->from_route && !pc->from_gateway ? 1 : 0;
     if (w->tier != 1 || sub->conn == &w->c->base ||
@@ -1078,13 +1084,17 @@ import_subject(const nd_xf_t *xf, const char *to, size_t to_len, const char *sub
 }
 
 /* Matches icmd in acct's sublist and delivers it there, sharing pc's payload buffer and adding
- * to its count. Ctx: in the section. */
+ * to its count; where the publish came from (a route: local subscribers only, the queue groups
+ * it names) carries over. imported: a stream import's delivery. Ctx: in the section. */
 static void
 deliver_in_as(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
-              const nd_proto_cmd_t *icmd, const nd_proto_cmd_t *shown, const char *via)
+              const nd_proto_cmd_t *icmd, const nd_proto_cmd_t *shown, const char *via,
+              bool imported)
 {
     pub_ctx_t ipc = {.cmd = icmd, .shown = shown, .payload = pc->payload, .via = via,
-                     .acct = acct};
+                     .acct = acct, .from_route = pc->from_route, .from_leaf = pc->from_leaf,
+                     .from_spoke = pc->from_spoke, .from_gateway = pc->from_gateway,
+                     .imported = imported, .qfilter = pc->qfilter};
     nd_sl_result_t r;
     nd_sl_result_init(&r);
     nd_sl_match(ctx, nd_acct_sublist(acct), icmd->subject.ptr, icmd->subject.len, &r);
@@ -1098,7 +1108,7 @@ static void
 deliver_in(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_acct_t *acct,
            const nd_proto_cmd_t *icmd, const char *via)
 {
-    deliver_in_as(ctx, c, pc, acct, icmd, icmd, via);
+    deliver_in_as(ctx, c, pc, acct, icmd, icmd, via, false);
 }
 
 /* Service imports a request passes through, at most (a chain A <- B <- C <- ...). */
@@ -1229,11 +1239,13 @@ deliver_imports(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, const nd_acct_route_
         nd_proto_cmd_t icmd = *cmd;
         icmd.subject.ptr = import_subject(im->xf, im->to, im->to_len, cmd->subject.ptr,
                                           cmd->subject.len, buf, &heap, &icmd.subject.len);
-        /* a delivery shown under another subject (a consumer's) keeps showing it */
+        /* a delivery shown under another subject (a consumer's) keeps showing it; a gateway
+         * reply is shown as its clients see it */
         nd_proto_cmd_t scmd = icmd;
-        if (pc->shown != cmd)
+        if (shown_differs(cmd, pc->shown))
             scmd.subject = pc->shown->subject;
-        deliver_in_as(ctx, c, pc, im->acct, &icmd, &scmd, NULL);
+        scmd.reply = pc->shown->reply;
+        deliver_in_as(ctx, c, pc, im->acct, &icmd, &scmd, NULL, true);
         nd_free(heap);
     }
 }
@@ -1373,6 +1385,17 @@ nd_deliver_route_publish(nd_ctx_t *ctx, nd_conn_t *c, nd_acct_t *acct, const nd_
     /* No L1 cache: one route carries many accounts. The sender applied mappings already. */
     nd_sl_match(ctx, nd_acct_sublist(acct), cmd->subject.ptr, cmd->subject.len, r);
     deliver_result(ctx, c, &pc, r);
+    /* The exporter's message for this server's importers (route_imp.c), or a response to a
+     * request one of them made through a service import. acquire: pairs with the release
+     * store of nd_acct_route_install. */
+    const nd_acct_route_t *rt = atomic_load_explicit(&acct->route, memory_order_acquire);
+    if (rt != NULL) {
+        if (rt->nstreams > 0)
+            deliver_imports(ctx, c, &pc, rt);
+        if (rt->resp != NULL && cmd->subject.len == ND_ACCT_RESP_SUBJ_LEN &&
+            memcmp(cmd->subject.ptr, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN) == 0)
+            deliver_response(ctx, c, &pc, rt);
+    }
     nd_epoch_exit(ctx);
     if (pc.payload != NULL)
         nd_payload_unref(pc.payload);

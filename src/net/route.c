@@ -58,6 +58,7 @@
 #include "net/peer_proto_int.h"
 #include "net/tls.h"
 #include "natsd/natsd.h"
+#include "subj/acct_resp.h"
 #include "subj/interest.h"
 #include "subj/subject.h"
 #include "util/gojson.h"
@@ -185,6 +186,12 @@ on_dump(nd_ctx_t *ctx, nd_acct_t *acct, const char *subj, size_t slen, const cha
 {
     nd_peer_dump_t *d = arg;
     if (subj == NULL) { /* the end */
+        /* An exporter of services: the responses to requests made here (route_imp.c). */
+        char rw[ND_ACCT_RESP_WC_LEN];
+        size_t rn = acct != NULL ? nd_route_imp_resp_wildcard(ctx, acct, rw) : 0;
+        nd_permset_t *rperms = d->c->srv->routes->perms;
+        if (rn > 0 && (rperms == NULL || nd_perms_pub_allowed(rperms, rw, rn)))
+            nd_peer_dump_add(d, acct, rw, rn, NULL, 0, 1);
         if (d->len > 0)
             send_proto(ctx, d->c, d->buf, d->len);
         nd_peer_dump_free(ctx, d);
@@ -1007,6 +1014,7 @@ nd_routes_new(nd_server_t *s)
     build_info(r);
     r->hook.fn = on_interest;
     r->hook.arg = r;
+    r->hook.imports = nd_route_imp_on_sub;
     return r;
 }
 

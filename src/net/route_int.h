@@ -150,4 +150,14 @@ nd_conn_t *nd_routes_by_gw_hash(nd_routes_t *r, const char *hash, size_t len);
 /* route.c: whether a route to server id is registered. Ctx: any thread. */
 bool nd_routes_connected(nd_routes_t *r, const char *id);
 
+/* ---- account imports across routes (route_imp.c) ---- */
+
+/* The route hook's `imports` callback (subj/interest.h): counts the shadow interest of acct's
+ * stream imports for sub in each exporter. Ctx: acct's turn. */
+void nd_route_imp_on_sub(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta,
+                         void *arg);
+/* Writes "_R_.<prefix>.>" for acct into out (ND_ACCT_RESP_WC_LEN bytes) when other accounts
+ * import services from it. Returns: its length, 0 when none. Ctx: a worker, outside a section. */
+size_t nd_route_imp_resp_wildcard(nd_ctx_t *ctx, const nd_acct_t *acct, char *out);
+
 #endif

@@ -88,6 +88,9 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
     case ND_ACCT_MSG_INTEREST_UNWATCH:
         nd_interest_on_watch(ctx, a, msg);
         break;
+    case ND_ACCT_MSG_INTEREST_SHADOW:
+        nd_interest_on_shadow(ctx, a, msg);
+        break;
     default:
         nd_fatal("account %s: unknown message id %u", a->name, msg->id);
     }

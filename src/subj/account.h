@@ -33,6 +33,7 @@
 #define ND_ACCT_MSG_INTEREST_DUMP (ND_MSG_USER_BASE + 3) /* subj/interest.h */
 #define ND_ACCT_MSG_INTEREST_WATCH   (ND_MSG_USER_BASE + 4) /* subj/interest.h */
 #define ND_ACCT_MSG_INTEREST_UNWATCH (ND_MSG_USER_BASE + 5) /* subj/interest.h */
+#define ND_ACCT_MSG_INTEREST_SHADOW  (ND_MSG_USER_BASE + 6) /* subj/interest.h */
 
 typedef struct nd_acct_msg_sub {
     nd_msg_t hdr;

@@ -8,7 +8,9 @@
 #include "subj/acct_resp.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 #include <xxhash.h>
 
@@ -31,6 +33,7 @@ struct nd_acct_resp {
     size_t nb, n;
     int64_t next_sweep;
     int64_t min_ttl;
+    char pfx[10]; /* the first token after `_R_.`: the same for every route of the table */
 };
 
 static int64_t
@@ -41,10 +44,35 @@ now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static void rand_token(char *p, uint64_t r);
+
+/* A random number drawn once per process: the prefixes of two processes differ, those of one
+ * account in one process do not change when a reload builds a new table. */
+static uint64_t
+process_seed(void)
+{
+    static _Atomic uint64_t seed;
+    uint64_t s = atomic_load_explicit(&seed, memory_order_relaxed);
+    while (s == 0) {
+        uint64_t r = 0;
+        if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r)
+            r = (uint64_t)now_ns();
+        r |= 1;
+        uint64_t zero = 0;
+        if (atomic_compare_exchange_strong_explicit(&seed, &zero, r, memory_order_relaxed,
+                                                    memory_order_relaxed))
+            s = r;
+        else
+            s = zero;
+    }
+    return s;
+}
+
 nd_acct_resp_t *
-nd_acct_resp_new(void)
+nd_acct_resp_new(const char *acct_name)
 {
     nd_acct_resp_t *t = nd_new(nd_acct_resp_t);
+    rand_token(t->pfx, XXH3_64bits_withSeed(acct_name, strlen(acct_name), process_seed()));
     pthread_mutex_init(&t->mu, NULL);
     t->nb = 64;
     t->b = nd_xcalloc(t->nb, sizeof(*t->b));
@@ -126,7 +154,7 @@ nd_acct_resp_add(nd_ctx_t *ctx, nd_acct_resp_t *t, char *subj, nd_acct_t *import
     if (ttl_ns <= 0)
         ttl_ns = ND_ACCT_RESP_DEFAULT_NS;
     memcpy(subj, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN);
-    rand_token(subj + ND_ACCT_RESP_PREFIX_LEN, nd_ctx_rand(ctx));
+    memcpy(subj + ND_ACCT_RESP_PREFIX_LEN, t->pfx, sizeof t->pfx);
     subj[ND_ACCT_RESP_PREFIX_LEN + 10] = '.';
     rand_token(subj + ND_ACCT_RESP_PREFIX_LEN + 11, nd_ctx_rand(ctx));
     resp_ent_t *e = nd_xmalloc(sizeof(*e) + reply_len);
@@ -192,4 +220,13 @@ nd_acct_resp_count(nd_acct_resp_t *t)
     size_t n = t->n;
     pthread_mutex_unlock(&t->mu);
     return n;
+}
+
+size_t
+nd_acct_resp_wildcard(const nd_acct_resp_t *t, char *out)
+{
+    memcpy(out, ND_ACCT_RESP_PREFIX, ND_ACCT_RESP_PREFIX_LEN);
+    memcpy(out + ND_ACCT_RESP_PREFIX_LEN, t->pfx, sizeof t->pfx);
+    memcpy(out + ND_ACCT_RESP_PREFIX_LEN + sizeof t->pfx, ".>", 2);
+    return ND_ACCT_RESP_WC_LEN;
 }

@@ -150,19 +150,20 @@ nd_interest_on_watch(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg)
     w->on_release(ctx, w);
 }
 
-/* Counts sub in the map at *slot and reports to hook what a peer must hear: a plain subject
- * at 0 -> 1 and 1 -> 0; a queue group on every change (every_q) or at 0 -> 1 and 1 -> 0. */
+/* Counts a subscription on subject (queue: NULL or its group) in the map at *slot and reports to
+ * hook what a peer must hear: a plain subject at 0 -> 1 and 1 -> 0; a queue group on every change
+ * (every_q) or at 0 -> 1 and 1 -> 0. */
 static void
 count_in(nd_ctx_t *ctx, nd_acct_t *acct, void **slot, const nd_interest_hook_t *hook,
-         const nd_sub_t *sub, int delta, bool every_q)
+         const char *subject, size_t slen, const char *queue_in, size_t qlen, int delta,
+         bool every_q)
 {
-    size_t slen = sub->subject_len, qlen = sub->queue != NULL ? sub->queue_len : 0;
     size_t len = slen + (qlen > 0 ? qlen + 1 : 0);
     entry_t *k = nd_xmalloc(sizeof *k + len);
-    memcpy(k->key, sub->subject, slen);
+    memcpy(k->key, subject, slen);
     if (qlen > 0) {
         k->key[slen] = ' ';
-        memcpy(k->key + slen + 1, sub->queue, qlen);
+        memcpy(k->key + slen + 1, queue_in, qlen);
     }
     k->len = (uint32_t)len;
     k->slen = (uint32_t)slen;
@@ -195,18 +196,61 @@ count_in(nd_ctx_t *ctx, nd_acct_t *acct, void **slot, const nd_interest_hook_t *
     }
 }
 
+static void
+count_sub(nd_ctx_t *ctx, nd_acct_t *acct, void **slot, const nd_interest_hook_t *hook,
+          const nd_sub_t *sub, int delta, bool every_q)
+{
+    count_in(ctx, acct, slot, hook, sub->subject, sub->subject_len, sub->queue,
+             sub->queue != NULL ? sub->queue_len : 0, delta, every_q);
+}
+
+typedef struct shadow_msg {
+    nd_msg_t hdr;
+    int delta;
+    uint32_t slen, qlen;
+    char key[]; /* the subject, then the queue */
+} shadow_msg_t;
+
+void
+nd_interest_send_shadow(nd_ctx_t *ctx, nd_acct_t *acct, const char *subject, size_t slen,
+                        const char *queue, size_t qlen, int delta)
+{
+    shadow_msg_t *m =
+        (shadow_msg_t *)nd_msg_new(ctx, sizeof *m + slen + qlen, ND_ACCT_MSG_INTEREST_SHADOW);
+    m->delta = delta;
+    m->slen = (uint32_t)slen;
+    m->qlen = (uint32_t)qlen;
+    memcpy(m->key, subject, slen);
+    if (qlen > 0)
+        memcpy(m->key + slen, queue, qlen);
+    nd_actor_send(ctx, &acct->actor, &m->hdr);
+}
+
+void
+nd_interest_on_shadow(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg)
+{
+    shadow_msg_t *m = (shadow_msg_t *)msg;
+    if (acct == NULL || acct->ihook == NULL)
+        return;
+    count_in(ctx, acct, &acct->rinterest, acct->ihook, m->key, m->slen,
+             m->qlen > 0 ? m->key + m->slen : NULL, m->qlen, m->delta, true);
+}
+
 void
 nd_interest_count(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub, int delta)
 {
     for (nd_interest_watcher_t *w = acct->watchers; w != NULL; w = w->next)
         w->on_sub(ctx, acct, w, sub, delta);
     const nd_interest_hook_t *hook = acct->ihook;
-    if (hook != NULL && (sub->origin == ND_SUB_LOCAL || sub->origin == ND_SUB_LEAF))
-        count_in(ctx, acct, &acct->rinterest, hook, sub, delta, true);
+    if (hook != NULL && (sub->origin == ND_SUB_LOCAL || sub->origin == ND_SUB_LEAF)) {
+        count_sub(ctx, acct, &acct->rinterest, hook, sub, delta, true);
+        if (hook->imports != NULL)
+            hook->imports(ctx, acct, sub, delta, hook->arg);
+    }
     /* Gateways: the whole cluster's interest, never another gateway's (one hop). */
     hook = acct->ghook;
     if (hook != NULL && sub->origin != ND_SUB_GATEWAY)
-        count_in(ctx, acct, &acct->ginterest, hook, sub, delta, false);
+        count_sub(ctx, acct, &acct->ginterest, hook, sub, delta, false);
 }
 
 static void

@@ -23,11 +23,17 @@
 typedef void (*nd_interest_fn)(nd_ctx_t *ctx, nd_acct_t *acct, const char *subject, size_t slen,
                                const char *queue, size_t qlen, uint32_t weight, void *arg);
 
+/* A local subscription of acct counted in (delta 1) or out (-1), for the interest it stands for
+ * in other accounts (a stream import's subscriber: net/route_imp.c). Runs on acct's turn. */
+typedef void (*nd_interest_sub_fn)(nd_ctx_t *ctx, nd_acct_t *acct, const nd_sub_t *sub,
+                                   int delta, void *arg);
+
 /* Where an account reports its changes: one per server (the route table), so several servers
- * may run in one process. */
+ * may run in one process. imports: also told of every counted subscription, or NULL. */
 typedef struct nd_interest_hook {
     nd_interest_fn fn;
     void *arg;
+    nd_interest_sub_fn imports;
 } nd_interest_hook_t;
 
 /* Makes acct report to hook (which must outlive it). Ctx: before acct has any subscription:
@@ -49,6 +55,17 @@ void nd_interest_send_dump_gw(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn,
  * end), on its turn: a new route learns the account's interest this way. Changes the account
  * made before the dump are in it; changes after it reach the hook. Ctx: any thread. */
 void nd_interest_send_dump(nd_ctx_t *ctx, nd_acct_t *acct, nd_interest_fn fn, void *arg);
+
+/* Counts, on acct's turn, interest another account holds in acct's subjects (an importer's
+ * subscription seen through its stream import) as one local subscription on subject (and queue
+ * group queue, qlen 0 for none) coming (delta 1) or going (-1): routes hear it as acct's own
+ * (RS+/RS- when the count moves from or to zero, in the dump of a new route), as nats-server's
+ * shadow subscriptions. Nothing is counted in an account without a route hook. Ctx: any
+ * thread. */
+void nd_interest_send_shadow(nd_ctx_t *ctx, nd_acct_t *acct, const char *subject, size_t slen,
+                             const char *queue, size_t qlen, int delta);
+/* Handles ND_ACCT_MSG_INTEREST_SHADOW (acct NULL: a closed account's discard). */
+void nd_interest_on_shadow(nd_ctx_t *ctx, nd_acct_t *acct, nd_msg_t *msg);
 
 /* ---- watchers: every subscription change of one account (leaf connections) ----
  *

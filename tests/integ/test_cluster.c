@@ -91,7 +91,7 @@ typedef struct node {
     int port, cport, mport;
     char routes[512];   /* the routes: [...] entries, quoted, comma-separated; "" for none */
     char cextra[512];   /* more lines inside cluster {} */
-    char textra[512];   /* more top-level lines */
+    char textra[1536];  /* more top-level lines */
     nd_integ_conf_t cf; /* the config file (kept across a kill and restart) */
     nd_integ_server_t *srv;
     char id[64]; /* server_id from /varz, refreshed at each start */
@@ -121,7 +121,7 @@ node_route(node_t *n, const node_t *to, const char *userpass)
 static void
 node_start(node_t *n)
 {
-    char text[2048];
+    char text[4096];
     snprintf(text, sizeof text,
              "server_name: %s\n"
              "listen: 127.0.0.1:%d\n"
@@ -1428,4 +1428,309 @@ Test(integ_cluster, rolling_migration)
     check_pubsub(&n[0], &n[1], "allnd01");
     check_pubsub(&n[2], &n[0], "allnd20");
     stop_cluster(n, 3);
+}
+
+/* ---- accounts: stream and service imports across routes ----
+ *
+ * Account A exports streams feed.> and pfeed.> and services svc.> and msvc.echo; account B
+ * imports feed.> as is, pfeed.> with the prefix "p", svc.> as is and msvc.echo as "echo". What
+ * nats-server 2.9 does (checked with both servers the reference): the importing server sends
+ * the routes its importer's interest in the exporter's account (a B subscription on feed.x
+ * becomes an RS+ in A for feed.x, as well as B's own RS+), so the exporter's server forwards
+ * the exporter's message once (RMSG A) and the importing server delivers it in B; a service
+ * import's request goes over the route in A under the exported subject with an `_R_.` reply,
+ * and the importing server's interest in its `_R_.` subjects brings the response back. */
+
+#define XACCT_ACCOUNTS                                                                             \
+    "accounts {\n"                                                                                 \
+    "  A { users: [{user: a, password: a}]\n"                                                      \
+    "      exports: [{stream: \"feed.>\"}, {stream: \"pfeed.>\"},\n"                               \
+    "                {service: \"svc.>\"}, {service: \"msvc.echo\"}] }\n"                          \
+    "  B { users: [{user: b, password: b}]\n"                                                      \
+    "      imports: [{stream: {account: A, subject: \"feed.>\"}},\n"                               \
+    "                {stream: {account: A, subject: \"pfeed.>\"}, prefix: \"p\"},\n"               \
+    "                {service: {account: A, subject: \"svc.>\"}},\n"                               \
+    "                {service: {account: A, subject: \"msvc.echo\"}, to: \"echo\"}] }\n"           \
+    "}\n"
+
+#define XACCT_CONNECT(u)                                                                           \
+    "{\"verbose\":false,\"pedantic\":false,\"headers\":true,\"no_responders\":true,"              \
+    "\"user\":\"" u "\",\"pass\":\"" u "\"}"
+
+static void
+xacct_start(node_t n[2])
+{
+    for (int i = 0; i < 2; i++)
+        snprintf(n[i].textra, sizeof n[i].textra, "%s", XACCT_ACCOUNTS);
+    start_cluster(n, 2, NULL);
+}
+
+/* Stream imports, publisher (account A) on pn, subscribers in B and A on sn and on pn: each gets
+ * each message exactly once, under B's subject; a later message on the same route arriving next
+ * shows that nothing else (a duplicate) came. */
+static void
+check_stream_import(node_t *pn, node_t *sn, const char *t)
+{
+    nd_integ_context("stream import: publisher on %s (%s), subscriber on %s (%s), token %s",
+                     pn->name, pn->bin, sn->name, sn->bin, t);
+    nd_integ_conn_t *rb = client_with(sn, XACCT_CONNECT("b"));
+    nd_integ_conn_t *ra = client_with(sn, XACCT_CONNECT("a"));
+    nd_integ_conn_t *lb = client_with(pn, XACCT_CONNECT("b"));
+    nd_integ_conn_t *pa = client_with(pn, XACCT_CONNECT("a"));
+    nd_integ_sendf(rb, "SUB feed.%s.* 1\r\nSUB p.pfeed.%s.> 2\r\nPING\r\n", t, t);
+    ND_EXPECT(rb, "PONG\r\n");
+    nd_integ_sendf(ra, "SUB feed.%s.a 1\r\nPING\r\n", t);
+    ND_EXPECT(ra, "PONG\r\n");
+    nd_integ_sendf(lb, "SUB feed.%s.a 1\r\nPING\r\n", t);
+    ND_EXPECT(lb, "PONG\r\n");
+    /* pn learns feed.<t>.* in B and A (rb), feed.<t>.a in A (ra), p.pfeed.<t>.> in B and
+     * pfeed.<t>.> in A (rb). */
+    char subj[64];
+    snprintf(subj, sizeof subj, "feed.%s.*", t);
+    nd_integ_wait_route_sub(pn->mport, subj, 2);
+    snprintf(subj, sizeof subj, "feed.%s.a", t);
+    nd_integ_wait_route_sub(pn->mport, subj, 1);
+    snprintf(subj, sizeof subj, "p.pfeed.%s.>", t);
+    nd_integ_wait_route_sub(pn->mport, subj, 1);
+    snprintf(subj, sizeof subj, "pfeed.%s.>", t);
+    nd_integ_wait_route_sub(pn->mport, subj, 1);
+
+    nd_integ_sendf(pa,
+                   "PUB feed.%s.a 1\r\n1\r\n"
+                   "PUB feed.%s.b r.1 1\r\n2\r\n"
+                   "PUB pfeed.%s.c.d 1\r\n3\r\n"
+                   "HPUB feed.%s.a 12 13\r\nNATS/1.0\r\n\r\n4\r\n"
+                   "PING\r\n",
+                   t, t, t, t);
+    ND_EXPECT(pa, "PONG\r\n");
+    nd_integ_expectf(rb,
+                     "MSG feed.%s.a 1 1\r\n1\r\n"
+                     "MSG feed.%s.b 1 r.1 1\r\n2\r\n"
+                     "MSG p.pfeed.%s.c.d 2 1\r\n3\r\n"
+                     "HMSG feed.%s.a 1 12 13\r\nNATS/1.0\r\n\r\n4\r\n",
+                     t, t, t, t);
+    nd_integ_expectf(ra, "MSG feed.%s.a 1 1\r\n1\r\nHMSG feed.%s.a 1 12 13\r\nNATS/1.0\r\n\r\n4\r\n",
+                     t, t);
+    nd_integ_expectf(lb, "MSG feed.%s.a 1 1\r\n1\r\nHMSG feed.%s.a 1 12 13\r\nNATS/1.0\r\n\r\n4\r\n",
+                     t, t);
+    /* A publish in B is not imported back into A, nor anywhere else. */
+    nd_integ_sendf(lb, "PUB feed.%s.a 1\r\nx\r\nPING\r\n", t);
+    nd_integ_expectf(lb, "MSG feed.%s.a 1 1\r\nx\r\nPONG\r\n", t);
+    nd_integ_expectf(rb, "MSG feed.%s.a 1 1\r\nx\r\n", t);
+    /* Nothing more: the next message is the next one published. */
+    nd_integ_sendf(pa, "PUB feed.%s.a 1\r\n5\r\nPING\r\n", t);
+    ND_EXPECT(pa, "PONG\r\n");
+    nd_integ_expectf(rb, "MSG feed.%s.a 1 1\r\n5\r\n", t);
+    nd_integ_expectf(ra, "MSG feed.%s.a 1 1\r\n5\r\n", t);
+    nd_integ_expectf(lb, "MSG feed.%s.a 1 1\r\n5\r\n", t);
+
+    /* The importer's interest goes away with its subscriptions. */
+    ND_SEND(rb, "UNSUB 1\r\nUNSUB 2\r\nPING\r\n");
+    ND_EXPECT(rb, "PONG\r\n");
+    snprintf(subj, sizeof subj, "feed.%s.*", t);
+    nd_integ_wait_route_sub(pn->mport, subj, 0);
+    snprintf(subj, sizeof subj, "pfeed.%s.>", t);
+    nd_integ_wait_route_sub(pn->mport, subj, 0);
+    ND_PING(rb);
+    ND_PING(ra);
+    ND_PING(lb);
+    nd_integ_conn_close(rb);
+    nd_integ_conn_close(ra);
+    nd_integ_conn_close(lb);
+    nd_integ_conn_close(pa);
+    nd_integ_context(NULL);
+}
+
+/* Reads a request frame ("MSG|HMSG <subject> <sid> <reply> ..."): checks its subject and that the
+ * reply is an `_R_.` subject, and copies the reply into reply. */
+static void
+read_request(nd_integ_conn_t *c, const char *subject, char *reply, size_t cap)
+{
+    char *f = nd_integ_read_frame(c);
+    cr_assert(f != NULL, "the responder's connection closed");
+    char op[8], subj[128], sid[16], rep[128];
+    cr_assert(sscanf(f, "%7s %127s %15s %127s", op, subj, sid, rep) == 4, "bad frame %s", f);
+    cr_assert(strcmp(op, "MSG") == 0 || strcmp(op, "HMSG") == 0, "not a message: %s", f);
+    cr_assert_str_eq(subj, subject, "request frame %s", f);
+    cr_assert(strncmp(rep, "_R_.", 4) == 0, "the reply is not an _R_ subject: %s", f);
+    cr_assert(strstr(f, "\r\nreq") != NULL || strstr(f, "\r\n\r\nreq") != NULL,
+              "payload missing: %s", f);
+    snprintf(reply, cap, "%s", rep);
+    free(f);
+}
+
+/* Service imports, requester (account B) on qn, responder (account A) on rn: the request reaches
+ * the responder under the exported subject with an `_R_.` reply, the response comes back to the
+ * requester's inbox, once. */
+static void
+check_service_import(node_t *qn, node_t *rn, const char *t)
+{
+    nd_integ_context("service import: requester on %s (%s), responder on %s (%s), token %s",
+                     qn->name, qn->bin, rn->name, rn->bin, t);
+    nd_integ_conn_t *resp = client_with(rn, XACCT_CONNECT("a"));
+    nd_integ_conn_t *req = client_with(qn, XACCT_CONNECT("b"));
+    nd_integ_sendf(resp, "SUB svc.%s.* 1\r\nSUB msvc.echo 2\r\nPING\r\n", t);
+    ND_EXPECT(resp, "PONG\r\n");
+    nd_integ_sendf(req, "SUB _INBOX.%s.* 1\r\nPING\r\n", t);
+    ND_EXPECT(req, "PONG\r\n");
+    char subj[64], reply[128];
+    snprintf(subj, sizeof subj, "svc.%s.*", t);
+    nd_integ_wait_route_sub(qn->mport, subj, 1);
+    nd_integ_wait_route_sub(qn->mport, "msvc.echo", 1);
+
+    for (int i = 0; i < 3; i++) {
+        nd_integ_sendf(req, "PUB svc.%s.x _INBOX.%s.%d 3\r\nreq\r\n", t, t, i);
+        snprintf(subj, sizeof subj, "svc.%s.x", t);
+        read_request(resp, subj, reply, sizeof reply);
+        nd_integ_sendf(resp, "PUB %s 5\r\nresp%d\r\n", reply, i);
+        nd_integ_expectf(req, "MSG _INBOX.%s.%d 1 5\r\nresp%d\r\n", t, i, i);
+    }
+    /* The import with `to`: B's "echo" is A's "msvc.echo". */
+    nd_integ_sendf(req, "PUB echo _INBOX.%s.e 3\r\nreq\r\n", t);
+    read_request(resp, "msvc.echo", reply, sizeof reply);
+    nd_integ_sendf(resp, "PUB %s 2\r\nok\r\n", reply);
+    nd_integ_expectf(req, "MSG _INBOX.%s.e 1 2\r\nok\r\n", t);
+    /* Nothing more on either side. */
+    ND_PING(req);
+    ND_PING(resp);
+    nd_integ_conn_close(req);
+    nd_integ_conn_close(resp);
+    nd_integ_context(NULL);
+}
+
+/* Service imports with libnats (request, wildcard inbox), both ways. */
+static void
+check_service_libnats(node_t *qn, node_t *rn, const char *subject)
+{
+    nd_integ_context("libnats service import: requester on %s (%s), responder on %s (%s)",
+                     qn->name, qn->bin, rn->name, rn->bin);
+    char url[96];
+    natsConnection *rc = NULL, *qc = NULL;
+    snprintf(url, sizeof url, "nats://a:a@127.0.0.1:%d", rn->port);
+    OK(natsConnection_ConnectTo(&rc, url));
+    snprintf(url, sizeof url, "nats://b:b@127.0.0.1:%d", qn->port);
+    OK(natsConnection_ConnectTo(&qc, url));
+    natsSubscription *sub = NULL;
+    OK(natsConnection_Subscribe(&sub, rc, subject, on_request, NULL));
+    OK(natsConnection_FlushTimeout(rc, ND_INTEG_TIMEOUT_MS));
+    nd_integ_wait_route_sub(qn->mport, subject, 1);
+    for (int i = 0; i < 10; i++) {
+        char data[16], want[32];
+        snprintf(data, sizeof data, "r%d", i);
+        snprintf(want, sizeof want, "pong:r%d", i);
+        natsMsg *reply = NULL;
+        OK(natsConnection_RequestString(&reply, qc, subject, data, ND_INTEG_TIMEOUT_MS));
+        cr_assert(natsMsg_GetDataLength(reply) == (int)strlen(want) &&
+                      memcmp(natsMsg_GetData(reply), want, strlen(want)) == 0,
+                  "reply \"%.*s\", want \"%s\"", natsMsg_GetDataLength(reply),
+                  natsMsg_GetData(reply), want);
+        natsMsg_Destroy(reply);
+    }
+    natsSubscription_Destroy(sub);
+    natsConnection_Destroy(qc);
+    natsConnection_Destroy(rc);
+    nd_integ_context(NULL);
+}
+
+static void
+check_xacct(node_t n[2])
+{
+    xacct_start(n);
+    check_stream_import(&n[1], &n[0], "t10");
+    check_stream_import(&n[0], &n[1], "t01");
+    check_service_import(&n[0], &n[1], "t01");
+    check_service_import(&n[1], &n[0], "t10");
+    check_service_libnats(&n[0], &n[1], "svc.lib01");
+    check_service_libnats(&n[1], &n[0], "svc.lib10");
+    stop_cluster(n, 2);
+}
+
+Test(integ_cluster, imports_across_routes)
+{
+    node_t n[2];
+    node_init(&n[0], "A", NULL);
+    node_init(&n[1], "B", NULL);
+    check_xacct(n);
+}
+
+Test(integ_cluster, imports_across_routes_mixed)
+{
+    const char *ref = mixed_reference();
+    if (ref == NULL)
+        cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
+    node_t n[2];
+    node_init(&n[0], "A", NULL);
+    node_init(&n[1], "B", ref);
+    check_xacct(n);
+    node_init(&n[0], "A", ref);
+    node_init(&n[1], "B", NULL);
+    check_xacct(n);
+}
+
+/* The importer's interest already there when the route forms: the new route's dump carries the
+ * shadow interest in A (and the `_R_` interest for responses). A queue group of B on the
+ * importing server gets each message once. */
+static void
+check_xacct_dump(node_t n[2])
+{
+    for (int i = 0; i < 2; i++)
+        snprintf(n[i].textra, sizeof n[i].textra, "%s", XACCT_ACCOUNTS);
+    node_start(&n[0]);
+    nd_integ_conn_t *rb = client_with(&n[0], XACCT_CONNECT("b"));
+    nd_integ_conn_t *q1 = client_with(&n[0], XACCT_CONNECT("b"));
+    nd_integ_conn_t *q2 = client_with(&n[0], XACCT_CONNECT("b"));
+    ND_SEND(rb, "SUB p.> 1\r\nSUB feed.end 2\r\nPING\r\n");
+    ND_EXPECT(rb, "PONG\r\n");
+    ND_SEND(q1, "SUB feed.q grp 1\r\nSUB feed.end 2\r\nPING\r\n");
+    ND_EXPECT(q1, "PONG\r\n");
+    ND_SEND(q2, "SUB feed.q grp 1\r\nSUB feed.end 2\r\nPING\r\n");
+    ND_EXPECT(q2, "PONG\r\n");
+    node_route(&n[1], &n[0], NULL);
+    node_start(&n[1]);
+    wait_mesh(n, 2);
+    /* n1 learns p.> in B and pfeed.> in A (the prefix import), feed.q grp in B and A. */
+    nd_integ_wait_route_sub(n[1].mport, "pfeed.>", 1);
+    nd_integ_wait_route_sub(n[1].mport, "feed.q", 2);
+    nd_integ_wait_route_sub(n[1].mport, "feed.end", 2);
+    nd_integ_conn_t *pa = client_with(&n[1], XACCT_CONNECT("a"));
+    for (int i = 0; i < 20; i++)
+        nd_integ_sendf(pa, "PUB feed.q %d\r\n%d\r\n", i < 10 ? 1 : 2, i);
+    ND_SEND(pa, "PUB pfeed.x 2\r\nhi\r\nPUB feed.end 0\r\n\r\nPING\r\n");
+    ND_EXPECT(pa, "PONG\r\n");
+    nd_integ_expectf(rb, "MSG p.pfeed.x 1 2\r\nhi\r\nMSG feed.end 2 0\r\n\r\n");
+    int seen[20] = {0};
+    int got = read_until_end(q1, "feed.q", "feed.end", seen, 20, NULL);
+    got += read_until_end(q2, "feed.q", "feed.end", seen, 20, NULL);
+    cr_assert_eq(got, 20, "the queue group got %d of 20", got);
+    for (int i = 0; i < 20; i++)
+        cr_assert_eq(seen[i], 1, "queue message %d delivered %d times", i, seen[i]);
+    nd_integ_conn_close(pa);
+    nd_integ_conn_close(rb);
+    nd_integ_conn_close(q1);
+    nd_integ_conn_close(q2);
+    /* A request from n0 (B) to a responder on n1 (A), the response on n0's `_R_` interest. */
+    check_service_libnats(&n[0], &n[1], "svc.dump");
+    stop_cluster(n, 2);
+}
+
+Test(integ_cluster, imports_in_route_dump)
+{
+    node_t n[2];
+    node_init(&n[0], "A", NULL);
+    node_init(&n[1], "B", NULL);
+    check_xacct_dump(n);
+}
+
+Test(integ_cluster, imports_in_route_dump_mixed)
+{
+    const char *ref = mixed_reference();
+    if (ref == NULL)
+        cr_skip_test("the server under test is the reference (or there is none): nothing to mix");
+    node_t n[2];
+    node_init(&n[0], "A", NULL);
+    node_init(&n[1], "B", ref);
+    check_xacct_dump(n);
+    node_init(&n[0], "A", ref);
+    node_init(&n[1], "B", NULL);
+    check_xacct_dump(n);
 }

@@ -313,7 +313,7 @@ ilog_expect(ilog_t *l, const char *want)
 Test(acct, route_and_gateway_interest)
 {
     static ilog_t rl = {PTHREAD_MUTEX_INITIALIZER, ""}, gl = {PTHREAD_MUTEX_INITIALIZER, ""};
-    static const nd_interest_hook_t rh = {ilog_fn, &rl}, gh = {ilog_fn, &gl};
+    static const nd_interest_hook_t rh = {ilog_fn, &rl, NULL}, gh = {ilog_fn, &gl, NULL};
     nd_acct_t *a = nd_acct_new(ctx, "A", 1);
     nd_interest_attach(a, &rh);
     nd_interest_attach_gw(a, &gh);

@@ -57,7 +57,7 @@ take(nd_acct_resp_t *t, const char *subj, const char *want_reply)
 
 Test(acct_resp, singleton_taken_once)
 {
-    nd_acct_resp_t *t = nd_acct_resp_new();
+    nd_acct_resp_t *t = nd_acct_resp_new("A");
     char subj[ND_ACCT_RESP_SUBJ_LEN + 1] = {0};
     nd_acct_resp_add(ctx, t, subj, imp, "_INBOX.x", 8, true, HOUR);
     cr_assert(strncmp(subj, "_R_.", 4) == 0);
@@ -76,7 +76,7 @@ Test(acct_resp, singleton_taken_once)
 
 Test(acct_resp, stream_taken_many_times)
 {
-    nd_acct_resp_t *t = nd_acct_resp_new();
+    nd_acct_resp_t *t = nd_acct_resp_new("A");
     char subj[ND_ACCT_RESP_SUBJ_LEN + 1] = {0};
     nd_acct_resp_add(ctx, t, subj, imp, "r", 1, false, HOUR);
     for (int i = 0; i < 5; i++)
@@ -87,7 +87,7 @@ Test(acct_resp, stream_taken_many_times)
 
 Test(acct_resp, expired_never_handed_out)
 {
-    nd_acct_resp_t *t = nd_acct_resp_new();
+    nd_acct_resp_t *t = nd_acct_resp_new("A");
     char s1[ND_ACCT_RESP_SUBJ_LEN + 1] = {0}, s2[ND_ACCT_RESP_SUBJ_LEN + 1] = {0};
     nd_acct_resp_add(ctx, t, s1, imp, "r1", 2, false, 1);
     cr_assert(!take(t, s1, "r1"));
@@ -106,7 +106,7 @@ Test(acct_resp, expired_never_handed_out)
 
 Test(acct_resp, many_routes)
 {
-    nd_acct_resp_t *t = nd_acct_resp_new();
+    nd_acct_resp_t *t = nd_acct_resp_new("A");
     enum { N = 5000 };
     static char subs[N][ND_ACCT_RESP_SUBJ_LEN + 1];
     for (int i = 0; i < N; i++) {
