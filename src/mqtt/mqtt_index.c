@@ -107,7 +107,7 @@ nd_mqtt_map_next(nd_mqtt_map_t *m, ck_hs_iterator_t *it, nd_mqtt_mkey_t **k)
 typedef struct nd_mqtt_rnode {
     nd_mqtt_mkey_t key; /* (parent, token) */
     struct nd_mqtt_rnode *parent;
-    struct nd_mqtt_rnode *kids;       /* the first child */
+    struct nd_mqtt_rnode *kids;        /* the first child */
     struct nd_mqtt_rnode *prev, *next; /* siblings */
     void *val;
     char tok[];

@@ -189,7 +189,8 @@ Test(mqtt_index, rtree_basic)
 static bool
 want_match(const char *filter, const char *subj)
 {
-    bool reserved = (filter[0] == '*' || filter[0] == '>') && (filter[1] == '\0' || filter[1] == '.');
+    bool reserved =
+        (filter[0] == '*' || filter[0] == '>') && (filter[1] == '\0' || filter[1] == '.');
     if (reserved && subj[0] == '$')
         return false;
     return nd_subj_match(filter, strlen(filter), subj, strlen(subj));
