@@ -16,6 +16,11 @@
  *
  * Memory and the streams agree because every change goes to both, in order, from the same
  * internal client; the loaders' deliveries after the load are ignored.
+ *
+ * In memory, sessions are in a hash set by client id and retained messages in a trie of their
+ * subjects' tokens (mqtt_index.h), so a CONNECT, a retained PUBLISH and a SUBSCRIBE with a literal
+ * filter cost the same among 100,000 records as among ten, and a wildcard filter visits only the
+ * branches it can match.
  */
 #include <inttypes.h>
 #include <jansson.h>
