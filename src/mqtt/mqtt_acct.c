@@ -122,6 +122,8 @@ static void
 ret_apply(nd_mqtt_acct_t *ma, const char *subj, uint8_t qos, const char *data, size_t len)
 {
     size_t sl = strlen(subj);
+    if (sl == 0)
+        return; /* not a subject (the trie holds none) */
     if (len == 0) {
         retained_t *r = nd_mqtt_rtree_del(&ma->ret, subj, sl);
         if (r != NULL)
