@@ -118,10 +118,12 @@ void nd_mqtt_acct_consumer_delete(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char 
 void nd_mqtt_retain_set(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *subj, uint8_t qos,
                         const char *data, size_t len, uint64_t cid);
 #define ND_MQTT_TAG_NO_PUBACK 0x10000u /* a store that only counts in the connection's window */
-/* Copies the retained messages matching filter (a subject with wildcards). Returns: their
- * count; *out owned by the caller (each field nd_free'd). */
+/* Copies the retained messages matching filter (a subject with wildcards; one whose first token
+ * is a wildcard matches no subject starting with '$', MQTT-4.7.2-1), visiting only the branches
+ * of the account's subject trie the filter can match (mqtt_index.h). Returns: their count; *out
+ * owned by the caller (each field nd_free'd). */
 size_t nd_mqtt_retain_match(nd_mqtt_acct_t *ma, const char *filter, nd_mqtt_retained_t **out);
-/* The session record of id (a copy to nd_free), or NULL. */
+/* The session record of id (a copy to nd_free), or NULL; one hash lookup. */
 char *nd_mqtt_sess_get(nd_mqtt_acct_t *ma, const char *id);
 /* Replaces (json NULL: deletes) the session record of id, in memory and in $MQTT_sess. */
 void nd_mqtt_sess_put(nd_ctx_t *ctx, nd_mqtt_acct_t *ma, const char *id, const char *json);

@@ -153,7 +153,7 @@ now_ns(void)
 static void
 trace_err(struct nd_conn *c, const char *what)
 {
-    nd_log_error("%s:%d - mid:%llu - %s", nd_pconn_ip(c), nd_pconn_port(c),
+    nd_log_error("%s:%d - %s:%llu - %s", nd_pconn_ip(c), nd_pconn_port(c), nd_pconn_log_tag(c),
                  (unsigned long long)nd_pconn_cid(c), what);
 }
 
@@ -544,10 +544,10 @@ connect_finish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, int st)
         /* nats-server closes without a CONNACK ("unable to connect: ... JetStream not enabled
          * for account"). */
         s->has_will = false;
-        nd_log_error("%s:%d - mid:%llu - \"%s\" - unable to connect: JetStream not available "
+        nd_log_error("%s:%d - %s:%llu - \"%s\" - unable to connect: JetStream not available "
                      "for account \"%s\"",
-                     nd_pconn_ip(c), nd_pconn_port(c), (unsigned long long)nd_pconn_cid(c), s->id,
-                     nd_acct_name(nd_pconn_account(c)));
+                     nd_pconn_ip(c), nd_pconn_port(c), nd_pconn_log_tag(c),
+                     (unsigned long long)nd_pconn_cid(c), s->id, nd_acct_name(nd_pconn_account(c)));
         nd_pconn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
         return false;
     }
@@ -570,9 +570,10 @@ connect_finish(nd_ctx_t *ctx, struct nd_conn *c, sess_t *s, int st)
         return true; /* no CONNACK; the timer closes it, input waits */
     }
     if (old != NULL) {
-        nd_log_info("%s:%d - mid:%llu - Replacing old client since both have the same client ID "
+        nd_log_info("%s:%d - %s:%llu - Replacing old client since both have the same client ID "
                     "\"%s\"",
-                    nd_pconn_ip(c), nd_pconn_port(c), (unsigned long long)nd_pconn_cid(c), e->id);
+                    nd_pconn_ip(c), nd_pconn_port(c), nd_pconn_log_tag(c),
+                    (unsigned long long)nd_pconn_cid(c), e->id);
         nd_conn_send_close(ctx, old, ND_CLOSE_DUPLICATE_CLIENT_ID);
         nd_actor_unref(ctx, old);
     }
@@ -1586,8 +1587,8 @@ on_timer(nd_ctx_t *ctx, struct nd_conn *c)
         return;
     int64_t idle_ms = (now_ns() - s->last_ns) / 1000000;
     if (idle_ms >= s->ka_ms) {
-        nd_log_debug("%s:%d - mid:%llu - keep alive expired", nd_pconn_ip(c), nd_pconn_port(c),
-                     (unsigned long long)nd_pconn_cid(c));
+        nd_log_debug("%s:%d - %s:%llu - keep alive expired", nd_pconn_ip(c), nd_pconn_port(c),
+                     nd_pconn_log_tag(c), (unsigned long long)nd_pconn_cid(c));
         nd_pconn_close(ctx, c, ND_CLOSE_READ_ERROR);
         return;
     }
@@ -1721,6 +1722,8 @@ on_final(nd_ctx_t *ctx, struct nd_conn *c)
 
 const nd_pconn_proto_t nd_mqtt_proto = {
     .name = "mqtt",
+    .tag = "mid",
+    .tag_ws = "mid_ws",
     .start = on_start,
     .input = on_input,
     .deliver = on_deliver,

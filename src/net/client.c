@@ -115,8 +115,8 @@ on_connect(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
     if (o == NULL || !types_ok(o)) {
         /* nats-server closes on a CONNECT that does not decode, without an -ERR. */
-        nd_log_error("%s:%d - cid:%llu - Client parser ERROR: malformed CONNECT", nd_conn_lhost(c),
-                     c->port, (unsigned long long)c->cid);
+        nd_log_error("%s:%d - %s:%llu - Client parser ERROR: malformed CONNECT", nd_conn_lhost(c),
+                     c->port, nd_conn_log_tag(c), (unsigned long long)c->cid);
         json_decref(o);
         nd_conn_close(ctx, c, ND_CLOSE_PROTOCOL_VIOLATION);
         return false;
@@ -203,8 +203,8 @@ on_sub(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     int32_t max = c->srv->opts.max_subscriptions;
     bool jwt_full = c->jwt_subs_limited && (int64_t)c->subs.count >= c->jwt_max_subs;
     if (jwt_full || (max > 0 && c->subs.count >= (uint32_t)max)) {
-        nd_log_error("%s:%d - cid:%llu - maximum subscriptions exceeded", nd_conn_lhost(c), c->port,
-                     (unsigned long long)c->cid);
+        nd_log_error("%s:%d - %s:%llu - maximum subscriptions exceeded", nd_conn_lhost(c), c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_SUBSCRIPTIONS);
         return;
     }
@@ -238,15 +238,15 @@ trace_connect(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
 {
     json_t *o = nd_gojson_load_object(cmd->arg.ptr, cmd->arg.len);
     if (o == NULL) {
-        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [CONNECT (malformed)]", nd_conn_lhost(c),
-               c->port, (unsigned long long)c->cid);
+        nd_log(ND_LOG_TRACE, "%s:%d - %s:%llu - <<- [CONNECT (malformed)]", nd_conn_lhost(c),
+               c->port, nd_conn_log_tag(c), (unsigned long long)c->cid);
         return;
     }
     nd_gojson_redact(o);
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
-    nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [CONNECT %s]", nd_conn_lhost(c), c->port,
-           (unsigned long long)c->cid, js ? js : "");
+    nd_log(ND_LOG_TRACE, "%s:%d - %s:%llu - <<- [CONNECT %s]", nd_conn_lhost(c), c->port,
+           nd_conn_log_tag(c), (unsigned long long)c->cid, js ? js : "");
     free(js);
 }
 
@@ -258,31 +258,32 @@ trace(const nd_conn_t *c, const nd_proto_cmd_t *cmd)
     switch (cmd->op) {
     case ND_PROTO_OP_PUB:
     case ND_PROTO_OP_HPUB:
-        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [%s %.*s%s%.*s %zu]", nd_conn_lhost(c),
-               c->port, (unsigned long long)c->cid, op, (int)cmd->subject.len, cmd->subject.ptr,
-               cmd->reply.len ? " " : "", (int)cmd->reply.len, cmd->reply.ptr, cmd->payload.len);
+        nd_log(ND_LOG_TRACE, "%s:%d - %s:%llu - <<- [%s %.*s%s%.*s %zu]", nd_conn_lhost(c), c->port,
+               nd_conn_log_tag(c), (unsigned long long)c->cid, op, (int)cmd->subject.len,
+               cmd->subject.ptr, cmd->reply.len ? " " : "", (int)cmd->reply.len, cmd->reply.ptr,
+               cmd->payload.len);
         break;
     case ND_PROTO_OP_SUB:
-        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [SUB %.*s%s%.*s %.*s]", nd_conn_lhost(c),
-               c->port, (unsigned long long)c->cid, (int)cmd->subject.len, cmd->subject.ptr,
-               cmd->queue.len ? " " : "", (int)cmd->queue.len, cmd->queue.ptr, (int)cmd->sid.len,
-               cmd->sid.ptr);
+        nd_log(ND_LOG_TRACE, "%s:%d - %s:%llu - <<- [SUB %.*s%s%.*s %.*s]", nd_conn_lhost(c),
+               c->port, nd_conn_log_tag(c), (unsigned long long)c->cid, (int)cmd->subject.len,
+               cmd->subject.ptr, cmd->queue.len ? " " : "", (int)cmd->queue.len, cmd->queue.ptr,
+               (int)cmd->sid.len, cmd->sid.ptr);
         break;
     case ND_PROTO_OP_UNSUB:
-        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [UNSUB %.*s]", nd_conn_lhost(c), c->port,
-               (unsigned long long)c->cid, (int)cmd->sid.len, cmd->sid.ptr);
+        nd_log(ND_LOG_TRACE, "%s:%d - %s:%llu - <<- [UNSUB %.*s]", nd_conn_lhost(c), c->port,
+               nd_conn_log_tag(c), (unsigned long long)c->cid, (int)cmd->sid.len, cmd->sid.ptr);
         break;
     case ND_PROTO_OP_CONNECT:
         trace_connect(c, cmd);
         break;
     case ND_PROTO_OP_INFO:
     case ND_PROTO_OP_ERR:
-        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [%s %.*s]", nd_conn_lhost(c), c->port,
-               (unsigned long long)c->cid, op, (int)cmd->arg.len, cmd->arg.ptr);
+        nd_log(ND_LOG_TRACE, "%s:%d - %s:%llu - <<- [%s %.*s]", nd_conn_lhost(c), c->port,
+               nd_conn_log_tag(c), (unsigned long long)c->cid, op, (int)cmd->arg.len, cmd->arg.ptr);
         break;
     default:
-        nd_log(ND_LOG_TRACE, "%s:%d - cid:%llu - <<- [%s]", nd_conn_lhost(c), c->port,
-               (unsigned long long)c->cid, op);
+        nd_log(ND_LOG_TRACE, "%s:%d - %s:%llu - <<- [%s]", nd_conn_lhost(c), c->port,
+               nd_conn_log_tag(c), (unsigned long long)c->cid, op);
         break;
     }
 }
@@ -350,8 +351,9 @@ nd_client_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     case ND_PROTO_OP_OK:
         return true;
     case ND_PROTO_OP_ERR:
-        nd_log_error("%s:%d - cid:%llu - Client Error %.*s", nd_conn_lhost(c), c->port,
-                     (unsigned long long)c->cid, (int)cmd->arg.len, cmd->arg.ptr);
+        nd_log_error("%s:%d - %s:%llu - Client Error %.*s", nd_conn_lhost(c), c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid, (int)cmd->arg.len,
+                     cmd->arg.ptr);
         nd_conn_close(ctx, c, ND_CLOSE_CLIENT);
         return false;
     default:

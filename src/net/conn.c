@@ -207,13 +207,7 @@ is_peer(const nd_conn_t *c)
     return c->route != NULL || c->leaf != NULL || c->gw != NULL;
 }
 
-/* The id tag and the name of the connection's kind in nats-server's log lines. */
-static inline const char *
-log_tag(const nd_conn_t *c)
-{
-    return c->route ? "rid" : c->leaf ? "lid" : c->gw ? "gid" : "cid";
-}
-
+/* The name of the connection's kind in nats-server's log lines. */
 static inline const char *
 log_kind(const nd_conn_t *c)
 {
@@ -374,8 +368,9 @@ nd_conn_close(nd_ctx_t *ctx, nd_conn_t *c, nd_close_reason_t reason)
     drop_output(c);
     return_scratch(ctx, c);
     if (!is_peer(c))
-        nd_log_debug("%s:%d - cid:%llu - Client connection closed: %s", nd_conn_lhost(c), c->port,
-                     (unsigned long long)c->cid, nd_close_reason_text(reason));
+        nd_log_debug("%s:%d - %s:%llu - Client connection closed: %s", nd_conn_lhost(c), c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid,
+                     nd_close_reason_text(reason));
     teardown(ctx, c);
     nd_actor_close(ctx, &c->base);
 }
@@ -458,7 +453,8 @@ process_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
                            : st == ND_PROTO_ERR_UNKNOWN_OP  ? ND_ERR_UNKNOWN_OP
                                                             : ND_ERR_PROTO_ARGS;
             nd_log_error("%s:%d - %s:%llu - %s parser ERROR: %s", nd_conn_lhost(c), c->port,
-                         log_tag(c), (unsigned long long)c->cid, log_kind(c), nd_strerror(err));
+                         nd_conn_log_tag(c), (unsigned long long)c->cid, log_kind(c),
+                         nd_strerror(err));
             nd_conn_write_err(c, err);
             /* A route's bad op is a protocol violation for nats-server (its route parser). */
             nd_conn_close(ctx, c,
@@ -601,8 +597,8 @@ on_ping_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     refresh_live(ctx, c); /* a reload may have changed ping_interval */
     if (c->pings_out + 1 >
         (uint32_t)nd_server_live_get(c->srv, ping_max)) {
-        nd_log_debug("%s:%d - cid:%llu - Stale Client Connection - Closing", nd_conn_lhost(c),
-                     c->port, (unsigned long long)c->cid);
+        nd_log_debug("%s:%d - %s:%llu - Stale Client Connection - Closing", nd_conn_lhost(c),
+                     c->port, nd_conn_log_tag(c), (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_STALE);
         nd_conn_close(ctx, c, ND_CLOSE_STALE);
         return;
@@ -626,9 +622,10 @@ on_wdeadline(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
         return;
     c->wdeadline_armed = false;
     if (c->woff < c->wlen) {
-        nd_log_info("%s:%d - cid:%llu - \"Slow Consumer Detected: WriteDeadline of %lldms "
+        nd_log_info("%s:%d - %s:%llu - \"Slow Consumer Detected: WriteDeadline of %lldms "
                     "exceeded with %zu bytes pending\"",
-                    nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+                    nd_conn_lhost(c), c->port, nd_conn_log_tag(c),
+                    (unsigned long long)c->cid,
                     (long long)nd_server_live_get(c->srv, write_deadline_ms), c->wlen - c->woff);
         drop_output(c); /* nothing more is sent to a slow consumer */
         nd_conn_close(ctx, c, ND_CLOSE_SLOW_DEADLINE);
@@ -775,8 +772,8 @@ nd_conn_greet(nd_ctx_t *ctx, nd_conn_t *c, int32_t conns)
 {
     write_info(ctx, c, c->ldm_sent);
     if (conns > nd_server_live_get(c->srv, max_connections)) {
-        nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", nd_conn_lhost(c), c->port,
-                     (unsigned long long)c->cid);
+        nd_log_error("%s:%d - %s:%llu - maximum connections exceeded", nd_conn_lhost(c), c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_CONNECTIONS);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_CONNECTIONS);
         return false;
@@ -878,7 +875,7 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         if (is_peer(c)) {
             if (nd_timer_fired(&c->auth_timer, msg) && !c->closing && !c->connected) {
                 nd_log_error("%s:%d - %s:%llu - Authentication Timeout", nd_conn_lhost(c), c->port,
-                             log_tag(c), (unsigned long long)c->cid);
+                             nd_conn_log_tag(c), (unsigned long long)c->cid);
                 nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
                 nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
             }
@@ -939,10 +936,10 @@ dispatch(nd_ctx_t *ctx, nd_actor_t *self, nd_msg_t *msg)
         return;
     case ND_CONN_MSG_SLOW:
         if (!c->closing) {
-            nd_log_info("%s:%d - cid:%llu - \"Slow Consumer Detected: MaxPending of %lld "
+            nd_log_info("%s:%d - %s:%llu - \"Slow Consumer Detected: MaxPending of %lld "
                         "Exceeded\"",
-                        nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
-                        (long long)c->srv->opts.max_pending);
+                        nd_conn_lhost(c), c->port, nd_conn_log_tag(c),
+                        (unsigned long long)c->cid, (long long)c->srv->opts.max_pending);
             drop_output(c);
             nd_conn_close(ctx, c, ND_CLOSE_SLOW_PENDING);
         }
@@ -1128,8 +1125,8 @@ spawn_socket(nd_ctx_t *ctx, nd_server_t *srv, int fd, nd_conn_kind_t kind, const
     }
     /* A WebSocket client says so once upgraded (conn_ws.c), as nats-server does. */
     if (rt == NULL && lf == NULL && gw == NULL && sa->ws == NULL)
-        nd_log_debug("%s:%d - cid:%llu - Client connection created", c->ip, c->port,
-                     (unsigned long long)c->cid);
+        nd_log_debug("%s:%d - %s:%llu - Client connection created", c->ip, c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid);
     int err = nd_poller_add(srv->poller, &c->io, fd, &c->base, ND_CONN_MSG_IO);
     if (err != 0) {
         /* Nothing was sent to the actor yet, so its fields are still ours to set. */

@@ -90,11 +90,11 @@ static void
 violation(nd_ctx_t *ctx, nd_conn_t *c)
 {
     if (c->cr_user != NULL)
-        nd_log_error("%s:%d - cid:%llu - authentication error - User \"%s\"", nd_conn_lhost(c),
-                     c->port, (unsigned long long)c->cid, c->cr_user);
+        nd_log_error("%s:%d - %s:%llu - authentication error - User \"%s\"", nd_conn_lhost(c),
+                     c->port, nd_conn_log_tag(c), (unsigned long long)c->cid, c->cr_user);
     else
-        nd_log_error("%s:%d - cid:%llu - authentication error", nd_conn_lhost(c), c->port,
-                     (unsigned long long)c->cid);
+        nd_log_error("%s:%d - %s:%llu - authentication error", nd_conn_lhost(c), c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid);
     nd_conn_write_err(c, ND_ERR_AUTH_VIOLATION);
     nd_conn_close(ctx, c, ND_CLOSE_AUTH_FAILURE);
 }
@@ -140,8 +140,8 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     int64_t before = atomic_fetch_add_explicit(&g->acct->jwt_conns, 1, memory_order_relaxed);
     c->acct_counted = true;
     if (g->max_conns >= 0 && before >= g->max_conns) {
-        nd_log_error("%s:%d - cid:%llu - maximum account active connections exceeded",
-                     nd_conn_lhost(c), c->port, (unsigned long long)c->cid);
+        nd_log_error("%s:%d - %s:%llu - maximum account active connections exceeded",
+                     nd_conn_lhost(c), c->port, nd_conn_log_tag(c), (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_ACCOUNT_CONNECTIONS);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_ACCOUNT_CONNECTIONS);
         return false;
@@ -160,8 +160,8 @@ bind_jwt(nd_ctx_t *ctx, nd_conn_t *c, const nd_auth_grant_t *g)
     if (c->jwt_subs_limited && c->jwt_max_subs <= 0) {
         /* At its subscription limit before any SUB (a user JWT without "subs" has 0):
          * nats-server's applyAccountLimits sends the error and closes the connection. */
-        nd_log_error("%s:%d - cid:%llu - maximum subscriptions exceeded", nd_conn_lhost(c), c->port,
-                     (unsigned long long)c->cid);
+        nd_log_error("%s:%d - %s:%llu - maximum subscriptions exceeded", nd_conn_lhost(c), c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_MAX_SUBSCRIPTIONS);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_SUBSCRIPTIONS);
         return false;
@@ -345,11 +345,11 @@ nd_conn_auth_login(nd_ctx_t *ctx, nd_conn_t *c, const char *user, const char *pa
     if (!ok) {
         nd_auth_unref(ctx, a);
         if (c->cr_user != NULL)
-            nd_log_error("%s:%d - cid:%llu - authentication error - User \"%s\"", nd_conn_lhost(c),
-                         c->port, (unsigned long long)c->cid, c->cr_user);
+            nd_log_error("%s:%d - %s:%llu - authentication error - User \"%s\"", nd_conn_lhost(c),
+                         c->port, nd_conn_log_tag(c), (unsigned long long)c->cid, c->cr_user);
         else
-            nd_log_error("%s:%d - cid:%llu - authentication error", nd_conn_lhost(c), c->port,
-                         (unsigned long long)c->cid);
+            nd_log_error("%s:%d - %s:%llu - authentication error", nd_conn_lhost(c), c->port,
+                         nd_conn_log_tag(c), (unsigned long long)c->cid);
         return false;
     }
     keep_perms(c, &g);
@@ -404,8 +404,8 @@ nd_conn_auth_pub(nd_conn_t *c, const char *subj, size_t len)
     char *p = n < sizeof buf ? buf : nd_xmalloc(n + 1);
     if (p != buf)
         nd_perms_err_pub(p, n + 1, subj, len);
-    nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"",
-                 nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+    nd_log_error("%s:%d - %s:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"",
+                 nd_conn_lhost(c), c->port, nd_conn_log_tag(c), (unsigned long long)c->cid,
                  c->cr_user ? c->cr_user : "", (int)len, subj);
     write_perm_err(c, p, n);
     if (p != buf)
@@ -427,8 +427,8 @@ nd_conn_auth_sub(nd_conn_t *c, const char *subj, size_t slen, const char *queue,
     char *p = n < sizeof buf ? buf : nd_xmalloc(n + 1);
     if (p != buf)
         nd_perms_err_sub(p, n + 1, subj, slen, queue, qlen);
-    nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject \"%.*s\"",
-                 nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+    nd_log_error("%s:%d - %s:%llu - Subscription Violation - User \"%s\", Subject \"%.*s\"",
+                 nd_conn_lhost(c), c->port, nd_conn_log_tag(c), (unsigned long long)c->cid,
                  c->cr_user ? c->cr_user : "", (int)slen, subj);
     write_perm_err(c, p, n);
     if (p != buf)
@@ -442,16 +442,17 @@ nd_conn_auth_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
     if (!nd_timer_fired(&c->auth_timer, msg) || c->closing)
         return;
     if (c->authed && c->jwt_expiring) {
-        nd_log_info("%s:%d - cid:%llu - %s JWT expired", nd_conn_lhost(c), c->port,
-                    (unsigned long long)c->cid, c->jwt_acct_expiry ? "Account" : "User");
+        nd_log_info("%s:%d - %s:%llu - %s JWT expired", nd_conn_lhost(c), c->port,
+                    nd_conn_log_tag(c), (unsigned long long)c->cid,
+                    c->jwt_acct_expiry ? "Account" : "User");
         nd_conn_write_err(c, c->jwt_acct_expiry ? ND_ERR_ACCT_EXPIRED : ND_ERR_AUTH_EXPIRED);
         nd_conn_close(ctx, c, ND_CLOSE_AUTH_EXPIRED);
         return;
     }
     if (c->authed)
         return;
-    nd_log_error("%s:%d - cid:%llu - authentication timeout", nd_conn_lhost(c), c->port,
-                 (unsigned long long)c->cid);
+    nd_log_error("%s:%d - %s:%llu - authentication timeout", nd_conn_lhost(c), c->port,
+                 nd_conn_log_tag(c), (unsigned long long)c->cid);
     nd_conn_write_err(c, ND_ERR_AUTH_TIMEOUT);
     nd_conn_close(ctx, c, ND_CLOSE_AUTH_TIMEOUT);
 }
@@ -523,8 +524,8 @@ nd_conn_auth_recheck(nd_ctx_t *ctx, nd_conn_t *c)
     if (!ok && g.revoked) {
         /* A reload revoked the user JWT of a connected client (nats-server's "User
          * Authentication Revoked"; a revoked login at CONNECT is a plain violation). */
-        nd_log_info("%s:%d - cid:%llu - User JWT revoked", nd_conn_lhost(c), c->port,
-                    (unsigned long long)c->cid);
+        nd_log_info("%s:%d - %s:%llu - User JWT revoked", nd_conn_lhost(c), c->port,
+                    nd_conn_log_tag(c), (unsigned long long)c->cid);
         nd_conn_write_err(c, ND_ERR_AUTH_REVOKED);
         nd_conn_close(ctx, c, ND_CLOSE_REVOKED);
         return;

@@ -18,6 +18,7 @@
 #include "subj/sub.h"
 #include "actors/timer.h"
 #include "net/parser.h"
+#include "net/pconn.h"
 #include "auth/perms.h"
 #include "net/poller.h"
 #include "net/server.h"
@@ -288,6 +289,23 @@ typedef struct nd_conn {
 /* The address our log lines start with ("<ip>:<port> - cid:<n> - ..."): the socket's, behind
  * the X-Forwarded-For one of a WebSocket upgrade that carried it. /connz and authorization see
  * only the socket's (c->ip), as in nats-server. Ctx: the owner. */
+/* The connection's id tag in log lines, as nats-server writes it: "cid:<n>" for a NATS client,
+ * "wid" for one over WebSocket, the protocol's own for a protocol connection ("mid", "mid_ws"
+ * over WebSocket for MQTT), "rid", "lid" and "gid" for routes, leaf nodes and gateways. */
+static inline const char *
+nd_conn_log_tag(const nd_conn_t *c)
+{
+    if (c->route != NULL)
+        return "rid";
+    if (c->leaf != NULL)
+        return "lid";
+    if (c->gw != NULL)
+        return "gid";
+    if (c->proto != NULL && c->proto->tag != NULL)
+        return c->ws != NULL && c->proto->tag_ws != NULL ? c->proto->tag_ws : c->proto->tag;
+    return c->ws != NULL ? "wid" : "cid";
+}
+
 static inline const char *
 nd_conn_lhost(const nd_conn_t *c)
 {

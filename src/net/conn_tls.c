@@ -49,8 +49,8 @@ wrap(nd_ctx_t *ctx, nd_conn_t *c, bool with_output)
     }
     c->tls_state = ND_CONN_TLS_HANDSHAKE;
     nd_timer_start(ctx, &c->tls_timer, ms_ns(c->tls->timeout_ms), 0);
-    nd_log_debug("%s:%d - cid:%llu - Starting TLS client connection handshake", nd_conn_lhost(c),
-                 c->port, (unsigned long long)c->cid);
+    nd_log_debug("%s:%d - %s:%llu - Starting TLS client connection handshake", nd_conn_lhost(c),
+                 c->port, nd_conn_log_tag(c), (unsigned long long)c->cid);
 }
 
 /* Advances the handshake; on completion sends what waited for it. Returns: true when TLS is up. */
@@ -72,8 +72,8 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
             nd_log_error("%s:%d - gid:%llu - TLS gateway handshake error: %s", nd_conn_lhost(c),
                          c->port, (unsigned long long)c->cid, why);
         else
-            nd_log_error("%s:%d - cid:%llu - TLS handshake error: %s", nd_conn_lhost(c), c->port,
-                         (unsigned long long)c->cid, why);
+            nd_log_error("%s:%d - %s:%llu - TLS handshake error: %s", nd_conn_lhost(c), c->port,
+                         nd_conn_log_tag(c), (unsigned long long)c->cid, why);
         nd_conn_close(ctx, c, ND_CLOSE_TLS_HANDSHAKE);
         return false;
     case ND_TLS_DONE:
@@ -81,8 +81,9 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
     }
     nd_timer_cancel(ctx, &c->tls_timer);
     c->tls_state = ND_CONN_TLS_UP;
-    nd_log_debug("%s:%d - cid:%llu - TLS handshake complete (%s, %s)", nd_conn_lhost(c), c->port,
-                 (unsigned long long)c->cid, nd_tls_version(&c->tr), nd_tls_cipher(&c->tr));
+    nd_log_debug("%s:%d - %s:%llu - TLS handshake complete (%s, %s)", nd_conn_lhost(c), c->port,
+                 nd_conn_log_tag(c), (unsigned long long)c->cid, nd_tls_version(&c->tr),
+                 nd_tls_cipher(&c->tr));
     if (c->route != NULL) {
         nd_route_conn_start(ctx, c); /* INFO, CONNECT and pings, now encrypted */
         return true;
@@ -100,8 +101,9 @@ drive(nd_ctx_t *ctx, nd_conn_t *c)
          * check that looks them up among the configured users is not wired yet. */
         nd_tls_peer_names(&c->tr, &c->tls_names);
         for (size_t i = 0; i < c->tls_names.n; i++)
-            nd_log_debug("%s:%d - cid:%llu - TLS certificate name %zu: %s", nd_conn_lhost(c),
-                         c->port, (unsigned long long)c->cid, i, c->tls_names.v[i]);
+            nd_log_debug("%s:%d - %s:%llu - TLS certificate name %zu: %s", nd_conn_lhost(c),
+                         c->port, nd_conn_log_tag(c), (unsigned long long)c->cid, i,
+                         c->tls_names.v[i]);
     }
     if (c->tls_info_due) {
         c->tls_info_due = false;
@@ -283,8 +285,8 @@ nd_conn_tls_timer(nd_ctx_t *ctx, nd_conn_t *c, nd_msg_t *msg)
         return;
     }
     if (c->tls_state == ND_CONN_TLS_HANDSHAKE) {
-        nd_log_error("%s:%d - cid:%llu - TLS handshake timeout", nd_conn_lhost(c), c->port,
-                     (unsigned long long)c->cid);
+        nd_log_error("%s:%d - %s:%llu - TLS handshake timeout", nd_conn_lhost(c), c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid);
         nd_conn_close(ctx, c, ND_CLOSE_TLS_HANDSHAKE);
     }
 }

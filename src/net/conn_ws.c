@@ -247,7 +247,10 @@ upgrade(nd_ctx_t *ctx, nd_conn_t *c, const nd_ws_upgrade_t *u, int as)
         nd_conn_ws_become_leaf(ctx, c);
         return;
     }
-    nd_log_debug("%s:%d - cid:%llu - Client connection created", nd_conn_lhost(c), c->port,
+    /* The tag of what it becomes: an MQTT connection's ("mid_ws"), else a WebSocket client's. */
+    const nd_pconn_proto_t *mp = as == AS_MQTT ? c->srv->ws_mqtt_proto : NULL;
+    nd_log_debug("%s:%d - %s:%llu - Client connection created", nd_conn_lhost(c), c->port,
+                 mp != NULL && mp->tag_ws != NULL ? mp->tag_ws : nd_conn_log_tag(c),
                  (unsigned long long)c->cid);
     if (as == AS_MQTT)
         nd_conn_ws_become_pconn(ctx, c);

@@ -22,8 +22,8 @@ nd_pconn_on_start(nd_ctx_t *ctx, nd_conn_t *c)
     if (c->tls != NULL && c->ws == NULL)
         nd_conn_tls_begin_ws(ctx, c); /* the handshake first, no INFO (conn_tls.c) */
     if (conns > nd_server_live_get(s, max_connections)) {
-        nd_log_error("%s:%d - cid:%llu - maximum connections exceeded", nd_conn_lhost(c), c->port,
-                     (unsigned long long)c->cid);
+        nd_log_error("%s:%d - %s:%llu - maximum connections exceeded", nd_conn_lhost(c), c->port,
+                     nd_conn_log_tag(c), (unsigned long long)c->cid);
         nd_conn_close(ctx, c, ND_CLOSE_MAX_CONNECTIONS);
         return;
     }
@@ -117,6 +117,12 @@ bool
 nd_pconn_websocket(const nd_conn_t *c)
 {
     return c->ws != NULL;
+}
+
+const char *
+nd_pconn_log_tag(const nd_conn_t *c)
+{
+    return nd_conn_log_tag(c);
 }
 
 void *
@@ -292,9 +298,9 @@ subscribe(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len, const ch
         return -1;
     if (check && c->perms.perms != NULL) {
         if (!nd_perms_conn_sub(&c->perms, subject, len, NULL, 0)) {
-            nd_log_error("%s:%d - cid:%llu - Subscription Violation - User \"%s\", Subject "
+            nd_log_error("%s:%d - %s:%llu - Subscription Violation - User \"%s\", Subject "
                          "\"%.*s\"",
-                         nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+                         nd_conn_lhost(c), c->port, nd_conn_log_tag(c), (unsigned long long)c->cid,
                          c->cr_user ? c->cr_user : "", (int)len, subject);
             return 0;
         }
@@ -354,8 +360,8 @@ nd_pconn_publish(nd_ctx_t *ctx, nd_conn_t *c, const char *subject, size_t len, c
                  size_t data_len)
 {
     if (c->perms.perms != NULL && !nd_perms_conn_pub(&c->perms, subject, len, now_ns())) {
-        nd_log_error("%s:%d - cid:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"",
-                     nd_conn_lhost(c), c->port, (unsigned long long)c->cid,
+        nd_log_error("%s:%d - %s:%llu - Publish Violation - User \"%s\", Subject \"%.*s\"",
+                     nd_conn_lhost(c), c->port, nd_conn_log_tag(c), (unsigned long long)c->cid,
                      c->cr_user ? c->cr_user : "", (int)len, subject);
         return false;
     }

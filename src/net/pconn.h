@@ -44,6 +44,9 @@ typedef struct nd_pconn_msg {
 
 typedef struct nd_pconn_proto {
     const char *name; /* "mqtt": in log lines */
+    /* The id tag of its connections in log lines (nd_pconn_log_tag): "mid", and "mid_ws" over
+     * WebSocket, as nats-server's MQTT clients have. */
+    const char *tag, *tag_ws;
     void (*start)(nd_ctx_t *ctx, struct nd_conn *c);
     /* Consumes whole packets of buf[0..len). Returns: the bytes consumed; *need: when a packet
      * is incomplete, the bytes it needs in all (0 when unknown). The connection may have been
@@ -78,6 +81,9 @@ void *nd_pconn_arg(const struct nd_conn *c);
 void *nd_pconn_state(const struct nd_conn *c);
 void nd_pconn_set_state(struct nd_conn *c, void *state);
 uint64_t nd_pconn_cid(const struct nd_conn *c);
+/* The connection's id tag in log lines ("<ip>:<port> - <tag>:<cid> - ..."): the protocol's tag,
+ * or its tag_ws over WebSocket. */
+const char *nd_pconn_log_tag(const struct nd_conn *c);
 nd_server_t *nd_pconn_server(const struct nd_conn *c);
 /* The account the connection is bound to (after nd_pconn_login: the user's). Borrowed. */
 struct nd_acct *nd_pconn_account(const struct nd_conn *c);

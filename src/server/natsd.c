@@ -172,8 +172,10 @@ natsd_stop(natsd_t *s)
         return;
     atomic_store_explicit(&s->ready, false, memory_order_relaxed);
     nd_mon_stop_accepting(s->mon);
-    nd_server_stop_accepting(s->server);
+    /* The MQTT listener first: its connections start in the global account, which
+     * nd_server_stop_accepting lets go (an accept after that had no account to join). */
     nd_mqtt_stop(s->mqtt);
+    nd_server_stop_accepting(s->server);
     nd_js_stop(s->js);
     nd_pool_shutdown(s->pool); /* closes every connection, stream and account */
     nd_js_free(s->js);

@@ -587,6 +587,9 @@ Test(mqtt_natsd, flapping_client_id)
     int a = mq_open("flap");
     int b = mq_open("flap");
     cr_assert_eq(expect_close(a), 0);
+    /* nats-server's tag for an MQTT connection in its log lines */
+    nd_integ_server_wait_log(srv, 0, "same client ID \"flap\"");
+    cr_assert(nd_integ_server_log_has(srv, 0, " - mid:"));
     int c = tcp_dial(mqtt_port);
     copts_t o = {.cid = "flap"};
     mq_connect_send(c, &o);
@@ -987,4 +990,167 @@ Test(mqtt_natsd, js_domain_over_leaf)
     close(s);
     close(p);
     nd_integ_conf_stop(hub, &hconf);
+}
+
+/* ---- many retained messages and sessions (mqtt_index.c) ---- */
+
+static void
+mq_pub_retain(int fd, const char *topic, const char *msg)
+{
+    mbuf_t p;
+    mq_pub_pkt(&p, topic, msg, 0, 0);
+    p.b[0] |= 0x01;
+    send_raw(fd, p.b, p.n);
+}
+
+/* SUBSCRIBEs to filter, then reads the retained messages up to a PINGRESP (the server reads
+ * nothing after a SUBSCRIBE before its SUBACK and retained messages are out). Checks each one's
+ * payload (its topic) and returns how many came; *found: whether `want` (may be NULL) did. */
+static size_t
+retained_of(int fd, uint16_t pi, const char *filter, const char *want, bool *found)
+{
+    mq_sub(fd, pi, filter, 0, 0);
+    send_raw(fd, "\xC0\x00", 2);
+    size_t n = 0;
+    if (found != NULL)
+        *found = false;
+    for (;;) {
+        uint8_t tf;
+        mbuf_t b;
+        read_pkt(fd, &tf, &b);
+        if (tf == 0xD0)
+            return n;
+        cr_assert_eq(tf, 0x31, "wanted a retained QoS 0 PUBLISH, got 0x%02x", tf);
+        size_t tl = (size_t)((b.b[0] << 8) | b.b[1]);
+        cr_assert(b.n - 2 - tl == tl && memcmp(b.b + 2, b.b + 2 + tl, tl) == 0,
+                  "topic %.*s, payload %.*s", (int)tl, b.b + 2, (int)(b.n - 2 - tl), b.b + 2 + tl);
+        if (want != NULL && tl == strlen(want) && memcmp(b.b + 2, want, tl) == 0)
+            *found = true;
+        n++;
+    }
+}
+
+/* 3000 retained messages r/<i % 30>/<i>, "r", three under $r; every fifth of r/4/... deleted
+ * again. Literal and wildcard filters get exactly theirs; '#' and '+' at the start never a '$'
+ * topic (MQTT-4.7.2-1), a filter that starts with "$r" does. */
+Test(mqtt_natsd, retained_many)
+{
+    up(NULL);
+    int pub = mq_open("ret-pub");
+    enum { N = 3000 };
+    char topic[64];
+    size_t deleted = 0;
+    for (int i = 0; i < N; i++) {
+        snprintf(topic, sizeof topic, "r/%d/%d", i % 30, i);
+        mq_pub_retain(pub, topic, topic);
+    }
+    for (int i = 4; i < N; i += 30 * 5) {
+        snprintf(topic, sizeof topic, "r/%d/%d", i % 30, i);
+        mq_pub_retain(pub, topic, "");
+        deleted++;
+    }
+    mq_pub_retain(pub, "r", "r");
+    mq_pub_retain(pub, "$r/x/5", "$r/x/5");
+    mq_pub_retain(pub, "$r/y/5", "$r/y/5");
+    mq_pub_retain(pub, "$r", "$r");
+    mq_pub(pub, "sync", "sync", 1, 1); /* its PUBACK: every retained message before is in */
+
+    int sub = mq_open("ret-sub");
+    bool found;
+    uint16_t pi = 1;
+    cr_assert_eq(retained_of(sub, pi++, "r/7/1237", "r/7/1237", &found), 1);
+    cr_assert(found);
+    cr_assert_eq(retained_of(sub, pi++, "r/7/1238", NULL, NULL), 0);
+    cr_assert_eq(retained_of(sub, pi++, "r/4/154", NULL, NULL), 0); /* deleted */
+    cr_assert_eq(retained_of(sub, pi++, "r/4/184", "r/4/184", &found), 1);
+    cr_assert_eq(retained_of(sub, pi++, "r/7/+", "r/7/2977", &found), N / 30);
+    cr_assert(found);
+    cr_assert_eq(retained_of(sub, pi++, "r/4/+", NULL, NULL), N / 30 - deleted);
+    cr_assert_eq(retained_of(sub, pi++, "r/+/1237", "r/7/1237", &found), 1);
+    cr_assert_eq(retained_of(sub, pi++, "+/+/5", "r/5/5", &found), 1); /* not $r/x/5 */
+    cr_assert(found);
+    cr_assert_eq(retained_of(sub, pi++, "$r/+/5", "$r/y/5", &found), 2);
+    cr_assert(found);
+    cr_assert_eq(retained_of(sub, pi++, "$r/#", "$r", &found), 3);
+    cr_assert(found);
+    cr_assert_eq(retained_of(sub, pi++, "+", "r", &found), 1); /* not $r */
+    cr_assert_eq(retained_of(sub, pi++, "r/#", "r", &found), N - deleted + 1);
+    cr_assert(found);
+    cr_assert_eq(retained_of(sub, pi++, "#", "r/29/2999", &found), N - deleted + 1);
+    cr_assert(found);
+    close(sub);
+    close(pub);
+}
+
+/* CONNECT; returns the CONNACK's session-present flag (the return code must be 0). */
+static bool
+mq_connect_sp(int fd, const copts_t *o)
+{
+    mq_connect_send(fd, o);
+    mbuf_t b;
+    uint8_t tf;
+    read_pkt(fd, &tf, &b);
+    cr_assert_eq(tf, 0x20);
+    cr_assert_eq(b.n, 2);
+    cr_assert_eq(b.b[1], 0);
+    return b.b[0] & 1;
+}
+
+static void
+mq_disconnect(int fd)
+{
+    send_raw(fd, "\xE0\x00", 2);
+    expect_close(fd);
+}
+
+/* 2000 persistent sessions, every hundredth with a QoS 1 subscription: each one comes back with
+ * its own session, and its subscription's message published while it was away; a clean start
+ * drops only its own session; a new id has none. */
+Test(mqtt_natsd, sessions_many)
+{
+    up(NULL);
+    enum { N = 2000 };
+    char cid[32], filter[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(cid, sizeof cid, "many-%d", i);
+        int fd = tcp_dial(mqtt_port);
+        copts_t o = {.cid = cid, .persistent = true};
+        cr_assert_not(mq_connect_sp(fd, &o), "%s", cid);
+        if (i % 100 == 0) {
+            snprintf(filter, sizeof filter, "many/%d", i);
+            mq_sub(fd, 1, filter, 1, 1);
+        }
+        mq_disconnect(fd);
+    }
+    /* a clean start of many-700 drops its session (and its subscription's consumer) */
+    int fd = tcp_dial(mqtt_port);
+    copts_t clean = {.cid = "many-700"};
+    cr_assert_not(mq_connect_sp(fd, &clean));
+    mq_disconnect(fd);
+
+    const int back[] = {0, 500, 1999, 1234, 700, 701};
+    int pub = mq_open("many-pub");
+    for (size_t k = 0; k < sizeof back / sizeof *back; k++) {
+        snprintf(filter, sizeof filter, "many/%d", back[k]);
+        mq_pub(pub, filter, filter, 1, (uint16_t)(k + 1));
+    }
+    for (size_t k = 0; k < sizeof back / sizeof *back; k++) {
+        int i = back[k];
+        snprintf(cid, sizeof cid, "many-%d", i);
+        fd = tcp_dial(mqtt_port);
+        copts_t o = {.cid = cid, .persistent = true};
+        bool sp = mq_connect_sp(fd, &o);
+        cr_assert_eq(sp, i != 700, "%s: session present %d", cid, sp);
+        if (i % 100 == 0 && i != 700) {
+            snprintf(filter, sizeof filter, "many/%d", i);
+            mq_ack(fd, expect_pub(fd, filter, filter, 1, false));
+        }
+        mq_ping(fd); /* and nothing else came */
+        mq_disconnect(fd);
+    }
+    fd = tcp_dial(mqtt_port);
+    copts_t fresh = {.cid = "many-new", .persistent = true};
+    cr_assert_not(mq_connect_sp(fd, &fresh));
+    mq_disconnect(fd);
+    close(pub);
 }

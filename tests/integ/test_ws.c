@@ -1440,7 +1440,9 @@ connz_mqtt_client(json_t *cz, const char *cid)
 /* /connz lists an MQTT client over WebSocket as an MQTT client (type "mqtt", its client id),
  * with the socket's address even when the upgrade carried X-Forwarded-For, which shows in the
  * log lines instead ("10.1.2.3/127.0.0.1:<port> - ..."), for MQTT and NATS clients alike: the
- * first header line, when it is one address (IPv6 in brackets); a list is not one. */
+ * first header line, when it is one address (IPv6 in brackets); a list is not one. The id tag
+ * after the address is nats-server's: "mid_ws:<cid>" for MQTT over WebSocket, "wid:<cid>" for a
+ * NATS client over WebSocket. */
 Test(wsmqtt, connz_and_forwarded_for)
 {
     mq_up(NULL, NULL);
@@ -1457,7 +1459,7 @@ Test(wsmqtt, connz_and_forwarded_for)
     cr_assert_eq(json_integer_value(json_object_get(c, "port")), m->port);
     json_decref(cz);
     char want[128];
-    snprintf(want, sizeof want, "10.1.2.3/127.0.0.1:%d - ", m->port);
+    snprintf(want, sizeof want, "10.1.2.3/127.0.0.1:%d - mid_ws:", m->port);
     nd_integ_server_wait_log(msrv, mark, want);
     cr_assert(!nd_integ_server_log_has(msrv, mark, "10.4.5.6"));
     close(m->fd);
@@ -1470,7 +1472,7 @@ Test(wsmqtt, connz_and_forwarded_for)
     cr_assert(getsockname(fd6, (struct sockaddr *)&a, &al) == 0);
     send_text(fd6, "CONNECT {\"verbose\":false,\"name\":\"xff6\"}\r\nPING\r\n");
     expect_stream(fd6, "PONG\r\n");
-    snprintf(want, sizeof want, "[fd00::7]/127.0.0.1:%d - ", ntohs(a.sin_port));
+    snprintf(want, sizeof want, "[fd00::7]/127.0.0.1:%d - wid:", ntohs(a.sin_port));
     nd_integ_server_wait_log(msrv, mark, want);
     cz = http_json("/connz");
     json_t *conns = json_object_get(cz, "connections");
@@ -1490,7 +1492,7 @@ Test(wsmqtt, connz_and_forwarded_for)
     cr_assert(getsockname(fdl, (struct sockaddr *)&a, &al) == 0);
     send_text(fdl, "CONNECT {\"verbose\":false}\r\nPING\r\n");
     expect_stream(fdl, "PONG\r\n");
-    snprintf(want, sizeof want, " 127.0.0.1:%d - ", ntohs(a.sin_port));
+    snprintf(want, sizeof want, " 127.0.0.1:%d - wid:", ntohs(a.sin_port));
     nd_integ_server_wait_log(msrv, mark, want);
     cr_assert(!nd_integ_server_log_has(msrv, mark, "10.7.7.7"));
     close(fd6);
