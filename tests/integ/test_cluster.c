@@ -139,6 +139,9 @@ node_start(node_t *n)
     n->srv = nd_integ_server_start_bin(n->bin, args);
     cr_assert_eq(nd_integ_server_port(n->srv), n->port, "%s listens on %d, not %d", n->name,
                  nd_integ_server_port(n->srv), n->port);
+    /* nats-server opens its route port after the client port (StartRouting runs on its own):
+     * a test that dials the route port first waits for its line. */
+    nd_integ_server_wait_log(n->srv, 0, "Listening for route connections on");
     json_t *v = nd_integ_get_json(n->mport, "/varz");
     const char *id = json_string_value(json_object_get(v, "server_id"));
     cr_assert(id != NULL, "%s: /varz has no server_id", n->name);
