@@ -112,6 +112,9 @@ node_start(node_t *n)
     nd_integ_conf_write(&n->cf, text);
     const char *args[] = {"-c", n->cf.path, NULL};
     n->srv = nd_integ_server_start_bin(n->bin, args);
+    /* nats-server opens its gateway port after the client port: wait for its line, so a test
+     * that dials the gateway port finds it listening. */
+    nd_integ_server_wait_log(n->srv, 0, "Listening for gateways connections on");
 }
 
 static void
