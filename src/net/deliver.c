@@ -489,11 +489,13 @@ pmsg_rec_append(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
     p = put(p, (const char *)&r, sizeof(r));
     p = put(p, shown->subject.ptr, r.subject_len);
     *p++ = '\0';
-    p = put(p, shown->reply.ptr, r.reply_len);
+    if (r.reply_len > 0) /* no reply: its pointer may be NULL, which memcpy must not see */
+        p = put(p, shown->reply.ptr, r.reply_len);
     *p++ = '\0';
     p = put(p, sub->sid, r.sid_len);
     *p++ = '\0';
-    memcpy(p, cmd->payload.ptr, cmd->payload.len);
+    if (cmd->payload.len > 0)
+        memcpy(p, cmd->payload.ptr, cmd->payload.len);
     ch->len += r.size;
     ch->msgs++;
     ch->bytes += r.data_len;
