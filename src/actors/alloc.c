@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <ck_malloc.h>
+
 void
 nd_fatal(const char *fmt, ...)
 {
@@ -77,3 +79,18 @@ nd_free(void *p)
 {
     free(p);
 }
+
+static void *
+ck_alloc(size_t n)
+{
+    return nd_xmalloc(n);
+}
+
+static void
+ck_release(void *p, size_t n, bool defer)
+{
+    (void)n, (void)defer;
+    nd_free(p);
+}
+
+struct ck_malloc nd_ck_malloc = {.malloc = ck_alloc, .free = ck_release};

@@ -40,4 +40,10 @@ nd_grow_cap(size_t cap, size_t need, size_t min)
 /* Aborts the process after printing "natsd: fatal: <what>". For broken invariants and OOM. */
 void nd_fatal(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
 
+/* The allocator handed to Concurrency Kit containers (ck_hs): nd_xmalloc and nd_free. Its free
+ * ignores ck's `defer` hint, so a container that readers walk while a writer grows it must not
+ * use it (ours are read under their owner's lock, or by their owner alone). */
+struct ck_malloc;
+extern struct ck_malloc nd_ck_malloc;
+
 #endif

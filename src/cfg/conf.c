@@ -27,6 +27,7 @@
  */
 #include "cfg/conf.h"
 #include "util/hex.h"
+#include "util/timefmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -458,18 +459,6 @@ ieq(const char *a, size_t n, const char *b)
     return strlen(b) == n && strncasecmp(a, b, n) == 0;
 }
 
-/* Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's days_from_civil). */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
 static bool
 parse_datetime(const char *t, size_t n, int64_t *out)
 {
@@ -489,7 +478,7 @@ parse_datetime(const char *t, size_t n, int64_t *out)
     bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
     if (mo == 2 && d == 29 && !leap)
         return false;
-    *out = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
+    *out = nd_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + s;
     return true;
 }
 

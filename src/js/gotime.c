@@ -8,33 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/timefmt.h"
+
 #define NS_PER_S INT64_C(1000000000)
-
-/* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t
-days_from_civil(int64_t y, int m, int d)
-{
-    y -= m <= 2;
-    int64_t era = (y >= 0 ? y : y - 399) / 400;
-    int64_t yoe = y - era * 400;
-    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    return era * 146097 + doe - 719468;
-}
-
-static void
-civil_from_days(int64_t z, int64_t *y, int *m, int *d)
-{
-    z += 719468;
-    int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-    int64_t doe = z - era * 146097;
-    int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    int64_t mp = (5 * doy + 2) / 153;
-    *d = (int)(doy - (153 * mp + 2) / 5 + 1);
-    *m = (int)(mp < 10 ? mp + 3 : mp - 9);
-    *y = yoe + era * 400 + (*m <= 2);
-}
 
 static int
 digits(const char *s, int n)
@@ -89,7 +65,7 @@ nd_gotime_parse(const char *s, nd_gotime_t *out)
     if (*p)
         return false;
     out->set = true;
-    out->sec = days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
+    out->sec = nd_days_from_civil(y, mo, d) * 86400 + h * 3600 + mi * 60 + se - off;
     out->nsec = nsec;
     out->off_s = off;
     return true;
@@ -98,7 +74,7 @@ nd_gotime_parse(const char *s, nd_gotime_t *out)
 bool
 nd_gotime_is_zero(const nd_gotime_t *t)
 {
-    return t->sec == days_from_civil(1, 1, 1) * 86400 && t->nsec == 0;
+    return t->sec == nd_days_from_civil(1, 1, 1) * 86400 && t->nsec == 0;
 }
 
 int64_t
@@ -121,7 +97,7 @@ nd_gotime_json(const nd_gotime_t *t)
     int64_t days = local >= 0 ? local / 86400 : -((-local + 86399) / 86400);
     int64_t sod = local - days * 86400, y;
     int m, d;
-    civil_from_days(days, &y, &m, &d);
+    nd_civil_from_days(days, &y, &m, &d);
     if (t->nsec) {
         snprintf(frac, sizeof frac, ".%09d", (int)t->nsec);
         size_t n = strlen(frac);

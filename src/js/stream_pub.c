@@ -25,22 +25,6 @@
 
 /* ---- deduplication ---- */
 
-static void *
-hs_malloc(size_t n)
-{
-    return nd_xmalloc(n);
-}
-
-static void
-hs_free(void *p, size_t n, bool defer)
-{
-    (void)n;
-    (void)defer;
-    nd_free(p);
-}
-
-static struct ck_malloc hs_alloc = {.malloc = hs_malloc, .free = hs_free};
-
 static unsigned long
 hs_hash(const void *obj, unsigned long seed)
 {
@@ -62,7 +46,7 @@ dd_set(nd_stream_t *st)
 {
     if (st->dd_index == NULL) {
         ck_hs_t *hs = nd_xmalloc(sizeof *hs);
-        if (!ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hs_hash, hs_cmp, &hs_alloc, 64,
+        if (!ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hs_hash, hs_cmp, &nd_ck_malloc, 64,
                         0x9e3779b9))
             nd_fatal("js: cannot allocate the dedup index");
         st->dd_index = hs;

@@ -14,22 +14,6 @@
 
 /* ---- the map ---- */
 
-static void *
-hs_malloc(size_t n)
-{
-    return nd_xmalloc(n);
-}
-
-static void
-hs_free(void *p, size_t n, bool defer)
-{
-    (void)n;
-    (void)defer;
-    nd_free(p);
-}
-
-static struct ck_malloc hs_alloc = {.malloc = hs_malloc, .free = hs_free};
-
 static unsigned long
 hs_hash(const void *obj, unsigned long seed)
 {
@@ -56,7 +40,7 @@ void
 nd_mqtt_map_init(nd_mqtt_map_t *m)
 {
     if (!ck_hs_init(&m->hs, CK_HS_MODE_SPMC | CK_HS_MODE_OBJECT | CK_HS_MODE_DELETE, hs_hash,
-                    hs_cmp, &hs_alloc, 16, 0x9e3779b9))
+                    hs_cmp, &nd_ck_malloc, 16, 0x9e3779b9))
         nd_fatal("mqtt: cannot allocate an index");
 }
 

@@ -48,21 +48,6 @@ nd_interest_inherit(nd_acct_t *acct, const nd_acct_t *from)
     acct->ghook = from->ghook;
 }
 
-static void *
-hs_malloc(size_t n)
-{
-    return nd_xmalloc(n);
-}
-
-static void
-hs_free(void *p, size_t n, bool defer)
-{
-    (void)n, (void)defer;
-    nd_free(p);
-}
-
-static struct ck_malloc hs_alloc = {.malloc = hs_malloc, .free = hs_free};
-
 static unsigned long
 hs_hash(const void *obj, unsigned long seed)
 {
@@ -82,7 +67,7 @@ map_of(void **slot)
 {
     if (*slot == NULL) {
         ck_hs_t *hs = nd_xmalloc(sizeof *hs);
-        if (!ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hs_hash, hs_cmp, &hs_alloc, 64,
+        if (!ck_hs_init(hs, CK_HS_MODE_OBJECT | CK_HS_MODE_SPMC, hs_hash, hs_cmp, &nd_ck_malloc, 64,
                         0))
             nd_fatal("account: cannot allocate the route interest map");
         *slot = hs;

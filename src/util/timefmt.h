@@ -17,4 +17,9 @@ int nd_time_parse_rfc3339(const char *s, int64_t *wall_ns);
  * not fit. */
 size_t nd_time_go_duration(char *buf, size_t room, int64_t ns);
 
+/* Days since 1970-01-01 of a proleptic Gregorian date, and back (Howard Hinnant's
+ * days_from_civil / civil_from_days): any year, without the C library's time zone or time_t. */
+int64_t nd_days_from_civil(int64_t y, int m, int d);
+void nd_civil_from_days(int64_t days, int64_t *y, int *m, int *d);
+
 #endif
