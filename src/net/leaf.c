@@ -51,6 +51,7 @@
  * Not yet: wss:// remotes, compression (2.10).
  */
 #include "net/leaf_int.h"
+#include "net/peer_proto_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -1487,28 +1488,17 @@ nd_leaf_handle(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd)
     case ND_PROTO_OP_LUNSUB:
         on_lunsub(ctx, c, cmd);
         return true;
-    case ND_PROTO_OP_PING:
-        nd_conn_write(c, "PONG\r\n", 6);
-        return true;
-    case ND_PROTO_OP_PONG:
-        c->pings_out = 0;
-        nd_connreg_pong(&c->mon);
-        return true;
     case ND_PROTO_OP_CONNECT:
         if (lf->job != NULL || lf->connect_seen)
             return true;
         return on_connect(ctx, c, cmd);
     case ND_PROTO_OP_INFO:
         return on_info(ctx, c, cmd);
-    case ND_PROTO_OP_OK:
-        return true;
     case ND_PROTO_OP_ERR:
         on_err(ctx, c, cmd->arg.ptr, cmd->arg.len);
         return false;
-    default:
-        nd_conn_write_err(c, ND_ERR_UNKNOWN_OP);
-        nd_conn_close(ctx, c, ND_CLOSE_PARSE_ERROR);
-        return false;
+    default: /* PING, PONG, +OK, and unknown commands as routes and gateways answer them */
+        return nd_peer_handle_ctl(ctx, c, cmd, "lid", "Leafnode Error");
     }
 }
 
