@@ -440,6 +440,21 @@ deliver_internal(nd_ctx_t *ctx, nd_conn_t *c, pub_ctx_t *pc, nd_sub_t *sub, nd_c
     return true;
 }
 
+/* Writes what a protocol connection's message names, as PMSGs and records carry it: subject,
+ * reply and sid, each NUL-terminated. Returns: the end. */
+static char *
+put_pmsg_names(char *p, const nd_proto_cmd_t *shown, const nd_sub_t *sub)
+{
+    p = put(p, shown->subject.ptr, shown->subject.len);
+    *p++ = '\0';
+    if (shown->reply.len > 0) /* no reply: its pointer may be NULL, which memcpy must not see */
+        p = put(p, shown->reply.ptr, shown->reply.len);
+    *p++ = '\0';
+    p = put(p, sub->sid, sub->sid_len);
+    *p++ = '\0';
+    return p;
+}
+
 nd_conn_msg_pmsg_t *
 nd_deliver_pmsg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, const nd_proto_cmd_t *shown,
                     const nd_sub_t *sub, nd_payload_t *payload)
@@ -453,16 +468,7 @@ nd_deliver_pmsg_new(nd_ctx_t *ctx, const nd_proto_cmd_t *cmd, const nd_proto_cmd
     m->subject_len = (uint32_t)sl;
     m->reply_len = (uint32_t)rl;
     m->sid_len = (uint32_t)il;
-    char *p = m->str;
-    memcpy(p, shown->subject.ptr, sl);
-    p[sl] = '\0';
-    p += sl + 1;
-    if (rl > 0)
-        memcpy(p, shown->reply.ptr, rl);
-    p[rl] = '\0';
-    p += rl + 1;
-    memcpy(p, sub->sid, il);
-    p[il] = '\0';
+    put_pmsg_names(m->str, shown, sub);
     nd_payload_ref(payload);
     m->payload = payload;
     return m;
@@ -487,13 +493,7 @@ pmsg_rec_append(nd_ctx_t *ctx, nd_conn_t *c, const nd_proto_cmd_t *cmd,
     nd_conn_msg_chunk_t *ch = slot_chunk(ctx, outbox_slot(&c->outbox, t));
     char *p = chunk_reserve(ch, r.size);
     p = put(p, (const char *)&r, sizeof(r));
-    p = put(p, shown->subject.ptr, r.subject_len);
-    *p++ = '\0';
-    if (r.reply_len > 0) /* no reply: its pointer may be NULL, which memcpy must not see */
-        p = put(p, shown->reply.ptr, r.reply_len);
-    *p++ = '\0';
-    p = put(p, sub->sid, r.sid_len);
-    *p++ = '\0';
+    p = put_pmsg_names(p, shown, sub);
     if (cmd->payload.len > 0)
         memcpy(p, cmd->payload.ptr, cmd->payload.len);
     ch->len += r.size;

@@ -38,13 +38,30 @@ nd_pconn_input(nd_ctx_t *ctx, nd_conn_t *c, const char *buf, size_t len)
     return c->proto->input(ctx, c, buf, len, &c->pneed);
 }
 
-/* One delivery to the protocol; the caller flushes what it published (a retained copy, an ack). */
+/* One delivery to the protocol: names is the subject, reply and sid block a PMSG or a record
+ * carries (deliver.c's put_pmsg_names), body its headers then data. The caller flushes what the
+ * protocol published (a retained copy, an ack). */
 static void
-deliver_one(nd_ctx_t *ctx, nd_conn_t *c, const nd_pconn_msg_t *v)
+deliver_one(nd_ctx_t *ctx, nd_conn_t *c, const char *names, uint32_t subject_len,
+            uint32_t reply_len, uint32_t sid_len, const char *body, uint32_t hdr_len,
+            uint32_t data_len)
 {
+    const char *reply = names + subject_len + 1;
+    nd_pconn_msg_t v = {
+        .subject = names,
+        .subject_len = subject_len,
+        .reply = reply,
+        .reply_len = reply_len,
+        .sid = reply + reply_len + 1,
+        .sid_len = sid_len,
+        .hdr = hdr_len > 0 ? body : NULL,
+        .hdr_len = hdr_len,
+        .data = body + hdr_len,
+        .data_len = data_len,
+    };
     c->out_msgs++;
-    c->out_bytes += v->data_len;
-    c->proto->deliver(ctx, c, v);
+    c->out_bytes += data_len;
+    c->proto->deliver(ctx, c, &v);
 }
 
 void
@@ -54,22 +71,8 @@ nd_pconn_on_msg(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_pmsg_t *m)
      * is counted again by nd_conn_write. */
     atomic_fetch_sub_explicit(&c->pending, nd_pmsg_charge(m), memory_order_relaxed);
     if (!c->closing && c->proto->deliver != NULL) {
-        const char *subj = m->str;
-        const char *reply = subj + m->subject_len + 1;
-        const char *sid = reply + m->reply_len + 1;
-        nd_pconn_msg_t v = {
-            .subject = subj,
-            .subject_len = m->subject_len,
-            .reply = reply,
-            .reply_len = m->reply_len,
-            .sid = sid,
-            .sid_len = m->sid_len,
-            .hdr = m->hdr_len > 0 ? m->payload->data : NULL,
-            .hdr_len = m->hdr_len,
-            .data = m->payload->data + m->hdr_len,
-            .data_len = m->data_len,
-        };
-        deliver_one(ctx, c, &v);
+        deliver_one(ctx, c, m->str, m->subject_len, m->reply_len, m->sid_len, m->payload->data,
+                    m->hdr_len, m->data_len);
         nd_deliver_flush(ctx, c);
     }
     nd_payload_unref(m->payload);
@@ -83,23 +86,9 @@ nd_pconn_on_chunk(nd_ctx_t *ctx, nd_conn_t *c, nd_conn_msg_chunk_t *ch)
     for (uint32_t off = 0; off < ch->len && !c->closing && c->proto->deliver != NULL;) {
         nd_pmsg_rec_t r;
         memcpy(&r, ch->buf + off, sizeof(r));
-        const char *subj = ch->buf + off + sizeof(r);
-        const char *reply = subj + r.subject_len + 1;
-        const char *sid = reply + r.reply_len + 1;
-        const char *hdr = sid + r.sid_len + 1;
-        nd_pconn_msg_t v = {
-            .subject = subj,
-            .subject_len = r.subject_len,
-            .reply = reply,
-            .reply_len = r.reply_len,
-            .sid = sid,
-            .sid_len = r.sid_len,
-            .hdr = r.hdr_len > 0 ? hdr : NULL,
-            .hdr_len = r.hdr_len,
-            .data = hdr + r.hdr_len,
-            .data_len = r.data_len,
-        };
-        deliver_one(ctx, c, &v);
+        const char *names = ch->buf + off + sizeof(r);
+        deliver_one(ctx, c, names, r.subject_len, r.reply_len, r.sid_len,
+                    names + r.subject_len + r.reply_len + r.sid_len + 3, r.hdr_len, r.data_len);
         off += r.size;
     }
     nd_deliver_flush(ctx, c);
