@@ -438,7 +438,7 @@ write_connect(nd_conn_t *c)
     json_t *o = nd_peer_connect_new(false, user, pass, c->gw->remote->tls != NULL);
     json_object_set_new(o, "name", json_string(c->srv->server_id));
     json_object_set_new(o, "gateway", json_string(g->name));
-    nd_peer_write_connect(c, o);
+    nd_peer_write_op(c, "CONNECT", o);
 }
 
 static bool

@@ -839,12 +839,7 @@ write_info(nd_conn_t *c, bool connect_info)
     } else {
         json_object_set_new(o, "info_on_connect", json_true());
     }
-    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    nd_conn_write(c, "INFO ", 5);
-    nd_conn_write(c, js, strlen(js));
-    nd_conn_write(c, "\r\n", 2);
-    free(js);
+    nd_peer_write_op(c, "INFO", o);
 }
 
 static const nd_leaf_remote_t *
@@ -946,12 +941,7 @@ write_connect(nd_conn_t *c)
     }
     if (!c->srv->opts.no_header_support)
         json_object_set_new(o, "headers", json_true());
-    char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    nd_conn_write(c, "CONNECT ", 8);
-    nd_conn_write(c, js, strlen(js));
-    nd_conn_write(c, "\r\n", 2);
-    free(js);
+    nd_peer_write_op(c, "CONNECT", o);
     return true;
 }
 

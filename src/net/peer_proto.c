@@ -72,11 +72,12 @@ nd_peer_connect_new(bool echo, const char *user, const char *pass, bool tls_requ
 }
 
 void
-nd_peer_write_connect(nd_conn_t *c, json_t *o)
+nd_peer_write_op(nd_conn_t *c, const char *op, json_t *o)
 {
     char *js = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
     json_decref(o);
-    nd_conn_write(c, "CONNECT ", 8);
+    nd_conn_write(c, op, strlen(op));
+    nd_conn_write(c, " ", 1);
     nd_conn_write(c, js, strlen(js));
     nd_conn_write(c, "\r\n", 2);
     free(js);

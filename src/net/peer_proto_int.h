@@ -45,10 +45,11 @@ json_t *nd_peer_info_new(const nd_server_t *s, int proto);
 
 /* A CONNECT's first fields: echo, verbose and pedantic (false), user and pass when not empty,
  * tls_required (user and pass are not NULL). Returns: a new object (owned by the caller), for
- * nd_peer_write_connect. */
+ * nd_peer_write_op. */
 json_t *nd_peer_connect_new(bool echo, const char *user, const char *pass, bool tls_required);
-/* Writes "CONNECT <o as compact JSON>\r\n" to c. Owns: o (released). */
-void nd_peer_write_connect(nd_conn_t *c, json_t *o);
+/* Writes "<op> <o as compact JSON, keys in order>\r\n" to c (op: "CONNECT" or "INFO"). Owns: o
+ * (released). */
+void nd_peer_write_op(nd_conn_t *c, const char *op, json_t *o);
 
 /* The object of the peer's INFO; when it is not one, logs "Error parsing <kind> INFO" and closes
  * c with a parse error. Returns: the object (owned by the caller), or NULL. */

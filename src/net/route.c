@@ -293,7 +293,7 @@ write_connect(nd_conn_t *c)
     if (r->dynamic)
         json_object_set_new(o, "dynamic", json_true());
     pthread_mutex_unlock(&r->mu);
-    nd_peer_write_connect(c, o);
+    nd_peer_write_op(c, "CONNECT", o);
 }
 
 void
