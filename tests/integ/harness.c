@@ -1159,6 +1159,31 @@ nd_integ_reference_path(void)
 int
 nd_integ_free_port(void)
 {
+    /* Below the kernel's ephemeral range when there is room: a port the system hands out from
+     * that range may be taken by any outgoing connection on the machine (the tests' own
+     * included) before the server binds it; below it only a listener can, and one is checked
+     * for. */
+    int lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f != NULL) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2)
+            lo = 32768;
+        fclose(f);
+    }
+    static unsigned seed;
+    if (seed == 0)
+        seed = (unsigned)getpid() ^ (unsigned)now_ms();
+    for (int tries = 0; lo > 11000 && tries < 100; tries++) {
+        int port = 10000 + (int)(rand_r(&seed) % (unsigned)(lo - 10000));
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        cr_assert(fd >= 0, "socket: %s", strerror(errno));
+        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+        close(fd);
+        if (ok)
+            return port;
+    }
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     cr_assert(fd >= 0, "socket: %s", strerror(errno));
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};

@@ -84,38 +84,6 @@ wait_mqtt_listening(void)
     nd_integ_server_wait_log(srv, 0, line);
 }
 
-/* A free port for MQTT below the kernel's ephemeral range: nd_integ_free_port's comes from that
- * range, where any outgoing connection on this shared machine (the tests' own included) may take
- * it before the server binds it. Below the range only a listener can, and one is checked for. */
-static int
-mqtt_free_port(void)
-{
-    int lo = 32768, hi = 60999;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (f != NULL) {
-        if (fscanf(f, "%d %d", &lo, &hi) != 2)
-            lo = 32768;
-        fclose(f);
-    }
-    if (lo <= 11000)
-        return nd_integ_free_port();
-    static unsigned seed;
-    if (seed == 0)
-        seed = (unsigned)getpid() ^ (unsigned)now_ms();
-    for (int tries = 0; tries < 100; tries++) {
-        int port = 10000 + (int)(rand_r(&seed) % (unsigned)(lo - 10000));
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        cr_assert(fd >= 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        bool ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        close(fd);
-        if (ok)
-            return port;
-    }
-    return nd_integ_free_port();
-}
-
 /* Starts the server with MQTT on a free port, JetStream in the conf directory, `mqtt_extra` (may
  * be NULL) inside the mqtt block and `extra` (may be NULL) appended to the config. */
 static void
@@ -126,7 +94,7 @@ up_with(const char *extra, const char *mqtt_extra)
     srv = NULL;
     for (int tries = 0; srv == NULL; tries++) {
         cr_assert(tries < 10, "no free MQTT port after 10 tries");
-        mqtt_port = mqtt_free_port();
+        mqtt_port = nd_integ_free_port(); /* below the ephemeral range */
         snprintf(conf_text, sizeof conf_text,
                  "server_name: mqtt_test\njetstream { store_dir: \"%s\" }\n"
                  "mqtt { host: 127.0.0.1, port: %d%s%s }\n%s",
